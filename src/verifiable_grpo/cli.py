@@ -1,0 +1,71 @@
+"""`python -m verifiable_grpo COMMAND`: every stage of the pipeline from the shell.
+
+Each command is handled by a `command_*` function of the module that owns the concept;
+modules are imported only when their command runs, so `--help` needs no model.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# command -> (module, handler, help)
+COMMANDS = {
+    "data": ("data", "command_data", "write StockArithmetic-v1 (pages, labels, SHA-256 manifest)"),
+    "build-tiny-base": ("tinybase", "command_build", "build the tiny CPU base model and tokenizer"),
+    "warmstart": ("sft", "command_warmstart", "warm-start SFT (128 examples x 3 epochs)"),
+    "sft": ("sft", "command_sft", "further SFT from the warm start (872 examples x 2 epochs)"),
+    "grpo": ("grpo", "command_grpo", "GRPO with exact prefix KL from the warm start"),
+    "verify-resume": ("checkpoint", "command_verify_resume",
+                      "prove continuous == resumed state, bit for bit"),
+    "evaluate": ("evaluate", "command_evaluate", "greedy pass@1 and per-draw success on the test set"),
+    "exercise": ("exercise", "command_exercise", "the G=2 / G=8 group-size exercise"),
+    "run": ("pipeline", "command_run", "the whole pipeline, resumable"),
+    "report": ("report", "command_report", "summarise a run folder"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m verifiable_grpo", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, (_, _, text) in COMMANDS.items():
+        p = sub.add_parser(name, help=text, description=text)
+        if name == "data":
+            p.add_argument("--out", required=True, help="folder to write the dataset into")
+            p.add_argument("--seed", type=int, default=None,
+                           help="generation seed (default: the config's data.seed)")
+            p.add_argument("--config", default="tiny")
+            continue
+        if name == "build-tiny-base":
+            p.add_argument("--out", default="data/tiny-base")
+            p.add_argument("--force", action="store_true", help="replace an existing base")
+            p.add_argument("--minutes", type=float, default=None,
+                           help="pretraining budget override (default: the build recipe's)")
+            continue
+        p.add_argument("--config", default="tiny", help="profile name or YAML path (default: tiny)")
+        p.add_argument("--out", default=None, help="run folder (default: runs/<profile>)")
+        if name in ("warmstart", "sft", "grpo"):
+            p.add_argument("--mode", choices=["continuous", "interrupt", "resume"],
+                           default="continuous")
+        if name == "verify-resume":
+            p.add_argument("--branch", required=True,
+                           choices=["warmstart", "sft", "grpo", "grpo-g2", "grpo-g8"])
+        if name == "evaluate":
+            p.add_argument("--policy", default=None, help="one policy (default: all trained)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if getattr(args, "out", None) is None and hasattr(args, "config"):
+        from .config import load_config
+
+        args.out = f"runs/{load_config(args.config)['profile']}"
+    module_name, handler, _ = COMMANDS[args.command]
+    module = importlib.import_module(f"verifiable_grpo.{module_name}")
+    result = getattr(module, handler)(args)
+    return int(result or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
