@@ -1,0 +1,308 @@
+"""The GRPO objective, piece by piece: group advantages, the clipped surrogate, the exact
+KL on visited prefixes, the sampled KL estimators, and the token -> response -> prompt
+reductions that turn per-token terms into one scalar loss.
+
+Every function validates its shapes and raises a ValueError that names the problem.
+"""
+from __future__ import annotations
+
+import torch
+
+__all__ = [
+    "group_advantages",
+    "masked_token_mean",
+    "reduce_responses_then_prompts",
+    "clipped_group_surrogate",
+    "exact_prefix_kl",
+    "sampled_kl_estimators",
+    "grpo_objective",
+    "grpo_loss",
+]
+
+
+# --------------------------------------------------------------------------- advantages
+def group_advantages(rewards, epsilon: float = 1e-8, correction: int = 0):
+    """Group-relative advantages A = (r - mean) / (std + epsilon), one group per row.
+
+    rewards: [P, G] (P prompts, G responses each). correction=0 is the population std
+    (seed 000); correction=1 the sample std (seed 004, TRL, torch.std's default).
+    Returns (advantages[P, G], mean[P, 1], std[P, 1]), all detached.
+    A group whose rewards are all equal gets advantages of exactly 0.0.
+    """
+    rewards = torch.as_tensor(rewards).detach()
+    if not rewards.is_floating_point():
+        rewards = rewards.to(torch.get_default_dtype())
+    if rewards.dim() != 2:
+        raise ValueError(f"rewards must be 2-D [prompts, group], got shape {tuple(rewards.shape)}")
+    prompts, group = rewards.shape
+    if prompts == 0 or group == 0:
+        raise ValueError(f"rewards must hold at least one group and one response, got {tuple(rewards.shape)}")
+    if correction not in (0, 1):
+        raise ValueError(f"correction must be 0 (population std) or 1 (sample std), got {correction!r}")
+    if correction == 1 and group < 2:
+        raise ValueError("the sample std (correction=1) needs a group of at least 2 responses")
+    if not epsilon > 0:
+        raise ValueError(f"epsilon must be positive, got {epsilon!r}")
+    if not torch.isfinite(rewards).all():
+        raise ValueError("rewards must be finite")
+
+    mean = rewards.mean(dim=1, keepdim=True)
+    # A float mean of equal values can be off by one ulp (e.g. 3 x 0.1 in float32);
+    # use the common value itself so that r - mean is exactly 0 for a constant group.
+    constant = (rewards == rewards[:, :1]).all(dim=1, keepdim=True)
+    mean = torch.where(constant, rewards[:, :1], mean)
+    centred = rewards - mean
+    std = (centred.square().sum(dim=1, keepdim=True) / (group - correction)).sqrt()
+    advantages = centred / (std + epsilon)
+    return advantages, mean, std
+
+
+# --------------------------------------------------------------------------- reductions
+def _check_mask(values: torch.Tensor, mask) -> torch.Tensor:
+    if values.dim() != 2:
+        raise ValueError(f"per-token values must be 2-D [responses, tokens], got {tuple(values.shape)}")
+    mask = torch.as_tensor(mask, device=values.device)
+    if mask.shape != values.shape:
+        raise ValueError(f"mask shape {tuple(mask.shape)} differs from values shape {tuple(values.shape)}")
+    mask = mask.bool()
+    if not mask.any(dim=1).all():
+        empty = (~mask.any(dim=1)).nonzero().flatten().tolist()
+        raise ValueError(f"every response needs at least one active token; empty rows: {empty}")
+    return mask
+
+
+def masked_token_mean(values: torch.Tensor, mask) -> torch.Tensor:
+    """Mean of each row's active tokens: [B, T] -> [B]. Inactive tokens never leak in,
+    even when they hold inf or NaN (torch.where, not a multiplication by the mask)."""
+    mask = _check_mask(values, mask)
+    total = torch.where(mask, values, torch.zeros_like(values)).sum(dim=1)
+    return total / mask.sum(dim=1).to(values.dtype)
+
+
+def reduce_responses_then_prompts(per_response: torch.Tensor, group_size: int | None = None) -> torch.Tensor:
+    """Mean over the responses of each prompt, then mean over prompts -> scalar.
+
+    per_response is [P, G], or [P * G] laid out prompt by prompt (then group_size is needed).
+    """
+    if per_response.dim() == 1:
+        if group_size is None or group_size < 1:
+            raise ValueError("a flat [P*G] tensor needs a positive group_size")
+        if per_response.numel() == 0 or per_response.numel() % group_size:
+            raise ValueError(f"{per_response.numel()} responses do not split into groups of {group_size}")
+        per_response = per_response.reshape(-1, group_size)
+    elif per_response.dim() == 2:
+        if group_size is not None and per_response.shape[1] != group_size:
+            raise ValueError(f"group_size {group_size} differs from the tensor's {per_response.shape[1]}")
+        if per_response.numel() == 0:
+            raise ValueError("no responses to reduce")
+    else:
+        raise ValueError(f"per_response must be [P*G] or [P, G], got {tuple(per_response.shape)}")
+    return per_response.mean(dim=1).mean(dim=0)
+
+
+# --------------------------------------------------------------------------- surrogate
+def clipped_group_surrogate(current, old, advantages, mask, clip_epsilon: float = 0.2,
+                            clip_epsilon_high: float | None = None):
+    """Per response, the token mean of -min(rho * A, clip(rho, 1 - eps, 1 + eps_high) * A).
+
+    current, old: token log-probs [B, T] under the current and the old (behaviour) policy;
+    old is detached. advantages: [B], one per response, detached. mask: [B, T] active tokens.
+    Returns (loss[B], audit). The audit is detached: "ratios" [B, T] (1.0 on inactive
+    tokens), batch fractions over active tokens as python floats ("mean_ratio",
+    "clip_low_fraction": rho < 1-eps with A < 0, "clip_high_fraction": rho > 1+eps_high
+    with A > 0, "active_clip_fraction": their sum, i.e. tokens whose gradient the clip
+    removes, "outside_fraction": rho outside the interval whatever the sign of A), and the
+    same per response as [B] tensors ("*_per_response").
+    """
+    if current.dim() != 2:
+        raise ValueError(f"current log-probs must be [B, T], got {tuple(current.shape)}")
+    old = torch.as_tensor(old, device=current.device)
+    if old.shape != current.shape:
+        raise ValueError(f"old log-probs shape {tuple(old.shape)} differs from current {tuple(current.shape)}")
+    advantages = torch.as_tensor(advantages, device=current.device)
+    if advantages.shape != current.shape[:1]:
+        raise ValueError(f"advantages must be [B] = [{current.shape[0]}], got {tuple(advantages.shape)}")
+    if not 0 < clip_epsilon < 1:
+        raise ValueError(f"clip_epsilon must lie in (0, 1), got {clip_epsilon!r}")
+    high = clip_epsilon if clip_epsilon_high is None else clip_epsilon_high
+    if not high > 0:
+        raise ValueError(f"clip_epsilon_high must be positive, got {clip_epsilon_high!r}")
+    mask = _check_mask(current, mask)
+
+    old = old.detach().to(current.dtype)
+    adv = advantages.detach().to(current.dtype).unsqueeze(1)
+    # Zero the log-ratio on inactive tokens before exp: exp of padding garbage could be
+    # inf, and inf * 0 in the backward pass would turn into NaN gradients.
+    log_ratio = torch.where(mask, current - old, torch.zeros_like(current))
+    ratio = torch.exp(log_ratio)
+    low_bound, high_bound = 1.0 - clip_epsilon, 1.0 + high
+    unclipped = ratio * adv
+    clipped = torch.clamp(ratio, low_bound, high_bound) * adv
+    per_token = -torch.minimum(unclipped, clipped)
+    loss = masked_token_mean(per_token, mask)
+
+    with torch.no_grad():
+        r = ratio.detach()
+        below, above = r < low_bound, r > high_bound
+        clip_low = below & (adv < 0) & mask
+        clip_high = above & (adv > 0) & mask
+        outside = (below | above) & mask
+        counts = mask.sum(dim=1).to(r.dtype)
+        total = counts.sum()
+
+        def per_row(flags):
+            return flags.sum(dim=1).to(r.dtype) / counts
+
+        audit = {
+            "ratios": r,
+            "mean_ratio": float(torch.where(mask, r, 0).sum() / total),
+            "clip_low_fraction": float(clip_low.sum() / total),
+            "clip_high_fraction": float(clip_high.sum() / total),
+            "active_clip_fraction": float((clip_low | clip_high).sum() / total),
+            "outside_fraction": float(outside.sum() / total),
+            "clip_interval": (low_bound, high_bound),
+            "active_tokens": int(total),
+            "mean_ratio_per_response": torch.where(mask, r, 0).sum(dim=1) / counts,
+            "active_clip_fraction_per_response": per_row(clip_low | clip_high),
+            "outside_fraction_per_response": per_row(outside),
+        }
+    return loss, audit
+
+
+# --------------------------------------------------------------------------- exact KL
+def _blockwise_shift_and_log_sum(logits: torch.Tensor, block_size: int):
+    """Full-vocabulary normaliser of each row, computed block by block.
+
+    Returns (m, log_s) with logsumexp = m + log_s, m the row maximum. Keeping the two
+    parts apart lets log p = (z - m) - log_s stay accurate in float32 even for logits
+    of size 1e4, where m + log_s would round to a float32 ulp of about 1e-3.
+    """
+    vocab = logits.shape[-1]
+    m = None
+    for start in range(0, vocab, block_size):
+        block_max = logits[..., start:start + block_size].amax(dim=-1, keepdim=True)
+        m = block_max if m is None else torch.maximum(m, block_max)
+    s = torch.zeros_like(m)
+    for start in range(0, vocab, block_size):
+        s = s + torch.exp(logits[..., start:start + block_size] - m).sum(dim=-1, keepdim=True)
+    return m, torch.log(s)
+
+
+def _block_terms(current, reference, cur_norm, ref_norm, start, block_size):
+    """log p, p and log p - log q for one vocabulary block (p = 0 where log p = -inf)."""
+    log_p = (current[..., start:start + block_size] - cur_norm[0]) - cur_norm[1]
+    log_q = (reference[..., start:start + block_size] - ref_norm[0]) - ref_norm[1]
+    p = torch.exp(log_p)
+    # A token the current policy never emits (logit -inf) contributes 0, not 0 * nan.
+    difference = torch.where(p > 0, log_p - log_q, torch.zeros_like(log_p))
+    return p, difference
+
+
+class _ExactKL(torch.autograd.Function):
+    """KL(p_cur || p_ref) over the vocabulary, with a hand-written blockwise backward
+    (dKL/dz_j = p_j * (log p_j - log q_j - KL)) so that autograd never keeps more than
+    one block of probabilities alive."""
+
+    @staticmethod
+    def forward(ctx, current, reference, block_size):
+        cur_norm = _blockwise_shift_and_log_sum(current, block_size)
+        ref_norm = _blockwise_shift_and_log_sum(reference, block_size)
+        kl = torch.zeros(current.shape[:-1], dtype=current.dtype, device=current.device)
+        for start in range(0, current.shape[-1], block_size):
+            p, difference = _block_terms(current, reference, cur_norm, ref_norm, start, block_size)
+            kl = kl + (p * difference).sum(dim=-1)
+        ctx.save_for_backward(current, reference, *cur_norm, *ref_norm, kl)
+        ctx.block_size = block_size
+        return kl
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad_kl):
+        current, reference, cur_m, cur_log_s, ref_m, ref_log_s, kl = ctx.saved_tensors
+        block_size = ctx.block_size
+        grad = torch.empty_like(current)
+        scale = grad_kl.unsqueeze(-1)
+        for start in range(0, current.shape[-1], block_size):
+            p, difference = _block_terms(current, reference, (cur_m, cur_log_s),
+                                         (ref_m, ref_log_s), start, block_size)
+            grad[..., start:start + block_size] = scale * p * (difference - kl.unsqueeze(-1))
+        return grad, None, None
+
+
+def exact_prefix_kl(current_logits: torch.Tensor, reference_logits: torch.Tensor,
+                    block_size: int = 4096) -> torch.Tensor:
+    """Exact KL(p_cur || p_ref) = sum_v p_cur(v) (log p_cur(v) - log p_ref(v)) per prefix.
+
+    Logits are [..., T, V]; returns [..., T]. The vocabulary is processed in blocks of
+    block_size, each block normalised with the FULL-vocabulary logsumexp (normalising each
+    block on its own would compute another, wrong, quantity). Differentiable with respect
+    to current_logits; the reference is a constant. Logits of -inf are allowed (probability
+    zero); NaN and +inf are rejected.
+    """
+    if not isinstance(block_size, int) or isinstance(block_size, bool) or block_size < 1:
+        raise ValueError(f"block_size must be a positive integer, got {block_size!r}")
+    if current_logits.dim() < 1 or current_logits.shape[-1] == 0:
+        raise ValueError(f"logits need a non-empty vocabulary axis, got {tuple(current_logits.shape)}")
+    if reference_logits.shape != current_logits.shape:
+        raise ValueError(f"reference logits shape {tuple(reference_logits.shape)} differs from "
+                         f"current {tuple(current_logits.shape)}")
+    if not current_logits.is_floating_point():
+        raise ValueError("logits must be floating point")
+    for name, logits in (("current", current_logits), ("reference", reference_logits)):
+        if torch.isnan(logits).any() or torch.isposinf(logits).any():
+            raise ValueError(f"{name} logits contain NaN or +inf")
+        if torch.isneginf(logits).all(dim=-1).any():
+            raise ValueError(f"{name} logits have a row where every entry is -inf")
+    reference = reference_logits.detach().to(device=current_logits.device, dtype=current_logits.dtype)
+    return _ExactKL.apply(current_logits, reference, block_size)
+
+
+# --------------------------------------------------------------------------- sampled KL
+def sampled_kl_estimators(current_logprobs: torch.Tensor, reference_logprobs: torch.Tensor) -> dict:
+    """Per-token estimators of KL(current || reference) for tokens DRAWN FROM THE CURRENT
+    policy, with log r = log p_ref - log p_cur:
+    k1 = -log r (unbiased, can be negative), k2 = (log r)^2 / 2 (biased, low variance),
+    k3 = (r - 1) - log r (unbiased, never negative; TRL's and seed 004's choice)."""
+    current_logprobs = torch.as_tensor(current_logprobs)
+    reference_logprobs = torch.as_tensor(reference_logprobs, device=current_logprobs.device)
+    if current_logprobs.shape != reference_logprobs.shape:
+        raise ValueError(f"log-prob shapes differ: current {tuple(current_logprobs.shape)}, "
+                         f"reference {tuple(reference_logprobs.shape)}")
+    log_r = reference_logprobs - current_logprobs
+    return {
+        "k1": -log_r,
+        "k2": log_r.square() / 2,
+        "k3": torch.expm1(log_r) - log_r,
+    }
+
+
+# --------------------------------------------------------------------------- objective
+def grpo_objective(current_logprobs, old_logprobs, advantages, mask, kl_per_token, group_size: int,
+                   clip_epsilon: float = 0.2, kl_coefficient: float = 0.02,
+                   clip_epsilon_high: float | None = None):
+    """The scalar GRPO loss: reduced clipped surrogate + kl_coefficient * reduced KL.
+
+    Both terms are averaged the same way: over each response's active tokens, then over
+    the responses of each prompt, then over prompts. Responses are laid out prompt by
+    prompt (B = P * G). kl_per_token [B, T] may be None when there is no KL term.
+    Returns (loss, audit): the surrogate's audit plus "surrogate", "kl" and "loss" floats.
+    """
+    surrogate_per_response, audit = clipped_group_surrogate(
+        current_logprobs, old_logprobs, advantages, mask, clip_epsilon, clip_epsilon_high)
+    surrogate = reduce_responses_then_prompts(surrogate_per_response, group_size)
+    if kl_per_token is None:
+        if kl_coefficient != 0:
+            raise ValueError("kl_per_token is None but kl_coefficient is not 0")
+        kl = torch.zeros((), dtype=surrogate.dtype, device=surrogate.device)
+    else:
+        if kl_per_token.shape != current_logprobs.shape:
+            raise ValueError(f"kl_per_token shape {tuple(kl_per_token.shape)} differs from "
+                             f"log-probs {tuple(current_logprobs.shape)}")
+        kl = reduce_responses_then_prompts(masked_token_mean(kl_per_token, mask), group_size)
+    loss = surrogate + kl_coefficient * kl
+    audit = dict(audit, surrogate=float(surrogate.detach()), kl=float(kl.detach()),
+                 loss=float(loss.detach()), surrogate_per_response=surrogate_per_response.detach())
+    return loss, audit
+
+
+grpo_loss = grpo_objective
