@@ -1,0 +1,89 @@
+"""Small helpers that keep the chapters thin: profile choice, recorded runs, tables.
+
+Everything printed through these helpers is deterministic on CPU, so nbval can compare
+it with the committed outputs; times and paths are masked by notebooks/sanitize.cfg.
+"""
+from __future__ import annotations
+
+import html
+import os
+import sys
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+from .config import read_json, repo_root
+
+RECORDED = Path("data") / "recorded"
+
+
+def on_colab() -> bool:
+    return "google.colab" in sys.modules
+
+
+def choose_profile() -> str:
+    """`qwen` where a CUDA GPU is present (Colab), `smoke` elsewhere."""
+    import torch
+
+    return "qwen" if torch.cuda.is_available() else "smoke"
+
+
+def quiet() -> None:
+    """No progress bars or library chatter in executed notebooks (nbval compares streams)."""
+    os.environ.setdefault("TQDM_DISABLE", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    import warnings
+
+    warnings.filterwarnings("ignore")
+
+
+def recorded_dir(profile: str = "tiny") -> Path:
+    return repo_root() / RECORDED / profile
+
+
+def load_recorded(name: str, profile: str = "tiny") -> Any:
+    """A file of a recorded run, e.g. load_recorded("results.json")."""
+    path = recorded_dir(profile) / name
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing: the recorded {profile} run has not been "
+                                "exported (python -m verifiable_grpo report --config "
+                                f"{profile})")
+    return read_json(path)
+
+
+def fmt(value: Any, digits: int = 3) -> str:
+    if isinstance(value, bool) or value is None:
+        return str(value)
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+class Table:
+    """A table that shows as HTML in the book and as fixed-width text for nbval."""
+
+    def __init__(self, columns: Sequence[str], rows: Iterable[Sequence[Any]], digits: int = 3,
+                 title: str | None = None):
+        self.columns = list(columns)
+        self.rows = [[fmt(v, digits) for v in row] for row in rows]
+        self.title = title
+        for row in self.rows:
+            if len(row) != len(self.columns):
+                raise ValueError(f"row {row} has {len(row)} cells for {len(self.columns)} columns")
+
+    def __repr__(self) -> str:
+        widths = [max(len(str(c)), *(len(r[i]) for r in self.rows)) if self.rows else len(c)
+                  for i, c in enumerate(self.columns)]
+        line = lambda cells: "  ".join(str(c).ljust(w) for c, w in zip(cells, widths)).rstrip()
+        out = [self.title] if self.title else []
+        out += [line(self.columns), line("-" * w for w in widths)]
+        out += [line(r) for r in self.rows]
+        return "\n".join(out)
+
+    def _repr_html_(self) -> str:
+        head = "".join(f"<th>{html.escape(str(c))}</th>" for c in self.columns)
+        body = "".join("<tr>" + "".join(f"<td>{html.escape(v)}</td>" for v in r) + "</tr>"
+                       for r in self.rows)
+        caption = f"<caption>{html.escape(self.title)}</caption>" if self.title else ""
+        return (f'<table class="vg-table">{caption}<thead><tr>{head}</tr></thead>'
+                f"<tbody>{body}</tbody></table>")

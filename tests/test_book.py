@@ -1,0 +1,138 @@
+"""The book: paired notebooks in sync, the table of contents, Colab links, and the built
+pages as a browser shows them."""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import jupytext
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = ROOT / "notebooks"
+SCREENSHOTS = ROOT / "_build" / "screenshots"
+
+
+def toc_files() -> list[str]:
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    found = [toc["root"]]
+
+    def walk(entries):
+        for entry in entries or []:
+            if "file" in entry:
+                found.append(entry["file"])
+            walk(entry.get("sections"))
+            walk(entry.get("chapters"))
+    for part in toc.get("parts", []):
+        walk(part.get("chapters"))
+    return found
+
+
+def sources(notebook) -> list[tuple[str, str]]:
+    return [(c.cell_type, c.source.strip()) for c in notebook.cells if c.source.strip()]
+
+
+@pytest.mark.parametrize("script", sorted(NOTEBOOKS.glob("*.py")), ids=lambda p: p.name)
+def test_pairs_are_in_sync(script):
+    paired = script.with_suffix(".ipynb")
+    assert paired.is_file(), f"{script.name} has no paired {paired.name} (jupytext --sync)"
+    assert sources(jupytext.read(script)) == sources(jupytext.read(paired)), (
+        f"{script.name} and {paired.name} differ: run jupytext --sync and re-execute")
+
+
+def test_every_ipynb_has_its_source_and_outputs():
+    for notebook in NOTEBOOKS.glob("*.ipynb"):
+        assert notebook.with_suffix(".py").is_file(), f"{notebook.name} has no .py source"
+        cells = jupytext.read(notebook).cells
+        code = [c for c in cells if c.cell_type == "code"]
+        assert code and all(c.get("execution_count") for c in code), (
+            f"{notebook.name} was not executed end to end before committing")
+
+
+def test_toc_lists_existing_ipynb_halves_only():
+    files = toc_files()
+    for name in files:
+        matches = [p for p in ROOT.glob(name + ".*") if p.suffix in (".md", ".ipynb")]
+        assert matches, f"_toc.yml lists {name}, which does not exist"
+        assert not (ROOT / (name + ".py")).exists() or (ROOT / (name + ".ipynb")).exists()
+    listed = {f for f in files if f.startswith("notebooks/")}
+    on_disk = {f"notebooks/{p.stem}" for p in NOTEBOOKS.glob("*.ipynb")}
+    assert listed == on_disk, f"notebooks not in the toc: {on_disk - listed}; " \
+                              f"listed but missing: {listed - on_disk}"
+
+
+@pytest.fixture(scope="session")
+def built_book():
+    out = Path(tempfile.mkdtemp(prefix="book-"))
+    jupyter_book = Path(sys.executable).parent / "jupyter-book"
+    proc = subprocess.run([str(jupyter_book), "build", str(ROOT),
+                           "--path-output", str(out), "--warningiserror", "--keep-going"],
+                          capture_output=True, text=True, timeout=600)
+    log = proc.stdout + proc.stderr
+    assert proc.returncode == 0, log[-4000:]
+    assert "WARNING" not in log, [l for l in log.splitlines() if "WARNING" in l]
+    yield out / "_build" / "html"
+    shutil.rmtree(out, ignore_errors=True)
+
+
+def page_paths(html_root: Path) -> list[Path]:
+    return [html_root / (name + ".html") for name in toc_files()]
+
+
+def test_colab_links_point_at_committed_notebooks(built_book):
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    repo = config["repository"]["url"].removeprefix("https://github.com/")
+    links = []
+    for page in page_paths(built_book):
+        links += re.findall(r'href="(https://colab\.research\.google\.com/[^"]+)"',
+                            page.read_text())
+    notebooks = list(NOTEBOOKS.glob("*.ipynb"))
+    assert len(set(links)) == len(notebooks), (links, notebooks)
+    for link in links:
+        match = re.fullmatch(rf"https://colab\.research\.google\.com/github/{repo}/blob/main/(.+)",
+                             link)
+        assert match, link
+        assert match.group(1).endswith(".ipynb") and (ROOT / match.group(1)).is_file(), link
+
+
+def chromium() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def browse(url: str, screenshot: Path | None = None) -> str:
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             f"--user-data-dir={tempfile.mkdtemp(prefix='chromium-')}",
+             "--virtual-time-budget=8000", "--window-size=1280,2000"]
+    if screenshot is not None:
+        subprocess.run([chromium(), *flags, f"--screenshot={screenshot}", url],
+                       capture_output=True, timeout=120)
+    proc = subprocess.run([chromium(), *flags, "--dump-dom", url], capture_output=True,
+                          text=True, timeout=120)
+    return proc.stdout
+
+
+def test_pages_render_in_a_browser(built_book):
+    if chromium() is None:
+        if os.environ.get("CI"):
+            pytest.fail("chromium is missing in CI: .ci/run installs it")
+        pytest.skip("chromium not installed (apt-get install chromium)")
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    for page in page_paths(built_book):
+        shot = SCREENSHOTS / (page.relative_to(built_book).as_posix().replace("/", "__") + ".png")
+        dom = browse(page.as_uri(), shot)
+        assert "<article" in dom and "bd-article" in dom, f"{page.name}: no article rendered"
+        assert "Traceback" not in dom and "output_error" not in dom, f"{page.name}: error output"
+        assert shot.is_file() and shot.stat().st_size > 10_000, f"{page.name}: blank screenshot"
+        source = page.read_text()
+        if "notebooks/" in page.as_posix():
+            for image in re.findall(r'<img [^>]*src="([^"]+)"', source):
+                assert (page.parent / image).resolve().is_file(), f"{page.name}: missing {image}"
+        if "application/vnd.jupyter.widget-view+json" in source:
+            assert "widget-" in dom.split("bd-article", 1)[1], f"{page.name}: widgets not rendered"
