@@ -1,0 +1,68 @@
+"""Shared fixtures: profiles, the tiny tokenizer, a micro random policy, a learning view.
+
+Everything here is small enough for a test to take seconds on a laptop CPU.
+"""
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from verifiable_grpo.config import load_config, repo_root
+
+TINY_BASE = repo_root() / "data" / "tiny-base"
+
+
+def tiny_base_has_weights() -> bool:
+    return (TINY_BASE / "config.json").is_file()
+
+
+@pytest.fixture(scope="session")
+def _smoke_config_master():
+    return load_config("smoke")
+
+
+@pytest.fixture
+def smoke_config(_smoke_config_master):
+    """A fresh copy of the smoke profile (tests may edit it)."""
+    return copy.deepcopy(_smoke_config_master)
+
+
+@pytest.fixture
+def random_config(smoke_config):
+    """The smoke profile on the micro random Qwen2 (model.random_init) and the tiny tokenizer."""
+    smoke_config["model"]["source"] = "random"
+    return smoke_config
+
+
+@pytest.fixture(scope="session")
+def tokenizer():
+    from verifiable_grpo.model import load_tokenizer
+
+    return load_tokenizer(load_config("smoke"))
+
+
+@pytest.fixture
+def micro_model(random_config):
+    """(model, tokenizer): the micro random policy, FP32, eval mode, checked."""
+    from verifiable_grpo.model import load_base
+
+    return load_base(random_config)
+
+
+@pytest.fixture(scope="session")
+def dataset_dir(tmp_path_factory):
+    """The full StockArithmetic-v1 dataset written once per session (read-only for tests)."""
+    from verifiable_grpo import data
+
+    folder = tmp_path_factory.mktemp("dataset") / "data"
+    data.write_dataset(folder, load_config("smoke")["data"]["seed"])
+    return folder
+
+
+@pytest.fixture(scope="session")
+def learning_view_dir(dataset_dir, tmp_path_factory):
+    """A learning view (no test material) of the session dataset."""
+    from verifiable_grpo import data
+
+    return data.write_learning_view(dataset_dir, tmp_path_factory.mktemp("view") / "learning-data")
