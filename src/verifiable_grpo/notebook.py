@@ -87,3 +87,12 @@ class Table:
         caption = f"<caption>{html.escape(self.title)}</caption>" if self.title else ""
         return (f'<table class="vg-table">{caption}<thead><tr>{head}</tr></thead>'
                 f"<tbody>{body}</tbody></table>")
+
+
+def show(figure):
+    """Display a matplotlib Figure as a PNG (works without pyplot's inline backend)."""
+    from IPython.display import Image
+
+    from .widgets import figure_png
+
+    return Image(figure_png(figure))

@@ -1,0 +1,90 @@
+"""Small, fully controlled demonstrations used by the chapters (no language model).
+
+`two_updates_on_one_rollout_set` shows why clipping cannot act on the first update of a
+rollout set: the current policy *is* the behaviour policy then, so every ratio is exactly
+1. Only from the second update on, after the parameters moved, can a ratio leave the
+interval.
+"""
+from __future__ import annotations
+
+import torch
+
+from .losses import clipped_group_surrogate, group_advantages, masked_token_mean
+
+
+def two_updates_on_one_rollout_set(vocab: int = 6, group_size: int = 4, length: int = 3,
+                                   learning_rate: float = 0.5, updates: int = 2,
+                                   clip_epsilon: float = 0.2, seed: int = 0,
+                                   refresh_old: bool = False) -> list[dict]:
+    """A categorical 'policy' (one logit vector) samples one group of `length`-token responses;
+    reward 1 when the response starts with a token of the lower half of the vocabulary.
+    Returns the audit of each update on that same rollout set.
+
+    refresh_old=True reproduces a classic bug: replacing the captured old log-probs with
+    detached log-probs of the current policy before each update. Every ratio is then 1
+    and the clip can never act."""
+    if updates < 1:
+        raise ValueError("updates must be >= 1")
+    generator = torch.Generator().manual_seed(seed)
+    logits = torch.zeros(vocab, dtype=torch.float64, requires_grad=True)
+    with torch.no_grad():
+        probs = torch.softmax(logits, dim=0)
+        tokens = torch.multinomial(probs.expand(group_size, vocab), length, replacement=True,
+                                   generator=generator)
+        old = torch.log_softmax(logits, dim=0)[tokens]          # captured at sampling time
+    rewards = (tokens[:, 0] < vocab // 2).to(torch.float64).unsqueeze(0)
+    advantages, _, _ = group_advantages(rewards)
+    mask = torch.ones_like(tokens, dtype=torch.bool)
+    optimizer = torch.optim.SGD([logits], lr=learning_rate)
+    report = []
+    for update in range(updates):
+        current = torch.log_softmax(logits, dim=0)[tokens]
+        if refresh_old:
+            old = current.detach()
+        loss, audit = clipped_group_surrogate(current, old, advantages[0], mask, clip_epsilon)
+        objective = loss.mean()
+        optimizer.zero_grad()
+        objective.backward()
+        report.append({
+            "update": update + 1,
+            "rewards": rewards[0].tolist(),
+            "advantages": advantages[0].tolist(),
+            "min_ratio": float(audit["ratios"].min()),
+            "max_ratio": float(audit["ratios"].max()),
+            "outside_fraction": audit["outside_fraction"],
+            "active_clip_fraction": audit["active_clip_fraction"],
+            "loss": float(objective.detach()),
+            "gradient_norm": float(logits.grad.norm()),
+        })
+        optimizer.step()
+    return report
+
+
+def clip_gradient_table(ratios=(0.5, 0.9, 1.0, 1.1, 1.5), advantages=(1.0, -1.0),
+                        clip_epsilon: float = 0.2) -> list[dict]:
+    """For each (rho, A): the objective min(rho A, clip(rho) A), which branch is selected and
+    the gradient of the objective with respect to the log-probability (autograd, float64)."""
+    rows = []
+    for advantage in advantages:
+        for ratio in ratios:
+            current = torch.tensor([[float(torch.log(torch.tensor(ratio, dtype=torch.float64)))]],
+                                   dtype=torch.float64, requires_grad=True)
+            old = torch.zeros(1, 1, dtype=torch.float64)
+            loss, audit = clipped_group_surrogate(current, old, torch.tensor([advantage],
+                                                  dtype=torch.float64),
+                                                  torch.ones(1, 1, dtype=torch.bool), clip_epsilon)
+            loss.sum().backward()
+            unclipped, clipped = ratio * advantage, min(max(ratio, 1 - clip_epsilon),
+                                                         1 + clip_epsilon) * advantage
+            rows.append({
+                "advantage": advantage, "ratio": ratio, "objective": -float(loss),
+                "branch": "clipped (constant)" if clipped < unclipped else "unclipped",
+                "d_objective_d_logp": -float(current.grad) + 0.0,  # no "-0.0" in tables
+                "active_clip": audit["active_clip_fraction"] > 0,
+            })
+    return rows
+
+
+def token_mean_per_response(values, mask):
+    """Re-exported for the notebooks: the first step of the seed's reduction."""
+    return masked_token_mean(values, mask)
