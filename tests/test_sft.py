@@ -26,12 +26,24 @@ def micro_config() -> dict:
     return config
 
 
+def scramble_global_rng(salt: int) -> None:
+    """Leave the process's RNG streams somewhere else, as another process would find them."""
+    import random
+
+    import numpy as np
+
+    random.seed(salt); np.random.seed(salt); torch.manual_seed(salt)
+    random.random(); np.random.rand(); torch.rand(1)
+
+
 @pytest.fixture(scope="module")
 def sft_run(tmp_path_factory):
-    """Both branches in all three modes; the warm-start resume runs in a fresh process."""
+    """Both branches in all three modes; the warm-start resume runs in a fresh process and
+    every other run starts from different global RNG states, as separate commands would."""
     config = micro_config()
     out = tmp_path_factory.mktemp("sft-run")
     sft.ensure_learning_view(config, out)
+    scramble_global_rng(1)
     records = {("warmstart", "interrupt"): sft.run_sft_branch(config, out, "warmstart", "interrupt")}
     config_file = out / "micro.yaml"
     config_file.write_text(yaml.safe_dump({k: v for k, v in config.items() if k != "_path"}))
@@ -41,8 +53,10 @@ def sft_run(tmp_path_factory):
                           cwd=repo_root(), env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     records["warmstart", "resume"] = read_json(out / "learning" / "warmstart-resume.json")
+    scramble_global_rng(2)
     records["warmstart", "continuous"] = sft.run_sft_branch(config, out, "warmstart", "continuous")
-    for mode in ("interrupt", "resume", "continuous"):
+    for salt, mode in enumerate(("interrupt", "resume", "continuous"), start=3):
+        scramble_global_rng(salt)
         records["sft", mode] = sft.run_sft_branch(config, out, "sft", mode)
     reports = {branch: verify_resume(out, branch) for branch in ("warmstart", "sft")}
     return {"config": config, "out": out, "records": records, "reports": reports}

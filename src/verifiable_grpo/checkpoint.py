@@ -31,6 +31,14 @@ def capture_rng() -> dict:
             "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None}
 
 
+def seed_everything(seed: int) -> None:
+    """Seed Python, NumPy and torch (CPU and CUDA): a run must not depend on the RNG state
+    its process happened to start with (Python and NumPy seed themselves from the OS)."""
+    random.seed(seed)
+    np.random.seed(seed % 2 ** 32)
+    torch.manual_seed(seed)
+
+
 def restore_rng(state: dict) -> None:
     random.setstate(state["python"])
     np.random.set_state(state["numpy"])

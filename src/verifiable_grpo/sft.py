@@ -20,7 +20,8 @@ import torch
 from tqdm.auto import tqdm
 
 from . import data
-from .checkpoint import capture_rng, check_identity, load_state, restore_rng, run_identity, save_state
+from .checkpoint import (capture_rng, check_identity, load_state, restore_rng, run_identity,
+                         save_state, seed_everything)
 from .config import load_config, provenance, save_json, sha256_file
 from .model import load_base, load_tokenizer, model_digest, reload_policy, save_policy, unique_parameters
 from .prompts import check_row_rendering, collate, completion_row, template_identity
@@ -133,6 +134,7 @@ def run_sft_branch(config: dict, out_dir, branch: str, mode: str) -> dict:
         raise FileNotFoundError(f"nothing to resume: {paths['interrupt']} is missing "
                                 f"(run {branch} with --mode interrupt first)")
 
+    seed_everything(config["seed"])  # a resume then restores the saved streams over this
     view = out / "learning-data"
     examples, validation = sft_examples(view, branch, section)
     model, tokenizer, start = _starting_policy(config, branch, paths)
