@@ -72,7 +72,9 @@ def load_state(path: str | os.PathLike) -> dict:
     """Load a state this project wrote (torch objects, hence weights_only=False: local files only).
 
     The gzip stream is first inflated to a temporary file: torch's zip reader seeks, which a
-    gzip stream can only do by re-reading from the start.
+    gzip stream can only do by re-reading from the start. Tensors are memory-mapped from that
+    file (it is unlinked at once; the mapping keeps it alive), so comparing two full 0.5B
+    states does not need both in RAM.
     """
     path = Path(path)
     if not path.is_file():
@@ -81,7 +83,7 @@ def load_state(path: str | os.PathLike) -> dict:
     try:
         with os.fdopen(fd, "wb") as out, gzip.open(path, "rb") as handle:
             shutil.copyfileobj(handle, out, 1 << 20)
-        return torch.load(tmp, map_location="cpu", weights_only=False)
+        return torch.load(tmp, map_location="cpu", weights_only=False, mmap=True)
     finally:
         os.unlink(tmp)
 
