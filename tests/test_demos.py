@@ -46,3 +46,54 @@ def test_refreshing_old_logprobs_disables_the_clip():
     report = two_updates_on_one_rollout_set(updates=3, learning_rate=5.0, seed=0, refresh_old=True)
     assert all(r["min_ratio"] == r["max_ratio"] == 1.0 for r in report)
     assert all(r["active_clip_fraction"] == 0.0 for r in report)
+
+
+def test_per_block_normalisation_is_wrong_unless_one_block():
+    import torch
+    import torch.nn.functional as F
+
+    from verifiable_grpo.demos import kl_normalising_each_block
+    from verifiable_grpo.losses import exact_prefix_kl
+
+    g = torch.Generator().manual_seed(1)
+    cur, ref = torch.randn(3, 10, generator=g, dtype=torch.float64), torch.randn(3, 10, generator=g,
+                                                                             dtype=torch.float64)
+    exact = F.kl_div(torch.log_softmax(ref, -1), torch.log_softmax(cur, -1), log_target=True,
+                     reduction="none").sum(-1)
+    assert torch.allclose(kl_normalising_each_block(cur, ref, 10), exact)
+    assert torch.allclose(exact_prefix_kl(cur, ref, block_size=3), exact)
+    assert not torch.allclose(kl_normalising_each_block(cur, ref, 3), exact, atol=1e-3)
+
+
+def test_sampled_estimates_approach_the_exact_value():
+    import torch
+
+    from verifiable_grpo.demos import sampled_estimates_at_prefixes
+    from verifiable_grpo.losses import exact_prefix_kl
+
+    g = torch.Generator().manual_seed(2)
+    cur = torch.randn(2, 7, generator=g, dtype=torch.float64)
+    ref = cur + 0.5 * torch.randn(2, 7, generator=g, dtype=torch.float64)
+    exact = exact_prefix_kl(cur, ref)
+    est = sampled_estimates_at_prefixes(cur, ref, samples=200_000, seed=0)
+    for name in ("k1", "k3"):
+        stderr = est[f"{name}_std"] / 200_000 ** 0.5
+        assert torch.all((est[name] - exact).abs() < 5 * stderr + 1e-12), name
+
+
+def test_nudged_copy_moves_only_the_copy():
+    import torch
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    from verifiable_grpo.demos import nudged_copy
+    from verifiable_grpo.model import model_digest
+
+    torch.manual_seed(0)
+    model = Qwen2ForCausalLM(Qwen2Config(vocab_size=16, hidden_size=8, intermediate_size=16,
+                                         num_hidden_layers=1, num_attention_heads=2,
+                                         num_key_value_heads=1, tie_word_embeddings=True)).eval()
+    before = model_digest(model)
+    ids = torch.tensor([[1, 2, 3, 4, 5]])
+    mask = torch.tensor([[False, False, False, True, True]])
+    moved = nudged_copy(model, ids, mask, learning_rate=0.1)
+    assert model_digest(model) == before and model_digest(moved) != before

@@ -88,3 +88,50 @@ def clip_gradient_table(ratios=(0.5, 0.9, 1.0, 1.1, 1.5), advantages=(1.0, -1.0)
 def token_mean_per_response(values, mask):
     """Re-exported for the notebooks: the first step of the seed's reduction."""
     return masked_token_mean(values, mask)
+
+
+def kl_normalising_each_block(current_logits, reference_logits, block_size: int):
+    """THE BUG the exact KL avoids: softmax within each vocabulary block separately.
+
+    Returns sum over blocks of KL(block-normalised p || block-normalised q), which is not
+    KL(p || q) unless there is a single block. For the notebooks and tests only."""
+    total = torch.zeros(current_logits.shape[:-1], dtype=current_logits.dtype)
+    for start in range(0, current_logits.shape[-1], block_size):
+        log_p = torch.log_softmax(current_logits[..., start:start + block_size], dim=-1)
+        log_q = torch.log_softmax(reference_logits[..., start:start + block_size], dim=-1)
+        total = total + (log_p.exp() * (log_p - log_q)).sum(dim=-1)
+    return total
+
+
+def nudged_copy(model, input_ids, response_mask, learning_rate: float = 1e-3, steps: int = 1):
+    """A copy of `model` after `steps` plain SGD steps of cross-entropy on the response tokens:
+    two genuinely different, nearby policies whose full distributions the KL probe compares."""
+    import copy
+
+    from .scoring import target_mask, token_logprobs
+
+    moved = copy.deepcopy(model).eval()
+    optimizer = torch.optim.SGD(moved.parameters(), lr=learning_rate)
+    attention = torch.ones_like(input_ids)
+    mask = target_mask(response_mask)
+    for _ in range(steps):
+        logprobs = token_logprobs(moved, input_ids, attention)
+        loss = -(logprobs * mask).sum() / mask.sum()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    return moved
+
+
+def sampled_estimates_at_prefixes(current_logits, reference_logits, samples: int, seed: int = 0):
+    """Draw `samples` tokens from the current distribution at each prefix and average the
+    one-sample estimators k1, k2, k3 of KL(current || reference). Returns [T] tensors."""
+    from .losses import sampled_kl_estimators
+
+    generator = torch.Generator().manual_seed(seed)
+    log_p = torch.log_softmax(current_logits.double(), dim=-1)
+    log_q = torch.log_softmax(reference_logits.double(), dim=-1)
+    draws = torch.multinomial(log_p.exp(), samples, replacement=True, generator=generator)
+    estimates = sampled_kl_estimators(log_p.gather(-1, draws), log_q.gather(-1, draws))
+    return {name: value.mean(dim=-1) for name, value in estimates.items()} | {
+        f"{name}_std": value.std(dim=-1) for name, value in estimates.items()}
