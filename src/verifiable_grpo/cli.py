@@ -52,6 +52,10 @@ def build_parser() -> argparse.ArgumentParser:
                            choices=["warmstart", "sft", "grpo", "grpo-g2", "grpo-g8"])
         if name == "evaluate":
             p.add_argument("--policy", default=None, help="one policy (default: all trained)")
+        if name == "report":
+            p.add_argument("--export", nargs="?", const="default", default=None,
+                           help="also copy a small summary (no checkpoints) to this folder "
+                                "(default: data/recorded/<profile>)")
     return parser
 
 
