@@ -142,3 +142,13 @@ def test_seed_everything_fixes_every_stream():
     assert draws() == first
     C.seed_everything(12)
     assert draws() != first
+
+
+def test_module_hash_covers_exactly_the_named_modules(random_config):
+    template = {"sha256": "t" * 64}
+    narrow = C.run_identity(random_config, "d", "m", template, modules=["model.py", "sft.py"])
+    assert narrow["code_sha256"] == C.modules_sha256(["sft.py", "model.py"])
+    assert narrow["code_sha256"] != C.modules_sha256(["model.py"])
+    from verifiable_grpo.config import code_hash
+
+    assert C.run_identity(random_config, "d", "m", template)["code_sha256"] == code_hash()

@@ -65,7 +65,8 @@ def sft_run(tmp_path_factory):
 @pytest.mark.parametrize("branch", ["warmstart", "sft"])
 def test_resumed_state_equals_continuous_bit_for_bit(sft_run, branch):
     report = sft_run["reports"][branch]
-    assert report["equal"] is True and report["differences"] == []
+    assert report["differences"] == []
+    assert report["equal"] is True
     assert report["continuous"]["model_digest"] == report["resume"]["model_digest"]
     records = sft_run["records"]
     assert report["resume"]["model_digest"] == records[branch, "resume"]["final_model_digest"]

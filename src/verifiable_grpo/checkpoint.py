@@ -8,6 +8,7 @@ stored under "timings", are the only thing left out).
 from __future__ import annotations
 
 import gzip
+import hashlib
 import math
 import os
 import random
@@ -20,7 +21,7 @@ from typing import Any, Iterable
 import numpy as np
 import torch
 
-from .config import code_hash, config_hash, load_config, save_json, sha256_file
+from .config import PACKAGE_DIR, code_hash, config_hash, load_config, save_json, sha256_file
 
 
 # ---------------------------------------------------------------- RNG streams
@@ -139,11 +140,23 @@ def compare_states(a: Any, b: Any, ignore: Iterable[str] = ("timings",), path: s
 
 
 # ---------------------------------------------------------------- run identity
+def modules_sha256(names: Iterable[str]) -> str:
+    """SHA-256 over the named package modules (name and bytes): the code a run depends on.
+    Narrower than config.code_hash, so editing an unrelated module (a notebook helper)
+    does not make a saved state unresumable."""
+    digest = hashlib.sha256()
+    for name in sorted(set(names)):
+        digest.update(name.encode() + b"\0" + (PACKAGE_DIR / name).read_bytes())
+    return digest.hexdigest()
+
+
 def run_identity(config: dict, data_sha256: str, initial_model_digest: str, template: dict,
-                 **extra: Any) -> dict:
-    """What a resumed run must share with the run that saved the state."""
+                 modules: Iterable[str] | None = None, **extra: Any) -> dict:
+    """What a resumed run must share with the run that saved the state (modules: the package
+    files whose code counts; None = the whole package)."""
+    code = code_hash() if modules is None else modules_sha256(modules)
     return {"config_sha256": config_hash(config), "data_sha256": data_sha256,
-            "code_sha256": code_hash(), "initial_model_digest": initial_model_digest,
+            "code_sha256": code, "initial_model_digest": initial_model_digest,
             "template_sha256": template["sha256"], "template": template, **extra}
 
 

@@ -31,6 +31,9 @@ from .scoring import masked_sums, response_logprob_rows, token_logprobs
 BRANCH_SPLITS = {"warmstart": "warmstart", "sft": "train"}
 MODES = ("continuous", "interrupt", "resume")
 SAMPLER_SEED_OFFSET = {"warmstart": 101, "sft": 102}  # distinct example orders per branch
+# The code an SFT state depends on: a resume refuses a state written by other code.
+SFT_MODULES = ("sft.py", "model.py", "prompts.py", "scoring.py", "schedule.py", "checkpoint.py",
+               "statements.py", "data.py", "verifier.py", "config.py")
 
 
 # ---------------------------------------------------------------- data
@@ -147,7 +150,7 @@ def run_sft_branch(config: dict, out_dir, branch: str, mode: str) -> dict:
     initial_digest = model_digest(model)
     identity = run_identity(
         config, data.dataset_sha256(view), initial_digest, template_identity(tokenizer, config),
-        branch=branch, start=start, examples=[r["document_id"] for r in rows],
+        modules=SFT_MODULES, branch=branch, start=start, examples=[r["document_id"] for r in rows],
         validation_examples=[r["document_id"] for r in val_rows], total_updates=total_updates)
 
     parameters = unique_parameters(model)
