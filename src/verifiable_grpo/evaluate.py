@@ -363,6 +363,8 @@ def score_policies(config: dict, out_dir, policies, results_path) -> dict:
                       {"policy": policy, "mode": mode, "labels_read_at": labels_read_at,
                        "rows": scored})
             entry[mode] = population_metrics(scored)
+            for metrics in entry[mode].values():   # measured once per policy run, not per population
+                metrics["peak_cuda_memory_bytes"] = audits[policy]["peak_cuda_memory_bytes"]
         audit = audits[policy]
         policies_out[policy] = {
             "greedy_pass_at_1": entry["greedy"],

@@ -148,6 +148,8 @@ def render(evidence: dict, config: dict | None = None) -> str:
         lines += _table(["stage group", "seconds"],
                         [[g, f"{s:.1f}"] for g, s in timings["groups"].items()]
                         + [["total", f"{timings['total_seconds']:.1f}"]])
+        lines += _table(["stage", "seconds"],
+                        [[name, f"{s:.1f}"] for name, s in timings["stages"].items()])
     reference = repo_root() / REFERENCE
     if reference.is_file() and policies:
         ref = read_json(reference)
