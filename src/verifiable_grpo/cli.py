@@ -47,6 +47,9 @@ def build_parser() -> argparse.ArgumentParser:
         if name in ("warmstart", "sft", "grpo"):
             p.add_argument("--mode", choices=["continuous", "interrupt", "resume"],
                            default="continuous")
+        if name == "grpo":
+            p.add_argument("--branch", default="grpo",
+                           help="grpo (the main G=4 run) or grpo-gN (an exercise group size)")
         if name == "verify-resume":
             p.add_argument("--branch", required=True,
                            choices=["warmstart", "sft", "grpo", "grpo-g2", "grpo-g8"])

@@ -26,13 +26,10 @@ Outputs (OUT = out_dir):
 """
 from __future__ import annotations
 
-import os
-import random
 import re
 import time
 from pathlib import Path
 
-import numpy as np
 import torch
 from tqdm.auto import tqdm
 
@@ -229,12 +226,6 @@ def grpo_update(policy, reference, optimizer, scheduler, groups: list[dict], con
 
 
 # --------------------------------------------------------------------------- helpers
-def seed_system_rngs(seed: int) -> None:
-    random.seed(seed)
-    np.random.seed(seed % 2**32)
-    torch.manual_seed(seed)
-
-
 def _sync(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize(device)
@@ -365,7 +356,7 @@ def _run(config, budget, section, branch, mode, paths, examples, tokenizer, poli
     scheduler = schedule.make_scheduler(optimizer, budget["total_updates"], section)
     order = PromptOrder(len(examples), config["seed"] + PROMPT_ORDER_SEED_OFFSET)
     generator = torch.Generator(device=device).manual_seed(config["seed"] + GENERATION_SEED_OFFSET)
-    seed_system_rngs(config["seed"])
+    checkpoint.seed_everything(config["seed"])  # the run never depends on the process's RNG
     start, consumed, history = 0, [], []
     if mode == "resume":
         state = checkpoint.load_state(paths["interrupt_state"])
