@@ -47,7 +47,8 @@ def sft_run(tmp_path_factory):
     records = {("warmstart", "interrupt"): sft.run_sft_branch(config, out, "warmstart", "interrupt")}
     config_file = out / "micro.yaml"
     config_file.write_text(yaml.safe_dump({k: v for k, v in config.items() if k != "_path"}))
-    env = dict(os.environ, VERIFIABLE_GRPO_ROOT=str(repo_root()), TQDM_DISABLE="1")
+    env = dict(os.environ, VERIFIABLE_GRPO_ROOT=str(repo_root()), TQDM_DISABLE="1",
+               OMP_NUM_THREADS=str(torch.get_num_threads()))  # same arithmetic as this process
     done = subprocess.run([sys.executable, "-m", "verifiable_grpo", "warmstart", "--config",
                            str(config_file), "--out", str(out), "--mode", "resume"],
                           cwd=repo_root(), env=env, capture_output=True, text=True, timeout=300)
@@ -144,6 +145,13 @@ def test_resume_refuses_another_run_and_needs_its_interrupt(tmp_path):
     other["warmstart"]["learning_rate"] = 1e-3
     with pytest.raises(ValueError, match="refusing to resume.*config_sha256"):
         sft.run_sft_branch(other, tmp_path, "warmstart", "resume")
+    threads = torch.get_num_threads()
+    try:  # other CPU arithmetic (thread count) could break bitwise equality: refused
+        torch.set_num_threads(threads + 1)
+        with pytest.raises(ValueError, match="refusing to resume.*compute"):
+            sft.run_sft_branch(config, tmp_path, "warmstart", "resume")
+    finally:
+        torch.set_num_threads(threads)
     assert not (tmp_path / "checkpoints" / "warmstart-resume.pt.gz").exists()
     with pytest.raises(FileNotFoundError, match="run the warm start first"):
         sft.run_sft_branch(config, tmp_path, "sft", "continuous")

@@ -110,6 +110,14 @@ def _starting_policy(config: dict, branch: str, paths: dict) -> tuple:
                                            "sha256": sha256_file(paths["start_policy"])}
 
 
+def compute_identity(device: torch.device) -> dict:
+    """Where the numbers are computed: another GPU model or CPU thread count can change
+    floating-point results, so a bitwise resume must run on the same kind of machine."""
+    name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
+    return {"device": name, "torch_threads": torch.get_num_threads(),
+            "torch": torch.__version__}
+
+
 def _sync(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize()
@@ -151,7 +159,8 @@ def run_sft_branch(config: dict, out_dir, branch: str, mode: str) -> dict:
     identity = run_identity(
         config, data.dataset_sha256(view), initial_digest, template_identity(tokenizer, config),
         modules=SFT_MODULES, branch=branch, start=start, examples=[r["document_id"] for r in rows],
-        validation_examples=[r["document_id"] for r in val_rows], total_updates=total_updates)
+        validation_examples=[r["document_id"] for r in val_rows], total_updates=total_updates,
+        compute=compute_identity(device))
 
     parameters = unique_parameters(model)
     optimizer = torch.optim.AdamW(parameters, lr=section["learning_rate"],
