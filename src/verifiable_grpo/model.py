@@ -31,11 +31,14 @@ class ModelUnavailableError(FileNotFoundError):
 def _unavailable(config: dict, detail: str, err: Exception | None = None) -> ModelUnavailableError:
     m = config["model"]
     where = m.get("path") or f"{m['name']}@{m.get('revision')}"
+    if m["source"] == "hub":
+        how = ("run on Colab with a GPU (the hub is reachable there), or download a snapshot "
+               "of that revision elsewhere and pass its folder in model.path")
+    else:
+        how = ("build the tiny base with `python -m verifiable_grpo build-tiny-base`, point "
+               "model.path at a saved Qwen2 folder, or use model.source: random for a quick check")
     return ModelUnavailableError(
-        f"Cannot load model {where!r} (source {m['source']}): {detail}. "
-        "To get it: run on Colab with a GPU (the hub is reachable there), or download a "
-        "snapshot of that revision and pass its folder in model.path; for the tiny base run "
-        "`python -m verifiable_grpo build-tiny-base`."
+        f"Cannot load model {where!r} (source {m['source']}): {detail}. To get it: {how}."
         + (f" Underlying error: {type(err).__name__}: {err}" if err else ""))
 
 
