@@ -109,3 +109,99 @@ def test_committed_tokenizer_is_reproduced_by_the_build_code(tmp_path):
         assert sha256_file(path) == sha256_file(BASE / path.name), path.name
     config = json.loads((BASE / "tokenizer_config.json").read_text())
     assert config["tokenizer_class"] == "Qwen2Tokenizer"
+
+
+# ---------------------------------------------------------------------------------------
+# The model
+# ---------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def build_record():
+    return json.loads((BASE / "BUILD.json").read_text())
+
+
+def test_committed_files_match_build_record(build_record):
+    from verifiable_grpo.tinybase import SHIPPED_FILES
+
+    assert set(build_record["files_sha256"]) == set(SHIPPED_FILES)
+    for name, digest in build_record["files_sha256"].items():
+        assert sha256_file(BASE / name) == digest, name
+    assert sum((BASE / n).stat().st_size for n in SHIPPED_FILES) < 20 * 1024 * 1024
+
+
+def test_architecture_and_parameter_count(build_record):
+    from transformers import AutoModelForCausalLM, Qwen2ForCausalLM
+
+    from verifiable_grpo.tinybase import unique_parameters
+
+    model = AutoModelForCausalLM.from_pretrained(str(BASE), attn_implementation="eager")
+    assert type(model) is Qwen2ForCausalLM
+    assert model.config.tie_word_embeddings
+    assert model.lm_head.weight.data_ptr() == model.model.embed_tokens.weight.data_ptr()
+    assert next(model.parameters()).dtype.is_floating_point
+    assert all(p.dtype.itemsize == 4 for p in model.parameters())  # FP32
+    assert unique_parameters(model) == build_record["unique_parameters"]
+    assert model.config.vocab_size == build_record["vocab_size"] == 429
+    assert model.config.eos_token_id == 2 and model.config.pad_token_id == 0
+
+
+def test_build_is_deterministic(tmp_path):
+    """Two builds of a few steps produce the same bytes (weights and BUILD's digests)."""
+    from verifiable_grpo.tinybase import build_base
+
+    records = [build_base(tmp_path / name, steps=2, measure=False) for name in ("a", "b")]
+    assert records[0]["files_sha256"] == records[1]["files_sha256"]
+    assert records[0]["loss_every_100_steps"] == records[1]["loss_every_100_steps"]
+    assert records[0]["files_sha256"]["tokenizer.json"] == sha256_file(BASE / "tokenizer.json")
+
+
+def test_pretraining_never_sees_the_task_key_or_dataset_problems():
+    from verifiable_grpo import tinybase, verifier
+    from verifiable_grpo.config import load_config
+
+    excluded = tinybase.dataset_problems(load_config("tiny")["data"]["seed"])
+    assert len(excluded) == 1400
+    rng = random.Random(0)
+    for _ in range(2000):
+        problem = tinybase.sample_problem(rng, 0.5, excluded)
+        assert verifier.normalized_problem(problem) not in excluded
+        user, answer = tinybase.turn(problem, rng, 0.8)
+        assert "final_stock" not in user and "final_stock" not in answer
+        value = json.loads(answer)
+        value = value if isinstance(value, int) else next(iter(value.values()))
+        assert value == verifier.compute_final_stock(problem)
+    # a problem in the excluded set is never returned, even when it is the first draw
+    first = tinybase.sample_problem(random.Random(5), 0.5, set())
+    again = tinybase.sample_problem(random.Random(5), 0.5, {verifier.normalized_problem(first)})
+    assert again != first
+
+
+def test_labels_supervise_only_the_answer_and_eos(fast_tokenizer):
+    from verifiable_grpo import tinybase
+
+    ids, mask, labels = tinybase.encode_batch(fast_tokenizer, [("Opening stock 3.", "42"),
+                                                                 ("x", '{"stock": 7}')])
+    supervised = [[t for t in row if t != -100] for row in labels.tolist()]
+    assert supervised[0] == fast_tokenizer("42")["input_ids"] + [2]
+    assert supervised[1] == fast_tokenizer('{"stock": 7}')["input_ids"] + [2]
+    assert mask.sum().item() == sum(len(r) for r in supervised) + sum(
+        len(fast_tokenizer(tinybase.chat_prompt(u))["input_ids"]) for u in ("Opening stock 3.", "x"))
+
+
+def test_lr_schedule_warmup_and_decay():
+    from verifiable_grpo.tinybase import lr_factor
+
+    assert lr_factor(0, 100, 10, 0.1) == pytest.approx(0.1)
+    assert lr_factor(9, 100, 10, 0.1) == pytest.approx(1.0)
+    assert lr_factor(10, 100, 10, 0.1) == pytest.approx(1.0)
+    assert lr_factor(99, 100, 10, 0.1) == pytest.approx(0.1)
+
+
+def test_refuses_to_overwrite_without_force(tmp_path):
+    from types import SimpleNamespace
+
+    from verifiable_grpo.tinybase import command_build
+
+    (tmp_path / "model.safetensors").write_bytes(b"x")
+    with pytest.raises(SystemExit, match="--force"):
+        command_build(SimpleNamespace(out=str(tmp_path), force=False, minutes=None))
+    assert (tmp_path / "model.safetensors").read_bytes() == b"x"
