@@ -271,6 +271,9 @@ def test_resume_refuses_another_run(runs, tmp_path):
         grpo.run_grpo_branch(config, out, mode="resume", progress=False)
     with pytest.raises(ValueError, match="belongs to another run.*group_size"):
         grpo.run_grpo_branch(runs["config"], out, mode="resume", group_size=3, progress=False)
+    torch.set_num_threads(2)  # other arithmetic: a bitwise resume is not promised
+    with pytest.raises(ValueError, match="belongs to another run.*compute"):
+        grpo.run_grpo_branch(runs["config"], out, mode="resume", progress=False)
 
 
 def test_existing_evidence_is_never_overwritten(runs, tmp_path):

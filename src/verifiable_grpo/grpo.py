@@ -275,7 +275,11 @@ def _identity(config, budget, paths, tokenizer, initial_digest, reference_digest
         "seeds": {"system": config["seed"],
                   "generation": config["seed"] + GENERATION_SEED_OFFSET,
                   "prompt_order": config["seed"] + PROMPT_ORDER_SEED_OFFSET},
-        "device_type": device.type,
+        # Another GPU model or CPU thread count can change floating-point results:
+        # a bitwise resume must run on the same kind of machine.
+        "compute": {"device": (torch.cuda.get_device_name(device) if device.type == "cuda"
+                               else "cpu"),
+                    "torch_threads": torch.get_num_threads(), "torch": torch.__version__},
     }
 
 
