@@ -106,15 +106,16 @@ def chromium() -> str | None:
 
 
 def browse(url: str, screenshot: Path | None = None) -> str:
-    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-             "--disable-background-networking", "--disable-component-update", "--disable-sync",
-             f"--user-data-dir={tempfile.mkdtemp(prefix='chromium-')}",
-             "--virtual-time-budget=8000", "--window-size=1280,2000"]
-    if screenshot is not None:
-        subprocess.run([chromium(), *flags, f"--screenshot={screenshot}", url],
-                       capture_output=True, timeout=120)
-    proc = subprocess.run([chromium(), *flags, "--dump-dom", url], capture_output=True,
-                          text=True, timeout=120)
+    with tempfile.TemporaryDirectory(prefix="chromium-") as profile:
+        flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                 "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", f"--user-data-dir={profile}",
+                 "--virtual-time-budget=8000", "--window-size=1280,2000"]
+        if screenshot is not None:
+            subprocess.run([chromium(), *flags, f"--screenshot={screenshot}", url],
+                           capture_output=True, timeout=120)
+        proc = subprocess.run([chromium(), *flags, "--dump-dom", url], capture_output=True,
+                              text=True, timeout=120)
     return proc.stdout
 
 

@@ -97,3 +97,50 @@ def test_nudged_copy_moves_only_the_copy():
     mask = torch.tensor([[False, False, False, True, True]])
     moved = nudged_copy(model, ids, mask, learning_rate=0.1)
     assert model_digest(model) == before and model_digest(moved) != before
+
+
+def _micro_model():
+    import torch
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    torch.manual_seed(0)
+    return Qwen2ForCausalLM(Qwen2Config(vocab_size=16, hidden_size=8, intermediate_size=16,
+                                        num_hidden_layers=1, num_attention_heads=2,
+                                        num_key_value_heads=1, tie_word_embeddings=True,
+                                        attn_implementation="eager")).eval()
+
+
+def test_dropout_makes_two_scorings_differ_and_eval_does_not():
+    import torch
+
+    from verifiable_grpo.demos import dropout_changes_scores
+
+    model = _micro_model()
+    ids = torch.tensor([[1, 2, 3, 4, 5, 6, 7, 8]])
+    assert dropout_changes_scores(model, ids, dropout=0.5) > 0
+    assert dropout_changes_scores(model, ids, dropout=0.0) == 0.0
+    assert not model.training
+
+
+def test_update_on_one_group_moves_probability_toward_positive_advantage():
+    from verifiable_grpo.config import load_config
+    from verifiable_grpo.demos import update_on_one_group
+    from verifiable_grpo.model import model_digest
+
+    model = _micro_model()
+    config = load_config("smoke")
+    import torch
+    logp = torch.log_softmax(model(torch.tensor([[1, 2, 3, 4]])).logits[0], -1)
+    rows = []
+    for member, response in enumerate([[5, 6], [7, 8]]):
+        ids = [1, 2] + response
+        with torch.no_grad():
+            lp = torch.log_softmax(model(torch.tensor([ids])).logits[0], -1)
+        rows.append({"prompt_ids": [1, 2], "response_ids": response, "rollout_id": f"r{member}",
+                     "behaviour_logprobs": [float(lp[1 + i, t]) for i, t in enumerate(response)]})
+    group = {"responses": rows, "advantages": [1.0, -1.0]}
+    before = model_digest(model)
+    result = update_on_one_group(model, group, config, learning_rate=0.05)
+    assert model_digest(model) == before
+    assert result["after"][0] > result["before"][0] and result["after"][1] < result["before"][1]
+    assert result["telemetry"]["clip_low_fraction"] == 0.0  # first update: ratio exactly 1

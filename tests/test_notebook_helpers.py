@@ -21,6 +21,7 @@ def test_table_rejects_ragged_rows():
 def test_fmt_rounds_floats_only():
     assert fmt(0.123456) == "0.123" and fmt(3) == "3" and fmt(True) == "True"
     assert fmt(None) == "None" and fmt(1.0, 1) == "1.0"
+    assert fmt(-1e-9) == "0.000" and fmt(-0.0) == "0.000" and fmt(-0.5) == "-0.500"
 
 
 def test_table_escapes_html():

@@ -135,3 +135,60 @@ def sampled_estimates_at_prefixes(current_logits, reference_logits, samples: int
     estimates = sampled_kl_estimators(log_p.gather(-1, draws), log_q.gather(-1, draws))
     return {name: value.mean(dim=-1) for name, value in estimates.items()} | {
         f"{name}_std": value.std(dim=-1) for name, value in estimates.items()}
+
+
+def response_logprob_sums(model, group: dict) -> list[float]:
+    """Sum of the log-probs of each response of a group under `model` (teacher forcing)."""
+    from .rollout import model_device, response_slice
+    from .scoring import token_logprobs
+
+    sums = []
+    with torch.no_grad():
+        for row in group["responses"]:
+            ids = torch.tensor([row["prompt_ids"] + row["response_ids"]],
+                               device=model_device(model))
+            scores = token_logprobs(model, ids, torch.ones_like(ids))[0]
+            sums.append(float(scores[response_slice(len(row["prompt_ids"]),
+                                                    len(row["response_ids"]))].sum()))
+    return sums
+
+
+def update_on_one_group(policy, group: dict, config: dict, learning_rate: float) -> dict:
+    """One GRPO update (package code: clipped surrogate + exact KL) of a COPY of `policy` on
+    one group, against a frozen copy as reference. Returns each response's log-probability
+    before and after, and the update's telemetry. `policy` itself is not modified."""
+    import copy
+
+    from .grpo import grpo_update
+
+    current = copy.deepcopy(policy).eval()
+    reference = copy.deepcopy(policy).eval().requires_grad_(False)
+    optimizer = torch.optim.AdamW(current.parameters(), lr=learning_rate,
+                                  weight_decay=config["grpo"]["weight_decay"])
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0)
+    before = response_logprob_sums(current, group)
+    telemetry = grpo_update(current, reference, optimizer, scheduler, [group], config)
+    after = response_logprob_sums(current, group)
+    return {"before": before, "after": after, "telemetry": telemetry}
+
+
+def dropout_changes_scores(model, input_ids, dropout: float = 0.1, seed: int = 0) -> float:
+    """Score the same sequence twice with dropout active (train mode) on a copy whose attention
+    dropout is `dropout`; returns the largest difference between the two scorings. In eval
+    mode the difference is exactly 0."""
+    import copy
+
+    from .scoring import token_logprobs
+
+    noisy = copy.deepcopy(model)
+    noisy.config.attention_dropout = dropout
+    for module in noisy.modules():
+        if hasattr(module, "attention_dropout"):
+            module.attention_dropout = dropout
+    noisy.train()
+    torch.manual_seed(seed)
+    attention = torch.ones_like(input_ids)
+    with torch.no_grad():
+        first = token_logprobs(noisy, input_ids, attention)
+        second = token_logprobs(noisy, input_ids, attention)
+    return float((first - second).abs().max())

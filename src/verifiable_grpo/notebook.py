@@ -35,6 +35,13 @@ def quiet() -> None:
     import warnings
 
     warnings.filterwarnings("ignore")
+    try:  # transformers draws its own bars (e.g. "Loading weights") whatever TQDM_DISABLE says
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.set_verbosity_error()
+        hf_logging.disable_progress_bar()
+    except ImportError:
+        pass
 
 
 def recorded_dir(profile: str = "tiny") -> Path:
@@ -55,7 +62,10 @@ def fmt(value: Any, digits: int = 3) -> str:
     if isinstance(value, bool) or value is None:
         return str(value)
     if isinstance(value, float):
-        return f"{value:.{digits}f}"
+        text = f"{value:.{digits}f}"
+        # -1e-9 and +1e-9 both print as zero; a sign that flips on rounding noise would
+        # make nbval fail on another machine for no reason.
+        return text[1:] if text.startswith("-") and float(text) == 0 else text
     return str(value)
 
 
@@ -96,3 +106,17 @@ def show(figure):
     from .widgets import figure_png
 
     return Image(figure_png(figure))
+
+
+def recorded_policy(name: str, config: dict, profile: str = "tiny"):
+    """(model, tokenizer, metadata) of a policy saved with a recorded run, e.g. "warmstart".
+
+    Only the tiny run ships policies (data/recorded/tiny/policies/*.safetensors, a few MB
+    each), so chapters can sample from the very models whose results they show."""
+    from .model import load_tokenizer, reload_policy
+
+    path = recorded_dir(profile) / "policies" / f"{name}.safetensors"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing: export the recorded run first")
+    model, metadata = reload_policy(path, config)
+    return model, load_tokenizer(config), metadata
