@@ -9,7 +9,8 @@ import shutil
 import sys
 from pathlib import Path
 
-from .config import (load_config, provenance, read_json, repo_root, save_json, sha256_file)
+from .config import (config_hash, load_config, provenance, read_json, repo_root, save_json,
+                     sha256_file)
 from .evaluate import POLICIES, POPULATIONS
 
 REFERENCE = "data/recorded/reference-r001.json"
@@ -173,9 +174,27 @@ def write_report(config: dict, out_dir) -> Path:
 
 
 # --------------------------------------------------------------------------- export
-def _learning_summaries(out: Path) -> dict[str, Path]:
+TRIMMED_KEYS = ("history", "telemetry")   # repeated in the continuous record of the same branch
+
+
+def _learning_records(out: Path, dest: Path) -> dict[str, str]:
+    """Continuous records in full (histories, telemetry); interrupt/resume records without
+    their per-iteration lists, which repeat the continuous run's."""
+    copied = {}
     folder = out / "learning"
-    return {f"learning/{p.name}": p for p in sorted(folder.glob("*.json"))} if folder.is_dir() else {}
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        name = f"learning/{path.name}"
+        target = dest / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if path.stem.endswith("-continuous"):
+            shutil.copyfile(path, target)
+        else:
+            record = read_json(path)
+            trimmed = [k for k in TRIMMED_KEYS if k in record]
+            save_json(target, {k: v for k, v in record.items() if k not in trimmed}
+                      | {"trimmed_for_export": trimmed})
+        copied[name] = sha256_file(target)
+    return copied
 
 
 def export_recorded(out_dir, dest, config: dict | None = None) -> Path:
@@ -193,9 +212,12 @@ def export_recorded(out_dir, dest, config: dict | None = None) -> Path:
               "exercise/group-size.json": out / "exercise" / "group-size.json",
               "exercise/protected.json": out / "exercise" / "protected.json"}
     copies.update({p.name: p for p in sorted(out.glob("resume-*.json"))})
-    copies.update(_learning_summaries(out))
+    results = read_json(out / "results.json")
+    if config is not None and results["provenance"]["config_sha256"] != config_hash(config):
+        raise ValueError(f"{out} was run with another configuration than "
+                         f"{config.get('_path')}; export with the run's own profile")
     dest.mkdir(parents=True, exist_ok=True)
-    copied = {}
+    copied = _learning_records(out, dest)
     for name, source in copies.items():
         if source.is_file():
             target = dest / name
@@ -204,7 +226,6 @@ def export_recorded(out_dir, dest, config: dict | None = None) -> Path:
             copied[name] = sha256_file(target)
     evidence = collect(out)
     save_json(dest / "state-sizes.json", evidence["state_sizes"])
-    results = read_json(out / "results.json")
     timings = evidence["timings"] or {}
     save_json(dest / "provenance.json", {
         "exported_from": str(out),
