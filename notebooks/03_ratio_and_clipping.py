@@ -39,10 +39,12 @@ if "google.colab" in sys.modules:
     os.chdir("/content/verifiable-grpo/notebooks")
 
 # %%
-from verifiable_grpo import demos, widgets
-from verifiable_grpo.notebook import Table, quiet, show
+from verifiable_grpo.notebook import quiet
 
-quiet()
+quiet()  # first: progress bars read their settings when their modules are imported
+
+from verifiable_grpo import demos, widgets
+from verifiable_grpo.notebook import Table, show
 
 # %% [markdown]
 # ## Both signs of the advantage

@@ -39,17 +39,20 @@ if "google.colab" in sys.modules:
     os.chdir("/content/verifiable-grpo/notebooks")
 
 # %%
+from verifiable_grpo.notebook import quiet
+
+quiet()  # first: progress bars read their settings when their modules are imported
+
 import torch
 import torch.nn.functional as F
 
 from verifiable_grpo import demos, losses, prompts, scoring, widgets
 from verifiable_grpo.config import load_config
 from verifiable_grpo.model import load_base
-from verifiable_grpo.notebook import Table, choose_profile, quiet, show
+from verifiable_grpo.notebook import Table, choose_profile, show
 from verifiable_grpo.statements import canonical_response, render_statement
 from verifiable_grpo.verifier import compute_final_stock
 
-quiet()
 torch.manual_seed(0)
 config = load_config(choose_profile())
 model, tokenizer = load_base(config)

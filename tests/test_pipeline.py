@@ -52,6 +52,12 @@ def config():
     return load_config("smoke")
 
 
+def provenance_files_listed(recorded, names) -> bool:
+    """Every exported file except provenance.json and state-sizes.json carries a sha256."""
+    listed = set(read_json(recorded / "provenance.json")["files"])
+    return names - {"provenance.json", "state-sizes.json"} <= listed
+
+
 def test_stages_run_once_and_rerun_skips_them(toy, config, tmp_path):
     timings = pipeline.run_pipeline(config, tmp_path)
     assert toy.calls == {"a": 1, "b": 1, "c": 1}
@@ -178,7 +184,11 @@ def test_run_end_to_end_on_the_smoke_profile(tmp_path):
     assert {"results.json", "provenance.json", "state-sizes.json", "timings.json",
             "resume-grpo.json", "learning/grpo-continuous.json",
             "learning/sft-continuous.json", "exercise/group-size.json"} <= names
-    assert not [n for n in names if n.endswith((".pt.gz", ".safetensors"))]
+    assert not [n for n in names if n.endswith(".pt.gz")]           # no resume states
+    assert {n for n in names if n.endswith(".safetensors")} == {
+        "policies/warmstart.safetensors", "policies/grpo.safetensors"}
+    assert {"scores/warmstart-sample.json", "scores/grpo-sample.json"} <= names
+    assert provenance_files_listed(recorded, names)
     provenance = read_json(recorded / "provenance.json")
     assert provenance["dataset_sha256"] == results["dataset_sha256"]
     assert provenance["run_provenance"]["packages"]["torch"]

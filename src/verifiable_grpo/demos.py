@@ -77,7 +77,7 @@ def clip_gradient_table(ratios=(0.5, 0.9, 1.0, 1.1, 1.5), advantages=(1.0, -1.0)
             unclipped, clipped = ratio * advantage, min(max(ratio, 1 - clip_epsilon),
                                                          1 + clip_epsilon) * advantage
             rows.append({
-                "advantage": advantage, "ratio": ratio, "objective": -float(loss),
+                "advantage": advantage, "ratio": ratio, "objective": -float(loss.detach()),
                 "branch": "clipped (constant)" if clipped < unclipped else "unclipped",
                 "d_objective_d_logp": -float(current.grad) + 0.0,  # no "-0.0" in tables
                 "active_clip": audit["active_clip_fraction"] > 0,

@@ -20,7 +20,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import torch
-from tqdm.auto import tqdm
+from .progress import tqdm
 
 from .config import load_config, provenance, read_json, save_json, sha256_file
 

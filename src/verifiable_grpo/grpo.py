@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 import torch
-from tqdm.auto import tqdm
+from .progress import tqdm
 
 from . import checkpoint, data, losses, prompts, rollout, schedule, scoring
 from . import model as model_lib

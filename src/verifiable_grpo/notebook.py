@@ -120,3 +120,31 @@ def recorded_policy(name: str, config: dict, profile: str = "tiny"):
         raise FileNotFoundError(f"{path} is missing: export the recorded run first")
     model, metadata = reload_policy(path, config)
     return model, load_tokenizer(config), metadata
+
+
+def live_run_from_recorded_warmstart(config: dict, profile: str = "tiny"):
+    """A fresh run folder holding a warm-start policy for a live GRPO demo.
+
+    On the tiny base (smoke and tiny profiles) the smoke warm start is too short to teach
+    the JSON format, so a live GRPO demo from it would only show zero rewards: the folder
+    gets the recorded run's warm-start policy instead (a real policy exported with that
+    run). Any other model (the qwen profile on a GPU) gets its own warm start, run here.
+    """
+    import shutil
+    import tempfile
+
+    from .config import resolve
+    from .sft import ensure_learning_view, run_sft_branch
+
+    out = Path(tempfile.mkdtemp(prefix="grpo-live-"))
+    ensure_learning_view(config, out)
+    model = config["model"]
+    on_tiny_base = model["source"] == "local" and resolve(model["path"]) == resolve("data/tiny-base")
+    if on_tiny_base:
+        (out / "checkpoints").mkdir()
+        shutil.copyfile(recorded_dir(profile) / "policies" / "warmstart.safetensors",
+                        out / "checkpoints" / "warmstart-resume.safetensors")
+    else:
+        run_sft_branch(config, out, "warmstart", "interrupt")
+        run_sft_branch(config, out, "warmstart", "resume")
+    return out

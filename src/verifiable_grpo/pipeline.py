@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from tqdm.auto import tqdm
+from .progress import tqdm
 
 from .config import config_hash, load_config, provenance, read_json, save_json, sha256_file
 from .evaluate import MAIN_POLICIES, utc_now

@@ -175,6 +175,7 @@ def write_report(config: dict, out_dir) -> Path:
 
 # --------------------------------------------------------------------------- export
 TRIMMED_KEYS = ("history", "telemetry")   # repeated in the continuous record of the same branch
+EXPORTED_POLICIES = ("warmstart", "grpo")
 
 
 def _learning_records(out: Path, dest: Path) -> dict[str, str]:
@@ -212,6 +213,12 @@ def export_recorded(out_dir, dest, config: dict | None = None) -> Path:
               "exercise/group-size.json": out / "exercise" / "group-size.json",
               "exercise/protected.json": out / "exercise" / "protected.json"}
     copies.update({p.name: p for p in sorted(out.glob("resume-*.json"))})
+    # Two policies (a few MB each) so chapters can sample from the models whose results
+    # they show, and the scored draws so the evaluation chapter can recompute its contrasts.
+    for policy in EXPORTED_POLICIES:
+        copies[f"policies/{policy}.safetensors"] = out / "checkpoints" / f"{policy}-resume.safetensors"
+    for path in sorted((out / "scores").glob("*-sample.json")):
+        copies[f"scores/{path.name}"] = path
     results = read_json(out / "results.json")
     if config is not None and results["provenance"]["config_sha256"] != config_hash(config):
         raise ValueError(f"{out} was run with another configuration than "

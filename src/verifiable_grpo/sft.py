@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import torch
-from tqdm.auto import tqdm
+from .progress import tqdm
 
 from . import data
 from .checkpoint import (capture_rng, check_identity, load_state, restore_rng, run_identity,
