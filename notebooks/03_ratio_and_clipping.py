@@ -103,8 +103,8 @@ Table(["update", "min ratio", "max ratio", "outside [0.8,1.2]", "active clip", "
 # %% [markdown]
 # The specification's two updates per rollout set are what give the clip something to do;
 # TRL's default of one update per generation batch leaves its clip metrics at zero. The
-# GRPO chapter shows the same split, update by update, on the recorded run of the tiny
-# model.
+# GRPO chapter measures how far the ratios actually moved, update by update, in the
+# recorded run of the tiny model.
 #
 # ## Error to diagnose: refreshing the old log-probabilities
 #

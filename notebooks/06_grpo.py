@@ -115,6 +115,19 @@ Table(["iterations", "mean reward", "zero-variance groups", "exact KL (end of wi
        for a, b in ((0, 10), (10, 50), (50, 90), (90, 100))], digits=4)
 
 # %% [markdown]
+# How far did the ratios move? On the first update of each rollout set they stay at 1 up
+# to the rounding of the KV-cache sampler; on the second they spread, but at this learning
+# rate never past the clip interval, so in the recorded run the clip never acted. That is
+# a measured property of this run, not of GRPO: the live run above, from the same warm
+# start, already clipped a few tokens.
+
+# %%
+Table(["update of the set", "smallest ratio", "largest ratio", "tokens outside [0.8, 1.2]"],
+      [[u + 1, min(h["updates"][u]["ratio_min"] for h in history),
+        max(h["updates"][u]["ratio_max"] for h in history),
+        sum(h["updates"][u]["outside_fraction"] for h in history)] for u in (0, 1)], digits=5)
+
+# %% [markdown]
 # Where the time goes, for the 100 iterations of the continuous run (CPU):
 
 # %%
