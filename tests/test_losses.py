@@ -147,8 +147,8 @@ def test_clip_higher_keeps_the_gradient_of_a_positive_advantage_longer():
 
 
 def test_on_policy_ratio_is_one_and_zero_advantage_has_no_gradient():
-    current = torch.full((3, 2), -1.0, dtype=torch.float64, requires_grad=True)
-    old = current.detach().clone()
+    old = torch.full((3, 2), -0.7, dtype=torch.float64)
+    current = old.clone().requires_grad_(True)
     loss, audit = clipped_group_surrogate(current, old, torch.tensor([1.0, -1.0, 0.0], dtype=torch.float64),
                                           torch.ones(3, 2, dtype=torch.bool))
     loss.sum().backward()

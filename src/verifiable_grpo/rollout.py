@@ -169,22 +169,15 @@ def sample_group(model, tokenizer, example: dict, config: dict, generator, group
         row["verifier"] = verifier.score_generated_json(
             row["text"], row["finish_reason"], example["problem"], row["tokenization_valid"])
         responses.append(row)
-    rewards = torch.tensor([[float(r["verifier"]["reward"]) for r in responses]],
-                           dtype=torch.float64)
+    scores = [float(r["verifier"]["reward"]) for r in responses]
     advantages, mean, std = losses.group_advantages(
-        rewards, epsilon=config["grpo"]["advantage_epsilon"], correction=0)
-    return {
-        "group_id": group_id,
-        "document_id": example["document_id"],
-        "prompt_ids": prompt,
-        "policy_digest": policy_digest,
-        "responses": responses,
-        "rewards": rewards[0].tolist(),
-        "advantages": advantages[0].tolist(),
-        "reward_mean": float(mean[0, 0]),
-        "reward_std": float(std[0, 0]),
-        "zero_variance": bool((rewards == rewards[0, 0]).all()),
-    }
+        torch.tensor([scores], dtype=torch.float64),
+        epsilon=config["grpo"]["advantage_epsilon"], correction=0)
+    return {"group_id": group_id, "document_id": example["document_id"], "prompt_ids": prompt,
+            "policy_digest": policy_digest, "responses": responses, "rewards": scores,
+            "advantages": [float(a) for a in advantages[0]],
+            "reward_mean": mean.item(), "reward_std": std.item(),
+            "zero_variance": len(set(scores)) == 1}
 
 
 def response_slice(prompt_length: int, response_length: int) -> slice:

@@ -80,9 +80,9 @@ def compute_final_stock(problem: dict) -> int:
 
 def normalized_problem(problem: dict) -> tuple[int, tuple[int, int], tuple[int, int]]:
     """The deduplication key: movements sorted within each kind, so permutations collide."""
-    compute_final_stock(problem)
-    return (problem["initial"], tuple(sorted(problem["deliveries"])),
-            tuple(sorted(problem["withdrawals"])))
+    compute_final_stock(problem)  # validates; a malformed problem has no key
+    deliveries, withdrawals = (tuple(sorted(problem[kind])) for kind in ("deliveries", "withdrawals"))
+    return problem["initial"], deliveries, withdrawals
 
 
 def generate_problem(rng: random.Random, maximum: int = 50) -> dict:
@@ -110,12 +110,11 @@ def generate_problem(rng: random.Random, maximum: int = 50) -> dict:
 # The generated text
 # ---------------------------------------------------------------------------------------
 def _object_without_duplicates(pairs: list[tuple[str, object]]) -> dict:
-    result = {}
-    for key, value in pairs:
-        if key in result:
-            raise ValueError(f"duplicate JSON field {key!r}")
-        result[key] = value
-    return result
+    keys = [key for key, _ in pairs]
+    repeated = sorted({key for key in keys if keys.count(key) > 1})
+    if repeated:
+        raise ValueError(f"duplicate JSON field(s) {repeated}")
+    return dict(pairs)
 
 
 def _refuse_non_finite(name: str):
