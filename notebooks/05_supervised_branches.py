@@ -101,6 +101,21 @@ Table(["epoch", "after update", "validation NLL", "used to select?"],
       digits=4)
 
 # %% [markdown]
+# Further SFT starts from the warm start's *final* policy, the one a resumed run writes
+# (the resume chapter shows that it equals the continuous run's). So the live demo first
+# produces it (interrupt, then resume), then runs further SFT from it:
+
+# %%
+for mode in ("interrupt", "resume"):
+    sft.run_sft_branch(config, live, "warmstart", mode)
+further_live = sft.run_sft_branch(config, live, "sft", "continuous")
+print("further SFT starts from the warm start's final weights:",
+      further_live["initial_model_digest"] == record["final_model_digest"])
+Table(["update", "epoch", "learning rate", "loss", "tokens"],
+      [[h["update"], h["epoch"], h["learning_rate"], h["loss"], h["tokens"]]
+       for h in further_live["history"]], digits=5)
+
+# %% [markdown]
 # ## The recorded tiny run
 #
 # The tiny profile ran both branches with the specification's budgets on a CPU
