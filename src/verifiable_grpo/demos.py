@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from .losses import clipped_group_surrogate, group_advantages, masked_token_mean
+from .losses import clipped_group_surrogate, group_advantages
 
 
 def two_updates_on_one_rollout_set(vocab: int = 6, group_size: int = 4, length: int = 3,
@@ -84,10 +84,6 @@ def clip_gradient_table(ratios=(0.5, 0.9, 1.0, 1.1, 1.5), advantages=(1.0, -1.0)
             })
     return rows
 
-
-def token_mean_per_response(values, mask):
-    """Re-exported for the notebooks: the first step of the seed's reduction."""
-    return masked_token_mean(values, mask)
 
 
 def kl_normalising_each_block(current_logits, reference_logits, block_size: int):

@@ -35,8 +35,7 @@ from .progress import tqdm
 
 from . import checkpoint, data, losses, prompts, rollout, schedule, scoring
 from . import model as model_lib
-from .config import (canonical_json, config_hash, load_config, provenance, save_json,
-                     sha256_bytes, sha256_file)
+from .config import config_hash, load_config, provenance, save_json, sha256_file
 
 MODES = ("continuous", "interrupt", "resume")
 # Offsets from config["seed"]: one independent stream per purpose.
@@ -226,11 +225,6 @@ def grpo_update(policy, reference, optimizer, scheduler, groups: list[dict], con
 
 
 # --------------------------------------------------------------------------- helpers
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
 def _paths(out_dir: Path, branch: str, mode: str) -> dict:
     return {
         "warmstart": out_dir / "checkpoints" / "warmstart-resume.safetensors",
@@ -253,12 +247,6 @@ def _refuse_existing(paths: dict, mode: str) -> None:
                               "overwritten (use a new --out folder)")
 
 
-def _code_sha256() -> str:
-    folder = Path(__file__).resolve().parent
-    return sha256_bytes(canonical_json({name: sha256_file(folder / name)
-                                        for name in TRAINING_MODULES if (folder / name).is_file()}))
-
-
 def _identity(config, budget, paths, tokenizer, initial_digest, reference_digest, device) -> dict:
     """What a resumed run must share with the interrupted one (modes excluded)."""
     return {
@@ -266,7 +254,7 @@ def _identity(config, budget, paths, tokenizer, initial_digest, reference_digest
         **{k: budget[k] for k in ("branch", "group_size", "iterations", "prompts_per_iteration",
                                   "updates_per_rollout", "total_updates")},
         "config_sha256": config_hash(config),
-        "code_sha256": _code_sha256(),
+        "code_sha256": checkpoint.modules_sha256(TRAINING_MODULES),
         "warmstart_sha256": sha256_file(paths["warmstart"]),
         "initial_model_digest": initial_digest,
         "reference_model_digest": reference_digest,
@@ -384,7 +372,7 @@ def _run(config, budget, section, branch, mode, paths, examples, tokenizer, poli
     tolerance = section["verify_tolerance"]
     bar = tqdm(range(start, stop), desc=f"GRPO {branch} ({mode})", initial=start,
                total=stop, disable=not progress, unit="it")
-    _sync(device)
+    model_lib.synchronize(device)
     loop_start = time.perf_counter()
     for iteration in bar:
         iteration_start = time.perf_counter()
@@ -405,10 +393,10 @@ def _run(config, budget, section, branch, mode, paths, examples, tokenizer, poli
         if reused:
             raise ValueError(f"rollouts would be consumed twice: {reused[:5]}")
 
-        _sync(device)
+        model_lib.synchronize(device)
         tick = time.perf_counter()
         verification = rollout.verify_captured_logprobs(policy, rows, tolerance)
-        _sync(device)
+        model_lib.synchronize(device)
         verification_seconds = time.perf_counter() - tick
 
         tick = time.perf_counter()
@@ -416,7 +404,7 @@ def _run(config, budget, section, branch, mode, paths, examples, tokenizer, poli
         for _ in range(budget["updates_per_rollout"]):
             updates.append(grpo_update(policy, reference, optimizer, scheduler, groups, config))
             updates_done += 1
-        _sync(device)
+        model_lib.synchronize(device)
         optimisation_seconds = time.perf_counter() - tick
         consumed.extend(ids)
         consumed_set.update(ids)
@@ -453,7 +441,7 @@ def _run(config, budget, section, branch, mode, paths, examples, tokenizer, poli
             "groups": [_group_record(g) for g in groups],
         }
         history.append(record)
-        _sync(device)
+        model_lib.synchronize(device)
         times = {"iteration": iteration, "generation_seconds": generation_seconds,
                  "verification_seconds": verification_seconds,
                  "optimisation_seconds": optimisation_seconds,
@@ -464,7 +452,7 @@ def _run(config, budget, section, branch, mode, paths, examples, tokenizer, poli
                         zvf=f"{record['zero_variance_fraction']:.2f}",
                         kl=f"{record['mean_exact_kl']:.2e}")
     bar.close()
-    _sync(device)
+    model_lib.synchronize(device)
     loop_seconds = time.perf_counter() - loop_start
 
     reference_after = model_lib.model_digest(reference)

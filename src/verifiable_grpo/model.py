@@ -67,6 +67,12 @@ def resolve_device(config: dict) -> torch.device:
 
 
 # ---------------------------------------------------------------- tokenizer
+def synchronize(device: torch.device) -> None:
+    """Wait for queued CUDA work so wall-clock timings measure it; a no-op on CPU."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
 def _local_folder(config: dict) -> Path | None:
     path = config["model"].get("path")
     return resolve(path) if path else None

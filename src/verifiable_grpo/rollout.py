@@ -14,6 +14,7 @@ import time
 import torch
 
 from . import losses, prompts, scoring, verifier
+from .model import synchronize
 
 # The only sampling settings the project accepts: temperature 1, no truncation.
 ALLOWED_SAMPLING = {"temperature": 1.0, "top_k": 0, "top_p": 1.0}
@@ -34,11 +35,6 @@ def check_sampling_config(config: dict) -> None:
         if type(value) not in (int, float) or value != required:
             raise ValueError(f"sampling.{key} must be {required} (temperature 1 over the full "
                              f"vocabulary, no top-k/top-p truncation); got {value!r}")
-
-
-def _synchronize(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
 
 
 def model_device(model) -> torch.device:
@@ -104,7 +100,7 @@ def generate(model, tokenizer, prompt_ids, config, generator, greedy: bool = Fal
     eos = prompts.eos_id(tokenizer, config)
     use_cache = bool(config["sampling"].get("use_kv_cache", False))
 
-    _synchronize(device)
+    synchronize(device)
     start = time.perf_counter()
     ids = torch.tensor([prompt], dtype=torch.long, device=device)
     step_ids = ids
@@ -129,7 +125,7 @@ def generate(model, tokenizer, prompt_ids, config, generator, greedy: bool = Fal
             break
         step_ids = torch.tensor([[token]], dtype=torch.long, device=device)
         ids = torch.cat([ids, step_ids], dim=1)
-    _synchronize(device)
+    synchronize(device)
     seconds = time.perf_counter() - start
 
     finish_reason = "eos" if response[-1] == eos else "length"

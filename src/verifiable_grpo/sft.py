@@ -23,7 +23,8 @@ from . import data
 from .checkpoint import (capture_rng, check_identity, load_state, restore_rng, run_identity,
                          save_state, seed_everything)
 from .config import load_config, provenance, save_json, sha256_file
-from .model import load_base, load_tokenizer, model_digest, reload_policy, save_policy, unique_parameters
+from .model import (load_base, load_tokenizer, model_digest, reload_policy, save_policy,
+                    synchronize, unique_parameters)
 from .prompts import check_row_rendering, collate, completion_row, template_identity
 from .schedule import make_scheduler
 from .scoring import masked_sums, response_logprob_rows, token_logprobs
@@ -118,11 +119,6 @@ def compute_identity(device: torch.device) -> dict:
             "torch": torch.__version__}
 
 
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-
-
 def run_sft_branch(config: dict, out_dir, branch: str, mode: str) -> dict:
     """Train one SFT branch in one mode; writes the state, the record and (resume) the policy."""
     command_start = time.perf_counter()
@@ -193,7 +189,7 @@ def run_sft_branch(config: dict, out_dir, branch: str, mode: str) -> dict:
     while epoch < stop:
         order = torch.randperm(len(rows), generator=sampler).tolist()
         for offset in range(0, len(rows), batch_size):
-            _sync(device)
+            synchronize(device)
             begin = time.perf_counter()
             chosen = [rows[i] for i in order[offset:offset + batch_size]]
             batch = collate(chosen, pad_id)
@@ -216,7 +212,7 @@ def run_sft_branch(config: dict, out_dir, branch: str, mode: str) -> dict:
             history.append({"update": updates, "epoch": epoch + 1, "learning_rate": lr,
                             "loss": float(loss.detach()), "tokens": tokens,
                             "grad_norm": float(norm), "document_ids": [r["document_id"] for r in chosen]})
-            _sync(device)
+            synchronize(device)
             seconds = time.perf_counter() - begin
             timings["optimisation_seconds"] += seconds
             timings["update_seconds"].append(seconds)
@@ -225,7 +221,7 @@ def run_sft_branch(config: dict, out_dir, branch: str, mode: str) -> dict:
         epoch += 1
         begin = time.perf_counter()
         measured = validation_nll(model, val_rows, pad_id, batch_size)
-        _sync(device)
+        synchronize(device)
         timings["validation_seconds"] += time.perf_counter() - begin
         validation_history.append({"epoch": epoch, "updates": updates, **measured})
         progress.write(f"{branch} epoch {epoch}/{epochs}: validation NLL {measured['nll']:.4f}")

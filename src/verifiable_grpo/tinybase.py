@@ -152,7 +152,9 @@ def make_model(tokenizer, recipe: dict):
 
 
 def unique_parameters(model) -> int:
-    return sum(p.numel() for p in {id(p): p for p in model.parameters()}.values())
+    from .model import unique_parameters as distinct
+
+    return sum(p.numel() for p in distinct(model))
 
 
 def lr_factor(step: int, total: int, warmup: int, final_fraction: float) -> float:
