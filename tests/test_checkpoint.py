@@ -74,7 +74,7 @@ def test_compare_states_finds_every_kind_of_difference():
         "list length": lambda s: s["history"].append({}),
         "extra key": lambda s: s.__setitem__("extra", 1),
         "rng": lambda s: s["rng"].__setitem__("python", random.Random(9).getstate()),
-        "numpy rng": lambda s: s["rng"]["numpy"][1].__setitem__(0, 7),
+        "numpy rng": lambda s: s["rng"]["numpy"]["keys"].__setitem__(0, 7),
     }
     for name, change in cases.items():
         b = sample_state()

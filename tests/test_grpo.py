@@ -11,7 +11,7 @@ import torch
 
 from verifiable_grpo import checkpoint, grpo, losses, rollout, schedule
 from verifiable_grpo import model as model_lib
-from verifiable_grpo.config import load_config, read_json, repo_root
+from verifiable_grpo.config import load_config, read_json, repo_root, save_json
 
 WARMSTART = "checkpoints/warmstart-resume.safetensors"
 
@@ -258,7 +258,11 @@ def test_a_rollout_is_never_consumed_twice(runs, tmp_path):
     state = checkpoint.load_state(path)
     state["consumed_rollout_ids"].append("grpo/iteration-0002/prompt-01/response-03")
     path.unlink()
-    checkpoint.save_state(path, state)
+    saved = checkpoint.save_state(path, state)
+    record_path = out / "learning" / "grpo-interrupt.json"  # as if the project had written it
+    record = read_json(record_path)
+    record["costs"]["state_sha256"] = saved["sha256"]
+    save_json(record_path, record, overwrite=True)
     with pytest.raises(ValueError, match="consumed twice.*iteration-0002/prompt-01/response-03"):
         grpo.run_grpo_branch(runs["config"], out, mode="resume", progress=False)
 

@@ -1,6 +1,7 @@
 """The one-command pipeline: stage markers, continuing without redoing work, refusing to
 write over the remains of an interrupted stage; then `run` end to end on the smoke profile."""
 import copy
+import os
 import time
 
 import pytest
@@ -81,29 +82,65 @@ def test_run_continues_from_the_last_finished_stage(toy, config, tmp_path):
         pipeline.run_pipeline(config, tmp_path, stop_after="z")
 
 
-def test_half_done_stage_is_refused_until_its_files_are_removed(toy, config, tmp_path):
+def test_a_half_done_stage_is_redone_and_its_remains_kept_aside(toy, config, tmp_path):
     toy.fail_c = True
     with pytest.raises(KeyboardInterrupt):
         pipeline.run_pipeline(config, tmp_path)
     toy.fail_c = False
-    with pytest.raises(HalfDoneStageError) as error:
-        pipeline.run_pipeline(config, tmp_path)
-    message = str(error.value)
-    assert "c-partial.txt" in message and "interrupted stage: c" in message
-    assert "new --out" in message and "Remove these files" in message
-    assert toy.calls["c"] == 1 and (tmp_path / "c-partial.txt").read_text() == "half"
-    (tmp_path / "c-partial.txt").unlink()
     pipeline.run_pipeline(config, tmp_path)
     assert toy.calls == {"a": 1, "b": 1, "c": 2}
+    [aborted] = (tmp_path / "aborted").iterdir()
+    assert aborted.name.startswith("c-")
+    assert (aborted / "c-partial.txt").read_text() == "half"    # moved, never deleted
+    note = read_json(aborted / "NOTE.json")
+    assert note["stage"] == "c" and note["files"] == ["c-partial.txt"]
+    assert set(read_json(tmp_path / "stages" / "c.json")["outputs"]) == {"c-partial.txt",
+                                                                      "c-done.txt"}
+
+
+def test_files_no_stage_accounts_for_are_refused(toy, config, tmp_path):
+    pipeline.run_pipeline(config, tmp_path, stop_after="a")
+    (tmp_path / "stray.txt").write_text("someone else's")
+    with pytest.raises(HalfDoneStageError, match="no stage of this pipeline accounts for") as err:
+        pipeline.run_pipeline(config, tmp_path)
+    assert "stray.txt" in str(err.value) and toy.calls["b"] == 0
+    (tmp_path / "stray.txt").unlink()
+    (tmp_path / "a" / "extra.txt").write_text("added to a finished stage")
+    with pytest.raises(HalfDoneStageError, match="extra.txt"):
+        pipeline.run_pipeline(config, tmp_path)
+
+
+def test_temporary_files_of_a_cut_write_are_removed(toy, config, tmp_path, capsys):
+    pipeline.run_pipeline(config, tmp_path, stop_after="a")
+    (tmp_path / "a" / ".tmp-b.txt.x1y2").write_text("half a write")
+    pipeline.run_pipeline(config, tmp_path)
+    assert not (tmp_path / "a" / ".tmp-b.txt.x1y2").exists()
+    assert "removed 1 temporary file" in capsys.readouterr().out
+
+
+def test_complete_outputs_without_a_marker_are_adopted(monkeypatch, config, tmp_path):
+    calls = []
+
+    def work(config, out):
+        calls.append(1)
+        (out / "w.txt").write_text("done")
+    stage = Stage("w", "g", work, ["w.txt"], finished=lambda out: (out / "w.txt").is_file())
+    monkeypatch.setattr(pipeline, "build_stages", lambda config: [stage])
+    (tmp_path / "w.txt").write_text("done")   # as if killed between the file and its marker
+    pipeline.run_pipeline(config, tmp_path)
+    marker = read_json(tmp_path / "stages" / "w.json")
+    assert calls == [] and "adopted" in marker and list(marker["outputs"]) == ["w.txt"]
 
 
 def test_changed_evidence_of_a_finished_stage_is_refused(toy, config, tmp_path):
     pipeline.run_pipeline(config, tmp_path, stop_after="b")
-    time.sleep(0.01)
-    (tmp_path / "b.txt").write_text("edited")
+    path = tmp_path / "b.txt"
+    stat = path.stat()
+    path.write_text("B")                               # same size, mtime put back:
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # only the SHA-256 can tell
     with pytest.raises(HalfDoneStageError, match="changed after stage b finished"):
         pipeline.run_pipeline(config, tmp_path)
-    (tmp_path / "b.txt").unlink()
+    path.unlink()
     with pytest.raises(HalfDoneStageError, match="missing"):
         pipeline.run_pipeline(config, tmp_path)
 
@@ -125,8 +162,50 @@ def test_a_run_folder_holds_one_configuration(toy, config, tmp_path):
     pipeline.run_pipeline(config, tmp_path, stop_after="a")
     other = copy.deepcopy(config)
     other["evaluation"]["draws"] = 2
-    with pytest.raises(HalfDoneStageError, match="another configuration"):
+    with pytest.raises(HalfDoneStageError, match="invalidates the finished stages a"):
         pipeline.run_pipeline(other, tmp_path)
+
+
+def test_a_change_no_finished_stage_depends_on_continues(monkeypatch, config, tmp_path):
+    stages = [Stage("d", "g", lambda c, o: (o / "d.txt").write_text("d"), ["d.txt"], ("data",)),
+              Stage("e", "g", lambda c, o: (o / "e.txt").write_text("e"), ["e.txt"],
+                    ("data", "evaluation"))]
+    monkeypatch.setattr(pipeline, "build_stages", lambda config: stages)
+    pipeline.run_pipeline(config, tmp_path, stop_after="d")
+    other = copy.deepcopy(config)
+    other["evaluation"]["draws"] = 2                  # only stage e (unfinished) reads it
+    pipeline.run_pipeline(other, tmp_path)
+    assert (tmp_path / "e.txt").is_file()
+    third = copy.deepcopy(other)
+    third["data"]["seed"] += 1
+    with pytest.raises(HalfDoneStageError, match="invalidates the finished stages d, e"):
+        pipeline.run_pipeline(third, tmp_path)
+
+
+def test_real_stages_depend_on_what_they_read(config):
+    stages = {s.name: s for s in pipeline.build_stages(config)}
+    assert pipeline.stage_sections(stages["warmstart-continuous"], config) == sorted(
+        ["seed", "device", "model", "data", "tokens", "warmstart"])
+    assert "evaluation" not in pipeline.stage_sections(stages["grpo-resume"], config)
+    assert "exercise" in pipeline.stage_sections(stages["grpo-g2-resume"], config)
+    assert "profile" not in pipeline.stage_sections(stages["report"], config)
+
+
+def test_one_process_per_run_folder(tmp_path):
+    import subprocess
+    import sys
+
+    from verifiable_grpo import runlock
+    with runlock.locked(tmp_path, "test holder"):
+        with pytest.raises(runlock.RunFolderBusyError, match=f"PID {os.getpid()}.*test holder"):
+            with runlock.locked(tmp_path):
+                pass
+    # a holder that died (kill -9) leaves its record behind; the next run takes over
+    code = ("import os, sys; from verifiable_grpo import runlock\n"
+            "with runlock.locked(sys.argv[1], 'doomed'): os.kill(os.getpid(), 9)")
+    subprocess.run([sys.executable, "-c", code, str(tmp_path)], check=False)
+    with runlock.locked(tmp_path) as lock:
+        assert lock["took_over"]["command"] == "doomed"
 
 
 def test_real_stage_list_names_every_branch_and_mode(config):
@@ -195,6 +274,6 @@ def test_run_end_to_end_on_the_smoke_profile(tmp_path):
     with pytest.raises(FileExistsError):
         report_module.export_recorded(out, recorded, config)
 
-    (out / "stages" / "report.json").unlink()                  # report.md now unaccounted for
-    with pytest.raises(HalfDoneStageError, match="report.md"):
-        pipeline.run_pipeline(config, out)
+    (out / "stages" / "report.json").unlink()      # as if killed before the report's marker
+    pipeline.run_pipeline(config, out)               # redone; the old report kept aside
+    assert [p.name for p in (out / "aborted").glob("report-*/report.md")] == ["report.md"]

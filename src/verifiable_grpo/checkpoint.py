@@ -11,23 +11,33 @@ import gzip
 import hashlib
 import math
 import os
+import pickle
 import random
 import shutil
 import tempfile
 import time
+import zlib
 from pathlib import Path
 from typing import Any, Iterable
 
 import numpy as np
 import torch
 
-from .config import PACKAGE_DIR, code_hash, config_hash, load_config, save_json, sha256_file
+from . import files
+from .faults import fault_point
+from .config import (PACKAGE_DIR, code_hash, config_hash, load_config, save_json, sections_hash,
+                     sha256_file)
 
 
 # ---------------------------------------------------------------- RNG streams
 def capture_rng() -> dict:
-    """Python, NumPy, torch CPU and (when present) every CUDA device's generator state."""
-    return {"python": random.getstate(), "numpy": np.random.get_state(),
+    """Python, NumPy, torch CPU and (when present) every CUDA device's generator state, as
+    plain data and tensors only, so a state loads with torch.load(weights_only=True)."""
+    kind, keys, position, has_gauss, cached = np.random.get_state()
+    return {"python": random.getstate(),
+            "numpy": {"bit_generator": kind, "keys": torch.from_numpy(keys.astype(np.int64)),
+                      "pos": int(position), "has_gauss": int(has_gauss),
+                      "cached_gaussian": float(cached)},
             "torch": torch.get_rng_state(),
             "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None}
 
@@ -40,9 +50,17 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
+def _python_rng(saved) -> tuple:
+    """random.setstate needs tuples; a state that went through a list-only format is fixed."""
+    version, internal, gauss = saved
+    return (version, tuple(internal), gauss)
+
+
 def restore_rng(state: dict) -> None:
-    random.setstate(state["python"])
-    np.random.set_state(state["numpy"])
+    random.setstate(_python_rng(state["python"]))
+    saved = state["numpy"]
+    np.random.set_state((saved["bit_generator"], saved["keys"].numpy().astype(np.uint32),
+                         saved["pos"], saved["has_gauss"], saved["cached_gaussian"]))
     torch.set_rng_state(state["torch"])
     if state.get("cuda") is not None:
         if not torch.cuda.is_available():
@@ -52,39 +70,76 @@ def restore_rng(state: dict) -> None:
 
 
 # ---------------------------------------------------------------- files
-def save_state(path: str | os.PathLike, state: dict) -> dict:
-    """torch.save into gzip level 1; refuses to overwrite. -> {"bytes","seconds","sha256"}."""
-    path = Path(path)
-    if path.exists():
-        raise FileExistsError(f"{path} exists; a saved state is evidence and is never overwritten")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    start = time.perf_counter()
-    with open(tmp, "wb") as raw:
+class UnsafeStateError(ValueError):
+    """A state file holds something other than tensors and plain data (code could run)."""
+
+
+def _torch_save_gzip(state: dict, target: Path) -> None:
+    with open(target, "wb") as raw:
         # mtime=0: the gzip header then depends on the content only.
         with gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=1, mtime=0) as handle:
             torch.save(state, handle)
-    tmp.replace(path)
+
+
+def save_state(path: str | os.PathLike, state: dict, compress: bool = True) -> dict:
+    """torch.save (gzip level 1 unless compress=False), atomically; refuses to overwrite.
+    -> {"bytes","seconds","sha256"}."""
+    path = Path(path)
+    start = time.perf_counter()
+
+    def write(tmp: Path) -> None:
+        _torch_save_gzip(state, tmp) if compress else torch.save(state, tmp)
+        fault_point("inside-state-write")  # the bytes are written, not yet published
+
+    files.write_with(path, write)
     seconds = time.perf_counter() - start
     return {"bytes": path.stat().st_size, "seconds": seconds, "sha256": sha256_file(path)}
 
 
-def load_state(path: str | os.PathLike) -> dict:
-    """Load a state this project wrote (torch objects, hence weights_only=False: local files only).
+def _unpickler_reason(err: Exception) -> str:
+    lines = [line.strip() for line in str(err).splitlines() if "WeightsUnpickler" in line]
+    return (lines[0] if lines else str(err).splitlines()[0])[:200]
 
-    The gzip stream is first inflated to a temporary file: torch's zip reader seeks, which a
-    gzip stream can only do by re-reading from the start. Tensors are memory-mapped from that
-    file (it is unlinked at once; the mapping keeps it alive), so comparing two full 0.5B
-    states does not need both in RAM.
+
+def _safe_torch_load(path: Path, shown: Path) -> dict:
+    """torch.load with weights_only=True: tensors and plain data only, never code."""
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+    except pickle.UnpicklingError as err:
+        raise UnsafeStateError(
+            f"{shown}: refused to load: the file holds objects other than tensors and plain "
+            "data (a pickled callable could run code); this project never writes such "
+            f"states, so the file was not written by it ({_unpickler_reason(err)})") from err
+    except (RuntimeError, EOFError, OSError, ValueError) as err:
+        raise files.DamagedFileError(f"{shown} is damaged and cannot be read as a saved state "
+                                     f"({type(err).__name__}: {str(err)[:200]})") from err
+
+
+def load_state(path: str | os.PathLike, expected_sha256: str | None = None) -> dict:
+    """Load a state this project wrote; `expected_sha256` (from the record or stage marker
+    that listed the file) is checked before a single byte is unpickled.
+
+    Only tensors and plain data load (weights_only=True). A gzip'd state is first inflated
+    to a temporary file in the system's temporary folder (never in the run folder): torch's
+    zip reader seeks, which a gzip stream can only do by re-reading from the start. Tensors
+    are memory-mapped from that file (unlinked at once; the mapping keeps it alive), so
+    comparing two full 0.5B states does not need both in RAM.
     """
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no saved state {path}")
-    fd, tmp = tempfile.mkstemp(suffix=".pt", dir=path.parent)
+    files.check_sha256(path, expected_sha256, "saved state")
+    if not path.name.endswith(".gz"):
+        return _safe_torch_load(path, path)
+    fd, tmp = tempfile.mkstemp(suffix=".pt", prefix="verifiable-grpo-state-")
     try:
-        with os.fdopen(fd, "wb") as out, gzip.open(path, "rb") as handle:
-            shutil.copyfileobj(handle, out, 1 << 20)
-        return torch.load(tmp, map_location="cpu", weights_only=False, mmap=True)
+        try:
+            with os.fdopen(fd, "wb") as out, gzip.open(path, "rb") as handle:
+                shutil.copyfileobj(handle, out, 1 << 20)
+        except (OSError, EOFError, zlib.error) as err:
+            raise files.DamagedFileError(f"{path} is damaged: its gzip stream cannot be read "
+                                         f"({type(err).__name__}: {err})") from err
+        return _safe_torch_load(Path(tmp), path)
     finally:
         os.unlink(tmp)
 
@@ -151,11 +206,14 @@ def modules_sha256(names: Iterable[str]) -> str:
 
 
 def run_identity(config: dict, data_sha256: str, initial_model_digest: str, template: dict,
-                 modules: Iterable[str] | None = None, **extra: Any) -> dict:
+                 modules: Iterable[str] | None = None, sections: Iterable[str] | None = None,
+                 **extra: Any) -> dict:
     """What a resumed run must share with the run that saved the state (modules: the package
-    files whose code counts; None = the whole package)."""
+    files whose code counts, None = the whole package; sections: the config parts it reads,
+    None = the whole config)."""
     code = code_hash() if modules is None else modules_sha256(modules)
-    return {"config_sha256": config_hash(config), "data_sha256": data_sha256,
+    config_sha = config_hash(config) if sections is None else sections_hash(config, sections)
+    return {"config_sha256": config_sha, "data_sha256": data_sha256,
             "code_sha256": code, "initial_model_digest": initial_model_digest,
             "template_sha256": template["sha256"], "template": template, **extra}
 

@@ -15,6 +15,8 @@ from typing import Any
 
 import yaml
 
+from . import files
+
 PACKAGE_DIR = Path(__file__).resolve().parent
 REQUIRED_SECTIONS = ("model", "data", "tokens", "sampling", "warmstart", "sft", "grpo",
                      "exercise", "evaluation")
@@ -79,17 +81,18 @@ def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def sha256_file(path: str | os.PathLike) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
+sha256_file = files.sha256_file
 
 
 def config_hash(config: dict[str, Any]) -> str:
     """SHA-256 of the config's content (not of its location)."""
     return sha256_bytes(canonical_json({k: v for k, v in config.items() if not k.startswith("_")}))
+
+
+def sections_hash(config: dict[str, Any], sections) -> str:
+    """SHA-256 of the named parts of a config (top-level keys): what a stage depends on.
+    A change elsewhere in the profile leaves a finished stage's evidence valid."""
+    return sha256_bytes(canonical_json({key: config.get(key) for key in sorted(sections)}))
 
 
 def code_hash() -> str:
@@ -143,19 +146,6 @@ def provenance(config: dict[str, Any] | None = None, command: list[str] | None =
     }
 
 
-def save_json(path: str | os.PathLike, value: Any, overwrite: bool = False) -> Path:
-    """Write JSON; refuses to replace evidence unless told to."""
-    path = Path(path)
-    if path.exists() and not overwrite:
-        raise FileExistsError(f"{path} exists; evidence is never overwritten "
-                              "(use a new --out folder)")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(value, indent=1, sort_keys=False) + "\n", encoding="utf-8")
-    tmp.replace(path)
-    return path
-
-
-def read_json(path: str | os.PathLike) -> Any:
-    with open(path, encoding="utf-8") as handle:
-        return json.load(handle)
+# Writes and reads live in files.py (atomic, fsync'd); re-exported here for callers.
+save_json = files.save_json
+read_json = files.read_json

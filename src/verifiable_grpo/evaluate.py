@@ -22,6 +22,8 @@ from pathlib import Path
 import torch
 from .progress import tqdm
 
+from . import interrupts
+from .files import recorded_policy_sha256
 from .config import load_config, provenance, read_json, save_json, sha256_file
 
 MAIN_POLICIES = ("warmstart", "sft", "grpo")
@@ -181,7 +183,8 @@ def generate_policy(config: dict, out_dir, policy: str) -> dict:
     labels_folder = out_dir / "data" / "labels"
     with labels_out_of_reach(labels_folder), torch.no_grad():
         selected = select_test_pages(data.read_test_inputs(out_dir / "data"), ev["problems"])
-        policy_model, metadata = model_lib.reload_policy(weights, config)
+        policy_model, metadata = model_lib.reload_policy(
+            weights, config, recorded_policy_sha256(out_dir, policy))
         policy_model.eval()
         tokenizer = model_lib.load_tokenizer(config)
         digest_before = model_lib.model_digest(policy_model)
@@ -214,6 +217,8 @@ def generate_policy(config: dict, out_dir, policy: str) -> dict:
                                  "population": page["population"], "problem_index": index,
                                  "draw": draw, "seed": seed, **answer})
                     bar.update()
+                interrupts.check(f"during inference of {policy} (unfinished inference is "
+                                 "redone on the next run)")
             bar.close()
             if cuda:
                 torch.cuda.synchronize(device)

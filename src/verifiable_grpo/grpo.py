@@ -28,14 +28,16 @@ from __future__ import annotations
 
 import re
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 from .progress import tqdm
 
-from . import checkpoint, data, losses, prompts, rollout, schedule, scoring
+from . import checkpoint, crash, data, files, interrupts, losses, prompts, rollout, schedule, scoring
 from . import model as model_lib
-from .config import config_hash, load_config, provenance, save_json, sha256_file
+from .config import load_config, provenance, sections_hash, sha256_file
+from .faults import fault_point
 
 MODES = ("continuous", "interrupt", "resume")
 # Offsets from config["seed"]: one independent stream per purpose.
@@ -224,36 +226,49 @@ def grpo_update(policy, reference, optimizer, scheduler, groups: list[dict], con
     return {"learning_rate": learning_rate, **telemetry, "grad_norm": float(grad_norm)}
 
 
-# --------------------------------------------------------------------------- helpers
+# --------------------------------------------------------------------------- run folder
+# The config parts a GRPO state depends on (the data and the warm start enter by SHA-256).
+IDENTITY_SECTIONS = ("seed", "device", "model", "tokens", "sampling", "grpo")
+
+
+def stage_name(branch: str, mode: str) -> str:
+    return f"{branch}-{mode}"
+
+
 def _paths(out_dir: Path, branch: str, mode: str) -> dict:
     return {
+        "out": out_dir,
         "warmstart": out_dir / "checkpoints" / "warmstart-resume.safetensors",
+        "warmstart_record": out_dir / "learning" / "warmstart-resume.json",
         "learning_data": out_dir / "learning-data",
         "state": out_dir / "checkpoints" / f"{branch}-{mode}.pt.gz",
         "interrupt_state": out_dir / "checkpoints" / f"{branch}-interrupt.pt.gz",
+        "interrupt_record": out_dir / "learning" / f"{branch}-interrupt.json",
         "weights": out_dir / "checkpoints" / f"{branch}-resume.safetensors",
         "record": out_dir / "learning" / f"{branch}-{mode}.json",
         "rollouts": out_dir / "rollouts" / f"{branch}-{mode}",
     }
 
 
-def _refuse_existing(paths: dict, mode: str) -> None:
-    targets = [paths["state"], paths["record"]] + ([paths["weights"]] if mode == "resume" else [])
-    found = [str(p) for p in targets if p.exists()]
-    if paths["rollouts"].is_dir() and any(paths["rollouts"].iterdir()):
-        found.append(f"{paths['rollouts']} (rollout evidence, possibly of an unfinished run)")
-    if found:
-        raise FileExistsError(f"GRPO {mode} outputs already exist: {found}; evidence is never "
-                              "overwritten (use a new --out folder)")
+def _outputs(paths: dict, mode: str) -> list[Path]:
+    """Every file this branch and mode writes (rollout evidence included)."""
+    found = [p for p in (paths["state"], paths["record"]) if p.exists()]
+    if mode == "resume" and paths["weights"].exists():
+        found.append(paths["weights"])
+    if paths["rollouts"].is_dir():
+        found += sorted(p for p in paths["rollouts"].iterdir() if p.is_file())
+    return found
 
 
 def _identity(config, budget, paths, tokenizer, initial_digest, reference_digest, device) -> dict:
     """What a resumed run must share with the interrupted one (modes excluded)."""
+    sections = IDENTITY_SECTIONS + (("exercise",) if budget["branch"] != "grpo" else ())
     return {
         "variant": "educational GRPO, exact KL on prefixes",
         **{k: budget[k] for k in ("branch", "group_size", "iterations", "prompts_per_iteration",
                                   "updates_per_rollout", "total_updates")},
-        "config_sha256": config_hash(config),
+        "config_sections": list(sections),
+        "config_sha256": sections_hash(config, sections),
         "code_sha256": checkpoint.modules_sha256(TRAINING_MODULES),
         "warmstart_sha256": sha256_file(paths["warmstart"]),
         "initial_model_digest": initial_digest,
@@ -267,7 +282,7 @@ def _identity(config, budget, paths, tokenizer, initial_digest, reference_digest
         # a bitwise resume must run on the same kind of machine.
         "compute": {"device": (torch.cuda.get_device_name(device) if device.type == "cuda"
                                else "cpu"),
-                    "torch_threads": torch.get_num_threads(), "torch": torch.__version__},
+                    "torch_threads": torch.get_num_threads(), "torch": str(torch.__version__)},
     }
 
 
@@ -286,227 +301,298 @@ def _mean(values) -> float:
     return sum(values) / len(values)
 
 
-# --------------------------------------------------------------------------- the branch
-def run_grpo_branch(config: dict, out_dir, branch: str = "grpo", mode: str = "continuous",
-                    group_size: int | None = None, iterations: int | None = None,
-                    interrupt_at: int | None = None, progress: bool = True) -> dict:
-    """Run one GRPO branch in one mode; returns the learning record (also written to
-    OUT/learning/{branch}-{mode}.json).
+# --------------------------------------------------------------------------- run context
+@dataclass
+class GRPORun:
+    """Everything one branch-and-mode run shares between its steps."""
+    config: dict
+    budget: dict
+    branch: str
+    mode: str
+    paths: dict
+    examples: list
+    tokenizer: object
+    policy: object
+    reference: object
+    device: torch.device
+    progress: bool
+    command_start: float
+    identity: dict = field(default_factory=dict)
+    initial_digest: str = ""
+    reference_digest: str = ""
+    optimizer: object = None
+    scheduler: object = None
+    order: PromptOrder | None = None
+    generator: torch.Generator | None = None
+    iteration: int = 0                     # iterations done (the next one to run)
+    updates_done: int = 0
+    consumed: list = field(default_factory=list)
+    history: list = field(default_factory=list)
+    times: list = field(default_factory=list)          # per-iteration times of this mode
+    loop_seconds_before: float = 0.0       # loop time spent before a crash
+    evidence: dict = field(default_factory=dict)       # rollout file (relative) -> sha256
+    crash_saves: list = field(default_factory=list)
 
-    continuous: all iterations. interrupt: the first interrupt_at iterations. resume: load
-    the interrupt state into freshly loaded models and run the remaining iterations.
-    """
-    command_start = time.perf_counter()
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-    rollout.check_sampling_config(config)
-    budget = branch_budget(config, branch, group_size, iterations, interrupt_at)
-    section = config["grpo"]
-    out_dir = Path(out_dir)
-    paths = _paths(out_dir, branch, mode)
-    _refuse_existing(paths, mode)
-    if not paths["warmstart"].is_file():
-        raise FileNotFoundError(f"{paths['warmstart']} is missing: run the warm start first")
-    if mode == "resume" and not paths["interrupt_state"].is_file():
-        raise FileNotFoundError(f"{paths['interrupt_state']} is missing: run mode interrupt first")
-    data.assert_learning_only(paths["learning_data"])
-    examples = data.read_examples(paths["learning_data"], "train")
+    @property
+    def section(self) -> dict:
+        return self.config["grpo"]
 
-    tokenizer = model_lib.load_tokenizer(config)
-    policy, _ = model_lib.reload_policy(paths["warmstart"], config)
-    reference, reference_meta = model_lib.reload_policy(paths["warmstart"], config)
-    policy.eval()
-    reference.eval()
-    reference.requires_grad_(False)
-    device = rollout.model_device(policy)
-    deterministic_before = torch.are_deterministic_algorithms_enabled()
-    if device.type == "cuda":  # bitwise resume on a GPU needs deterministic kernels
-        torch.use_deterministic_algorithms(True, warn_only=True)
-        torch.cuda.reset_peak_memory_stats(device)
-    try:
-        return _run(config, budget, section, branch, mode, paths, examples, tokenizer, policy,
-                    reference, reference_meta, device, progress, command_start)
-    finally:
-        if device.type == "cuda":
-            torch.use_deterministic_algorithms(deterministic_before)
+    @property
+    def stage(self) -> str:
+        return stage_name(self.branch, self.mode)
+
+    @property
+    def stop(self) -> int:
+        return self.budget["interrupt_at"] if self.mode == "interrupt" else self.budget["iterations"]
 
 
-def _run(config, budget, section, branch, mode, paths, examples, tokenizer, policy, reference,
-         reference_meta, device, progress, command_start) -> dict:
-    initial_digest = model_lib.model_digest(policy)
-    reference_digest = model_lib.model_digest(reference)
-    if not initial_digest == reference_digest == reference_meta["model_digest"]:
-        raise ValueError("policy and reference must both be the warm start as saved "
-                         f"({reference_meta['model_digest']}); got {initial_digest} and "
-                         f"{reference_digest}")
-    identity = _identity(config, budget, paths, tokenizer, initial_digest, reference_digest,
-                         device)
+def _prepare(run: GRPORun) -> None:
+    """Digests, identity, optimizer, schedule, prompt order and RNG streams of a fresh run."""
+    run.initial_digest = model_lib.model_digest(run.policy)
+    run.reference_digest = model_lib.model_digest(run.reference)
+    run.identity = _identity(run.config, run.budget, run.paths, run.tokenizer,
+                             run.initial_digest, run.reference_digest, run.device)
+    parameters = model_lib.unique_parameters(run.policy)
+    run.optimizer = torch.optim.AdamW(parameters, lr=run.section["learning_rate"],
+                                      weight_decay=run.section["weight_decay"])
+    run.scheduler = schedule.make_scheduler(run.optimizer, run.budget["total_updates"], run.section)
+    run.order = PromptOrder(len(run.examples), run.config["seed"] + PROMPT_ORDER_SEED_OFFSET)
+    run.generator = torch.Generator(device=run.device).manual_seed(
+        run.config["seed"] + GENERATION_SEED_OFFSET)
+    checkpoint.seed_everything(run.config["seed"])  # the run never depends on the process's RNG
 
-    parameters = model_lib.unique_parameters(policy)
-    optimizer = torch.optim.AdamW(parameters, lr=section["learning_rate"],
-                                  weight_decay=section["weight_decay"])
-    scheduler = schedule.make_scheduler(optimizer, budget["total_updates"], section)
-    order = PromptOrder(len(examples), config["seed"] + PROMPT_ORDER_SEED_OFFSET)
-    generator = torch.Generator(device=device).manual_seed(config["seed"] + GENERATION_SEED_OFFSET)
-    checkpoint.seed_everything(config["seed"])  # the run never depends on the process's RNG
-    start, consumed, history = 0, [], []
-    if mode == "resume":
-        state = checkpoint.load_state(paths["interrupt_state"])
-        checkpoint.check_identity(identity, state["identity"],
-                                  f"GRPO state {paths['interrupt_state']}")
-        policy.load_state_dict(state["model"], strict=True)
-        optimizer.load_state_dict(state["optimizer"])
-        scheduler.load_state_dict(state["scheduler"])
-        order.load(state["prompt_order"])
-        generator.set_state(state["generation_rng"])
-        checkpoint.restore_rng(state["system_rng"])  # after seeding, never before
-        start, consumed, history = state["iteration"], list(state["consumed_rollout_ids"]), \
-            list(state["history"])
-        if state["updates"] != start * budget["updates_per_rollout"] or len(history) != start:
-            raise ValueError("the interrupt state is not at a completed iteration boundary")
-        del state
-    stop = budget["interrupt_at"] if mode == "interrupt" else budget["iterations"]
-    consumed_set = set(consumed)
-    updates_done = start * budget["updates_per_rollout"]
-    telemetry = []
-    tolerance = section["verify_tolerance"]
-    bar = tqdm(range(start, stop), desc=f"GRPO {branch} ({mode})", initial=start,
-               total=stop, disable=not progress, unit="it")
-    model_lib.synchronize(device)
-    loop_start = time.perf_counter()
-    for iteration in bar:
-        iteration_start = time.perf_counter()
-        indices = order.take(budget["prompts_per_iteration"])
-        tick = time.perf_counter()
-        behaviour_digest = model_lib.model_digest(policy)
-        digest_seconds = time.perf_counter() - tick
-        groups = []
-        for position, index in enumerate(indices):
-            groups.append(rollout.sample_group(
-                policy, tokenizer, examples[index], config, generator, budget["group_size"],
-                group_id=f"{branch}/iteration-{iteration:04d}/prompt-{position:02d}",
-                policy_digest=behaviour_digest))
-        rows = [r for g in groups for r in g["responses"]]
-        generation_seconds = sum(r["seconds"] for r in rows)
-        ids = [r["rollout_id"] for r in rows]
-        reused = sorted(set(i for i in ids if i in consumed_set or ids.count(i) > 1))
-        if reused:
-            raise ValueError(f"rollouts would be consumed twice: {reused[:5]}")
 
-        model_lib.synchronize(device)
-        tick = time.perf_counter()
-        verification = rollout.verify_captured_logprobs(policy, rows, tolerance)
-        model_lib.synchronize(device)
-        verification_seconds = time.perf_counter() - tick
-
-        tick = time.perf_counter()
-        updates = []
-        for _ in range(budget["updates_per_rollout"]):
-            updates.append(grpo_update(policy, reference, optimizer, scheduler, groups, config))
-            updates_done += 1
-        model_lib.synchronize(device)
-        optimisation_seconds = time.perf_counter() - tick
-        consumed.extend(ids)
-        consumed_set.update(ids)
-
-        tick = time.perf_counter()
-        evidence = {
-            "branch": branch, "mode": mode, "iteration": iteration,
-            "policy_digest": behaviour_digest, "reference_digest": reference_digest,
-            "document_ids": [g["document_id"] for g in groups],
-            "verification": verification,
-            "groups": [{k: v for k, v in g.items()} for g in groups],
-            "updates": [{k: v for k, v in u.items()} for u in updates],
-        }
-        save_json(paths["rollouts"] / f"iteration-{iteration:04d}.json", evidence)
-        evidence_seconds = time.perf_counter() - tick
-
-        summaries = [{k: v for k, v in u.items() if k != "responses"} for u in updates]
-        record = {
-            "iteration": iteration,
-            "document_ids": [g["document_id"] for g in groups],
-            "policy_digest": behaviour_digest,
-            "mean_reward": _mean(r for g in groups for r in g["rewards"]),
-            "zero_variance_fraction": _mean(g["zero_variance"] for g in groups),
-            "mean_exact_kl": _mean(u["mean_exact_kl"] for u in summaries),
-            "clip_low_fraction": _mean(u["clip_low_fraction"] for u in summaries),
-            "clip_high_fraction": _mean(u["clip_high_fraction"] for u in summaries),
-            "grad_norm": _mean(u["grad_norm"] for u in summaries),
-            "learning_rate": summaries[0]["learning_rate"],
-            "loss": _mean(u["loss"] for u in summaries),
-            "responses_without_eos": sum(r["finish_reason"] != "eos" for r in rows),
-            "response_tokens": sum(r["response_tokens"] for r in rows),
-            "verify_max_abs_difference": verification["max_abs_difference"],
-            "updates": summaries,
-            "groups": [_group_record(g) for g in groups],
-        }
-        history.append(record)
-        model_lib.synchronize(device)
-        times = {"iteration": iteration, "generation_seconds": generation_seconds,
-                 "verification_seconds": verification_seconds,
-                 "optimisation_seconds": optimisation_seconds,
-                 "digest_seconds": digest_seconds, "evidence_seconds": evidence_seconds,
-                 "iteration_seconds": time.perf_counter() - iteration_start}
-        telemetry.append({**record, "times": times})
-        bar.set_postfix(reward=f"{record['mean_reward']:.3f}",
-                        zvf=f"{record['zero_variance_fraction']:.2f}",
-                        kl=f"{record['mean_exact_kl']:.2e}")
-    bar.close()
-    model_lib.synchronize(device)
-    loop_seconds = time.perf_counter() - loop_start
-
-    reference_after = model_lib.model_digest(reference)
-    if reference_after != reference_digest:
-        raise ValueError(f"the frozen reference changed: {reference_digest} -> {reference_after}")
-    if any(p.grad is not None for p in reference.parameters()):
-        raise ValueError("the frozen reference holds gradients")
-    final_digest = model_lib.model_digest(policy)
-    timings = {"loop_seconds": loop_seconds, "per_iteration": [t["times"] for t in telemetry]}
-    state = {
-        "identity": identity,
-        "iteration": stop,
-        "updates": updates_done,
-        "model": policy.state_dict(),  # tied tensors keep sharing storage: saved once
-        "optimizer": optimizer.state_dict(),
-        "scheduler": scheduler.state_dict(),
-        "prompt_order": order.state(),
-        "generation_rng": generator.get_state(),
+def _state(run: GRPORun, loop_seconds: float) -> dict:
+    """The full state at an iteration boundary (wall times under "timings" only)."""
+    return {
+        "identity": run.identity,
+        "iteration": run.iteration,
+        "updates": run.updates_done,
+        "model": run.policy.state_dict(),  # tied tensors keep sharing storage: saved once
+        "optimizer": run.optimizer.state_dict(),
+        "scheduler": run.scheduler.state_dict(),
+        "prompt_order": run.order.state(),
+        "generation_rng": run.generator.get_state(),
         "system_rng": checkpoint.capture_rng(),
-        "consumed_rollout_ids": list(consumed),
-        "history": history,
-        "timings": timings,
+        "consumed_rollout_ids": list(run.consumed),
+        "history": run.history,
+        "timings": {"loop_seconds": loop_seconds, "per_iteration": list(run.times)},
     }
-    saved = checkpoint.save_state(paths["state"], state)
+
+
+def _restore(run: GRPORun, state: dict, what: str) -> None:
+    """Load a saved state over the freshly prepared run (RNG streams last)."""
+    checkpoint.check_identity(run.identity, state["identity"], what)
+    run.policy.load_state_dict(state["model"], strict=True)
+    run.optimizer.load_state_dict(state["optimizer"])
+    run.scheduler.load_state_dict(state["scheduler"])
+    run.order.load(state["prompt_order"])
+    run.generator.set_state(state["generation_rng"])
+    checkpoint.restore_rng(state["system_rng"])  # after seeding, never before
+    run.iteration, run.consumed = state["iteration"], list(state["consumed_rollout_ids"])
+    run.history = list(state["history"])
+    run.updates_done = state["updates"]
+    if run.updates_done != run.iteration * run.budget["updates_per_rollout"] \
+            or len(run.history) != run.iteration:
+        raise ValueError(f"{what} is not at a completed iteration boundary")
+
+
+def _continue_after_crash(run: GRPORun) -> bool:
+    """Continue from the newest crash checkpoint if there is one; move whatever the run
+    wrote after it into OUT/aborted. Returns whether a crash checkpoint was used."""
+    out = run.paths["out"]
+    found = crash.latest(out, run.stage)
+    existing = {p.relative_to(out).as_posix(): p for p in _outputs(run.paths, run.mode)}
+    if found is None:
+        crash.move_aside(out, run.stage, existing, "no crash checkpoint: the stage restarts")
+        return False
+    state, note = found
+    _restore(run, state, f"crash checkpoint of {run.stage} ({note['state']})")
+    run.times = list(state["timings"]["per_iteration"])
+    run.loop_seconds_before = float(state["timings"]["loop_seconds"])
+    run.evidence = dict(note["evidence"])
+    for rel, digest in run.evidence.items():
+        files.check_sha256(out / rel, digest, "rollout evidence")
+    beyond = [rel for rel in existing if rel not in run.evidence]
+    crash.move_aside(out, run.stage, beyond,
+                     f"written after the crash checkpoint at iteration {run.iteration}")
+    return True
+
+
+# --------------------------------------------------------------------------- one iteration
+def _sample(run: GRPORun, iteration: int) -> tuple[list, str, float]:
+    indices = run.order.take(run.budget["prompts_per_iteration"])
+    tick = time.perf_counter()
+    behaviour_digest = model_lib.model_digest(run.policy)
+    digest_seconds = time.perf_counter() - tick
+    groups = [rollout.sample_group(
+        run.policy, run.tokenizer, run.examples[index], run.config, run.generator,
+        run.budget["group_size"],
+        group_id=f"{run.branch}/iteration-{iteration:04d}/prompt-{position:02d}",
+        policy_digest=behaviour_digest) for position, index in enumerate(indices)]
+    rows = [r for g in groups for r in g["responses"]]
+    ids = [r["rollout_id"] for r in rows]
+    consumed = set(run.consumed)
+    reused = sorted(set(i for i in ids if i in consumed or ids.count(i) > 1))
+    if reused:
+        raise ValueError(f"rollouts would be consumed twice: {reused[:5]}")
+    return groups, behaviour_digest, digest_seconds
+
+
+def _verify(run: GRPORun, rows: list) -> tuple[dict, float]:
+    model_lib.synchronize(run.device)
+    tick = time.perf_counter()
+    verification = rollout.verify_captured_logprobs(run.policy, rows,
+                                                    run.section["verify_tolerance"])
+    model_lib.synchronize(run.device)
+    return verification, time.perf_counter() - tick
+
+
+def _update(run: GRPORun, groups: list) -> tuple[list, float]:
+    tick = time.perf_counter()
+    updates = []
+    for _ in range(run.budget["updates_per_rollout"]):
+        updates.append(grpo_update(run.policy, run.reference, run.optimizer, run.scheduler,
+                                   groups, run.config))
+        run.updates_done += 1
+    model_lib.synchronize(run.device)
+    run.consumed.extend(r["rollout_id"] for g in groups for r in g["responses"])
+    return updates, time.perf_counter() - tick
+
+
+def _record(run: GRPORun, iteration: int, groups: list, behaviour_digest: str,
+            verification: dict, updates: list) -> float:
+    """Write the iteration's evidence file and append its history entry."""
+    tick = time.perf_counter()
+    rows = [r for g in groups for r in g["responses"]]
+    evidence = {
+        "branch": run.branch, "mode": run.mode, "iteration": iteration,
+        "policy_digest": behaviour_digest, "reference_digest": run.reference_digest,
+        "document_ids": [g["document_id"] for g in groups],
+        "verification": verification,
+        "groups": groups,
+        "updates": updates,
+    }
+    path = files.save_json(run.paths["rollouts"] / f"iteration-{iteration:04d}.json", evidence)
+    run.evidence[path.relative_to(run.paths["out"]).as_posix()] = sha256_file(path)
+    evidence_seconds = time.perf_counter() - tick
+    summaries = [{k: v for k, v in u.items() if k != "responses"} for u in updates]
+    run.history.append({
+        "iteration": iteration,
+        "document_ids": [g["document_id"] for g in groups],
+        "policy_digest": behaviour_digest,
+        "mean_reward": _mean(r for g in groups for r in g["rewards"]),
+        "zero_variance_fraction": _mean(g["zero_variance"] for g in groups),
+        "mean_exact_kl": _mean(u["mean_exact_kl"] for u in summaries),
+        "clip_low_fraction": _mean(u["clip_low_fraction"] for u in summaries),
+        "clip_high_fraction": _mean(u["clip_high_fraction"] for u in summaries),
+        "grad_norm": _mean(u["grad_norm"] for u in summaries),
+        "learning_rate": summaries[0]["learning_rate"],
+        "loss": _mean(u["loss"] for u in summaries),
+        "responses_without_eos": sum(r["finish_reason"] != "eos" for r in rows),
+        "response_tokens": sum(r["response_tokens"] for r in rows),
+        "verify_max_abs_difference": verification["max_abs_difference"],
+        "updates": summaries,
+        "groups": [_group_record(g) for g in groups],
+    })
+    return evidence_seconds
+
+
+def _iterate(run: GRPORun, iteration: int) -> None:
+    """Sample, verify, update, record: one iteration (the resume boundary is after it)."""
+    iteration_start = time.perf_counter()
+    groups, behaviour_digest, digest_seconds = _sample(run, iteration)
+    rows = [r for g in groups for r in g["responses"]]
+    verification, verification_seconds = _verify(run, rows)
+    updates, optimisation_seconds = _update(run, groups)
+    evidence_seconds = _record(run, iteration, groups, behaviour_digest, verification, updates)
+    run.iteration = iteration + 1
+    model_lib.synchronize(run.device)
+    run.times.append({"iteration": iteration,
+                      "generation_seconds": sum(r["seconds"] for r in rows),
+                      "verification_seconds": verification_seconds,
+                      "optimisation_seconds": optimisation_seconds,
+                      "digest_seconds": digest_seconds, "evidence_seconds": evidence_seconds,
+                      "iteration_seconds": time.perf_counter() - iteration_start})
+
+
+def _save_crash(run: GRPORun, loop_seconds: float) -> None:
+    saved = crash.save(run.paths["out"], run.stage, _state(run, loop_seconds), run.iteration,
+                       run.evidence)
+    run.crash_saves.append({"iteration": run.iteration, "seconds": saved["seconds"],
+                            "bytes": saved["bytes"]})
+
+
+def _loop(run: GRPORun) -> float:
+    """Iterations from run.iteration to the stop, a crash checkpoint every
+    checkpoint_every_iterations (and at a requested stop); returns the loop's seconds."""
+    every = run.section["checkpoint_every_iterations"]
+    bar = tqdm(range(run.iteration, run.stop), desc=f"GRPO {run.branch} ({run.mode})",
+               initial=run.iteration, total=run.stop, disable=not run.progress, unit="it")
+    model_lib.synchronize(run.device)
+    loop_start = time.perf_counter()
+
+    def elapsed():
+        return run.loop_seconds_before + time.perf_counter() - loop_start
+
+    for iteration in bar:
+        _iterate(run, iteration)
+        last = run.history[-1]
+        bar.set_postfix(reward=f"{last['mean_reward']:.3f}",
+                        zvf=f"{last['zero_variance_fraction']:.2f}",
+                        kl=f"{last['mean_exact_kl']:.2e}")
+        fault_point("grpo-after-iteration")
+        if run.iteration % every == 0 or interrupts.requested():
+            _save_crash(run, elapsed())
+        interrupts.check(f"after iteration {run.iteration} of {run.stage} (saved)")
+    bar.close()
+    model_lib.synchronize(run.device)
+    return elapsed()
+
+
+def _finish(run: GRPORun, loop_seconds: float) -> dict:
+    """Final checks, the final state, the weights (mode resume) and the learning record."""
+    reference_after = model_lib.model_digest(run.reference)
+    if reference_after != run.reference_digest:
+        raise ValueError(f"the frozen reference changed: {run.reference_digest} -> "
+                         f"{reference_after}")
+    if any(p.grad is not None for p in run.reference.parameters()):
+        raise ValueError("the frozen reference holds gradients")
+    final_digest = model_lib.model_digest(run.policy)
+    saved = checkpoint.save_state(run.paths["state"], _state(run, loop_seconds))
+    fault_point("grpo-after-final-state")
     weights = None
-    if mode == "resume":
+    if run.mode == "resume":
         tick = time.perf_counter()
-        sha = model_lib.save_policy(policy, paths["weights"], {
-            "branch": branch, "source": "GRPO resume", "iterations": stop, "updates": updates_done,
-            "warmstart_sha256": identity["warmstart_sha256"]})
-        weights = {"path": str(paths["weights"]), "sha256": sha, "model_digest": final_digest,
+        sha = model_lib.save_policy(run.policy, run.paths["weights"], {
+            "branch": run.branch, "source": "GRPO resume", "iterations": run.stop,
+            "updates": run.updates_done, "warmstart_sha256": run.identity["warmstart_sha256"]})
+        weights = {"path": str(run.paths["weights"]), "sha256": sha, "model_digest": final_digest,
                    "seconds": time.perf_counter() - tick}
-    peak = torch.cuda.max_memory_allocated(device) if device.type == "cuda" else None
-    run_times = [t["times"] for t in telemetry]
+    peak = torch.cuda.max_memory_allocated(run.device) if run.device.type == "cuda" else None
+    telemetry = [{**run.history[t["iteration"]], "times": t} for t in run.times]
 
     def total(key):
-        return sum(t[key] for t in run_times)
+        return sum(t[key] for t in run.times)
 
-    responses_run = sum(len(g["rewards"]) for h in telemetry for g in h["groups"])
     record = {
-        "branch": branch, "mode": mode, "provenance": provenance(config),
-        "identity": identity, "budget": budget,
-        "iterations_run": [start, stop], "updates": updates_done,
-        "initial_model_digest": initial_digest, "final_model_digest": final_digest,
-        "reference_digest_before": reference_digest, "reference_digest_after": reference_after,
-        "consumed_rollouts": len(consumed),
-        "history": history,
+        "branch": run.branch, "mode": run.mode, "provenance": provenance(run.config),
+        "identity": run.identity, "budget": run.budget,
+        "iterations_run": [telemetry[0]["iteration"] if telemetry else run.stop, run.stop],
+        "updates": run.updates_done,
+        "initial_model_digest": run.initial_digest, "final_model_digest": final_digest,
+        "reference_digest_before": run.reference_digest, "reference_digest_after": reference_after,
+        "consumed_rollouts": len(run.consumed),
+        "history": run.history,
         "telemetry": telemetry,
         "costs": {
-            "responses_generated": responses_run,
+            "responses_generated": sum(len(g["rewards"]) for h in telemetry for g in h["groups"]),
             "response_tokens_generated": sum(h["response_tokens"] for h in telemetry),
-            "kv_cache": bool(config["sampling"].get("use_kv_cache", False)),
+            "kv_cache": bool(run.config["sampling"].get("use_kv_cache", False)),
             "state_bytes": saved["bytes"], "state_save_seconds": saved["seconds"],
-            "state_sha256": saved["sha256"], "state_path": str(paths["state"]),
+            "state_sha256": saved["sha256"], "state_path": str(run.paths["state"]),
+            "crash_checkpoints": {"saved": len(run.crash_saves),
+                                  "seconds": sum(c["seconds"] for c in run.crash_saves)},
             "peak_cuda_memory_bytes": peak,
             "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
         },
@@ -518,11 +604,79 @@ def _run(config, budget, section, branch, mode, paths, examples, tokenizer, poli
             "digest_seconds": total("digest_seconds"),
             "evidence_seconds": total("evidence_seconds"),
             "loop_seconds": loop_seconds,
-            "total_seconds": time.perf_counter() - command_start,
+            "total_seconds": time.perf_counter() - run.command_start,
         },
     }
-    save_json(paths["record"], record)
+    files.save_json(run.paths["record"], record)
+    fault_point("after-record")
+    crash.clear(run.paths["out"], run.stage)  # finished: the crash copy has served
     return record
+
+
+# --------------------------------------------------------------------------- the branch
+def run_grpo_branch(config: dict, out_dir, branch: str = "grpo", mode: str = "continuous",
+                    group_size: int | None = None, iterations: int | None = None,
+                    interrupt_at: int | None = None, progress: bool = True) -> dict:
+    """Run one GRPO branch in one mode; returns the learning record (also written to
+    OUT/learning/{branch}-{mode}.json).
+
+    continuous: all iterations. interrupt: the first interrupt_at iterations. resume: load
+    the interrupt state into freshly loaded models and run the remaining iterations. A run
+    cut short (crash, kill, signal) continues from its newest crash checkpoint.
+    """
+    command_start = time.perf_counter()
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    rollout.check_sampling_config(config)
+    budget = branch_budget(config, branch, group_size, iterations, interrupt_at)
+    out_dir = Path(out_dir)
+    paths = _paths(out_dir, branch, mode)
+    if paths["record"].exists() and not crash.has_checkpoint(out_dir, stage_name(branch, mode)):
+        raise FileExistsError(f"GRPO {branch} {mode} already ran ({paths['record']} exists); "
+                              "evidence is never overwritten (use a new --out folder)")
+    if not paths["warmstart"].is_file():
+        raise FileNotFoundError(f"{paths['warmstart']} is missing: run the warm start first")
+    if mode == "resume" and not paths["interrupt_state"].is_file():
+        raise FileNotFoundError(f"{paths['interrupt_state']} is missing: run mode interrupt first")
+    data.assert_learning_only(paths["learning_data"])
+    examples = data.read_examples(paths["learning_data"], "train")
+
+    tokenizer = model_lib.load_tokenizer(config)
+    warmstart_sha = files.recorded_policy_sha256(out_dir, "warmstart")
+    policy, _ = model_lib.reload_policy(paths["warmstart"], config, warmstart_sha)
+    reference, reference_meta = model_lib.reload_policy(paths["warmstart"], config, warmstart_sha)
+    policy.eval()
+    reference.eval()
+    reference.requires_grad_(False)
+    device = rollout.model_device(policy)
+    deterministic_before = torch.are_deterministic_algorithms_enabled()
+    if device.type == "cuda":  # bitwise resume on a GPU needs deterministic kernels
+        torch.use_deterministic_algorithms(True, warn_only=True)
+        torch.cuda.reset_peak_memory_stats(device)
+    run = GRPORun(config, budget, branch, mode, paths, examples, tokenizer, policy, reference,
+                  device, progress, command_start)
+    try:
+        _prepare(run)
+        if not run.initial_digest == run.reference_digest == reference_meta["model_digest"]:
+            raise ValueError("policy and reference must both be the warm start as saved "
+                             f"({reference_meta['model_digest']}); got {run.initial_digest} "
+                             f"and {run.reference_digest}")
+        if not _continue_after_crash(run) and mode == "resume":
+            state = checkpoint.load_state(paths["interrupt_state"],
+                                          _recorded_state_sha(paths["interrupt_record"]))
+            _restore(run, state, f"GRPO state {paths['interrupt_state']}")
+            del state
+        return _finish(run, _loop(run))
+    finally:
+        if device.type == "cuda":
+            torch.use_deterministic_algorithms(deterministic_before)
+
+
+def _recorded_state_sha(record_path: Path) -> str | None:
+    """The SHA-256 that the interrupt run recorded for its state (None without a record)."""
+    if not record_path.is_file():
+        return None
+    return files.read_json(record_path)["costs"]["state_sha256"]
 
 
 def command_grpo(args) -> int:

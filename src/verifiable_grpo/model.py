@@ -11,6 +11,7 @@ over per-parameter SHA-256 hashes, so any change, however small, is visible.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -18,10 +19,13 @@ from typing import Any
 
 import torch
 
+from . import files
 from .config import canonical_json, resolve, sha256_bytes, sha256_file
 
 ARCHITECTURE = "Qwen2ForCausalLM"
-POLICY_FORMAT = "verifiable-grpo-policy-v1"
+POLICY_FORMAT = "verifiable-grpo-policy-v2"   # v2: the architecture has its own digest
+LEGACY_POLICY_FORMATS = ("verifiable-grpo-policy-v1",)  # read only with the file's SHA-256
+HEADER_KEYS = ("format", "model_digest", "model_config", "architecture_sha256")
 
 
 class ModelUnavailableError(FileNotFoundError):
@@ -287,17 +291,16 @@ def save_policy(model, path: str | os.PathLike, metadata: dict[str, Any]) -> str
     path = Path(path)
     if path.exists():
         raise FileExistsError(f"{path} exists; evidence is never overwritten")
-    reserved = {"format", "model_digest", "model_config"} & set(metadata)
+    reserved = set(HEADER_KEYS) & set(metadata)
     if reserved:
         raise ValueError(f"metadata keys {sorted(reserved)} are written by save_policy itself")
     tensors = {n: t.detach().cpu().contiguous() for n, t in unique_state_dict(model.state_dict()).items()}
     header = {key: json.dumps(value, sort_keys=True) for key, value in metadata.items()}
+    architecture = model.config.to_json_string(use_diff=False)
     header.update(format=POLICY_FORMAT, model_digest=model_digest(model),
-                  model_config=model.config.to_json_string(use_diff=False))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    save_file(tensors, str(tmp), metadata=header)
-    tmp.replace(path)
+                  model_config=architecture,
+                  architecture_sha256=hashlib.sha256(architecture.encode()).hexdigest())
+    files.write_with(path, lambda tmp: save_file(tensors, str(tmp), metadata=header))
     return sha256_file(path)
 
 
@@ -306,15 +309,26 @@ def read_policy_metadata(path: str | os.PathLike) -> dict[str, Any]:
 
     with safe_open(str(path), framework="pt") as handle:
         raw = handle.metadata() or {}
-    if raw.get("format") != POLICY_FORMAT:
+    if raw.get("format") not in (POLICY_FORMAT, *LEGACY_POLICY_FORMATS):
         raise ValueError(f"{path} is not a policy written by save_policy (format {raw.get('format')!r})")
-    meta = {k: json.loads(v) for k, v in raw.items() if k not in ("format", "model_digest", "model_config")}
-    meta.update(model_digest=raw["model_digest"], model_config=json.loads(raw["model_config"]))
+    if raw["format"] == POLICY_FORMAT:
+        found = hashlib.sha256(raw["model_config"].encode()).hexdigest()
+        if found != raw.get("architecture_sha256"):
+            raise files.DamagedFileError(
+                f"{path}: the architecture in its metadata does not match its digest (the "
+                "header was edited: another rope_theta, vocabulary or shape would change every "
+                "logit); the file was altered")
+    meta = {k: json.loads(v) for k, v in raw.items() if k not in HEADER_KEYS}
+    meta.update(model_digest=raw["model_digest"], model_config=json.loads(raw["model_config"]),
+                format=raw["format"])
     return meta
 
 
-def reload_policy(path: str | os.PathLike, config: dict):
-    """(model, metadata): strict reload (no missing or unexpected tensor), digest verified."""
+def reload_policy(path: str | os.PathLike, config: dict, expected_sha256: str | None = None):
+    """(model, metadata): strict reload (no missing or unexpected tensor), digests verified:
+    the tensors' and the architecture's. `expected_sha256` (from the record that listed the
+    file) is checked first; a legacy v1 file, whose architecture has no digest, loads only
+    with it."""
     from safetensors.torch import load_file
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
@@ -322,7 +336,12 @@ def reload_policy(path: str | os.PathLike, config: dict):
     if not path.is_file():
         raise FileNotFoundError(f"no policy file {path}")
     apply_precision_settings(config)
+    files.check_sha256(path, expected_sha256, "policy file")
     metadata = read_policy_metadata(path)
+    if metadata["format"] != POLICY_FORMAT and expected_sha256 is None:
+        raise ValueError(f"{path} is a {metadata['format']} policy, whose architecture carries "
+                         "no digest: load it with the SHA-256 its record lists "
+                         "(expected_sha256=...)")
     model_config = Qwen2Config.from_dict(metadata["model_config"])
     model_config._attn_implementation = config["model"]["attn_implementation"]
     with torch.random.fork_rng(devices=[]):  # initial values are overwritten; keep RNG untouched

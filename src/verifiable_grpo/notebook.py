@@ -118,7 +118,9 @@ def recorded_policy(name: str, config: dict, profile: str = "tiny"):
     path = recorded_dir(profile) / "policies" / f"{name}.safetensors"
     if not path.is_file():
         raise FileNotFoundError(f"{path} is missing: export the recorded run first")
-    model, metadata = reload_policy(path, config)
+    listed = read_json(recorded_dir(profile) / "provenance.json")["files"]
+    model, metadata = reload_policy(path, config,
+                                    expected_sha256=listed[f"policies/{name}.safetensors"])
     return model, load_tokenizer(config), metadata
 
 
@@ -130,7 +132,6 @@ def live_run_from_recorded_warmstart(config: dict, profile: str = "tiny"):
     gets the recorded run's warm-start policy instead (a real policy exported with that
     run). Any other model (the qwen profile on a GPU) gets its own warm start, run here.
     """
-    import shutil
     import tempfile
 
     from .config import resolve
@@ -141,9 +142,13 @@ def live_run_from_recorded_warmstart(config: dict, profile: str = "tiny"):
     model = config["model"]
     on_tiny_base = model["source"] == "local" and resolve(model["path"]) == resolve("data/tiny-base")
     if on_tiny_base:
-        (out / "checkpoints").mkdir()
-        shutil.copyfile(recorded_dir(profile) / "policies" / "warmstart.safetensors",
-                        out / "checkpoints" / "warmstart-resume.safetensors")
+        from .model import save_policy
+
+        # Checked against the recorded SHA-256, then written as this folder's warm start.
+        model, _, metadata = recorded_policy("warmstart", config, profile)
+        save_policy(model, out / "checkpoints" / "warmstart-resume.safetensors",
+                    {"source": f"data/recorded/{profile}/policies/warmstart.safetensors",
+                     "branch": "warmstart"})
     else:
         run_sft_branch(config, out, "warmstart", "interrupt")
         run_sft_branch(config, out, "warmstart", "resume")

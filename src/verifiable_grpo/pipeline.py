@@ -5,10 +5,13 @@ interrupt, resume, verify) -> main evaluation -> exercise (protect, G=2 and G=8 
 evaluation, summary) -> report.
 
 A finished stage leaves OUT/stages/<stage>.json listing every file it created with its
-SHA-256, size and mtime, and its times. Running again skips finished stages (after checking
-that their files are still there and unchanged in size and mtime) and continues with the
-first unfinished one. Files that no marker accounts for are the remains of an interrupted
-stage: the pipeline stops and names them rather than writing over them.
+SHA-256, size and mtime, the config parts it depends on and its times. Running again
+checks every listed file's SHA-256, skips finished stages and continues with the first
+unfinished one. A stage cut short (crash, kill -9, SIGINT/SIGTERM) is continued: training
+stages from their last crash checkpoint, evaluation reuses complete inference files; the
+remains of the half-done step are moved to OUT/aborted/<stage>-<time>/ with a note. Files
+that no stage accounts for are refused rather than written over. One process at a time
+holds the folder (OUT/.lock).
 """
 from __future__ import annotations
 
@@ -19,15 +22,30 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from .progress import tqdm
-
-from .config import config_hash, load_config, provenance, read_json, save_json, sha256_file
+from . import crash, files, interrupts, runlock
+from .config import config_hash, load_config, provenance, read_json, save_json, sections_hash
 from .evaluate import MAIN_POLICIES, utc_now
+from .faults import fault_point
+from .progress import tqdm
 
 STAGES_DIR = "stages"
 TIMINGS = "timings.json"
-PIPELINE_FILES = (TIMINGS,)          # rewritten by the pipeline itself (derived summaries)
+PIPELINE_FILES = (TIMINGS, runlock.LOCK_NAME)   # the pipeline's own bookkeeping
+BOOKKEEPING_DIRS = (STAGES_DIR, crash.CRASH_DIR, crash.ABORTED_DIR)
 MODES = ("continuous", "interrupt", "resume")
+
+# The config parts each group of stages depends on, upstream stages' parts included:
+# a rerun whose config differs elsewhere keeps that stage's evidence.
+_WARMSTART = ("seed", "device", "model", "data", "tokens", "warmstart")
+SECTIONS = {
+    "data": ("data",),
+    "warmstart": _WARMSTART,
+    "sft": _WARMSTART + ("sft",),
+    "grpo": _WARMSTART + ("sampling", "grpo"),
+    "evaluate": _WARMSTART + ("sft", "sampling", "grpo", "evaluation"),
+    "exercise-branch": _WARMSTART + ("sampling", "grpo", "exercise"),
+}
+EVERYTHING = None                     # every key of the profile except its name
 
 
 class HalfDoneStageError(RuntimeError):
@@ -40,6 +58,20 @@ class Stage:
     group: str                       # what timings.json sums over (data, warmstart, ...)
     run: Callable[[dict, Path], object]
     claims: list[str] = field(default_factory=list)   # glob patterns relative to OUT
+    sections: tuple | None = EVERYTHING               # config parts it depends on
+    # Outputs complete although the marker is missing (killed between the two)?
+    finished: Callable[[Path], bool] | None = None
+    # Files of a half-done run this stage continues from instead of redoing them.
+    reuse: Callable[[Path, list[str]], set[str]] = lambda out, rels: set()
+    # The stage function itself continues from its crash checkpoint and moves aside what
+    # came after it; the pipeline leaves its files alone.
+    self_recovering: bool = False
+
+
+def stage_sections(stage: Stage, config: dict) -> list[str]:
+    if stage.sections is EVERYTHING:
+        return sorted(k for k in config if not k.startswith("_") and k != "profile")
+    return sorted(stage.sections)
 
 
 # --------------------------------------------------------------------------- stage actions
@@ -104,38 +136,68 @@ def _branch_claims(branch: str, mode: str) -> list[str]:
             f"learning/{branch}-{mode}/*", f"rollouts/{branch}-{mode}/*"]
 
 
-def _branch_stages(branch: str, group: str, action) -> list[Stage]:
-    stages = [Stage(f"{branch}-{mode}", group, action(mode), _branch_claims(branch, mode))
+def _branch_finished(branch: str, mode: str) -> Callable[[Path], bool]:
+    """A branch's record is written last and its crash folder removed after it: a record
+    without a crash folder means every output is complete."""
+    name = f"{branch}-{mode}"
+    return lambda out: ((out / "learning" / f"{name}.json").is_file()
+                        and not crash.has_checkpoint(out, name))
+
+
+def _branch_stages(branch: str, group: str, action, sections) -> list[Stage]:
+    stages = [Stage(f"{branch}-{mode}", group, action(mode), _branch_claims(branch, mode),
+                    sections, finished=_branch_finished(branch, mode), self_recovering=True)
               for mode in MODES]
-    stages.append(Stage(f"{branch}-verify", group, _verify(branch), [f"resume-{branch}.json"]))
+    stages.append(Stage(f"{branch}-verify", group, _verify(branch), [f"resume-{branch}.json"],
+                        sections))
     return stages
 
 
+def _complete_inference(out: Path, rels: list[str]) -> set[str]:
+    """Inference folders whose audit matches their files are reused, not redone."""
+    from .evaluate import check_inference
+
+    keep = set()
+    for folder in sorted({"/".join(r.split("/")[:2]) for r in rels if r.startswith("inference/")}):
+        try:
+            complete = check_inference(out, folder.split("/")[1]) is not None
+        except (ValueError, files.DamagedFileError):
+            complete = False
+        if complete:
+            keep |= {r for r in rels if r.startswith(folder + "/")}
+    return keep
+
+
 def build_stages(config: dict) -> list[Stage]:
-    stages = [Stage("data", "data", _data, ["data/*"]),
-              Stage("learning-view", "data", _learning_view, ["learning-data/*"])]
+    stages = [Stage("data", "data", _data, ["data/*"], SECTIONS["data"]),
+              Stage("learning-view", "data", _learning_view, ["learning-data/*"],
+                    SECTIONS["data"])]
     for branch in ("warmstart", "sft"):
-        stages += _branch_stages(branch, branch, lambda mode, b=branch: _sft(b, mode))
-    stages += _branch_stages("grpo", "grpo", _grpo)
+        stages += _branch_stages(branch, branch, lambda mode, b=branch: _sft(b, mode),
+                                 SECTIONS[branch])
+    stages += _branch_stages("grpo", "grpo", _grpo, SECTIONS["grpo"])
     stages.append(Stage("evaluate", "evaluate", _evaluate_main,
                         ["results.json"] + [f"inference/{p}/*" for p in MAIN_POLICIES]
                         + [f"scores/{p}-{m}.json" for p in MAIN_POLICIES
-                           for m in ("greedy", "sample")]))
+                           for m in ("greedy", "sample")],
+                        SECTIONS["evaluate"], reuse=_complete_inference))
     stages.append(Stage("exercise-protect", "exercise", _exercise("protect"),
                         ["exercise/protected.json"]))
     sizes = config["exercise"]["group_sizes"]
     for size in sizes:
         branch = f"grpo-g{size}"
         stages += [Stage(f"{branch}-{mode}", "exercise",
-                         _exercise("train_branch", size, mode), _branch_claims(branch, mode))
+                         _exercise("train_branch", size, mode), _branch_claims(branch, mode),
+                         SECTIONS["exercise-branch"], finished=_branch_finished(branch, mode),
+                         self_recovering=True)
                    for mode in MODES]
         stages.append(Stage(f"{branch}-verify", "exercise", _exercise("verify_branch", size),
-                            [f"resume-{branch}.json"]))
+                            [f"resume-{branch}.json"], SECTIONS["exercise-branch"]))
     stages.append(Stage("exercise-evaluate", "exercise", _exercise("evaluate_exercise"),
                         ["exercise/results.json"]
                         + [f"inference/grpo-g{s}/*" for s in sizes]
                         + [f"scores/grpo-g{s}-{m}.json" for s in sizes
-                           for m in ("greedy", "sample")]))
+                           for m in ("greedy", "sample")], reuse=_complete_inference))
     stages.append(Stage("exercise-summary", "exercise", _exercise("summarise"),
                         ["exercise/group-size.json"]))
     stages.append(Stage("report", "report", _report, ["report.md"]))
@@ -144,36 +206,49 @@ def build_stages(config: dict) -> list[Stage]:
 
 # --------------------------------------------------------------------------- file bookkeeping
 def _snapshot(out: Path) -> dict[str, tuple[int, int]]:
-    """relative path -> (bytes, mtime_ns) of every file under OUT except stage markers."""
-    files = {}
+    """relative path -> (bytes, mtime_ns) of every file under OUT except the pipeline's own
+    bookkeeping (markers, timings, lock, crash checkpoints, aborted evidence)."""
+    files_ = {}
     if not out.exists():
-        return files
-    for root, _, names in os.walk(out):
+        return files_
+    for root, dirs, names in os.walk(out):
+        if Path(root) == out:
+            dirs[:] = [d for d in dirs if d not in BOOKKEEPING_DIRS]
         for name in names:
             path = Path(root) / name
             rel = path.relative_to(out).as_posix()
-            if rel.startswith(STAGES_DIR + "/") or rel in PIPELINE_FILES:
+            if rel in PIPELINE_FILES:
                 continue
             stat = path.stat()
-            files[rel] = (stat.st_size, stat.st_mtime_ns)
-    return files
+            files_[rel] = (stat.st_size, stat.st_mtime_ns)
+    return files_
 
 
 def marker_path(out: Path, stage: str) -> Path:
     return out / STAGES_DIR / f"{stage}.json"
 
 
-def _check_marker(out: Path, marker: dict) -> None:
-    """A finished stage's files must still be there, unchanged in size and mtime."""
+def _check_marker(out: Path, marker: dict, bar=None) -> None:
+    """A finished stage's files must still be there with the SHA-256 its marker lists."""
     for rel, entry in marker["outputs"].items():
         path = out / rel
         if not path.is_file():
             raise HalfDoneStageError(f"{path} (output of finished stage {marker['stage']}) is "
                                      "missing; evidence cannot be rebuilt in place: use a new --out")
-        stat = path.stat()
-        if (stat.st_size, stat.st_mtime_ns) != (entry["bytes"], entry["mtime_ns"]):
+        if path.stat().st_size != entry["bytes"] or files.sha256_file(path) != entry["sha256"]:
             raise HalfDoneStageError(f"{path} changed after stage {marker['stage']} finished "
-                                     "(size or mtime differs from its marker); use a new --out")
+                                     "(its SHA-256 differs from the marker's); restore it or "
+                                     "use a new --out")
+        if bar is not None:
+            bar.update(entry["bytes"])
+
+
+def _check_markers(out: Path, markers: dict[str, dict]) -> None:
+    total = sum(e["bytes"] for m in markers.values() for e in m["outputs"].values())
+    bar = tqdm(total=total, desc="checking evidence", unit="B", unit_scale=True, leave=False)
+    for marker in markers.values():
+        _check_marker(out, marker, bar)
+    bar.close()
 
 
 def _orphans(out: Path, markers: dict[str, dict]) -> list[str]:
@@ -181,41 +256,81 @@ def _orphans(out: Path, markers: dict[str, dict]) -> list[str]:
     return sorted(set(_snapshot(out)) - accounted)
 
 
-def _owner(rel: str, stages: list[Stage]) -> str:
+def _owner(rel: str, stages: list[Stage]) -> Stage | None:
     for stage in stages:
         if any(fnmatch.fnmatch(rel, pattern) for pattern in stage.claims):
-            return stage.name
-    return "an unknown stage"
+            return stage
+    return None
 
 
-def _refuse_half_done(out: Path, orphans: list[str], stages: list[Stage]) -> None:
-    owners = sorted({_owner(rel, stages) for rel in orphans})
-    listing = "\n  ".join(str(out / rel) for rel in orphans[:20])
-    more = f"\n  ... and {len(orphans) - 20} more" if len(orphans) > 20 else ""
+def _refuse_foreign(out: Path, orphans: list[str], stages: list[Stage],
+                    markers: dict[str, dict]) -> None:
+    """Files no unfinished stage claims were not written by this pipeline: refuse them."""
+    foreign = [rel for rel in orphans
+               if (_owner(rel, stages) is None or _owner(rel, stages).name in markers)]
+    if not foreign:
+        return
+    listing = "\n  ".join(str(out / rel) for rel in foreign[:20])
+    more = f"\n  ... and {len(foreign) - 20} more" if len(foreign) > 20 else ""
     raise HalfDoneStageError(
-        f"{out} holds files that no finished stage accounts for (an interrupted stage: "
-        f"{', '.join(owners)}):\n  {listing}{more}\n"
-        "Evidence is never overwritten. Remove these files to redo that stage, or run with "
+        f"{out} holds files that no stage of this pipeline accounts for:\n  {listing}{more}\n"
+        "Evidence is never overwritten: move these files out of the run folder, or run with "
         "a new --out folder.")
 
 
-def _run_stage(stage: Stage, config: dict, out: Path, before: dict) -> dict:
+def _recover(stage: Stage, out: Path, markers: dict[str, dict]) -> list[str]:
+    """Prepare a stage that left files behind; returns the files it keeps (its earlier
+    outputs, listed in its marker when it finishes)."""
+    mine = [rel for rel in _orphans(out, markers) if _owner(rel, [stage]) is not None]
+    if not mine:
+        return []
+    if stage.self_recovering:
+        return []  # the stage continues from its crash checkpoint and moves the rest aside
+    keep = stage.reuse(out, mine)
+    crash.move_aside(out, stage.name, [r for r in mine if r not in keep],
+                     "left by an interrupted run of this stage; the stage is redone")
+    return sorted(keep)
+
+
+def _write_marker(stage: Stage, config: dict, out: Path, outputs: list[str],
+                  started_at: str, seconds: float, adopted: bool = False) -> dict:
+    snapshot = _snapshot(out)
+    marker = {"stage": stage.name, "group": stage.group, "started_at": started_at,
+              "finished_at": utc_now(), "seconds": seconds,
+              "config_sections": stage_sections(stage, config),
+              "config_sha256": sections_hash(config, stage_sections(stage, config)),
+              "provenance": provenance(config),
+              "outputs": {rel: {"sha256": files.sha256_file(out / rel),
+                                "bytes": snapshot[rel][0], "mtime_ns": snapshot[rel][1]}
+                          for rel in sorted(outputs)}}
+    if adopted:
+        marker["adopted"] = ("the stage had finished but was stopped before its marker was "
+                             "written; its complete outputs were adopted")
+    fault_point("before-marker")
+    save_json(marker_path(out, stage.name), marker)
+    crash.clear(out, stage.name)
+    return marker
+
+
+def _run_stage(stage: Stage, config: dict, out: Path, markers: dict[str, dict]) -> dict:
+    accounted = {rel: entry for m in markers.values() for rel, entry in m["outputs"].items()}
+    mine = [rel for rel in _orphans(out, markers) if _owner(rel, [stage]) is not None]
+    if mine and stage.finished is not None and stage.finished(out):
+        return _write_marker(stage, config, out, mine, utc_now(), 0.0, adopted=True)
+    kept = _recover(stage, out, markers)
+    before = _snapshot(out)
     started_at, started = utc_now(), time.perf_counter()
     stage.run(config, out)
     seconds = time.perf_counter() - started
     after = _snapshot(out)
-    altered = sorted(rel for rel, stat in before.items() if after.get(rel) != stat)
+    altered = sorted(rel for rel in accounted if after.get(rel) != before.get(rel))
     if altered:
         raise RuntimeError(f"stage {stage.name} changed or removed earlier evidence: {altered}")
-    created = sorted(set(after) - set(before))
-    outputs = {rel: {"sha256": sha256_file(out / rel), "bytes": after[rel][0],
-                     "mtime_ns": after[rel][1]} for rel in created}
-    marker = {"stage": stage.name, "group": stage.group, "started_at": started_at,
-              "finished_at": utc_now(), "seconds": seconds,
-              "config_sha256": config_hash(config), "provenance": provenance(config),
-              "outputs": outputs}
-    save_json(marker_path(out, stage.name), marker)
-    return marker
+    continued = [rel for rel in before if rel not in accounted and rel in after
+                 and _owner(rel, [stage]) is not None]   # kept from before a crash
+    created = set(after) - set(before)
+    return _write_marker(stage, config, out, sorted(created | set(continued) | set(kept)),
+                         started_at, seconds)
 
 
 def write_timings(out: Path, stages: list[Stage], markers: dict[str, dict]) -> dict:
@@ -235,20 +350,37 @@ def write_timings(out: Path, stages: list[Stage], markers: dict[str, dict]) -> d
 
 
 def load_markers(out: Path, stages: list[Stage], config: dict) -> dict[str, dict]:
-    markers = {}
-    known = {s.name for s in stages}
+    """The finished stages' markers; refuses a config that changed a part some finished
+    stage depends on, naming those stages."""
+    markers, invalidated = {}, []
+    by_name = {s.name: s for s in stages}
     folder = out / STAGES_DIR
     if folder.is_dir():
         for path in sorted(folder.glob("*.json")):
             marker = read_json(path)
-            if marker["stage"] not in known:
-                raise HalfDoneStageError(f"{path}: unknown stage {marker['stage']!r}")
-            if marker["config_sha256"] != config_hash(config):
-                raise HalfDoneStageError(
-                    f"{out} was produced with another configuration (stage {marker['stage']}); "
-                    "a run folder holds one configuration: use a new --out")
+            if marker["stage"] not in by_name:
+                raise HalfDoneStageError(f"{path}: unknown stage {marker['stage']!r} (another "
+                                         "configuration's stage list); use a new --out")
+            sections = marker.get("config_sections")
+            now = (config_hash(config) if sections is None
+                   else sections_hash(config, sections))
+            if marker["config_sha256"] != now:
+                invalidated.append(marker["stage"])
             markers[marker["stage"]] = marker
+    if invalidated:
+        order = [s.name for s in stages if s.name in invalidated]
+        raise HalfDoneStageError(
+            f"{out} was produced with another configuration: the change invalidates the "
+            f"finished stages {', '.join(order)} (each depends on the changed parts). A "
+            "run folder holds one configuration: undo the change, or use a new --out")
     return markers
+
+
+def _clean_temporaries(out: Path) -> None:
+    removed = files.remove_temporaries(out)
+    if removed:
+        print(f"removed {len(removed)} temporary file(s) of writes cut short by a crash "
+              f"(never evidence): {', '.join(str(p.relative_to(out)) for p in removed[:5])}")
 
 
 def run_pipeline(config: dict, out_dir, stop_after: str | None = None) -> dict:
@@ -258,28 +390,50 @@ def run_pipeline(config: dict, out_dir, stop_after: str | None = None) -> dict:
     stages = build_stages(config)
     if stop_after is not None and stop_after not in {s.name for s in stages}:
         raise ValueError(f"unknown stage {stop_after!r}; stages: {[s.name for s in stages]}")
-    out.mkdir(parents=True, exist_ok=True)
-    markers = load_markers(out, stages, config)
-    for marker in markers.values():
-        _check_marker(out, marker)
-    orphans = _orphans(out, markers)
-    if orphans:
-        _refuse_half_done(out, orphans, stages)
-    bar = tqdm(stages, desc="pipeline", unit="stage")
-    for stage in bar:
-        bar.set_postfix_str(stage.name)
-        if stage.name not in markers:
-            markers[stage.name] = _run_stage(stage, config, out, _snapshot(out))
-            write_timings(out, stages, markers)
-        if stage.name == stop_after:
-            break
-    bar.close()
-    return write_timings(out, stages, markers)
+    with runlock.locked(out, "run") as lock:
+        if lock["took_over"]:
+            holder = lock["took_over"]
+            print(f"{out}: the previous run (PID {holder.get('pid')}, started "
+                  f"{holder.get('started_at')}) ended without releasing the folder; continuing")
+        _clean_temporaries(out)
+        markers = load_markers(out, stages, config)
+        _check_markers(out, markers)
+        _refuse_foreign(out, _orphans(out, markers), stages, markers)
+        bar = tqdm(stages, desc="pipeline", unit="stage")
+        for stage in bar:
+            bar.set_postfix_str(stage.name)
+            if stage.name not in markers:
+                markers[stage.name] = _run_stage(stage, config, out, markers)
+                write_timings(out, stages, markers)
+            if stage.name == stop_after:
+                break
+        bar.close()
+        return write_timings(out, stages, markers)
+
+
+USER_ERRORS = (HalfDoneStageError, runlock.RunFolderBusyError, files.DamagedFileError)
 
 
 def command_run(args) -> int:
+    import sys
+
     config = load_config(args.config)
-    timings = run_pipeline(config, args.out)
+    resume = f"python -m verifiable_grpo run --config {args.config} --out {args.out}"
+    try:
+        with interrupts.graceful_stop():
+            timings = run_pipeline(config, args.out)
+    except interrupts.StopRequested as stop:
+        done = len(list((Path(args.out) / STAGES_DIR).glob("*.json")))
+        print(f"{stop.signal_name}: stopped {stop.where}; kept {done} finished stage(s) and "
+              f"the crash checkpoint; continue with: {resume}", file=sys.stderr)
+        return stop.exit_code
+    except KeyboardInterrupt:
+        print(f"stopped at once (second signal); the step in flight is abandoned, finished "
+              f"work is kept; continue with: {resume}", file=sys.stderr)
+        return 130
+    except USER_ERRORS as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     print(f"run folder {args.out}: {timings['finished_stages']}/{timings['all_stages']} stages "
           f"finished; stage wall time {timings['total_seconds']:.1f} s")
     for group, seconds in timings["groups"].items():
