@@ -19,7 +19,7 @@ import re
 import types
 import typing
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any, Callable
 
 from .config import ConfigError
 from .data import COUNTS
@@ -225,7 +225,8 @@ class Profile:
 def section_names() -> tuple[str, ...]:
     """The top-level keys that hold a section (a mapping)."""
     hints = typing.get_type_hints(Profile)
-    return tuple(f.name for f in dataclasses.fields(Profile) if dataclasses.is_dataclass(hints[f.name]))
+    return tuple(f.name for f in dataclasses.fields(Profile)
+                 if dataclasses.is_dataclass(hints[f.name]))
 
 
 # --------------------------------------------------------------------------- rules across fields
@@ -269,8 +270,8 @@ def _heads_divide(r, _section):
         yield "hidden_size", ("hidden_size / num_attention_heads (the head width) must be even "
                               f"for rotary embeddings, got {r['hidden_size']}")
     if r["num_attention_heads"] % r["num_key_value_heads"]:
-        yield "num_key_value_heads", (f"must divide num_attention_heads "
-                                      f"({r['num_attention_heads']}), got {r['num_key_value_heads']}")
+        heads, groups = r["num_attention_heads"], r["num_key_value_heads"]
+        yield "num_key_value_heads", f"must divide num_attention_heads ({heads}), got {groups}"
 
 
 @rule(Tokens, "max_prompt", "max_response", "max_total")
@@ -334,8 +335,7 @@ def _coerce(hint, value) -> tuple[Any, bool]:
         # PyYAML follows YAML 1.1, where "2e-4" (no dot) is a string, not a number.
         if isinstance(value, str) and _YAML11_FLOAT.fullmatch(value.strip()):
             value = float(value)
-        ok = type(value) in (int, float) and math.isfinite(value)
-        return value, ok
+        return value, type(value) is int or (type(value) is float and math.isfinite(value))
     if hint is int:  # bool is a subclass of int, but true is not a count
         return value, type(value) is int
     return value, type(value) is hint
@@ -353,9 +353,10 @@ def _range_problem(value, metadata) -> str | None:
 
 
 def _expected(hint, metadata) -> str:
-    ranges = " and ".join(c.text for c in metadata["checks"])
     kind = "a section" if dataclasses.is_dataclass(hint) else _describe(hint)
-    return f"{kind}{' ' + ranges if ranges else ''}: {metadata['meaning']}"
+    ranges = " and ".join(c.text for c in metadata["checks"])
+    joint = ", " if ranges.startswith("one of") else " "
+    return f"{metadata['meaning']}; {kind}{joint + ranges if ranges else ''}"
 
 
 def _join(path: str, name: str) -> str:
@@ -422,7 +423,8 @@ def checked(raw: dict, source: str) -> dict:
 def _build(hint, value):
     if dataclasses.is_dataclass(hint):
         nested = typing.get_type_hints(hint)
-        return hint(**{f.name: _build(nested[f.name], value[f.name]) for f in dataclasses.fields(hint)})
+        return hint(**{f.name: _build(nested[f.name], value[f.name])
+                       for f in dataclasses.fields(hint)})
     if typing.get_origin(hint) is tuple:
         return tuple(value)
     if hint is float:
