@@ -9,6 +9,8 @@ import argparse
 import importlib
 import sys
 
+from .config import ConfigError, load_config  # light: no model, no torch
+
 # command -> (module, handler, help)
 COMMANDS = {
     "data": ("data", "command_data", "write StockArithmetic-v1 (pages, labels, SHA-256 manifest)"),
@@ -62,15 +64,34 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _user_error(err: Exception) -> None:
+    """A mistake in what the user gave: say what, without a traceback; exit 2 like argparse."""
+    problems = getattr(err, "problems", None) or [str(err)]
+    if len(problems) == 1:
+        print(f"error: {problems[0]}", file=sys.stderr)
+    else:
+        print(f"error: {len(problems)} problems in the config:", file=sys.stderr)
+        for problem in problems:
+            print(f"  {problem}", file=sys.stderr)
+    raise SystemExit(2)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if getattr(args, "out", None) is None and hasattr(args, "config"):
-        from .config import load_config
-
-        args.out = f"runs/{load_config(args.config)['profile']}"
+    if hasattr(args, "config"):
+        # The whole profile is checked before any stage starts, so a typo costs a second.
+        try:
+            profile = load_config(args.config)["profile"]
+        except (ConfigError, FileNotFoundError) as err:
+            _user_error(err)
+        if getattr(args, "out", None) is None:
+            args.out = f"runs/{profile}"
     module_name, handler, _ = COMMANDS[args.command]
     module = importlib.import_module(f"verifiable_grpo.{module_name}")
-    result = getattr(module, handler)(args)
+    try:
+        result = getattr(module, handler)(args)
+    except ConfigError as err:
+        _user_error(err)
     return int(result or 0)
 
 

@@ -56,19 +56,33 @@ def config_path(name_or_path: str | os.PathLike) -> Path:
     return p
 
 
+class ConfigError(ValueError):
+    """A profile that cannot run; `problems` holds one '<file>: <key path>: <problem>' each."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = list(problems)
+        super().__init__("\n".join(self.problems))
+
+
 def load_config(name_or_path: str | os.PathLike = "tiny") -> dict[str, Any]:
+    """The profile as a plain dict plus `_path`, checked whole before anything runs.
+
+    Raises ConfigError listing every problem. The only change to what YAML gave is that
+    YAML-1.1 float strings such as "2e-4" become floats; no defaults are added.
+    """
+    # Imported here: the schema reads split sizes from `data`, which imports this module.
+    from .config_schema import checked
+
     path = config_path(name_or_path)
     with open(path, encoding="utf-8") as handle:
-        config = yaml.safe_load(handle)
-    if not isinstance(config, dict):
-        raise ValueError(f"{path}: a config must be a mapping")
-    missing = [s for s in REQUIRED_SECTIONS if s not in config]
-    if missing:
-        raise ValueError(f"{path}: missing sections {missing}")
-    sampling = config["sampling"]
-    if (sampling["temperature"], sampling["top_k"], sampling["top_p"]) != (1.0, 0, 1.0):
-        raise ValueError(f"{path}: sampling must be temperature 1 over the full vocabulary "
-                         "(top_k 0, top_p 1.0); got " + json.dumps(sampling))
+        try:
+            raw = yaml.safe_load(handle)
+        except yaml.YAMLError as err:
+            mark = getattr(err, "problem_mark", None)
+            where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+            detail = getattr(err, "problem", None) or str(err).splitlines()[0]
+            raise ConfigError([f"{path}: not valid YAML{where}: {detail}"]) from None
+    config = checked(raw, str(path))
     config["_path"] = str(path)
     return config
 
