@@ -66,3 +66,25 @@ def learning_view_dir(dataset_dir, tmp_path_factory):
     from verifiable_grpo import data
 
     return data.write_learning_view(dataset_dir, tmp_path_factory.mktemp("view") / "learning-data")
+
+
+def run_cli(args, env_extra=None, timeout=900):
+    """`python -m verifiable_grpo ARGS` in a fresh process (progress bars off)."""
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, TQDM_DISABLE="1", **(env_extra or {}))
+    return subprocess.run([sys.executable, "-m", "verifiable_grpo", *args], env=env,
+                          capture_output=True, text=True, timeout=timeout,
+                          cwd=str(repo_root()))
+
+
+@pytest.fixture(scope="session")
+def smoke_reference(tmp_path_factory):
+    """One uninterrupted `run --config smoke` in its own process, shared (read-only) by the
+    end-to-end, crash-recovery and evidence tests; copy it before changing anything."""
+    out = tmp_path_factory.mktemp("smoke-reference") / "run"
+    result = run_cli(["run", "--config", "smoke", "--out", str(out)])
+    assert result.returncode == 0, result.stderr[-3000:]
+    return out

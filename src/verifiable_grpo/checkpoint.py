@@ -245,6 +245,16 @@ def _state_summary(path: Path, state: dict) -> dict:
             "model_digest": state_dict_digest(state["model"]) if "model" in state else None}
 
 
+def _recorded_sha256(out: Path, branch: str, mode: str) -> str | None:
+    """The state SHA-256 a branch's learning record lists (SFT: state.sha256, GRPO:
+    costs.state_sha256); None when the record is absent."""
+    path = out / "learning" / f"{branch}-{mode}.json"
+    if not path.is_file():
+        return None
+    record = files.read_json(path)
+    return (record.get("state") or {}).get("sha256") or record["costs"]["state_sha256"]
+
+
 def verify_resume(out_dir: str | os.PathLike, branch: str) -> dict:
     """Compare {branch}-continuous with {branch}-resume; write OUT/resume-{branch}.json."""
     out = Path(out_dir)
@@ -256,7 +266,8 @@ def verify_resume(out_dir: str | os.PathLike, branch: str) -> dict:
     if missing:
         raise FileNotFoundError(f"cannot verify resume of {branch}: missing {missing}; run the "
                                 "branch with --mode continuous, interrupt, then resume")
-    states = {mode: load_state(p) for mode, p in paths.items()}
+    states = {mode: load_state(p, _recorded_sha256(out, branch, mode))
+              for mode, p in paths.items()}
     differences = compare_states(states["continuous"], states["resume"])
     report = {"branch": branch, "equal": not differences, "differences": differences,
               "compared": "whole state, bitwise; keys named 'timings' excluded",

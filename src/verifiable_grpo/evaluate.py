@@ -23,6 +23,7 @@ import torch
 from .progress import tqdm
 
 from . import interrupts
+from .faults import fault_point
 from .files import recorded_policy_sha256
 from .config import load_config, provenance, read_json, save_json, sha256_file
 
@@ -168,7 +169,7 @@ def generate_policy(config: dict, out_dir, policy: str) -> dict:
 
     out_dir = Path(out_dir)
     folder = inference_dir(out_dir, policy)
-    if folder.exists():
+    if folder.exists() and any(folder.iterdir()):
         raise FileExistsError(f"{folder} exists; inference files are never overwritten "
                               "(remove the folder or use a new --out)")
     assert_no_labels(out_dir / "inference")
@@ -198,7 +199,6 @@ def generate_policy(config: dict, out_dir, policy: str) -> dict:
             torch.cuda.reset_peak_memory_stats(device)
         prompt_ids = [prompts.prompt_ids(tokenizer, page["statement"], config)
                       for _, page in selected]
-        folder.mkdir(parents=True)
         files, seconds = {}, {}
         for mode in MODES:
             rows = []
@@ -217,6 +217,7 @@ def generate_policy(config: dict, out_dir, policy: str) -> dict:
                                  "population": page["population"], "problem_index": index,
                                  "draw": draw, "seed": seed, **answer})
                     bar.update()
+                fault_point("inference-after-problem")
                 interrupts.check(f"during inference of {policy} (unfinished inference is "
                                  "redone on the next run)")
             bar.close()
@@ -250,8 +251,8 @@ def check_inference(out_dir, policy: str) -> dict | None:
     """The audit of a complete inference folder (files match it), None if there is none.
     ValueError on a half-written or altered folder."""
     folder = inference_dir(out_dir, policy)
-    if not folder.exists():
-        return None
+    if not folder.exists() or not any(folder.iterdir()):
+        return None  # never started (an empty folder is what a kill before any file leaves)
     audit_path = folder / "audit.json"
     if not audit_path.is_file():
         raise ValueError(f"{folder} is half-written (no audit.json): remove it or use a new "

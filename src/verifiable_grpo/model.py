@@ -300,8 +300,28 @@ def save_policy(model, path: str | os.PathLike, metadata: dict[str, Any]) -> str
     header.update(format=POLICY_FORMAT, model_digest=model_digest(model),
                   model_config=architecture,
                   architecture_sha256=hashlib.sha256(architecture.encode()).hexdigest())
-    files.write_with(path, lambda tmp: save_file(tensors, str(tmp), metadata=header))
+    def write(tmp: Path) -> None:
+        save_file(tensors, str(tmp), metadata=header)
+        canonical_safetensors_header(tmp)
+
+    files.write_with(path, write)
     return sha256_file(path)
+
+
+def canonical_safetensors_header(path: Path) -> None:
+    """Rewrite a safetensors header with sorted keys, in place. safetensors serialises its
+    metadata from a hash map whose order changes from process to process, so the same
+    weights and metadata gave files with other bytes (and another SHA-256) on every run."""
+    import struct
+
+    with open(path, "r+b") as handle:
+        (length,) = struct.unpack("<Q", handle.read(8))
+        header = json.loads(handle.read(length))
+        text = json.dumps(header, sort_keys=True, separators=(",", ":")).encode()
+        if len(text) > length:
+            raise ValueError(f"{path}: canonical header longer than the original")
+        handle.seek(8)
+        handle.write(text + b" " * (length - len(text)))  # same length: offsets unchanged
 
 
 def read_policy_metadata(path: str | os.PathLike) -> dict[str, Any]:

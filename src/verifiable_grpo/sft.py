@@ -119,7 +119,9 @@ def _starting_policy(config: dict, branch: str, paths: dict) -> tuple:
                                 "start first (modes interrupt then resume)")
     model, _ = reload_policy(paths["start_policy"], config,
                              files.recorded_policy_sha256(paths["out"], "warmstart"))
-    return model, load_tokenizer(config), {"source": str(paths["start_policy"]),
+    # Relative to OUT: a state must not depend on where the run folder lies.
+    source = paths["start_policy"].relative_to(paths["out"]).as_posix()
+    return model, load_tokenizer(config), {"source": source,
                                            "sha256": sha256_file(paths["start_policy"])}
 
 
