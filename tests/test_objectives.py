@@ -301,6 +301,10 @@ def test_aggregation_weights_on_ragged_lengths():
         objectives.response_weights(OBJECTIVES["part1"], [[2, 4], [1]])
     with pytest.raises(ValueError, match="total_tokens must be"):
         objectives.response_weights(OBJECTIVES["dapo_token"], lengths, total_tokens=5)
+    current, old, mask = _batch()
+    with pytest.raises(ValueError, match="4 responses do not split into groups of 3"):
+        objectives.objective_loss(OBJECTIVES["grpo"], current, old, torch.zeros(4,
+                                  dtype=torch.float64), mask, None, group_size=3)
 
 
 def test_clip_higher_decides_which_tokens_lose_their_gradient():

@@ -231,14 +231,15 @@ class Objective:
 
 
 # --------------------------------------------------------------------------- the registry
-def _entry(name, description, advantages=AdvantageRule("group_std", 1, 1e-4), ratio="token",
-           clip=ClipInterval(0.2, 0.2), aggregation=Aggregation(), kl=KLTerm("none", 0.0),
-           sampler=Sampler()):
-    return Objective(name, description, advantages, ratio, clip, aggregation, kl, sampler)
-
-
 _SAMPLE_STD = AdvantageRule("group_std", 1, 1e-4)       # TRL's: Bessel's correction, + 1e-4
 _CENTRED = AdvantageRule("centred", None, None)
+
+
+def _entry(name, description, advantages=_SAMPLE_STD, ratio="token",
+           clip=ClipInterval(0.2, 0.2), aggregation=Aggregation(), kl=KLTerm("none", 0.0),
+           sampler=Sampler()):
+    """An entry that differs from the Part II grpo arm only where it says so."""
+    return Objective(name, description, advantages, ratio, clip, aggregation, kl, sampler)
 
 OBJECTIVES: dict[str, Objective] = {o.name: o for o in (
     _entry("part1", "Part I (seed 000): population std + 1e-8, exact KL on prefixes x 0.02",
@@ -421,6 +422,9 @@ def objective_loss(objective: Objective, current, old, advantages, mask, kl_per_
     sum_i w_i * loss_i with the objective's weights. Returns (loss, audit)."""
     per_response, audit = response_losses(objective, current, old, advantages, mask,
                                           kl_per_token)
+    if type(group_size) is not int or group_size < 1 or per_response.numel() % group_size:
+        raise ValueError(f"{per_response.numel()} responses do not split into groups of "
+                         f"{group_size!r}")
     lengths = torch.as_tensor(mask).bool().sum(dim=1).reshape(-1, group_size).tolist()
     weights = response_weights(objective, lengths, max_length, total_tokens)
     flat = torch.tensor([w for row in weights for w in row], dtype=per_response.dtype,
