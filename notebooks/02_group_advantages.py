@@ -44,7 +44,7 @@ quiet()  # first: progress bars read their settings when their modules are impor
 
 import torch
 
-from verifiable_grpo import data, demos, losses, rollout, widgets
+from verifiable_grpo import data, demos, losses, objectives, rollout, widgets
 from verifiable_grpo.config import load_config
 from verifiable_grpo.notebook import Table, recorded_policy, show
 from verifiable_grpo.statements import render_statement
@@ -74,6 +74,7 @@ for index, (problem, _) in enumerate(problems["train"]):
     if not group["zero_variance"]:
         break
     constant += 1
+group = objectives.with_advantages(group, objectives.objective_from_config(config))  # Part I's rule
 print(f"constant groups before the first informative one: {constant}")
 print(example["statement"], "| expected:", group["responses"][0]["verifier"]["expected"])
 Table(["response", "finish", "verdict", "reward", "advantage"],

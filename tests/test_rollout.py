@@ -7,7 +7,7 @@ import copy
 import pytest
 import torch
 
-from verifiable_grpo import prompts, rollout, verifier
+from verifiable_grpo import objectives, prompts, rollout, verifier
 
 
 @pytest.fixture(autouse=True)
@@ -212,8 +212,8 @@ def test_decode_keeps_special_tokens_and_flags_ids_outside_the_tokenizer(tokeniz
     assert special["text"].endswith("<|endoftext|>")
 
 
-def test_sample_group_records_rewards_advantages_and_zero_variance(micro_model, random_config,
-                                                                   example):
+def test_sample_group_records_rewards_and_zero_variance_not_advantages(micro_model,
+                                                                       random_config, example):
     model, tokenizer = micro_model
     generator = torch.Generator().manual_seed(3)
     group = rollout.sample_group(model, tokenizer, example, random_config, generator, 4,
@@ -224,7 +224,10 @@ def test_sample_group_records_rewards_advantages_and_zero_variance(micro_model, 
     # A random policy never writes the answer: a constant group, no invented winner.
     assert group["rewards"] == [0.0] * 4
     assert group["zero_variance"] is True
-    assert group["advantages"] == [0.0] * 4
+    # The sampler returns rewards; the objective computes the advantages.
+    assert not {"advantages", "reward_mean", "reward_std"} & set(group)
+    scored = objectives.with_advantages(group, objectives.objective_from_config(random_config))
+    assert scored["advantages"] == [0.0] * 4
     for row in group["responses"]:
         assert row["verifier"] == verifier.score_generated_json(
             row["text"], row["finish_reason"], example["problem"], row["tokenization_valid"])
@@ -243,10 +246,15 @@ def test_sample_group_advantages_follow_the_verifier(micro_model, random_config,
                 "expected": 0}
 
     monkeypatch.setattr(rollout.verifier, "score_generated_json", fake_score)
-    group = rollout.sample_group(model, tokenizer, example, random_config,
-                                 torch.Generator().manual_seed(0), 4, group_id="g")
+    sampled = rollout.sample_group(model, tokenizer, example, random_config,
+                                   torch.Generator().manual_seed(0), 4, group_id="g")
+    group = objectives.with_advantages(sampled, objectives.objective_from_config(random_config))
     expected = 0.5 / (0.5 + 1e-8)
     assert group["advantages"] == [expected, -expected, expected, -expected]
     assert group["advantages"][0] != 1.0  # the epsilon is visible
     assert group["zero_variance"] is False
     assert (group["reward_mean"], group["reward_std"]) == (0.5, 0.5)
+    # The keys (and their order) of a group record are those Part I always wrote.
+    assert list(group) == ["group_id", "document_id", "prompt_ids", "policy_digest",
+                           "responses", "rewards", "advantages", "reward_mean", "reward_std",
+                           "zero_variance"]

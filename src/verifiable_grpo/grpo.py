@@ -35,6 +35,7 @@ import torch
 from .progress import tqdm
 
 from . import checkpoint, crash, data, files, interrupts, losses, prompts, rollout, schedule, scoring
+from . import objectives
 from . import model as model_lib
 from .config import load_config, provenance, sections_hash, sha256_file
 from .faults import fault_point
@@ -44,8 +45,9 @@ MODES = ("continuous", "interrupt", "resume")
 GENERATION_SEED_OFFSET = 200
 PROMPT_ORDER_SEED_OFFSET = 300
 # The modules whose code decides the numbers of a GRPO run: a resume refuses other code.
-TRAINING_MODULES = ("grpo.py", "rollout.py", "losses.py", "scoring.py", "model.py", "prompts.py",
-                    "verifier.py", "schedule.py", "checkpoint.py", "statements.py", "data.py")
+TRAINING_MODULES = ("grpo.py", "rollout.py", "losses.py", "objectives.py", "scoring.py", "model.py",
+                    "prompts.py", "verifier.py", "schedule.py", "checkpoint.py", "statements.py",
+                    "data.py")
 
 
 # --------------------------------------------------------------------------- budget
@@ -136,23 +138,30 @@ def _response_logits(model, prompt_ids: list[int], response_ids: list[int]) -> t
     return logits[:, rollout.response_slice(len(prompt_ids), len(response_ids))]
 
 
-def accumulate_gradients(policy, reference, groups: list[dict], config: dict) -> dict:
-    """Backpropagate the GRPO loss of a rollout set into policy .grad; returns telemetry.
+def accumulate_gradients(policy, reference, groups: list[dict], config: dict,
+                         objective: objectives.Objective | None = None) -> dict:
+    """Backpropagate the objective's loss of a rollout set into policy .grad; returns telemetry.
 
     Responses go through the network one at a time (memory stays that of one sequence);
-    each adds loss_i / (P * G) to the gradient, which sums to the token -> response ->
-    prompt mean of losses.grpo_objective because every prompt has G responses.
+    each adds w_i * loss_i to the gradient, with loss_i and w_i from the objective (Part
+    I's by default: token means, w_i = 1 / (P * G), which sums to the token -> response ->
+    prompt mean of losses.grpo_objective because every prompt has G responses). The
+    exact prefix KL is always measured ("mean_exact_kl"), whatever KL term the loss uses.
     """
     section = config["grpo"]
+    objective = objectives.objective_from_config(config) if objective is None else objective
     group_size = len(groups[0]["responses"])
     if any(len(g["responses"]) != group_size for g in groups):
         raise ValueError("every prompt of a rollout set needs the same number of responses")
-    weight = 1.0 / (len(groups) * group_size)
+    weights = objectives.response_weights(
+        objective, [[len(r["response_ids"]) for r in g["responses"]] for g in groups],
+        max_length=config["tokens"]["max_response"])
+    exact_term = objective.kl.kind == "exact_prefix"
     device = rollout.model_device(policy)
     losses_, surrogates, kls, audits = [], [], [], []
     counts = {"tokens": 0, "clip_low": 0.0, "clip_high": 0.0, "outside": 0.0}
     ratio_min, ratio_max = float("inf"), float("-inf")
-    for group in groups:
+    for index, group in enumerate(groups):
         for member, row in enumerate(group["responses"]):
             response = row["response_ids"]
             with torch.no_grad():
@@ -165,14 +174,20 @@ def accumulate_gradients(policy, reference, groups: list[dict], config: dict) ->
             advantage = torch.tensor([group["advantages"][member]], dtype=torch.float32,
                                      device=device)
             mask = torch.ones_like(targets, dtype=torch.bool)
-            kl = losses.exact_prefix_kl(current_logits, reference_logits,
-                                        block_size=section["kl_block_size"])
-            loss, audit = losses.grpo_objective(
-                current, old, advantage, mask, kl, group_size=1,
-                clip_epsilon=section["clip_epsilon"], kl_coefficient=section["kl_coefficient"])
-            if not torch.isfinite(loss):
+            kl = objectives.kl_per_token(objective, current_logits, reference_logits, targets,
+                                         block_size=section["kl_block_size"])
+            loss, audit = objectives.response_losses(objective, current, old, advantage, mask, kl)
+            if not torch.isfinite(loss).all():
                 raise ValueError(f"non-finite GRPO loss on {row['rollout_id']}")
-            (loss * weight).backward()
+            (loss[0] * weights[index][member]).backward()
+            if exact_term:
+                exact = kl.detach()
+                exact_mean = float(audit["kl"][0])
+            else:  # the yardstick, measured but not optimised
+                with torch.no_grad():
+                    exact = losses.exact_prefix_kl(current_logits, reference_logits,
+                                                   block_size=section["kl_block_size"])
+                exact_mean = float(losses.masked_token_mean(exact, mask)[0])
             tokens = audit["active_tokens"]
             counts["tokens"] += tokens
             counts["clip_low"] += audit["clip_low_fraction"] * tokens
@@ -181,23 +196,26 @@ def accumulate_gradients(policy, reference, groups: list[dict], config: dict) ->
             ratios = audit["ratios"][0]
             ratio_min = min(ratio_min, float(ratios.min()))
             ratio_max = max(ratio_max, float(ratios.max()))
-            losses_.append(audit["loss"])
-            surrogates.append(audit["surrogate"])
-            kls.append(audit["kl"])
+            losses_.append(float(audit["loss"][0]))
+            surrogates.append(float(audit["surrogate"][0]))
+            kls.append(exact_mean)
             audits.append({"rollout_id": row["rollout_id"], "ratios": ratios.tolist(),
-                           "exact_kl": kl.detach()[0].tolist(), "surrogate": audit["surrogate"],
-                           "kl": audit["kl"]})
-            del current_logits, reference_logits, current, kl, loss
+                           "exact_kl": exact[0].tolist(), "surrogate": surrogates[-1],
+                           "kl": float(audit["kl"][0])})
+            del current_logits, reference_logits, current, kl, loss, exact
 
-    def reduced(values):  # token -> response -> prompt, as in the objective
+    def reduced(values):  # as the loss reduces them
         table = torch.tensor(values, dtype=torch.float64).reshape(len(groups), group_size)
-        return float(losses.reduce_responses_then_prompts(table))
+        if objective.aggregation.kind == "response_mean":  # token -> response -> prompt
+            return float(losses.reduce_responses_then_prompts(table))
+        return float((table * torch.tensor(weights, dtype=torch.float64)).sum())
 
     tokens = counts["tokens"]
     return {
         "loss": reduced(losses_),
         "surrogate": reduced(surrogates),
-        "mean_exact_kl": reduced(kls),
+        "mean_exact_kl": float(losses.reduce_responses_then_prompts(
+            torch.tensor(kls, dtype=torch.float64).reshape(len(groups), group_size))),
         "clip_low_fraction": counts["clip_low"] / tokens,
         "clip_high_fraction": counts["clip_high"] / tokens,
         "outside_fraction": counts["outside"] / tokens,
@@ -208,13 +226,15 @@ def accumulate_gradients(policy, reference, groups: list[dict], config: dict) ->
     }
 
 
-def grpo_update(policy, reference, optimizer, scheduler, groups: list[dict], config: dict) -> dict:
-    """One AdamW update on every response of a rollout set; returns its telemetry."""
+def grpo_update(policy, reference, optimizer, scheduler, groups: list[dict], config: dict,
+                objective: objectives.Objective | None = None) -> dict:
+    """One AdamW update on every response of a rollout set (Part I's objective unless
+    another is given); returns its telemetry."""
     if policy.training or reference.training:
         raise ValueError("dropout must stay off: policy and reference in eval mode")
     learning_rate = optimizer.param_groups[0]["lr"]
     optimizer.zero_grad(set_to_none=True)
-    telemetry = accumulate_gradients(policy, reference, groups, config)
+    telemetry = accumulate_gradients(policy, reference, groups, config, objective)
     grad_norm = torch.nn.utils.clip_grad_norm_(
         model_lib.unique_parameters(policy), config["grpo"]["max_grad_norm"],
         error_if_nonfinite=True)
@@ -425,11 +445,12 @@ def _sample(run: GRPORun, iteration: int) -> tuple[list, str, float]:
     tick = time.perf_counter()
     behaviour_digest = model_lib.model_digest(run.policy)
     digest_seconds = time.perf_counter() - tick
-    groups = [rollout.sample_group(
+    objective = objectives.objective_from_config(run.config)  # the sampler gives rewards only
+    groups = [objectives.with_advantages(rollout.sample_group(
         run.policy, run.tokenizer, run.examples[index], run.config, run.generator,
         run.budget["group_size"],
         group_id=f"{run.branch}/iteration-{iteration:04d}/prompt-{position:02d}",
-        policy_digest=behaviour_digest) for position, index in enumerate(indices)]
+        policy_digest=behaviour_digest), objective) for position, index in enumerate(indices)]
     rows = [r for g in groups for r in g["responses"]]
     ids = [r["rollout_id"] for r in rows]
     consumed = set(run.consumed)

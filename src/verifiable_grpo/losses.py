@@ -1,6 +1,10 @@
-"""The GRPO objective, piece by piece: group advantages, the clipped surrogate, the exact
-KL on visited prefixes, the sampled KL estimators, and the token -> response -> prompt
-reductions that turn per-token terms into one scalar loss.
+"""The GRPO objective, piece by piece: group advantages (group std, centred only, a Beta
+posterior for one-rollout groups), the importance ratio (token or sequence level), the
+clipped surrogate with an asymmetric interval, the exact KL on visited prefixes, the
+sampled KL estimators, and the reductions that turn per-token terms into one scalar loss
+(token mean per response then mean; token sum over the batch; sum over a constant length).
+
+Which of these a run combines is data: see objectives.py.
 
 Every function validates its shapes and raises a ValueError that names the problem.
 """
@@ -10,8 +14,14 @@ import torch
 
 __all__ = [
     "group_advantages",
+    "centred_advantages",
+    "posterior_advantages",
     "masked_token_mean",
+    "masked_token_sum",
     "reduce_responses_then_prompts",
+    "aggregation_weights",
+    "importance_ratio",
+    "clipped_surrogate_tokens",
     "clipped_group_surrogate",
     "exact_prefix_kl",
     "sampled_kl_estimators",
@@ -57,6 +67,64 @@ def group_advantages(rewards, epsilon: float = 1e-8, correction: int = 0):
     return advantages, mean, std
 
 
+def _check_rewards(rewards) -> torch.Tensor:
+    rewards = torch.as_tensor(rewards).detach()
+    if not rewards.is_floating_point():
+        rewards = rewards.to(torch.get_default_dtype())
+    if rewards.dim() != 2 or 0 in rewards.shape:
+        raise ValueError(f"rewards must be a non-empty 2-D [prompts, group], got shape "
+                         f"{tuple(rewards.shape)}")
+    if not torch.isfinite(rewards).all():
+        raise ValueError("rewards must be finite")
+    return rewards
+
+
+def centred_advantages(rewards):
+    """A = r - group mean, no scaling (Dr. GRPO's "no std"). rewards [P, G];
+    returns (advantages[P, G], mean[P, 1]). A constant group gives exactly 0.0."""
+    rewards = _check_rewards(rewards)
+    mean = rewards.mean(dim=1, keepdim=True)
+    constant = (rewards == rewards[:, :1]).all(dim=1, keepdim=True)
+    mean = torch.where(constant, rewards[:, :1], mean)  # exact zeros, as in group_advantages
+    return rewards - mean, mean
+
+
+def posterior_advantages(rewards, successes, observations, prior=(1.0, 1.0),
+                         epsilon: float = 1e-4):
+    """One-rollout groups scored against a Beta posterior of the prompt's success rate.
+
+    rewards [P, 1] binary (the one kept rollout of each prompt); successes and
+    observations [P] count EVERY rollout generated for the prompt (kept or not).
+    p = (successes + a) / (observations + a + b) for prior Beta(a, b), and
+    A = (r - p) / (sqrt(p (1 - p)) + epsilon). Returns (advantages[P, 1], p[P, 1],
+    sqrt(p (1 - p))[P, 1]). E.g. 3/3 correct: p = 0.8, A = +0.2 / 0.4001.
+    """
+    rewards = _check_rewards(rewards)
+    if rewards.shape[1] != 1:
+        raise ValueError(f"the posterior rule scores one-rollout groups, got {rewards.shape[1]} "
+                         "rollouts per prompt")
+    if not ((rewards == 0) | (rewards == 1)).all():
+        raise ValueError("the posterior rule needs binary rewards (0 or 1)")
+    successes = torch.as_tensor(successes, dtype=rewards.dtype).reshape(-1, 1)
+    observations = torch.as_tensor(observations, dtype=rewards.dtype).reshape(-1, 1)
+    if successes.shape != rewards.shape or observations.shape != rewards.shape:
+        raise ValueError(f"successes and observations need one count per prompt "
+                         f"({rewards.shape[0]}), got {successes.numel()} and {observations.numel()}")
+    if not ((observations >= 1).all() and (successes >= 0).all()
+            and (successes <= observations).all()):
+        raise ValueError("counts must satisfy 0 <= successes <= observations, observations >= 1")
+    if not (successes >= rewards).all() or not (observations - successes >= 1 - rewards).all():
+        raise ValueError("the kept rollout must be among the counted observations")
+    a, b = (float(x) for x in prior)
+    if not (a > 0 and b > 0):
+        raise ValueError(f"the Beta prior needs positive parameters, got {prior!r}")
+    if not epsilon > 0:
+        raise ValueError(f"epsilon must be positive, got {epsilon!r}")
+    p = (successes + a) / (observations + a + b)
+    scale = (p * (1 - p)).sqrt()
+    return (rewards - p) / (scale + epsilon), p, scale
+
+
 # --------------------------------------------------------------------------- reductions
 def _check_mask(values: torch.Tensor, mask) -> torch.Tensor:
     if values.dim() != 2:
@@ -77,6 +145,12 @@ def masked_token_mean(values: torch.Tensor, mask) -> torch.Tensor:
     mask = _check_mask(values, mask)
     total = torch.where(mask, values, torch.zeros_like(values)).sum(dim=1)
     return total / mask.sum(dim=1).to(values.dtype)
+
+
+def masked_token_sum(values: torch.Tensor, mask) -> torch.Tensor:
+    """Sum of each row's active tokens: [B, T] -> [B] (inactive tokens never leak in)."""
+    mask = _check_mask(values, mask)
+    return torch.where(mask, values, torch.zeros_like(values)).sum(dim=1)
 
 
 def reduce_responses_then_prompts(per_response: torch.Tensor, group_size: int | None = None) -> torch.Tensor:
@@ -100,20 +174,47 @@ def reduce_responses_then_prompts(per_response: torch.Tensor, group_size: int | 
     return per_response.mean(dim=1).mean(dim=0)
 
 
-# --------------------------------------------------------------------------- surrogate
-def clipped_group_surrogate(current, old, advantages, mask, clip_epsilon: float = 0.2,
-                            clip_epsilon_high: float | None = None):
-    """Per response, the token mean of -min(rho * A, clip(rho, 1 - eps, 1 + eps_high) * A).
+AGGREGATIONS = ("response_mean", "token_sum", "constant_length")
 
-    current, old: token log-probs [B, T] under the current and the old (behaviour) policy;
-    old is detached. advantages: [B], one per response, detached. mask: [B, T] active tokens.
-    Returns (loss[B], audit). The audit is detached: "ratios" [B, T] (1.0 on inactive
-    tokens), batch fractions over active tokens as python floats ("mean_ratio",
-    "clip_low_fraction": rho < 1-eps with A < 0, "clip_high_fraction": rho > 1+eps_high
-    with A > 0, "active_clip_fraction": their sum, i.e. tokens whose gradient the clip
-    removes, "outside_fraction": rho outside the interval whatever the sign of A), and the
-    same per response as [B] tensors ("*_per_response").
+
+def aggregation_weights(kind: str, lengths, length: int | None = None,
+                        total_tokens: int | None = None) -> list[list[float]]:
+    """The multiplier of each response's reduced loss, so that loss = sum_i w_i * l_i.
+
+    lengths: [P][G] active tokens per response (prompt by prompt, every prompt G).
+    response_mean: l_i = token mean, w_i = 1 / (P * G) (token mean per response, then mean
+      over responses and prompts: every response counts the same, whatever its length).
+    token_sum: l_i = token sum, w_i = 1 / total_tokens (default: the tokens of `lengths`;
+      pass the whole generation batch's count for a global normaliser).
+    constant_length: l_i = token sum, w_i = 1 / (P * G * length) (Dr. GRPO's constant).
+    Returned as python floats: a float32 loss times a python float stays float32.
     """
+    if kind not in AGGREGATIONS:
+        raise ValueError(f"unknown aggregation {kind!r}: use one of {AGGREGATIONS}")
+    rows = [[int(n) for n in row] for row in lengths]
+    if not rows or not rows[0] or any(len(row) != len(rows[0]) for row in rows):
+        raise ValueError("lengths must be a non-empty [P][G] table with G responses per prompt")
+    if any(n < 1 for row in rows for n in row):
+        raise ValueError("every response needs at least one active token")
+    responses = len(rows) * len(rows[0])
+    if kind == "response_mean":
+        weight = 1.0 / responses
+    elif kind == "token_sum":
+        tokens = sum(map(sum, rows)) if total_tokens is None else total_tokens
+        if type(tokens) is not int or tokens < sum(map(sum, rows)):
+            raise ValueError(f"total_tokens must be an integer >= the {sum(map(sum, rows))} "
+                             f"tokens given, got {total_tokens!r}")
+        weight = 1.0 / tokens
+    else:
+        if type(length) is not int or length < max(map(max, rows)):
+            raise ValueError(f"a constant-length normaliser needs an integer length >= the "
+                             f"longest response ({max(map(max, rows))}), got {length!r}")
+        weight = 1.0 / (responses * length)
+    return [[weight] * len(row) for row in rows]
+
+
+# --------------------------------------------------------------------------- surrogate
+def _check_surrogate_inputs(current, old, advantages, mask, clip_low, clip_high):
     if current.dim() != 2:
         raise ValueError(f"current log-probs must be [B, T], got {tuple(current.shape)}")
     old = torch.as_tensor(old, device=current.device)
@@ -122,24 +223,49 @@ def clipped_group_surrogate(current, old, advantages, mask, clip_epsilon: float 
     advantages = torch.as_tensor(advantages, device=current.device)
     if advantages.shape != current.shape[:1]:
         raise ValueError(f"advantages must be [B] = [{current.shape[0]}], got {tuple(advantages.shape)}")
-    if not 0 < clip_epsilon < 1:
-        raise ValueError(f"clip_epsilon must lie in (0, 1), got {clip_epsilon!r}")
-    high = clip_epsilon if clip_epsilon_high is None else clip_epsilon_high
+    if not 0 < clip_low < 1:
+        raise ValueError(f"clip_epsilon must lie in (0, 1), got {clip_low!r}")
+    high = clip_low if clip_high is None else clip_high
     if not high > 0:
-        raise ValueError(f"clip_epsilon_high must be positive, got {clip_epsilon_high!r}")
-    mask = _check_mask(current, mask)
+        raise ValueError(f"clip_epsilon_high must be positive, got {clip_high!r}")
+    return old, advantages, high, _check_mask(current, mask)
 
-    old = old.detach().to(current.dtype)
-    adv = advantages.detach().to(current.dtype).unsqueeze(1)
+
+RATIO_LEVELS = ("token", "sequence")
+
+
+def importance_ratio(current, old, mask, level: str = "token") -> torch.Tensor:
+    """pi_cur / pi_old per token [B, T]: token level, or sequence level (GSPO: exp of the
+    masked mean log-ratio of the response, the same value on each of its tokens).
+    1.0 on inactive tokens; old is detached."""
+    if level not in RATIO_LEVELS:
+        raise ValueError(f"unknown ratio level {level!r}: use one of {RATIO_LEVELS}")
+    mask = _check_mask(current, mask)
+    old = torch.as_tensor(old, device=current.device).detach().to(current.dtype)
+    if old.shape != current.shape:
+        raise ValueError(f"old log-probs shape {tuple(old.shape)} differs from current {tuple(current.shape)}")
     # Zero the log-ratio on inactive tokens before exp: exp of padding garbage could be
     # inf, and inf * 0 in the backward pass would turn into NaN gradients.
     log_ratio = torch.where(mask, current - old, torch.zeros_like(current))
-    ratio = torch.exp(log_ratio)
+    if level == "sequence":
+        mean = masked_token_mean(log_ratio, mask).unsqueeze(1).expand_as(log_ratio)
+        log_ratio = torch.where(mask, mean, torch.zeros_like(log_ratio))
+    return torch.exp(log_ratio)
+
+
+def clipped_surrogate_tokens(current, old, advantages, mask, clip_epsilon: float = 0.2,
+                             clip_epsilon_high: float | None = None, ratio_level: str = "token"):
+    """Per token, -min(rho * A, clip(rho, 1 - eps, 1 + eps_high) * A): [B, T], 0.0 on
+    inactive tokens. rho is the token or the sequence ratio (importance_ratio).
+    Returns (per_token, audit); the audit is described in clipped_group_surrogate."""
+    old, advantages, high, mask = _check_surrogate_inputs(current, old, advantages, mask,
+                                                          clip_epsilon, clip_epsilon_high)
+    adv = advantages.detach().to(current.dtype).unsqueeze(1)
+    ratio = importance_ratio(current, old, mask, ratio_level)
     low_bound, high_bound = 1.0 - clip_epsilon, 1.0 + high
     unclipped = ratio * adv
     clipped = torch.clamp(ratio, low_bound, high_bound) * adv
-    per_token = -torch.minimum(unclipped, clipped)
-    loss = masked_token_mean(per_token, mask)
+    per_token = torch.where(mask, -torch.minimum(unclipped, clipped), torch.zeros_like(current))
 
     with torch.no_grad():
         r = ratio.detach()
@@ -155,6 +281,7 @@ def clipped_group_surrogate(current, old, advantages, mask, clip_epsilon: float 
 
         audit = {
             "ratios": r,
+            "ratio_level": ratio_level,
             "mean_ratio": float(torch.where(mask, r, 0).sum() / total),
             "clip_low_fraction": float(clip_low.sum() / total),
             "clip_high_fraction": float(clip_high.sum() / total),
@@ -166,7 +293,26 @@ def clipped_group_surrogate(current, old, advantages, mask, clip_epsilon: float 
             "active_clip_fraction_per_response": per_row(clip_low | clip_high),
             "outside_fraction_per_response": per_row(outside),
         }
-    return loss, audit
+    return per_token, audit
+
+
+def clipped_group_surrogate(current, old, advantages, mask, clip_epsilon: float = 0.2,
+                            clip_epsilon_high: float | None = None, ratio_level: str = "token"):
+    """Per response, the token mean of -min(rho * A, clip(rho, 1 - eps, 1 + eps_high) * A).
+
+    current, old: token log-probs [B, T] under the current and the old (behaviour) policy;
+    old is detached. advantages: [B], one per response, detached. mask: [B, T] active tokens.
+    ratio_level "token" (default) or "sequence" (importance_ratio).
+    Returns (loss[B], audit). The audit is detached: "ratios" [B, T] (1.0 on inactive
+    tokens), batch fractions over active tokens as python floats ("mean_ratio",
+    "clip_low_fraction": rho < 1-eps with A < 0, "clip_high_fraction": rho > 1+eps_high
+    with A > 0, "active_clip_fraction": their sum, i.e. tokens whose gradient the clip
+    removes, "outside_fraction": rho outside the interval whatever the sign of A), and the
+    same per response as [B] tensors ("*_per_response").
+    """
+    per_token, audit = clipped_surrogate_tokens(current, old, advantages, mask, clip_epsilon,
+                                                clip_epsilon_high, ratio_level)
+    return masked_token_mean(per_token, mask), audit
 
 
 # --------------------------------------------------------------------------- exact KL

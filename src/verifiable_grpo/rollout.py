@@ -13,7 +13,7 @@ import time
 
 import torch
 
-from . import losses, prompts, scoring, verifier
+from . import prompts, scoring, verifier
 from .model import synchronize
 
 # The only sampling settings the project accepts: temperature 1, no truncation.
@@ -149,10 +149,11 @@ def generate(model, tokenizer, prompt_ids, config, generator, greedy: bool = Fal
 @torch.no_grad()
 def sample_group(model, tokenizer, example: dict, config: dict, generator, group_size: int,
                  group_id: str, policy_digest: str | None = None) -> dict:
-    """G responses to one prompt, scored by the verifier, with group-relative advantages.
+    """G responses to one prompt, scored by the verifier: their rewards, not advantages.
 
     `example` is a learning example (statement + problem). A group whose rewards are all
-    equal is recorded as zero-variance; its advantages are exactly 0 (no invented winner).
+    equal is recorded as zero-variance. The advantages are the objective's business
+    (objectives.with_advantages); under Part I's a zero-variance group gets exactly 0.
     """
     if type(group_size) is not int or group_size < 2:
         raise ValueError(f"a group needs at least 2 sampled responses, got {group_size!r}")
@@ -166,13 +167,8 @@ def sample_group(model, tokenizer, example: dict, config: dict, generator, group
             row["text"], row["finish_reason"], example["problem"], row["tokenization_valid"])
         responses.append(row)
     scores = [float(r["verifier"]["reward"]) for r in responses]
-    advantages, mean, std = losses.group_advantages(
-        torch.tensor([scores], dtype=torch.float64),
-        epsilon=config["grpo"]["advantage_epsilon"], correction=0)
     return {"group_id": group_id, "document_id": example["document_id"], "prompt_ids": prompt,
             "policy_digest": policy_digest, "responses": responses, "rewards": scores,
-            "advantages": [float(a) for a in advantages[0]],
-            "reward_mean": mean.item(), "reward_std": std.item(),
             "zero_variance": len(set(scores)) == 1}
 
 
