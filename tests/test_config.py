@@ -211,7 +211,7 @@ def test_yaml11_float_strings_become_floats(tmp_path):
     ({"sft.checkpoint_every_updates": None}, "sft.checkpoint_every_updates: missing"),
     ({"tokens.max_total": "max_total: 279"},
      "tokens.max_total: must be >= max_prompt + max_response = 280, got 279"),
-    ({"model.source": "source: hf"}, "model.source: must be one of hub, local, random"),
+    ({"model.source": "source: hf"}, "model.source: must be one of hub, local, gguf, random"),
     ({"model.path": "path: null"}, "model.path: source local needs the model folder, got null"),
     ({"model.dtype": "dtype: bfloat16"}, "model.dtype: must be one of float32, got 'bfloat16'"),
     ({"model.source": "source: random", "model.attn_implementation": "attn_implementation: sdpa"},

@@ -241,3 +241,213 @@ def test_tensor_hash_distinguishes_signed_zero_and_dtype():
     assert M.tensor_sha256(torch.tensor([0.0])) != M.tensor_sha256(torch.tensor([-0.0]))
     assert M.tensor_sha256(torch.tensor([1.0])) != M.tensor_sha256(torch.tensor([1.0], dtype=torch.float64))
     assert M.tensor_sha256(torch.zeros(2, 3)) != M.tensor_sha256(torch.zeros(3, 2))
+
+
+# ------------------------------------------------------------------ architectures beyond Qwen2
+SMOLLM2_PARAMETERS = 134_515_008
+
+
+def llama_config(config):
+    """The same profile declaring a Llama (micro random shape of model.random_init)."""
+    config["model"]["architecture"] = "LlamaForCausalLM"
+    return config
+
+
+def smollm2_standin():
+    """SmolLM2-135M's shape (a tied Llama) on the meta device: shapes, no weights."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    shape = LlamaConfig(hidden_size=576, intermediate_size=1536, num_hidden_layers=30,
+                        num_attention_heads=9, num_key_value_heads=3, vocab_size=49152,
+                        tie_word_embeddings=True, attn_implementation="eager")
+    with torch.device("meta"):
+        return LlamaForCausalLM(shape)
+
+
+def test_micro_llama_loads_and_passes_the_checks(random_config, tokenizer):
+    model, _ = M.load_base(llama_config(random_config))
+    assert type(model).__name__ == "LlamaForCausalLM"
+    report = M.check_architecture(model, random_config, tokenizer)
+    assert report["architecture"] == "LlamaForCausalLM" and report["tied_embeddings"]
+    h, f, v = 32, 64, len(tokenizer)  # no attention biases in a Llama
+    per_layer = h * h + 2 * h * 16 + h * h + 3 * h * f + 2 * h
+    assert report["unique_parameters"] == v * h + 2 * per_layer + h
+    assert report["unique_parameters"] == report["trainable_parameters"]
+    # a Qwen2 profile refuses the Llama, and the other way round
+    random_config["model"]["architecture"] = "Qwen2ForCausalLM"
+    with pytest.raises(ValueError, match="architecture is LlamaForCausalLM, expected Qwen2ForCausalLM"):
+        M.check_architecture(model, random_config)
+
+
+def test_smollm2_standin_has_the_published_count(smoke_config):
+    config = llama_config(smoke_config)
+    config["model"]["expected_unique_parameters"] = SMOLLM2_PARAMETERS
+    report = M.check_architecture(smollm2_standin(), config)
+    assert report["unique_parameters"] == SMOLLM2_PARAMETERS
+    spec = M.architecture_spec("LlamaForCausalLM")
+    assert M.decoder_parameter_count(smollm2_standin().config, spec) == SMOLLM2_PARAMETERS
+
+
+def test_untied_model_is_refused_when_ties_are_declared_and_the_reverse(random_config):
+    model, _ = M.load_base(random_config)
+    random_config["model"]["tie_word_embeddings"] = False
+    with pytest.raises(ValueError, match="embeddings are tied, but model.tie_word_embeddings is false"):
+        M.check_architecture(model, random_config)
+
+
+def test_tokenizer_larger_than_the_vocabulary_is_refused(random_config, tokenizer):
+    model, _ = M.load_base(random_config)
+
+    class Bigger:
+        def __len__(self):
+            return len(tokenizer) + 1
+
+    with pytest.raises(ValueError, match="tokenizer has .* tokens but the model's vocabulary"):
+        M.check_architecture(model, random_config, Bigger())
+
+
+def test_unknown_architecture_is_a_clear_error(random_config):
+    with pytest.raises(ValueError, match="unknown model architecture 'GPT2LMHeadModel'.*"
+                                         "Qwen2ForCausalLM, LlamaForCausalLM"):
+        M.architecture_spec("GPT2LMHeadModel")
+    random_config["model"]["architecture"] = "GPT2LMHeadModel"  # past the schema, in a dict
+    with pytest.raises(ValueError, match="unknown model architecture 'GPT2LMHeadModel'"):
+        M.load_base(random_config)
+
+
+# ------------------------------------------------------------------ trainability
+def attach_adapter(model):
+    """A stand-in LoRA factor on one projection: named like peft's, outside the forward."""
+    projection = model.model.layers[0].self_attn.q_proj
+    projection.lora_A = torch.nn.Linear(projection.in_features, 2, bias=False)
+    projection.lora_B = torch.nn.Linear(2, projection.out_features, bias=False)
+    return model
+
+
+def test_frozen_tensor_is_named_and_refused_in_a_full_fine_tune(micro_model, random_config):
+    model, _ = micro_model
+    model.model.layers[1].mlp.up_proj.weight.requires_grad_(False)
+    with pytest.raises(ValueError, match=r"1 parameter tensors do not require gradients "
+                                         r"\(model.layers.1.mlp.up_proj.weight\).*trainable: adapters"):
+        M.check_architecture(model, random_config)
+
+
+def test_adapters_may_train_over_a_frozen_base(micro_model, random_config):
+    model, _ = micro_model
+    base_count = M.check_architecture(model, random_config)["unique_parameters"]
+    attach_adapter(model)
+    for name, parameter in model.named_parameters():
+        parameter.requires_grad_("lora_" in name)
+    with pytest.raises(ValueError, match="adapter tensors .*lora_A.weight.* in a full fine-tune"):
+        M.check_architecture(model, random_config)
+    report = M.check_architecture(model, random_config, trainable="adapters")
+    assert report["unique_parameters"] == base_count   # the declared size is the base's
+    adapter = 32 * 2 + 2 * 32
+    assert report["adapter_parameters"] == report["trainable_parameters"] == adapter
+    # what the optimizer gets: the trainable tensors only, each once
+    assert sum(p.numel() for p in M.unique_parameters(model)) == adapter
+    assert len(M.all_unique_parameters(model)) == len(M.unique_parameters(model)) + len(
+        [p for p in model.parameters() if not p.requires_grad])
+    model.model.layers[0].self_attn.q_proj.lora_B.weight.requires_grad_(False)
+    with pytest.raises(ValueError, match="1 adapter tensors do not require gradients.*lora_B"):
+        M.check_architecture(model, random_config, trainable="adapters")
+
+
+def test_adapters_profile_loads_a_frozen_base_and_wants_adapters(random_config):
+    random_config["model"]["trainable"] = "adapters"
+    model, _ = M.load_base(random_config)
+    assert not any(p.requires_grad for p in model.parameters())
+    assert M.unique_parameters(model) == []
+    with pytest.raises(ValueError, match="no adapter tensors.*attach the adapters"):
+        M.check_architecture(model, random_config)
+    attach_adapter(model)
+    assert M.check_architecture(model, random_config)["trainable"] == "adapters"
+
+
+def test_a_model_with_adapters_is_not_saved_as_a_policy(micro_model, tmp_path):
+    model, _ = micro_model
+    attach_adapter(model)
+    with pytest.raises(ValueError, match="adapter tensors.*merge them"):
+        M.save_policy(model, tmp_path / "p.safetensors", {})
+    assert not (tmp_path / "p.safetensors").exists()
+
+
+# ------------------------------------------------------------------ a policy records its architecture
+def test_saved_llama_reloads_as_llama_bit_for_bit(random_config, tmp_path):
+    config = llama_config(random_config)
+    model, _ = M.load_base(config)
+    path = tmp_path / "llama.safetensors"
+    M.save_policy(model, path, {})
+    recorded = M.read_policy_metadata(path)["model_config"]
+    assert recorded["architectures"] == ["LlamaForCausalLM"] and recorded["model_type"] == "llama"
+    reloaded, _ = M.reload_policy(path, config)
+    assert type(reloaded) is type(model)
+    assert M.architecture_json(reloaded) == M.architecture_json(model)
+    ids = torch.tensor([[1, 5, 9, 2, 7, 3]])
+    with torch.no_grad():
+        assert torch.equal(model(ids).logits, reloaded(ids).logits)
+    # the Qwen2 profile refuses to take it as its policy
+    random_config["model"]["architecture"] = "Qwen2ForCausalLM"
+    with pytest.raises(ValueError, match="architecture is LlamaForCausalLM, expected Qwen2ForCausalLM"):
+        M.reload_policy(path, random_config)
+
+
+def test_micro_qwen2_records_its_class(micro_model, tmp_path):
+    model, _ = micro_model
+    assert model.config.architectures is None  # built from a bare config
+    M.save_policy(model, tmp_path / "p.safetensors", {})
+    recorded = M.read_policy_metadata(tmp_path / "p.safetensors")["model_config"]
+    assert recorded["architectures"] == ["Qwen2ForCausalLM"] and recorded["model_type"] == "qwen2"
+    assert model.config.architectures is None  # recorded on a copy, the live model untouched
+
+
+def _rewrite_header(source, target, **changes):
+    from safetensors import safe_open
+    from safetensors.torch import save_file
+
+    with safe_open(str(source), framework="pt") as handle:
+        header = dict(handle.metadata())
+        tensors = {k: handle.get_tensor(k) for k in handle.keys()}
+    header.update(changes)
+    save_file(tensors, str(target), metadata=header)
+
+
+def test_edited_architecture_is_refused(micro_model, random_config, tmp_path):
+    model, _ = micro_model
+    good = tmp_path / "good.safetensors"
+    M.save_policy(model, good, {})
+    edited = M.read_policy_metadata(good)["model_config"]
+    edited["rope_parameters"]["rope_theta"] = 5e5
+    _rewrite_header(good, tmp_path / "edited.safetensors", model_config=json.dumps(edited))
+    with pytest.raises(ValueError, match="architecture in its metadata does not match its digest"):
+        M.reload_policy(tmp_path / "edited.safetensors", random_config)
+
+
+def test_unknown_recorded_architecture_is_a_clear_error(micro_model, random_config, tmp_path):
+    import hashlib
+
+    model, _ = micro_model
+    good = tmp_path / "good.safetensors"
+    M.save_policy(model, good, {})
+    recorded = M.read_policy_metadata(good)["model_config"]
+    recorded["architectures"] = ["GPT2LMHeadModel"]
+    text = json.dumps(recorded)  # with a matching digest: only the name is unknown
+    _rewrite_header(good, tmp_path / "gpt2.safetensors", model_config=text,
+                    architecture_sha256=hashlib.sha256(text.encode()).hexdigest())
+    with pytest.raises(ValueError, match="unknown model architecture 'GPT2LMHeadModel'"):
+        M.reload_policy(tmp_path / "gpt2.safetensors", random_config)
+
+
+def test_legacy_v1_policy_loads_only_with_its_sha256(micro_model, random_config, tmp_path):
+    from verifiable_grpo.config import sha256_file
+
+    model, _ = micro_model
+    good = tmp_path / "good.safetensors"
+    M.save_policy(model, good, {})
+    legacy = tmp_path / "v1.safetensors"
+    _rewrite_header(good, legacy, format="verifiable-grpo-policy-v1")
+    with pytest.raises(ValueError, match="carries no digest.*expected_sha256"):
+        M.reload_policy(legacy, random_config)
+    reloaded, metadata = M.reload_policy(legacy, random_config, sha256_file(legacy))
+    assert metadata["format"] == "verifiable-grpo-policy-v1"
+    assert M.model_digest(reloaded) == M.model_digest(model)

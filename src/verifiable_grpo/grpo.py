@@ -46,6 +46,7 @@ GENERATION_SEED_OFFSET = 200
 PROMPT_ORDER_SEED_OFFSET = 300
 # The modules whose code decides the numbers of a GRPO run: a resume refuses other code.
 TRAINING_MODULES = ("grpo.py", "rollout.py", "losses.py", "objectives.py", "scoring.py", "model.py",
+                    "model_checks.py", "model_sources.py",
                     "prompts.py", "verifier.py", "schedule.py", "checkpoint.py", "statements.py",
                     "data.py")
 

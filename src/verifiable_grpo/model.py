@@ -1,16 +1,17 @@
 """The policy network: load it, check it is the declared architecture, save and reload it.
 
-Three sources, one code path afterwards:
-- hub:    Qwen2.5-0.5B-Instruct at the config's revision (or a local snapshot in model.path);
-- local:  a saved Qwen2 folder (the project's tiny base in data/tiny-base);
-- random: a micro Qwen2 (model.random_init) on the local tokenizer, for tests and speed.
-
-Every policy is FP32 with eager attention and TF32 off, fully trainable, in eval mode
-(no dropout, during generation and updates alike). Weights are identified by a digest
-over per-parameter SHA-256 hashes, so any change, however small, is visible.
+Four sources (model_sources: hub at a pinned revision, a local folder, a GGUF file, a random
+micro model), one code path afterwards: every policy is FP32 with the configured attention
+kernel and TF32 off, in eval mode (no dropout, during generation and updates alike), and
+passes the architecture checks of model_checks (Qwen2 and Llama). A full fine-tune trains
+every tensor; model.trainable: adapters lets the base stay frozen under trainable adapters.
+Weights are identified by a digest over per-parameter SHA-256 hashes, so any change,
+however small, is visible; a saved policy records its architecture (class, model_type and
+shape) and reloads as that class.
 """
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import os
@@ -20,30 +21,18 @@ from typing import Any
 import torch
 
 from . import files
-from .config import canonical_json, resolve, sha256_bytes, sha256_file
+from .config import canonical_json, sha256_bytes, sha256_file
+from .model_checks import (ARCHITECTURES, DEFAULT_ARCHITECTURE, all_unique_parameters,  # noqa: F401
+                           architecture_report, architecture_spec, decoder_parameter_count,
+                           expected_parameter_count, is_adapter_parameter, qwen2_parameter_count,
+                           trainable_mode, unique_parameters)
+from .model_sources import (ModelUnavailableError, build_random_model, load_source,  # noqa: F401
+                            load_tokenizer, random_model_config)
 
-ARCHITECTURE = "Qwen2ForCausalLM"
+ARCHITECTURE = DEFAULT_ARCHITECTURE  # the class a profile without model.architecture declares
 POLICY_FORMAT = "verifiable-grpo-policy-v2"   # v2: the architecture has its own digest
 LEGACY_POLICY_FORMATS = ("verifiable-grpo-policy-v1",)  # read only with the file's SHA-256
 HEADER_KEYS = ("format", "model_digest", "model_config", "architecture_sha256")
-
-
-class ModelUnavailableError(FileNotFoundError):
-    """The configured weights cannot be found or fetched."""
-
-
-def _unavailable(config: dict, detail: str, err: Exception | None = None) -> ModelUnavailableError:
-    m = config["model"]
-    where = m.get("path") or f"{m['name']}@{m.get('revision')}"
-    if m["source"] == "hub":
-        how = ("run on Colab with a GPU (the hub is reachable there), or download a snapshot "
-               "of that revision elsewhere and pass its folder in model.path")
-    else:
-        how = ("build the tiny base with `python -m verifiable_grpo build-tiny-base`, point "
-               "model.path at a saved Qwen2 folder, or use model.source: random for a quick check")
-    return ModelUnavailableError(
-        f"Cannot load model {where!r} (source {m['source']}): {detail}. To get it: {how}."
-        + (f" Underlying error: {type(err).__name__}: {err}" if err else ""))
 
 
 # ---------------------------------------------------------------- device and precision
@@ -70,175 +59,43 @@ def resolve_device(config: dict) -> torch.device:
     raise ValueError(f"device must be cpu, cuda or auto; got {wanted!r}")
 
 
-# ---------------------------------------------------------------- tokenizer
+# ---------------------------------------------------------------- loading and checks
 def synchronize(device: torch.device) -> None:
     """Wait for queued CUDA work so wall-clock timings measure it; a no-op on CPU."""
     if device.type == "cuda":
         torch.cuda.synchronize(device)
 
 
-def _local_folder(config: dict) -> Path | None:
-    path = config["model"].get("path")
-    return resolve(path) if path else None
-
-
-def load_tokenizer(config: dict):
-    """The tokenizer of the configured model (random models use the local tokenizer)."""
-    from transformers import AutoTokenizer
-
-    m = config["model"]
-    folder = _local_folder(config)
-    if m["source"] == "hub" and folder is None:
-        try:
-            return AutoTokenizer.from_pretrained(m["name"], revision=m.get("revision"))
-        except Exception as err:  # offline, missing revision, gated...: one clear message
-            raise _unavailable(config, "the tokenizer could not be fetched", err) from err
-    if folder is None:
-        raise ValueError(f"model.source {m['source']!r} needs model.path (a tokenizer folder)")
-    if not (folder / "tokenizer.json").is_file() and not (folder / "tokenizer_config.json").is_file():
-        raise _unavailable(config, f"no tokenizer files in {folder}")
-    return AutoTokenizer.from_pretrained(str(folder))
-
-
-# ---------------------------------------------------------------- building / loading
-def qwen2_parameter_count(model_config) -> int:
-    """Unique parameters of a Qwen2 decoder with tied embeddings, from its shape alone."""
-    h, f, layers = model_config.hidden_size, model_config.intermediate_size, model_config.num_hidden_layers
-    head_dim = getattr(model_config, "head_dim", None) or h // model_config.num_attention_heads
-    q = model_config.num_attention_heads * head_dim
-    kv = model_config.num_key_value_heads * head_dim
-    attention = (h * q + q) + 2 * (h * kv + kv) + q * h  # q,k,v have biases; o has none
-    per_layer = attention + 3 * h * f + 2 * h            # gate, up, down; two RMSNorms
-    head = 0 if model_config.tie_word_embeddings else model_config.vocab_size * h
-    return model_config.vocab_size * h + layers * per_layer + h + head
-
-
-def random_model_config(config: dict, tokenizer):
-    """The micro Qwen2 of model.random_init, sized to the tokenizer."""
-    from transformers import Qwen2Config
-
-    shape = {k: v for k, v in config["model"]["random_init"].items() if k != "seed"}
-    return Qwen2Config(
-        vocab_size=len(tokenizer), max_position_embeddings=max(512, config["tokens"]["max_total"]),
-        tie_word_embeddings=True, attn_implementation="eager",
-        eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id, **shape)
-
-
-def build_random_model(config: dict, tokenizer):
-    from transformers import Qwen2ForCausalLM
-
-    seed = int(config["model"]["random_init"]["seed"])
-    with torch.random.fork_rng(devices=[]):  # leave the caller's RNG streams untouched
-        torch.manual_seed(seed)
-        model = Qwen2ForCausalLM(random_model_config(config, tokenizer))
-    return model.to(torch.float32)
-
-
-def _from_pretrained(config: dict, location: str, revision: str | None):
-    from transformers import AutoModelForCausalLM
-
-    m = config["model"]
-    try:
-        return AutoModelForCausalLM.from_pretrained(
-            location, revision=revision, dtype=torch.float32,
-            attn_implementation=m["attn_implementation"])
-    except Exception as err:
-        raise _unavailable(config, "the weights could not be loaded", err) from err
-
-
 def load_base(config: dict):
-    """(model, tokenizer): FP32, eager attention, TF32 off, checked, eval mode, on the device."""
+    """(model, tokenizer): FP32, configured attention, TF32 off, checked, eval mode, on the device."""
     apply_precision_settings(config)
     device = resolve_device(config)
-    m = config["model"]
-    source = m["source"]
-    if source == "hub":
-        folder = _local_folder(config)
-        if folder is not None and not folder.is_dir():
-            raise _unavailable(config, f"model.path {folder} does not exist")
-        tokenizer = load_tokenizer(config)
-        model = _from_pretrained(config, str(folder) if folder else m["name"],
-                                 None if folder else m.get("revision"))
-    elif source == "local":
-        folder = _local_folder(config)
-        if folder is None or not (folder / "config.json").is_file():
-            raise _unavailable(config, f"no model weights (config.json) in {folder}")
-        tokenizer = load_tokenizer(config)
-        model = _from_pretrained(config, str(folder), None)
-    elif source == "random":
-        tokenizer = load_tokenizer(config)
-        model = build_random_model(config, tokenizer)
-    else:
-        raise ValueError(f"model.source must be hub, local or random; got {source!r}")
-    return prepare_policy(model, config, device), tokenizer
+    model, tokenizer = load_source(config)
+    return prepare_policy(model, config, device, tokenizer=tokenizer), tokenizer
 
 
-def prepare_policy(model, config: dict, device: torch.device | None = None):
-    """Eval mode, every parameter trainable, on the device; then the architecture checks."""
+def prepare_policy(model, config: dict, device: torch.device | None = None, tokenizer=None,
+                   trainable: str | None = None):
+    """Eval mode, on the device, trainable as declared; then the architecture checks.
+
+    full: every parameter is made trainable and checked to be. adapters: the base weights are
+    frozen (the declaration says they do not train) and the adapter code attaches trainable
+    adapters next; `check_architecture(model, config)` then confirms them before training."""
+    mode = trainable_mode(config, trainable)
     model.config.use_cache = False
-    for parameter in model.parameters():
-        parameter.requires_grad_(True)
+    for name, parameter in model.named_parameters():
+        parameter.requires_grad_(mode == "full" or is_adapter_parameter(name))
     model = model.to(device or resolve_device(config)).eval()
-    check_architecture(model, config)
+    adapters = any(is_adapter_parameter(n) for n, _ in model.named_parameters())
+    architecture_report(model, config, tokenizer, mode, check_training=mode == "full" or adapters)
     return model
 
 
-# ---------------------------------------------------------------- checks
-def unique_parameters(model) -> list[torch.nn.Parameter]:
-    """Each parameter once, even where two names share it (tied embeddings)."""
-    seen, unique = set(), []
-    for _, parameter in model.named_parameters(remove_duplicate=False):
-        if id(parameter) not in seen:
-            seen.add(id(parameter))
-            unique.append(parameter)
-    return unique
-
-
-def expected_parameter_count(model, config: dict) -> int:
-    """The config's count when given, else the base's BUILD.json, else the shape's formula."""
-    declared = config["model"].get("expected_unique_parameters")
-    if declared is not None:
-        return int(declared)
-    folder = _local_folder(config)
-    if config["model"]["source"] == "local" and folder is not None and (folder / "BUILD.json").is_file():
-        build = json.loads((folder / "BUILD.json").read_text())
-        for key in ("unique_parameters", "parameters"):
-            if isinstance(build.get(key), int):
-                return build[key]
-    return qwen2_parameter_count(model.config)
-
-
-def check_architecture(model, config: dict) -> dict:
-    """Refuse anything but a tied FP32 Qwen2 of the expected size, fully trainable."""
-    problems = []
-    name = type(model).__name__
-    if name != ARCHITECTURE:
-        problems.append(f"architecture is {name}, expected {ARCHITECTURE}")
-    want_tied = bool(config["model"]["tie_word_embeddings"])
-    tied = bool(getattr(model.config, "tie_word_embeddings", False))
-    shared = model.get_output_embeddings().weight is model.get_input_embeddings().weight
-    if want_tied and not (tied and shared):
-        problems.append(f"embeddings not tied (config flag {tied}, lm_head.weight is the "
-                        f"embedding tensor: {shared})")
-    parameters = unique_parameters(model)
-    count = sum(p.numel() for p in parameters)
-    expected = expected_parameter_count(model, config)
-    if count != expected:
-        problems.append(f"{count:,} unique parameters, expected {expected:,}")
-    dtypes = sorted({str(p.dtype) for p in parameters})
-    if dtypes != ["torch.float32"]:
-        problems.append(f"parameter dtypes {dtypes}, expected only torch.float32")
-    frozen = sum(1 for p in parameters if not p.requires_grad)
-    if frozen:
-        problems.append(f"{frozen} parameter tensors do not require gradients")
-    attention = getattr(model.config, "_attn_implementation", None)
-    if attention != config["model"]["attn_implementation"]:
-        problems.append(f"attention implementation {attention!r}, expected "
-                        f"{config['model']['attn_implementation']!r}")
-    if problems:
-        raise ValueError("Model fails the architecture checks: " + "; ".join(problems))
-    return {"architecture": name, "unique_parameters": count, "tied_embeddings": shared,
-            "dtype": "float32", "attn_implementation": attention}
+def check_architecture(model, config: dict, tokenizer=None, trainable: str | None = None) -> dict:
+    """Refuse anything but the declared architecture (class, tied embeddings as configured,
+    FP32 only, attention kernel, unique-parameter count, vocabulary >= tokenizer) trained as
+    declared (full: every tensor; adapters: trainable adapter tensors exist)."""
+    return architecture_report(model, config, tokenizer, trainable)
 
 
 # ---------------------------------------------------------------- identity of weights
@@ -294,12 +151,19 @@ def save_policy(model, path: str | os.PathLike, metadata: dict[str, Any]) -> str
     reserved = set(HEADER_KEYS) & set(metadata)
     if reserved:
         raise ValueError(f"metadata keys {sorted(reserved)} are written by save_policy itself")
+    adapters = [n for n, _ in model.named_parameters() if is_adapter_parameter(n)]
+    if adapters:
+        # reload_policy rebuilds the plain architecture, which has no place for them.
+        raise ValueError(f"{path}: the model holds adapter tensors ({', '.join(adapters[:3])}, "
+                         "...); merge them into the base weights first (peft: "
+                         "merge_and_unload()), or save the adapters on their own")
     tensors = {n: t.detach().cpu().contiguous() for n, t in unique_state_dict(model.state_dict()).items()}
     header = {key: json.dumps(value, sort_keys=True) for key, value in metadata.items()}
-    architecture = model.config.to_json_string(use_diff=False)
+    architecture = architecture_json(model)
     header.update(format=POLICY_FORMAT, model_digest=model_digest(model),
                   model_config=architecture,
                   architecture_sha256=hashlib.sha256(architecture.encode()).hexdigest())
+
     def write(tmp: Path) -> None:
         save_file(tensors, str(tmp), metadata=header)
         canonical_safetensors_header(tmp)
@@ -322,6 +186,36 @@ def canonical_safetensors_header(path: Path) -> None:
             raise ValueError(f"{path}: canonical header longer than the original")
         handle.seek(8)
         handle.write(text + b" " * (length - len(text)))  # same length: offsets unchanged
+
+
+def architecture_json(model) -> str:
+    """The model's full config as JSON, naming its class in `architectures`, so that a reload
+    builds the same class (a model built from a bare config has architectures null)."""
+    model_config = copy.deepcopy(model.config)
+    model_config.architectures = [type(model).__name__]
+    recorded = model_config.to_dict()
+    recorded.pop("_name_or_path", None)  # where it was loaded from: the file must not depend on it
+    return json.dumps(recorded, indent=2, sort_keys=True) + "\n"
+
+
+def build_recorded_architecture(model_config: dict, attn_implementation: str):
+    """An FP32 model of the class and shape a policy file records (values to be overwritten)."""
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    names = model_config.get("architectures") or [DEFAULT_ARCHITECTURE]  # v1 files: Qwen2 only
+    spec = architecture_spec(names[0])
+    model_type = model_config.get("model_type") or spec.model_type
+    if model_type != spec.model_type:
+        raise ValueError(f"the recorded architecture {spec.name} has model_type {model_type!r}, "
+                         f"expected {spec.model_type!r}")
+    rebuilt = AutoConfig.for_model(model_type, **{k: v for k, v in model_config.items()
+                                                  if k != "model_type"})
+    with torch.random.fork_rng(devices=[]):  # initial values are overwritten; keep RNG untouched
+        model = AutoModelForCausalLM.from_config(rebuilt, attn_implementation=attn_implementation)
+    if type(model).__name__ != spec.name:
+        raise ValueError(f"the recorded config builds {type(model).__name__}, not the recorded "
+                         f"{spec.name}")
+    return model.to(torch.float32)
 
 
 def read_policy_metadata(path: str | os.PathLike) -> dict[str, Any]:
@@ -350,7 +244,6 @@ def reload_policy(path: str | os.PathLike, config: dict, expected_sha256: str | 
     file) is checked first; a legacy v1 file, whose architecture has no digest, loads only
     with it."""
     from safetensors.torch import load_file
-    from transformers import Qwen2Config, Qwen2ForCausalLM
 
     path = Path(path)
     if not path.is_file():
@@ -362,10 +255,11 @@ def reload_policy(path: str | os.PathLike, config: dict, expected_sha256: str | 
         raise ValueError(f"{path} is a {metadata['format']} policy, whose architecture carries "
                          "no digest: load it with the SHA-256 its record lists "
                          "(expected_sha256=...)")
-    model_config = Qwen2Config.from_dict(metadata["model_config"])
-    model_config._attn_implementation = config["model"]["attn_implementation"]
-    with torch.random.fork_rng(devices=[]):  # initial values are overwritten; keep RNG untouched
-        model = Qwen2ForCausalLM(model_config).to(torch.float32)
+    try:
+        model = build_recorded_architecture(metadata["model_config"],
+                                            config["model"]["attn_implementation"])
+    except ValueError as err:
+        raise ValueError(f"{path}: {err}") from err
     tensors = load_file(str(path))
     expected = set(unique_state_dict(model.state_dict()))
     missing, unexpected = sorted(expected - set(tensors)), sorted(set(tensors) - expected)

@@ -35,7 +35,7 @@ BRANCH_SPLITS = {"warmstart": "warmstart", "sft": "train"}
 MODES = ("continuous", "interrupt", "resume")
 SAMPLER_SEED_OFFSET = {"warmstart": 101, "sft": 102}  # distinct example orders per branch
 # The code an SFT state depends on: a resume refuses a state written by other code.
-SFT_MODULES = ("sft.py", "model.py", "prompts.py", "scoring.py", "schedule.py", "checkpoint.py",
+SFT_MODULES = ("sft.py", "model.py", "model_checks.py", "model_sources.py", "prompts.py", "scoring.py", "schedule.py", "checkpoint.py",
                "statements.py", "data.py", "verifier.py", "config.py")
 
 

@@ -152,7 +152,7 @@ def make_model(tokenizer, recipe: dict):
 
 
 def unique_parameters(model) -> int:
-    from .model import unique_parameters as distinct
+    from .model import all_unique_parameters as distinct
 
     return sum(p.numel() for p in distinct(model))
 
