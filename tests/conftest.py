@@ -8,7 +8,7 @@ import copy
 
 import pytest
 
-from verifiable_grpo.config import load_config, repo_root
+from verifiable_grpo.core.config import load_config, repo_root
 
 TINY_BASE = repo_root() / "data" / "tiny-base"
 
@@ -37,7 +37,7 @@ def random_config(smoke_config):
 
 @pytest.fixture(scope="session")
 def tokenizer():
-    from verifiable_grpo.model import load_tokenizer
+    from verifiable_grpo.core.model import load_tokenizer
 
     return load_tokenizer(load_config("smoke"))
 
@@ -45,7 +45,7 @@ def tokenizer():
 @pytest.fixture
 def micro_model(random_config):
     """(model, tokenizer): the micro random policy, FP32, eval mode, checked."""
-    from verifiable_grpo.model import load_base
+    from verifiable_grpo.core.model import load_base
 
     return load_base(random_config)
 
@@ -53,7 +53,7 @@ def micro_model(random_config):
 @pytest.fixture(scope="session")
 def dataset_dir(tmp_path_factory):
     """The full StockArithmetic-v1 dataset written once per session (read-only for tests)."""
-    from verifiable_grpo import data
+    from verifiable_grpo.task import data
 
     folder = tmp_path_factory.mktemp("dataset") / "data"
     data.write_dataset(folder, load_config("smoke")["data"]["seed"])
@@ -63,7 +63,7 @@ def dataset_dir(tmp_path_factory):
 @pytest.fixture(scope="session")
 def learning_view_dir(dataset_dir, tmp_path_factory):
     """A learning view (no test material) of the session dataset."""
-    from verifiable_grpo import data
+    from verifiable_grpo.task import data
 
     return data.write_learning_view(dataset_dir, tmp_path_factory.mktemp("view") / "learning-data")
 

@@ -38,7 +38,7 @@ def sources(notebook) -> list[tuple[str, str]]:
     return [(c.cell_type, c.source.strip()) for c in notebook.cells if c.source.strip()]
 
 
-@pytest.mark.parametrize("script", sorted(NOTEBOOKS.glob("*.py")), ids=lambda p: p.name)
+@pytest.mark.parametrize("script", sorted(NOTEBOOKS.rglob("*.py")), ids=lambda p: p.name)
 def test_pairs_are_in_sync(script):
     paired = script.with_suffix(".ipynb")
     assert paired.is_file(), f"{script.name} has no paired {paired.name} (jupytext --sync)"
@@ -47,7 +47,7 @@ def test_pairs_are_in_sync(script):
 
 
 def test_every_ipynb_has_its_source_and_outputs():
-    for notebook in NOTEBOOKS.glob("*.ipynb"):
+    for notebook in NOTEBOOKS.rglob("*.ipynb"):
         assert notebook.with_suffix(".py").is_file(), f"{notebook.name} has no .py source"
         cells = jupytext.read(notebook).cells
         code = [c for c in cells if c.cell_type == "code"]
@@ -62,7 +62,7 @@ def test_toc_lists_existing_ipynb_halves_only():
         assert matches, f"_toc.yml lists {name}, which does not exist"
         assert not (ROOT / (name + ".py")).exists() or (ROOT / (name + ".ipynb")).exists()
     listed = {f for f in files if f.startswith("notebooks/")}
-    on_disk = {f"notebooks/{p.stem}" for p in NOTEBOOKS.glob("*.ipynb")}
+    on_disk = {p.relative_to(ROOT).with_suffix("").as_posix() for p in NOTEBOOKS.rglob("*.ipynb")}
     assert listed == on_disk, f"notebooks not in the toc: {on_disk - listed}; " \
                               f"listed but missing: {listed - on_disk}"
 
@@ -92,7 +92,7 @@ def test_colab_links_point_at_committed_notebooks(built_book):
     for page in page_paths(built_book):
         links += re.findall(r'href="(https://colab\.research\.google\.com/[^"]+)"',
                             page.read_text())
-    notebooks = list(NOTEBOOKS.glob("*.ipynb"))
+    notebooks = list(NOTEBOOKS.rglob("*.ipynb"))
     assert len(set(links)) == len(notebooks), (links, notebooks)
     for link in links:
         match = re.fullmatch(rf"https://colab\.research\.google\.com/github/{repo}/blob/main/(.+)",

@@ -9,21 +9,23 @@ import argparse
 import importlib
 import sys
 
-from .config import ConfigError, load_config  # light: no model, no torch
+from verifiable_grpo.core.runfolder import MODES
+
+from verifiable_grpo.core.config import ConfigError, load_config  # light: no model, no torch
 
 # command -> (module, handler, help)
 COMMANDS = {
-    "data": ("data", "command_data", "write StockArithmetic-v1 (pages, labels, SHA-256 manifest)"),
-    "build-tiny-base": ("tinybase", "command_build", "build the tiny CPU base model and tokenizer"),
-    "warmstart": ("sft", "command_warmstart", "warm-start SFT (128 examples x 3 epochs)"),
-    "sft": ("sft", "command_sft", "further SFT from the warm start (872 examples x 2 epochs)"),
-    "grpo": ("grpo", "command_grpo", "GRPO with exact prefix KL from the warm start"),
-    "verify-resume": ("checkpoint", "command_verify_resume",
+    "data": ("task.data", "command_data", "write StockArithmetic-v1 (pages, labels, SHA-256 manifest)"),
+    "build-tiny-base": ("task.tinybase", "command_build", "build the tiny CPU base model and tokenizer"),
+    "warmstart": ("training.sft", "command_warmstart", "warm-start SFT (128 examples x 3 epochs)"),
+    "sft": ("training.sft", "command_sft", "further SFT from the warm start (872 examples x 2 epochs)"),
+    "grpo": ("training.grpo", "command_grpo", "GRPO with exact prefix KL from the warm start"),
+    "verify-resume": ("core.checkpoint", "command_verify_resume",
                       "prove continuous == resumed state, bit for bit"),
-    "evaluate": ("evaluate", "command_evaluate", "greedy pass@1 and per-draw success on the test set"),
-    "exercise": ("exercise", "command_exercise", "the G=2 / G=8 group-size exercise"),
-    "run": ("pipeline", "command_run", "the whole pipeline, resumable"),
-    "report": ("report", "command_report", "summarise a run folder"),
+    "evaluate": ("evaluation.evaluate", "command_evaluate", "greedy pass@1 and per-draw success on the test set"),
+    "exercise": ("part1.exercise", "command_exercise", "the G=2 / G=8 group-size exercise"),
+    "run": ("part1.pipeline", "command_run", "the whole pipeline, resumable"),
+    "report": ("part1.report", "command_report", "summarise a run folder"),
 }
 
 
@@ -47,14 +49,14 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--config", default="tiny", help="profile name or YAML path (default: tiny)")
         p.add_argument("--out", default=None, help="run folder (default: runs/<profile>)")
         if name in ("warmstart", "sft", "grpo"):
-            p.add_argument("--mode", choices=["continuous", "interrupt", "resume"],
-                           default="continuous")
+            p.add_argument("--mode", choices=list(MODES), default="continuous")
         if name == "grpo":
             p.add_argument("--branch", default="grpo",
                            help="grpo (the main G=4 run) or grpo-gN (an exercise group size)")
         if name == "verify-resume":
             p.add_argument("--branch", required=True,
-                           choices=["warmstart", "sft", "grpo", "grpo-g2", "grpo-g8"])
+                           help="a branch of the profile: warmstart, sft, grpo or grpo-gN "
+                                "(N in exercise.group_sizes)")
         if name == "evaluate":
             p.add_argument("--policy", default=None, help="one policy (default: all trained)")
         if name == "report":

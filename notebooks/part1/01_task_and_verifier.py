@@ -1,0 +1,151 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # The task and its verifier
+#
+# Before any model is trained we need two things that do not depend on a model: a set of
+# problems whose answers are known exactly, and a program that decides, for any text a
+# model might produce, whether it earns the reward. This chapter builds both and then tries
+# to break the verifier.
+#
+# **Invariant.** 1,000 training, 200 validation and 200 test problems, all distinct even up
+# to the order of the movements; the solver is exact; a response earns 1 only when it is a
+# single complete JSON object `{"final_stock": n}` with the right integer, and 0 otherwise.
+
+# %% tags=["colab"]
+# On Colab only: fetch the project and install it. Elsewhere the package is already installed.
+import sys
+
+if "google.colab" in sys.modules:
+    import os, subprocess
+    subprocess.run("git clone -q --depth 1 https://github.com/verifiable-grpo/verifiable-grpo "
+                   "/content/verifiable-grpo && pip install -q --no-deps -e /content/verifiable-grpo",
+                   shell=True, check=True)
+    sys.path.insert(0, "/content/verifiable-grpo/src")
+    os.chdir("/content/verifiable-grpo/notebooks")
+
+# %%
+from collections import Counter
+
+from verifiable_grpo.task import data, statements, verifier
+from verifiable_grpo.core.config import load_config
+from verifiable_grpo.book.notebook import Table, quiet
+
+quiet()
+config = load_config("tiny")
+
+# %% [markdown]
+# ## StockArithmetic-v1
+#
+# A problem is an initial stock, two deliveries and two withdrawals. The generator draws
+# them from one seeded random stream, so the same seed always gives the same 1,400
+# problems. Training and validation operands lie in 0..50; half of the test set does too
+# (ID50), the other half has at least one operand in 51..100 (OOD100).
+
+# %%
+problems = data.generate_problem_set(config["data"]["seed"])
+Table(["split", "problems", "ID50", "OOD100"],
+      [[split, len(rows), sum(p == "ID50" for _, p in rows), sum(p == "OOD100" for _, p in rows)]
+       for split, rows in problems.items()])
+
+# %% [markdown]
+# The statement is deliberately terse, and the model sees only the statement and one
+# formatting instruction. The target is written by the solver, never by hand:
+
+# %%
+problem, population = problems["warmstart"][0]
+statement = statements.render_statement(problem, 0)
+print(statements.user_message(statement))
+print("target:", statements.canonical_response(verifier.compute_final_stock(problem)))
+
+# %% [markdown]
+# Every problem is checked against the solver, and no problem appears twice, even with
+# its deliveries or withdrawals swapped, across all four partitions:
+
+# %%
+keys = Counter(verifier.normalized_problem(p) for rows in problems.values() for p, _ in rows)
+print("distinct normalised problems:", len(keys), "| repeated:", sum(c > 1 for c in keys.values()))
+largest = max(verifier.compute_final_stock(p) for rows in problems.values() for p, _ in rows)
+print("largest final stock:", largest, "(the verifier accepts 0..300)")
+
+# %% [markdown]
+# The solver applies the movements in order and refuses a problem whose stock would go
+# negative on the way, with a message that says why:
+
+# %%
+for bad in [{"initial": 3, "deliveries": [0, 0], "withdrawals": [5, 0]},
+            {"initial": 3, "deliveries": [1], "withdrawals": [0, 0]},
+            {"initial": True, "deliveries": [1, 1], "withdrawals": [0, 0]}]:
+    try:
+        verifier.compute_final_stock(bad)
+    except ValueError as error:
+        print(f"{bad} -> ValueError: {error}")
+
+# %% [markdown]
+# ## The verifier, case by case
+#
+# The reward is 1 for a complete, correct answer and 0 for everything else: no partial
+# credit, no bonus for style, no repair of almost-JSON. Here is what it does with a range
+# of plausible outputs for the problem above (expected answer shown in the last column).
+
+# %%
+cases = [
+    ('{"final_stock": %d}', "eos", "the canonical answer"),
+    (' {"final_stock":%d}\n', "eos", "JSON whitespace around it"),
+    ('{"final_stock": %d}', "length", "correct text, but cut by the token limit"),
+    ('{"final_stock": 1}', "eos", "valid JSON, wrong number"),
+    ('{"final_stock": %d.0}', "eos", "a float, even an integral one"),
+    ('{"final_stock": 1.5e1}', "eos", "exponent notation"),
+    ('{"final_stock": "%d"}', "eos", "a string"),
+    ('{"final_stock": true}', "eos", "a boolean"),
+    ('{"final_stock": NaN}', "eos", "a non-finite number"),
+    ('{"final_stock": %d, "unit": "boxes"}', "eos", "an extra field"),
+    ('{"final_stock": %d, "final_stock": %d}', "eos", "a duplicated field"),
+    ('```json\n{"final_stock": %d}\n```', "eos", "a Markdown fence"),
+    ('The answer is {"final_stock": %d}', "eos", "prose around the object"),
+    ('{"final_stock": 301}', "eos", "out of range"),
+]
+expected = verifier.compute_final_stock(problem)
+rows = []
+for template, finish, what in cases:
+    text = template.replace("%d", str(expected))
+    result = verifier.score_generated_json(text, finish, problem)
+    rows.append([what, repr(text), finish, result["reason"] or "-", result["reward"]])
+Table(["case", "text", "finish", "reason", "reward"], rows)
+
+# %% [markdown]
+# A generated token id that the tokenizer cannot decode must not vanish silently during
+# decoding: the sampler reports it, and the verifier then rejects the response whatever the
+# text looks like.
+
+# %%
+print(verifier.score_generated_json('{"final_stock": %d}' % expected, "eos", problem,
+                                    tokenization_valid=False))
+
+# %% [markdown]
+# ## Error to diagnose: two objects, one of them right
+#
+# A lenient reward function that searches the text for a JSON object would pay this
+# response, because its second object holds the right answer. A model rewarded that way
+# learns to hedge by writing several answers. The strict parser reads the whole text and
+# finds extra data after the first object, so the response is invalid.
+
+# %%
+hedge = '{"final_stock": 0} {"final_stock": %d}' % expected
+print(verifier.score_generated_json(hedge, "eos", problem))
+
+# %% [markdown]
+# Note also what the verifier does **not** do: it never executes generated text, and it
+# never asks a model whether an answer looks right. The next chapter samples four responses
+# from a real model and scores them with exactly this function.

@@ -1,0 +1,172 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# %% [markdown]
+# # One group of four answers
+#
+# GRPO needs no learned critic. For each prompt it samples a *group* of G responses, scores
+# each with the verifier, and judges every response only against its own group: the
+# advantage is the reward minus the group mean, divided by the group's standard deviation
+# (plus a small epsilon). This chapter builds one such group from a real model, computes
+# its advantages, and applies one update to see which answers become more likely.
+#
+# **Invariant.** Every group has one prompt and G responses scored by the same verifier;
+# advantages use the population standard deviation and epsilon $10^{-8}$; a group whose
+# rewards are all equal has advantages of exactly zero; sampling runs in eval mode.
+
+# %% tags=["colab"]
+# On Colab only: fetch the project and install it. Elsewhere the package is already installed.
+import sys
+
+if "google.colab" in sys.modules:
+    import os, subprocess
+    subprocess.run("git clone -q --depth 1 https://github.com/verifiable-grpo/verifiable-grpo "
+                   "/content/verifiable-grpo && pip install -q --no-deps -e /content/verifiable-grpo",
+                   shell=True, check=True)
+    sys.path.insert(0, "/content/verifiable-grpo/src")
+    os.chdir("/content/verifiable-grpo/notebooks")
+
+# %%
+from verifiable_grpo.book.notebook import quiet
+
+quiet()  # first: progress bars read their settings when their modules are imported
+
+import torch
+
+from verifiable_grpo.task import data
+from verifiable_grpo.part1 import demos
+from verifiable_grpo.training import losses, objectives, rollout
+from verifiable_grpo.book import widgets
+from verifiable_grpo.core.config import load_config
+from verifiable_grpo.book.notebook import Table, recorded_policy, show
+from verifiable_grpo.task.statements import render_statement
+
+config = load_config("tiny")     # the recorded policies are tiny-profile models (CPU is enough)
+policy, tokenizer, meta = recorded_policy("warmstart", config)
+print("policy: warm start of the recorded tiny run | digest", meta["model_digest"][:12])
+
+# %% [markdown]
+# ## A real group
+#
+# The policy is the warm-start model of the recorded run: the same starting point GRPO
+# uses. It answers training problems four times each at temperature 1 over its full
+# vocabulary, with one seeded generator, problem after problem, until a group's rewards
+# differ. Every constant group met on the way is counted: on a small model they are the
+# common case, not the exception.
+
+# %%
+problems = data.generate_problem_set(config["data"]["seed"])
+generator = torch.Generator().manual_seed(7)
+constant = 0
+for index, (problem, _) in enumerate(problems["train"]):
+    example = {"document_id": f"train-{index}", "statement": render_statement(problem, 0),
+               "problem": problem}
+    group = rollout.sample_group(policy, tokenizer, example, config, generator, group_size=4,
+                                 group_id=f"demo-{index}")
+    if not group["zero_variance"]:
+        break
+    constant += 1
+group = objectives.with_advantages(group, objectives.objective_from_config(config))  # Part I's rule
+print(f"constant groups before the first informative one: {constant}")
+print(example["statement"], "| expected:", group["responses"][0]["verifier"]["expected"])
+Table(["response", "finish", "verdict", "reward", "advantage"],
+      [[repr(r["text"]), r["finish_reason"],
+        "correct" if r["verifier"]["reward"] else (r["verifier"]["reason"] or "wrong number"),
+        r["verifier"]["reward"], a] for r, a in zip(group["responses"], group["advantages"])],
+      digits=6)
+
+# %% [markdown]
+# ## The advantage, exactly
+#
+# For rewards $[1, 0, 1, 0]$ the mean is 0.5 and the population standard deviation is 0.5,
+# so the advantages are $\pm 0.5 / (0.5 + 10^{-8})$: about $\pm 1$, but not exactly, and
+# the epsilon is the reason. Seed 004, TRL and `torch.std` use the *sample* standard
+# deviation instead (divide by $G-1$), which gives $\pm 0.866$ for the same group of four
+# and $\pm 0.707$ for a group of two.
+
+# %%
+rows = []
+for rewards in ([1.0, 0.0, 1.0, 0.0], [1.0, 0.0], [1.0, 0.0, 0.0, 0.0]):
+    for correction in (0, 1):
+        adv, mean, std = losses.group_advantages(torch.tensor([rewards], dtype=torch.float64),
+                                                 correction=correction)
+        rows.append([str(rewards), "population" if correction == 0 else "sample",
+                     float(std[0, 0]), ", ".join(f"{a:+.10f}" for a in adv[0].tolist())])
+Table(["rewards", "std", "std value", "advantages"], rows, digits=6)
+
+# %% [markdown]
+# ## The group that says nothing
+#
+# When every response gets the same reward, every advantage is exactly zero: the group
+# carries no reward gradient (only the KL term and the optimiser's own rules still act).
+# The book never invents a winner for such a group; it counts them. On a small model most
+# groups can look like this, which is why the GRPO chapter reports the zero-variance
+# fraction at every iteration.
+
+# %%
+for rewards in ([0.0] * 4, [1.0] * 4, [0.3] * 8):
+    adv, _, _ = losses.group_advantages(torch.tensor([rewards], dtype=torch.float32))
+    print(rewards, "->", adv[0].tolist(), "| exactly zero:", bool((adv == 0).all()))
+
+# %% [markdown]
+# ## One update on this group
+#
+# The package's GRPO update (clipped surrogate plus 0.02 times the exact KL to a frozen
+# copy) is applied once to a copy of the policy, at the tiny run's own learning rate
+# (1e-5). The correct response, with the only positive advantage, should gain
+# log-probability and the wrong ones should lose it. The gradient acts on tokens, not on
+# whole answers, so a wrong answer that shares most of its tokens with the right one can
+# move much less than one that does not (or even move slightly up).
+
+# %%
+result = demos.update_on_one_group(policy, group, config, learning_rate=config["grpo"]["learning_rate"])
+Table(["response", "advantage", "log p before", "log p after", "change"],
+      [[repr(r["text"]), a, b, c, c - b] for r, a, b, c in
+       zip(group["responses"], group["advantages"], result["before"], result["after"])], digits=4)
+
+# %% [markdown]
+# ## Try it
+#
+# Edit the rewards of a group, switch between the population and the sample standard
+# deviation, change epsilon.
+
+# %%
+display(show(widgets.plot_advantages(widgets.advantage_view([1, 0, 1, 0], correction=0))))
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+# (the widget's saved state embeds a rendered PNG; the figure above is the checked fallback)
+widgets.make_advantage_widget("1, 0, 1, 0")
+
+# %% [markdown]
+# ## Error to diagnose: dropout during sampling or scoring
+#
+# The behaviour log-probabilities captured while sampling must be reproducible when the
+# same sequence is scored again. With dropout active, two scorings of the same tokens
+# disagree, the ratio drifts from 1 for no reason, and the clip acts on noise. The sampler
+# refuses a model in training mode; eval mode turns dropout off but does not turn off
+# autograd, so updates still work.
+
+# %%
+ids = torch.tensor([group["responses"][0]["prompt_ids"] + group["responses"][0]["response_ids"]])
+print("max |difference| between two scorings, dropout 0.1:",
+      f"{demos.dropout_changes_scores(policy, ids, dropout=0.1):.3g}")
+print("max |difference| between two scorings, eval mode:",
+      demos.dropout_changes_scores(policy, ids, dropout=0.0))
+policy.train()
+try:
+    rollout.generate(policy, tokenizer, group["prompt_ids"], config, torch.Generator().manual_seed(0))
+except ValueError as error:
+    print("ValueError:", error)
+_ = policy.eval()  # back to eval mode

@@ -1,0 +1,125 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# %% [markdown]
+# # The ratio and its clip
+#
+# GRPO reuses one set of sampled responses for more than one update. The policy ratio
+# $\rho = \exp(\log p_\text{current} - \log p_\text{old})$ says how much more (or less)
+# likely the current policy makes a sampled token than the policy that sampled it, and the
+# clipped objective $\min(\rho A,\ \mathrm{clip}(\rho, 1-\epsilon, 1+\epsilon)\,A)$ stops
+# rewarding a move once the ratio has gone far enough in the direction the advantage asks
+# for.
+#
+# **Invariant.** Where the clipped branch is the smaller one, the token contributes a
+# constant and its gradient is exactly zero; the sign of $A$ decides on which side that
+# happens; on the first update of a rollout set every ratio is exactly 1.
+
+# %% tags=["colab"]
+# On Colab only: fetch the project and install it. Elsewhere the package is already installed.
+import sys
+
+if "google.colab" in sys.modules:
+    import os, subprocess
+    subprocess.run("git clone -q --depth 1 https://github.com/verifiable-grpo/verifiable-grpo "
+                   "/content/verifiable-grpo && pip install -q --no-deps -e /content/verifiable-grpo",
+                   shell=True, check=True)
+    sys.path.insert(0, "/content/verifiable-grpo/src")
+    os.chdir("/content/verifiable-grpo/notebooks")
+
+# %%
+from verifiable_grpo.book.notebook import quiet
+
+quiet()  # first: progress bars read their settings when their modules are imported
+
+from verifiable_grpo.part1 import demos
+from verifiable_grpo.book import widgets
+from verifiable_grpo.book.notebook import Table, show
+
+# %% [markdown]
+# ## Both signs of the advantage
+#
+# For one token with log-probability ratio $\rho$ and advantage $A$, the table gives the
+# objective, the branch that `min` selects, and the gradient with respect to the token's
+# log-probability, computed by autograd in float64 through the package's
+# `clipped_group_surrogate` (with $\epsilon = 0.2$).
+
+# %%
+rows = demos.clip_gradient_table(ratios=(0.5, 0.7, 0.9, 1.0, 1.1, 1.3, 1.5))
+Table(["A", "ratio", "objective", "branch", "d objective / d log p"],
+      [[r["advantage"], r["ratio"], r["objective"], r["branch"], r["d_objective_d_logp"]]
+       for r in rows])
+
+# %% [markdown]
+# With $A > 0$ the clip acts only above $1+\epsilon$: the token has already become more
+# likely, and pushing further earns nothing. Below $1-\epsilon$ the unclipped term is the
+# smaller one, so the gradient stays on: a good token that became *less* likely is still
+# pulled back up. With $A < 0$ it is the mirror image. That asymmetry is why a
+# tutorial that tests only positive advantages can ship a wrong clip without noticing.
+
+# %%
+for advantage in (1.0, -1.0):
+    display(show(widgets.plot_clipping(widgets.clipping_curves(advantage, clip_epsilon=0.2))))
+
+# %% [markdown]
+# ## Try it
+#
+# Move $A$, $\epsilon$ and a separate upper $\epsilon$ (DAPO's "clip-higher" makes the upper
+# bound wider than the lower one). The shaded band is where the clip removes the gradient.
+# In the static book the widget shows the state it was saved in; open the chapter on Colab
+# or locally to move it.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+# (the widget's saved state embeds a rendered PNG; the figures above are the checked output)
+widgets.make_clipping_widget(advantage=1.0, clip_epsilon=0.2)
+
+# %% [markdown]
+# ## Why one update per rollout set never clips
+#
+# At the first update on a freshly sampled set, the current policy is the policy that
+# sampled it, so $\rho = 1$ for every token and no clip can act. Only after the parameters
+# have moved can a ratio leave $[0.8, 1.2]$. The demonstration below uses a six-token
+# categorical policy, one group of four three-token responses and a deliberately large
+# step, so the effect is visible after a single update.
+
+# %%
+report = demos.two_updates_on_one_rollout_set(updates=3, learning_rate=5.0, seed=0)
+print("rewards:", report[0]["rewards"], "advantages:", [round(a, 6) for a in report[0]["advantages"]])
+Table(["update", "min ratio", "max ratio", "outside [0.8,1.2]", "active clip", "grad norm"],
+      [[r["update"], r["min_ratio"], r["max_ratio"], r["outside_fraction"],
+        r["active_clip_fraction"], r["gradient_norm"]] for r in report], digits=4)
+
+# %% [markdown]
+# The specification's two updates per rollout set are what give the clip something to do;
+# TRL's default of one update per generation batch leaves its clip metrics at zero. The
+# GRPO chapter measures how far the ratios actually moved, update by update, in the
+# recorded run of the tiny model.
+#
+# ## Error to diagnose: refreshing the old log-probabilities
+#
+# A tempting shortcut recomputes the "old" log-probabilities from the current model before
+# each update, instead of keeping the values captured during sampling. The code runs, the
+# loss looks fine, and the clip is silently gone: every ratio is 1 again.
+
+# %%
+buggy = demos.two_updates_on_one_rollout_set(updates=3, learning_rate=5.0, seed=0, refresh_old=True)
+Table(["update", "min ratio", "max ratio", "active clip"],
+      [[r["update"], r["min_ratio"], r["max_ratio"], r["active_clip_fraction"]] for r in buggy],
+      digits=4)
+
+# %% [markdown]
+# The package keeps the captured behaviour log-probabilities for the whole life of a
+# rollout set and checks, before the first update, that rescoring the full sequences
+# recovers them within $2\times10^{-4}$ (chapter on GRPO).

@@ -1,0 +1,170 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# %% [markdown]
+# # Warm-start SFT and further SFT
+#
+# Before any reinforcement learning, the model must learn to answer in the expected JSON at
+# all. The **warm start** teaches that on 128 examples (3 epochs of 16 updates of 8
+# examples: 48 updates). **Further SFT** then continues from the warm start on the other
+# 872 training examples for 2 epochs (218 updates): the supervised baseline GRPO has to
+# beat. GRPO itself starts from the warm start, not from further SFT.
+#
+# **Invariant.** Only response tokens are supervised, the closing `<|im_end|>` included;
+# the loss of an update is the sum of the token cross-entropies of its 8 examples divided
+# by their total number of response tokens; dropout is off during updates; validation NLL is
+# measured after every epoch and never used to pick a checkpoint; no test problem is
+# visible to learning.
+
+# %% tags=["colab"]
+# On Colab only: fetch the project and install it. Elsewhere the package is already installed.
+import sys
+
+if "google.colab" in sys.modules:
+    import os, subprocess
+    subprocess.run("git clone -q --depth 1 https://github.com/verifiable-grpo/verifiable-grpo "
+                   "/content/verifiable-grpo && pip install -q --no-deps -e /content/verifiable-grpo",
+                   shell=True, check=True)
+    sys.path.insert(0, "/content/verifiable-grpo/src")
+    os.chdir("/content/verifiable-grpo/notebooks")
+
+# %%
+from verifiable_grpo.book.notebook import quiet
+
+quiet()  # first: progress bars read their settings when their modules are imported
+
+import tempfile
+
+import torch
+
+from verifiable_grpo.book import plots
+from verifiable_grpo.task import prompts
+from verifiable_grpo.core import scoring
+from verifiable_grpo.training import sft
+from verifiable_grpo.core.config import load_config
+from verifiable_grpo.core.model import load_base
+from verifiable_grpo.book.notebook import Table, choose_profile, load_recorded, show
+
+config = load_config(choose_profile())
+print("live profile:", config["profile"])
+
+# %% [markdown]
+# ## What is supervised
+#
+# A training example is the chat prompt followed by the canonical answer and the EOS token.
+# The mask is set by *position*: everything up to the end of the prompt is context, the rest
+# is target. Logits at position $t$ predict token $t+1$, so the first supervised score sits
+# on the first answer token and the last one on `<|im_end|>`.
+
+# %%
+model, tokenizer = load_base(config)
+statement = "Initial stock 12. Deliveries 5 and 7. Withdrawals 3 and 4."
+row = prompts.completion_row(tokenizer, statement, '{"final_stock": 17}', config)
+ids = torch.tensor([row["input_ids"]])
+with torch.no_grad():
+    logprobs = scoring.token_logprobs(model, ids, torch.ones_like(ids))
+table = scoring.token_table(tokenizer, ids, logprobs, torch.tensor([row["response_mask"]]))
+print("prompt tokens:", row["prompt_length"], "| response tokens (EOS included):", row["response_tokens"])
+Table(["position", "token", "supervised", "log p (base model)"],
+      [[r["position"], repr(r["token"]), r["supervised"], r["logprob"]]
+       for r in table[row["prompt_length"] - 3:]], digits=4)
+
+# %% [markdown]
+# The base model was never shown the key `final_stock`, so `_stock` after `final` is far
+# from certain, while the digits already carry its (imperfect) arithmetic.
+#
+# ## A live warm start
+#
+# The same code runs here on the smoke profile (a few examples, seconds; the full budget
+# when a GPU is present). It writes its own dataset and a learning view without any test
+# material into a temporary folder.
+
+# %%
+live = tempfile.mkdtemp(prefix="warmstart-")
+sft.ensure_learning_view(config, live)      # dataset + a view without test material
+record = sft.run_sft_branch(config, live, "warmstart", "continuous")
+Table(["update", "epoch", "learning rate", "loss", "tokens"],
+      [[h["update"], h["epoch"], h["learning_rate"], h["loss"], h["tokens"]] for h in record["history"]],
+      digits=5)
+
+# %%
+Table(["epoch", "after update", "validation NLL", "used to select?"],
+      [[v["epoch"], v["updates"], v["nll"], v["used_for_selection"]] for v in record["validation_history"]],
+      digits=4)
+
+# %% [markdown]
+# Further SFT starts from the warm start's *final* policy, the one a resumed run writes
+# (the resume chapter shows that it equals the continuous run's). So the live demo first
+# produces it (interrupt, then resume), then runs further SFT from it:
+
+# %%
+for mode in ("interrupt", "resume"):
+    sft.run_sft_branch(config, live, "warmstart", mode)
+further_live = sft.run_sft_branch(config, live, "sft", "continuous")
+print("further SFT starts from the warm start's final weights:",
+      further_live["initial_model_digest"] == record["final_model_digest"])
+Table(["update", "epoch", "learning rate", "loss", "tokens"],
+      [[h["update"], h["epoch"], h["learning_rate"], h["loss"], h["tokens"]]
+       for h in further_live["history"]], digits=5)
+
+# %% [markdown]
+# ## The recorded tiny run
+#
+# The tiny profile ran both branches with the specification's budgets on a CPU
+# (learning rate 2e-4 instead of 2e-5: see the tiny base's page for why).
+
+# %%
+warm = load_recorded("learning/warmstart-continuous.json")
+further = load_recorded("learning/sft-continuous.json")
+display(show(plots.plot_sft_curves({"warmstart": warm, "sft": further})))
+
+# %%
+Table(["branch", "examples", "epochs", "updates", "validation NLL per epoch", "final = initial?"],
+      [[r["branch"], r["examples"], r["epochs"], r["updates"],
+        ", ".join(f"{v['nll']:.4f}" for v in r["validation_history"]), not r["weights_changed"]]
+       for r in (warm, further)])
+
+# %% [markdown]
+# Costs are not equal across branches, and the book does not pretend they are: further SFT
+# sees 872 examples twice, the warm start 128 three times.
+
+# %%
+Table(["branch", "optimisation s", "validation s", "command s", "state MB"],
+      [[r["branch"], r["timings"]["optimisation_seconds"], r["timings"]["validation_seconds"],
+        r["timings"]["command_seconds"], r["state"]["bytes"] / 1e6] for r in (warm, further)],
+      digits=1)
+
+# %% [markdown]
+# A falling validation NLL says the model assigns more probability to the reference
+# answers; it does not say that its own sampled answers are more often right. That is
+# measured on the test set in the evaluation chapter.
+#
+# ## Error to diagnose: averaging the averages
+#
+# With 8 examples per update there are two plausible normalisations: the mean over all
+# supervised tokens of the batch (what the specification asks for), or the mean over
+# examples of each example's own token mean. They differ whenever answers have different
+# lengths, and the second silently gives the tokens of short answers more weight.
+
+# %%
+batch = [prompts.completion_row(tokenizer, statement, text, config)
+         for text in ('{"final_stock": 7}', '{"final_stock": 117}')]
+collated = prompts.collate(batch, tokenizer.pad_token_id)
+with torch.no_grad():
+    scores = scoring.token_logprobs(model, collated["input_ids"], collated["attention_mask"])
+token_level, tokens = sft.accumulation_loss(scores, collated["response_mask"])
+sums, counts = scoring.masked_sums(scores, collated["response_mask"])
+print("response tokens per example:", counts.tolist())
+print(f"loss over all tokens of the accumulation: {float(token_level):.4f}")
+print(f"mean of per-example means (not used):     {float((-sums / counts).mean()):.4f}")

@@ -1,0 +1,1 @@
+"""Book helpers: notebook tables, widgets and plots."""

@@ -1,0 +1,155 @@
+"""Small helpers that keep the chapters thin: profile choice, recorded runs, tables.
+
+Everything printed through these helpers is deterministic on CPU, so nbval can compare
+it with the committed outputs; times and paths are masked by notebooks/sanitize.cfg.
+"""
+from __future__ import annotations
+
+import html
+import os
+import sys
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+from verifiable_grpo.core.config import read_json, repo_root
+
+RECORDED = Path("data") / "recorded"
+
+
+def on_colab() -> bool:
+    return "google.colab" in sys.modules
+
+
+def choose_profile() -> str:
+    """`qwen` where a CUDA GPU is present (Colab), `smoke` elsewhere."""
+    import torch
+
+    return "qwen" if torch.cuda.is_available() else "smoke"
+
+
+def quiet() -> None:
+    """No progress bars or library chatter in executed notebooks (nbval compares streams)."""
+    os.environ.setdefault("TQDM_DISABLE", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    import warnings
+
+    warnings.filterwarnings("ignore")
+    try:  # transformers draws its own bars (e.g. "Loading weights") whatever TQDM_DISABLE says
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.set_verbosity_error()
+        hf_logging.disable_progress_bar()
+    except ImportError:
+        pass
+
+
+def recorded_dir(profile: str = "tiny") -> Path:
+    return repo_root() / RECORDED / profile
+
+
+def load_recorded(name: str, profile: str = "tiny") -> Any:
+    """A file of a recorded run, e.g. load_recorded("results.json")."""
+    path = recorded_dir(profile) / name
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing: the recorded {profile} run has not been "
+                                "exported (python -m verifiable_grpo report --config "
+                                f"{profile})")
+    return read_json(path)
+
+
+def fmt(value: Any, digits: int = 3) -> str:
+    if isinstance(value, bool) or value is None:
+        return str(value)
+    if isinstance(value, float):
+        text = f"{value:.{digits}f}"
+        # -1e-9 and +1e-9 both print as zero; a sign that flips on rounding noise would
+        # make nbval fail on another machine for no reason.
+        return text[1:] if text.startswith("-") and float(text) == 0 else text
+    return str(value)
+
+
+class Table:
+    """A table that shows as HTML in the book and as fixed-width text for nbval."""
+
+    def __init__(self, columns: Sequence[str], rows: Iterable[Sequence[Any]], digits: int = 3,
+                 title: str | None = None):
+        self.columns = list(columns)
+        self.rows = [[fmt(v, digits) for v in row] for row in rows]
+        self.title = title
+        for row in self.rows:
+            if len(row) != len(self.columns):
+                raise ValueError(f"row {row} has {len(row)} cells for {len(self.columns)} columns")
+
+    def __repr__(self) -> str:
+        widths = [max(len(str(c)), *(len(r[i]) for r in self.rows)) if self.rows else len(c)
+                  for i, c in enumerate(self.columns)]
+        line = lambda cells: "  ".join(str(c).ljust(w) for c, w in zip(cells, widths)).rstrip()
+        out = [self.title] if self.title else []
+        out += [line(self.columns), line("-" * w for w in widths)]
+        out += [line(r) for r in self.rows]
+        return "\n".join(out)
+
+    def _repr_html_(self) -> str:
+        head = "".join(f"<th>{html.escape(str(c))}</th>" for c in self.columns)
+        body = "".join("<tr>" + "".join(f"<td>{html.escape(v)}</td>" for v in r) + "</tr>"
+                       for r in self.rows)
+        caption = f"<caption>{html.escape(self.title)}</caption>" if self.title else ""
+        return (f'<table class="vg-table">{caption}<thead><tr>{head}</tr></thead>'
+                f"<tbody>{body}</tbody></table>")
+
+
+def show(figure):
+    """Display a matplotlib Figure as a PNG (works without pyplot's inline backend)."""
+    from IPython.display import Image
+
+    from verifiable_grpo.book.widgets import figure_png
+
+    return Image(figure_png(figure))
+
+
+def recorded_policy(name: str, config: dict, profile: str = "tiny"):
+    """(model, tokenizer, metadata) of a policy saved with a recorded run, e.g. "warmstart".
+
+    Only the tiny run ships policies (data/recorded/tiny/policies/*.safetensors, a few MB
+    each), so chapters can sample from the very models whose results they show."""
+    from verifiable_grpo.core.model import load_tokenizer, reload_policy
+
+    path = recorded_dir(profile) / "policies" / f"{name}.safetensors"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing: export the recorded run first")
+    listed = read_json(recorded_dir(profile) / "provenance.json")["files"]
+    model, metadata = reload_policy(path, config,
+                                    expected_sha256=listed[f"policies/{name}.safetensors"])
+    return model, load_tokenizer(config), metadata
+
+
+def live_run_from_recorded_warmstart(config: dict, profile: str = "tiny"):
+    """A fresh run folder holding a warm-start policy for a live GRPO demo.
+
+    On the tiny base (smoke and tiny profiles) the smoke warm start is too short to teach
+    the JSON format, so a live GRPO demo from it would only show zero rewards: the folder
+    gets the recorded run's warm-start policy instead (a real policy exported with that
+    run). Any other model (the qwen profile on a GPU) gets its own warm start, run here.
+    """
+    import tempfile
+
+    from verifiable_grpo.core.config import resolve
+    from verifiable_grpo.training.sft import ensure_learning_view, run_sft_branch
+
+    out = Path(tempfile.mkdtemp(prefix="grpo-live-"))
+    ensure_learning_view(config, out)
+    model = config["model"]
+    on_tiny_base = model["source"] == "local" and resolve(model["path"]) == resolve("data/tiny-base")
+    if on_tiny_base:
+        from verifiable_grpo.core.model import save_policy
+
+        # Checked against the recorded SHA-256, then written as this folder's warm start.
+        model, _, metadata = recorded_policy("warmstart", config, profile)
+        save_policy(model, out / "checkpoints" / "warmstart-resume.safetensors",
+                    {"source": f"data/recorded/{profile}/policies/warmstart.safetensors",
+                     "branch": "warmstart"})
+    else:
+        run_sft_branch(config, out, "warmstart", "interrupt")
+        run_sft_branch(config, out, "warmstart", "resume")
+    return out

@@ -1,0 +1,112 @@
+"""Figures of recorded runs for the chapters (matplotlib Figures, no pyplot state).
+
+Each function takes the JSON records the pipeline writes (or their exported copies in
+data/recorded/<profile>/) and returns a Figure; notebooks display it with notebook.show.
+"""
+from __future__ import annotations
+
+import numpy as np
+from verifiable_grpo.core.runfolder import order_policies
+from matplotlib.figure import Figure
+
+POPULATIONS = ("ALL", "ID50", "OOD100")
+
+
+def moving_average(values, window: int) -> np.ndarray:
+    """Trailing mean over up to `window` points (the first points average what exists)."""
+    values = np.asarray(values, dtype=np.float64)
+    if window < 1:
+        raise ValueError("window must be >= 1")
+    sums = np.cumsum(np.insert(values, 0, 0.0))
+    idx = np.arange(1, len(values) + 1)
+    start = np.maximum(0, idx - window)
+    return (sums[idx] - sums[start]) / (idx - start)
+
+
+def plot_sft_curves(records: dict) -> Figure:
+    """records: branch -> continuous learning record (warmstart, sft)."""
+    figure = Figure(figsize=(10, 3.2), layout="constrained")
+    loss_ax, nll_ax, lr_ax = figure.subplots(1, 3)
+    for branch, record in records.items():
+        updates = [h["update"] for h in record["history"]]
+        loss_ax.plot(updates, [h["loss"] for h in record["history"]], lw=0.8, label=branch)
+        epochs = record["validation_history"]
+        nll_ax.plot([e["updates"] for e in epochs], [e["nll"] for e in epochs], "o-", label=branch)
+        lr_ax.plot(updates, [h["learning_rate"] for h in record["history"]], label=branch)
+    loss_ax.set(title="training loss per update", xlabel="update", ylabel="token cross-entropy")
+    nll_ax.set(title="validation NLL after each epoch", xlabel="update", ylabel="NLL per token")
+    lr_ax.set(title="learning rate", xlabel="update")
+    for ax in (loss_ax, nll_ax, lr_ax):
+        ax.legend(fontsize=8)
+    return figure
+
+
+def plot_grpo_telemetry(record: dict, window: int = 10) -> Figure:
+    """record: the continuous GRPO learning record (history per iteration)."""
+    history = record["history"]
+    it = np.array([h["iteration"] for h in history])
+    figure = Figure(figsize=(11, 6), layout="constrained")
+    axes = figure.subplots(2, 3).ravel()
+    reward = [h["mean_reward"] for h in history]
+    axes[0].plot(it, reward, ".", alpha=0.4, label="per iteration (16 responses)")
+    axes[0].plot(it, moving_average(reward, window), label=f"mean of last {window}")
+    axes[0].set(title="mean reward", xlabel="iteration")
+    zvf = [h["zero_variance_fraction"] for h in history]
+    axes[1].plot(it, zvf, ".", alpha=0.4)
+    axes[1].plot(it, moving_average(zvf, window))
+    axes[1].set(title="zero-variance groups (fraction)", xlabel="iteration", ylim=(-0.05, 1.05))
+    axes[2].plot(it, [h["mean_exact_kl"] for h in history])
+    axes[2].set(title="mean exact KL to the reference", xlabel="iteration")
+    for update in (0, 1):
+        low = [h["updates"][update]["clip_low_fraction"] for h in history]
+        high = [h["updates"][update]["clip_high_fraction"] for h in history]
+        axes[3].plot(it, np.add(low, high), label=f"update {update + 1} of the set")
+    axes[3].set(title="active clip fraction (low + high)", xlabel="iteration")
+    axes[3].legend(fontsize=8)
+    axes[4].plot(it, [h["grad_norm"] for h in history])
+    axes[4].set(title="gradient norm (before clipping)", xlabel="iteration")
+    axes[5].plot(it, [h["learning_rate"] for h in history])
+    axes[5].set(title="learning rate (first update)", xlabel="iteration")
+    axes[0].legend(fontsize=8)
+    return figure
+
+
+def plot_results(results: dict, reference: dict | None = None, policies=None) -> Figure:
+    """Greedy pass@1 and per-draw success per policy and population; the specification's
+    published figures (ALL only) as hollow markers when given."""
+    present = [p for p in (policies or order_policies(results["policies"]))
+               if p in results["policies"]]
+    figure = Figure(figsize=(11, 3.4), layout="constrained")
+    axes = figure.subplots(1, 2, sharey=True)
+    width = 0.8 / len(POPULATIONS)
+    for ax, (key, ref_key, title) in zip(axes, [
+            ("greedy_pass_at_1", "greedy_pass_at_1", "greedy pass@1"),
+            ("per_draw_success", "empirical_per_draw_success", "per-draw success")]):
+        x = np.arange(len(present))
+        for k, population in enumerate(POPULATIONS):
+            rates = [results["policies"][p][key][population]["success_rate"] for p in present]
+            ax.bar(x + (k - 1) * width, rates, width, label=population)
+        if reference is not None:
+            ref = [reference["metrics"].get(p, {}).get(ref_key, {}).get("success_rate", np.nan)
+                   for p in present]
+            ax.plot(x - width, ref, "ko", mfc="none", label="specification (ALL)")
+        ax.set_xticks(x, present)
+        ax.set(title=title, ylabel="success rate")
+        ax.legend(fontsize=8)
+    return figure
+
+
+def results_rows(results: dict, policies=None) -> list[list]:
+    """One row per policy: greedy pass@1 and per-draw success for ALL / ID50 / OOD100."""
+    rows = []
+    for policy in policies or order_policies(results["policies"]):
+        if policy not in results["policies"]:
+            continue
+        entry = results["policies"][policy]
+        rows.append([policy] + [entry["greedy_pass_at_1"][p]["success_rate"] for p in POPULATIONS]
+                    + [entry["per_draw_success"][p]["success_rate"] for p in POPULATIONS])
+    return rows
+
+
+RESULTS_COLUMNS = (["policy"] + [f"greedy {p}" for p in POPULATIONS]
+                   + [f"per-draw {p}" for p in POPULATIONS])

@@ -1,0 +1,1 @@
+"""The shared core: config, files and states, crash safety, model loading, scoring."""

@@ -1,0 +1,165 @@
+"""Profiles (configs/*.yaml), repository paths, hashing and provenance.
+
+Code branches on config values, never on a profile's name.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from verifiable_grpo.core import files
+
+PACKAGE_DIR = Path(__file__).resolve().parent.parent   # src/verifiable_grpo
+REQUIRED_SECTIONS = ("model", "data", "tokens", "sampling", "warmstart", "sft", "grpo",
+                     "exercise", "evaluation")
+
+
+def repo_root() -> Path:
+    """The repository holding configs/ and data/ (works from notebooks/ and from src/)."""
+    env = os.environ.get("VERIFIABLE_GRPO_ROOT")
+    if env:
+        return Path(env).resolve()
+    for start in (Path.cwd(), PACKAGE_DIR):
+        for candidate in (start, *start.parents):
+            if (candidate / "configs" / "tiny.yaml").is_file() and (candidate / "src").is_dir():
+                return candidate
+    raise FileNotFoundError(
+        "Cannot find the repository root (a folder with configs/tiny.yaml); "
+        "run from inside the clone or set VERIFIABLE_GRPO_ROOT")
+
+
+def resolve(path: str | os.PathLike) -> Path:
+    """A path from a config: absolute as given, relative to the repository root."""
+    p = Path(path)
+    return p if p.is_absolute() else repo_root() / p
+
+
+def config_path(name_or_path: str | os.PathLike) -> Path:
+    """'tiny' -> configs/tiny.yaml; an existing file path is used as it is."""
+    p = Path(name_or_path)
+    if p.suffix in (".yaml", ".yml"):
+        if not p.is_file():
+            p = resolve(p)
+    else:
+        p = repo_root() / "configs" / f"{name_or_path}.yaml"
+    if not p.is_file():
+        known = sorted(x.stem for x in (repo_root() / "configs").glob("*.yaml"))
+        raise FileNotFoundError(f"No config {name_or_path!r}; known profiles: {known}")
+    return p
+
+
+class ConfigError(ValueError):
+    """A profile that cannot run; `problems` holds one '<file>: <key path>: <problem>' each."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = list(problems)
+        super().__init__("\n".join(self.problems))
+
+
+def load_config(name_or_path: str | os.PathLike = "tiny") -> dict[str, Any]:
+    """The profile as a plain dict plus `_path`, checked whole before anything runs.
+
+    Raises ConfigError listing every problem. The only change to what YAML gave is that
+    YAML-1.1 float strings such as "2e-4" become floats; no defaults are added.
+    """
+    # Imported here: the schema reads split sizes from `data`, which imports this module.
+    from verifiable_grpo.core.config_schema import checked
+
+    path = config_path(name_or_path)
+    with open(path, encoding="utf-8") as handle:
+        try:
+            raw = yaml.safe_load(handle)
+        except yaml.YAMLError as err:
+            mark = getattr(err, "problem_mark", None)
+            where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+            detail = getattr(err, "problem", None) or str(err).splitlines()[0]
+            raise ConfigError([f"{path}: not valid YAML{where}: {detail}"]) from None
+    config = checked(raw, str(path))
+    config["_path"] = str(path)
+    return config
+
+
+def canonical_json(value: Any) -> bytes:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+sha256_file = files.sha256_file
+
+
+def config_hash(config: dict[str, Any]) -> str:
+    """SHA-256 of the config's content (not of its location)."""
+    return sha256_bytes(canonical_json({k: v for k, v in config.items() if not k.startswith("_")}))
+
+
+def sections_hash(config: dict[str, Any], sections) -> str:
+    """SHA-256 of the named parts of a config (top-level keys): what a stage depends on.
+    A change elsewhere in the profile leaves a finished stage's evidence valid."""
+    return sha256_bytes(canonical_json({key: config.get(key) for key in sorted(sections)}))
+
+
+def code_hash() -> str:
+    """SHA-256 over the package's source files: a resume refuses other code."""
+    digest = hashlib.sha256()
+    for path in sorted(PACKAGE_DIR.rglob("*.py")):
+        digest.update(path.relative_to(PACKAGE_DIR).as_posix().encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def git_commit() -> str | None:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo_root(), capture_output=True,
+                             text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError, FileNotFoundError):
+        return None
+    return out.stdout.strip() or None
+
+
+def package_versions() -> dict[str, str]:
+    from importlib import metadata
+
+    names = ["torch", "transformers", "tokenizers", "safetensors", "numpy"]
+    versions = {"python": platform.python_version()}
+    for name in names:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = "absent"
+    return versions
+
+
+def provenance(config: dict[str, Any] | None = None, command: list[str] | None = None) -> dict:
+    """Where a recorded number came from."""
+    import torch
+
+    device = "cpu"
+    if torch.cuda.is_available():
+        device = f"cuda: {torch.cuda.get_device_name(0)}"
+    return {
+        "command": " ".join(command if command is not None else sys.argv),
+        "git_commit": git_commit(),
+        "config_path": config.get("_path") if config else None,
+        "config_sha256": config_hash(config) if config else None,
+        "code_sha256": code_hash(),
+        "packages": package_versions(),
+        "device": device,
+        "platform": platform.platform(),
+        "cpu_threads": torch.get_num_threads(),
+    }
+
+
+# Writes and reads live in files.py (atomic, fsync'd); re-exported here for callers.
+save_json = files.save_json
+read_json = files.read_json

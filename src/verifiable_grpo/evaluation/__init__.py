@@ -1,0 +1,1 @@
+"""Evaluation: label-blind inference, then scoring."""

@@ -1,0 +1,436 @@
+"""Honest evaluation: inference first (labels out of reach), scoring afterwards.
+
+For each policy the saved `{policy}-resume.safetensors` is reloaded strictly and answers
+the same test inputs twice over: one greedy response (greedy pass@1) and `draws` sampled
+responses per problem with fixed seeds shared by every policy (per-draw success, never the
+best of the draws). Every output is kept, valid or not.
+
+Order of work, enforced rather than promised:
+1. `generate_policy` writes OUT/inference/{policy}/{greedy,sample}.json and audit.json while
+   an audit hook refuses any `open` of the dataset's labels folder;
+2. `score_policies` reads the gold labels afterwards and scores with the verifier.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import torch
+from verifiable_grpo.core.progress import tqdm
+
+from verifiable_grpo.core import interrupts
+from verifiable_grpo.core.faults import fault_point
+from verifiable_grpo.core.files import recorded_policy_sha256
+from verifiable_grpo.core.runfolder import (INFERENCE_MODES, MAIN_BRANCHES, RunFolder,
+                                            exercise_group_size)
+from verifiable_grpo.core.config import load_config, provenance, read_json, save_json, sha256_file
+
+MAIN_POLICIES = MAIN_BRANCHES
+POPULATIONS = ("ALL", "ID50", "OOD100")
+MODES = INFERENCE_MODES
+INFERENCE_FILES = ("greedy.json", "sample.json", "audit.json")
+
+
+def utc_now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="microseconds")
+
+
+# --------------------------------------------------------------------------- selection
+def select_test_pages(pages: list[dict], problems: int) -> list[tuple[int, dict]]:
+    """The evaluated problems as (index in the input file, page).
+
+    All of them when `problems` equals the file's length (200 in full profiles), else a
+    balanced subset: the first problems//2 ID50 pages and the first problems - problems//2
+    OOD100 pages, kept in file order. Deterministic; no label is involved.
+    """
+    if type(problems) is not int or problems < 2:
+        raise ValueError(f"evaluation.problems must be an integer >= 2, got {problems!r}")
+    if problems > len(pages):
+        raise ValueError(f"evaluation.problems={problems} exceeds the {len(pages)} test inputs")
+    indexed = list(enumerate(pages))
+    if problems == len(pages):
+        return indexed
+    want = {"ID50": problems // 2, "OOD100": problems - problems // 2}
+    chosen = []
+    for index, page in indexed:
+        population = page["population"]
+        if population not in want:
+            raise ValueError(f"{page['document_id']}: unknown population {population!r}")
+        if want[population] > 0:
+            want[population] -= 1
+            chosen.append((index, page))
+    if any(want.values()):
+        raise ValueError(f"not enough test inputs for a balanced subset of {problems}: "
+                         f"missing {want}")
+    return chosen
+
+
+def draw_seed(seed_base: int, problem_index: int, draws: int, draw: int) -> int:
+    """Fixed per-(problem, draw) seed, identical for every policy."""
+    if not 0 <= draw < draws:
+        raise ValueError(f"draw {draw} outside 0..{draws - 1}")
+    return seed_base + problem_index * draws + draw
+
+
+# --------------------------------------------------------------------------- label guard
+_FORBIDDEN: list[str] = []
+_HOOK_INSTALLED = False
+
+
+def _audit_open(event: str, args) -> None:
+    if event != "open" or not _FORBIDDEN:
+        return
+    target = args[0]
+    if isinstance(target, int):
+        return
+    try:
+        path = os.path.abspath(os.fsdecode(target))
+    except (TypeError, ValueError):
+        return
+    for folder in _FORBIDDEN:
+        if path == folder or path.startswith(folder + os.sep):
+            raise PermissionError(f"inference tried to open {path}: labels are out of reach "
+                                  "until every inference file is written")
+
+
+@contextlib.contextmanager
+def labels_out_of_reach(*folders):
+    """While active, any `open` under these folders raises PermissionError (sys.addaudithook;
+    the hook stays installed but is inert outside this context)."""
+    global _HOOK_INSTALLED
+    if not _HOOK_INSTALLED:
+        sys.addaudithook(_audit_open)
+        _HOOK_INSTALLED = True
+    added = [os.path.abspath(os.fspath(f)) for f in folders]
+    _FORBIDDEN.extend(added)
+    try:
+        yield
+    finally:
+        for folder in added:
+            _FORBIDDEN.remove(folder)
+
+
+def assert_no_labels(folder) -> None:
+    """ValueError if answer material sits where inference reads or writes."""
+    folder = Path(folder)
+    if not folder.exists():
+        return
+    found = [str(p) for p in folder.rglob("*")
+             if p.name in ("gold.json", "labels") or "labels" in p.relative_to(folder).parts]
+    if found:
+        raise ValueError(f"{folder} holds label material {sorted(found)[:5]}; inference must "
+                         "not see answers (move them out before generating)")
+
+
+# --------------------------------------------------------------------------- inference
+def inference_dir(out_dir, policy: str) -> Path:
+    if policy not in MAIN_BRANCHES and exercise_group_size(policy) is None:
+        raise ValueError(f"unknown policy {policy!r}; expected one of {list(MAIN_BRANCHES)} or "
+                         "an exercise branch grpo-gN")
+    return RunFolder(out_dir).inference(policy)
+
+
+def checkpoint_path(out_dir, policy: str) -> Path:
+    return RunFolder(out_dir).policy(policy)
+
+
+def _generation_settings(config: dict) -> dict:
+    ev, sampling, tokens = config["evaluation"], config["sampling"], config["tokens"]
+    return {
+        "problems": ev["problems"], "draws": ev["draws"], "seed_base": ev["seed_base"],
+        "seed_rule": "seed_base + problem_index * draws + draw (problem_index: position in "
+                     "input/pages.json); one torch.Generator per draw",
+        "temperature": sampling["temperature"], "top_k": sampling["top_k"],
+        "top_p": sampling["top_p"], "use_kv_cache": sampling.get("use_kv_cache"),
+        "max_response_tokens": tokens["max_response"], "max_prompt_tokens": tokens["max_prompt"],
+        "constrained_decoding": False,
+        "greedy": "argmax of the full-vocabulary logits at every step",
+    }
+
+
+def _respond(model, tokenizer, ids, config, generator, greedy):
+    from verifiable_grpo.training import rollout
+
+    out = rollout.generate(model, tokenizer, ids, config, generator, greedy=greedy)
+    return {key: out[key] for key in ("text", "finish_reason", "tokenization_valid",
+                                      "response_tokens", "seconds")} | {
+        "response_ids": [int(t) for t in out["response_ids"]]}
+
+
+def generate_policy(config: dict, out_dir, policy: str) -> dict:
+    """Write OUT/inference/{policy}/{greedy,sample}.json, then audit.json; returns the audit.
+
+    Refuses if the policy's inference folder exists (evidence is never overwritten).
+    """
+    from verifiable_grpo.task import data, prompts
+    from verifiable_grpo.core import model as model_lib
+
+    out_dir = Path(out_dir)
+    folder = inference_dir(out_dir, policy)
+    if folder.exists() and any(folder.iterdir()):
+        raise FileExistsError(f"{folder} exists; inference files are never overwritten "
+                              "(remove the folder or use a new --out)")
+    assert_no_labels(out_dir / "inference")
+    weights = checkpoint_path(out_dir, policy)
+    if not weights.is_file():
+        raise FileNotFoundError(f"{weights} is missing: train and resume the {policy} branch first")
+    ev = config["evaluation"]
+    draws, seed_base = ev["draws"], ev["seed_base"]
+    if type(draws) is not int or draws < 1:
+        raise ValueError(f"evaluation.draws must be a positive integer, got {draws!r}")
+
+    labels_folder = out_dir / "data" / "labels"
+    with labels_out_of_reach(labels_folder), torch.no_grad():
+        selected = select_test_pages(data.read_test_inputs(out_dir / "data"), ev["problems"])
+        policy_model, metadata = model_lib.reload_policy(
+            weights, config, recorded_policy_sha256(out_dir, policy))
+        policy_model.eval()
+        tokenizer = model_lib.load_tokenizer(config)
+        digest_before = model_lib.model_digest(policy_model)
+        if metadata.get("model_digest") not in (None, digest_before):
+            raise ValueError(f"{weights}: reloaded weights digest {digest_before[:12]}... differs "
+                             f"from the recorded {metadata['model_digest'][:12]}...")
+        device = next(policy_model.parameters()).device
+        cuda = device.type == "cuda"
+        if cuda:
+            torch.cuda.synchronize(device)
+            torch.cuda.reset_peak_memory_stats(device)
+        prompt_ids = [prompts.prompt_ids(tokenizer, page["statement"], config)
+                      for _, page in selected]
+        files, seconds = {}, {}
+        for mode in MODES:
+            rows = []
+            started = time.perf_counter()
+            bar = tqdm(total=len(selected) * (1 if mode == "greedy" else draws),
+                       desc=f"{policy} {mode}", leave=False)
+            for (index, page), ids in zip(selected, prompt_ids):
+                for draw in range(1 if mode == "greedy" else draws):
+                    seed = None if mode == "greedy" else draw_seed(seed_base, index, draws, draw)
+                    generator = None
+                    if seed is not None:
+                        generator = torch.Generator(device=device).manual_seed(seed)
+                    answer = _respond(policy_model, tokenizer, ids, config, generator,
+                                      greedy=mode == "greedy")
+                    rows.append({"document_id": page["document_id"],
+                                 "population": page["population"], "problem_index": index,
+                                 "draw": draw, "seed": seed, **answer})
+                    bar.update()
+                fault_point("inference-after-problem")
+                interrupts.check(f"during inference of {policy} (unfinished inference is "
+                                 "redone on the next run)")
+            bar.close()
+            if cuda:
+                torch.cuda.synchronize(device)
+            seconds[mode] = time.perf_counter() - started
+            path = save_json(folder / f"{mode}.json", {
+                "policy": policy, "mode": mode, "model_digest": digest_before,
+                "problems": len(selected), "draws_per_problem": 1 if mode == "greedy" else draws,
+                "document_ids": [page["document_id"] for _, page in selected],
+                "labels_read": False, "rows": rows})
+            files[mode] = {"file": path.name, "sha256": sha256_file(path), "responses": len(rows)}
+        digest_after = model_lib.model_digest(policy_model)
+        if digest_after != digest_before:
+            raise ValueError(f"{policy}: generation changed the policy's weights")
+        audit = {
+            "policy": policy, "model_digest": digest_before,
+            "checkpoint": str(weights.relative_to(out_dir)),
+            "checkpoint_sha256": sha256_file(weights),
+            "seconds": {**seconds, "total": seconds["greedy"] + seconds["sample"]},
+            "peak_cuda_memory_bytes": torch.cuda.max_memory_allocated(device) if cuda else None,
+            "device": str(device), "settings": _generation_settings(config),
+            "files": files, "labels_read": False, "finished_at": utc_now(),
+            "provenance": provenance(config),
+        }
+        save_json(folder / "audit.json", audit)
+    return audit
+
+
+def check_inference(out_dir, policy: str) -> dict | None:
+    """The audit of a complete inference folder (files match it), None if there is none.
+    ValueError on a half-written or altered folder."""
+    folder = inference_dir(out_dir, policy)
+    if not folder.exists() or not any(folder.iterdir()):
+        return None  # never started (an empty folder is what a kill before any file leaves)
+    audit_path = folder / "audit.json"
+    if not audit_path.is_file():
+        raise ValueError(f"{folder} is half-written (no audit.json): remove it or use a new "
+                         "--out; inference files are never overwritten")
+    audit = read_json(audit_path)
+    for mode, entry in audit["files"].items():
+        path = folder / entry["file"]
+        if not path.is_file() or sha256_file(path) != entry["sha256"]:
+            raise ValueError(f"{path} is missing or differs from its audit")
+    return audit
+
+
+# --------------------------------------------------------------------------- scoring
+def score_rows(rows: list[dict], gold: dict[str, dict]) -> list[dict]:
+    """Verifier verdict for every response (invalid ones kept, reward 0)."""
+    from verifiable_grpo.task.verifier import score_generated_json
+
+    scored = []
+    for row in rows:
+        label = gold.get(row["document_id"])
+        if label is None:
+            raise ValueError(f"no gold label for {row['document_id']}")
+        verdict = score_generated_json(row["text"], row["finish_reason"], label["problem"],
+                                       tokenization_valid=row["tokenization_valid"])
+        if verdict["expected"] != label["final_stock"]:
+            raise ValueError(f"{row['document_id']}: the solver and the gold label disagree")
+        scored.append({key: row[key] for key in ("document_id", "population", "problem_index",
+                                                 "draw", "seed", "finish_reason",
+                                                 "response_tokens", "seconds", "text")}
+                      | {key: verdict[key] for key in ("valid", "value", "reason", "reward",
+                                                       "expected")})
+    return scored
+
+
+def check_counts(rows: list[dict], document_ids: list[str], draws: int) -> None:
+    """Every evaluated problem has exactly `draws` responses, draws 0..draws-1."""
+    expected = {(d, k) for d in document_ids for k in range(draws)}
+    seen = [(r["document_id"], r["draw"]) for r in rows]
+    if len(seen) != len(set(seen)) or set(seen) != expected:
+        missing = sorted(expected - set(seen))[:3]
+        raise ValueError(f"responses do not cover {len(document_ids)} problems x {draws} draws "
+                         f"exactly once (got {len(seen)} rows; missing e.g. {missing})")
+
+
+def population_metrics(scored: list[dict]) -> dict:
+    """Counts and rates over every response of ALL, ID50 and OOD100 separately."""
+    metrics = {}
+    for population in POPULATIONS:
+        rows = [r for r in scored if population == "ALL" or r["population"] == population]
+        n = len(rows)
+        if n == 0:
+            raise ValueError(f"population {population} has no responses")
+        correct = sum(r["reward"] for r in rows)
+        valid = sum(bool(r["valid"]) for r in rows)
+        metrics[population] = {
+            "responses": n,
+            "problems": len({r["document_id"] for r in rows}),
+            "correct": correct, "success_rate": correct / n,
+            "valid_json": valid, "json_validity": valid / n,
+            "without_eos": sum(r["finish_reason"] != "eos" for r in rows),
+            "mean_response_tokens": sum(r["response_tokens"] for r in rows) / n,
+            "generation_seconds": sum(r["seconds"] for r in rows),
+            "invalid_reasons": _reasons(rows),
+        }
+    return metrics
+
+
+def _reasons(rows):
+    counts: dict[str, int] = {}
+    for r in rows:
+        if not r["valid"]:
+            counts[r["reason"]] = counts.get(r["reason"], 0) + 1
+    return dict(sorted(counts.items()))
+
+
+def best_of_draws_success(scored: list[dict]) -> float:
+    """Fraction of problems with at least one correct draw. NOT per-draw success and not
+    pass@1: shown only to contrast with them; never reported as a headline."""
+    problems: dict[str, int] = {}
+    for r in scored:
+        problems[r["document_id"]] = max(problems.get(r["document_id"], 0), r["reward"])
+    return sum(problems.values()) / len(problems)
+
+
+def score_policies(config: dict, out_dir, policies, results_path) -> dict:
+    """Read the gold labels (after every inference audit exists) and write the results."""
+    from verifiable_grpo.task import data
+
+    out_dir, results_path = Path(out_dir), Path(results_path)
+    if results_path.exists():
+        raise FileExistsError(f"{results_path} exists; results are never overwritten")
+    audits = {}
+    for policy in policies:
+        audit = check_inference(out_dir, policy)
+        if audit is None:
+            raise FileNotFoundError(f"no inference for {policy}: generate before scoring")
+        audits[policy] = audit
+    labels_read_at = utc_now()
+    late = [p for p, a in audits.items() if a["finished_at"] >= labels_read_at]
+    if late:
+        raise ValueError(f"inference of {late} finished after scoring began")
+    gold = data.read_gold(out_dir / "data")
+    draws = config["evaluation"]["draws"]
+    policies_out, scores_dir = {}, out_dir / "scores"
+    for policy in policies:
+        folder = inference_dir(out_dir, policy)
+        entry = {}
+        for mode in MODES:
+            inference = read_json(folder / f"{mode}.json")
+            check_counts(inference["rows"], inference["document_ids"],
+                         1 if mode == "greedy" else draws)
+            scored = score_rows(inference["rows"], gold)
+            save_json(scores_dir / f"{policy}-{mode}.json",
+                      {"policy": policy, "mode": mode, "labels_read_at": labels_read_at,
+                       "rows": scored})
+            entry[mode] = population_metrics(scored)
+            for metrics in entry[mode].values():   # measured once per policy run, not per population
+                metrics["peak_cuda_memory_bytes"] = audits[policy]["peak_cuda_memory_bytes"]
+        audit = audits[policy]
+        policies_out[policy] = {
+            "greedy_pass_at_1": entry["greedy"],
+            "per_draw_success": entry["sample"],
+            "draws_per_problem": draws,
+            "best_of_draws_reported": False,
+            "model_digest": audit["model_digest"],
+            "generation": {"seconds": audit["seconds"],
+                           "peak_cuda_memory_bytes": audit["peak_cuda_memory_bytes"],
+                           "device": audit["device"], "finished_at": audit["finished_at"],
+                           "files": audit["files"]},
+        }
+    first = read_json(inference_dir(out_dir, policies[0]) / "greedy.json")["document_ids"]
+    for policy in policies[1:]:
+        if read_json(inference_dir(out_dir, policy) / "greedy.json")["document_ids"] != first:
+            raise ValueError(f"{policy} answered other test problems than {policies[0]}")
+    results = {
+        "policies": policies_out,
+        "problems": len(first), "draws": draws,
+        "populations": {p: policies_out[policies[0]]["greedy_pass_at_1"][p]["problems"]
+                        for p in POPULATIONS},
+        "settings": _generation_settings(config),
+        "labels_read_at": labels_read_at,
+        "inference_finished_before_labels": True,
+        "dataset_sha256": data.dataset_sha256(out_dir / "data"),
+        "notes": ["per-draw success counts every sampled response; it is not best-of-k",
+                  "invalid outputs are kept and score 0",
+                  "a deterministic solver computes every answer exactly; this is a teaching "
+                  "task, not evidence about real inventories"],
+        "provenance": provenance(config),
+    }
+    save_json(results_path, results)
+    return results
+
+
+def evaluate_policies(config: dict, out_dir, policies, results_path) -> dict:
+    """Generate whatever inference is missing (a complete folder is reused, never redone),
+    then score every policy together."""
+    for policy in policies:
+        if check_inference(out_dir, policy) is None:
+            generate_policy(config, out_dir, policy)
+    return score_policies(config, out_dir, list(policies), results_path)
+
+
+def command_evaluate(args) -> int:
+    """`evaluate [--policy P]`: with --policy, inference for that policy only (no labels
+    read); without, inference for the main policies then scoring into OUT/results.json."""
+    config = load_config(args.config)
+    out_dir = Path(args.out)
+    if getattr(args, "policy", None):
+        audit = generate_policy(config, out_dir, args.policy)
+        print(f"{args.policy}: inference written in {audit['seconds']['total']:.1f} s; "
+              "labels not read (run `evaluate` without --policy to score)")
+        return 0
+    results = evaluate_policies(config, out_dir, MAIN_POLICIES, out_dir / "results.json")
+    for policy, entry in results["policies"].items():
+        greedy = entry["greedy_pass_at_1"]["ALL"]
+        sample = entry["per_draw_success"]["ALL"]
+        print(f"{policy:10s} greedy pass@1 {greedy['success_rate']:.3f}  per-draw success "
+              f"{sample['success_rate']:.3f}  (valid JSON {sample['json_validity']:.3f})")
+    return 0

@@ -1,0 +1,1 @@
+"""Training: rollouts, losses, the objectives registry, SFT and GRPO."""

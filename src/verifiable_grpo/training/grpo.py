@@ -1,0 +1,708 @@
+"""GRPO from the warm start: "educational GRPO, exact KL on prefixes".
+
+One iteration: take prompts_per_iteration training prompts (a seeded permutation read
+with a cursor), sample a group of G responses to each with the current policy (which is
+then the old/behaviour policy), score them with the verifier, turn the rewards into
+group-relative advantages, check that full-sequence rescoring recovers the captured
+log-probs, then make updates_per_rollout AdamW updates on all of the iteration's
+responses. The loss is the clipped surrogate plus kl_coefficient times the exact KL to
+the frozen reference on every visited prefix, both averaged over tokens, then responses,
+then prompts (losses.grpo_objective).
+
+Three roles, never interchanged: the policy (trained), the old log-probs (captured at
+sampling time, never recomputed), the reference (a second strict reload of the warm
+start, frozen, checked unchanged by digest).
+
+Resume boundary: after both updates of an iteration. The saved state holds everything
+the rest of the run depends on (weights, AdamW, scheduler, prompt order, generation RNG,
+system RNGs, consumed rollout ids, history); wall times live under "timings", which the
+state comparison ignores.
+
+Outputs (OUT = out_dir):
+  OUT/rollouts/{branch}-{mode}/iteration-NNNN.json   what was sampled, scored and updated
+  OUT/checkpoints/{branch}-{mode}.pt.gz               the full state after the last iteration
+  OUT/checkpoints/{branch}-resume.safetensors         final weights (mode resume)
+  OUT/learning/{branch}-{mode}.json                   history, telemetry with times, costs
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+from verifiable_grpo.core.progress import tqdm
+
+from verifiable_grpo.core import checkpoint, crash, files, interrupts, schedule, scoring
+from verifiable_grpo.task import data, prompts
+from verifiable_grpo.training import losses, rollout
+from verifiable_grpo.training import objectives
+from verifiable_grpo.core import model as model_lib
+from verifiable_grpo.core.runfolder import (RunFolder, check_mode, compute_identity,
+                                            exercise_group_size, stage_name)
+from verifiable_grpo.core.config import load_config, provenance, sections_hash, sha256_file
+from verifiable_grpo.core.faults import fault_point
+
+# Offsets from config["seed"]: one independent stream per purpose.
+GENERATION_SEED_OFFSET = 200
+PROMPT_ORDER_SEED_OFFSET = 300
+# The modules whose code decides the numbers of a GRPO run: a resume refuses other code.
+TRAINING_MODULES = ("training/grpo.py", "training/rollout.py", "training/losses.py",
+                    "training/objectives.py", "core/scoring.py", "core/model.py",
+                    "core/model_checks.py", "core/model_sources.py", "core/schedule.py",
+                    "core/checkpoint.py", "task/prompts.py", "task/verifier.py",
+                    "task/statements.py", "task/data.py")
+
+
+# --------------------------------------------------------------------------- budget
+def branch_budget(config: dict, branch: str = "grpo", group_size: int | None = None,
+                  iterations: int | None = None, interrupt_at: int | None = None) -> dict:
+    """Group size, iterations and interrupt point of a branch (explicit values win).
+
+    "grpo" reads config.grpo; "grpo-gN" is an exercise branch (N in exercise.group_sizes)
+    reading exercise.iterations and exercise.interrupt_at.
+    """
+    section = config["grpo"]
+    if branch == "grpo":
+        defaults = (section["group_size"], section["iterations"], section["interrupt_at"])
+    else:
+        named = exercise_group_size(branch)
+        if named is None:
+            raise ValueError(f"unknown GRPO branch {branch!r}: use 'grpo' or 'grpo-gN' with N in "
+                             f"exercise.group_sizes {config['exercise']['group_sizes']}")
+        if named not in config["exercise"]["group_sizes"]:
+            raise ValueError(f"branch {branch!r}: group size {named} is not in "
+                             f"exercise.group_sizes {config['exercise']['group_sizes']}")
+        if group_size is not None and group_size != named:
+            raise ValueError(f"branch {branch!r} names group size {named}, got {group_size}")
+        ex = config["exercise"]
+        defaults = (named, ex["iterations"], ex["interrupt_at"])
+    g = defaults[0] if group_size is None else group_size
+    n = defaults[1] if iterations is None else iterations
+    k = defaults[2] if interrupt_at is None else interrupt_at
+    if type(g) is not int or g < 2:
+        raise ValueError(f"group_size must be an integer >= 2, got {g!r}")
+    if type(n) is not int or n < 1:
+        raise ValueError(f"iterations must be a positive integer, got {n!r}")
+    if type(k) is not int or not 1 <= k < n:
+        raise ValueError(f"interrupt_at must be an integer in [1, {n - 1}], got {k!r}")
+    updates = int(section["updates_per_rollout"])
+    if updates < 1:
+        raise ValueError(f"grpo.updates_per_rollout must be >= 1, got {updates}")
+    return {"branch": branch, "group_size": g, "iterations": n, "interrupt_at": k,
+            "prompts_per_iteration": int(section["prompts_per_iteration"]),
+            "updates_per_rollout": updates, "total_updates": n * updates}
+
+
+# --------------------------------------------------------------------------- prompt order
+class PromptOrder:
+    """Prompts without replacement: a seeded permutation read with a cursor, reshuffled
+    (from the same generator) when a pass is exhausted."""
+
+    def __init__(self, size: int, seed: int):
+        if size < 1:
+            raise ValueError("no training prompts")
+        self.size = size
+        self.generator = torch.Generator().manual_seed(seed)
+        self.permutation: list[int] = []
+        self.cursor = 0
+        self.passes = 0
+
+    def take(self, count: int) -> list[int]:
+        chosen = []
+        while len(chosen) < count:
+            if self.cursor >= len(self.permutation):
+                self.permutation = torch.randperm(self.size, generator=self.generator).tolist()
+                self.cursor = 0
+                self.passes += 1
+            chosen.append(self.permutation[self.cursor])
+            self.cursor += 1
+        return chosen
+
+    def state(self) -> dict:
+        return {"size": self.size, "permutation": list(self.permutation), "cursor": self.cursor,
+                "passes": self.passes, "generator": self.generator.get_state()}
+
+    def load(self, state: dict) -> None:
+        if state["size"] != self.size:
+            raise ValueError(f"saved prompt order covers {state['size']} prompts, not {self.size}")
+        self.permutation = list(state["permutation"])
+        self.cursor = int(state["cursor"])
+        self.passes = int(state["passes"])
+        self.generator.set_state(state["generator"])
+
+
+# --------------------------------------------------------------------------- one update
+def _response_logits(model, prompt_ids: list[int], response_ids: list[int]) -> torch.Tensor:
+    """Float32 logits [1, R, V] at the R prefixes that predicted the response tokens."""
+    device = rollout.model_device(model)
+    ids = torch.tensor([prompt_ids + response_ids], dtype=torch.long, device=device)
+    logits = scoring.forward_logits(model, ids, torch.ones_like(ids))
+    return logits[:, rollout.response_slice(len(prompt_ids), len(response_ids))]
+
+
+def accumulate_gradients(policy, reference, groups: list[dict], config: dict,
+                         objective: objectives.Objective | None = None) -> dict:
+    """Backpropagate the objective's loss of a rollout set into policy .grad; returns telemetry.
+
+    Responses go through the network one at a time (memory stays that of one sequence);
+    each adds w_i * loss_i to the gradient, with loss_i and w_i from the objective (Part
+    I's by default: token means, w_i = 1 / (P * G), which sums to the token -> response ->
+    prompt mean of losses.grpo_objective because every prompt has G responses). The
+    exact prefix KL is always measured ("mean_exact_kl"), whatever KL term the loss uses.
+    """
+    section = config["grpo"]
+    objective = objectives.objective_from_config(config) if objective is None else objective
+    group_size = len(groups[0]["responses"])
+    if any(len(g["responses"]) != group_size for g in groups):
+        raise ValueError("every prompt of a rollout set needs the same number of responses")
+    weights = objectives.response_weights(
+        objective, [[len(r["response_ids"]) for r in g["responses"]] for g in groups],
+        max_length=config["tokens"]["max_response"])
+    exact_term = objective.kl.kind == "exact_prefix"
+    device = rollout.model_device(policy)
+    losses_, surrogates, kls, audits = [], [], [], []
+    counts = {"tokens": 0, "clip_low": 0.0, "clip_high": 0.0, "outside": 0.0}
+    ratio_min, ratio_max = float("inf"), float("-inf")
+    for index, group in enumerate(groups):
+        for member, row in enumerate(group["responses"]):
+            response = row["response_ids"]
+            with torch.no_grad():
+                reference_logits = _response_logits(reference, row["prompt_ids"], response)
+            current_logits = _response_logits(policy, row["prompt_ids"], response)
+            targets = torch.tensor([response], dtype=torch.long, device=device)
+            current = torch.log_softmax(current_logits, dim=-1).gather(
+                -1, targets.unsqueeze(-1)).squeeze(-1)
+            old = torch.tensor([row["behaviour_logprobs"]], dtype=torch.float32, device=device)
+            advantage = torch.tensor([group["advantages"][member]], dtype=torch.float32,
+                                     device=device)
+            mask = torch.ones_like(targets, dtype=torch.bool)
+            kl = objectives.kl_per_token(objective, current_logits, reference_logits, targets,
+                                         block_size=section["kl_block_size"])
+            loss, audit = objectives.response_losses(objective, current, old, advantage, mask, kl)
+            if not torch.isfinite(loss).all():
+                raise ValueError(f"non-finite GRPO loss on {row['rollout_id']}")
+            (loss[0] * weights[index][member]).backward()
+            if exact_term:
+                exact = kl.detach()
+                exact_mean = float(audit["kl"][0])
+            else:  # the yardstick, measured but not optimised
+                with torch.no_grad():
+                    exact = losses.exact_prefix_kl(current_logits, reference_logits,
+                                                   block_size=section["kl_block_size"])
+                exact_mean = float(losses.masked_token_mean(exact, mask)[0])
+            tokens = audit["active_tokens"]
+            counts["tokens"] += tokens
+            counts["clip_low"] += audit["clip_low_fraction"] * tokens
+            counts["clip_high"] += audit["clip_high_fraction"] * tokens
+            counts["outside"] += audit["outside_fraction"] * tokens
+            ratios = audit["ratios"][0]
+            ratio_min = min(ratio_min, float(ratios.min()))
+            ratio_max = max(ratio_max, float(ratios.max()))
+            losses_.append(float(audit["loss"][0]))
+            surrogates.append(float(audit["surrogate"][0]))
+            kls.append(exact_mean)
+            audits.append({"rollout_id": row["rollout_id"], "ratios": ratios.tolist(),
+                           "exact_kl": exact[0].tolist(), "surrogate": surrogates[-1],
+                           "kl": float(audit["kl"][0])})
+            del current_logits, reference_logits, current, kl, loss, exact
+
+    def reduced(values):  # as the loss reduces them
+        table = torch.tensor(values, dtype=torch.float64).reshape(len(groups), group_size)
+        if objective.aggregation.kind == "response_mean":  # token -> response -> prompt
+            return float(losses.reduce_responses_then_prompts(table))
+        return float((table * torch.tensor(weights, dtype=torch.float64)).sum())
+
+    tokens = counts["tokens"]
+    return {
+        "loss": reduced(losses_),
+        "surrogate": reduced(surrogates),
+        "mean_exact_kl": float(losses.reduce_responses_then_prompts(
+            torch.tensor(kls, dtype=torch.float64).reshape(len(groups), group_size))),
+        "clip_low_fraction": counts["clip_low"] / tokens,
+        "clip_high_fraction": counts["clip_high"] / tokens,
+        "outside_fraction": counts["outside"] / tokens,
+        "ratio_min": ratio_min,
+        "ratio_max": ratio_max,
+        "tokens": tokens,
+        "responses": audits,
+    }
+
+
+def grpo_update(policy, reference, optimizer, scheduler, groups: list[dict], config: dict,
+                objective: objectives.Objective | None = None) -> dict:
+    """One AdamW update on every response of a rollout set (Part I's objective unless
+    another is given); returns its telemetry."""
+    if policy.training or reference.training:
+        raise ValueError("dropout must stay off: policy and reference in eval mode")
+    learning_rate = optimizer.param_groups[0]["lr"]
+    optimizer.zero_grad(set_to_none=True)
+    telemetry = accumulate_gradients(policy, reference, groups, config, objective)
+    grad_norm = torch.nn.utils.clip_grad_norm_(
+        model_lib.unique_parameters(policy), config["grpo"]["max_grad_norm"],
+        error_if_nonfinite=True)
+    if any(p.grad is not None or p.requires_grad for p in reference.parameters()):
+        raise ValueError("the reference received gradients or became trainable")
+    optimizer.step()
+    scheduler.step()
+    optimizer.zero_grad(set_to_none=True)
+    return {"learning_rate": learning_rate, **telemetry, "grad_norm": float(grad_norm)}
+
+
+# --------------------------------------------------------------------------- run folder
+# The config parts a GRPO state depends on (the data and the warm start enter by SHA-256).
+IDENTITY_SECTIONS = ("seed", "device", "model", "tokens", "sampling", "grpo")
+
+
+def _paths(out_dir: Path, branch: str, mode: str) -> dict:
+    folder = RunFolder(out_dir)
+    return {
+        "out": out_dir,
+        "warmstart": folder.policy("warmstart"),
+        "warmstart_record": folder.record("warmstart", "resume"),
+        "learning_data": folder.learning_data,
+        "state": folder.state(branch, mode),
+        "interrupt_state": folder.state(branch, "interrupt"),
+        "interrupt_record": folder.record(branch, "interrupt"),
+        "weights": folder.policy(branch),
+        "record": folder.record(branch, mode),
+        "rollouts": folder.rollouts(branch, mode),
+    }
+
+
+def _outputs(paths: dict, mode: str) -> list[Path]:
+    """Every file this branch and mode writes (rollout evidence included)."""
+    found = [p for p in (paths["state"], paths["record"]) if p.exists()]
+    if mode == "resume" and paths["weights"].exists():
+        found.append(paths["weights"])
+    if paths["rollouts"].is_dir():
+        found += sorted(p for p in paths["rollouts"].iterdir() if p.is_file())
+    return found
+
+
+def _identity(config, budget, paths, tokenizer, initial_digest, reference_digest, device) -> dict:
+    """What a resumed run must share with the interrupted one (modes excluded)."""
+    sections = IDENTITY_SECTIONS + (("exercise",) if budget["branch"] != "grpo" else ())
+    return {
+        "variant": "educational GRPO, exact KL on prefixes",
+        **{k: budget[k] for k in ("branch", "group_size", "iterations", "prompts_per_iteration",
+                                  "updates_per_rollout", "total_updates")},
+        "config_sections": list(sections),
+        "config_sha256": sections_hash(config, sections),
+        "code_sha256": checkpoint.modules_sha256(TRAINING_MODULES),
+        "warmstart_sha256": sha256_file(paths["warmstart"]),
+        "initial_model_digest": initial_digest,
+        "reference_model_digest": reference_digest,
+        "learning_data_sha256": data.dataset_sha256(paths["learning_data"]),
+        "template": prompts.template_identity(tokenizer, config),
+        "seeds": {"system": config["seed"],
+                  "generation": config["seed"] + GENERATION_SEED_OFFSET,
+                  "prompt_order": config["seed"] + PROMPT_ORDER_SEED_OFFSET},
+        "compute": compute_identity(device),
+    }
+
+
+def _group_record(group: dict) -> dict:
+    """The part of a group that enters the history (no times, no token lists)."""
+    return {"group_id": group["group_id"], "document_id": group["document_id"],
+            "rewards": group["rewards"], "advantages": group["advantages"],
+            "reward_std": group["reward_std"], "zero_variance": group["zero_variance"],
+            "finish_reasons": [r["finish_reason"] for r in group["responses"]],
+            "response_tokens": [r["response_tokens"] for r in group["responses"]],
+            "tokenization_valid": [r["tokenization_valid"] for r in group["responses"]]}
+
+
+def _mean(values) -> float:
+    values = list(values)
+    return sum(values) / len(values)
+
+
+# --------------------------------------------------------------------------- run context
+@dataclass
+class GRPORun:
+    """Everything one branch-and-mode run shares between its steps."""
+    config: dict
+    budget: dict
+    branch: str
+    mode: str
+    paths: dict
+    examples: list
+    tokenizer: object
+    policy: object
+    reference: object
+    device: torch.device
+    progress: bool
+    command_start: float
+    identity: dict = field(default_factory=dict)
+    initial_digest: str = ""
+    reference_digest: str = ""
+    optimizer: object = None
+    scheduler: object = None
+    order: PromptOrder | None = None
+    generator: torch.Generator | None = None
+    iteration: int = 0                     # iterations done (the next one to run)
+    updates_done: int = 0
+    consumed: list = field(default_factory=list)
+    history: list = field(default_factory=list)
+    times: list = field(default_factory=list)          # per-iteration times of this mode
+    loop_seconds_before: float = 0.0       # loop time spent before a crash
+    evidence: dict = field(default_factory=dict)       # rollout file (relative) -> sha256
+    crash_saves: list = field(default_factory=list)
+
+    @property
+    def section(self) -> dict:
+        return self.config["grpo"]
+
+    @property
+    def stage(self) -> str:
+        return stage_name(self.branch, self.mode)
+
+    @property
+    def stop(self) -> int:
+        return self.budget["interrupt_at"] if self.mode == "interrupt" else self.budget["iterations"]
+
+
+def _prepare(run: GRPORun) -> None:
+    """Digests, identity, optimizer, schedule, prompt order and RNG streams of a fresh run."""
+    run.initial_digest = model_lib.model_digest(run.policy)
+    run.reference_digest = model_lib.model_digest(run.reference)
+    run.identity = _identity(run.config, run.budget, run.paths, run.tokenizer,
+                             run.initial_digest, run.reference_digest, run.device)
+    parameters = model_lib.unique_parameters(run.policy)
+    run.optimizer = torch.optim.AdamW(parameters, lr=run.section["learning_rate"],
+                                      weight_decay=run.section["weight_decay"])
+    run.scheduler = schedule.make_scheduler(run.optimizer, run.budget["total_updates"], run.section)
+    run.order = PromptOrder(len(run.examples), run.config["seed"] + PROMPT_ORDER_SEED_OFFSET)
+    run.generator = torch.Generator(device=run.device).manual_seed(
+        run.config["seed"] + GENERATION_SEED_OFFSET)
+    checkpoint.seed_everything(run.config["seed"])  # the run never depends on the process's RNG
+
+
+def _state(run: GRPORun, loop_seconds: float) -> dict:
+    """The full state at an iteration boundary (wall times under "timings" only)."""
+    return {
+        "identity": run.identity,
+        "iteration": run.iteration,
+        "updates": run.updates_done,
+        "model": run.policy.state_dict(),  # tied tensors keep sharing storage: saved once
+        "optimizer": run.optimizer.state_dict(),
+        "scheduler": run.scheduler.state_dict(),
+        "prompt_order": run.order.state(),
+        "generation_rng": run.generator.get_state(),
+        "system_rng": checkpoint.capture_rng(),
+        "consumed_rollout_ids": list(run.consumed),
+        "history": run.history,
+        "timings": {"loop_seconds": loop_seconds, "per_iteration": list(run.times)},
+    }
+
+
+def _restore(run: GRPORun, state: dict, what: str) -> None:
+    """Load a saved state over the freshly prepared run (RNG streams last)."""
+    checkpoint.check_identity(run.identity, state["identity"], what)
+    run.policy.load_state_dict(state["model"], strict=True)
+    run.optimizer.load_state_dict(state["optimizer"])
+    run.scheduler.load_state_dict(state["scheduler"])
+    run.order.load(state["prompt_order"])
+    run.generator.set_state(state["generation_rng"])
+    checkpoint.restore_rng(state["system_rng"])  # after seeding, never before
+    run.iteration, run.consumed = state["iteration"], list(state["consumed_rollout_ids"])
+    run.history = list(state["history"])
+    run.updates_done = state["updates"]
+    if run.updates_done != run.iteration * run.budget["updates_per_rollout"] \
+            or len(run.history) != run.iteration:
+        raise ValueError(f"{what} is not at a completed iteration boundary")
+
+
+def _continue_after_crash(run: GRPORun) -> bool:
+    """Continue from the newest crash checkpoint if there is one; move whatever the run
+    wrote after it into OUT/aborted. Returns whether a crash checkpoint was used."""
+    out = run.paths["out"]
+    found = crash.latest(out, run.stage)
+    existing = {p.relative_to(out).as_posix(): p for p in _outputs(run.paths, run.mode)}
+    if found is None:
+        crash.move_aside(out, run.stage, existing, "no crash checkpoint: the stage restarts")
+        return False
+    state, note = found
+    _restore(run, state, f"crash checkpoint of {run.stage} ({note['state']})")
+    run.times = list(state["timings"]["per_iteration"])
+    run.loop_seconds_before = float(state["timings"]["loop_seconds"])
+    run.evidence = dict(note["evidence"])
+    for rel, digest in run.evidence.items():
+        files.check_sha256(out / rel, digest, "rollout evidence")
+    beyond = [rel for rel in existing if rel not in run.evidence]
+    crash.move_aside(out, run.stage, beyond,
+                     f"written after the crash checkpoint at iteration {run.iteration}")
+    return True
+
+
+# --------------------------------------------------------------------------- one iteration
+def _sample(run: GRPORun, iteration: int) -> tuple[list, str, float]:
+    indices = run.order.take(run.budget["prompts_per_iteration"])
+    tick = time.perf_counter()
+    behaviour_digest = model_lib.model_digest(run.policy)
+    digest_seconds = time.perf_counter() - tick
+    objective = objectives.objective_from_config(run.config)  # the sampler gives rewards only
+    groups = [objectives.with_advantages(rollout.sample_group(
+        run.policy, run.tokenizer, run.examples[index], run.config, run.generator,
+        run.budget["group_size"],
+        group_id=f"{run.branch}/iteration-{iteration:04d}/prompt-{position:02d}",
+        policy_digest=behaviour_digest), objective) for position, index in enumerate(indices)]
+    rows = [r for g in groups for r in g["responses"]]
+    ids = [r["rollout_id"] for r in rows]
+    consumed = set(run.consumed)
+    reused = sorted(set(i for i in ids if i in consumed or ids.count(i) > 1))
+    if reused:
+        raise ValueError(f"rollouts would be consumed twice: {reused[:5]}")
+    return groups, behaviour_digest, digest_seconds
+
+
+def _verify(run: GRPORun, rows: list) -> tuple[dict, float]:
+    model_lib.synchronize(run.device)
+    tick = time.perf_counter()
+    verification = rollout.verify_captured_logprobs(run.policy, rows,
+                                                    run.section["verify_tolerance"])
+    model_lib.synchronize(run.device)
+    return verification, time.perf_counter() - tick
+
+
+def _update(run: GRPORun, groups: list) -> tuple[list, float]:
+    tick = time.perf_counter()
+    updates = []
+    for _ in range(run.budget["updates_per_rollout"]):
+        updates.append(grpo_update(run.policy, run.reference, run.optimizer, run.scheduler,
+                                   groups, run.config))
+        run.updates_done += 1
+    model_lib.synchronize(run.device)
+    run.consumed.extend(r["rollout_id"] for g in groups for r in g["responses"])
+    return updates, time.perf_counter() - tick
+
+
+def _record(run: GRPORun, iteration: int, groups: list, behaviour_digest: str,
+            verification: dict, updates: list) -> float:
+    """Write the iteration's evidence file and append its history entry."""
+    tick = time.perf_counter()
+    rows = [r for g in groups for r in g["responses"]]
+    evidence = {
+        "branch": run.branch, "mode": run.mode, "iteration": iteration,
+        "policy_digest": behaviour_digest, "reference_digest": run.reference_digest,
+        "document_ids": [g["document_id"] for g in groups],
+        "verification": verification,
+        "groups": groups,
+        "updates": updates,
+    }
+    path = files.save_json(run.paths["rollouts"] / f"iteration-{iteration:04d}.json", evidence)
+    run.evidence[path.relative_to(run.paths["out"]).as_posix()] = sha256_file(path)
+    evidence_seconds = time.perf_counter() - tick
+    summaries = [{k: v for k, v in u.items() if k != "responses"} for u in updates]
+    run.history.append({
+        "iteration": iteration,
+        "document_ids": [g["document_id"] for g in groups],
+        "policy_digest": behaviour_digest,
+        "mean_reward": _mean(r for g in groups for r in g["rewards"]),
+        "zero_variance_fraction": _mean(g["zero_variance"] for g in groups),
+        "mean_exact_kl": _mean(u["mean_exact_kl"] for u in summaries),
+        "clip_low_fraction": _mean(u["clip_low_fraction"] for u in summaries),
+        "clip_high_fraction": _mean(u["clip_high_fraction"] for u in summaries),
+        "grad_norm": _mean(u["grad_norm"] for u in summaries),
+        "learning_rate": summaries[0]["learning_rate"],
+        "loss": _mean(u["loss"] for u in summaries),
+        "responses_without_eos": sum(r["finish_reason"] != "eos" for r in rows),
+        "response_tokens": sum(r["response_tokens"] for r in rows),
+        "verify_max_abs_difference": verification["max_abs_difference"],
+        "updates": summaries,
+        "groups": [_group_record(g) for g in groups],
+    })
+    return evidence_seconds
+
+
+def _iterate(run: GRPORun, iteration: int) -> None:
+    """Sample, verify, update, record: one iteration (the resume boundary is after it)."""
+    iteration_start = time.perf_counter()
+    groups, behaviour_digest, digest_seconds = _sample(run, iteration)
+    rows = [r for g in groups for r in g["responses"]]
+    verification, verification_seconds = _verify(run, rows)
+    updates, optimisation_seconds = _update(run, groups)
+    evidence_seconds = _record(run, iteration, groups, behaviour_digest, verification, updates)
+    run.iteration = iteration + 1
+    model_lib.synchronize(run.device)
+    run.times.append({"iteration": iteration,
+                      "generation_seconds": sum(r["seconds"] for r in rows),
+                      "verification_seconds": verification_seconds,
+                      "optimisation_seconds": optimisation_seconds,
+                      "digest_seconds": digest_seconds, "evidence_seconds": evidence_seconds,
+                      "iteration_seconds": time.perf_counter() - iteration_start})
+
+
+def _save_crash(run: GRPORun, loop_seconds: float) -> None:
+    saved = crash.save(run.paths["out"], run.stage, _state(run, loop_seconds), run.iteration,
+                       run.evidence)
+    run.crash_saves.append({"iteration": run.iteration, "seconds": saved["seconds"],
+                            "bytes": saved["bytes"]})
+
+
+def _loop(run: GRPORun) -> float:
+    """Iterations from run.iteration to the stop, a crash checkpoint every
+    checkpoint_every_iterations (and at a requested stop); returns the loop's seconds."""
+    every = run.section["checkpoint_every_iterations"]
+    bar = tqdm(range(run.iteration, run.stop), desc=f"GRPO {run.branch} ({run.mode})",
+               initial=run.iteration, total=run.stop, disable=not run.progress, unit="it")
+    model_lib.synchronize(run.device)
+    loop_start = time.perf_counter()
+
+    def elapsed():
+        return run.loop_seconds_before + time.perf_counter() - loop_start
+
+    for iteration in bar:
+        _iterate(run, iteration)
+        last = run.history[-1]
+        bar.set_postfix(reward=f"{last['mean_reward']:.3f}",
+                        zvf=f"{last['zero_variance_fraction']:.2f}",
+                        kl=f"{last['mean_exact_kl']:.2e}")
+        fault_point("grpo-after-iteration")
+        if run.iteration % every == 0 or interrupts.requested():
+            _save_crash(run, elapsed())
+        interrupts.check(f"after iteration {run.iteration} of {run.stage} (saved)")
+    bar.close()
+    model_lib.synchronize(run.device)
+    return elapsed()
+
+
+def _finish(run: GRPORun, loop_seconds: float) -> dict:
+    """Final checks, the final state, the weights (mode resume) and the learning record."""
+    reference_after = model_lib.model_digest(run.reference)
+    if reference_after != run.reference_digest:
+        raise ValueError(f"the frozen reference changed: {run.reference_digest} -> "
+                         f"{reference_after}")
+    if any(p.grad is not None for p in run.reference.parameters()):
+        raise ValueError("the frozen reference holds gradients")
+    final_digest = model_lib.model_digest(run.policy)
+    saved = checkpoint.save_state(run.paths["state"], _state(run, loop_seconds))
+    fault_point("grpo-after-final-state")
+    weights = None
+    if run.mode == "resume":
+        tick = time.perf_counter()
+        sha = model_lib.save_policy(run.policy, run.paths["weights"], {
+            "branch": run.branch, "source": "GRPO resume", "iterations": run.stop,
+            "updates": run.updates_done, "warmstart_sha256": run.identity["warmstart_sha256"]})
+        weights = {"path": str(run.paths["weights"]), "sha256": sha, "model_digest": final_digest,
+                   "seconds": time.perf_counter() - tick}
+    peak = torch.cuda.max_memory_allocated(run.device) if run.device.type == "cuda" else None
+    telemetry = [{**run.history[t["iteration"]], "times": t} for t in run.times]
+
+    def total(key):
+        return sum(t[key] for t in run.times)
+
+    record = {
+        "branch": run.branch, "mode": run.mode, "provenance": provenance(run.config),
+        "identity": run.identity, "budget": run.budget,
+        "iterations_run": [telemetry[0]["iteration"] if telemetry else run.stop, run.stop],
+        "updates": run.updates_done,
+        "initial_model_digest": run.initial_digest, "final_model_digest": final_digest,
+        "reference_digest_before": run.reference_digest, "reference_digest_after": reference_after,
+        "consumed_rollouts": len(run.consumed),
+        "history": run.history,
+        "telemetry": telemetry,
+        "costs": {
+            "responses_generated": sum(len(g["rewards"]) for h in telemetry for g in h["groups"]),
+            "response_tokens_generated": sum(h["response_tokens"] for h in telemetry),
+            "kv_cache": bool(run.config["sampling"].get("use_kv_cache", False)),
+            "state_bytes": saved["bytes"], "state_save_seconds": saved["seconds"],
+            "state_sha256": saved["sha256"], "state_path": str(run.paths["state"]),
+            "crash_checkpoints": {"saved": len(run.crash_saves),
+                                  "seconds": sum(c["seconds"] for c in run.crash_saves)},
+            "peak_cuda_memory_bytes": peak,
+            "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
+        },
+        "final_weights": weights,
+        "timings": {
+            "generation_seconds": total("generation_seconds"),
+            "verification_seconds": total("verification_seconds"),
+            "optimisation_seconds": total("optimisation_seconds"),
+            "digest_seconds": total("digest_seconds"),
+            "evidence_seconds": total("evidence_seconds"),
+            "loop_seconds": loop_seconds,
+            "total_seconds": time.perf_counter() - run.command_start,
+        },
+    }
+    files.save_json(run.paths["record"], record)
+    fault_point("after-record")
+    crash.clear(run.paths["out"], run.stage)  # finished: the crash copy has served
+    return record
+
+
+# --------------------------------------------------------------------------- the branch
+def run_grpo_branch(config: dict, out_dir, branch: str = "grpo", mode: str = "continuous",
+                    group_size: int | None = None, iterations: int | None = None,
+                    interrupt_at: int | None = None, progress: bool = True) -> dict:
+    """Run one GRPO branch in one mode; returns the learning record (also written to
+    OUT/learning/{branch}-{mode}.json).
+
+    continuous: all iterations. interrupt: the first interrupt_at iterations. resume: load
+    the interrupt state into freshly loaded models and run the remaining iterations. A run
+    cut short (crash, kill, signal) continues from its newest crash checkpoint.
+    """
+    command_start = time.perf_counter()
+    check_mode(mode)
+    rollout.check_sampling_config(config)
+    budget = branch_budget(config, branch, group_size, iterations, interrupt_at)
+    out_dir = Path(out_dir)
+    paths = _paths(out_dir, branch, mode)
+    if paths["record"].exists() and not crash.has_checkpoint(out_dir, stage_name(branch, mode)):
+        raise FileExistsError(f"GRPO {branch} {mode} already ran ({paths['record']} exists); "
+                              "evidence is never overwritten (use a new --out folder)")
+    if not paths["warmstart"].is_file():
+        raise FileNotFoundError(f"{paths['warmstart']} is missing: run the warm start first")
+    if mode == "resume" and not paths["interrupt_state"].is_file():
+        raise FileNotFoundError(f"{paths['interrupt_state']} is missing: run mode interrupt first")
+    data.assert_learning_only(paths["learning_data"])
+    examples = data.read_examples(paths["learning_data"], "train")
+
+    tokenizer = model_lib.load_tokenizer(config)
+    warmstart_sha = files.recorded_policy_sha256(out_dir, "warmstart")
+    policy, _ = model_lib.reload_policy(paths["warmstart"], config, warmstart_sha)
+    reference, reference_meta = model_lib.reload_policy(paths["warmstart"], config, warmstart_sha)
+    policy.eval()
+    reference.eval()
+    reference.requires_grad_(False)
+    device = rollout.model_device(policy)
+    deterministic_before = torch.are_deterministic_algorithms_enabled()
+    if device.type == "cuda":  # bitwise resume on a GPU needs deterministic kernels
+        torch.use_deterministic_algorithms(True, warn_only=True)
+        torch.cuda.reset_peak_memory_stats(device)
+    run = GRPORun(config, budget, branch, mode, paths, examples, tokenizer, policy, reference,
+                  device, progress, command_start)
+    try:
+        _prepare(run)
+        if not run.initial_digest == run.reference_digest == reference_meta["model_digest"]:
+            raise ValueError("policy and reference must both be the warm start as saved "
+                             f"({reference_meta['model_digest']}); got {run.initial_digest} "
+                             f"and {run.reference_digest}")
+        if not _continue_after_crash(run) and mode == "resume":
+            state = checkpoint.load_state(paths["interrupt_state"],
+                                          _recorded_state_sha(paths["interrupt_record"]))
+            _restore(run, state, f"GRPO state {paths['interrupt_state']}")
+            del state
+        return _finish(run, _loop(run))
+    finally:
+        if device.type == "cuda":
+            torch.use_deterministic_algorithms(deterministic_before)
+
+
+def _recorded_state_sha(record_path: Path) -> str | None:
+    """The SHA-256 that the interrupt run recorded for its state (None without a record)."""
+    if not record_path.is_file():
+        return None
+    return files.read_json(record_path)["costs"]["state_sha256"]
+
+
+def command_grpo(args) -> int:
+    config = load_config(args.config)
+    branch = getattr(args, "branch", None) or "grpo"
+    record = run_grpo_branch(config, args.out, branch=branch, mode=args.mode)
+    last = record["history"][-1] if record["history"] else {}
+    print(f"GRPO {branch} ({args.mode}): iterations {record['iterations_run'][0]}->"
+          f"{record['iterations_run'][1]}, updates {record['updates']}, last mean reward "
+          f"{last.get('mean_reward')}, state {record['costs']['state_path']} "
+          f"({record['costs']['state_bytes']:,} bytes), "
+          f"{record['timings']['total_seconds']:.1f} s")
+    return 0

@@ -1,0 +1,211 @@
+"""Rollouts: sample responses from the policy, keep what the update will need.
+
+A response is drawn one token at a time at temperature 1 over the whole vocabulary.
+The log-probability of each drawn token is taken, detached, from the float32
+log-softmax of the very logits it was drawn from: these are the "old" (behaviour)
+log-probs of the GRPO ratio, and nothing later replaces them. Before the first update
+of a rollout set, `verify_captured_logprobs` rescores the full sequences in one
+teacher-forced pass and insists the two agree within the configured tolerance.
+"""
+from __future__ import annotations
+
+import time
+
+import torch
+
+from verifiable_grpo.task import prompts, verifier
+from verifiable_grpo.core import scoring
+from verifiable_grpo.core.model import synchronize
+
+# The only sampling settings the project accepts: temperature 1, no truncation.
+ALLOWED_SAMPLING = {"temperature": 1.0, "top_k": 0, "top_p": 1.0}
+SAMPLING_SWITCHES = {"use_kv_cache"}
+
+
+def check_sampling_config(config: dict) -> None:
+    """Refuse any sampling setting other than temperature 1 over the full vocabulary."""
+    sampling = config.get("sampling")
+    if not isinstance(sampling, dict):
+        raise ValueError("config['sampling'] is missing: temperature 1, top_k 0, top_p 1.0 required")
+    unknown = sorted(set(sampling) - set(ALLOWED_SAMPLING) - SAMPLING_SWITCHES)
+    if unknown:
+        raise ValueError(f"unsupported sampling settings {unknown}: only temperature 1 over the "
+                         "full vocabulary is allowed")
+    for key, required in ALLOWED_SAMPLING.items():
+        value = sampling.get(key)
+        if type(value) not in (int, float) or value != required:
+            raise ValueError(f"sampling.{key} must be {required} (temperature 1 over the full "
+                             f"vocabulary, no top-k/top-p truncation); got {value!r}")
+
+
+def model_device(model) -> torch.device:
+    return next(model.parameters()).device
+
+
+def decode_response(tokenizer, response_ids: list[int], finish_reason: str) -> dict:
+    """Text of a response (EOS excluded) and whether every generated id is a real token.
+
+    A model's logits may be wider than its tokenizer (Qwen pads to 151,936 rows); a
+    tokenizer decodes such an id to nothing, so it is flagged here instead of vanishing.
+    """
+    body = response_ids[:-1] if finish_reason == "eos" else response_ids
+    size = len(tokenizer)
+    undecodable = [i for i in response_ids
+                   if not 0 <= i < size or tokenizer.convert_ids_to_tokens(i) is None]
+    decodable = [i for i in body if i not in undecodable]
+    # Special tokens stay in the text: dropping one could make broken output look like JSON.
+    text = tokenizer.decode(decodable, skip_special_tokens=False,
+                            clean_up_tokenization_spaces=False)
+    return {"text": text, "tokenization_valid": not undecodable, "undecodable_ids": undecodable}
+
+
+def _next_logits(model, ids, step_ids, cache):
+    """Logits (float32) for the token after `ids`; with a cache only the new ids are fed."""
+    if cache is None:
+        # The same full-prefix forward as teacher-forced scoring: one code path.
+        out = model(input_ids=ids, use_cache=False)
+    else:
+        out = model(input_ids=step_ids, cache=cache, use_cache=True, logits_to_keep=1)
+    return out.logits[0, -1].float()
+
+
+@torch.no_grad()
+def generate(model, tokenizer, prompt_ids, config, generator, greedy: bool = False,
+             policy_digest: str | None = None) -> dict:
+    """One response to one prompt: sampled at temperature 1 (or greedy), with its
+    behaviour log-probs captured at the actual prefixes.
+
+    Stops at EOS (finish_reason "eos"; EOS counted in response_tokens, not in the text)
+    or after tokens.max_response tokens ("length"). The model must be in eval mode.
+    """
+    check_sampling_config(config)
+    if model.training:
+        raise ValueError("generation needs the model in eval mode (dropout off); call model.eval()")
+    prompt = [int(i) for i in prompt_ids]
+    if not prompt:
+        raise ValueError("empty prompt")
+    limits = config["tokens"]
+    if len(prompt) > limits["max_prompt"]:
+        raise ValueError(f"prompt of {len(prompt)} tokens exceeds tokens.max_prompt "
+                         f"{limits['max_prompt']}; prompts are never truncated")
+    max_response = int(limits["max_response"])
+    if len(prompt) + max_response > limits["max_total"]:
+        raise ValueError(f"prompt {len(prompt)} + max_response {max_response} exceeds "
+                         f"tokens.max_total {limits['max_total']}")
+    device = model_device(model)
+    if not greedy:
+        if not isinstance(generator, torch.Generator):
+            raise ValueError("sampling needs a torch.Generator (seeded) for reproducible draws")
+        if generator.device.type != device.type:
+            raise ValueError(f"generator on {generator.device} but model on {device}")
+    eos = prompts.eos_id(tokenizer, config)
+    use_cache = bool(config["sampling"].get("use_kv_cache", False))
+
+    synchronize(device)
+    start = time.perf_counter()
+    ids = torch.tensor([prompt], dtype=torch.long, device=device)
+    step_ids = ids
+    cache = None
+    if use_cache:
+        from transformers import DynamicCache  # transformers 5: passed as `cache=`
+
+        cache = DynamicCache(config=model.config)
+    response, behaviour = [], []
+    for _ in range(max_response):
+        logits = _next_logits(model, ids, step_ids, cache)
+        if not torch.isfinite(logits).all():
+            raise ValueError("non-finite logits during generation")
+        logprobs = torch.log_softmax(logits, dim=-1)
+        if greedy:
+            token = int(torch.argmax(logits))
+        else:
+            token = int(torch.multinomial(torch.softmax(logits, dim=-1), 1, generator=generator))
+        response.append(token)
+        behaviour.append(float(logprobs[token].detach()))
+        if token == eos:
+            break
+        step_ids = torch.tensor([[token]], dtype=torch.long, device=device)
+        ids = torch.cat([ids, step_ids], dim=1)
+    synchronize(device)
+    seconds = time.perf_counter() - start
+
+    finish_reason = "eos" if response[-1] == eos else "length"
+    decoded = decode_response(tokenizer, response, finish_reason)
+    return {
+        "prompt_ids": prompt,
+        "response_ids": response,
+        "text": decoded["text"],
+        "finish_reason": finish_reason,
+        "behaviour_logprobs": behaviour,
+        "tokenization_valid": decoded["tokenization_valid"],
+        "undecodable_ids": decoded["undecodable_ids"],
+        "response_tokens": len(response),
+        "seconds": seconds,
+        "greedy": bool(greedy),
+        "kv_cache": use_cache,
+        "policy_digest": policy_digest,
+    }
+
+
+@torch.no_grad()
+def sample_group(model, tokenizer, example: dict, config: dict, generator, group_size: int,
+                 group_id: str, policy_digest: str | None = None) -> dict:
+    """G responses to one prompt, scored by the verifier: their rewards, not advantages.
+
+    `example` is a learning example (statement + problem). A group whose rewards are all
+    equal is recorded as zero-variance. The advantages are the objective's business
+    (objectives.with_advantages); under Part I's a zero-variance group gets exactly 0.
+    """
+    if type(group_size) is not int or group_size < 2:
+        raise ValueError(f"a group needs at least 2 sampled responses, got {group_size!r}")
+    prompt = prompts.prompt_ids(tokenizer, example["statement"], config)
+    responses = []
+    for member in range(group_size):
+        row = generate(model, tokenizer, prompt, config, generator, greedy=False,
+                       policy_digest=policy_digest)
+        row["rollout_id"] = f"{group_id}/response-{member:02d}"
+        row["verifier"] = verifier.score_generated_json(
+            row["text"], row["finish_reason"], example["problem"], row["tokenization_valid"])
+        responses.append(row)
+    scores = [float(r["verifier"]["reward"]) for r in responses]
+    return {"group_id": group_id, "document_id": example["document_id"], "prompt_ids": prompt,
+            "policy_digest": policy_digest, "responses": responses, "rewards": scores,
+            "zero_variance": len(set(scores)) == 1}
+
+
+def response_slice(prompt_length: int, response_length: int) -> slice:
+    """Positions of [B, T-1] next-token scores that score the response tokens."""
+    return slice(prompt_length - 1, prompt_length - 1 + response_length)
+
+
+@torch.no_grad()
+def verify_captured_logprobs(model, rows: list[dict], tolerance: float) -> dict:
+    """Rescore each full sequence (teacher forcing) and compare with the captured log-probs.
+
+    rows: generated responses (prompt_ids, response_ids, behaviour_logprobs). Raises a
+    ValueError with the measured maximum difference when it exceeds `tolerance`.
+    """
+    if model.training:
+        raise ValueError("verification needs the model in eval mode (dropout off)")
+    if not rows:
+        raise ValueError("no responses to verify")
+    device = model_device(model)
+    differences = []
+    for row in rows:
+        prompt, response = row["prompt_ids"], row["response_ids"]
+        if len(row["behaviour_logprobs"]) != len(response):
+            raise ValueError(f"{row.get('rollout_id')}: {len(row['behaviour_logprobs'])} captured "
+                             f"log-probs for {len(response)} response tokens")
+        ids = torch.tensor([prompt + response], dtype=torch.long, device=device)
+        rescored = scoring.token_logprobs(model, ids, torch.ones_like(ids))[0]
+        rescored = rescored[response_slice(len(prompt), len(response))].double().cpu()
+        captured = torch.tensor(row["behaviour_logprobs"], dtype=torch.float64)
+        differences.append(float((rescored - captured).abs().max()))
+    worst = max(differences)
+    if not worst <= tolerance:
+        index = differences.index(worst)
+        raise ValueError(f"captured behaviour log-probs disagree with full-sequence rescoring: "
+                         f"max |difference| {worst:.3e} > tolerance {tolerance:g} "
+                         f"(response {rows[index].get('rollout_id', index)})")
+    return {"max_abs_difference": worst, "tolerance": tolerance, "responses": len(rows),
+            "per_response": differences}

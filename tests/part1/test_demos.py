@@ -1,0 +1,146 @@
+import math
+
+import pytest
+
+from verifiable_grpo.part1.demos import clip_gradient_table, two_updates_on_one_rollout_set
+
+
+def test_first_update_is_exactly_on_policy():
+    report = two_updates_on_one_rollout_set(updates=2, seed=0)
+    first, second = report
+    assert first["min_ratio"] == first["max_ratio"] == 1.0
+    assert first["outside_fraction"] == first["active_clip_fraction"] == 0.0
+    # the parameters moved, so the second update sees ratios other than 1
+    assert (second["min_ratio"], second["max_ratio"]) != (1.0, 1.0)
+
+
+def test_large_steps_push_ratios_out_of_the_interval():
+    # A group with mixed rewards (seed 0 gives one) and a large step: clipping acts.
+    report = two_updates_on_one_rollout_set(updates=3, learning_rate=5.0, seed=0)
+    assert len(set(report[0]["rewards"])) > 1
+    assert report[-1]["outside_fraction"] > 0 and report[-1]["active_clip_fraction"] > 0
+
+
+def test_gradient_table_matches_the_hand_derivation():
+    rows = {(r["advantage"], r["ratio"]): r for r in clip_gradient_table()}
+    # unclipped branch: d(rho A)/d logp = rho A
+    assert rows[(1.0, 1.1)]["d_objective_d_logp"] == pytest.approx(1.1)
+    assert rows[(-1.0, 0.9)]["d_objective_d_logp"] == pytest.approx(-0.9)
+    # clipped branch selected: constant, zero gradient
+    for key in [(1.0, 1.5), (-1.0, 0.5)]:
+        assert rows[key]["branch"] == "clipped (constant)" and rows[key]["active_clip"]
+        assert rows[key]["d_objective_d_logp"] == 0.0
+    # outside the interval but on the side where min() keeps the unclipped term
+    assert rows[(1.0, 0.5)]["branch"] == "unclipped"
+    assert rows[(1.0, 0.5)]["d_objective_d_logp"] == pytest.approx(0.5)
+    assert rows[(-1.0, 1.5)]["objective"] == pytest.approx(-1.5)
+    assert math.isclose(rows[(1.0, 1.5)]["objective"], 1.2)
+
+
+def test_updates_must_be_positive():
+    with pytest.raises(ValueError, match="updates"):
+        two_updates_on_one_rollout_set(updates=0)
+
+
+def test_refreshing_old_logprobs_disables_the_clip():
+    report = two_updates_on_one_rollout_set(updates=3, learning_rate=5.0, seed=0, refresh_old=True)
+    assert all(r["min_ratio"] == r["max_ratio"] == 1.0 for r in report)
+    assert all(r["active_clip_fraction"] == 0.0 for r in report)
+
+
+def test_per_block_normalisation_is_wrong_unless_one_block():
+    import torch
+    import torch.nn.functional as F
+
+    from verifiable_grpo.part1.demos import kl_normalising_each_block
+    from verifiable_grpo.training.losses import exact_prefix_kl
+
+    g = torch.Generator().manual_seed(1)
+    cur, ref = torch.randn(3, 10, generator=g, dtype=torch.float64), torch.randn(3, 10, generator=g,
+                                                                             dtype=torch.float64)
+    exact = F.kl_div(torch.log_softmax(ref, -1), torch.log_softmax(cur, -1), log_target=True,
+                     reduction="none").sum(-1)
+    assert torch.allclose(kl_normalising_each_block(cur, ref, 10), exact)
+    assert torch.allclose(exact_prefix_kl(cur, ref, block_size=3), exact)
+    assert not torch.allclose(kl_normalising_each_block(cur, ref, 3), exact, atol=1e-3)
+
+
+def test_sampled_estimates_approach_the_exact_value():
+    import torch
+
+    from verifiable_grpo.part1.demos import sampled_estimates_at_prefixes
+    from verifiable_grpo.training.losses import exact_prefix_kl
+
+    g = torch.Generator().manual_seed(2)
+    cur = torch.randn(2, 7, generator=g, dtype=torch.float64)
+    ref = cur + 0.5 * torch.randn(2, 7, generator=g, dtype=torch.float64)
+    exact = exact_prefix_kl(cur, ref)
+    est = sampled_estimates_at_prefixes(cur, ref, samples=200_000, seed=0)
+    for name in ("k1", "k3"):
+        stderr = est[f"{name}_std"] / 200_000 ** 0.5
+        assert torch.all((est[name] - exact).abs() < 5 * stderr + 1e-12), name
+
+
+def test_nudged_copy_moves_only_the_copy():
+    import torch
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    from verifiable_grpo.part1.demos import nudged_copy
+    from verifiable_grpo.core.model import model_digest
+
+    torch.manual_seed(0)
+    model = Qwen2ForCausalLM(Qwen2Config(vocab_size=16, hidden_size=8, intermediate_size=16,
+                                         num_hidden_layers=1, num_attention_heads=2,
+                                         num_key_value_heads=1, tie_word_embeddings=True)).eval()
+    before = model_digest(model)
+    ids = torch.tensor([[1, 2, 3, 4, 5]])
+    mask = torch.tensor([[False, False, False, True, True]])
+    moved = nudged_copy(model, ids, mask, learning_rate=0.1)
+    assert model_digest(model) == before and model_digest(moved) != before
+
+
+def _micro_model():
+    import torch
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    torch.manual_seed(0)
+    return Qwen2ForCausalLM(Qwen2Config(vocab_size=16, hidden_size=8, intermediate_size=16,
+                                        num_hidden_layers=1, num_attention_heads=2,
+                                        num_key_value_heads=1, tie_word_embeddings=True,
+                                        attn_implementation="eager")).eval()
+
+
+def test_dropout_makes_two_scorings_differ_and_eval_does_not():
+    import torch
+
+    from verifiable_grpo.part1.demos import dropout_changes_scores
+
+    model = _micro_model()
+    ids = torch.tensor([[1, 2, 3, 4, 5, 6, 7, 8]])
+    assert dropout_changes_scores(model, ids, dropout=0.5) > 0
+    assert dropout_changes_scores(model, ids, dropout=0.0) == 0.0
+    assert not model.training
+
+
+def test_update_on_one_group_moves_probability_toward_positive_advantage():
+    from verifiable_grpo.core.config import load_config
+    from verifiable_grpo.part1.demos import update_on_one_group
+    from verifiable_grpo.core.model import model_digest
+
+    model = _micro_model()
+    config = load_config("smoke")
+    import torch
+    logp = torch.log_softmax(model(torch.tensor([[1, 2, 3, 4]])).logits[0], -1)
+    rows = []
+    for member, response in enumerate([[5, 6], [7, 8]]):
+        ids = [1, 2] + response
+        with torch.no_grad():
+            lp = torch.log_softmax(model(torch.tensor([ids])).logits[0], -1)
+        rows.append({"prompt_ids": [1, 2], "response_ids": response, "rollout_id": f"r{member}",
+                     "behaviour_logprobs": [float(lp[1 + i, t]) for i, t in enumerate(response)]})
+    group = {"responses": rows, "advantages": [1.0, -1.0]}
+    before = model_digest(model)
+    result = update_on_one_group(model, group, config, learning_rate=0.05)
+    assert model_digest(model) == before
+    assert result["after"][0] > result["before"][0] and result["after"][1] < result["before"][1]
+    assert result["telemetry"]["clip_low_fraction"] == 0.0  # first update: ratio exactly 1
