@@ -90,10 +90,22 @@ def main(argv: list[str] | None = None) -> int:
             args.out = f"runs/{profile}"
     module_name, handler, _ = COMMANDS[args.command]
     module = importlib.import_module(f"verifiable_grpo.{module_name}")
+    from verifiable_grpo.core import interrupts
+
+    again = " ".join(["python -m verifiable_grpo", *(argv if argv is not None else sys.argv[1:])])
     try:
-        result = getattr(module, handler)(args)
+        with interrupts.graceful_stop():
+            result = getattr(module, handler)(args)
     except ConfigError as err:
         _user_error(err)
+    except interrupts.StopRequested as stop:  # `run` reports its own stops; single stages here
+        print(f"{stop.signal_name}: stopped {stop.where}; run the same command to continue: "
+              f"{again}", file=sys.stderr)
+        return stop.exit_code
+    except KeyboardInterrupt:
+        print(f"stopped at once (second signal); the step in flight is abandoned; run the same "
+              f"command to continue: {again}", file=sys.stderr)
+        return 130
     return int(result or 0)
 
 

@@ -207,3 +207,27 @@ def test_loss_on_a_real_batch_matches_float64(micro_model, random_config):
             count += 1
     assert tokens == count == sum(r["response_tokens"] for r in rows)
     assert float(loss.detach()) == pytest.approx(total / count, abs=1e-5)
+
+
+def test_a_signal_stops_a_single_stage_cleanly_and_the_same_command_continues(tmp_path):
+    """SIGINT during `warmstart`: one line naming the command, no traceback, a crash
+    checkpoint kept; the same command then finishes and clears it."""
+    from conftest import run_cli
+
+    config = micro_config()
+    sft.ensure_learning_view(config, tmp_path)
+    config_file = tmp_path / "micro.yaml"
+    config_file.write_text(yaml.safe_dump({k: v for k, v in config.items() if k != "_path"}))
+    command = ["warmstart", "--config", str(config_file), "--out", str(tmp_path),
+               "--mode", "interrupt"]
+    stopped = run_cli(command, {"VERIFIABLE_GRPO_FAULT": "sft-after-update#1:INT"})
+    assert stopped.returncode == 130, stopped.stderr
+    lines = [line for line in stopped.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "SIGINT: stopped after update 1 of warmstart-interrupt" in lines[0]
+    assert "run the same command to continue: python -m verifiable_grpo warmstart" in lines[0]
+    assert list((tmp_path / "crash" / "warmstart-interrupt").glob("state-000001.*"))
+    assert not list(tmp_path.rglob(".tmp-*"))
+    finished = run_cli(command)
+    assert finished.returncode == 0, finished.stderr[-2000:]
+    record = read_json(tmp_path / "learning" / "warmstart-interrupt.json")
+    assert record["updates"] == 2 and not (tmp_path / "crash" / "warmstart-interrupt").exists()
