@@ -17,6 +17,17 @@ def tiny_base_has_weights() -> bool:
     return (TINY_BASE / "config.json").is_file()
 
 
+@pytest.fixture
+def one_thread():
+    """A micro model is too small to gain from threads; on a shared CPU they only cost."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 @pytest.fixture(scope="session")
 def _smoke_config_master():
     return load_config("smoke")

@@ -98,13 +98,13 @@ def main(argv: list[str] | None = None) -> int:
             result = getattr(module, handler)(args)
     except ConfigError as err:
         _user_error(err)
-    except interrupts.StopRequested as stop:  # `run` reports its own stops; single stages here
-        print(f"{stop.signal_name}: stopped {stop.where}; run the same command to continue: "
-              f"{again}", file=sys.stderr)
+    except interrupts.StopRequested as stop:
+        print(f"{stop.signal_name}: stopped {stop.where}; finished work and the crash checkpoint "
+              f"are kept; continue with: {again}", file=sys.stderr)
         return stop.exit_code
     except KeyboardInterrupt:
-        print(f"stopped at once (second signal); the step in flight is abandoned; run the same "
-              f"command to continue: {again}", file=sys.stderr)
+        print(f"stopped at once (second signal); the step in flight is abandoned; continue "
+              f"with: {again}", file=sys.stderr)
         return 130
     return int(result or 0)
 

@@ -18,13 +18,7 @@ from verifiable_grpo.core.runfolder import MODES
 WARMSTART = "checkpoints/warmstart-resume.safetensors"
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """A micro model is too small to gain from threads; on a shared CPU they only cost."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def micro_config():

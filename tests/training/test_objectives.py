@@ -20,12 +20,7 @@ SAMPLE_A = 0.5 / (math.sqrt(1 / 3) + 1e-4)     # sample std + 1e-4 for [1, 0, 1,
 POPULATION_A = 0.5 / (0.5 + 1e-8)               # Part I: population std + 1e-8
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 # --------------------------------------------------------------------------- the registry

@@ -11,13 +11,7 @@ from verifiable_grpo.training import objectives, rollout
 from verifiable_grpo.task import prompts, verifier
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """A micro model is too small to gain from threads; on a shared CPU they only cost."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture

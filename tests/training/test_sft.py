@@ -224,7 +224,7 @@ def test_a_signal_stops_a_single_stage_cleanly_and_the_same_command_continues(tm
     assert stopped.returncode == 130, stopped.stderr
     lines = [line for line in stopped.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and "SIGINT: stopped after update 1 of warmstart-interrupt" in lines[0]
-    assert "run the same command to continue: python -m verifiable_grpo warmstart" in lines[0]
+    assert "continue with: python -m verifiable_grpo warmstart" in lines[0]
     assert list((tmp_path / "crash" / "warmstart-interrupt").glob("state-000001.*"))
     assert not list(tmp_path.rglob(".tmp-*"))
     finished = run_cli(command)

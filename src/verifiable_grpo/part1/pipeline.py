@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from verifiable_grpo.core import crash, files, interrupts, runlock
+from verifiable_grpo.core import crash, files, runlock
 from verifiable_grpo.core.runfolder import MODES, RunFolder, exercise_branch, exercise_branches
 from verifiable_grpo.core.config import config_hash, load_config, provenance, read_json, save_json, sections_hash
 from verifiable_grpo.evaluation.evaluate import MAIN_POLICIES, utc_now
@@ -413,19 +413,8 @@ def command_run(args) -> int:
     import sys
 
     config = load_config(args.config)
-    resume = f"python -m verifiable_grpo run --config {args.config} --out {args.out}"
-    try:
-        with interrupts.graceful_stop():
-            timings = run_pipeline(config, args.out)
-    except interrupts.StopRequested as stop:
-        done = len(list((Path(args.out) / STAGES_DIR).glob("*.json")))
-        print(f"{stop.signal_name}: stopped {stop.where}; kept {done} finished stage(s) and "
-              f"the crash checkpoint; continue with: {resume}", file=sys.stderr)
-        return stop.exit_code
-    except KeyboardInterrupt:
-        print(f"stopped at once (second signal); the step in flight is abandoned, finished "
-              f"work is kept; continue with: {resume}", file=sys.stderr)
-        return 130
+    try:  # a stop (SIGINT/SIGTERM) is reported by the CLI with the command that continues
+        timings = run_pipeline(config, args.out)
     except USER_ERRORS as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
