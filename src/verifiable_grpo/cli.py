@@ -12,6 +12,7 @@ import sys
 from verifiable_grpo.core.runfolder import MODES
 
 from verifiable_grpo.core.config import ConfigError, load_config  # light: no model, no torch
+from verifiable_grpo.core.config_schema import typed
 
 # command -> (module, handler, help)
 COMMANDS = {
@@ -83,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     if hasattr(args, "config"):
         # The whole profile is checked before any stage starts, so a typo costs a second.
         try:
-            profile = load_config(args.config)["profile"]
+            profile = typed(load_config(args.config)).profile
         except (ConfigError, FileNotFoundError) as err:
             _user_error(err)
         if getattr(args, "out", None) is None:

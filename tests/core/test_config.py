@@ -218,6 +218,17 @@ def test_yaml11_float_strings_become_floats(tmp_path):
      "model.attn_implementation: source random builds eager attention only"),
     ({"sampling.temperature": "temperature: 0.7"},
      "sampling.temperature: must be 1.0 (sampling is temperature 1 over the full vocabulary"),
+    # once checked again by rollout, grpo, sft and evaluate; the schema holds them alone now
+    ({"sampling.top_p": "top_p: 0.9"},
+     "sampling.top_p: must be 1.0 (sampling is temperature 1 over the full vocabulary"),
+    ({"sampling.temperature": "temperature: true"},
+     "sampling.temperature: must be a number, got True (bool)"),
+    ({"sampling.use_kv_cache": "use_kv_cache: true\n  min_p: 0.05"},
+     "sampling.min_p: unknown key; sampling takes temperature, top_k, top_p, use_kv_cache"),
+    ({"grpo.updates_per_rollout": "updates_per_rollout: 0"},
+     "grpo.updates_per_rollout: must be >= 1, got 0"),
+    ({"exercise.iterations": "iterations: 1"}, "exercise.iterations: must be >= 2"),
+    ({"evaluation.draws": "draws: 2.0"}, "evaluation.draws: must be an integer, got 2.0 (float)"),
 ])
 def test_ranges_types_and_cross_field_rules(tmp_path, edits, expected):
     path = edited_profile(tmp_path, edits)
@@ -281,6 +292,52 @@ def test_typed_profile_is_frozen_and_complete(smoke_config):
     smoke_config["grpo"]["group_size"] = 1
     with pytest.raises(cfg.ConfigError, match="grpo.group_size: must be >= 2"):
         config_schema.typed(smoke_config)
+
+
+def _pairs(section, raw, path=""):
+    """(key path, typed value, dict value) of every field, optional ones included."""
+    import dataclasses
+
+    for f in dataclasses.fields(section):
+        value = getattr(section, f.name)
+        given = raw.get(f.name, f.metadata.get("absent"))
+        if dataclasses.is_dataclass(value):
+            yield from _pairs(value, given, f"{path}{f.name}.")
+        else:
+            yield f"{path}{f.name}", value, given
+
+
+@pytest.mark.parametrize("profile", ["qwen", "tiny", "smoke"])
+def test_typed_view_reads_what_the_dict_holds(profile):
+    """Code reads by attribute; every value must be the dict's, of the same type (a list
+    reads as a tuple), so reading through the view changes no number."""
+    from verifiable_grpo.core import config_schema
+
+    config = cfg.load_config(profile)
+    pairs = list(_pairs(config_schema.typed(config), config))
+    assert {"model.random_init.seed", "model.gguf_file", "exercise.group_sizes",
+            "grpo.clip_epsilon"} <= {where for where, _, _ in pairs}
+    for where, value, given in pairs:
+        if isinstance(given, list):
+            assert value == tuple(given) and type(value) is tuple, where
+        else:
+            assert value == given and type(value) is type(given), where
+
+
+def test_typed_view_follows_edits_of_the_dict(smoke_config):
+    """No cache: a dict edited between calls (tests do) reads as edited, and is re-checked."""
+    from verifiable_grpo.core import config_schema
+
+    assert config_schema.typed(smoke_config).grpo.kl_coefficient == 0.02
+    smoke_config["grpo"]["kl_coefficient"] = 0.05
+    assert config_schema.typed(smoke_config).grpo.kl_coefficient == 0.05
+    smoke_config["grpo"]["weight_decay"] = 0  # an integer for a number reads as that float
+    decay = config_schema.typed(smoke_config).grpo.weight_decay
+    assert decay == 0.0 and type(decay) is float
+    smoke_config["model"]["architecture"] = "LlamaForCausalLM"
+    assert config_schema.typed(smoke_config).model.architecture == "LlamaForCausalLM"
+    del smoke_config["model"]["architecture"]
+    assert config_schema.typed(smoke_config).model.architecture == "Qwen2ForCausalLM"
 
 
 def test_validate_does_not_change_its_input(smoke_config):

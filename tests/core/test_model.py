@@ -9,7 +9,7 @@ import torch
 
 from conftest import TINY_BASE, tiny_base_has_weights
 from verifiable_grpo.core import model as M
-from verifiable_grpo.core.config import load_config
+from verifiable_grpo.core.config import ConfigError, load_config
 
 QWEN_PARAMETERS = 494_032_768
 
@@ -311,7 +311,8 @@ def test_unknown_architecture_is_a_clear_error(random_config):
                                          "Qwen2ForCausalLM, LlamaForCausalLM"):
         M.architecture_spec("GPT2LMHeadModel")
     random_config["model"]["architecture"] = "GPT2LMHeadModel"  # past the schema, in a dict
-    with pytest.raises(ValueError, match="unknown model architecture 'GPT2LMHeadModel'"):
+    with pytest.raises(ConfigError, match="model.architecture: must be one of Qwen2ForCausalLM, "
+                                          "LlamaForCausalLM, got 'GPT2LMHeadModel'"):
         M.load_base(random_config)
 
 

@@ -6,8 +6,6 @@ import torch
 
 from verifiable_grpo.core.schedule import learning_rate, make_scheduler, warmup_steps
 
-SECTION = {"warmup_fraction": 0.1, "final_lr_fraction": 0.1}
-
 
 def test_warmup_rounds_half_up():
     assert [warmup_steps(n, 0.1) for n in (48, 218, 200, 40, 4, 5, 1)] == [5, 22, 20, 4, 1, 1, 1]
@@ -46,7 +44,7 @@ def test_bad_arguments_raise():
 def test_torch_scheduler_follows_the_formula_and_keeps_its_settings():
     parameter = torch.nn.Parameter(torch.zeros(1))
     optimizer = torch.optim.AdamW([parameter], lr=3e-4)
-    scheduler = make_scheduler(optimizer, 48, SECTION)
+    scheduler = make_scheduler(optimizer, 48, 0.1, 0.1)
     used = []
     for _ in range(48):
         used.append(optimizer.param_groups[0]["lr"])

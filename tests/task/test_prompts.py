@@ -6,6 +6,7 @@ import copy
 import pytest
 import torch
 
+from verifiable_grpo.core.config import ConfigError
 from verifiable_grpo.task import prompts as P
 from verifiable_grpo.task.statements import canonical_response, render_statement, user_message
 
@@ -72,8 +73,10 @@ def test_oversized_examples_raise_and_are_never_truncated(tokenizer, smoke_confi
         P.completion_row(tokenizer, STATEMENT, RESPONSE, config)
     config["tokens"]["max_response"] = n_response  # exactly at the limit is fine
     row = P.completion_row(tokenizer, STATEMENT, RESPONSE, config)
+    # max_total below a row that fits both budgets breaks the schema's rule, named as such
     config["tokens"]["max_total"] = len(row["input_ids"]) - 1
-    with pytest.raises(ValueError, match="over tokens.max_total"):
+    with pytest.raises(ConfigError, match=r"tokens\.max_total: must be >= max_prompt \+ "
+                                          r"max_response = \d+, got \d+"):
         P.completion_row(tokenizer, STATEMENT, RESPONSE, config)
 
 

@@ -115,7 +115,8 @@ def test_ratio_is_one_on_the_first_update_and_clipping_acts_on_the_second(learni
     rows = [r for g in groups for r in g["responses"]]
     assert rollout.verify_captured_logprobs(policy, rows, 2e-4)["max_abs_difference"] == 0.0
     optimizer = torch.optim.AdamW(model_lib.unique_parameters(policy), lr=0.05)
-    scheduler = schedule.make_scheduler(optimizer, 2, config["grpo"])
+    scheduler = schedule.make_scheduler(optimizer, 2, config["grpo"]["warmup_fraction"],
+                                        config["grpo"]["final_lr_fraction"])
     first = grpo.grpo_update(policy, reference, optimizer, scheduler, groups, config)
     second = grpo.grpo_update(policy, reference, optimizer, scheduler, groups, config)
     # Update 1: the policy is the behaviour policy, so every ratio is exactly 1 and the

@@ -67,15 +67,30 @@ def test_corrupted_old_logprob_is_caught_with_the_measured_difference(micro_mode
         rollout.verify_captured_logprobs(model, [bad], 2e-4)
 
 
-@pytest.mark.parametrize("key,value", [("temperature", 0.7), ("top_k", 50), ("top_p", 0.9),
-                                       ("min_p", 0.05), ("temperature", True)])
+@pytest.mark.parametrize("key,value,problem", [
+    ("temperature", 0.7, "sampling.temperature: must be 1.0 (sampling is temperature 1 over the "
+                         "full vocabulary: top_k 0, top_p 1.0), got 0.7"),
+    ("top_k", 50, "sampling.top_k: must be 0 (sampling is temperature 1 over the full "
+                  "vocabulary: top_k 0, top_p 1.0), got 50"),
+    ("top_p", 0.9, "sampling.top_p: must be 1.0 (sampling is temperature 1"),
+    ("min_p", 0.05, "sampling.min_p: unknown key; sampling takes temperature, top_k, top_p, "
+                    "use_kv_cache"),
+    ("temperature", True, "sampling.temperature: must be a number, got True (bool)")])
 def test_sampling_refuses_anything_but_temperature_one_full_vocabulary(micro_model, random_config,
-                                                                       example, key, value):
+                                                                       example, key, value,
+                                                                       problem):
+    """generate reads the config through its schema, which refuses the setting by name (also
+    in a dict edited after loading)."""
+    from verifiable_grpo.core.config import ConfigError
+
     model, tokenizer = micro_model
     config = copy.deepcopy(random_config)
     config["sampling"][key] = value
-    with pytest.raises(ValueError, match="full vocabulary|only temperature 1"):
-        _sample(model, tokenizer, config, example, 0)
+    ids = prompts.prompt_ids(tokenizer, example["statement"], random_config)
+    with pytest.raises(ConfigError) as caught:
+        rollout.generate(model, tokenizer, ids, config, torch.Generator().manual_seed(0))
+    (only,) = caught.value.problems
+    assert only.startswith(f"{config['_path']}: {problem}"), only
 
 
 def test_sampling_refuses_train_mode(micro_model, random_config, example):

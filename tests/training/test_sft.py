@@ -13,7 +13,7 @@ import yaml
 
 from verifiable_grpo.training import sft
 from verifiable_grpo.core.checkpoint import load_state, verify_resume
-from verifiable_grpo.core.config import load_config, read_json, repo_root
+from verifiable_grpo.core.config import ConfigError, load_config, read_json, repo_root
 from verifiable_grpo.core.model import reload_policy
 from verifiable_grpo.task.prompts import collate, completion_row
 from verifiable_grpo.core.schedule import learning_rate
@@ -171,8 +171,10 @@ def test_refuses_test_material_and_bad_arguments(tmp_path, dataset_dir):
     assert not (tmp_path / "checkpoints").exists()
     with pytest.raises(ValueError, match="branch must be one of"):
         sft.run_sft_branch(config, tmp_path, "grpo", "continuous")
-    config["warmstart"]["interrupt_after_epochs"] = 3
-    with pytest.raises(ValueError, match="interrupt_after_epochs must be in 1..2"):
+    config["warmstart"]["interrupt_after_epochs"] = 3  # past the schema, in a dict
+    with pytest.raises(ConfigError, match=r"warmstart\.interrupt_after_epochs: must be in 1\.\.2 "
+                                          r"\(the resume check stops after an epoch before the "
+                                          r"last; epochs is 3\), got 3"):
         sft.run_sft_branch(config, tmp_path, "warmstart", "interrupt")
 
 

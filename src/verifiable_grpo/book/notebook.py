@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from verifiable_grpo.core.config import read_json, repo_root
+from verifiable_grpo.core.config_schema import typed
 
 RECORDED = Path("data") / "recorded"
 
@@ -139,8 +140,8 @@ def live_run_from_recorded_warmstart(config: dict, profile: str = "tiny"):
 
     out = Path(tempfile.mkdtemp(prefix="grpo-live-"))
     ensure_learning_view(config, out)
-    model = config["model"]
-    on_tiny_base = model["source"] == "local" and resolve(model["path"]) == resolve("data/tiny-base")
+    model = typed(config).model
+    on_tiny_base = model.source == "local" and resolve(model.path) == resolve("data/tiny-base")
     if on_tiny_base:
         from verifiable_grpo.core.model import save_policy
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import difflib
+import functools
 import math
 import re
 import types
@@ -245,9 +246,16 @@ class Profile:
     evaluation: Evaluation = key("the held-out evaluation")
 
 
+@functools.cache
+def _hints(cls: type) -> dict:
+    """A section's field annotations, resolved once per class (typed() runs on every read of
+    the config, and resolving string annotations costs more than checking the values)."""
+    return typing.get_type_hints(cls)
+
+
 def section_names() -> tuple[str, ...]:
     """The top-level keys that hold a section (a mapping)."""
-    hints = typing.get_type_hints(Profile)
+    hints = _hints(Profile)
     return tuple(f.name for f in dataclasses.fields(Profile)
                  if dataclasses.is_dataclass(hints[f.name]))
 
@@ -398,7 +406,7 @@ def _check_section(cls, raw, path: str, section: str, problems: list[str]) -> An
         where = path or "the file"
         problems.append(f"{where}: must be a mapping of keys, got {_show(raw)}")
         return raw
-    hints = typing.get_type_hints(cls)
+    hints = _hints(cls)
     names = [f.name for f in dataclasses.fields(cls)]
     out, valid, absent = dict(raw), set(), {}
     for f in dataclasses.fields(cls):
@@ -456,7 +464,7 @@ def checked(raw: dict, source: str) -> dict:
 
 def _build(hint, value):
     if dataclasses.is_dataclass(hint):
-        nested = typing.get_type_hints(hint)
+        nested = _hints(hint)
         return hint(**{f.name: _build(nested[f.name], value.get(f.name, f.metadata.get("absent")))
                        for f in dataclasses.fields(hint)})
     if typing.get_origin(hint) is tuple:
@@ -467,7 +475,14 @@ def _build(hint, value):
 
 
 def typed(config: dict) -> Profile:
-    """The profile as frozen dataclasses (keys starting with '_', such as the loader's
-    _path, are annotations, not settings)."""
+    """The profile as frozen dataclasses: how the code reads a setting (`typed(config).grpo.
+    clip_epsilon`), so each key is spelled here only. Keys starting with '_', such as the
+    loader's _path, are annotations, not settings.
+
+    The dict is checked again on every call (about a millisecond): a dict edited after
+    load_config is refused with the same '<file>: <key path>: <problem>' message, and a view
+    can never be stale. Float fields read as floats (an integer written for one, say
+    weight_decay: 0, reads 0.0: the same number in every operation the code does with it);
+    an absent optional key reads as its stand-in value."""
     raw = {k: v for k, v in config.items() if not str(k).startswith("_")}
     return _build(Profile, checked(raw, str(config.get("_path", "<config>"))))

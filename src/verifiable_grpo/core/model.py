@@ -22,6 +22,7 @@ import torch
 
 from verifiable_grpo.core import files
 from verifiable_grpo.core.config import canonical_json, sha256_bytes, sha256_file
+from verifiable_grpo.core.config_schema import typed
 from verifiable_grpo.core.model_checks import (ARCHITECTURES, DEFAULT_ARCHITECTURE, all_unique_parameters,  # noqa: F401
                            architecture_report, architecture_spec, decoder_parameter_count,
                            expected_parameter_count, is_adapter_parameter, qwen2_parameter_count,
@@ -38,13 +39,13 @@ HEADER_KEYS = ("format", "model_digest", "model_config", "architecture_sha256")
 # ---------------------------------------------------------------- device and precision
 def apply_precision_settings(config: dict) -> None:
     """TF32 off (config value) so FP32 matmuls are really FP32 on Ampere and later GPUs."""
-    allow = bool(config["model"]["allow_tf32"])
+    allow = typed(config).model.allow_tf32
     torch.backends.cuda.matmul.allow_tf32 = allow
     torch.backends.cudnn.allow_tf32 = allow
 
 
 def resolve_device(config: dict) -> torch.device:
-    wanted = config.get("device", "cpu")
+    wanted = typed(config).device  # cpu, cuda or auto (config_schema.DEVICES)
     if wanted == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if wanted == "cuda":
@@ -54,9 +55,7 @@ def resolve_device(config: dict) -> torch.device:
         # cuBLAS needs a fixed workspace for run-to-run identical results (exact resume).
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
         return torch.device("cuda")
-    if wanted == "cpu":
-        return torch.device("cpu")
-    raise ValueError(f"device must be cpu, cuda or auto; got {wanted!r}")
+    return torch.device("cpu")
 
 
 # ---------------------------------------------------------------- loading and checks
@@ -257,7 +256,7 @@ def reload_policy(path: str | os.PathLike, config: dict, expected_sha256: str | 
                          "(expected_sha256=...)")
     try:
         model = build_recorded_architecture(metadata["model_config"],
-                                            config["model"]["attn_implementation"])
+                                            typed(config).model.attn_implementation)
     except ValueError as err:
         raise ValueError(f"{path}: {err}") from err
     tensors = load_file(str(path))

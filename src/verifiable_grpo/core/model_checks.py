@@ -16,8 +16,11 @@ from dataclasses import dataclass
 import torch
 
 from verifiable_grpo.core.config import resolve
+from verifiable_grpo.core.config_schema import typed
 
-DEFAULT_ARCHITECTURE = "Qwen2ForCausalLM"  # what a profile without model.architecture means
+# What a profile without model.architecture means (config_schema.Model reads it so), and
+# the class of a v1 policy file, which did not record its class.
+DEFAULT_ARCHITECTURE = "Qwen2ForCausalLM"
 TRAINABLE_MODES = ("full", "adapters")
 # A parameter whose dotted name has a part like these belongs to an adapter: peft's LoRA
 # (lora_A, lora_B, lora_embedding_A, lora_magnitude_vector) or a module named adapter(s).
@@ -49,11 +52,12 @@ def architecture_spec(name: str) -> Architecture:
 
 
 def declared_architecture(config: dict) -> Architecture:
-    return architecture_spec(config["model"].get("architecture", DEFAULT_ARCHITECTURE))
+    return architecture_spec(typed(config).model.architecture)
 
 
 def trainable_mode(config: dict, trainable: str | None = None) -> str:
-    mode = trainable or config["model"].get("trainable", "full")
+    """The config's model.trainable, or the caller's `trainable` (checked here)."""
+    mode = trainable or typed(config).model.trainable
     if mode not in TRAINABLE_MODES:
         raise ValueError(f"trainable must be one of {', '.join(TRAINABLE_MODES)}, got {mode!r}")
     return mode
@@ -114,12 +118,11 @@ def base_model_of(model):
 
 def expected_parameter_count(model, config: dict) -> int:
     """The config's count when given, else the local base's BUILD.json, else the shape's formula."""
-    m = config["model"]
-    declared = m.get("expected_unique_parameters")
-    if declared is not None:
-        return int(declared)
-    folder = resolve(m["path"]) if m.get("path") else None
-    if m["source"] == "local" and folder is not None and (folder / "BUILD.json").is_file():
+    m = typed(config).model
+    if m.expected_unique_parameters is not None:
+        return m.expected_unique_parameters
+    folder = resolve(m.path) if m.path else None
+    if m.source == "local" and folder is not None and (folder / "BUILD.json").is_file():
         build = json.loads((folder / "BUILD.json").read_text())
         for key in ("unique_parameters", "parameters"):
             if isinstance(build.get(key), int):
@@ -161,14 +164,14 @@ def trainability_problems(model, mode: str) -> list[str]:
 def architecture_problems(model, config: dict, tokenizer=None) -> list[str]:
     """What differs from the declared architecture (class, embeddings, dtype, size, attention,
     vocabulary); the base's count excludes adapter tensors."""
-    m = config["model"]
+    m = typed(config).model
     spec = declared_architecture(config)
     base = base_model_of(model)
     problems = []
     name = type(base).__name__
     if name != spec.name:
         problems.append(f"architecture is {name}, expected {spec.name}")
-    want_tied = bool(m["tie_word_embeddings"])
+    want_tied = m.tie_word_embeddings
     tied = bool(getattr(base.config, "tie_word_embeddings", False))
     shared = base.get_output_embeddings().weight is base.get_input_embeddings().weight
     if want_tied and not (tied and shared):
@@ -185,9 +188,9 @@ def architecture_problems(model, config: dict, tokenizer=None) -> list[str]:
     if named and dtypes != ["torch.float32"]:
         problems.append(f"parameter dtypes {dtypes}, expected only torch.float32")
     attention = getattr(base.config, "_attn_implementation", None)
-    if attention != m["attn_implementation"]:
+    if attention != m.attn_implementation:
         problems.append(f"attention implementation {attention!r}, expected "
-                        f"{m['attn_implementation']!r}")
+                        f"{m.attn_implementation!r}")
     rows = base.get_output_embeddings().weight.shape[0]
     vocabulary = getattr(base.config, "vocab_size", rows)
     if rows != vocabulary:

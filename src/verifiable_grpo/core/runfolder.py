@@ -16,6 +16,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from verifiable_grpo.core.config_schema import typed
+
 MODES = ("continuous", "interrupt", "resume")        # every training branch runs all three
 INFERENCE_MODES = ("greedy", "sample")
 MAIN_BRANCHES = ("warmstart", "sft", "grpo")          # the three policies of the main table
@@ -35,7 +37,7 @@ def exercise_group_size(branch: str) -> int | None:
 
 
 def exercise_branches(config: dict) -> tuple[str, ...]:
-    return tuple(exercise_branch(size) for size in config["exercise"]["group_sizes"])
+    return tuple(exercise_branch(size) for size in typed(config).exercise.group_sizes)
 
 
 def branches(config: dict) -> tuple[str, ...]:

@@ -56,11 +56,13 @@ class WarmupLinearDecay:
         return learning_rate(step, self.total_steps, 1.0, self.warmup_fraction, self.final_fraction)
 
 
-def make_scheduler(optimizer, total: int, section_cfg: dict) -> torch.optim.lr_scheduler.LambdaLR:
-    """A LambdaLR over the optimizer's peak rate (section_cfg: warmup_fraction, final_lr_fraction).
+def make_scheduler(optimizer, total: int, warmup_fraction: float,
+                   final_fraction: float) -> torch.optim.lr_scheduler.LambdaLR:
+    """A LambdaLR over the optimizer's peak rate (a section's warmup_fraction and
+    final_lr_fraction).
 
     Call scheduler.step() after each optimizer.step(); param_groups' lr is then the rate of
     the next update.
     """
-    factor = WarmupLinearDecay(total, section_cfg["warmup_fraction"], section_cfg["final_lr_fraction"])
+    factor = WarmupLinearDecay(total, warmup_fraction, final_fraction)
     return torch.optim.lr_scheduler.LambdaLR(optimizer, lr_lambda=factor)

@@ -28,6 +28,7 @@ from verifiable_grpo.core.files import recorded_policy_sha256
 from verifiable_grpo.core.runfolder import (INFERENCE_MODES, MAIN_BRANCHES, RunFolder,
                                             exercise_group_size)
 from verifiable_grpo.core.config import load_config, provenance, read_json, save_json, sha256_file
+from verifiable_grpo.core.config_schema import typed
 
 MAIN_POLICIES = MAIN_BRANCHES
 POPULATIONS = ("ALL", "ID50", "OOD100")
@@ -139,14 +140,15 @@ def checkpoint_path(out_dir, policy: str) -> Path:
 
 
 def _generation_settings(config: dict) -> dict:
-    ev, sampling, tokens = config["evaluation"], config["sampling"], config["tokens"]
+    cfg = typed(config)
+    ev, sampling, tokens = cfg.evaluation, cfg.sampling, cfg.tokens
     return {
-        "problems": ev["problems"], "draws": ev["draws"], "seed_base": ev["seed_base"],
+        "problems": ev.problems, "draws": ev.draws, "seed_base": ev.seed_base,
         "seed_rule": "seed_base + problem_index * draws + draw (problem_index: position in "
                      "input/pages.json); one torch.Generator per draw",
-        "temperature": sampling["temperature"], "top_k": sampling["top_k"],
-        "top_p": sampling["top_p"], "use_kv_cache": sampling.get("use_kv_cache"),
-        "max_response_tokens": tokens["max_response"], "max_prompt_tokens": tokens["max_prompt"],
+        "temperature": sampling.temperature, "top_k": sampling.top_k,
+        "top_p": sampling.top_p, "use_kv_cache": sampling.use_kv_cache,
+        "max_response_tokens": tokens.max_response, "max_prompt_tokens": tokens.max_prompt,
         "constrained_decoding": False,
         "greedy": "argmax of the full-vocabulary logits at every step",
     }
@@ -178,14 +180,12 @@ def generate_policy(config: dict, out_dir, policy: str) -> dict:
     weights = checkpoint_path(out_dir, policy)
     if not weights.is_file():
         raise FileNotFoundError(f"{weights} is missing: train and resume the {policy} branch first")
-    ev = config["evaluation"]
-    draws, seed_base = ev["draws"], ev["seed_base"]
-    if type(draws) is not int or draws < 1:
-        raise ValueError(f"evaluation.draws must be a positive integer, got {draws!r}")
+    ev = typed(config).evaluation  # checked when read: draws >= 1, problems in 2..200
+    draws, seed_base = ev.draws, ev.seed_base
 
     labels_folder = out_dir / "data" / "labels"
     with labels_out_of_reach(labels_folder), torch.no_grad():
-        selected = select_test_pages(data.read_test_inputs(out_dir / "data"), ev["problems"])
+        selected = select_test_pages(data.read_test_inputs(out_dir / "data"), ev.problems)
         policy_model, metadata = model_lib.reload_policy(
             weights, config, recorded_policy_sha256(out_dir, policy))
         policy_model.eval()
@@ -357,7 +357,7 @@ def score_policies(config: dict, out_dir, policies, results_path) -> dict:
     if late:
         raise ValueError(f"inference of {late} finished after scoring began")
     gold = data.read_gold(out_dir / "data")
-    draws = config["evaluation"]["draws"]
+    draws = typed(config).evaluation.draws
     policies_out, scores_dir = {}, out_dir / "scores"
     for policy in policies:
         folder = inference_dir(out_dir, policy)

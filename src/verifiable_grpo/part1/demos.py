@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import torch
 
+from verifiable_grpo.core.config_schema import typed
 from verifiable_grpo.training.losses import clipped_group_surrogate, group_advantages
 
 
@@ -160,7 +161,7 @@ def update_on_one_group(policy, group: dict, config: dict, learning_rate: float)
     current = copy.deepcopy(policy).eval()
     reference = copy.deepcopy(policy).eval().requires_grad_(False)
     optimizer = torch.optim.AdamW(current.parameters(), lr=learning_rate,
-                                  weight_decay=config["grpo"]["weight_decay"])
+                                  weight_decay=typed(config).grpo.weight_decay)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0)
     before = response_logprob_sums(current, group)
     telemetry = grpo_update(current, reference, optimizer, scheduler, [group], config)

@@ -16,6 +16,7 @@ import torch
 
 from verifiable_grpo.core.runfolder import MODES, check_mode
 from verifiable_grpo.core.config import load_config, read_json, save_json, sha256_file
+from verifiable_grpo.core.config_schema import typed
 from verifiable_grpo.evaluation.evaluate import MAIN_POLICIES, utc_now
 
 CONSTRUCTED_LABEL = "constructed, not model outputs"
@@ -66,9 +67,9 @@ def constructed_group(rewards: list[float], epsilon: float = 1e-8,
 
 def constructed_groups(config: dict) -> list[dict]:
     """The three patterns for G=4 and for every exercise group size."""
-    sizes = sorted({config["grpo"]["group_size"], *config["exercise"]["group_sizes"]})
-    epsilon = config["grpo"]["advantage_epsilon"]
-    clip = config["grpo"]["clip_epsilon"]
+    cfg = typed(config)
+    sizes = sorted({cfg.grpo.group_size, *cfg.exercise.group_sizes})
+    epsilon, clip = cfg.grpo.advantage_epsilon, cfg.grpo.clip_epsilon
     return [constructed_group(r, epsilon, clip) for g in sizes
             for r in constructed_reward_patterns(g)]
 
@@ -137,9 +138,8 @@ def train_branch(config: dict, out_dir, group_size: int, mode: str):
     from verifiable_grpo.training.grpo import run_grpo_branch
 
     check_mode(mode)
-    return run_grpo_branch(config, out_dir, branch_name(group_size), mode,
-                           group_size=group_size, iterations=config["exercise"]["iterations"],
-                           interrupt_at=config["exercise"]["interrupt_at"])
+    # The branch grpo-gN reads exercise.iterations and exercise.interrupt_at itself.
+    return run_grpo_branch(config, out_dir, branch_name(group_size), mode, group_size=group_size)
 
 
 def verify_branch(config: dict, out_dir, group_size: int):
@@ -151,7 +151,7 @@ def verify_branch(config: dict, out_dir, group_size: int):
 def evaluate_exercise(config: dict, out_dir) -> dict:
     from verifiable_grpo.evaluation.evaluate import evaluate_policies
 
-    policies = [branch_name(g) for g in config["exercise"]["group_sizes"]]
+    policies = [branch_name(g) for g in typed(config).exercise.group_sizes]
     return evaluate_policies(config, out_dir, policies,
                              Path(out_dir) / "exercise" / "results.json")
 
@@ -179,7 +179,8 @@ def summarise(config: dict, out_dir) -> dict:
     """OUT/exercise/group-size.json: budgets, checks, evaluation, constructed groups."""
     out_dir = Path(out_dir)
     protected = check_protected(config, out_dir)
-    branches = [branch_name(g) for g in config["exercise"]["group_sizes"]]
+    cfg = typed(config)
+    branches = [branch_name(g) for g in cfg.exercise.group_sizes]
     records = {b: _run_record(out_dir, b) for b in branches}
     initial = {b: r["initial_model_digest"] for b, r in records.items()}
     orders = {b: [h["document_ids"] for h in r["history"]] for b, r in records.items()}
@@ -205,8 +206,8 @@ def summarise(config: dict, out_dir) -> dict:
         "verifier_unchanged": True,
         "limitation": (
             f"G=2 and G=8 share their start, prompts and number of updates, but the main G=4 "
-            f"run has {config['grpo']['iterations']} iterations against "
-            f"{config['exercise']['iterations']} here: comparing it with these branches is not "
+            f"run has {cfg.grpo.iterations} iterations against "
+            f"{cfg.exercise.iterations} here: comparing it with these branches is not "
             "an ablation of group size alone. Equal updates do not mean equal compute "
             "(more rollouts per prompt cost more generation and scoring); equal compute is "
             "not claimed."),
@@ -222,7 +223,7 @@ def run_exercise(config: dict, out_dir) -> dict:
     summarise, check the protection again."""
     out_dir = Path(out_dir)
     protect(config, out_dir)
-    for group_size in config["exercise"]["group_sizes"]:
+    for group_size in typed(config).exercise.group_sizes:
         for mode in MODES:
             train_branch(config, out_dir, group_size, mode)
         verify_branch(config, out_dir, group_size)

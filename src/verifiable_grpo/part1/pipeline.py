@@ -25,6 +25,7 @@ from typing import Callable
 from verifiable_grpo.core import crash, files, runlock
 from verifiable_grpo.core.runfolder import MODES, RunFolder, exercise_branch, exercise_branches
 from verifiable_grpo.core.config import config_hash, load_config, provenance, read_json, save_json, sections_hash
+from verifiable_grpo.core.config_schema import typed
 from verifiable_grpo.evaluation.evaluate import MAIN_POLICIES, utc_now
 from verifiable_grpo.core.faults import fault_point
 from verifiable_grpo.core.progress import tqdm
@@ -78,7 +79,7 @@ def stage_sections(stage: Stage, config: dict) -> list[str]:
 def _data(config, out):
     from verifiable_grpo.task.data import write_dataset
 
-    return write_dataset(out / "data", config["data"]["seed"])
+    return write_dataset(out / "data", typed(config).data.seed)
 
 
 def _learning_view(config, out):
@@ -179,8 +180,7 @@ def build_stages(config: dict) -> list[Stage]:
                         SECTIONS["evaluate"], reuse=_complete_inference))
     stages.append(Stage("exercise-protect", "exercise", _exercise("protect"),
                         ["exercise/protected.json"]))
-    sizes = config["exercise"]["group_sizes"]
-    for size in sizes:
+    for size in typed(config).exercise.group_sizes:
         branch = exercise_branch(size)
         stages += [Stage(f"{branch}-{mode}", "exercise",
                          _exercise("train_branch", size, mode), _branch_claims(branch, mode),

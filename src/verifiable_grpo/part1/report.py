@@ -11,6 +11,7 @@ from pathlib import Path
 
 from verifiable_grpo.core.config import (config_hash, load_config, provenance, read_json, repo_root, save_json,
                      sha256_file)
+from verifiable_grpo.core.config_schema import typed
 from verifiable_grpo.evaluation.evaluate import POPULATIONS
 from verifiable_grpo.core.runfolder import SFT_BRANCHES, exercise_group_size, order_policies
 
@@ -68,7 +69,7 @@ def render(evidence: dict, config: dict | None = None) -> str:
     lines = ["# Run report", ""]
     source = evidence["main"] or evidence["exercise"]
     if config is not None:
-        lines += [f"Profile `{config['profile']}`, run folder `{evidence['out']}`.", ""]
+        lines += [f"Profile `{typed(config).profile}`, run folder `{evidence['out']}`.", ""]
     if source:
         prov = source["provenance"]
         lines += [f"Git commit `{prov['git_commit']}`, config SHA-256 `{prov['config_sha256'][:16]}...`, "
@@ -260,7 +261,7 @@ def command_report(args) -> int:
     export = getattr(args, "export", None)
     if export:
         target = Path(export) if export != "default" else (
-            repo_root() / "data" / "recorded" / config["profile"])
+            repo_root() / "data" / "recorded" / typed(config).profile)
         export_recorded(args.out, target, config)
         print(f"summary exported to {target}")
     return 0

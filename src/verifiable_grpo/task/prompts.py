@@ -13,6 +13,7 @@ from typing import Any, Sequence
 import torch
 
 from verifiable_grpo.core.config import canonical_json, sha256_bytes
+from verifiable_grpo.core.config_schema import typed
 from verifiable_grpo.core.scoring import collate  # noqa: F401  (rows are built here, batched there)
 from verifiable_grpo.task.statements import render_statement, user_message
 
@@ -50,7 +51,7 @@ def render_text(tokenizer, messages: list[dict], add_generation_prompt: bool) ->
 
 def eos_id(tokenizer, config: dict) -> int:
     """The token that ends an assistant turn: the config's id when given, else the tokenizer's."""
-    declared = config["model"].get("eos_token_id")
+    declared = typed(config).model.eos_token_id
     value = tokenizer.eos_token_id if declared is None else int(declared)
     if value is None or tokenizer.convert_ids_to_tokens(value) is None:
         raise ValueError(f"EOS id {value!r} is not a token of this tokenizer")
@@ -60,7 +61,7 @@ def eos_id(tokenizer, config: dict) -> int:
 def prompt_ids(tokenizer, statement: str, config: dict) -> list[int]:
     """The generation prompt (chat template + assistant header); ValueError if over budget."""
     ids = render_ids(tokenizer, messages_for(statement), add_generation_prompt=True)
-    limit = config["tokens"]["max_prompt"]
+    limit = typed(config).tokens.max_prompt
     if not ids:
         raise ValueError("the chat template rendered an empty prompt")
     if len(ids) > limit:
@@ -72,7 +73,7 @@ def prompt_ids(tokenizer, statement: str, config: dict) -> list[int]:
 def response_ids(tokenizer, response_text: str, config: dict) -> list[int]:
     """The supervised response: its tokens, then EOS; ValueError if over budget."""
     ids = tokenizer.encode(response_text, add_special_tokens=False) + [eos_id(tokenizer, config)]
-    limit = config["tokens"]["max_response"]
+    limit = typed(config).tokens.max_response
     if len(ids) > limit:
         raise ValueError(f"response has {len(ids)} tokens with EOS, over "
                          f"tokens.max_response={limit}; examples are never truncated")
@@ -85,12 +86,9 @@ def completion_row(tokenizer, statement: str, response_text: str, config: dict) 
     response_mask[t] is True exactly on response tokens (EOS included): position, not token
     value, decides, so a response that repeats a prompt token is still supervised correctly.
     """
+    # Within max_prompt and max_response, the row fits max_total (a rule of the schema).
     prompt = prompt_ids(tokenizer, statement, config)
     response = response_ids(tokenizer, response_text, config)
-    total = len(prompt) + len(response)
-    if total > config["tokens"]["max_total"]:
-        raise ValueError(f"example has {total} tokens, over tokens.max_total="
-                         f"{config['tokens']['max_total']}; examples are never truncated")
     return {"input_ids": prompt + response, "prompt_length": len(prompt),
             "response_mask": [False] * len(prompt) + [True] * len(response),
             "response_tokens": len(response)}

@@ -41,9 +41,10 @@ from verifiable_grpo.core import model as model_lib
 from verifiable_grpo.core.runfolder import (RunFolder, check_mode, compute_identity,
                                             exercise_group_size, stage_name)
 from verifiable_grpo.core.config import load_config, provenance, sections_hash, sha256_file
+from verifiable_grpo.core.config_schema import Profile, typed
 from verifiable_grpo.core.faults import fault_point
 
-# Offsets from config["seed"]: one independent stream per purpose.
+# Offsets from the profile's seed: one independent stream per purpose.
 GENERATION_SEED_OFFSET = 200
 PROMPT_ORDER_SEED_OFFSET = 300
 # The modules whose code decides the numbers of a GRPO run: a resume refuses other code.
@@ -60,37 +61,37 @@ def branch_budget(config: dict, branch: str = "grpo", group_size: int | None = N
     """Group size, iterations and interrupt point of a branch (explicit values win).
 
     "grpo" reads config.grpo; "grpo-gN" is an exercise branch (N in exercise.group_sizes)
-    reading exercise.iterations and exercise.interrupt_at.
+    reading exercise.iterations and exercise.interrupt_at. The config's values are checked
+    when it is read; the checks here are for the explicit values.
     """
-    section = config["grpo"]
+    cfg = typed(config)
+    sizes = list(cfg.exercise.group_sizes)
     if branch == "grpo":
-        defaults = (section["group_size"], section["iterations"], section["interrupt_at"])
+        defaults = (cfg.grpo.group_size, cfg.grpo.iterations, cfg.grpo.interrupt_at)
     else:
         named = exercise_group_size(branch)
         if named is None:
             raise ValueError(f"unknown GRPO branch {branch!r}: use 'grpo' or 'grpo-gN' with N in "
-                             f"exercise.group_sizes {config['exercise']['group_sizes']}")
-        if named not in config["exercise"]["group_sizes"]:
+                             f"exercise.group_sizes {sizes}")
+        if named not in sizes:
             raise ValueError(f"branch {branch!r}: group size {named} is not in "
-                             f"exercise.group_sizes {config['exercise']['group_sizes']}")
+                             f"exercise.group_sizes {sizes}")
         if group_size is not None and group_size != named:
             raise ValueError(f"branch {branch!r} names group size {named}, got {group_size}")
-        ex = config["exercise"]
-        defaults = (named, ex["iterations"], ex["interrupt_at"])
+        defaults = (named, cfg.exercise.iterations, cfg.exercise.interrupt_at)
     g = defaults[0] if group_size is None else group_size
     n = defaults[1] if iterations is None else iterations
     k = defaults[2] if interrupt_at is None else interrupt_at
-    if type(g) is not int or g < 2:
+    if group_size is not None and (type(g) is not int or g < 2):
         raise ValueError(f"group_size must be an integer >= 2, got {g!r}")
-    if type(n) is not int or n < 1:
+    if iterations is not None and (type(n) is not int or n < 1):
         raise ValueError(f"iterations must be a positive integer, got {n!r}")
-    if type(k) is not int or not 1 <= k < n:
+    # An explicit iterations can leave the config's interrupt point past the end.
+    if (iterations, interrupt_at) != (None, None) and (type(k) is not int or not 1 <= k < n):
         raise ValueError(f"interrupt_at must be an integer in [1, {n - 1}], got {k!r}")
-    updates = int(section["updates_per_rollout"])
-    if updates < 1:
-        raise ValueError(f"grpo.updates_per_rollout must be >= 1, got {updates}")
+    updates = cfg.grpo.updates_per_rollout
     return {"branch": branch, "group_size": g, "iterations": n, "interrupt_at": k,
-            "prompts_per_iteration": int(section["prompts_per_iteration"]),
+            "prompts_per_iteration": cfg.grpo.prompts_per_iteration,
             "updates_per_rollout": updates, "total_updates": n * updates}
 
 
@@ -151,14 +152,14 @@ def accumulate_gradients(policy, reference, groups: list[dict], config: dict,
     prompt mean of losses.grpo_objective because every prompt has G responses). The
     exact prefix KL is always measured ("mean_exact_kl"), whatever KL term the loss uses.
     """
-    section = config["grpo"]
+    cfg = typed(config)
     objective = objectives.objective_from_config(config) if objective is None else objective
     group_size = len(groups[0]["responses"])
     if any(len(g["responses"]) != group_size for g in groups):
         raise ValueError("every prompt of a rollout set needs the same number of responses")
     weights = objectives.response_weights(
         objective, [[len(r["response_ids"]) for r in g["responses"]] for g in groups],
-        max_length=config["tokens"]["max_response"])
+        max_length=cfg.tokens.max_response)
     exact_term = objective.kl.kind == "exact_prefix"
     device = rollout.model_device(policy)
     losses_, surrogates, kls, audits = [], [], [], []
@@ -178,7 +179,7 @@ def accumulate_gradients(policy, reference, groups: list[dict], config: dict,
                                      device=device)
             mask = torch.ones_like(targets, dtype=torch.bool)
             kl = objectives.kl_per_token(objective, current_logits, reference_logits, targets,
-                                         block_size=section["kl_block_size"])
+                                         block_size=cfg.grpo.kl_block_size)
             loss, audit = objectives.response_losses(objective, current, old, advantage, mask, kl)
             if not torch.isfinite(loss).all():
                 raise ValueError(f"non-finite GRPO loss on {row['rollout_id']}")
@@ -189,7 +190,7 @@ def accumulate_gradients(policy, reference, groups: list[dict], config: dict,
             else:  # the yardstick, measured but not optimised
                 with torch.no_grad():
                     exact = losses.exact_prefix_kl(current_logits, reference_logits,
-                                                   block_size=section["kl_block_size"])
+                                                   block_size=cfg.grpo.kl_block_size)
                 exact_mean = float(losses.masked_token_mean(exact, mask)[0])
             tokens = audit["active_tokens"]
             counts["tokens"] += tokens
@@ -239,7 +240,7 @@ def grpo_update(policy, reference, optimizer, scheduler, groups: list[dict], con
     optimizer.zero_grad(set_to_none=True)
     telemetry = accumulate_gradients(policy, reference, groups, config, objective)
     grad_norm = torch.nn.utils.clip_grad_norm_(
-        model_lib.unique_parameters(policy), config["grpo"]["max_grad_norm"],
+        model_lib.unique_parameters(policy), typed(config).grpo.max_grad_norm,
         error_if_nonfinite=True)
     if any(p.grad is not None or p.requires_grad for p in reference.parameters()):
         raise ValueError("the reference received gradients or became trainable")
@@ -280,7 +281,8 @@ def _outputs(paths: dict, mode: str) -> list[Path]:
     return found
 
 
-def _identity(config, budget, paths, tokenizer, initial_digest, reference_digest, device) -> dict:
+def _identity(config, cfg, budget, paths, tokenizer, initial_digest, reference_digest,
+              device) -> dict:
     """What a resumed run must share with the interrupted one (modes excluded)."""
     sections = IDENTITY_SECTIONS + (("exercise",) if budget["branch"] != "grpo" else ())
     return {
@@ -295,9 +297,9 @@ def _identity(config, budget, paths, tokenizer, initial_digest, reference_digest
         "reference_model_digest": reference_digest,
         "learning_data_sha256": data.dataset_sha256(paths["learning_data"]),
         "template": prompts.template_identity(tokenizer, config),
-        "seeds": {"system": config["seed"],
-                  "generation": config["seed"] + GENERATION_SEED_OFFSET,
-                  "prompt_order": config["seed"] + PROMPT_ORDER_SEED_OFFSET},
+        "seeds": {"system": cfg.seed,
+                  "generation": cfg.seed + GENERATION_SEED_OFFSET,
+                  "prompt_order": cfg.seed + PROMPT_ORDER_SEED_OFFSET},
         "compute": compute_identity(device),
     }
 
@@ -321,7 +323,8 @@ def _mean(values) -> float:
 @dataclass
 class GRPORun:
     """Everything one branch-and-mode run shares between its steps."""
-    config: dict
+    config: dict                           # the carrier (hashes, provenance, callees)
+    cfg: Profile                           # how its values are read
     budget: dict
     branch: str
     mode: str
@@ -350,8 +353,8 @@ class GRPORun:
     crash_saves: list = field(default_factory=list)
 
     @property
-    def section(self) -> dict:
-        return self.config["grpo"]
+    def section(self):
+        return self.cfg.grpo
 
     @property
     def stage(self) -> str:
@@ -366,16 +369,18 @@ def _prepare(run: GRPORun) -> None:
     """Digests, identity, optimizer, schedule, prompt order and RNG streams of a fresh run."""
     run.initial_digest = model_lib.model_digest(run.policy)
     run.reference_digest = model_lib.model_digest(run.reference)
-    run.identity = _identity(run.config, run.budget, run.paths, run.tokenizer,
+    run.identity = _identity(run.config, run.cfg, run.budget, run.paths, run.tokenizer,
                              run.initial_digest, run.reference_digest, run.device)
     parameters = model_lib.unique_parameters(run.policy)
-    run.optimizer = torch.optim.AdamW(parameters, lr=run.section["learning_rate"],
-                                      weight_decay=run.section["weight_decay"])
-    run.scheduler = schedule.make_scheduler(run.optimizer, run.budget["total_updates"], run.section)
-    run.order = PromptOrder(len(run.examples), run.config["seed"] + PROMPT_ORDER_SEED_OFFSET)
+    run.optimizer = torch.optim.AdamW(parameters, lr=run.section.learning_rate,
+                                      weight_decay=run.section.weight_decay)
+    run.scheduler = schedule.make_scheduler(run.optimizer, run.budget["total_updates"],
+                                            run.section.warmup_fraction,
+                                            run.section.final_lr_fraction)
+    run.order = PromptOrder(len(run.examples), run.cfg.seed + PROMPT_ORDER_SEED_OFFSET)
     run.generator = torch.Generator(device=run.device).manual_seed(
-        run.config["seed"] + GENERATION_SEED_OFFSET)
-    checkpoint.seed_everything(run.config["seed"])  # the run never depends on the process's RNG
+        run.cfg.seed + GENERATION_SEED_OFFSET)
+    checkpoint.seed_everything(run.cfg.seed)  # the run never depends on the process's RNG
 
 
 def _state(run: GRPORun, loop_seconds: float) -> dict:
@@ -460,7 +465,7 @@ def _verify(run: GRPORun, rows: list) -> tuple[dict, float]:
     model_lib.synchronize(run.device)
     tick = time.perf_counter()
     verification = rollout.verify_captured_logprobs(run.policy, rows,
-                                                    run.section["verify_tolerance"])
+                                                    run.section.verify_tolerance)
     model_lib.synchronize(run.device)
     return verification, time.perf_counter() - tick
 
@@ -543,7 +548,7 @@ def _save_crash(run: GRPORun, loop_seconds: float) -> None:
 def _loop(run: GRPORun) -> float:
     """Iterations from run.iteration to the stop, a crash checkpoint every
     checkpoint_every_iterations (and at a requested stop); returns the loop's seconds."""
-    every = run.section["checkpoint_every_iterations"]
+    every = run.section.checkpoint_every_iterations
     bar = tqdm(range(run.iteration, run.stop), desc=f"GRPO {run.branch} ({run.mode})",
                initial=run.iteration, total=run.stop, disable=not run.progress, unit="it")
     model_lib.synchronize(run.device)
@@ -605,7 +610,7 @@ def _finish(run: GRPORun, loop_seconds: float) -> dict:
         "costs": {
             "responses_generated": sum(len(g["rewards"]) for h in telemetry for g in h["groups"]),
             "response_tokens_generated": sum(h["response_tokens"] for h in telemetry),
-            "kv_cache": bool(run.config["sampling"].get("use_kv_cache", False)),
+            "kv_cache": run.cfg.sampling.use_kv_cache,
             "state_bytes": saved["bytes"], "state_save_seconds": saved["seconds"],
             "state_sha256": saved["sha256"], "state_path": str(run.paths["state"]),
             "crash_checkpoints": {"saved": len(run.crash_saves),
@@ -643,7 +648,7 @@ def run_grpo_branch(config: dict, out_dir, branch: str = "grpo", mode: str = "co
     """
     command_start = time.perf_counter()
     check_mode(mode)
-    rollout.check_sampling_config(config)
+    cfg = typed(config)  # the whole profile is checked before anything is read or written
     budget = branch_budget(config, branch, group_size, iterations, interrupt_at)
     out_dir = Path(out_dir)
     paths = _paths(out_dir, branch, mode)
@@ -669,8 +674,8 @@ def run_grpo_branch(config: dict, out_dir, branch: str = "grpo", mode: str = "co
     if device.type == "cuda":  # bitwise resume on a GPU needs deterministic kernels
         torch.use_deterministic_algorithms(True, warn_only=True)
         torch.cuda.reset_peak_memory_stats(device)
-    run = GRPORun(config, budget, branch, mode, paths, examples, tokenizer, policy, reference,
-                  device, progress, command_start)
+    run = GRPORun(config, cfg, budget, branch, mode, paths, examples, tokenizer, policy,
+                  reference, device, progress, command_start)
     try:
         _prepare(run)
         if not run.initial_digest == run.reference_digest == reference_meta["model_digest"]:

@@ -21,6 +21,7 @@ import torch
 
 from verifiable_grpo.training import losses
 from verifiable_grpo.core.config import canonical_json, sha256_bytes
+from verifiable_grpo.core.config_schema import typed
 
 SCHEMA = "verifiable-grpo-objective-v1"
 ADVANTAGE_KINDS = ("group_std", "centred", "posterior")
@@ -282,13 +283,13 @@ def get_objective(name: str) -> Objective:
 def objective_from_config(config: dict) -> Objective:
     """Part I's objective with the config's grpo.advantage_epsilon, clip_epsilon and
     kl_coefficient (the shipped profiles reproduce the registry's "part1" exactly)."""
-    section = config["grpo"]
+    grpo = typed(config).grpo
     base = OBJECTIVES["part1"]
     return dataclasses.replace(
         base,
-        advantages=dataclasses.replace(base.advantages, epsilon=section["advantage_epsilon"]),
-        clip=ClipInterval(section["clip_epsilon"], section["clip_epsilon"]),
-        kl=KLTerm("exact_prefix", section["kl_coefficient"]))
+        advantages=dataclasses.replace(base.advantages, epsilon=grpo.advantage_epsilon),
+        clip=ClipInterval(grpo.clip_epsilon, grpo.clip_epsilon),
+        kl=KLTerm("exact_prefix", grpo.kl_coefficient))
 
 
 COLUMNS = ("name", "advantages", "ratio", "clip", "aggregation", "KL", "sampler", "sha256")

@@ -15,27 +15,8 @@ import torch
 
 from verifiable_grpo.task import prompts, verifier
 from verifiable_grpo.core import scoring
+from verifiable_grpo.core.config_schema import typed
 from verifiable_grpo.core.model import synchronize
-
-# The only sampling settings the project accepts: temperature 1, no truncation.
-ALLOWED_SAMPLING = {"temperature": 1.0, "top_k": 0, "top_p": 1.0}
-SAMPLING_SWITCHES = {"use_kv_cache"}
-
-
-def check_sampling_config(config: dict) -> None:
-    """Refuse any sampling setting other than temperature 1 over the full vocabulary."""
-    sampling = config.get("sampling")
-    if not isinstance(sampling, dict):
-        raise ValueError("config['sampling'] is missing: temperature 1, top_k 0, top_p 1.0 required")
-    unknown = sorted(set(sampling) - set(ALLOWED_SAMPLING) - SAMPLING_SWITCHES)
-    if unknown:
-        raise ValueError(f"unsupported sampling settings {unknown}: only temperature 1 over the "
-                         "full vocabulary is allowed")
-    for key, required in ALLOWED_SAMPLING.items():
-        value = sampling.get(key)
-        if type(value) not in (int, float) or value != required:
-            raise ValueError(f"sampling.{key} must be {required} (temperature 1 over the full "
-                             f"vocabulary, no top-k/top-p truncation); got {value!r}")
 
 
 def model_device(model) -> torch.device:
@@ -77,21 +58,20 @@ def generate(model, tokenizer, prompt_ids, config, generator, greedy: bool = Fal
 
     Stops at EOS (finish_reason "eos"; EOS counted in response_tokens, not in the text)
     or after tokens.max_response tokens ("length"). The model must be in eval mode.
+    Reading the config checks it: any sampling but temperature 1 over the full vocabulary
+    is refused there (config_schema.Sampling).
     """
-    check_sampling_config(config)
+    cfg = typed(config)
     if model.training:
         raise ValueError("generation needs the model in eval mode (dropout off); call model.eval()")
     prompt = [int(i) for i in prompt_ids]
     if not prompt:
         raise ValueError("empty prompt")
-    limits = config["tokens"]
-    if len(prompt) > limits["max_prompt"]:
+    if len(prompt) > cfg.tokens.max_prompt:
         raise ValueError(f"prompt of {len(prompt)} tokens exceeds tokens.max_prompt "
-                         f"{limits['max_prompt']}; prompts are never truncated")
-    max_response = int(limits["max_response"])
-    if len(prompt) + max_response > limits["max_total"]:
-        raise ValueError(f"prompt {len(prompt)} + max_response {max_response} exceeds "
-                         f"tokens.max_total {limits['max_total']}")
+                         f"{cfg.tokens.max_prompt}; prompts are never truncated")
+    # The schema holds max_prompt + max_response <= max_total, so the whole sequence fits.
+    max_response = cfg.tokens.max_response
     device = model_device(model)
     if not greedy:
         if not isinstance(generator, torch.Generator):
@@ -99,7 +79,7 @@ def generate(model, tokenizer, prompt_ids, config, generator, greedy: bool = Fal
         if generator.device.type != device.type:
             raise ValueError(f"generator on {generator.device} but model on {device}")
     eos = prompts.eos_id(tokenizer, config)
-    use_cache = bool(config["sampling"].get("use_kv_cache", False))
+    use_cache = cfg.sampling.use_kv_cache
 
     synchronize(device)
     start = time.perf_counter()

@@ -26,6 +26,7 @@ from verifiable_grpo.core.checkpoint import (capture_rng, check_identity, load_s
                          save_state, seed_everything)
 from verifiable_grpo.core.runfolder import MODES, RunFolder, compute_identity, stage_name
 from verifiable_grpo.core.config import load_config, provenance, read_json, save_json, sha256_file
+from verifiable_grpo.core.config_schema import SFT, Profile, typed
 from verifiable_grpo.core.faults import fault_point
 from verifiable_grpo.core.model import (load_base, load_tokenizer, model_digest, reload_policy, save_policy,
                     synchronize, unique_parameters)
@@ -48,17 +49,17 @@ def ensure_learning_view(config: dict, out_dir) -> Path:
     view, full = out / "learning-data", out / "data"
     if not (view / "MANIFEST.json").is_file():
         if not (full / "MANIFEST.json").is_file():
-            data.write_dataset(full, config["data"]["seed"])
+            data.write_dataset(full, typed(config).data.seed)
         data.write_learning_view(full, view)
     return view
 
 
-def sft_examples(view: Path, branch: str, section: dict) -> tuple[list[dict], list[dict]]:
+def sft_examples(view: Path, branch: str, section: SFT) -> tuple[list[dict], list[dict]]:
     """(first `examples` of the branch's split, first `validation_examples` validation problems)."""
     data.assert_learning_only(view)
     examples = data.read_examples(view, BRANCH_SPLITS[branch])
     validation = data.read_examples(view, "validation")
-    wanted, wanted_val = section["examples"], section["validation_examples"]
+    wanted, wanted_val = section.examples, section.validation_examples
     if len(examples) < wanted or len(validation) < wanted_val:
         raise ValueError(f"{view} holds {len(examples)} {BRANCH_SPLITS[branch]} and "
                          f"{len(validation)} validation examples; the config asks for "
@@ -108,9 +109,9 @@ def _paths(out: Path, branch: str, mode: str) -> dict[str, Path]:
 def _starting_policy(config: dict, branch: str, paths: dict) -> tuple:
     if branch == "warmstart":
         model, tokenizer = load_base(config)
-        m = config["model"]
-        return model, tokenizer, {"source": m["source"], "name": m["name"],
-                                  "revision": m.get("revision"), "path": m.get("path")}
+        m = typed(config).model
+        return model, tokenizer, {"source": m.source, "name": m.name, "revision": m.revision,
+                                  "path": m.path}
     if not paths["start_policy"].is_file():
         raise FileNotFoundError(f"further SFT starts from {paths['start_policy']}; run the warm "
                                 "start first (modes interrupt then resume)")
@@ -127,7 +128,8 @@ def _starting_policy(config: dict, branch: str, paths: dict) -> tuple:
 @dataclass
 class SFTRun:
     """Everything one branch-and-mode SFT run shares between its steps."""
-    config: dict
+    config: dict                   # the carrier (hashes, provenance, callees)
+    cfg: Profile                   # how its values are read
     branch: str
     mode: str
     paths: dict
@@ -153,8 +155,8 @@ class SFTRun:
     crash_saves: list = field(default_factory=list)
 
     @property
-    def section(self) -> dict:
-        return self.config[self.branch]
+    def section(self) -> SFT:
+        return getattr(self.cfg, self.branch)
 
     @property
     def stage(self) -> str:
@@ -162,20 +164,21 @@ class SFTRun:
 
     @property
     def stop(self) -> int:
-        epochs = self.section["epochs"]
-        return self.section["interrupt_after_epochs"] if self.mode == "interrupt" else epochs
+        epochs = self.section.epochs
+        return self.section.interrupt_after_epochs if self.mode == "interrupt" else epochs
 
 
 def _prepare(config: dict, out: Path, branch: str, mode: str, paths: dict) -> SFTRun:
-    seed_everything(config["seed"])  # a resume then restores the saved streams over this
-    section = config[branch]
+    cfg = typed(config)
+    seed_everything(cfg.seed)  # a resume then restores the saved streams over this
+    section = getattr(cfg, branch)
     view = out / "learning-data"
     examples, validation = sft_examples(view, branch, section)
     model, tokenizer, start = _starting_policy(config, branch, paths)
     device = next(model.parameters()).device
     rows, val_rows = encode(tokenizer, examples, config), encode(tokenizer, validation, config)
-    per_epoch = math.ceil(len(rows) / section["batch_size"])
-    total_updates = per_epoch * section["epochs"]
+    per_epoch = math.ceil(len(rows) / section.batch_size)
+    total_updates = per_epoch * section.epochs
     initial_digest = model_digest(model)
     sections = IDENTITY_SECTIONS + (branch,)
     identity = run_identity(
@@ -185,12 +188,14 @@ def _prepare(config: dict, out: Path, branch: str, mode: str, paths: dict) -> SF
         validation_examples=[r["document_id"] for r in val_rows], total_updates=total_updates,
         compute=compute_identity(device))
     parameters = unique_parameters(model)
-    optimizer = torch.optim.AdamW(parameters, lr=section["learning_rate"],
-                                  weight_decay=section["weight_decay"])
-    scheduler = make_scheduler(optimizer, total_updates, section)
-    sampler = torch.Generator().manual_seed(config["seed"] + SAMPLER_SEED_OFFSET[branch])
-    return SFTRun(config, branch, mode, paths, model, rows, val_rows, tokenizer.pad_token_id,
-                  identity, initial_digest, parameters, optimizer, scheduler, sampler)
+    optimizer = torch.optim.AdamW(parameters, lr=section.learning_rate,
+                                  weight_decay=section.weight_decay)
+    scheduler = make_scheduler(optimizer, total_updates, section.warmup_fraction,
+                               section.final_lr_fraction)
+    sampler = torch.Generator().manual_seed(cfg.seed + SAMPLER_SEED_OFFSET[branch])
+    return SFTRun(config, cfg, branch, mode, paths, model, rows, val_rows,
+                  tokenizer.pad_token_id, identity, initial_digest, parameters, optimizer,
+                  scheduler, sampler)
 
 
 def _state(run: SFTRun) -> dict:
@@ -258,7 +263,7 @@ def _update(run: SFTRun, chosen: list[dict], device: torch.device, progress) -> 
     loss.backward()
     if any(p.grad is None for p in run.parameters):
         raise ValueError("some parameters received no gradient")
-    norm = torch.nn.utils.clip_grad_norm_(run.parameters, section["max_grad_norm"],
+    norm = torch.nn.utils.clip_grad_norm_(run.parameters, section.max_grad_norm,
                                           error_if_nonfinite=True)
     run.optimizer.step()
     run.scheduler.step()
@@ -277,18 +282,18 @@ def _update(run: SFTRun, chosen: list[dict], device: torch.device, progress) -> 
 
 def _validate(run: SFTRun, device: torch.device, progress) -> None:
     begin = time.perf_counter()
-    measured = validation_nll(run.model, run.val_rows, run.pad_id, run.section["batch_size"])
+    measured = validation_nll(run.model, run.val_rows, run.pad_id, run.section.batch_size)
     synchronize(device)
     run.timings["validation_seconds"] += time.perf_counter() - begin
     run.validation_history.append({"epoch": run.epoch, "updates": run.updates, **measured})
-    progress.write(f"{run.branch} epoch {run.epoch}/{run.section['epochs']}: validation NLL "
+    progress.write(f"{run.branch} epoch {run.epoch}/{run.section.epochs}: validation NLL "
                    f"{measured['nll']:.4f}")
 
 
 def _train(run: SFTRun) -> None:
     """Epochs up to the stop; a crash checkpoint every checkpoint_every_updates updates, at
     each epoch's end and at a requested stop."""
-    batch_size, every = run.section["batch_size"], run.section["checkpoint_every_updates"]
+    batch_size, every = run.section.batch_size, run.section.checkpoint_every_updates
     device = next(run.model.parameters()).device
     per_epoch = math.ceil(len(run.rows) / batch_size)
     done_this_epoch = math.ceil(run.offset / batch_size)
@@ -334,8 +339,8 @@ def _finish(run: SFTRun, resumed_digest: str, command_start: float) -> dict:
     record = {
         "branch": run.branch, "mode": run.mode, "provenance": provenance(run.config),
         "identity": run.identity, "examples": len(run.rows),
-        "validation_examples": len(run.val_rows), "batch_size": section["batch_size"],
-        "epochs": section["epochs"], "epochs_done": run.epoch, "updates": run.updates,
+        "validation_examples": len(run.val_rows), "batch_size": section.batch_size,
+        "epochs": section.epochs, "epochs_done": run.epoch, "updates": run.updates,
         "total_updates": run.identity["total_updates"],
         "history": run.history, "validation_history": run.validation_history,
         "initial_model_digest": run.initial_digest, "final_model_digest": final_digest,
@@ -360,14 +365,11 @@ def run_sft_branch(config: dict, out_dir, branch: str, mode: str) -> dict:
         raise ValueError(f"branch must be one of {list(BRANCH_SPLITS)} and mode one of "
                          f"{list(MODES)}; got {branch!r}, {mode!r}")
     out = Path(out_dir)
-    section = config[branch]
+    typed(config)  # the whole profile is checked (interrupt_after_epochs < epochs too) first
     paths = _paths(out, branch, mode)
     if paths["record"].exists() and not crash.has_checkpoint(out, stage_name(branch, mode)):
         raise FileExistsError(f"{branch} {mode} already ran: {paths['record']} exists; "
                               "evidence is never overwritten (use a new --out folder)")
-    epochs, interrupt_at = section["epochs"], section["interrupt_after_epochs"]
-    if not 1 <= interrupt_at < epochs:
-        raise ValueError(f"{branch}.interrupt_after_epochs must be in 1..{epochs - 1}")
     if mode == "resume" and not paths["interrupt"].is_file():
         raise FileNotFoundError(f"nothing to resume: {paths['interrupt']} is missing "
                                 f"(run {branch} with --mode interrupt first)")
