@@ -88,8 +88,9 @@ Table(["position", "token", "supervised", "log p (base model)"],
 # material into a temporary folder.
 #
 # Losses and NLLs computed live are shown to three decimals, here and in the lines the
-# training loop prints: the digits after that depend on the CPU's kernels, not on the model.
-# The recorded run further down prints what its files hold.
+# training loop prints. Their sixth or seventh digit depends on the CPU's kernels, so a value
+# that happens to lie near a rounding boundary would print another fourth decimal on another
+# machine. The recorded run further down prints what its files hold.
 
 # %%
 live = tempfile.mkdtemp(prefix="warmstart-")
