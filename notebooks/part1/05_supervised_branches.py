@@ -54,7 +54,7 @@ from verifiable_grpo.core import scoring
 from verifiable_grpo.training import sft
 from verifiable_grpo.core.config import load_config
 from verifiable_grpo.core.model import load_base
-from verifiable_grpo.book.notebook import Table, choose_profile, load_recorded, show
+from verifiable_grpo.book.notebook import Table, choose_profile, load_recorded, rounded_prints, show
 
 config = load_config(choose_profile())
 print("live profile:", config["profile"])
@@ -78,7 +78,7 @@ table = scoring.token_table(tokenizer, ids, logprobs, torch.tensor([row["respons
 print("prompt tokens:", row["prompt_length"], "| response tokens (EOS included):", row["response_tokens"])
 Table(["position", "token", "supervised", "log p (base model)"],
       [[r["position"], repr(r["token"]), r["supervised"], r["logprob"]]
-       for r in table[row["prompt_length"] - 3:]], digits=4)
+       for r in table[row["prompt_length"] - 3:]], digits=3)
 
 # %% [markdown]
 # The base model was never shown the key `final_stock`, so `_stock` after `final` is far
@@ -89,19 +89,25 @@ Table(["position", "token", "supervised", "log p (base model)"],
 # The same code runs here on the smoke profile (a few examples, seconds; the full budget
 # when a GPU is present). It writes its own dataset and a learning view without any test
 # material into a temporary folder.
+#
+# Losses and NLLs computed live are shown to three decimals, here and in the lines the
+# training loop prints. Their sixth or seventh digit depends on the CPU's kernels, so a value
+# that happens to lie near a rounding boundary would print another fourth decimal on another
+# machine. The recorded run further down prints what its files hold.
 
 # %%
 live = tempfile.mkdtemp(prefix="warmstart-")
 sft.ensure_learning_view(config, live)      # dataset + a view without test material
-record = sft.run_sft_branch(config, live, "warmstart", "continuous")
+with rounded_prints(decimals=3):
+    record = sft.run_sft_branch(config, live, "warmstart", "continuous")
 Table(["update", "epoch", "learning rate", "loss", "tokens"],
       [[h["update"], h["epoch"], h["learning_rate"], h["loss"], h["tokens"]] for h in record["history"]],
-      digits=5)
+      digits=[0, 0, 5, 3, 0])
 
 # %%
 Table(["epoch", "after update", "validation NLL", "used to select?"],
       [[v["epoch"], v["updates"], v["nll"], v["used_for_selection"]] for v in record["validation_history"]],
-      digits=4)
+      digits=3)
 
 # %% [markdown]
 # Further SFT starts from the warm start's *final* policy, the one a resumed run writes
@@ -109,14 +115,15 @@ Table(["epoch", "after update", "validation NLL", "used to select?"],
 # produces it (interrupt, then resume), then runs further SFT from it:
 
 # %%
-for mode in ("interrupt", "resume"):
-    sft.run_sft_branch(config, live, "warmstart", mode)
-further_live = sft.run_sft_branch(config, live, "sft", "continuous")
+with rounded_prints(decimals=3):
+    for mode in ("interrupt", "resume"):
+        sft.run_sft_branch(config, live, "warmstart", mode)
+    further_live = sft.run_sft_branch(config, live, "sft", "continuous")
 print("further SFT starts from the warm start's final weights:",
       further_live["initial_model_digest"] == record["final_model_digest"])
 Table(["update", "epoch", "learning rate", "loss", "tokens"],
       [[h["update"], h["epoch"], h["learning_rate"], h["loss"], h["tokens"]]
-       for h in further_live["history"]], digits=5)
+       for h in further_live["history"]], digits=[0, 0, 5, 3, 0])
 
 # %% [markdown]
 # ## The recorded tiny run
@@ -166,5 +173,5 @@ with torch.no_grad():
 token_level, tokens = sft.accumulation_loss(scores, collated["response_mask"])
 sums, counts = scoring.masked_sums(scores, collated["response_mask"])
 print("response tokens per example:", counts.tolist())
-print(f"loss over all tokens of the accumulation: {float(token_level):.4f}")
-print(f"mean of per-example means (not used):     {float((-sums / counts).mean()):.4f}")
+print(f"loss over all tokens of the accumulation: {float(token_level):.3f}")
+print(f"mean of per-example means (not used):     {float((-sums / counts).mean()):.3f}")

@@ -51,7 +51,7 @@ import torch
 from verifiable_grpo.core import checkpoint
 from verifiable_grpo.training import sft
 from verifiable_grpo.core.config import load_config
-from verifiable_grpo.book.notebook import Table, choose_profile, load_recorded
+from verifiable_grpo.book.notebook import Table, choose_profile, load_recorded, rounded_prints
 
 config = load_config(choose_profile())
 print("live profile:", config["profile"])
@@ -63,14 +63,23 @@ print("live profile:", config["profile"])
 # state; `resume` loads that state in a fresh model and optimiser and finishes the job.
 # Each starts by seeding every random stream, so no run depends on what the Python process
 # did before.
+#
+# The runs' weight digests (SHA-256 over every tensor) are compared, not printed: they name
+# exact bits, and another CPU, summing in another order, reaches other bits. What a resume
+# promises is equality on the machine that runs it, which is why a state records its thread
+# count.
 
 # %%
 out = tempfile.mkdtemp(prefix="resume-")
 sft.ensure_learning_view(config, out)
-for mode in ("continuous", "interrupt", "resume"):
-    record = sft.run_sft_branch(config, out, "warmstart", mode)
-    print(f"{mode:10s} updates {record['updates']:3d} of {record['total_updates']} "
-          f"| final weights {record['final_model_digest'][:12]}")
+final_weights = {}
+with rounded_prints(decimals=3):    # the loop's per-epoch NLL lines, at a portable precision
+    for mode in ("continuous", "interrupt", "resume"):
+        record = sft.run_sft_branch(config, out, "warmstart", mode)
+        final_weights[mode] = record["final_model_digest"]
+        print(f"{mode:10s} updates {record['updates']:3d} of {record['total_updates']}")
+print("final weights: resume = continuous:", final_weights["resume"] == final_weights["continuous"],
+      "| interrupt = continuous:", final_weights["interrupt"] == final_weights["continuous"])
 verdict = checkpoint.verify_resume(out, "warmstart")
 print("equal:", verdict["equal"], "| differences:", verdict["differences"])
 
@@ -130,7 +139,8 @@ changed = copy.deepcopy(config)
 changed["warmstart"]["learning_rate"] *= 2
 other = tempfile.mkdtemp(prefix="resume-other-")
 sft.ensure_learning_view(config, other)
-sft.run_sft_branch(config, other, "warmstart", "interrupt")
+with rounded_prints(decimals=3):
+    sft.run_sft_branch(config, other, "warmstart", "interrupt")
 try:
     sft.run_sft_branch(changed, other, "warmstart", "resume")
 except ValueError as error:

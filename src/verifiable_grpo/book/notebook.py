@@ -2,12 +2,23 @@
 
 Everything printed through these helpers is deterministic on CPU, so nbval can compare
 it with the committed outputs; times and paths are masked by notebooks/sanitize.cfg.
+
+Numbers computed live (a training step, sampling, a forward pass) are exact only on the
+machine that computed them: another CPU's kernels sum in another order and change their
+last digits (a training step can move the fourth decimal). Chapters print such numbers
+with `significant`, with a coarse `digits`, or as a check against a stated tolerance;
+`round_numbers` and `rounded_prints` do the same for text the package prints itself.
 """
 from __future__ import annotations
 
+import contextlib
 import html
+import io
+import math
 import os
+import re
 import sys
+from decimal import ROUND_HALF_EVEN, Decimal
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
@@ -70,17 +81,118 @@ def fmt(value: Any, digits: int = 3) -> str:
     return str(value)
 
 
-class Table:
-    """A table that shows as HTML in the book and as fixed-width text for nbval."""
+def significant(value: float, digits: int = 2, below: float | None = None) -> str:
+    """`value` rounded to `digits` significant digits: 0.29315 -> "0.29", 1.26e-4 -> "0.00013".
 
-    def __init__(self, columns: Sequence[str], rows: Iterable[Sequence[Any]], digits: int = 3,
-                 title: str | None = None):
+    For live numbers that span several magnitudes (a KL per prefix), where a fixed number of
+    decimals would either hide the small ones or print noise in the large ones. With
+    `below`, any |value| under it prints as "<below": a quantity that is zero up to rounding
+    would otherwise print its rounding noise, which differs between CPUs."""
+    value = float(value)
+    if not math.isfinite(value):
+        return str(value)
+    if below is not None and abs(value) < below:
+        return "<" + re.sub(r"e([-+])0*(\d)", r"e\1\2", f"{below:g}").replace("e+", "e")
+    if value == 0:
+        return "0"
+    rounded = f"{value:.{digits - 1}e}"      # correctly rounded mantissa and exponent
+    exponent = int(rounded.split("e")[1])
+    if exponent < -4:
+        return rounded
+    return f"{float(rounded):.{max(digits - 1 - exponent, 0)}f}"
+
+
+# A decimal number, optionally in scientific notation, not part of a word, a version
+# ("2.13.0") or a hex digest.
+_NUMBER = re.compile(r"(?<![\w.])(-?\d+\.\d+)(?:[eE]([-+]?\d+))?(?![\w.])")
+
+
+def round_numbers(text: str, decimals: int = 3, figures: int = 2) -> str:
+    """`text` with every decimal number that carries more than `decimals` places rounded to
+    `decimals` places, and every number in scientific notation to `figures` significant
+    digits.
+
+    For messages and progress lines written by the package, whose live numbers carry more
+    digits than survive another CPU ("validation NLL 1.4231" -> "validation NLL 1.423").
+    Integers are left alone. Rounding works on the printed text (half to even)."""
+    def replace(match: re.Match) -> str:
+        mantissa, exponent = match.group(1), match.group(2)
+        if exponent is None:
+            if len(mantissa.split(".")[1]) <= decimals:
+                return mantissa
+            out = str(Decimal(mantissa).quantize(Decimal(1).scaleb(-decimals), ROUND_HALF_EVEN))
+            return out[1:] if out.startswith("-") and Decimal(out) == 0 else out
+        scaled = Decimal(mantissa).quantize(Decimal(1).scaleb(1 - figures), ROUND_HALF_EVEN)
+        power = int(exponent)
+        if abs(scaled) >= 10:                # 9.996e-04 -> 1.0e-03, not 10.0e-04
+            scaled, power = (scaled / 10).quantize(Decimal(1).scaleb(1 - figures),
+                                                   ROUND_HALF_EVEN), power + 1
+        return f"{scaled}e{power:+03d}"
+    return _NUMBER.sub(replace, text)
+
+
+class _RoundingWriter(io.TextIOBase):
+    """Forwards whole lines to `target` through round_numbers."""
+
+    def __init__(self, target, decimals: int, figures: int):
+        self.target, self.decimals, self.figures = target, decimals, figures
+        self.pending = ""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        self.pending += text
+        *lines, self.pending = self.pending.split("\n")
+        for line in lines:
+            self.target.write(round_numbers(line, self.decimals, self.figures) + "\n")
+        return len(text)
+
+    def flush(self) -> None:
+        self.target.flush()
+
+    def finish(self) -> None:
+        if self.pending:
+            self.target.write(round_numbers(self.pending, self.decimals, self.figures))
+            self.pending = ""
+        self.flush()
+
+
+@contextlib.contextmanager
+def rounded_prints(decimals: int = 3, figures: int = 2):
+    """Within the block, everything printed to stdout goes through round_numbers.
+
+    The package's SFT loop writes a line per epoch with the validation NLL to 4 decimals;
+    computed live, the fourth decimal is not the same on every CPU. The lines stay visible,
+    at a precision that is."""
+    writer = _RoundingWriter(sys.stdout, decimals, figures)
+    try:
+        with contextlib.redirect_stdout(writer):
+            yield
+    finally:
+        writer.finish()
+
+
+class Table:
+    """A table that shows as HTML in the book and as fixed-width text for nbval.
+
+    `digits` rounds floats: one number for every column, or one per column (live values
+    often need fewer decimals than recorded ones in the same table). Strings are shown as
+    they are, so a cell can hold a `significant(...)` value."""
+
+    def __init__(self, columns: Sequence[str], rows: Iterable[Sequence[Any]],
+                 digits: int | Sequence[int] = 3, title: str | None = None):
         self.columns = list(columns)
-        self.rows = [[fmt(v, digits) for v in row] for row in rows]
-        self.title = title
-        for row in self.rows:
+        per_column = [digits] * len(self.columns) if isinstance(digits, int) else list(digits)
+        if len(per_column) != len(self.columns):
+            raise ValueError(f"{len(per_column)} digits for {len(self.columns)} columns")
+        self.rows = []
+        for row in rows:
+            row = list(row)
             if len(row) != len(self.columns):
                 raise ValueError(f"row {row} has {len(row)} cells for {len(self.columns)} columns")
+            self.rows.append([fmt(v, d) for v, d in zip(row, per_column)])
+        self.title = title
 
     def __repr__(self) -> str:
         widths = [max(len(str(c)), *(len(r[i]) for r in self.rows)) if self.rows else len(c)
