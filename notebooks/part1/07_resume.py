@@ -87,7 +87,10 @@ print("equal:", verdict["equal"], "| differences:", verdict["differences"])
 # ## What a state holds
 #
 # The compared state is everything the next update depends on. It is written with gzip at
-# level 1 (lossless, fast); its size is measured, not promised.
+# level 1 (lossless, fast); its size is measured, not promised. `position` is where the
+# current epoch stands (its example order and how far into it training got): empty at an
+# epoch boundary like this one, filled in the crash checkpoints that a run writes every few
+# updates, so that a run killed mid-epoch continues from the very next batch.
 
 # %%
 state = checkpoint.load_state(f"{out}/checkpoints/warmstart-resume.pt.gz")
