@@ -37,7 +37,7 @@ if "google.colab" in sys.modules:
                    "/content/verifiable-grpo && pip install -q --no-deps -e /content/verifiable-grpo",
                    shell=True, check=True)
     sys.path.insert(0, "/content/verifiable-grpo/src")
-    os.chdir("/content/verifiable-grpo/notebooks")
+    os.chdir("/content/verifiable-grpo/notebooks/part1")
 
 # %%
 from verifiable_grpo.book.notebook import quiet

@@ -41,7 +41,7 @@ if "google.colab" in sys.modules:
                    "/content/verifiable-grpo && pip install -q --no-deps -e /content/verifiable-grpo",
                    shell=True, check=True)
     sys.path.insert(0, "/content/verifiable-grpo/src")
-    os.chdir("/content/verifiable-grpo/notebooks")
+    os.chdir("/content/verifiable-grpo/notebooks/part1")
 
 # %%
 from verifiable_grpo.book.notebook import quiet
@@ -61,6 +61,22 @@ config = load_config(choose_profile())
 print("live profile:", config["profile"], "| iterations:", config["grpo"]["iterations"],
       "| prompts per iteration:", config["grpo"]["prompts_per_iteration"],
       "| G:", config["grpo"]["group_size"])
+
+# %% [markdown]
+# ## The objective, as data
+#
+# What makes this "GRPO" and not a cousin is a handful of choices: how rewards become
+# advantages, whether the ratio is taken per token or per sequence, the clip interval, how
+# token terms are averaged, the KL term and how prompts are sampled. The package keeps each
+# variant as one frozen entry of a registry, and the training loop reads its choices from
+# the entry. Part I runs `part1`; the other rows are the variants Part II compares. The last
+# column is a SHA-256 of the entry's choices, which a pre-registered study can record.
+
+# %%
+from verifiable_grpo.training.objectives import objective_from_config, registry_table
+
+print("this profile's objective:", objective_from_config(config).name)
+Table(*registry_table())
 
 # %% [markdown]
 # ## A live run
