@@ -91,7 +91,7 @@ Table(["response", "finish", "verdict", "reward", "advantage"],
 #
 # For rewards $[1, 0, 1, 0]$ the mean is 0.5 and the population standard deviation is 0.5,
 # so the advantages are $\pm 0.5 / (0.5 + 10^{-8})$: about $\pm 1$, but not exactly, and
-# the epsilon is the reason. Seed 004, TRL and `torch.std` use the *sample* standard
+# the epsilon is the reason. The post-training module of Part III, TRL and `torch.std` use the *sample* standard
 # deviation instead (divide by $G-1$), which gives $\pm 0.866$ for the same group of four
 # and $\pm 0.707$ for a group of two.
 
