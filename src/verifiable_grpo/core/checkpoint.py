@@ -245,16 +245,6 @@ def _state_summary(path: Path, state: dict) -> dict:
             "model_digest": state_dict_digest(state["model"]) if "model" in state else None}
 
 
-def _recorded_sha256(out: Path, branch: str, mode: str) -> str | None:
-    """The state SHA-256 a branch's learning record lists (SFT: state.sha256, GRPO:
-    costs.state_sha256); None when the record is absent."""
-    path = out / "learning" / f"{branch}-{mode}.json"
-    if not path.is_file():
-        return None
-    record = files.read_json(path)
-    return (record.get("state") or {}).get("sha256") or record["costs"]["state_sha256"]
-
-
 def verify_resume(out_dir: str | os.PathLike, branch: str) -> dict:
     """Compare {branch}-continuous with {branch}-resume; write OUT/resume-{branch}.json."""
     out = Path(out_dir)
@@ -263,12 +253,13 @@ def verify_resume(out_dir: str | os.PathLike, branch: str) -> dict:
         raise FileExistsError(f"{target} exists; evidence is never overwritten")
     from verifiable_grpo.core.runfolder import RunFolder
 
-    paths = {mode: RunFolder(out).state(branch, mode) for mode in ("continuous", "resume")}
+    folder = RunFolder(out)
+    paths = {mode: folder.state(branch, mode) for mode in ("continuous", "resume")}
     missing = [str(p) for p in paths.values() if not p.is_file()]
     if missing:
         raise FileNotFoundError(f"cannot verify resume of {branch}: missing {missing}; run the "
                                 "branch with --mode continuous, interrupt, then resume")
-    states = {mode: load_state(p, _recorded_sha256(out, branch, mode))
+    states = {mode: load_state(p, folder.recorded_state_sha256(branch, mode))
               for mode, p in paths.items()}
     differences = compare_states(states["continuous"], states["resume"])
     report = {"branch": branch, "equal": not differences, "differences": differences,

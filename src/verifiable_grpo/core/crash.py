@@ -58,6 +58,15 @@ def has_checkpoint(out: str | Path, stage: str) -> bool:
     return folder.is_dir() and any(folder.glob("state-*.json"))
 
 
+def branch_finished(out: str | Path, branch: str, mode: str) -> bool:
+    """A branch writes its learning record last and removes its crash folder after it: a
+    record without a crash folder means every output of that branch and mode is complete."""
+    from verifiable_grpo.core.runfolder import RunFolder, stage_name
+
+    return (RunFolder(out).record(branch, mode).is_file()
+            and not has_checkpoint(out, stage_name(branch, mode)))
+
+
 def latest(out: str | Path, stage: str) -> tuple[dict, dict] | None:
     """(state, note) of the newest complete, undamaged pair; None when there is none."""
     from verifiable_grpo.core.checkpoint import load_state

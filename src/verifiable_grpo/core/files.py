@@ -128,13 +128,3 @@ def remove_temporaries(folder: str | os.PathLike) -> list[Path]:
                 removed.append(path)
     return removed
 
-
-def recorded_policy_sha256(out: str | os.PathLike, branch: str) -> str | None:
-    """The SHA-256 that a branch's resume record lists for its saved policy, if any
-    (SFT records under "policy", GRPO records under "final_weights")."""
-    path = Path(out) / "learning" / f"{branch}-resume.json"
-    if not path.is_file():
-        return None
-    record = read_json(path)
-    entry = record.get("policy") or record.get("final_weights") or {}
-    return entry.get("sha256")

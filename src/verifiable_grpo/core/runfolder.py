@@ -112,6 +112,27 @@ class RunFolder:
     def scores(self, policy: str, mode: str) -> Path:
         return self.out / "scores" / f"{policy}-{mode}.json"
 
+    def recorded(self, branch: str, mode: str) -> dict | None:
+        """A branch's learning record, None when it has not been written."""
+        from verifiable_grpo.core.files import read_json
+
+        path = self.record(branch, mode)
+        return read_json(path) if path.is_file() else None
+
+    def recorded_state_sha256(self, branch: str, mode: str) -> str | None:
+        """The SHA-256 a learning record lists for its state (SFT: state.sha256, GRPO:
+        costs.state_sha256); None without a record."""
+        record = self.recorded(branch, mode)
+        if record is None:
+            return None
+        return (record.get("state") or {}).get("sha256") or record["costs"]["state_sha256"]
+
+    def recorded_policy_sha256(self, branch: str) -> str | None:
+        """The SHA-256 a resume record lists for its saved policy (SFT: policy, GRPO:
+        final_weights); None without one."""
+        record = self.recorded(branch, "resume") or {}
+        return (record.get("policy") or record.get("final_weights") or {}).get("sha256")
+
     @property
     def results(self) -> Path:
         return self.out / "results.json"

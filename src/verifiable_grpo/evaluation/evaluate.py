@@ -24,7 +24,6 @@ from verifiable_grpo.core.progress import tqdm
 
 from verifiable_grpo.core import interrupts
 from verifiable_grpo.core.faults import fault_point
-from verifiable_grpo.core.files import recorded_policy_sha256
 from verifiable_grpo.core.runfolder import (INFERENCE_MODES, MAIN_BRANCHES, RunFolder,
                                             exercise_group_size)
 from verifiable_grpo.core.config import load_config, provenance, read_json, save_json, sha256_file
@@ -187,7 +186,7 @@ def generate_policy(config: dict, out_dir, policy: str) -> dict:
     with labels_out_of_reach(labels_folder), torch.no_grad():
         selected = select_test_pages(data.read_test_inputs(out_dir / "data"), ev.problems)
         policy_model, metadata = model_lib.reload_policy(
-            weights, config, recorded_policy_sha256(out_dir, policy))
+            weights, config, RunFolder(out_dir).recorded_policy_sha256(policy))
         policy_model.eval()
         tokenizer = model_lib.load_tokenizer(config)
         digest_before = model_lib.model_digest(policy_model)

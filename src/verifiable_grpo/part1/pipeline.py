@@ -136,11 +136,7 @@ _branch_claims = RunFolder.branch_patterns
 
 
 def _branch_finished(branch: str, mode: str) -> Callable[[Path], bool]:
-    """A branch's record is written last and its crash folder removed after it: a record
-    without a crash folder means every output is complete."""
-    name = f"{branch}-{mode}"
-    return lambda out: ((out / "learning" / f"{name}.json").is_file()
-                        and not crash.has_checkpoint(out, name))
+    return lambda out: crash.branch_finished(out, branch, mode)
 
 
 def _branch_stages(branch: str, group: str, action, sections) -> list[Stage]:
@@ -262,7 +258,7 @@ def _refuse_foreign(out: Path, orphans: list[str], stages: list[Stage],
                     markers: dict[str, dict]) -> None:
     """Files no unfinished stage claims were not written by this pipeline: refuse them."""
     foreign = [rel for rel in orphans
-               if (_owner(rel, stages) is None or _owner(rel, stages).name in markers)]
+               if (owner := _owner(rel, stages)) is None or owner.name in markers]
     if not foreign:
         return
     listing = "\n  ".join(str(out / rel) for rel in foreign[:20])
@@ -273,23 +269,19 @@ def _refuse_foreign(out: Path, orphans: list[str], stages: list[Stage],
         "a new --out folder.")
 
 
-def _recover(stage: Stage, out: Path, markers: dict[str, dict]) -> list[str]:
-    """Prepare a stage that left files behind; returns the files it keeps (its earlier
-    outputs, listed in its marker when it finishes)."""
-    mine = [rel for rel in _orphans(out, markers) if _owner(rel, [stage]) is not None]
-    if not mine:
-        return []
-    if stage.self_recovering:
-        return []  # the stage continues from its crash checkpoint and moves the rest aside
+def _recover(stage: Stage, out: Path, mine: list[str]) -> None:
+    """Move aside what a half-done run of this stage left (`mine`), except the files it
+    continues from; a self-recovering stage does that itself from its crash checkpoint."""
+    if not mine or stage.self_recovering:
+        return
     keep = stage.reuse(out, mine)
     crash.move_aside(out, stage.name, [r for r in mine if r not in keep],
                      "left by an interrupted run of this stage; the stage is redone")
-    return sorted(keep)
 
 
 def _write_marker(stage: Stage, config: dict, out: Path, outputs: list[str],
-                  started_at: str, seconds: float, adopted: bool = False) -> dict:
-    snapshot = _snapshot(out)
+                  snapshot: dict[str, tuple[int, int]], started_at: str, seconds: float,
+                  adopted: bool = False) -> dict:
     marker = {"stage": stage.name, "group": stage.group, "started_at": started_at,
               "finished_at": utc_now(), "seconds": seconds,
               "config_sections": stage_sections(stage, config),
@@ -309,10 +301,16 @@ def _write_marker(stage: Stage, config: dict, out: Path, outputs: list[str],
 
 def _run_stage(stage: Stage, config: dict, out: Path, markers: dict[str, dict]) -> dict:
     accounted = {rel: entry for m in markers.values() for rel, entry in m["outputs"].items()}
-    mine = [rel for rel in _orphans(out, markers) if _owner(rel, [stage]) is not None]
+
+    def unaccounted_of_this_stage(snapshot):
+        return [rel for rel in snapshot
+                if rel not in accounted and _owner(rel, [stage]) is not None]
+
+    found = _snapshot(out)
+    mine = unaccounted_of_this_stage(found)
     if mine and stage.finished is not None and stage.finished(out):
-        return _write_marker(stage, config, out, mine, utc_now(), 0.0, adopted=True)
-    kept = _recover(stage, out, markers)
+        return _write_marker(stage, config, out, mine, found, utc_now(), 0.0, adopted=True)
+    _recover(stage, out, mine)
     before = _snapshot(out)
     started_at, started = utc_now(), time.perf_counter()
     stage.run(config, out)
@@ -321,10 +319,10 @@ def _run_stage(stage: Stage, config: dict, out: Path, markers: dict[str, dict]) 
     altered = sorted(rel for rel in accounted if after.get(rel) != before.get(rel))
     if altered:
         raise RuntimeError(f"stage {stage.name} changed or removed earlier evidence: {altered}")
-    continued = [rel for rel in before if rel not in accounted and rel in after
-                 and _owner(rel, [stage]) is not None]   # kept from before a crash
+    # what a crashed run of this stage had written and the stage continued from
+    continued = [rel for rel in unaccounted_of_this_stage(before) if rel in after]
     created = set(after) - set(before)
-    return _write_marker(stage, config, out, sorted(created | set(continued) | set(kept)),
+    return _write_marker(stage, config, out, sorted(created | set(continued)), after,
                          started_at, seconds)
 
 

@@ -260,11 +260,9 @@ def _paths(out_dir: Path, branch: str, mode: str) -> dict:
     return {
         "out": out_dir,
         "warmstart": folder.policy("warmstart"),
-        "warmstart_record": folder.record("warmstart", "resume"),
         "learning_data": folder.learning_data,
         "state": folder.state(branch, mode),
         "interrupt_state": folder.state(branch, "interrupt"),
-        "interrupt_record": folder.record(branch, "interrupt"),
         "weights": folder.policy(branch),
         "record": folder.record(branch, mode),
         "rollouts": folder.rollouts(branch, mode),
@@ -652,7 +650,7 @@ def run_grpo_branch(config: dict, out_dir, branch: str = "grpo", mode: str = "co
     budget = branch_budget(config, branch, group_size, iterations, interrupt_at)
     out_dir = Path(out_dir)
     paths = _paths(out_dir, branch, mode)
-    if paths["record"].exists() and not crash.has_checkpoint(out_dir, stage_name(branch, mode)):
+    if crash.branch_finished(out_dir, branch, mode):
         raise FileExistsError(f"GRPO {branch} {mode} already ran ({paths['record']} exists); "
                               "evidence is never overwritten (use a new --out folder)")
     if not paths["warmstart"].is_file():
@@ -663,7 +661,7 @@ def run_grpo_branch(config: dict, out_dir, branch: str = "grpo", mode: str = "co
     examples = data.read_examples(paths["learning_data"], "train")
 
     tokenizer = model_lib.load_tokenizer(config)
-    warmstart_sha = files.recorded_policy_sha256(out_dir, "warmstart")
+    warmstart_sha = RunFolder(out_dir).recorded_policy_sha256("warmstart")
     policy, _ = model_lib.reload_policy(paths["warmstart"], config, warmstart_sha)
     reference, reference_meta = model_lib.reload_policy(paths["warmstart"], config, warmstart_sha)
     policy.eval()
@@ -684,20 +682,13 @@ def run_grpo_branch(config: dict, out_dir, branch: str = "grpo", mode: str = "co
                              f"and {run.reference_digest}")
         if not _continue_after_crash(run) and mode == "resume":
             state = checkpoint.load_state(paths["interrupt_state"],
-                                          _recorded_state_sha(paths["interrupt_record"]))
+                                          RunFolder(out_dir).recorded_state_sha256(branch, "interrupt"))
             _restore(run, state, f"GRPO state {paths['interrupt_state']}")
             del state
         return _finish(run, _loop(run))
     finally:
         if device.type == "cuda":
             torch.use_deterministic_algorithms(deterministic_before)
-
-
-def _recorded_state_sha(record_path: Path) -> str | None:
-    """The SHA-256 that the interrupt run recorded for its state (None without a record)."""
-    if not record_path.is_file():
-        return None
-    return files.read_json(record_path)["costs"]["state_sha256"]
 
 
 def command_grpo(args) -> int:

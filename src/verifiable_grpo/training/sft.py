@@ -20,7 +20,7 @@ from pathlib import Path
 import torch
 from verifiable_grpo.core.progress import tqdm
 
-from verifiable_grpo.core import crash, files, interrupts
+from verifiable_grpo.core import crash, interrupts
 from verifiable_grpo.task import data
 from verifiable_grpo.core.checkpoint import (capture_rng, check_identity, load_state, restore_rng, run_identity,
                          save_state, seed_everything)
@@ -101,7 +101,6 @@ def _paths(out: Path, branch: str, mode: str) -> dict[str, Path]:
     folder = RunFolder(out)
     return {"out": out, "state": folder.state(branch, mode),
             "interrupt": folder.state(branch, "interrupt"),
-            "interrupt_record": folder.record(branch, "interrupt"),
             "policy": folder.policy(branch), "start_policy": folder.policy("warmstart"),
             "record": folder.record(branch, mode)}
 
@@ -116,7 +115,7 @@ def _starting_policy(config: dict, branch: str, paths: dict) -> tuple:
         raise FileNotFoundError(f"further SFT starts from {paths['start_policy']}; run the warm "
                                 "start first (modes interrupt then resume)")
     model, _ = reload_policy(paths["start_policy"], config,
-                             files.recorded_policy_sha256(paths["out"], "warmstart"))
+                             RunFolder(paths["out"]).recorded_policy_sha256("warmstart"))
     # Relative to OUT: a state must not depend on where the run folder lies.
     source = paths["start_policy"].relative_to(paths["out"]).as_posix()
     return model, load_tokenizer(config), {"source": source,
@@ -198,7 +197,10 @@ def _prepare(config: dict, out: Path, branch: str, mode: str, paths: dict) -> SF
                   scheduler, sampler)
 
 
-def _state(run: SFTRun) -> dict:
+def _state(run: SFTRun, digest: str | None) -> dict:
+    """The full state; `digest` is the weights' digest for a final state (a crash state,
+    written every few updates, skips hashing every tensor again: its file's SHA-256, in
+    its note, is what a continuation checks)."""
     return {"identity": run.identity, "branch": run.branch, "epoch": run.epoch,
             "updates": run.updates,
             "position": {"epoch_order": run.epoch_order, "offset": run.offset},
@@ -206,7 +208,7 @@ def _state(run: SFTRun) -> dict:
             "scheduler": run.scheduler.state_dict(), "sampler": run.sampler.get_state(),
             "rng": capture_rng(), "history": run.history,
             "validation_history": run.validation_history,
-            "model_digest": model_digest(run.model), "timings": dict(run.timings)}
+            "model_digest": digest, "timings": dict(run.timings)}
 
 
 def _restore(run: SFTRun, state: dict, what: str) -> None:
@@ -242,7 +244,7 @@ def _continue_after_crash(run: SFTRun) -> bool:
 
 
 def _save_crash(run: SFTRun) -> None:
-    saved = crash.save(run.paths["out"], run.stage, _state(run), run.updates)
+    saved = crash.save(run.paths["out"], run.stage, _state(run, None), run.updates)
     run.crash_saves.append({"updates": run.updates, "seconds": saved["seconds"]})
 
 
@@ -325,7 +327,7 @@ def _finish(run: SFTRun, resumed_digest: str, command_start: float) -> dict:
     final_digest = model_digest(run.model)
     if final_digest == resumed_digest and run.epoch > 0:  # a continued run has >= 1 update left
         raise ValueError("SFT ran but no weight changed")
-    saved = save_state(run.paths["state"], _state(run))
+    saved = save_state(run.paths["state"], _state(run, final_digest))
     fault_point("sft-after-final-state")
     policy = None
     if run.mode == "resume":
@@ -367,7 +369,7 @@ def run_sft_branch(config: dict, out_dir, branch: str, mode: str) -> dict:
     out = Path(out_dir)
     typed(config)  # the whole profile is checked (interrupt_after_epochs < epochs too) first
     paths = _paths(out, branch, mode)
-    if paths["record"].exists() and not crash.has_checkpoint(out, stage_name(branch, mode)):
+    if crash.branch_finished(out, branch, mode):
         raise FileExistsError(f"{branch} {mode} already ran: {paths['record']} exists; "
                               "evidence is never overwritten (use a new --out folder)")
     if mode == "resume" and not paths["interrupt"].is_file():
@@ -377,7 +379,8 @@ def run_sft_branch(config: dict, out_dir, branch: str, mode: str) -> dict:
     run = _prepare(config, out, branch, mode, paths)
     if not _continue_after_crash(run) and mode == "resume":
         begin = time.perf_counter()
-        state = load_state(paths["interrupt"], _recorded_state_sha(paths["interrupt_record"]))
+        state = load_state(paths["interrupt"],
+                           RunFolder(out).recorded_state_sha256(branch, "interrupt"))
         run.timings["state_load_seconds"] = time.perf_counter() - begin
         _restore(run, state, f"{branch} interrupt state")
         del state
@@ -386,13 +389,6 @@ def run_sft_branch(config: dict, out_dir, branch: str, mode: str) -> dict:
         torch.cuda.reset_peak_memory_stats()
     _train(run)
     return _finish(run, resumed_digest, command_start)
-
-
-def _recorded_state_sha(record_path: Path) -> str | None:
-    """The SHA-256 the interrupt run recorded for its state (None without a record)."""
-    if not record_path.is_file():
-        return None
-    return read_json(record_path)["state"]["sha256"]
 
 
 # ---------------------------------------------------------------- CLI
