@@ -248,12 +248,12 @@ def _state_summary(path: Path, state: dict) -> dict:
 def verify_resume(out_dir: str | os.PathLike, branch: str) -> dict:
     """Compare {branch}-continuous with {branch}-resume; write OUT/resume-{branch}.json."""
     out = Path(out_dir)
-    target = out / f"resume-{branch}.json"
-    if target.exists():
-        raise FileExistsError(f"{target} exists; evidence is never overwritten")
     from verifiable_grpo.core.runfolder import RunFolder
 
     folder = RunFolder(out)
+    target = folder.resume_check(branch)
+    if target.exists():
+        raise FileExistsError(f"{target} exists; evidence is never overwritten")
     paths = {mode: folder.state(branch, mode) for mode in ("continuous", "resume")}
     missing = [str(p) for p in paths.values() if not p.is_file()]
     if missing:

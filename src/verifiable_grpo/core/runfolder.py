@@ -80,9 +80,6 @@ class RunFolder:
     def __init__(self, out):
         self.out = Path(out)
 
-    def relative(self, path: Path) -> str:
-        return Path(path).relative_to(self.out).as_posix()
-
     @property
     def data(self) -> Path:
         return self.out / "data"

@@ -357,7 +357,7 @@ def score_policies(config: dict, out_dir, policies, results_path) -> dict:
         raise ValueError(f"inference of {late} finished after scoring began")
     gold = data.read_gold(out_dir / "data")
     draws = typed(config).evaluation.draws
-    policies_out, scores_dir = {}, out_dir / "scores"
+    policies_out, folder_paths = {}, RunFolder(out_dir)
     for policy in policies:
         folder = inference_dir(out_dir, policy)
         entry = {}
@@ -366,7 +366,7 @@ def score_policies(config: dict, out_dir, policies, results_path) -> dict:
             check_counts(inference["rows"], inference["document_ids"],
                          1 if mode == "greedy" else draws)
             scored = score_rows(inference["rows"], gold)
-            save_json(scores_dir / f"{policy}-{mode}.json",
+            save_json(folder_paths.scores(policy, mode),
                       {"policy": policy, "mode": mode, "labels_read_at": labels_read_at,
                        "rows": scored})
             entry[mode] = population_metrics(scored)
@@ -426,7 +426,7 @@ def command_evaluate(args) -> int:
         print(f"{args.policy}: inference written in {audit['seconds']['total']:.1f} s; "
               "labels not read (run `evaluate` without --policy to score)")
         return 0
-    results = evaluate_policies(config, out_dir, MAIN_POLICIES, out_dir / "results.json")
+    results = evaluate_policies(config, out_dir, MAIN_POLICIES, RunFolder(out_dir).results)
     for policy, entry in results["policies"].items():
         greedy = entry["greedy_pass_at_1"]["ALL"]
         sample = entry["per_draw_success"]["ALL"]

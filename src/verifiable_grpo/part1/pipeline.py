@@ -115,7 +115,7 @@ def _verify(branch):
 def _evaluate_main(config, out):
     from verifiable_grpo.evaluation.evaluate import evaluate_policies
 
-    return evaluate_policies(config, out, MAIN_POLICIES, out / "results.json")
+    return evaluate_policies(config, out, MAIN_POLICIES, RunFolder(out).results)
 
 
 def _exercise(step, *extra):
