@@ -27,6 +27,7 @@ COMMANDS = {
     "exercise": ("part1.exercise", "command_exercise", "the G=2 / G=8 group-size exercise"),
     "run": ("part1.pipeline", "command_run", "the whole pipeline, resumable"),
     "report": ("part1.report", "command_report", "summarise a run folder"),
+    "lab": ("part3.labs", "command_lab", "run one Part III lab and record its metrics"),
 }
 
 
@@ -46,6 +47,16 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--force", action="store_true", help="replace an existing base")
             p.add_argument("--minutes", type=float, default=None,
                            help="pretraining budget override (default: the build recipe's)")
+            continue
+        if name == "lab":
+            # No --config: a lab's settings are its own YAML (configs/part3/NAME.yaml).
+            from verifiable_grpo.part3.labs import LABS  # light: the table only, no torch
+            p.add_argument("name", choices=list(LABS))
+            p.add_argument("--out", default=None, help="folder (default: runs/part3/NAME)")
+            p.add_argument("--settings", default=None, help="settings YAML (default: configs/part3/NAME.yaml)")
+            p.add_argument("--threads", type=int, default=2, help="torch threads (default 2)")
+            p.add_argument("--export", action="store_true", help="then copy metrics.json to data/recorded/part3/NAME.json")
+            p.add_argument("--export-only", action="store_true", help="only copy an existing run's metrics")
             continue
         p.add_argument("--config", default="tiny", help="profile name or YAML path (default: tiny)")
         p.add_argument("--out", default=None, help="run folder (default: runs/<profile>)")

@@ -134,3 +134,11 @@ def run_digit_dpo(beta: float = 0.1, steps: int = 300) -> dict:
         on_policy=train_dpo(reference, prompts, good, bad, beta=beta, steps=steps),
         off_policy=train_dpo(reference, prompts, good, off_bad, beta=beta, steps=steps),
     )
+
+
+def run_lab(betas=(0.25, 0.5, 1.0, 2.0), pairs: int = 20_000, bandit_steps: int = 1000,
+            beta: float = 0.1, steps: int = 300) -> dict:
+    """Lab 4 whole: the bandit (part A), then the digit policy (part B)."""
+    from verifiable_grpo.part3.dpo_bandit import run_bandit
+
+    return dict(bandit=run_bandit(betas, pairs, bandit_steps), digits=run_digit_dpo(beta, steps))

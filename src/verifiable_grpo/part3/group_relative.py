@@ -114,3 +114,19 @@ def mixed_group_probability(p: float, group_size: int) -> float:
     if type(group_size) is not int or group_size < 1:
         raise ValueError(f"group_size must be a positive integer, got {group_size!r}")
     return 1.0 - p ** group_size - (1.0 - p) ** group_size
+
+
+def run_lab(betas=(0.04, 0.5), substring_beta: float = 0.04, iterations: int = 150,
+            group_size: int = 8, expert_rounds: int = 3) -> dict:
+    """Lab 5 whole: expert iteration, GRPO at each beta, GRPO on the substring verifier."""
+    from verifiable_grpo.part3.expert_iteration import expert_iteration
+
+    reference = dp.train_reference()
+    runs = [train_grpo(reference, b, iterations=iterations, group_size=group_size) for b in betas]
+    runs.append(train_grpo(reference, substring_beta, substring=True, iterations=iterations,
+                           group_size=group_size))
+    return dict(policy_parameters=dp.parameter_count(reference),
+                reference=dp.task_metrics(reference, reference),
+                reference_greedy_accuracy=dp.greedy_accuracy(reference),
+                expert_iteration=expert_iteration(reference, rounds=expert_rounds),
+                grpo=runs, group_size=group_size, inner_steps=2)

@@ -1,0 +1,125 @@
+"""`python -m verifiable_grpo lab NAME`: run one Part III lab and record its metrics.
+
+A lab is one row of LABS: its name, the function that runs it ("module:function" under
+verifiable_grpo.part3) and a one-line description. Its settings come from
+configs/part3/NAME.yaml (keyword arguments of that function; the recorded values), so the
+config SHA-256 in the provenance names exactly what ran. Adding a lab is one line here and
+one YAML file.
+"""
+from __future__ import annotations
+
+import importlib
+import inspect
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+from verifiable_grpo.core.config import (canonical_json, provenance, read_json, repo_root,
+                                         save_json, sha256_bytes)
+
+LABS = {
+    "reward-model": ("best_of_n:run_reward_lab", "Lab 3: Bradley-Terry reward model, calibration, best-of-n"),
+    "dpo": ("dpo:run_lab", "Lab 4: DPO on a bandit and on the digit policy"),
+    "expert-iteration": ("group_relative:run_lab", "Lab 5: expert iteration vs GRPO, substring verifier"),
+    "judge": ("judge:simulate_judge", "Lab 6: simulated judge with position and length bias"),
+    "fault-tree": ("fault_tree:run_exercise", "the fault-tree reward exercise"),
+}
+RECORDED = Path("data/recorded/part3")
+
+
+def lab_function(name: str):
+    if name not in LABS:
+        raise ValueError(f"unknown lab {name!r}; choose one of {sorted(LABS)}")
+    module, function = LABS[name][0].split(":")
+    return getattr(importlib.import_module(f"verifiable_grpo.part3.{module}"), function)
+
+
+def load_settings(name: str, path: str | Path | None = None) -> tuple[dict, Path]:
+    """The lab's settings (default configs/part3/NAME.yaml), checked against its function."""
+    function = lab_function(name)
+    path = Path(path) if path else repo_root() / "configs" / "part3" / f"{name}.yaml"
+    if not path.is_file():
+        raise ValueError(f"no settings file {path}; create it or pass --settings PATH")
+    settings = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    if not isinstance(settings, dict):
+        raise ValueError(f"{path}: settings must be a mapping of keyword arguments")
+    accepted = set(inspect.signature(function).parameters)
+    unknown = sorted(set(settings) - accepted)
+    if unknown:
+        raise ValueError(f"{path}: unknown setting(s) {unknown} for lab {name!r}; "
+                         f"accepted: {sorted(accepted)}")
+    return settings, path
+
+
+def run(name: str, out: str | Path | None = None, settings_path=None, threads: int = 2,
+        command: list[str] | None = None) -> Path:
+    """Run the lab and write OUT/metrics.json = {metrics, settings, provenance}."""
+    settings, path = load_settings(name, settings_path)
+    out = Path(out) if out else repo_root() / "runs" / "part3" / name
+    target = out / "metrics.json"
+    if target.exists():
+        raise ValueError(f"{target} exists: evidence is never overwritten; remove it or "
+                         f"pass another --out")
+    import torch   # here, not at the top: `--help` must not load torch
+
+    torch.set_num_threads(threads)
+    started = time.perf_counter()
+    metrics = lab_function(name)(**settings)
+    wall = time.perf_counter() - started
+    record = provenance(command=command)
+    record.update(config_path=_relative(path), config_sha256=sha256_bytes(canonical_json(settings)),
+                  wall_seconds=round(wall, 3), lab=name)
+    save_json(target, {"lab": name, "settings": settings, "metrics": metrics, "provenance": record})
+    return target
+
+
+def _relative(path: Path) -> str:
+    try:
+        return path.resolve().relative_to(repo_root()).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def export(name: str, source: str | Path | None = None, dest: str | Path | None = None) -> Path:
+    """Copy a finished run's metrics.json to data/recorded/part3/NAME.json (refuses to
+    overwrite a recorded file)."""
+    source = Path(source) if source else repo_root() / "runs" / "part3" / name / "metrics.json"
+    dest = Path(dest) if dest else repo_root() / RECORDED / f"{name}.json"
+    if not source.is_file():
+        raise ValueError(f"no metrics at {source}: run `python -m verifiable_grpo lab {name}` first")
+    if read_json(source).get("lab") != name:
+        raise ValueError(f"{source} records another lab than {name!r}")
+    if dest.exists():
+        raise ValueError(f"{dest} exists: recorded evidence is never overwritten")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(source, dest)
+    return dest
+
+
+def recorded(name: str) -> dict:
+    """The recorded metrics of a lab (what the chapters display)."""
+    lab_function(name)
+    path = repo_root() / RECORDED / f"{name}.json"
+    if not path.is_file():
+        raise ValueError(f"no recorded results at {path}: run the lab, then "
+                         f"`python -m verifiable_grpo lab {name} --export`")
+    return read_json(path)
+
+
+def command_lab(args) -> int:
+    try:
+        if args.export_only:
+            print(export(args.name, args.out and Path(args.out) / "metrics.json"))
+            return 0
+        target = run(args.name, args.out, args.settings, args.threads,
+                     command=["python", "-m", "verifiable_grpo", *sys.argv[1:]])
+        print(target)
+        if args.export:
+            print(export(args.name, target))
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    return 0

@@ -1,0 +1,39 @@
+"""The `lab` command: the name table, settings checked against the lab, provenance, and
+evidence that is never overwritten."""
+import json
+
+import pytest
+
+from verifiable_grpo import cli
+from verifiable_grpo.part3 import labs
+
+
+def test_every_lab_resolves_and_has_settings():
+    for name in labs.LABS:
+        settings, _ = labs.load_settings(name)
+        assert callable(labs.lab_function(name)) and isinstance(settings, dict)
+
+
+def test_unknown_lab_and_unknown_setting(tmp_path):
+    with pytest.raises(ValueError, match="unknown lab 'sft-lab'"):
+        labs.lab_function("sft-lab")
+    bad = tmp_path / "judge.yaml"
+    bad.write_text("pairs: 400\nseeds: 3\n")
+    with pytest.raises(ValueError, match=r"unknown setting\(s\) \['seeds'\]"):
+        labs.load_settings("judge", bad)
+
+
+def test_run_records_provenance_and_refuses_to_overwrite(tmp_path, capsys):
+    assert cli.main(["lab", "fault-tree", "--out", str(tmp_path)]) == 0
+    record = json.loads((tmp_path / "metrics.json").read_text())
+    assert record["metrics"]["revised"]["two_gate"] == 1.0
+    assert {"command", "git_commit", "config_sha256", "packages", "device", "wall_seconds"} <= set(record["provenance"])
+    assert record["provenance"]["config_path"] == "configs/part3/fault-tree.yaml"
+    assert cli.main(["lab", "fault-tree", "--out", str(tmp_path)]) == 2
+    assert "never overwritten" in capsys.readouterr().err
+    dest = tmp_path / "recorded.json"
+    labs.export("fault-tree", tmp_path / "metrics.json", dest)
+    with pytest.raises(ValueError, match="never overwritten"):
+        labs.export("fault-tree", tmp_path / "metrics.json", dest)
+    with pytest.raises(ValueError, match="another lab"):
+        labs.export("judge", tmp_path / "metrics.json", tmp_path / "other.json")
