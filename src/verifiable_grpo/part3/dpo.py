@@ -115,8 +115,9 @@ def _pair_report(policy, reference, prompts, chosen, rejected, ref_chosen, ref_r
                 **dp.task_metrics(policy, reference))
 
 
-def run_digit_dpo(beta: float = 0.1, steps: int = 300) -> dict:
-    """The module's Lab 4 part B: reference, pairs, both conditions."""
+def run_digit_dpo(beta: float = 0.1, steps: int = 300, variant_beta: float | None = None) -> dict:
+    """The module's Lab 4 part B: reference, pairs, both conditions; with `variant_beta`,
+    the on-policy condition again at that beta (the first "Try this")."""
     reference = dp.train_reference()
     prompts, good, bad = on_policy_pairs(reference)
     off_bad = off_policy_rejected(len(good))
@@ -133,12 +134,15 @@ def run_digit_dpo(beta: float = 0.1, steps: int = 300) -> dict:
         reference_logp=ref_logp, beta=beta,
         on_policy=train_dpo(reference, prompts, good, bad, beta=beta, steps=steps),
         off_policy=train_dpo(reference, prompts, good, off_bad, beta=beta, steps=steps),
+        on_policy_variant=None if variant_beta is None else dict(
+            beta=variant_beta, records=train_dpo(reference, prompts, good, bad,
+                                                 beta=variant_beta, steps=steps)),
     )
 
 
 def run_lab(betas=(0.25, 0.5, 1.0, 2.0), pairs: int = 20_000, bandit_steps: int = 1000,
-            beta: float = 0.1, steps: int = 300) -> dict:
+            beta: float = 0.1, steps: int = 300, variant_beta: float | None = 0.5) -> dict:
     """Lab 4 whole: the bandit (part A), then the digit policy (part B)."""
     from verifiable_grpo.part3.dpo_bandit import run_bandit
 
-    return dict(bandit=run_bandit(betas, pairs, bandit_steps), digits=run_digit_dpo(beta, steps))
+    return dict(bandit=run_bandit(betas, pairs, bandit_steps), digits=run_digit_dpo(beta, steps, variant_beta))

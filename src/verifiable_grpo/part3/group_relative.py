@@ -18,10 +18,12 @@ import torch
 from verifiable_grpo.part3 import digit_policy as dp
 
 
-def group_advantages_sample_std(rewards: torch.Tensor, epsilon: float = 1e-6):
-    """(r - mean) / (sample std + epsilon) per group (row); exactly 0 where std is 0."""
+def group_advantages_sample_std(rewards: torch.Tensor, epsilon: float = 1e-6, correction: int = 1):
+    """(r - mean) / (std + epsilon) per group (row); exactly 0 where std is 0.
+
+    correction=1 is the module's sample std; correction=0 the population std of Part I."""
     mean = rewards.mean(1, keepdim=True)
-    sd = rewards.std(1, keepdim=True, correction=1)
+    sd = rewards.std(1, keepdim=True, correction=correction)
     advantage = torch.where(sd > 0, (rewards - mean) / (sd + epsilon), torch.zeros_like(rewards))
     return advantage, sd.squeeze(1)
 
@@ -40,7 +42,8 @@ def k3(log_ratio_ref_over_policy: torch.Tensor) -> torch.Tensor:
 
 def train_grpo(reference, beta: float, substring: bool = False, iterations: int = 150,
                prompts_per_iteration: int = 32, group_size: int = 8, inner_steps: int = 2,
-               clip: float = 0.2, lr: float = 1e-3, seed: int = 41, log_every: int = 25) -> dict:
+               clip: float = 0.2, lr: float = 1e-3, seed: int = 41, log_every: int = 25,
+               correction: int = 1) -> dict:
     if isinstance(beta, bool) or not isinstance(beta, (int, float)) or beta < 0:
         raise ValueError(f"beta must be a number >= 0 (the KL coefficient), got {beta!r}")
     if type(group_size) is not int or group_size < 2:
@@ -57,7 +60,7 @@ def train_grpo(reference, beta: float, substring: bool = False, iterations: int 
         targets = dp.sample(policy, prompts)
         rewards = verifier_rewards(prompts, targets, substring).reshape(prompts_per_iteration,
                                                                          group_size)
-        advantages, sd = group_advantages_sample_std(rewards)
+        advantages, sd = group_advantages_sample_std(rewards, correction=correction)
         advantages = advantages.reshape(-1, 1)
         with torch.no_grad():   # frozen for both inner steps: the ratio starts at exactly 1
             old_logp, mask = dp.token_logprobs(policy, prompts, targets)
@@ -80,7 +83,7 @@ def train_grpo(reference, beta: float, substring: bool = False, iterations: int 
                         **dp.task_metrics(policy, reference))
             item["verifier_reward"] = _verifier_pass_rate(policy, substring)
             records.append(item)
-    result = dict(beta=beta, substring=substring, records=records)
+    result = dict(beta=beta, substring=substring, correction=correction, records=records)
     if substring:
         result["accepted_but_wrong"] = accepted_but_wrong(policy)
     return result
@@ -117,15 +120,21 @@ def mixed_group_probability(p: float, group_size: int) -> float:
 
 
 def run_lab(betas=(0.04, 0.5), substring_beta: float = 0.04, iterations: int = 150,
-            group_size: int = 8, expert_rounds: int = 3) -> dict:
-    """Lab 5 whole: expert iteration, GRPO at each beta, GRPO on the substring verifier."""
+            group_size: int = 8, expert_rounds: int = 3, variants: bool = True) -> dict:
+    """Lab 5 whole: expert iteration, GRPO at each beta, GRPO on the substring verifier;
+    with `variants`, two runs beside the module's: Part I's population std (beta 0.04) and
+    no KL term at all (beta 0, the first "Try this")."""
     from verifiable_grpo.part3.expert_iteration import expert_iteration
 
     reference = dp.train_reference()
     runs = [train_grpo(reference, b, iterations=iterations, group_size=group_size) for b in betas]
     runs.append(train_grpo(reference, substring_beta, substring=True, iterations=iterations,
                            group_size=group_size))
-    return dict(policy_parameters=dp.parameter_count(reference),
+    extra = []
+    if variants:
+        extra = [train_grpo(reference, 0.04, iterations=iterations, group_size=group_size, correction=0),
+                 train_grpo(reference, 0.0, iterations=iterations, group_size=group_size)]
+    return dict(policy_parameters=dp.parameter_count(reference), variants=extra,
                 reference=dp.task_metrics(reference, reference),
                 reference_greedy_accuracy=dp.greedy_accuracy(reference),
                 expert_iteration=expert_iteration(reference, rounds=expert_rounds),
