@@ -123,3 +123,11 @@ def command_lab(args) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     return 0
+
+
+def provenance_line(name: str) -> str:
+    """One line naming where a chapter's recorded numbers come from."""
+    record = recorded(name)["provenance"]
+    return (f"recorded by `{record['command']}` at commit {str(record['git_commit'])[:10]}, "
+            f"torch {record['packages'].get('torch')}, {record['cpu_threads']} thread(s), "
+            f"{record['device']}, {record['wall_seconds']:.1f} s")

@@ -1,0 +1,236 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Lab 5: success-only SFT against GRPO, and a verifier that can be gamed
+#
+# Both methods start from the same noisy digit-addition policy used in Lab 4. Both learn
+# from the same exact verifier: the reply must equal the sum. **Expert iteration** samples,
+# keeps what the verifier accepts, and fine-tunes on it. **GRPO** samples groups of eight
+# answers per prompt and pushes each answer up or down according to how it compares with
+# its own group. A third run gives GRPO a flawed verifier that accepts any reply *containing*
+# the answer. That run shows a policy learning exactly what its checker accepts.
+#
+# **What is measured.** For expert iteration: kept samples, covered prompts, accuracy and
+# KL per round. For GRPO: batch reward, the fraction of groups with no task signal
+# (zero variance), sampled exact accuracy, sequence KL to the reference, mean length, and
+# an independent pass rate under the training verifier. All of it is read from
+# `data/recorded/part3/expert-iteration.json`. The module's printed figures reproduce
+# digit for digit; `tests/part3/test_group_relative.py` re-runs them. The 100 prompts
+# are shared by training and evaluation, so this measures reshaping a policy on a fixed
+# task, not generalisation.
+
+# %% tags=["colab"]
+# On Colab only: fetch the project and install it. Elsewhere the package is already installed.
+import sys
+
+if "google.colab" in sys.modules:
+    import os, subprocess
+    subprocess.run("git clone -q --depth 1 https://github.com/verifiable-grpo/verifiable-grpo "
+                   "/content/verifiable-grpo && pip install -q --no-deps -e /content/verifiable-grpo",
+                   shell=True, check=True)
+    sys.path.insert(0, "/content/verifiable-grpo/src")
+    os.chdir("/content/verifiable-grpo/notebooks/part3")
+
+# %%
+from verifiable_grpo.book.notebook import quiet
+
+quiet()
+
+import torch
+from IPython.display import display
+from matplotlib.figure import Figure
+
+from verifiable_grpo.book import lab_widgets
+from verifiable_grpo.book.notebook import Table, show
+from verifiable_grpo.part3 import group_relative as gr, labs
+
+record = labs.recorded("expert-iteration")
+lab = record["metrics"]
+print(labs.provenance_line("expert-iteration"))
+print("parameters:", lab["policy_parameters"], "| reference sampled:", lab["reference"],
+      "| greedy accuracy:", lab["reference_greedy_accuracy"])
+
+# %% [markdown]
+# ## Sample, verify, keep
+#
+# Each round draws 8 samples for every one of the 100 prompts. It keeps the exact-correct
+# ones and takes 200 SFT steps on them. If a prompt has per-sample success probability
+# $p$, it contributes at least one kept sample with probability $1-(1-p)^k$ for $k$
+# samples. That is the same formula as best-of-n success with a perfect verifier. A prompt
+# the policy never solves gives no signal at all. Here every prompt is covered from the
+# first round, because the reference is noisy but never hopeless. That is why expert
+# iteration does so well on this task.
+
+# %%
+Table(["round", "kept", "covered prompts", "accept rate", "task accuracy", "KL"],
+      [[r["round"], r["accepted"], r["covered_prompts"], r["accept_rate"], r["accuracy"], r["kl"]]
+       for r in lab["expert_iteration"]], digits=3)
+
+# %% [markdown]
+# ## The group baseline, and when a group teaches
+#
+# For a group of $G$ rewards $r_1, \dots, r_G$ with mean $\bar r$, the advantage of answer
+# $i$ compares it with its group. Write $\bar r_{-i}$ for the mean of the *other* $G-1$
+# rewards. Then $\bar r = \frac{r_i + (G-1)\bar r_{-i}}{G}$, so
+#
+# $$r_i - \bar r = \frac{G-1}{G}\,\big(r_i - \bar r_{-i}\big).$$
+#
+# Subtracting the group mean is the same as subtracting a **leave-one-out** baseline and
+# scaling by $(G-1)/G$. The leave-one-out baseline does not depend on answer $i$'s own
+# sample, so it adds no bias to the policy gradient. The constant factor only rescales
+# the step. The module then divides by the group's *sample* standard deviation
+# (denominator $G-1$) plus $10^{-6}$. Part I divides by the *population* standard
+# deviation. The two differ by the factor $\sqrt{(G-1)/G}$: 0.935 for $G = 8$.
+#
+# A group whose rewards are all equal has advantage exactly zero. The module enforces
+# this with an explicit branch, not with the $10^{-6}$. With independent draws of success
+# probability $p$, a group is **mixed** (it has at least one success and at least one
+# failure) with probability
+#
+# $$P(\text{mixed}) = 1 - P(\text{all succeed}) - P(\text{all fail}) = 1 - p^G - (1-p)^G.$$
+#
+# It peaks at $p = 1/2$ and vanishes as $p \to 0$ or $p \to 1$. As GRPO improves a policy,
+# more of its groups go silent.
+
+# %%
+display(show(lab_widgets.plot_mixed_groups(lab_widgets.mixed_group_view(), marker=(0.9, 8))))
+
+# %% [markdown]
+# **Try it.** In a live notebook, the sliders move $p$ and $G$ and redraw the curve. In
+# the static book they do nothing: no kernel runs behind them. The figure above is the
+# static view, with the dot at $p = 0.9$, $G = 8$.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+lab_widgets.make_mixed_group_widget(0.9, 8)
+
+# %% [markdown]
+# ## The update and its KL estimate
+#
+# Each of 150 iterations samples 32 prompts (with replacement) times $G = 8$ answers and
+# freezes the old and reference log-probabilities. It then takes two Adam steps on the
+# clipped surrogate minus $\beta$ times the **k3** estimate of the KL. The objective is
+# averaged over each answer's tokens, then over answers. With $u = \pi_{\text{ref}}/\pi_\theta$
+# on a sampled token, $k3 = u - \log u - 1 \ge 0$, and its expectation under $\pi_\theta$
+# is $\mathrm{KL}(\pi_\theta \| \pi_{\text{ref}})$, because $E_{\pi_\theta}[u] = 1$.
+# Part I instead computes that KL exactly over the whole vocabulary at every prefix. For
+# $u = 0.8$, k3 is:
+
+# %%
+print(f"k3(u=0.8) = {float(gr.k3(torch.log(torch.tensor(0.8, dtype=torch.float64)))):.4f}"
+      f"  (the plain log-ratio -log u is {-torch.log(torch.tensor(0.8)).item():.3f})")
+
+# %% [markdown]
+# ## Three GRPO runs
+
+# %%
+names = {0: "exact, beta 0.04", 1: "exact, beta 0.5", 2: "substring, beta 0.04"}
+keys = ["sampled_reward", "zero_variance", "accuracy", "kl", "length", "verifier_reward"]
+Table(["run", "iteration", "batch reward", "zero-variance", "exact accuracy", "KL", "length",
+       "verifier pass"],
+      [[names[i], r["iteration"], *[r[k] for k in keys]]
+       for i, run in enumerate(lab["grpo"]) for r in run["records"][1:]], digits=3)
+
+# %%
+figure = Figure(figsize=(9, 5.5))
+axes = figure.subplots(2, 2)
+for i, run in enumerate(lab["grpo"]):
+    records = run["records"]
+    for ax, key in zip(axes.flat, ["accuracy", "kl", "length", "zero_variance"]):
+        points = [(r["iteration"], r[key]) for r in records if r[key] is not None]
+        ax.plot(*zip(*points), "o-", label=names[i])
+        ax.set(xlabel="iteration", ylabel=key)
+        ax.grid(alpha=0.2)
+axes[0, 0].legend(fontsize="small")
+figure.suptitle("GRPO on the digit policy: accuracy, drift, length, silent groups")
+figure.tight_layout()
+display(show(figure))
+
+# %% [markdown]
+# **Reading.** At $\beta = 0.04$, exact accuracy climbs from 0.478 to 0.963 with KL 0.629.
+# At $\beta = 0.5$ it reaches 0.870 with KL 0.376: a stronger pull towards the reference
+# costs task reward. The zero-variance fraction rises with accuracy, as the formula
+# predicts. At iteration 125 of the first run, 81% of the groups carry no task signal.
+#
+# The substring run looks best by its own measure: 97.6% of its answers pass the checker
+# it was trained on. But only 77.8% are correct, and mean length grows from 1.57 to
+# 1.74 digits. The policy found longer strings that contain the answer:
+
+# %%
+print("accepted but wrong (prompt, reply, answer):", lab["grpo"][2]["accepted_but_wrong"])
+
+# %% [markdown]
+# Expert iteration (0.994, KL 0.734) beats all three GRPO runs here. That is not a general
+# ranking. Every prompt is covered, so keeping successes wastes nothing, while GRPO's
+# signal fades as its groups go silent. A task where most prompts start at $p \approx 0$
+# would reverse the picture for expert iteration, and for GRPO too.
+
+# %% [markdown]
+# ## Exercises
+#
+# **1. (by hand)** For the group $[1, 0, 1, 0]$, compute the module's advantages and Part
+# I's. Then check the leave-one-out identity for the first answer.
+#
+# ```{admonition} Solution
+# :class: dropdown
+# Mean 0.5. Sample std $\sqrt{(4 \cdot 0.25)/3} = 0.5774$, so the advantages are
+# $\pm 0.5/(0.5774 + 10^{-6}) = \pm 0.866$. Population std is 0.5, giving
+# $\pm 0.5/(0.5 + 10^{-8}) \approx \pm 1$. Leave-one-out for answer 1: the other three
+# rewards average $1/3$, so $r_1 - \bar r_{-1} = 2/3$. Multiplied by $(G-1)/G = 3/4$,
+# that gives $0.5 = r_1 - \bar r$. The cell below checks the module's function.
+# ```
+
+# %%
+advantage, sd = gr.group_advantages_sample_std(torch.tensor([[1.0, 0.0, 1.0, 0.0]], dtype=torch.float64))
+population, _ = gr.group_advantages_sample_std(torch.tensor([[1.0, 0.0, 1.0, 0.0]], dtype=torch.float64),
+                                               epsilon=1e-8, correction=0)
+print("sample std:", [round(a, 4) for a in advantage[0].tolist()],
+      "| population std:", [round(a, 4) for a in population[0].tolist()])
+
+# %% [markdown]
+# **2. (measured: the module's first "Try this", and Part I's convention)** Remove the KL
+# term ($\beta = 0$), and separately replace the sample std by the population std at
+# $\beta = 0.04$. Keep the same seed and budget. Which change moves the results more?
+#
+# ```{admonition} Solution
+# :class: dropdown
+# The recorded runs are in the table below, next to the module's $\beta = 0.04$ run. The
+# population std multiplies every advantage by $1/0.935 = 1.07$. That is a slightly larger
+# step, and with the same seed the runs drift apart, but the end points stay close. Removing
+# the KL term lets the policy move further from the reference. Compare the final KL and
+# accuracy columns: at this budget, the KL coefficient matters more than the std convention.
+# ```
+
+# %%
+rows = []
+for label, run in [("module: sample std, beta 0.04", lab["grpo"][0]),
+                   ("Part I: population std, beta 0.04", lab["variants"][0]),
+                   ("no KL term, beta 0", lab["variants"][1])]:
+    last = run["records"][-1]
+    rows.append([label, last["accuracy"], last["kl"], last["length"], last["zero_variance"]])
+Table(["run (150 iterations)", "exact accuracy", "KL", "length", "zero-variance (last batch)"], rows, digits=3)
+
+# %% [markdown]
+# **3. (by hand)** At iteration 125 the $\beta = 0.04$ run has zero-variance fraction 0.812
+# and exact accuracy 0.958. If every prompt had success probability 0.958, what fraction
+# of groups of 8 would be silent? Why is the measured fraction higher?
+#
+# ```{admonition} Solution
+# :class: dropdown
+# $p^8 + (1-p)^8 = 0.958^8 + 0.042^8 \approx 0.71$. The measured 0.81 is higher because
+# accuracy is not uniform across prompts. Most prompts are near $p = 1$ (always silent),
+# and a few are harder. The mean of $p^8 + (1-p)^8$ over prompts exceeds its value at the
+# mean $p$, because $p^8 + (1-p)^8$ is convex in $p$ (Jensen). The batch also holds only 32
+# groups, so 0.812 is itself noisy: 26 of 32.
+# ```

@@ -1,0 +1,44 @@
+"""Part III widgets: the views compute what the chapters say, the builders leave the image
+empty until a control moves (so the static fallback figure appears once)."""
+import math
+
+import pytest
+
+from verifiable_grpo.book import lab_widgets as lw
+
+SELECTION = [dict(n=n, kl_bound=math.log(n) - (n - 1) / n, linear_proxy=float(i),
+                  linear_true=0.0, mlp_true=0.0, oracle_true=0.0) for i, n in enumerate((1, 4, 16))]
+
+
+def test_best_of_n_view_and_bad_n():
+    assert lw.best_of_n_view(SELECTION, 4)["row"]["linear_proxy"] == 1.0
+    with pytest.raises(ValueError, match="not in the recorded grid"):
+        lw.best_of_n_view(SELECTION, 5)
+
+
+def test_dpo_beta_view_limits():
+    # Large beta: the optimum stays at the reference; small beta: it concentrates on the
+    # highest reward (response 7, reward 2.0).
+    near = lw.dpo_beta_view(1e4)
+    assert max(abs(a - b) for a, b in zip(near["optimum"], near["reference"])) < 1e-3
+    sharp = lw.dpo_beta_view(0.01)
+    assert sharp["optimum"][7] > 0.999
+    with pytest.raises(ValueError, match="beta must be a positive number"):
+        lw.dpo_beta_view(0.0)
+
+
+def test_mixed_group_view_peak():
+    view = lw.mixed_group_view((2,), points=3)
+    assert view["curves"][2] == [0.0, 0.5, 0.0]
+
+
+def test_builders_draw_only_after_a_control_moves():
+    widget = lw.make_mixed_group_widget(0.5, 2)
+    p_slider, _, table, image = widget.children
+    assert "0.5000" in table.value and image.value == b""
+    p_slider.value = 0.9
+    assert "0.1800" in table.value and len(image.value) > 1000
+    best = lw.make_best_of_n_widget(SELECTION, 4)
+    assert best.children[2].value == b""
+    dpo = lw.make_dpo_beta_widget({}, 0.5)
+    assert dpo.children[2].value == b""
