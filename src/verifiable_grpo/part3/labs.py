@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import shutil
+import signal
 import sys
 import time
 from pathlib import Path
@@ -109,7 +110,18 @@ def recorded(name: str) -> dict:
     return read_json(path)
 
 
+def _stop_at_once(number, frame):
+    raise KeyboardInterrupt(signal.Signals(number).name)
+
+
 def command_lab(args) -> int:
+    # A lab writes its metrics once, at the end, atomically: a signal can stop it at once
+    # (the CLI's graceful stop would wait for a safe point that a lab never reaches).
+    for number in (signal.SIGINT, signal.SIGTERM):
+        try:
+            signal.signal(number, _stop_at_once)
+        except ValueError:      # not the main thread: leave signals alone
+            pass
     try:
         if args.export_only:
             print(export(args.name, args.out and Path(args.out) / "metrics.json"))
