@@ -54,7 +54,8 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("name", choices=list(LABS))
             p.add_argument("--out", default=None, help="folder (default: runs/part3/NAME)")
             p.add_argument("--settings", default=None, help="settings YAML (default: configs/part3/NAME.yaml)")
-            p.add_argument("--threads", type=int, default=2, help="torch threads (default 2)")
+            p.add_argument("--threads", type=int, default=1,
+                           help="torch threads (default 1: the labs' models are tiny, one thread is fastest)")
             p.add_argument("--export", action="store_true", help="then copy metrics.json to data/recorded/part3/NAME.json")
             p.add_argument("--export-only", action="store_true", help="only copy an existing run's metrics")
             continue

@@ -55,7 +55,7 @@ def load_settings(name: str, path: str | Path | None = None) -> tuple[dict, Path
     return settings, path
 
 
-def run(name: str, out: str | Path | None = None, settings_path=None, threads: int = 2,
+def run(name: str, out: str | Path | None = None, settings_path=None, threads: int = 1,
         command: list[str] | None = None) -> Path:
     """Run the lab and write OUT/metrics.json = {metrics, settings, provenance}."""
     settings, path = load_settings(name, settings_path)
@@ -66,11 +66,15 @@ def run(name: str, out: str | Path | None = None, settings_path=None, threads: i
                          f"pass another --out")
     import torch   # here, not at the top: `--help` must not load torch
 
+    previous = torch.get_num_threads()
     torch.set_num_threads(threads)
-    started = time.perf_counter()
-    metrics = lab_function(name)(**settings)
-    wall = time.perf_counter() - started
-    record = provenance(command=command)
+    try:
+        started = time.perf_counter()
+        metrics = lab_function(name)(**settings)
+        wall = time.perf_counter() - started
+        record = provenance(command=command)   # records cpu_threads = threads
+    finally:
+        torch.set_num_threads(previous)        # a caller's process keeps its own setting
     record.update(config_path=_relative(path), config_sha256=sha256_bytes(canonical_json(settings)),
                   wall_seconds=round(wall, 3), lab=name)
     save_json(target, {"lab": name, "settings": settings, "metrics": metrics, "provenance": record})
