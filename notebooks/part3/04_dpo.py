@@ -66,8 +66,11 @@ print(labs.provenance_line("dpo"))
 # \qquad \sum_y \pi(y) = 1.$$
 #
 # Add a multiplier $\lambda$ for the constraint and set the derivative with respect to
-# each $\pi(y)$ to zero: $r(y) - \beta\left(\log\frac{\pi(y)}{\pi_{\text{ref}}(y)} + 1\right)
-# - \lambda = 0$. Solving for $\pi(y)$ gives
+# each $\pi(y)$ to zero:
+#
+# $$r(y) - \beta\left(\log\frac{\pi(y)}{\pi_{\text{ref}}(y)} + 1\right) - \lambda = 0.$$
+#
+# Solving for $\pi(y)$ gives
 #
 # $$\pi^*(y) = \frac{1}{Z}\, \pi_{\text{ref}}(y)\, e^{r(y)/\beta}, \qquad
 # Z = \sum_y \pi_{\text{ref}}(y)\, e^{r(y)/\beta}.$$
@@ -81,8 +84,8 @@ print(labs.provenance_line("dpo"))
 # Bradley-Terry model, $P(y_w \succ y_l) = \sigma(r(y_w) - r(y_l))$. Substitute, and
 # $\beta\log Z$ cancels from the difference:
 #
-# $$P(y_w \succ y_l) = \sigma\!\Big(\beta \log\frac{\pi^*(y_w)}{\pi_{\text{ref}}(y_w)}
-# - \beta \log\frac{\pi^*(y_l)}{\pi_{\text{ref}}(y_l)}\Big).$$
+# $$P(y_w \succ y_l) = \sigma\!\Big(\beta \log\frac{\pi^*(y_w)}{\pi_{\text{ref}}(y_w)} -
+# \beta \log\frac{\pi^*(y_l)}{\pi_{\text{ref}}(y_l)}\Big).$$
 #
 # DPO makes the policy itself the model of the preferences. It minimises the
 # negative log-likelihood of the observed pairs,

@@ -35,9 +35,9 @@ def test_mixed_group_view_peak():
 def test_builders_draw_only_after_a_control_moves():
     widget = lw.make_mixed_group_widget(0.5, 2)
     p_slider, _, table, image = widget.children
-    assert "0.5000" in table.value and image.value == b""
+    assert "0.5000" in table.value and image.value == b"" and image.layout.display == "none"
     p_slider.value = 0.9
-    assert "0.1800" in table.value and len(image.value) > 1000
+    assert "0.1800" in table.value and len(image.value) > 1000 and image.layout.display is None
     best = lw.make_best_of_n_widget(SELECTION, 4)
     assert best.children[2].value == b""
     dpo = lw.make_dpo_beta_widget({}, 0.5)

@@ -2,9 +2,9 @@
 optimum, and the probability that a GRPO group carries a task gradient.
 
 Same three layers as widgets.py: pure views (plain dicts), plot_* figures, make_* builders.
-A builder's first render fills its table but leaves its image empty: the chapter shows the
-static fallback figure once, and the widget draws only after a control moves (which needs
-a live kernel; in the static book the controls do nothing).
+A builder's first render fills its table but leaves its image empty and hidden: the
+chapter shows the static fallback figure once, and the widget draws only after a control
+moves (which needs a live kernel; in the static book the controls do nothing).
 """
 from __future__ import annotations
 
@@ -15,6 +15,18 @@ from matplotlib.figure import Figure
 from verifiable_grpo.book.widgets import _error, _table, figure_png
 from verifiable_grpo.part3 import dpo_bandit
 from verifiable_grpo.part3.group_relative import mixed_group_probability
+
+
+def _hidden_image():
+    """An Image widget that takes no room (no broken-image icon) until it gets a figure."""
+    import ipywidgets as w
+
+    return w.Image(format="png", layout=w.Layout(display="none"))
+
+
+def _draw(image, figure) -> None:
+    image.value = figure_png(figure)
+    image.layout.display = None
 
 SELECTION_SERIES = (("linear_proxy", "proxy score: linear selection"),
                     ("linear_true", "true reward: linear selection"),
@@ -49,7 +61,7 @@ def make_best_of_n_widget(selection: list[dict], n: int = 64):
     import ipywidgets as w
 
     slider = w.SelectionSlider(options=[row["n"] for row in selection], value=n, description="n")
-    table, image = w.HTML(), w.Image(format="png")
+    table, image = w.HTML(), _hidden_image()
     state = {"first": True}
 
     def render():
@@ -58,7 +70,7 @@ def make_best_of_n_widget(selection: list[dict], n: int = 64):
         table.value = _table([("KL bound (nats)", f"{row['kl_bound']:.3f}")] +
                              [(label, f"{row[key]:.3f}") for key, label in SELECTION_SERIES])
         if not state.pop("first", False):
-            image.value = figure_png(plot_best_of_n(view))
+            _draw(image, plot_best_of_n(view))
 
     slider.observe(lambda change: render(), names="value")
     render()
@@ -95,8 +107,8 @@ def plot_dpo_beta(view: dict) -> Figure:
 def make_dpo_beta_widget(fitted: dict[float, list[float]], beta: float = 0.5):
     import ipywidgets as w
 
-    slider = w.FloatLogSlider(value=beta, base=10, min=-1.3, max=1, step=0.05, description="beta")
-    table, image = w.HTML(), w.Image(format="png")
+    slider = w.FloatSlider(value=beta, min=0.05, max=5.0, step=0.05, description="beta")
+    table, image = w.HTML(), _hidden_image()
     state = {"first": True}
 
     def render():
@@ -109,7 +121,7 @@ def make_dpo_beta_widget(fitted: dict[float, list[float]], beta: float = 0.5):
                               ("E_pi*[r]", f"{view['expected_reward']:.4f}"),
                               ("pi*", ", ".join(f"{p:.3f}" for p in view["optimum"]))])
         if not state.pop("first", False):
-            image.value = figure_png(plot_dpo_beta(view))
+            _draw(image, plot_dpo_beta(view))
 
     slider.observe(lambda change: render(), names="value")
     render()
@@ -143,7 +155,7 @@ def make_mixed_group_widget(p: float = 0.9, group_size: int = 8):
 
     p_slider = w.FloatSlider(value=p, min=0.0, max=1.0, step=0.01, description="p")
     g_slider = w.IntSlider(value=group_size, min=2, max=32, description="G")
-    table, image = w.HTML(), w.Image(format="png")
+    table, image = w.HTML(), _hidden_image()
     state = {"first": True}
 
     def render():
@@ -153,7 +165,7 @@ def make_mixed_group_widget(p: float = 0.9, group_size: int = 8):
                               ("P(all succeed) = p^G", f"{p_slider.value ** g_slider.value:.4f}")])
         if not state.pop("first", False):
             view = mixed_group_view(sorted({2, 8, g_slider.value}))
-            image.value = figure_png(plot_mixed_groups(view, (p_slider.value, g_slider.value)))
+            _draw(image, plot_mixed_groups(view, (p_slider.value, g_slider.value)))
 
     for control in (p_slider, g_slider):
         control.observe(lambda change: render(), names="value")
