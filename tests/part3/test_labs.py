@@ -29,6 +29,7 @@ def test_run_records_provenance_and_refuses_to_overwrite(tmp_path, capsys):
     assert record["metrics"]["revised"]["two_gate"] == 1.0
     assert {"command", "git_commit", "config_sha256", "packages", "device", "wall_seconds"} <= set(record["provenance"])
     assert record["provenance"]["config_path"] == "configs/part3/fault-tree.yaml"
+    assert record["provenance"]["command"] == f"python -m verifiable_grpo lab fault-tree --out {tmp_path} --threads 1"
     assert cli.main(["lab", "fault-tree", "--out", str(tmp_path)]) == 2
     assert "never overwritten" in capsys.readouterr().err
     dest = tmp_path / "recorded.json"

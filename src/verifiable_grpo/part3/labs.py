@@ -118,6 +118,17 @@ def _stop_at_once(number, frame):
     raise KeyboardInterrupt(signal.Signals(number).name)
 
 
+def _command(args) -> list[str]:
+    """The command line that reproduces this run (from the parsed arguments, so it is
+    right however main() was called)."""
+    words = ["python", "-m", "verifiable_grpo", "lab", args.name]
+    for flag, value in (("--out", args.out), ("--settings", args.settings)):
+        if value:
+            words += [flag, str(value)]
+    words += ["--threads", str(args.threads)] + (["--export"] if args.export else [])
+    return words
+
+
 def command_lab(args) -> int:
     # A lab writes its metrics once, at the end, atomically: a signal can stop it at once
     # (the CLI's graceful stop would wait for a safe point that a lab never reaches).
@@ -130,8 +141,7 @@ def command_lab(args) -> int:
         if args.export_only:
             print(export(args.name, args.out and Path(args.out) / "metrics.json"))
             return 0
-        target = run(args.name, args.out, args.settings, args.threads,
-                     command=["python", "-m", "verifiable_grpo", *sys.argv[1:]])
+        target = run(args.name, args.out, args.settings, args.threads, command=_command(args))
         print(target)
         if args.export:
             print(export(args.name, target))
