@@ -144,3 +144,35 @@ def test_update_on_one_group_moves_probability_toward_positive_advantage():
     assert model_digest(model) == before
     assert result["after"][0] > result["before"][0] and result["after"][1] < result["before"][1]
     assert result["telemetry"]["clip_low_fraction"] == 0.0  # first update: ratio exactly 1
+
+
+# --------------------------------------------------------------------------- KL probe
+def test_estimator_gradients_k1_zero_k2_reverse_k3_forward():
+    """By hand: E[grad k1] = sum_y p_y (e_y - p) = 0; E[grad k2] = grad KL(p||q);
+    E[grad k3] = sum_y (p_y - q_y)(e_y - p) = p - q = grad KL(q||p)."""
+    import torch
+
+    from verifiable_grpo.part1.kl_probe import estimator_loss_gradients
+
+    p = torch.tensor([0.5, 0.3, 0.2], dtype=torch.float64)
+    q = torch.tensor([0.2, 0.3, 0.5], dtype=torch.float64)
+    g = estimator_loss_gradients(p.log(), q.log())
+    kl = float((p * (p / q).log()).sum())
+    assert torch.allclose(g["k1"], torch.zeros(3, dtype=torch.float64), atol=1e-15)
+    assert torch.allclose(g["reverse"], p * ((p / q).log() - kl), atol=1e-15)
+    assert torch.allclose(g["k2"], g["reverse"], atol=1e-15)
+    assert torch.allclose(g["forward"], p - q, atol=1e-15)
+    assert torch.allclose(g["k3"], p - q, atol=1e-15)
+    assert not torch.allclose(g["k3"], g["reverse"], atol=1e-3)
+
+
+def test_kl_summary_counts_and_refuses_nothing():
+    import torch
+
+    from verifiable_grpo.part1.kl_probe import kl_summary
+
+    s = kl_summary(torch.tensor([0.0, 1e-5, 2e-4, 1e-3], dtype=torch.float64))
+    assert s["prefixes"] == 4 and s["max"] == 1e-3 and s["share_above"] == 0.5
+    assert abs(s["median"] - (1e-5 + 2e-4) / 2) < 1e-18
+    with pytest.raises(ValueError, match="no prefixes"):
+        kl_summary(torch.tensor([]))
