@@ -175,3 +175,32 @@ sums, counts = scoring.masked_sums(scores, collated["response_mask"])
 print("response tokens per example:", counts.tolist())
 print(f"loss over all tokens of the accumulation: {float(token_level):.3f}")
 print(f"mean of per-example means (not used):     {float((-sums / counts).mean()):.3f}")
+
+# %% [markdown]
+# ## Exercise: the supervised loss of one accumulation
+#
+# Write `my_sft_loss(token_logprobs, mask)`: `token_logprobs` is float64 `[B, T]` (the
+# log-probability of each target token), `mask` is boolean `[B, T]`, True on the supervised
+# positions. Return the negative log-likelihood averaged over **all** supervised tokens of
+# the batch, as the specification asks. Positions outside the mask may hold anything, even
+# $-\infty$. The checker names the mean of per-example means from the section above.
+
+# %%
+def my_sft_loss(token_logprobs, mask):
+    raise NotImplementedError("replace this line with your code")
+
+# %%
+from verifiable_grpo.exercises import check_sft_loss
+
+check_sft_loss(my_sft_loss)
+
+# %% [markdown]
+# A worked solution (hidden in the book). `torch.where` selects instead of multiplying, so a
+# $-\infty$ in the padding never turns into NaN.
+
+# %% tags=["hide-input"]
+def solution_sft_loss(token_logprobs, mask):
+    picked = torch.where(mask, token_logprobs, torch.zeros_like(token_logprobs))
+    return -picked.sum() / mask.sum()
+
+check_sft_loss(solution_sft_loss)
