@@ -168,7 +168,7 @@ def my_reward(text, finish_reason, expected):
 # %%
 from verifiable_grpo.exercises import check_reward
 
-check_reward(my_reward)
+result = check_reward(my_reward)
 
 # %% [markdown]
 # A worked solution (hidden in the book: click to show it). Two details trip most first
@@ -198,4 +198,4 @@ def solution_reward(text, finish_reason, expected):
     answer = value["final_stock"]
     return int(type(answer) is int and answer == expected)
 
-check_reward(solution_reward)
+result = check_reward(solution_reward)

@@ -233,7 +233,7 @@ def my_group_advantages(rewards, epsilon=1e-8):
 # %%
 from verifiable_grpo.exercises import check_group_advantages
 
-check_group_advantages(my_group_advantages)
+result = check_group_advantages(my_group_advantages)
 
 # %% [markdown]
 # A worked solution (hidden in the book). The one subtle line is the constant group: the
@@ -248,4 +248,4 @@ def solution_group_advantages(rewards, epsilon=1e-8):
     std = centred.square().mean(dim=1, keepdim=True).sqrt()   # population std: divide by G
     return centred / (std + epsilon)
 
-check_group_advantages(solution_group_advantages)
+result = check_group_advantages(solution_group_advantages)

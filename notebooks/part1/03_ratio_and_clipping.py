@@ -169,7 +169,7 @@ def my_clipped_objective(ratio, advantage, epsilon):
 # %%
 from verifiable_grpo.exercises import check_clipped_surrogate
 
-check_clipped_surrogate(my_clipped_objective)
+result = check_clipped_surrogate(my_clipped_objective)
 
 # %% [markdown]
 # A worked solution (hidden in the book). Clip the *ratio*, multiply by $A$, take the
@@ -180,4 +180,4 @@ def solution_clipped_objective(ratio, advantage, epsilon):
     clipped = torch.clamp(ratio, 1 - epsilon, 1 + epsilon)
     return torch.minimum(ratio * advantage, clipped * advantage)
 
-check_clipped_surrogate(solution_clipped_objective)
+result = check_clipped_surrogate(solution_clipped_objective)

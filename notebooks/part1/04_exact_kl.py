@@ -255,10 +255,11 @@ Table(["policy pair", "visited prefixes", "mean KL", "median KL", "largest KL",
       digits=2)
 
 # %% [markdown]
-# The two pictures differ in kind. The nudge concentrates its change on the few digits of
-# one answer; 200 GRPO updates at the tiny run's learning rate spread a small change over
-# every prefix. The GRPO chapter's telemetry tells the same story from the training side:
-# its mean exact KL stayed small throughout the run.
+# In both pairs the median prefix barely moves: most visited prefixes (the JSON scaffolding
+# that every policy writes almost deterministically) carry next to no KL, and the penalty
+# sits on a minority of prefixes (the last column), with a mean set by a few large values.
+# The per-token table at the top of the chapter shows where the nudge put its change; the
+# GRPO chapter's telemetry follows the same quantity during training.
 #
 # ## Try it
 #
@@ -302,7 +303,7 @@ def my_exact_kl(current_logits, reference_logits, block_size):
 # %%
 from verifiable_grpo.exercises import check_exact_kl
 
-check_exact_kl(my_exact_kl)
+result = check_exact_kl(my_exact_kl)
 
 # %% [markdown]
 # A worked solution (hidden in the book): two passes for the normaliser (maximum, then the
@@ -326,4 +327,4 @@ def solution_exact_kl(current_logits, reference_logits, block_size):
         kl = kl + torch.where(p > 0, p * (log_p - log_q), torch.zeros_like(p)).sum(-1)
     return kl
 
-check_exact_kl(solution_exact_kl)
+result = check_exact_kl(solution_exact_kl)

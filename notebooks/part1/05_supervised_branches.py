@@ -192,7 +192,7 @@ def my_sft_loss(token_logprobs, mask):
 # %%
 from verifiable_grpo.exercises import check_sft_loss
 
-check_sft_loss(my_sft_loss)
+result = check_sft_loss(my_sft_loss)
 
 # %% [markdown]
 # A worked solution (hidden in the book). `torch.where` selects instead of multiplying, so a
@@ -203,4 +203,4 @@ def solution_sft_loss(token_logprobs, mask):
     picked = torch.where(mask, token_logprobs, torch.zeros_like(token_logprobs))
     return -picked.sum() / mask.sum()
 
-check_sft_loss(solution_sft_loss)
+result = check_sft_loss(solution_sft_loss)

@@ -279,7 +279,7 @@ def my_grpo_loss(current, old, advantages, mask, kl, group_size, epsilon=0.2, be
 # %%
 from verifiable_grpo.exercises import check_grpo_loss
 
-check_grpo_loss(my_grpo_loss)
+result = check_grpo_loss(my_grpo_loss)
 
 # %% [markdown]
 # A worked solution (hidden in the book), one line per level of the formula.
@@ -293,4 +293,4 @@ def solution_grpo_loss(current, old, advantages, mask, kl, group_size, epsilon=0
     per_prompt = per_response.reshape(-1, group_size).mean(1)               # over the group
     return per_prompt.mean()                                                # over prompts
 
-check_grpo_loss(solution_grpo_loss)
+result = check_grpo_loss(solution_grpo_loss)

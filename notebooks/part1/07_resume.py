@@ -166,7 +166,7 @@ def my_states_match(state_a, state_b):
 # %%
 from verifiable_grpo.exercises import check_resume
 
-check_resume(my_states_match)
+result = check_resume(my_states_match)
 
 # %% [markdown]
 # A worked solution (hidden in the book). Tensors are compared as raw bytes, which treats a
@@ -192,4 +192,4 @@ def solution_states_match(a, b):
         return (math.isnan(a) and math.isnan(b)) or a.hex() == b.hex()
     return a == b
 
-check_resume(solution_states_match)
+result = check_resume(solution_states_match)

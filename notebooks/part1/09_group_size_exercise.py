@@ -83,7 +83,7 @@ def my_constant_probability(p, group_size):
 # %%
 from verifiable_grpo.exercises import check_constant_group_probability
 
-check_constant_group_probability(my_constant_probability)
+result = check_constant_group_probability(my_constant_probability)
 
 # %% [markdown]
 # ### Solution, step 1 (hidden in the book)
@@ -95,7 +95,7 @@ check_constant_group_probability(my_constant_probability)
 def solution_constant_probability(p, group_size):
     return p ** group_size + (1 - p) ** group_size
 
-check_constant_group_probability(solution_constant_probability)
+result = check_constant_group_probability(solution_constant_probability)
 Table(["p"] + [f"G={g}" for g in (2, 4, 8)],
       [[p] + [solution_constant_probability(p, g) for g in (2, 4, 8)] for p in (0.05, 0.1, 0.2, 0.3, 0.5)],
       digits=3)

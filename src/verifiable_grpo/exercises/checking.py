@@ -44,7 +44,9 @@ class CheckResult:
         return self.passed
 
     def __repr__(self) -> str:
-        state = "passed" if self.passed else ("not attempted" if not self.attempted else "failed")
+        if not self.attempted:
+            return f"CheckResult({self.exercise!r}: not attempted, {self.cases} cases)"
+        state = "passed" if self.passed else "failed"
         return f"CheckResult({self.exercise!r}: {state}, {self.cases - len(self.failures)}/{self.cases} cases)"
 
 
