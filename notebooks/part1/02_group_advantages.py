@@ -191,7 +191,7 @@ display(show(widgets.plot_advantages(widgets.advantage_view([1, 0, 1, 0], correc
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-# (the widget's saved state embeds a rendered PNG; the figure above is the checked fallback)
+# (widget state is not compared; the figure above is the checked output, shown once)
 widgets.make_advantage_widget("1, 0, 1, 0")
 
 # %% [markdown]

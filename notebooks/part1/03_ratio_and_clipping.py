@@ -104,12 +104,12 @@ for advantage in (1.0, -1.0):
 #
 # Move $A$, $\epsilon$ and a separate upper $\epsilon$ (DAPO's "clip-higher" makes the upper
 # bound wider than the lower one). The shaded band is where the clip removes the gradient.
-# In the static book the widget shows the state it was saved in; open the chapter on Colab
-# or locally to move it.
+# In the static book the sliders do nothing (the note under them says so); open the
+# chapter on Colab or locally to move them.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-# (the widget's saved state embeds a rendered PNG; the figures above are the checked output)
+# (widget state is not compared; the figures above are the checked output, shown once)
 widgets.make_clipping_widget(advantage=1.0, clip_epsilon=0.2)
 
 # %% [markdown]

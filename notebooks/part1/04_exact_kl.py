@@ -271,7 +271,7 @@ display(show(widgets.plot_kl(widgets.kl_view([0.5, 0.3, 0.2], [0.2, 0.3, 0.5], s
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-# (the widget's saved state embeds a rendered PNG; the figure above is the checked fallback)
+# (widget state is not compared; the figure above is the checked output, shown once)
 widgets.make_kl_widget()
 
 # %% [markdown]
