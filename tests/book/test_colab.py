@@ -101,7 +101,7 @@ def test_chapter_one_runs_on_a_simulated_colab(tmp_path):
     assert probe.stdout.strip() == "None", "the simulated Colab must not see this package yet"
     notebook = tmp_path / "chapter1.ipynb"
     notebook.write_text((ROOT / "notebooks" / "part1" / "01_task_and_verifier.ipynb").read_text())
-    _run([python, "-m", "jupyter", "nbconvert", "--to", "notebook", "--execute", "--inplace",
+    _run([python, "-m", "nbconvert", "--to", "notebook", "--execute", "--inplace",
           "--ExecutePreprocessor.kernel_name=python3", str(notebook)], env=env, cwd=tmp_path)
     executed = jupytext.read(notebook)
     outputs = "".join(o.get("text", "") for c in executed.cells if c.cell_type == "code"
