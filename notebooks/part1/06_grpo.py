@@ -226,6 +226,11 @@ Table(["live run", "rate of update 2", "tokens clipped (update 2, iteration 1)",
       digits=3)
 
 # %% [markdown]
+# The comparison isolates the step size: the same weights, the same first rollout set, only
+# the rate of the second update differs, and the two rows show what that rate alone does to
+# the clip. In the recorded run the rate reaches its peak only after the warm-up, by which
+# time the table above shows how far the ratios actually went.
+#
 # Where the time goes, for the 100 iterations of the continuous run (CPU):
 
 # %%
