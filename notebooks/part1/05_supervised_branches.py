@@ -179,6 +179,34 @@ print(f"loss over all tokens of the accumulation: {float(token_level):.3f}")
 print(f"mean of per-example means (not used):     {float((-sums / counts).mean()):.3f}")
 
 # %% [markdown]
+# ## On a GPU: what the qwen profile would cost (estimates)
+#
+# On a runtime with a CUDA GPU (Colab), `choose_profile()` picks the `qwen` profile, and the
+# live cells of chapters 4 to 7 train Qwen2.5-0.5B-Instruct instead of the tiny base. No GPU
+# was available to this project, so the times below are **estimates from a cost model**
+# (`part1/cost_model.py`), not measurements: training at 6 FLOPs per parameter and trained
+# token, generation one token at a time reading every FP32 weight once, on the GPU and the
+# sustained fractions of its peak that the table's title names. The token counts are the
+# profile's budgets, with the mean response length of the recorded tiny run and an assumed
+# prompt length. Treat them as orders of magnitude until a run on Colab measures them.
+
+# %%
+from verifiable_grpo.part1 import cost_model
+
+gpu = cost_model.Gpu()
+qwen = load_config("qwen")
+grpo_costs = load_recorded("learning/grpo-continuous.json")["costs"]
+mean_response = grpo_costs["response_tokens_generated"] / grpo_costs["responses_generated"]
+estimates = cost_model.stage_estimates(qwen, mean_response, gpu)
+print(f"{cost_model.qwen_parameters():,} parameters | mean response {mean_response:.1f} tokens "
+      f"(recorded tiny run) | prompt {gpu.prompt_tokens} tokens (assumed)")
+Table(["stage (pipeline, all runs of it)", "tokens", "estimated minutes"],
+      [[r["stage"], f"{r['tokens']:,.0f}", r["seconds"] / 60] for r in estimates]
+      + [["total", "", sum(r["seconds"] for r in estimates) / 60]], digits=1,
+      title=f"Estimates on {gpu.name} at {gpu.compute_efficiency:.0%} of peak FLOP/s and "
+            f"{gpu.bandwidth_efficiency:.0%} of peak bandwidth")
+
+# %% [markdown]
 # ## Exercise: the supervised loss of one accumulation
 #
 # Write `my_sft_loss(token_logprobs, mask)`: `token_logprobs` is float64 `[B, T]` (the

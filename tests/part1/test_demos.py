@@ -176,3 +176,31 @@ def test_kl_summary_counts_and_refuses_nothing():
     assert abs(s["median"] - (1e-5 + 2e-4) / 2) < 1e-18
     with pytest.raises(ValueError, match="no prefixes"):
         kl_summary(torch.tensor([]))
+
+
+# --------------------------------------------------------------------------- cost model
+def test_qwen_parameter_count_matches_the_architecture():
+    """494,032,768: what transformers counts for Qwen2.5-0.5B's config (tied embeddings)."""
+    from verifiable_grpo.part1.cost_model import qwen_parameters
+
+    assert qwen_parameters() == 494_032_768
+
+
+def test_cost_model_by_hand_and_scaling():
+    from verifiable_grpo.core.config import load_config
+    from verifiable_grpo.part1.cost_model import Gpu, qwen_parameters, stage_estimates
+
+    gpu = Gpu(peak_flops=1e12, compute_efficiency=1.0, bandwidth_bytes=1e9, bandwidth_efficiency=1.0,
+              prompt_tokens=50)
+    rows = {r["stage"]: r for r in stage_estimates(load_config("qwen"), 10.0, gpu)}
+    p = qwen_parameters()
+    # warm start: 128 examples x 3 epochs x 60 tokens trained, 200 x 3 x 60 validated, twice
+    expected = 2 * (6 * p * 128 * 3 * 60 + 2 * p * 200 * 3 * 60) / 1e12
+    assert abs(rows["warm-start SFT"]["seconds"] - expected) < 1e-6 * expected
+    # evaluation: 5 policies x 200 problems x 5 answers x 10 tokens, 4 bytes per weight per token
+    assert abs(rows["evaluation (5 policies)"]["seconds"] - 5 * 200 * 5 * 10 * 4 * p / 1e9) < 1e-3
+    faster = {r["stage"]: r for r in stage_estimates(load_config("qwen"), 10.0,
+                                                      Gpu(peak_flops=2e12, compute_efficiency=1.0,
+                                                          bandwidth_bytes=1e9, bandwidth_efficiency=1.0,
+                                                          prompt_tokens=50))}
+    assert abs(faster["further SFT"]["seconds"] * 2 - rows["further SFT"]["seconds"]) < 1e-6
