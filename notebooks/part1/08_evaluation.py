@@ -173,8 +173,10 @@ else:
 #
 # GRPO did not beat further SFT on this record. Against its own starting point, the warm
 # start, the paired lines above are the test of whether it learned anything at all: a
-# per-draw interval that excludes zero is a real but small gain, one that straddles zero is
-# not evidence either way. Three measurements explain why the gain, if any, is small.
+# per-draw interval that excludes zero points to a real but small gain, one that straddles
+# zero is not evidence either way, and with ten pairs tested at once a single borderline
+# result is weaker evidence than it looks (the Benjamini-Hochberg line says whether it
+# survives). Three measurements explain why any gain is small.
 #
 # **There was headroom.** The warm start solves many more problems in *some* of its four
 # draws than in a typical draw. GRPO learns only from groups whose rewards differ, and the
