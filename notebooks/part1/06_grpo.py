@@ -196,7 +196,7 @@ def schedule(cfg, steps=3):
     g = typed(cfg).grpo
     total = g.iterations * g.updates_per_rollout
     return [learning_rate(s, total, g.learning_rate, g.warmup_fraction, g.final_lr_fraction)
-            for s in range(steps)]
+            for s in range(min(steps, total))]
 
 tiny_config = load_config("tiny")
 Table(["profile", "updates", "learning rate of update 1", "update 2", "update 3"],
@@ -204,16 +204,18 @@ Table(["profile", "updates", "learning rate of update 1", "update 2", "update 3"
         *(f"{v:.2e}" for v in schedule(c))] for c in (config, tiny_config)])
 
 # %% [markdown]
-# To see whether that is what makes the difference, the live run is repeated with one
-# change: its peak learning rate is set so that its second update takes the recorded run's
-# second-update rate. Its first rollout set is sampled before any update, from the same
-# seeds, so both runs clip (or not) on the very same tokens and only the step size differs.
+# To see whether that is what makes the difference, the live run's first iteration is
+# repeated with one change: its peak learning rate is set so that its second update takes
+# the recorded run's second-update rate. Its rollout set is sampled before any update, from
+# the same seeds, so both runs clip (or not) on the very same tokens and only the step size
+# differs.
 
 # %%
 import copy as _copy
 
 slow = _copy.deepcopy(config)
-slow["grpo"]["learning_rate"] = schedule(tiny_config)[1] / schedule(config)[1] * config["grpo"]["learning_rate"]
+slow["grpo"]["iterations"] = 1        # only the first rollout set is compared
+slow["grpo"]["learning_rate"] = config["grpo"]["learning_rate"] * schedule(tiny_config)[1] / schedule(slow)[1]
 slow_out = live_run_from_recorded_warmstart(slow)
 slow_run = grpo.run_grpo_branch(slow, slow_out, "grpo", "continuous", progress=False)
 def clip_counts(run):
