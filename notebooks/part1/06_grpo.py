@@ -214,7 +214,7 @@ Table(["profile", "updates", "learning rate of update 1", "update 2", "update 3"
 import copy as _copy
 
 slow = _copy.deepcopy(config)
-slow["grpo"]["iterations"] = 2        # the shortest run the profile allows; only its first set is compared
+slow["grpo"].update(iterations=2, interrupt_at=1)   # the shortest run allowed; its first set is compared
 slow["grpo"]["learning_rate"] = config["grpo"]["learning_rate"] * schedule(tiny_config)[1] / schedule(slow)[1]
 slow_out = live_run_from_recorded_warmstart(slow)
 slow_run = grpo.run_grpo_branch(slow, slow_out, "grpo", "continuous", progress=False)
