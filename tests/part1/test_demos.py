@@ -204,3 +204,21 @@ def test_cost_model_by_hand_and_scaling():
                                                           bandwidth_bytes=1e9, bandwidth_efficiency=1.0,
                                                           prompt_tokens=50))}
     assert abs(faster["further SFT"]["seconds"] * 2 - rows["further SFT"]["seconds"]) < 1e-6
+
+
+def test_visited_prefix_kl_counts_every_response_token_and_is_zero_against_itself(micro_model, one_thread):
+    import copy
+
+    import torch
+
+    from verifiable_grpo.part1.kl_probe import response_prefix_logits, visited_prefix_kl
+
+    model, _ = micro_model
+    sequences = [([1, 2, 3], [4, 5]), ([6, 7], [8, 9, 10])]
+    logits = response_prefix_logits(model, sequences)
+    assert logits.shape[0] == 5 and logits.dtype == torch.float64
+    assert torch.equal(visited_prefix_kl(model, copy.deepcopy(model), sequences), torch.zeros(5, dtype=torch.float64))
+    # the logits at prefix t predict token t+1: the first response token's row is the prompt's last position
+    with torch.no_grad():
+        full = model(torch.tensor([[1, 2, 3, 4, 5]])).logits[0].double()
+    assert torch.allclose(logits[:2], full[2:4], atol=1e-6)
