@@ -25,15 +25,17 @@
 
 # %% tags=["colab"]
 # On Colab only: fetch the project and install it. Elsewhere the package is already installed.
-import sys
+import os, subprocess, sys
 
 if "google.colab" in sys.modules:
-    import os, subprocess
-    subprocess.run("git clone -q --depth 1 https://github.com/verifiable-grpo/verifiable-grpo "
-                   "/content/verifiable-grpo && pip install -q --no-deps -e /content/verifiable-grpo",
-                   shell=True, check=True)
-    sys.path.insert(0, "/content/verifiable-grpo/src")
-    os.chdir("/content/verifiable-grpo/notebooks/part1")
+    repository = os.environ.get("VERIFIABLE_GRPO_REPOSITORY", "https://github.com/verifiable-grpo/verifiable-grpo")
+    clone = os.environ.get("VERIFIABLE_GRPO_CLONE_DIR", "/content/verifiable-grpo")
+    if not os.path.isdir(clone):
+        subprocess.run(["git", "clone", "-q", "--depth", "1", repository, clone], check=True)
+    # --no-deps: everything the chapters import ships with Colab (see book/colab.py)
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "-e", clone], check=True)
+    sys.path.insert(0, os.path.join(clone, "src"))
+    os.chdir(os.path.join(clone, "notebooks", "part1"))
 
 # %%
 from collections import Counter
@@ -149,3 +151,53 @@ print(verifier.score_generated_json(hedge, "eos", problem))
 # Note also what the verifier does **not** do: it never executes generated text, and it
 # never asks a model whether an answer looks right. The next chapter samples four responses
 # from a real model and scores them with exactly this function.
+
+# %% [markdown]
+# ## Exercise: write the reward yourself
+#
+# Write `my_reward(text, finish_reason, expected)` returning 1 or 0 with the rules above:
+# EOS required, at most 256 characters, exactly one JSON object (JSON whitespace around it
+# allowed) holding exactly the integer field `final_stock`, equal to `expected`. Use
+# `json.loads`; never `eval`. The checker runs sixteen hidden responses through your function
+# and, for each one it gets wrong, prints the response, what it expected and a hint.
+
+# %%
+import json
+
+def my_reward(text, finish_reason, expected):
+    raise NotImplementedError("replace this line with your code")
+
+# %%
+from verifiable_grpo.exercises import check_reward
+
+result = check_reward(my_reward)
+
+# %% [markdown]
+# A worked solution (hidden in the book: click to show it). Two details trip most first
+# attempts: `json.loads` keeps the *last* of two repeated keys and accepts `NaN`, so both
+# need a hook; and `True` passes `isinstance(value, int)`, so the type test is `type(...) is int`.
+
+# %% tags=["hide-input"]
+def solution_reward(text, finish_reason, expected):
+    if finish_reason != "eos" or not isinstance(text, str) or len(text) > 256:
+        return 0
+
+    def no_repeated_keys(pairs):
+        keys = [key for key, _ in pairs]
+        if len(keys) != len(set(keys)):
+            raise ValueError("repeated key")
+        return dict(pairs)
+
+    def no_constants(name):           # NaN, Infinity, -Infinity
+        raise ValueError(name)
+
+    try:
+        value = json.loads(text, object_pairs_hook=no_repeated_keys, parse_constant=no_constants)
+    except (ValueError, RecursionError):
+        return 0
+    if type(value) is not dict or list(value) != ["final_stock"]:
+        return 0
+    answer = value["final_stock"]
+    return int(type(answer) is int and answer == expected)
+
+result = check_reward(solution_reward)

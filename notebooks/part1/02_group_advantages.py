@@ -27,15 +27,17 @@
 
 # %% tags=["colab"]
 # On Colab only: fetch the project and install it. Elsewhere the package is already installed.
-import sys
+import os, subprocess, sys
 
 if "google.colab" in sys.modules:
-    import os, subprocess
-    subprocess.run("git clone -q --depth 1 https://github.com/verifiable-grpo/verifiable-grpo "
-                   "/content/verifiable-grpo && pip install -q --no-deps -e /content/verifiable-grpo",
-                   shell=True, check=True)
-    sys.path.insert(0, "/content/verifiable-grpo/src")
-    os.chdir("/content/verifiable-grpo/notebooks/part1")
+    repository = os.environ.get("VERIFIABLE_GRPO_REPOSITORY", "https://github.com/verifiable-grpo/verifiable-grpo")
+    clone = os.environ.get("VERIFIABLE_GRPO_CLONE_DIR", "/content/verifiable-grpo")
+    if not os.path.isdir(clone):
+        subprocess.run(["git", "clone", "-q", "--depth", "1", repository, clone], check=True)
+    # --no-deps: everything the chapters import ships with Colab (see book/colab.py)
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "-e", clone], check=True)
+    sys.path.insert(0, os.path.join(clone, "src"))
+    os.chdir(os.path.join(clone, "notebooks", "part1"))
 
 # %%
 from verifiable_grpo.book.notebook import quiet
@@ -106,6 +108,45 @@ for rewards in ([1.0, 0.0, 1.0, 0.0], [1.0, 0.0], [1.0, 0.0, 0.0, 0.0]):
 Table(["rewards", "std", "std value", "advantages"], rows, digits=6)
 
 # %% [markdown]
+# ## Why the group mean is a valid baseline
+#
+# For one prompt $x$, the expected reward is $J(\theta) = \mathbb{E}_{y \sim \pi_\theta}[R(y)]$.
+# Its gradient can be written without differentiating the reward, which is what makes a
+# verifier usable at all (it is a function of text, not of $\theta$). Since
+# $\nabla_\theta \pi_\theta(y) = \pi_\theta(y)\, \nabla_\theta \log \pi_\theta(y)$,
+#
+# $$\nabla_\theta J = \sum_y R(y)\, \nabla_\theta \pi_\theta(y)
+#   = \mathbb{E}_{y \sim \pi_\theta}\big[R(y)\, \nabla_\theta \log \pi_\theta(y)\big].$$
+#
+# A **baseline** $b$ that does not depend on $y$ can be subtracted for free:
+# $\mathbb{E}[b\, \nabla_\theta \log \pi_\theta(y)] = b\, \nabla_\theta \sum_y \pi_\theta(y)
+# = b\, \nabla_\theta 1 = 0$. It changes the variance of the estimate, not its mean.
+#
+# The group mean is *almost* such a baseline. For response $i$ of a group of $G$ independent
+# draws, $\bar r = \frac{1}{G}r_i + \frac{1}{G}\sum_{j \ne i} r_j$. The second part does not
+# depend on $y_i$, so it is a valid baseline; the first part is the response's own reward.
+# Writing $\bar r_{-i} = \frac{1}{G-1}\sum_{j \ne i} r_j$ for the **leave-one-out** mean,
+#
+# $$r_i - \bar r = \frac{G-1}{G}\,\big(r_i - \bar r_{-i}\big),$$
+#
+# so centring on the group mean is the unbiased leave-one-out estimator scaled by the
+# constant $(G-1)/G$: the direction of the expected gradient is unchanged. Dividing by the
+# group's standard deviation is another matter: the std depends on $r_i$ too, so the
+# standardised advantage is no longer exactly unbiased, and it weights prompts unequally.
+# A prompt the policy almost always solves (or almost always fails) has a small std, and its
+# rare informative group is scaled up; this **difficulty bias** is one of the caveats the
+# specification states, and the "no std" variants of Part II remove it. The check below
+# verifies the identity on the group above.
+
+# %%
+r = torch.tensor([float(x["verifier"]["reward"]) for x in group["responses"]], dtype=torch.float64)
+G = len(r)
+leave_one_out = torch.stack([torch.cat([r[:i], r[i + 1:]]).mean() for i in range(G)])
+print("r_i - group mean      :", [round(v, 6) for v in (r - r.mean()).tolist()])
+print("(G-1)/G * (r_i - LOO) :", [round(v, 6) for v in ((G - 1) / G * (r - leave_one_out)).tolist()])
+print("equal within 1e-15:", bool(((r - r.mean()) - (G - 1) / G * (r - leave_one_out)).abs().max() < 1e-15))
+
+# %% [markdown]
 # ## The group that says nothing
 #
 # When every response gets the same reward, every advantage is exactly zero: the group
@@ -152,7 +193,7 @@ display(show(widgets.plot_advantages(widgets.advantage_view([1, 0, 1, 0], correc
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-# (the widget's saved state embeds a rendered PNG; the figure above is the checked fallback)
+# (widget state is not compared; the figure above is the checked output, shown once)
 widgets.make_advantage_widget("1, 0, 1, 0")
 
 # %% [markdown]
@@ -176,3 +217,37 @@ try:
 except ValueError as error:
     print("ValueError:", error)
 _ = policy.eval()  # back to eval mode
+
+# %% [markdown]
+# ## Exercise: group advantages
+#
+# Write `my_group_advantages(rewards, epsilon)`: `rewards` is a float64 tensor `[P, G]`, one
+# group per row; return $A = (r - \bar r) / (\sigma + \epsilon)$ per row, with the
+# **population** standard deviation $\sigma$. A constant group must give exactly 0. The
+# checker tries hand-computable groups, several groups at once, a tiny std where epsilon
+# matters, and constant groups, and names the usual mistakes (the sample std, one mean over
+# the whole batch, a missing epsilon).
+
+# %%
+def my_group_advantages(rewards, epsilon=1e-8):
+    raise NotImplementedError("replace this line with your code")
+
+# %%
+from verifiable_grpo.exercises import check_group_advantages
+
+result = check_group_advantages(my_group_advantages)
+
+# %% [markdown]
+# A worked solution (hidden in the book). The one subtle line is the constant group: the
+# float mean of three rewards of 0.1 is not exactly 0.1, so the solution uses the common value.
+
+# %% tags=["hide-input"]
+def solution_group_advantages(rewards, epsilon=1e-8):
+    mean = rewards.mean(dim=1, keepdim=True)
+    constant = (rewards == rewards[:, :1]).all(dim=1, keepdim=True)
+    mean = torch.where(constant, rewards[:, :1], mean)       # exact zeros for a constant group
+    centred = rewards - mean
+    std = centred.square().mean(dim=1, keepdim=True).sqrt()   # population std: divide by G
+    return centred / (std + epsilon)
+
+result = check_group_advantages(solution_group_advantages)

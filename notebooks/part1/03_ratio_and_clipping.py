@@ -28,15 +28,17 @@
 
 # %% tags=["colab"]
 # On Colab only: fetch the project and install it. Elsewhere the package is already installed.
-import sys
+import os, subprocess, sys
 
 if "google.colab" in sys.modules:
-    import os, subprocess
-    subprocess.run("git clone -q --depth 1 https://github.com/verifiable-grpo/verifiable-grpo "
-                   "/content/verifiable-grpo && pip install -q --no-deps -e /content/verifiable-grpo",
-                   shell=True, check=True)
-    sys.path.insert(0, "/content/verifiable-grpo/src")
-    os.chdir("/content/verifiable-grpo/notebooks/part1")
+    repository = os.environ.get("VERIFIABLE_GRPO_REPOSITORY", "https://github.com/verifiable-grpo/verifiable-grpo")
+    clone = os.environ.get("VERIFIABLE_GRPO_CLONE_DIR", "/content/verifiable-grpo")
+    if not os.path.isdir(clone):
+        subprocess.run(["git", "clone", "-q", "--depth", "1", repository, clone], check=True)
+    # --no-deps: everything the chapters import ships with Colab (see book/colab.py)
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "-e", clone], check=True)
+    sys.path.insert(0, os.path.join(clone, "src"))
+    os.chdir(os.path.join(clone, "notebooks", "part1"))
 
 # %%
 from verifiable_grpo.book.notebook import quiet
@@ -54,12 +56,39 @@ from verifiable_grpo.book.notebook import Table, show
 # objective, the branch that `min` selects, and the gradient with respect to the token's
 # log-probability, computed by autograd in float64 through the package's
 # `clipped_group_surrogate` (with $\epsilon = 0.2$).
+#
+# **Two gradients of the same objective.** Write the token's objective as
+# $L(\rho) = \min(\rho A,\ \mathrm{clip}(\rho, 1-\epsilon, 1+\epsilon)\,A)$. On the branch
+# that `min` selects,
+#
+# $$\frac{\partial L}{\partial \rho} = \begin{cases} A & \text{unclipped branch selected} \\
+#   0 & \text{clipped branch strictly smaller (a constant)} \end{cases}$$
+#
+# The model does not output $\rho$, it outputs $\log p$, and
+# $\rho = \exp(\log p - \log p_\text{old})$ gives $\partial \rho / \partial \log p = \rho$.
+# By the chain rule
+#
+# $$\frac{\partial L}{\partial \log p} = \rho\, \frac{\partial L}{\partial \rho}
+#   = \begin{cases} \rho A & \text{unclipped} \\ 0 & \text{clipped.} \end{cases}$$
+#
+# The plots below show the slope in $\rho$ (flat at $A$ wherever the gradient is on); the
+# table's last column is the gradient in $\log p$ that the optimiser actually receives,
+# $\rho$ times that slope. Both vanish on exactly the same tokens: the clip decides *whether*
+# a token has a gradient, the ratio scales *how much*. The table shows both columns.
 
 # %%
 rows = demos.clip_gradient_table(ratios=(0.5, 0.7, 0.9, 1.0, 1.1, 1.3, 1.5))
-Table(["A", "ratio", "objective", "branch", "d objective / d log p"],
-      [[r["advantage"], r["ratio"], r["objective"], r["branch"], r["d_objective_d_logp"]]
-       for r in rows])
+slope = {a: dict(zip(c["ratios"].tolist(), c["gradient"].tolist())) for a, c in
+         ((a, widgets.clipping_curves(a, 0.2, ratios=[r["ratio"] for r in rows])) for a in (1.0, -1.0))}
+Table(["A", "ratio", "objective", "branch", "d objective / d rho (the plot)",
+       "d objective / d log p (autograd)"],
+      [[r["advantage"], r["ratio"], r["objective"], r["branch"], slope[r["advantage"]][r["ratio"]],
+        r["d_objective_d_logp"]] for r in rows])
+
+# %%
+print("d/d log p = rho * d/d rho on every row, within 1e-12:",
+      all(abs(r["d_objective_d_logp"] - r["ratio"] * slope[r["advantage"]][r["ratio"]]) < 1e-12
+          for r in rows))
 
 # %% [markdown]
 # With $A > 0$ the clip acts only above $1+\epsilon$: the token has already become more
@@ -77,12 +106,12 @@ for advantage in (1.0, -1.0):
 #
 # Move $A$, $\epsilon$ and a separate upper $\epsilon$ (DAPO's "clip-higher" makes the upper
 # bound wider than the lower one). The shaded band is where the clip removes the gradient.
-# In the static book the widget shows the state it was saved in; open the chapter on Colab
-# or locally to move it.
+# In the static book the sliders do nothing (the note under them says so); open the
+# chapter on Colab or locally to move them.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-# (the widget's saved state embeds a rendered PNG; the figures above are the checked output)
+# (widget state is not compared; the figures above are the checked output, shown once)
 widgets.make_clipping_widget(advantage=1.0, clip_epsilon=0.2)
 
 # %% [markdown]
@@ -123,3 +152,34 @@ Table(["update", "min ratio", "max ratio", "active clip"],
 # The package keeps the captured behaviour log-probabilities for the whole life of a
 # rollout set and checks, before the first update, that rescoring the full sequences
 # recovers them within $2\times10^{-4}$ (chapter on GRPO).
+
+# %% [markdown]
+# ## Exercise: the clipped surrogate of one token
+#
+# Write `my_clipped_objective(ratio, advantage, epsilon)` for float64 tensors of one shape:
+# the per-token objective $\min(\rho A,\ \mathrm{clip}(\rho, 1-\epsilon, 1+\epsilon)A)$
+# (to be maximised). The checker compares the values for both signs of $A$ and several
+# $\epsilon$, and the gradient with respect to $\rho$ through autograd, so keep $\rho$ in the
+# graph.
+
+# %%
+import torch
+
+def my_clipped_objective(ratio, advantage, epsilon):
+    raise NotImplementedError("replace this line with your code")
+
+# %%
+from verifiable_grpo.exercises import check_clipped_surrogate
+
+result = check_clipped_surrogate(my_clipped_objective)
+
+# %% [markdown]
+# A worked solution (hidden in the book). Clip the *ratio*, multiply by $A$, take the
+# smaller branch; `torch.clamp` and `torch.minimum` route the gradient to the selected branch.
+
+# %% tags=["hide-input"]
+def solution_clipped_objective(ratio, advantage, epsilon):
+    clipped = torch.clamp(ratio, 1 - epsilon, 1 + epsilon)
+    return torch.minimum(ratio * advantage, clipped * advantage)
+
+result = check_clipped_surrogate(solution_clipped_objective)

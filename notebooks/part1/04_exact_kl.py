@@ -28,15 +28,17 @@
 
 # %% tags=["colab"]
 # On Colab only: fetch the project and install it. Elsewhere the package is already installed.
-import sys
+import os, subprocess, sys
 
 if "google.colab" in sys.modules:
-    import os, subprocess
-    subprocess.run("git clone -q --depth 1 https://github.com/verifiable-grpo/verifiable-grpo "
-                   "/content/verifiable-grpo && pip install -q --no-deps -e /content/verifiable-grpo",
-                   shell=True, check=True)
-    sys.path.insert(0, "/content/verifiable-grpo/src")
-    os.chdir("/content/verifiable-grpo/notebooks/part1")
+    repository = os.environ.get("VERIFIABLE_GRPO_REPOSITORY", "https://github.com/verifiable-grpo/verifiable-grpo")
+    clone = os.environ.get("VERIFIABLE_GRPO_CLONE_DIR", "/content/verifiable-grpo")
+    if not os.path.isdir(clone):
+        subprocess.run(["git", "clone", "-q", "--depth", "1", repository, clone], check=True)
+    # --no-deps: everything the chapters import ships with Colab (see book/colab.py)
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "-e", clone], check=True)
+    sys.path.insert(0, os.path.join(clone, "src"))
+    os.chdir(os.path.join(clone, "notebooks", "part1"))
 
 # %%
 from verifiable_grpo.book.notebook import quiet
@@ -96,7 +98,8 @@ print("visited prefixes:", current_logits.shape[0], "| logits per prefix:", curr
 # The two policies are computed live, and another CPU's kernels change their logits in the
 # last bits, which moves a KL of 0.29 in its fifth digit. The tables therefore show two
 # significant digits, and a value below $10^{-6}$ as "<1e-6" (the nudge barely changed the
-# distribution at most prefixes, and in float32 such a KL is mostly rounding). How closely
+# distribution at most prefixes, and in float32 such a KL is mostly rounding); the table
+# lists only the prefixes the nudge moved, and counts the others. How closely
 # the computations agree is stated as a bound, not as this machine's rounding error.
 
 # %%
@@ -113,9 +116,11 @@ tokens = [tokenizer.decode([t]) for t in row["input_ids"][row["prompt_length"]:]
 def live(value):
     return significant(value, 2, below=1e-6)
 
+moved = [i for i, value in enumerate(exact64) if value >= 1e-5]   # the prefixes the nudge changed
+print(f"{len(tokens) - len(moved)} of {len(tokens)} prefixes have an exact KL below 1e-5; "
+      "the others:")
 Table(["next token", "exact fp64 (blocks of 64)", "one block", "kl_div fp64"],
-      [[repr(tok), live(a), live(b), live(c)]
-       for tok, a, b, c in zip(tokens, exact64, single, torch_ref)])
+      [[repr(tokens[i]), live(exact64[i]), live(single[i]), live(torch_ref[i])] for i in moved])
 
 # %%
 def within(a, b, tolerance):
@@ -128,7 +133,19 @@ print("KL(p, p) at every prefix:", losses.exact_prefix_kl(current_logits, curren
 
 # %% [markdown]
 # The penalty is differentiable with respect to the current logits only; the reference is
-# a constant. Its gradient matches autograd through `kl_div`:
+# a constant. `losses.py` does not let autograd differentiate the blocked sum (that would
+# keep every block's probabilities alive); it writes the gradient out. With
+# $p = \mathrm{softmax}(z)$, $\partial \log p_v / \partial z_j = \delta_{vj} - p_j$ and
+# $\partial p_v / \partial z_j = p_v(\delta_{vj} - p_j)$, so for
+# $\mathrm{KL} = \sum_v p_v (\log p_v - \log q_v)$
+#
+# $$\frac{\partial\,\mathrm{KL}}{\partial z_j}
+#   = \sum_v p_v(\delta_{vj} - p_j)(\log p_v - \log q_v) + \sum_v p_v(\delta_{vj} - p_j)
+#   = p_j\,(\log p_j - \log q_j) - p_j\,\mathrm{KL} + (p_j - p_j)
+#   = p_j\,\big(\log p_j - \log q_j - \mathrm{KL}\big).$$
+#
+# The backward pass computes exactly this, one block at a time, with the full-row
+# normalisers saved from the forward pass. It matches autograd through `kl_div`:
 
 # %%
 leaf = current_logits.double().clone().requires_grad_(True)
@@ -150,12 +167,103 @@ print("gradient = autograd through kl_div, within 1e-12:", within(ours, leaf.gra
 # %%
 estimates = demos.sampled_estimates_at_prefixes(current_logits, reference_logits, samples=20000, seed=0)
 Table(["next token", "exact", "k1 mean", "k3 mean", "k2 mean", "k1 std (1 draw)", "k3 std (1 draw)"],
-      [[repr(tok), live(e), live(k1), live(k3), live(k2), live(s1), live(s3)]
-       for tok, e, k1, k3, k2, s1, s3 in zip(tokens, exact64, estimates["k1"], estimates["k3"],
-                                             estimates["k2"], estimates["k1_std"],
-                                             estimates["k3_std"])])
+      [[repr(tokens[i]), live(exact64[i])] + [live(estimates[k][i]) for k in ("k1", "k3", "k2", "k1_std", "k3_std")]
+       for i in moved])
 
 # %% [markdown]
+# ## The estimators as losses: their gradients
+#
+# A GRPO loss does not only need the KL's *value*, it needs its *gradient*, and a sampled
+# estimator used as a loss has its own. The token $y$ was drawn from $p$ and is fixed when the
+# loss is differentiated; only $\log p(y)$ carries a gradient. Write
+# $d(y) = \log p(y) - \log q(y)$ and recall $\mathbb{E}_{y\sim p}[\nabla \log p(y)] = \sum_y \nabla p(y) = 0$.
+#
+# - **k1** $= d$: $\ \mathbb{E}[\nabla k_1] = \mathbb{E}[\nabla \log p(y)] = 0$. Its value is
+#   unbiased, yet as a loss it pushes on nothing in expectation: a k1 penalty is noise. (The
+#   true gradient $\nabla \mathrm{KL}(p\|q) = \mathbb{E}[d\,\nabla\log p]$ needs the score term
+#   that a loss through $\log p(y)$ alone does not produce.)
+# - **k2** $= d^2/2$: $\ \mathbb{E}[\nabla k_2] = \mathbb{E}[d\,\nabla \log p(y)] = \nabla \mathrm{KL}(p\|q)$.
+#   A biased value, but the reverse-KL gradient in expectation.
+# - **k3** $= e^{-d} - 1 + d$: $\ \nabla k_3 = (1 - q(y)/p(y))\,\nabla\log p(y)$, so
+#   $\mathbb{E}[\nabla k_3] = \sum_y (p(y) - q(y))\nabla \log p(y) = -\sum_y q(y)\nabla\log p(y)
+#   = \nabla \mathrm{KL}(q\|p)$: the gradient of the **forward** KL, not of the reverse KL
+#   whose value it estimates. The two agree to first order when $p \approx q$ and part ways
+#   as the policy moves.
+#
+# The GRPO paper penalises the policy with this sampled k3 (one token per position), and
+# so do most GRPO libraries; this practical uses the exact reverse KL on the visited
+# prefixes instead, so its gradient is the reverse-KL gradient at those prefixes, without
+# sampling noise. The table computes each expected gradient exactly (every token $y$ of the
+# vocabulary, weighted by a constant $p(y)$, one backward pass) for the two distributions
+# of the widget below, in float64; the check after it does the same at the model's visited
+# prefixes.
+
+# %%
+from verifiable_grpo.part1 import kl_probe
+
+p_small = torch.tensor([0.5, 0.3, 0.2], dtype=torch.float64)
+q_small = torch.tensor([0.2, 0.3, 0.5], dtype=torch.float64)
+g = kl_probe.estimator_loss_gradients(p_small.log(), q_small.log())
+def distance(a, b):
+    return float((a - b).norm())
+Table(["gradient (w.r.t. the logits of p)", "value", "distance to grad KL(p||q)",
+       "distance to grad KL(q||p)"],
+      [[name, ", ".join(f"{v:+.4f}" for v in g[key].tolist()), distance(g[key], g["reverse"]),
+        distance(g[key], g["forward"])]
+       for name, key in (("exact KL(p||q)", "reverse"), ("exact KL(q||p)", "forward"),
+                         ("E[grad k1]", "k1"), ("E[grad k2]", "k2"), ("E[grad k3]", "k3"))],
+      digits=4)
+
+# %%
+at_prefixes = kl_probe.estimator_loss_gradients(current_logits, reference_logits)
+scale = float(at_prefixes["reverse"].norm())
+print("at the visited prefixes, relative to |grad KL(p||q)|:")
+for name in ("k1", "k2", "k3", "forward"):
+    print(f"  |E[grad {name}] - grad KL(p||q)| / |grad KL(p||q)|:",
+          significant(distance(at_prefixes[name], at_prefixes["reverse"]) / scale, 1, below=1e-9))
+
+# %% [markdown]
+# ## A representative probe: the recorded GRPO policy against its reference
+#
+# The nudged copy above is a deliberate, visible step. What did GRPO itself do? The
+# recorded run ships its final policy and the warm start it started from (its frozen
+# reference). The probe samples four responses from the GRPO policy at each of eight
+# training prompts (one seeded generator, temperature 1, as in training) and computes the
+# exact KL to the reference at every prefix those responses visited, beside the same
+# summary for the nudged copy.
+
+# %%
+from verifiable_grpo.task import data
+from verifiable_grpo.training import rollout
+from verifiable_grpo.book.notebook import recorded_policy
+
+tiny = load_config("tiny")
+grpo_policy, tiny_tokenizer, _ = recorded_policy("grpo", tiny)
+reference_policy, _, _ = recorded_policy("warmstart", tiny)
+generator = torch.Generator().manual_seed(11)
+sequences = []
+for index, (problem_, _) in enumerate(data.generate_problem_set(tiny["data"]["seed"])["train"][:8]):
+    example = {"document_id": f"train-{index}", "statement": render_statement(problem_, 0),
+               "problem": problem_}
+    sampled = rollout.sample_group(grpo_policy, tiny_tokenizer, example, tiny, generator,
+                                   group_size=4, group_id=f"probe-{index}")
+    sequences += [(r["prompt_ids"], r["response_ids"]) for r in sampled["responses"]]
+probe = kl_probe.kl_summary(kl_probe.visited_prefix_kl(grpo_policy, reference_policy, sequences))
+nudge = kl_probe.kl_summary(exact64)
+Table(["policy pair", "visited prefixes", "mean KL", "median KL", "largest KL",
+       f"share of prefixes above {probe['threshold']:g}"],
+      [[name, s["prefixes"], significant(s["mean"], 2), significant(s["median"], 2, below=1e-6),
+        significant(s["max"], 2), s["share_above"]]
+       for name, s in (("recorded GRPO vs its reference", probe), ("nudged copy vs base (above)", nudge))],
+      digits=2)
+
+# %% [markdown]
+# In both pairs the median prefix barely moves: most visited prefixes (the JSON scaffolding
+# that every policy writes almost deterministically) carry next to no KL, and the penalty
+# sits on a minority of prefixes (the last column), with a mean set by a few large values.
+# The per-token table at the top of the chapter shows where the nudge put its change; the
+# GRPO chapter's telemetry follows the same quantity during training.
+#
 # ## Try it
 #
 # Edit two small distributions and the number of draws: the exact value is fixed, the
@@ -166,7 +274,7 @@ display(show(widgets.plot_kl(widgets.kl_view([0.5, 0.3, 0.2], [0.2, 0.3, 0.5], s
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-# (the widget's saved state embeds a rendered PNG; the figure above is the checked fallback)
+# (widget state is not compared; the figure above is the checked output, shown once)
 widgets.make_kl_widget()
 
 # %% [markdown]
@@ -180,3 +288,46 @@ widgets.make_kl_widget()
 wrong = demos.kl_normalising_each_block(current_logits.double(), reference_logits.double(), 64)
 Table(["next token", "exact", "each block normalised"],
       [[repr(tok), live(e), live(w)] for tok, e, w in zip(tokens, exact64, wrong)])
+
+# %% [markdown]
+# ## Exercise: the blocked exact KL
+#
+# Write `my_exact_kl(current_logits, reference_logits, block_size)` for float64 logits
+# `[T, V]`, returning the KL per prefix `[T]`. Walk the vocabulary in blocks of
+# `block_size` (the point is never to hold a full softmax), but normalise every block with
+# the logsumexp of the whole row, computed block by block with the row maximum factored out.
+# A logit of $-\infty$ is a token of probability 0 and contributes 0. The checker also
+# differentiates your function and compares with $p(\log p - \log q - \mathrm{KL})$.
+
+# %%
+def my_exact_kl(current_logits, reference_logits, block_size):
+    raise NotImplementedError("replace this line with your code")
+
+# %%
+from verifiable_grpo.exercises import check_exact_kl
+
+result = check_exact_kl(my_exact_kl)
+
+# %% [markdown]
+# A worked solution (hidden in the book): two passes for the normaliser (maximum, then the
+# sum of exponentials), a third for the KL.
+
+# %% tags=["hide-input"]
+def solution_exact_kl(current_logits, reference_logits, block_size):
+    vocab = current_logits.shape[-1]
+    blocks = [slice(start, start + block_size) for start in range(0, vocab, block_size)]
+
+    def log_normaliser(logits):
+        top = torch.stack([logits[:, b].amax(-1) for b in blocks]).amax(0, keepdim=True).T
+        total = sum(torch.exp(logits[:, b] - top).sum(-1, keepdim=True) for b in blocks)
+        return top + total.log()
+
+    cur, ref = log_normaliser(current_logits), log_normaliser(reference_logits)
+    kl = torch.zeros(current_logits.shape[0], dtype=current_logits.dtype)
+    for b in blocks:
+        log_p, log_q = current_logits[:, b] - cur, reference_logits[:, b] - ref
+        p = log_p.exp()
+        kl = kl + torch.where(p > 0, p * (log_p - log_q), torch.zeros_like(p)).sum(-1)
+    return kl
+
+result = check_exact_kl(solution_exact_kl)

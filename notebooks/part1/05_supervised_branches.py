@@ -29,15 +29,17 @@
 
 # %% tags=["colab"]
 # On Colab only: fetch the project and install it. Elsewhere the package is already installed.
-import sys
+import os, subprocess, sys
 
 if "google.colab" in sys.modules:
-    import os, subprocess
-    subprocess.run("git clone -q --depth 1 https://github.com/verifiable-grpo/verifiable-grpo "
-                   "/content/verifiable-grpo && pip install -q --no-deps -e /content/verifiable-grpo",
-                   shell=True, check=True)
-    sys.path.insert(0, "/content/verifiable-grpo/src")
-    os.chdir("/content/verifiable-grpo/notebooks/part1")
+    repository = os.environ.get("VERIFIABLE_GRPO_REPOSITORY", "https://github.com/verifiable-grpo/verifiable-grpo")
+    clone = os.environ.get("VERIFIABLE_GRPO_CLONE_DIR", "/content/verifiable-grpo")
+    if not os.path.isdir(clone):
+        subprocess.run(["git", "clone", "-q", "--depth", "1", repository, clone], check=True)
+    # --no-deps: everything the chapters import ships with Colab (see book/colab.py)
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "-e", clone], check=True)
+    sys.path.insert(0, os.path.join(clone, "src"))
+    os.chdir(os.path.join(clone, "notebooks", "part1"))
 
 # %%
 from verifiable_grpo.book.notebook import quiet
@@ -175,3 +177,60 @@ sums, counts = scoring.masked_sums(scores, collated["response_mask"])
 print("response tokens per example:", counts.tolist())
 print(f"loss over all tokens of the accumulation: {float(token_level):.3f}")
 print(f"mean of per-example means (not used):     {float((-sums / counts).mean()):.3f}")
+
+# %% [markdown]
+# ## On a GPU: what the qwen profile would cost (estimates)
+#
+# On a runtime with a CUDA GPU (Colab), `choose_profile()` picks the `qwen` profile, and the
+# live cells of chapters 4 to 7 train Qwen2.5-0.5B-Instruct instead of the tiny base. No GPU
+# was available to this project, so the times below are **estimates from a cost model**
+# (`part1/cost_model.py`), not measurements: training at 6 FLOPs per parameter and trained
+# token, generation one token at a time reading every FP32 weight once, on the GPU and the
+# sustained fractions of its peak that the table's title names. The token counts are the
+# profile's budgets, with the mean response length of the recorded tiny run and an assumed
+# prompt length. Treat them as orders of magnitude until a run on Colab measures them.
+
+# %%
+from verifiable_grpo.part1 import cost_model
+
+gpu = cost_model.Gpu()
+qwen = load_config("qwen")
+grpo_costs = load_recorded("learning/grpo-continuous.json")["costs"]
+mean_response = grpo_costs["response_tokens_generated"] / grpo_costs["responses_generated"]
+estimates = cost_model.stage_estimates(qwen, mean_response, gpu)
+print(f"{cost_model.qwen_parameters():,} parameters | mean response {mean_response:.1f} tokens "
+      f"(recorded tiny run) | prompt {gpu.prompt_tokens} tokens (assumed)")
+Table(["stage (pipeline, all runs of it)", "tokens", "estimated minutes"],
+      [[r["stage"], f"{r['tokens']:,.0f}", r["seconds"] / 60] for r in estimates]
+      + [["total", "", sum(r["seconds"] for r in estimates) / 60]], digits=1,
+      title=f"Estimates on {gpu.name} at {gpu.compute_efficiency:.0%} of peak FLOP/s and "
+            f"{gpu.bandwidth_efficiency:.0%} of peak bandwidth")
+
+# %% [markdown]
+# ## Exercise: the supervised loss of one accumulation
+#
+# Write `my_sft_loss(token_logprobs, mask)`: `token_logprobs` is float64 `[B, T]` (the
+# log-probability of each target token), `mask` is boolean `[B, T]`, True on the supervised
+# positions. Return the negative log-likelihood averaged over **all** supervised tokens of
+# the batch, as the specification asks. Positions outside the mask may hold anything, even
+# $-\infty$. The checker names the mean of per-example means from the section above.
+
+# %%
+def my_sft_loss(token_logprobs, mask):
+    raise NotImplementedError("replace this line with your code")
+
+# %%
+from verifiable_grpo.exercises import check_sft_loss
+
+result = check_sft_loss(my_sft_loss)
+
+# %% [markdown]
+# A worked solution (hidden in the book). `torch.where` selects instead of multiplying, so a
+# $-\infty$ in the padding never turns into NaN.
+
+# %% tags=["hide-input"]
+def solution_sft_loss(token_logprobs, mask):
+    picked = torch.where(mask, token_logprobs, torch.zeros_like(token_logprobs))
+    return -picked.sum() / mask.sum()
+
+result = check_sft_loss(solution_sft_loss)

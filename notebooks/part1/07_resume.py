@@ -28,15 +28,17 @@
 
 # %% tags=["colab"]
 # On Colab only: fetch the project and install it. Elsewhere the package is already installed.
-import sys
+import os, subprocess, sys
 
 if "google.colab" in sys.modules:
-    import os, subprocess
-    subprocess.run("git clone -q --depth 1 https://github.com/verifiable-grpo/verifiable-grpo "
-                   "/content/verifiable-grpo && pip install -q --no-deps -e /content/verifiable-grpo",
-                   shell=True, check=True)
-    sys.path.insert(0, "/content/verifiable-grpo/src")
-    os.chdir("/content/verifiable-grpo/notebooks/part1")
+    repository = os.environ.get("VERIFIABLE_GRPO_REPOSITORY", "https://github.com/verifiable-grpo/verifiable-grpo")
+    clone = os.environ.get("VERIFIABLE_GRPO_CLONE_DIR", "/content/verifiable-grpo")
+    if not os.path.isdir(clone):
+        subprocess.run(["git", "clone", "-q", "--depth", "1", repository, clone], check=True)
+    # --no-deps: everything the chapters import ships with Colab (see book/colab.py)
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "-e", clone], check=True)
+    sys.path.insert(0, os.path.join(clone, "src"))
+    os.chdir(os.path.join(clone, "notebooks", "part1"))
 
 # %%
 from verifiable_grpo.book.notebook import quiet
@@ -148,3 +150,48 @@ try:
     sft.run_sft_branch(changed, other, "warmstart", "resume")
 except ValueError as error:
     print("ValueError:", str(error).split(" (")[0])
+
+# %% [markdown]
+# ## Exercise: compare two states
+#
+# Write `my_states_match(state_a, state_b)`: both are nested dicts and lists of tensors,
+# python floats, ints and strings (weights, optimiser moments, RNG states, the consumed
+# rollout ids). Return True only when they are identical to the bit: same keys, same tensor
+# dtypes, shapes and bytes, floats with the same bits, ignoring any key named `"timings"` at
+# any depth. The checker's hidden pairs differ by one ulp, by the sign of a zero, by a dtype,
+# by one byte of an RNG state, and one pair holds the same NaN on both sides.
+
+# %%
+def my_states_match(state_a, state_b):
+    raise NotImplementedError("replace this line with your code")
+
+# %%
+from verifiable_grpo.exercises import check_resume
+
+result = check_resume(my_states_match)
+
+# %% [markdown]
+# A worked solution (hidden in the book). Tensors are compared as raw bytes, which treats a
+# NaN as equal to the same NaN and -0.0 as different from 0.0; floats by `float.hex`.
+
+# %% tags=["hide-input"]
+import math
+
+def solution_states_match(a, b):
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        keys_a = {k for k in a if k != "timings"}
+        keys_b = {k for k in b if k != "timings"}
+        return keys_a == keys_b and all(solution_states_match(a[k], b[k]) for k in keys_a)
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(solution_states_match(x, y) for x, y in zip(a, b))
+    if isinstance(a, torch.Tensor):
+        return (a.dtype == b.dtype and a.shape == b.shape
+                and torch.equal(a.contiguous().reshape(-1).view(torch.uint8),
+                                b.contiguous().reshape(-1).view(torch.uint8)))
+    if isinstance(a, float):
+        return (math.isnan(a) and math.isnan(b)) or a.hex() == b.hex()
+    return a == b
+
+result = check_resume(solution_states_match)

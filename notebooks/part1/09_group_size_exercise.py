@@ -27,15 +27,17 @@
 
 # %% tags=["colab"]
 # On Colab only: fetch the project and install it. Elsewhere the package is already installed.
-import sys
+import os, subprocess, sys
 
 if "google.colab" in sys.modules:
-    import os, subprocess
-    subprocess.run("git clone -q --depth 1 https://github.com/verifiable-grpo/verifiable-grpo "
-                   "/content/verifiable-grpo && pip install -q --no-deps -e /content/verifiable-grpo",
-                   shell=True, check=True)
-    sys.path.insert(0, "/content/verifiable-grpo/src")
-    os.chdir("/content/verifiable-grpo/notebooks/part1")
+    repository = os.environ.get("VERIFIABLE_GRPO_REPOSITORY", "https://github.com/verifiable-grpo/verifiable-grpo")
+    clone = os.environ.get("VERIFIABLE_GRPO_CLONE_DIR", "/content/verifiable-grpo")
+    if not os.path.isdir(clone):
+        subprocess.run(["git", "clone", "-q", "--depth", "1", repository, clone], check=True)
+    # --no-deps: everything the chapters import ships with Colab (see book/colab.py)
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "-e", clone], check=True)
+    sys.path.insert(0, os.path.join(clone, "src"))
+    os.chdir(os.path.join(clone, "notebooks", "part1"))
 
 # %%
 from verifiable_grpo.book.notebook import quiet
@@ -61,17 +63,89 @@ Table(["G", "rewards", "population std", "advantages", "surrogate loss", "all gr
        for g in exercise.constructed_groups(config)], digits=6)
 
 # %% [markdown]
-# ## Why group size changes how often a group says nothing
+# ## Your task
 #
-# If each response to a prompt is correct with probability $p$, independently, a group of
-# G is constant with probability $p^G + (1-p)^G$. Larger groups are less often silent, but
-# each costs G generations.
+# 1. **Predict.** If each response to a prompt is correct with probability $p$,
+#    independently, how often is a group of $G$ constant? Write
+#    `my_constant_probability(p, G)`; the checker tests it.
+# 2. **Predict from data.** The recorded G = 8 branch drew eight responses for each of its
+#    prompts. From those groups alone, predict the share of constant groups that G = 2 and
+#    G = 4 would see on the same prompts, before looking at what those runs measured. (Hint:
+#    a group of 2 drawn from the same prompt is constant when a random pair of the 8
+#    responses agrees.)
+# 3. **Compare** with the zero-variance fractions the G = 2 branch and the first 20
+#    iterations of the main G = 4 run measured, and explain the difference to the naive
+#    formula with one pooled $p$.
+# 4. **Read the outcome**: did the more informative groups change the test results?
 
 # %%
+def my_constant_probability(p, group_size):
+    raise NotImplementedError("replace this line with your code")
+
+# %%
+from verifiable_grpo.exercises import check_constant_group_probability
+
+result = check_constant_group_probability(my_constant_probability)
+
+# %% [markdown]
+# ### Solution, step 1 (hidden in the book)
+#
+# All right or all wrong: $p^G + (1-p)^G$. Larger groups are less often silent, but each
+# costs G generations.
+
+# %% tags=["hide-input"]
+def solution_constant_probability(p, group_size):
+    return p ** group_size + (1 - p) ** group_size
+
+result = check_constant_group_probability(solution_constant_probability)
 Table(["p"] + [f"G={g}" for g in (2, 4, 8)],
-      [[p] + [p ** g + (1 - p) ** g for g in (2, 4, 8)] for p in (0.05, 0.1, 0.2, 0.3, 0.5)],
+      [[p] + [solution_constant_probability(p, g) for g in (2, 4, 8)] for p in (0.05, 0.1, 0.2, 0.3, 0.5)],
       digits=3)
 
+# %% [markdown]
+# ### Solution, steps 2 and 3 (hidden in the book)
+#
+# A prompt's $p$ is unknown, and prompts differ, so one pooled $p$ is not enough: by
+# convexity, $\mathbb{E}[p^G + (1-p)^G] \ge \bar p^G + (1-\bar p)^G$, and a mix of easy and
+# hard prompts is *more* often silent than the pooled formula says. With $k$ correct
+# responses among $n = 8$ drawn for one prompt, the chance that a random subset of $G$ of
+# them is constant is $\big[\binom{k}{G} + \binom{n-k}{G}\big] / \binom{n}{G}$: an unbiased
+# estimate of that prompt's $p^G + (1-p)^G$, with no assumption about how prompts differ.
+# Averaged over the G = 8 groups it predicts the other branches' zero-variance fractions.
+
+# %% tags=["hide-input"]
+from math import comb
+
+g8_groups = [grp["rewards"] for h in load_recorded("learning/grpo-g8-continuous.json")["history"]
+             for grp in h["groups"]]
+pooled = sum(map(sum, g8_groups)) / sum(map(len, g8_groups))
+
+def predicted_constant_share(groups, size):
+    shares = []
+    for rewards in groups:
+        n, k = len(rewards), int(sum(rewards))
+        shares.append((comb(k, size) + comb(n - k, size)) / comb(n, size))
+    return sum(shares) / len(shares)
+
+def measured_constant_share(history):
+    return sum(h["zero_variance_fraction"] for h in history) / len(history)
+
+measured = {2: measured_constant_share(load_recorded("learning/grpo-g2-continuous.json")["history"]),
+            4: measured_constant_share(load_recorded("learning/grpo-continuous.json")["history"][:20]),
+            8: measured_constant_share(load_recorded("learning/grpo-g8-continuous.json")["history"])}
+print("pooled success rate of the G = 8 branch's responses:", round(pooled, 3))
+Table(["G", "pooled-p formula", "predicted from the G=8 groups", "measured zero-variance fraction"],
+      [[g, solution_constant_probability(pooled, g), predicted_constant_share(g8_groups, g), measured[g]]
+       for g in (2, 4, 8)], digits=3)
+
+# %% [markdown]
+# The G = 8 row agrees by construction (the estimate of a group of 8 from itself). For
+# G = 2 and G = 4 the prediction uses other draws than the ones each branch measured, and
+# the branches' policies drift apart as they train: each measures its own draws, so a branch
+# whose responses were right less often (the mean reward column of the table below) is
+# more often silent than predicted. The pooled formula misses in a known direction, too few
+# silent groups, because prompts differ in difficulty.
+#
 # %% [markdown]
 # ## The trained branches (recorded tiny run)
 
@@ -101,15 +175,14 @@ merged = {"policies": {**results["policies"], **exercise_results["policies"]}}
 Table(plots.RESULTS_COLUMNS, plots.results_rows(merged), digits=3)
 
 # %% [markdown]
-# ## Reading
+# ### Solution, step 4: reading the outcome
 #
-# Group size did what the formula above predicts to the training signal: with G = 2, 79 %
-# of the groups were constant and carried no reward gradient; with G = 8, only 17 % (the
-# main G = 4 run: 44 % over its first 20 iterations). It did not, within 40 updates at this
-# learning rate, change what the policies can do on the test set: per-draw success is 0.168
-# for both, greedy pass@1 0.200 and 0.185, all within noise of the warm start they started
-# from. The informative groups cost four times the rollouts (640 against 160) and about
-# four times the training time.
+# Group size did to the training signal what the formula predicts: G = 2 left most of its
+# groups constant, G = 8 few of them (the table above). It did not, within 40 updates at
+# this learning rate, change what the policies can do on the test set: both exercise
+# branches sit within noise of the warm start they started from in the results table (the
+# evaluation chapter's paired intervals show how wide that noise is). The informative groups
+# were bought with rollouts and training time, in the proportions of the branch table.
 #
 # **What this comparison is not.** The statement recorded with the run:
 

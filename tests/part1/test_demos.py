@@ -144,3 +144,81 @@ def test_update_on_one_group_moves_probability_toward_positive_advantage():
     assert model_digest(model) == before
     assert result["after"][0] > result["before"][0] and result["after"][1] < result["before"][1]
     assert result["telemetry"]["clip_low_fraction"] == 0.0  # first update: ratio exactly 1
+
+
+# --------------------------------------------------------------------------- KL probe
+def test_estimator_gradients_k1_zero_k2_reverse_k3_forward():
+    """By hand: E[grad k1] = sum_y p_y (e_y - p) = 0; E[grad k2] = grad KL(p||q);
+    E[grad k3] = sum_y (p_y - q_y)(e_y - p) = p - q = grad KL(q||p)."""
+    import torch
+
+    from verifiable_grpo.part1.kl_probe import estimator_loss_gradients
+
+    p = torch.tensor([0.5, 0.3, 0.2], dtype=torch.float64)
+    q = torch.tensor([0.2, 0.3, 0.5], dtype=torch.float64)
+    g = estimator_loss_gradients(p.log(), q.log())
+    kl = float((p * (p / q).log()).sum())
+    assert torch.allclose(g["k1"], torch.zeros(3, dtype=torch.float64), atol=1e-15)
+    assert torch.allclose(g["reverse"], p * ((p / q).log() - kl), atol=1e-15)
+    assert torch.allclose(g["k2"], g["reverse"], atol=1e-15)
+    assert torch.allclose(g["forward"], p - q, atol=1e-15)
+    assert torch.allclose(g["k3"], p - q, atol=1e-15)
+    assert not torch.allclose(g["k3"], g["reverse"], atol=1e-3)
+
+
+def test_kl_summary_counts_and_refuses_nothing():
+    import torch
+
+    from verifiable_grpo.part1.kl_probe import kl_summary
+
+    s = kl_summary(torch.tensor([0.0, 1e-5, 2e-4, 1e-3], dtype=torch.float64))
+    assert s["prefixes"] == 4 and s["max"] == 1e-3 and s["share_above"] == 0.5
+    assert abs(s["median"] - (1e-5 + 2e-4) / 2) < 1e-18
+    with pytest.raises(ValueError, match="no prefixes"):
+        kl_summary(torch.tensor([]))
+
+
+# --------------------------------------------------------------------------- cost model
+def test_qwen_parameter_count_matches_the_architecture():
+    """494,032,768: what transformers counts for Qwen2.5-0.5B's config (tied embeddings)."""
+    from verifiable_grpo.part1.cost_model import qwen_parameters
+
+    assert qwen_parameters() == 494_032_768
+
+
+def test_cost_model_by_hand_and_scaling():
+    from verifiable_grpo.core.config import load_config
+    from verifiable_grpo.part1.cost_model import Gpu, qwen_parameters, stage_estimates
+
+    gpu = Gpu(peak_flops=1e12, compute_efficiency=1.0, bandwidth_bytes=1e9, bandwidth_efficiency=1.0,
+              prompt_tokens=50)
+    rows = {r["stage"]: r for r in stage_estimates(load_config("qwen"), 10.0, gpu)}
+    p = qwen_parameters()
+    # warm start: 128 examples x 3 epochs x 60 tokens trained, 200 x 3 x 60 validated, twice
+    expected = 2 * (6 * p * 128 * 3 * 60 + 2 * p * 200 * 3 * 60) / 1e12
+    assert abs(rows["warm-start SFT"]["seconds"] - expected) < 1e-6 * expected
+    # evaluation: 5 policies x 200 problems x 5 answers x 10 tokens, 4 bytes per weight per token
+    assert abs(rows["evaluation (5 policies)"]["seconds"] - 5 * 200 * 5 * 10 * 4 * p / 1e9) < 1e-3
+    faster = {r["stage"]: r for r in stage_estimates(load_config("qwen"), 10.0,
+                                                      Gpu(peak_flops=2e12, compute_efficiency=1.0,
+                                                          bandwidth_bytes=1e9, bandwidth_efficiency=1.0,
+                                                          prompt_tokens=50))}
+    assert abs(faster["further SFT"]["seconds"] * 2 - rows["further SFT"]["seconds"]) < 1e-6
+
+
+def test_visited_prefix_kl_counts_every_response_token_and_is_zero_against_itself(micro_model, one_thread):
+    import copy
+
+    import torch
+
+    from verifiable_grpo.part1.kl_probe import response_prefix_logits, visited_prefix_kl
+
+    model, _ = micro_model
+    sequences = [([1, 2, 3], [4, 5]), ([6, 7], [8, 9, 10])]
+    logits = response_prefix_logits(model, sequences)
+    assert logits.shape[0] == 5 and logits.dtype == torch.float64
+    assert torch.equal(visited_prefix_kl(model, copy.deepcopy(model), sequences), torch.zeros(5, dtype=torch.float64))
+    # the logits at prefix t predict token t+1: the first response token's row is the prompt's last position
+    with torch.no_grad():
+        full = model(torch.tensor([[1, 2, 3, 4, 5]])).logits[0].double()
+    assert torch.allclose(logits[:2], full[2:4], atol=1e-6)

@@ -266,6 +266,8 @@ def test_run_end_to_end_on_the_smoke_profile(smoke_reference, tmp_path):
     assert {n for n in names if n.endswith(".safetensors")} == {
         "policies/warmstart.safetensors", "policies/grpo.safetensors"}
     assert {"scores/warmstart-sample.json", "scores/grpo-sample.json"} <= names
+    # per-problem greedy answers too, so chapter 8 can pair greedy pass@1 problem by problem
+    assert {"scores/warmstart-greedy.json", "scores/sft-greedy.json", "scores/grpo-greedy.json"} <= names
     assert provenance_files_listed(recorded, names)
     provenance = read_json(recorded / "provenance.json")
     assert provenance["dataset_sha256"] == results["dataset_sha256"]

@@ -219,10 +219,21 @@ def _error(error: Exception) -> str:
     return f"<b style='color:#b00'>{html.escape(str(error))}</b>"
 
 
+OFFLINE_NOTE = ("<i>In the static book these controls do nothing: the figure above shows the "
+                "default setting. In Jupyter or on Colab, move a control and the figure for it is "
+                "drawn here.</i>")
+
+
 def _wire(controls, render):
+    """Render the table now and the figure only after a control moves: the saved widget
+    state then holds no PNG, so the static book shows the chapter's fallback figure once."""
     for control in controls:
         control.observe(lambda change: render(), names="value")
-    render()
+    render(draw=False)
+
+
+def _box(w, children):
+    return w.VBox([*children, w.HTML(OFFLINE_NOTE)])
 
 
 def make_advantage_widget(rewards: str = "1, 0, 1, 0"):
@@ -231,11 +242,11 @@ def make_advantage_widget(rewards: str = "1, 0, 1, 0"):
 
     text = w.Text(value=rewards, description="rewards")
     correction = w.ToggleButtons(options=[("population std", 0), ("sample std", 1)], value=0)
-    epsilon = w.Dropdown(options=[("1e-8 (seed 000)", 1e-8), ("1e-4 (TRL)", 1e-4), ("0.1", 0.1)],
+    epsilon = w.Dropdown(options=[("1e-8 (this practical)", 1e-8), ("1e-4 (TRL)", 1e-4), ("0.1", 0.1)],
                          value=1e-8, description="epsilon")
     table, image = w.HTML(), w.Image(format="png")
 
-    def render():
+    def render(draw=True):
         try:
             view = advantage_view(parse_numbers(text.value, "rewards"), correction.value, epsilon.value)
         except ValueError as error:
@@ -244,10 +255,11 @@ def make_advantage_widget(rewards: str = "1, 0, 1, 0"):
         table.value = _table([("mean", f"{view['mean']:.6g}"), ("std", f"{view['std']:.6g}"),
                               ("advantages", ", ".join(f"{a:.6g}" for a in view["advantages"])),
                               ("zero variance", view["zero_variance"])])
-        image.value = figure_png(plot_advantages(view))
+        if draw:
+            image.value = figure_png(plot_advantages(view))
 
     _wire([text, correction, epsilon], render)
-    return w.VBox([text, correction, epsilon, table, image])
+    return _box(w, [text, correction, epsilon, table, image])
 
 
 def make_clipping_widget(advantage: float = 1.0, clip_epsilon: float = 0.2):
@@ -259,7 +271,7 @@ def make_clipping_widget(advantage: float = 1.0, clip_epsilon: float = 0.2):
     high = w.FloatSlider(value=clip_epsilon, min=0.05, max=0.5, step=0.01, description="epsilon high")
     table, image = w.HTML(), w.Image(format="png")
 
-    def render():
+    def render(draw=True):
         try:
             curves = clipping_curves(adv.value, low.value, high.value)
         except ValueError as error:
@@ -269,10 +281,11 @@ def make_clipping_widget(advantage: float = 1.0, clip_epsilon: float = 0.2):
         table.value = _table([("interval", f"[{lo:.2f}, {hi:.2f}]"),
                               ("share of plotted ratios without gradient",
                                f"{curves['clipped_mask'].mean():.2f}")])
-        image.value = figure_png(plot_clipping(curves))
+        if draw:
+            image.value = figure_png(plot_clipping(curves))
 
     _wire([adv, low, high], render)
-    return w.VBox([adv, low, high, table, image])
+    return _box(w, [adv, low, high, table, image])
 
 
 def make_kl_widget(p: str = "0.5, 0.3, 0.2", q: str = "0.2, 0.3, 0.5"):
@@ -286,7 +299,7 @@ def make_kl_widget(p: str = "0.5, 0.3, 0.2", q: str = "0.2, 0.3, 0.5"):
     seed = w.IntText(value=0, description="seed")
     table, image = w.HTML(), w.Image(format="png")
 
-    def render():
+    def render(draw=True):
         try:
             view = kl_view(parse_numbers(p_text.value, "p"), parse_numbers(q_text.value, "q"),
                            samples.value, seed.value)
@@ -297,7 +310,8 @@ def make_kl_widget(p: str = "0.5, 0.3, 0.2", q: str = "0.2, 0.3, 0.5"):
         rows += [(f"{n} mean +- stderr", f"{view[f'{n}_mean']:.6f} +- {view[f'{n}_stderr']:.6f}")
                  for n in ESTIMATORS]
         table.value = _table(rows)
-        image.value = figure_png(plot_kl(view))
+        if draw:
+            image.value = figure_png(plot_kl(view))
 
     _wire([p_text, q_text, samples, seed], render)
-    return w.VBox([p_text, q_text, samples, seed, table, image])
+    return _box(w, [p_text, q_text, samples, seed, table, image])

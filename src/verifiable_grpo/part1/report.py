@@ -221,7 +221,7 @@ def export_recorded(out_dir, dest, config: dict | None = None) -> Path:
     # they show, and the scored draws so the evaluation chapter can recompute its contrasts.
     for policy in EXPORTED_POLICIES:
         copies[f"policies/{policy}.safetensors"] = out / "checkpoints" / f"{policy}-resume.safetensors"
-    for path in sorted((out / "scores").glob("*-sample.json")):
+    for path in sorted((out / "scores").glob("*.json")):   # sample and greedy: per-item pairing
         copies[f"scores/{path.name}"] = path
     results = read_json(out / "results.json")
     if config is not None and results["provenance"]["config_sha256"] != config_hash(config):

@@ -1,0 +1,56 @@
+"""Colab: the repository URL (kept in one place, _config.yml) and the set-up cell every
+chapter starts with.
+
+The set-up cell runs before the package is installed, so it cannot import this module;
+instead its source is generated here from _config.yml, and a test checks that every
+chapter's cell is exactly this source. The launch buttons read the same _config.yml key.
+Two environment variables let a test stand in for GitHub and for Colab's /content.
+"""
+from __future__ import annotations
+
+import os
+
+import yaml
+
+from verifiable_grpo.core.config import repo_root
+
+REPOSITORY_ENV = "VERIFIABLE_GRPO_REPOSITORY"
+CLONE_DIR_ENV = "VERIFIABLE_GRPO_CLONE_DIR"
+CLONE_DIR = "/content/verifiable-grpo"
+# What the chapters import beyond the standard library and this package; each ships with
+# Colab's runtime, which is why the cell can install this package with --no-deps (Colab's
+# versions, not requirements.txt's pins).
+COLAB_PREINSTALLED = ("IPython", "ipywidgets", "matplotlib", "numpy", "safetensors", "tokenizers",
+                      "torch", "tqdm", "transformers", "yaml")
+
+
+def repository_url() -> str:
+    """The repository's URL from _config.yml (repository.url), or the override in
+    VERIFIABLE_GRPO_REPOSITORY."""
+    override = os.environ.get(REPOSITORY_ENV)
+    if override:
+        return override
+    config = yaml.safe_load((repo_root() / "_config.yml").read_text())
+    try:
+        return config["repository"]["url"]
+    except (KeyError, TypeError):
+        raise ValueError("_config.yml has no repository.url: add it (the Colab cells and "
+                         "launch buttons read it)") from None
+
+
+def setup_cell_source() -> str:
+    """The source of every chapter's Colab cell (tag "colab"), for the URL in _config.yml."""
+    config = yaml.safe_load((repo_root() / "_config.yml").read_text())
+    url = config["repository"]["url"]
+    return f'''# On Colab only: fetch the project and install it. Elsewhere the package is already installed.
+import os, subprocess, sys
+
+if "google.colab" in sys.modules:
+    repository = os.environ.get("{REPOSITORY_ENV}", "{url}")
+    clone = os.environ.get("{CLONE_DIR_ENV}", "{CLONE_DIR}")
+    if not os.path.isdir(clone):
+        subprocess.run(["git", "clone", "-q", "--depth", "1", repository, clone], check=True)
+    # --no-deps: everything the chapters import ships with Colab (see book/colab.py)
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "-e", clone], check=True)
+    sys.path.insert(0, os.path.join(clone, "src"))
+    os.chdir(os.path.join(clone, "notebooks", "part1"))'''
