@@ -64,8 +64,9 @@ class Cost:
 
 @dataclass
 class Batch:
-    groups: list[dict]
+    groups: list[dict]                                  # what the update uses
     cost: Cost = field(default_factory=Cost)
+    drawn: list[list[float]] = field(default_factory=list)  # rewards of every prompt drawn
 
 
 def _rewards(rows: list[dict]) -> list[float]:
@@ -98,6 +99,7 @@ def plain_batch(source: RolloutSource, prompts: int, group_size: int, step: int)
         group_id = f"step-{step:04d}/prompt-{position:02d}"
         rows = source.draw(example, group_size, group_id)
         batch.cost.drew(rows)
+        batch.drawn.append(_rewards(rows))
         batch.groups.append(_group(group_id, example, rows, "plain"))
     return batch
 
@@ -114,6 +116,7 @@ def dynamic_batch(source: RolloutSource, prompts: int, group_size: int, step: in
             group_id = f"step-{step:04d}/batch-{number:02d}/prompt-{position:02d}"
             rows = source.draw(example, group_size, group_id)
             batch.cost.drew(rows)
+            batch.drawn.append(_rewards(rows))
             group = _group(group_id, example, rows, "dynamic")
             if not group["zero_variance"] and len(batch.groups) < prompts:
                 batch.groups.append(group)
@@ -201,6 +204,7 @@ def aero_batch(source: RolloutSource, prompts: int, sampler: Sampler, step: int,
                 waiting.remove(p)
     for p, example in enumerate(examples):
         drawn = explored[p] + rescues[p]
+        batch.drawn.append(_rewards(drawn))
         kept, strategy = aero_curate(_rewards(explored[p]), _rewards(rescues[p]),
                                      sampler.rejection_k, sampler.exploration_rollouts,
                                      generator)
