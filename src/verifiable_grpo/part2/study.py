@@ -8,7 +8,7 @@ objective. Nothing here is a second training loop's arithmetic.
 
 Resume boundary: after a step. Every `checkpoint_every_steps` steps the full state
 (weights, AdamW, scheduler, prompt order, generation, sampler and system RNGs, the
-telemetry so far) goes to RUN/checkpoints/checkpoint-NNNN.pt.gz (the newest kept); a run
+telemetry so far) goes to RUN/checkpoints/checkpoint-NNNN.pt (the newest kept); a run
 started again continues from it and ends in the same bits as an uninterrupted run (the
 steps after it are redone from the restored RNG states). The run folder belongs to one
 arm, seed and regime: a checkpoint of another is refused.
@@ -171,7 +171,7 @@ def _state(run: StudyRun) -> dict:
 
 
 def _checkpoints(run: StudyRun) -> list[Path]:
-    return sorted((run.folder / "checkpoints").glob("checkpoint-*.pt.gz"))
+    return sorted((run.folder / "checkpoints").glob("checkpoint-*.pt"))
 
 
 def _restore(run: StudyRun) -> bool:
@@ -206,11 +206,11 @@ def _restore(run: StudyRun) -> bool:
 
 
 def _save_checkpoint(run: StudyRun) -> None:
-    target = run.folder / "checkpoints" / f"checkpoint-{run.step:04d}.pt.gz"
+    target = run.folder / "checkpoints" / f"checkpoint-{run.step:04d}.pt"
     old = _checkpoints(run)
     if target.exists():
         target.unlink()   # the same step redone after a crash: identical by construction
-    checkpoint.save_state(target, _state(run))
+    checkpoint.save_state(target, _state(run), compress=False)  # gzip costs seconds per save
     fault_point("family-after-checkpoint")
     for path in old:
         if path != target:
