@@ -112,7 +112,7 @@ def command_family(args) -> int:
     """Bad input and refusals (unknown arm, lock mismatch, finished run, foreign checkpoint,
     dynamic sampling exhausted) print one line naming the fix and exit 2."""
     if args.family is None:
-        raise ConfigError("family needs a subcommand: " + ", ".join(HANDLERS))
+        raise ConfigError(["family needs a subcommand: " + ", ".join(HANDLERS)])
     try:
         return HANDLERS[args.family](args)
     except (ValueError, FileExistsError, FileNotFoundError,

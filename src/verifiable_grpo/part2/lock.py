@@ -152,7 +152,7 @@ def read_lock(path=LOCK_PATH) -> tuple[dict, str]:
                                 "`python -m verifiable_grpo family lock`")
     lock = files.read_json(target)
     if lock.get("schema") != SCHEMA:
-        raise ConfigError(f"{target} is not a {SCHEMA} lock (schema {lock.get('schema')!r})")
+        raise ConfigError([f"{target} is not a {SCHEMA} lock (schema {lock.get('schema')!r})"])
     return lock, lock_sha256(lock)
 
 
@@ -182,17 +182,17 @@ def check_lock(lock: dict, arm: str | None = None, seed: int | None = None,
     """Refuse a run the lock does not cover, or a lock that no longer matches the code."""
     if arm is not None and arm not in lock["arms"]:
         objectives.get_objective(arm)  # an unknown name gets the registry's message
-        raise ConfigError(f"arm {arm!r} is not in the treatment lock (arms: "
-                          f"{', '.join(lock['arms'])}); a new arm needs a new lock")
+        raise ConfigError([f"arm {arm!r} is not in the treatment lock (arms: "
+                          f"{', '.join(lock['arms'])}); a new arm needs a new lock"])
     if seed is not None and seed not in lock["seeds"]:
-        raise ConfigError(f"seed {seed} is not pre-registered (seeds: {lock['seeds']})")
+        raise ConfigError([f"seed {seed} is not pre-registered (seeds: {lock['seeds']})"])
     if regime is not None and regime not in lock["regimes"]:
-        raise ConfigError(f"unknown regime {regime!r}: use one of {', '.join(lock['regimes'])}")
+        raise ConfigError([f"unknown regime {regime!r}: use one of {', '.join(lock['regimes'])}"])
     changed = lock_differences(lock)
     if changed:
-        raise ConfigError("the treatment lock no longer matches the code, the profile or the "
+        raise ConfigError(["the treatment lock no longer matches the code, the profile or the "
                           f"warm start ({'; '.join(changed)}); a locked study cannot change: "
-                          "restore them, or pre-register a new lock file for a new study")
+                          "restore them, or pre-register a new lock file for a new study"])
 
 
 def run_config(lock: dict, regime: str, seed: int) -> dict:

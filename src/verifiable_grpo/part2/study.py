@@ -59,10 +59,10 @@ def bind_study_folder(out, lock_sha: str, lock_file: str) -> None:
     if path.is_file():
         bound = files.read_json(path)["lock_sha256"]
         if bound != lock_sha:
-            raise ConfigError(f"the treatment lock changed: {out} was started under lock "
+            raise ConfigError([f"the treatment lock changed: {out} was started under lock "
                               f"{bound[:12]}... but {lock_file} now hashes to {lock_sha[:12]}...; "
                               "a pre-registered study cannot change its lock: restore the "
-                              "file, or run the new lock in a new --out folder")
+                              "file, or run the new lock in a new --out folder"])
         return
     files.save_json(path, {"lock_sha256": lock_sha, "lock_file": str(lock_file)})
 
