@@ -23,6 +23,10 @@ from verifiable_grpo.core import files
 from verifiable_grpo.evaluation import statistics
 
 PRIMARY = "heldout_greedy_all"
+# Summary fields of a run manifest behind the cost and ZVF columns (absent in published
+# per-seed numbers, which then get the accuracy columns only).
+COST_KEYS = ("mean_reward_drawn", "rollouts_generated", "rollouts_discarded",
+             "tokens_generated", "seconds_per_step", "mean_zvf", "mean_zvf_drawn", "group_size")
 PURPOSE = {"per_arm": 0, "paired": 1}
 
 
@@ -78,7 +82,8 @@ def analyse(lock: dict, runs: list[dict], lock_sha: str | None = None,
     resamples, level = plan["resamples"], plan["level"]
     arms, seeds, baseline = list(lock["arms"]), list(lock["seeds"]), lock["baseline_arm"]
     if lock_sha is not None:
-        foreign = sorted({r["lock_sha256"][:12] for r in runs if r["lock_sha256"] != lock_sha})
+        foreign = sorted({str(r.get("lock_sha256"))[:12] for r in runs
+                          if r.get("lock_sha256") != lock_sha})
         if foreign:
             raise ValueError(f"runs from another lock ({', '.join(foreign)}...) are mixed in: "
                              "analyse each study folder under its own lock")
@@ -95,6 +100,7 @@ def analyse(lock: dict, runs: list[dict], lock_sha: str | None = None,
                 row["mean"] = float(np.mean(values))
                 row["low"], row["high"] = statistics.percentile_bootstrap(
                     values, _rng(lock, r_index, a_index, "per_arm"), resamples, level)
+            if done and all(k in d for d in done for k in COST_KEYS):
                 p = float(np.mean([d["mean_reward_drawn"] for d in done]))
                 row.update({
                     "rollouts_generated": float(np.mean([d["rollouts_generated"] for d in done])),
@@ -142,6 +148,10 @@ def format_analysis(result: dict, digits: int = 4) -> str:
         for row in part["arms"]:
             if row["seeds"] == 0:
                 lines.append(f"{row['arm']:8} {0:>5}  (no finished run)")
+                continue
+            if "rollouts_generated" not in row:
+                lines.append(f"{row['arm']:8} {row['seeds']:>5} {f(row['mean']):>8} "
+                             f"[{f(row['low'])}, {f(row['high'])}]")
                 continue
             lines.append(f"{row['arm']:8} {row['seeds']:>5} {f(row['mean']):>8} "
                          f"[{f(row['low'])}, {f(row['high'])}] {row['rollouts_generated']:>9.1f} "

@@ -153,3 +153,18 @@ def dynamic_sampling_cost(rates, steps: int = 200, prompts: int = 4, group_size:
     return {"rollouts_per_step": mean(generated), "discarded_per_step": mean(discarded),
             "plain_rollouts_per_step": prompts * group_size, "failed_steps": failed,
             "steps": steps}
+
+
+# --------------------------------------------------------------------------- the E1 card
+E1_REFERENCE = "data/recorded/reference-e1.json"
+
+
+def e1_runs() -> list[dict]:
+    """The published per-seed accuracies of the E1 study as rows for analysis.analyse
+    (regime on_policy: E1 made one update per generation batch)."""
+    from verifiable_grpo.core.config import read_json, resolve
+
+    reference = read_json(resolve(E1_REFERENCE))
+    return [{"arm": arm, "seed": seed, "regime": "on_policy", "heldout_greedy_all": value}
+            for arm, values in reference["per_seed_heldout"].items()
+            for seed, value in zip(reference["seeds"], values)]
