@@ -43,6 +43,7 @@ from IPython.display import display
 
 from verifiable_grpo.book.notebook import Table, show
 from verifiable_grpo.part2 import demos
+from verifiable_grpo.book import family_widgets
 from verifiable_grpo.part2.lock import read_lock
 
 head, rows = demos.arm_rows()
@@ -104,12 +105,12 @@ Table(["arm", "o1 (r=1, 3 tok)", "o2 (r=0, 5 tok)", "o3 (r=1, 2 tok)", "o4 (r=0,
 # controls do nothing).
 
 # %%
-display(show(demos.plot_token_weights([1, 0, 1, 0], [3, 5, 2, 7])))
+display(show(family_widgets.plot_token_weights([1, 0, 1, 0], [3, 5, 2, 7])))
 
 # %%
 # NBVAL_IGNORE_OUTPUT
 # (the widget's saved state embeds a rendered PNG; the figure above is the checked fallback)
-demos.make_token_weight_widget()
+family_widgets.make_token_weight_widget()
 
 # %% [markdown]
 # ## Exercise
