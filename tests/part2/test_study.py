@@ -124,3 +124,25 @@ def test_resume_from_another_arms_checkpoint_is_refused(shared, tmp_path):
     with pytest.raises(ValueError, match="checkpoint of arm grpo seed 11 regime on_policy, not "
                                          "of this run \\(arm gspo"):
         study.run_arm(lock, tmp_path, "gspo", 11, "on_policy")
+
+
+def test_study_status_and_analyse_from_the_command_line(shared, capsys):
+    """After the runs above: `family study` skips finished runs, `status` counts them and
+    `analyse` fails closed (no verdicts) while pre-registered seeds are missing."""
+    from verifiable_grpo import cli
+    from verifiable_grpo.core import files as files_lib
+
+    common = ["--lock", str(shared["lock"]), "--out", str(shared["continuous"])]
+    assert cli.main(["family", "study", *common, "--arms", "grpo", "--seeds", "11",
+                     "--regimes", "two_updates"]) == 0
+    assert "warm start: held-out greedy" in capsys.readouterr().out
+    assert cli.main(["family", "status", *common]) == 0
+    assert capsys.readouterr().out.strip().endswith("6 finished, 0 in flight, 14 not started")
+    assert cli.main(["family", "analyse", *common]) == 0
+    out = capsys.readouterr().out
+    assert "no verdicts: 5 pre-registered runs missing" in out
+    saved = files_lib.read_json(shared["continuous"] / "analysis.json")
+    two = saved["regimes"]["two_updates"]
+    assert not two["complete"] and two["comparisons"] == []
+    assert [r["seeds"] for r in two["arms"]] == [1, 1, 1, 1, 1]
+    assert saved["lock_sha256"] == lock_lib.read_lock(shared["lock"])[1]
