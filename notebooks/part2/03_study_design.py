@@ -109,7 +109,7 @@ ev = lock["evaluation"]
 print(f"held-out: {ev['problems']} test problems ({', '.join(ev['populations'])}), greedy and "
       f"{ev['draws']} draws each; {ev['untrained_warm_start']}")
 print("primary metric:", lock["metric"]["primary"])
-for key in ("per_arm", "comparison", "p_value", "multiple_testing"):
+for key in ("per_arm", "comparison", "p_value", "multiple_testing", "exclusions"):
     print(f"{key}: {lock['analysis'][key]}")
 print("verdicts:", lock["analysis"]["verdicts"])
 print("analysis RNG seed:", lock["analysis"]["rng_seed"], "| resamples:", lock["analysis"]["resamples"])

@@ -125,7 +125,10 @@ def build_lock(profile: str = "tiny", budget: dict | None = None,
                          "worse": "BH rejects and the 95% interval lies below 0",
                          "inconclusive": "anything else"},
             "zvf": "observed ZVF vs the i.i.d. prediction p^G + (1-p)^G with p the mean "
-                   "reward of the drawn groups; not comparable across arms"},
+                   "reward of the drawn groups; not comparable across arms",
+            "exclusions": "none: a run that fails (e.g. dynamic sampling exhausts its cap) is "
+                          "reported as failed, never rerun with another seed; a regime with a "
+                          "failed or missing run gets no verdicts (BH needs all four tests)"},
         "notes": list(NOTES),
     }
 

@@ -335,9 +335,10 @@ def run_arm(lock_file, out, arm: str, seed: int, regime: str, stop_after: int | 
     for _ in bar:
         _step(run)
         fault_point("family-after-step")
-        if run.step % every == 0 or run.step == steps:
-            _save_checkpoint(run)
-        if stop_after is not None and run.step >= stop_after and run.step < steps:
+        stopping = stop_after is not None and stop_after <= run.step < steps
+        if run.step % every == 0 or run.step == steps or stopping or interrupts.requested():
+            _save_checkpoint(run)   # a signal or a requested stop keeps the step just done
+        if stopping:
             return None
         interrupts.check(f"after step {run.step} of {regime}/{arm}/seed {seed}")
     bar.close()
