@@ -71,7 +71,10 @@ Table(["seed", "on policy: gspo", "on policy: dapo clip", "moved: gspo", "moved:
 
 # %% [markdown]
 # On policy the differences are zero (or a rounding residue below $10^{-12}$ for the
-# sequence ratio, which exponentiates a mean). Once the log-probs have moved, `gspo`
+# sequence ratio, which exponentiates a mean). In the study's loop the "old" log-probs are
+# the ones captured while sampling; rescoring reproduces them within the $2\times10^{-4}$
+# check (about $10^{-5}$ measured), so there the first update's ratios are 1 to that
+# precision rather than exactly (TRL detaches the current log-probs, which gives exactly 1). Once the log-probs have moved, `gspo`
 # differs on every seed; `dapo`'s clip differs only when some positive-advantage token has
 # a ratio between 1.2 and 1.28, which a random shift does not always produce. This is why
 # the lock pre-registers a second regime with two updates per rollout set: in the

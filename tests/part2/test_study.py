@@ -56,6 +56,10 @@ def test_interrupt_and_resume_equal_a_continuous_run(shared, arm):
     assert resumed["final_model_digest"] != resumed["initial_model_digest"]
     telemetry = continuous["telemetry"]
     assert [len(t["loss"]) for t in telemetry] == [2, 2]          # two updates per rollout set
+    for t in telemetry:   # the first update sees the sampling policy (ratio 1 within the
+        low, high = t["ratio_range"][0]      # captured-vs-rescored check), the second not
+        assert 1 - 2e-4 < low <= high < 1 + 2e-4 and t["clip_low_fraction"][0] == 0.0
+        assert t["clip_high_fraction"][0] == 0.0 and t["ratio_range"][1] != [low, high]
     assert all(t["rollouts_generated"] >= (6 if arm == "aero" else 8) for t in telemetry)
     if arm == "dapo":   # seed 11 needs a refill at step 0 and discards what it cannot use
         assert telemetry[0]["generation_batches"] >= 2 and telemetry[0]["zvf"] == 0.0

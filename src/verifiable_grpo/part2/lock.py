@@ -49,9 +49,11 @@ NOTES = [
     "drgrpo is the grpo arm without std scaling only (TRL scale_rewards='none', loss_type "
     "'grpo'); dapo keeps loss_type 'grpo' and adds clip-higher 0.28 plus dynamic sampling, "
     "as the E1 study ran them; neither is TRL's loss_type of the same name.",
-    "on_policy (one update per rollout set) makes the ratio exactly 1: gspo's sequence ratio "
-    "and dapo's clip-higher cannot act there; two_updates lets the second update run off "
-    "policy so that clipping can act.",
+    "on_policy (one update per rollout set): the old log-probs are the ones captured while "
+    "sampling, which full rescoring reproduces within the 2e-4 check (about 1e-5 measured), "
+    "so every ratio is 1 to that precision (TRL's is exactly 1): the clip cannot act and "
+    "gspo's gradient equals grpo's up to it. two_updates lets the second update run off "
+    "policy so that the ratio level and the clip can act.",
     "ZVF is logged per arm on the batch that is optimised: dapo's is 0 by construction and "
     "aero's one-rollout groups still receive a posterior advantage, so ZVF is not comparable "
     "across arms.",

@@ -264,6 +264,7 @@ def _step(run: StudyRun) -> None:
         "clip_low_fraction": [u["clip_low_fraction"] for u in updates],
         "clip_high_fraction": [u["clip_high_fraction"] for u in updates],
         "mean_exact_kl": [u["mean_exact_kl"] for u in updates],
+        "ratio_range": [[u["ratio_min"], u["ratio_max"]] for u in updates],
     })
     run.step += 1
     run.times.append({"step": step, "generation_seconds": generation_seconds,
