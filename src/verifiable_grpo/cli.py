@@ -28,7 +28,38 @@ COMMANDS = {
     "run": ("part1.pipeline", "command_run", "the whole pipeline, resumable"),
     "report": ("part1.report", "command_report", "summarise a run folder"),
     "lab": ("part3.labs", "command_lab", "run one Part III lab and record its metrics"),
+    "family": ("part2.commands", "command_family",
+               "Part II's GRPO family study: lock, run, study, analyse, status"),
 }
+FAMILY_LOCK = "configs/part2/lock.json"
+
+
+def _family_arguments(p) -> None:
+    """The family study's subcommands (their handlers live in part2.commands)."""
+    family = p.add_subparsers(dest="family")
+    for name, text in (("lock", "write the treatment lock (never replaced) or --check it"),
+                       ("run", "one arm / seed / regime, continued from its newest checkpoint"),
+                       ("study", "every pre-registered run not finished yet"),
+                       ("analyse", "the pre-registered analysis of the finished runs"),
+                       ("status", "finished / in flight / not started runs")):
+        q = family.add_parser(name, help=text, description=text)
+        q.add_argument("--lock", default=FAMILY_LOCK, help=f"treatment lock (default {FAMILY_LOCK})")
+        q.add_argument("--out", default="runs/family", help="study folder (default runs/family)")
+        if name == "lock":
+            q.add_argument("--check", action="store_true",
+                           help="verify the existing lock instead of writing one")
+        if name == "run":
+            q.add_argument("--arm", required=True)
+            q.add_argument("--seed", type=int, required=True)
+            q.add_argument("--regime", required=True, help="on_policy or two_updates")
+            q.add_argument("--stop-after", type=int, default=None,
+                           help="stop after this many steps (the rerun continues)")
+        if name in ("study", "status"):
+            q.add_argument("--arms", nargs="*", default=None)
+            q.add_argument("--seeds", nargs="*", type=int, default=None)
+            q.add_argument("--regimes", nargs="*", default=None)
+        if name == "status":
+            q.add_argument("--verbose", action="store_true", help="list finished runs too")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -41,6 +72,9 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--seed", type=int, default=None,
                            help="generation seed (default: the config's data.seed)")
             p.add_argument("--config", default="tiny")
+            continue
+        if name == "family":
+            _family_arguments(p)
             continue
         if name == "build-tiny-base":
             p.add_argument("--out", default="data/tiny-base")

@@ -143,7 +143,8 @@ def _response_logits(model, prompt_ids: list[int], response_ids: list[int]) -> t
 
 
 def accumulate_gradients(policy, reference, groups: list[dict], config: dict,
-                         objective: objectives.Objective | None = None) -> dict:
+                         objective: objectives.Objective | None = None,
+                         slots: int | None = None) -> dict:
     """Backpropagate the objective's loss of a rollout set into policy .grad; returns telemetry.
 
     Responses go through the network one at a time (memory stays that of one sequence);
@@ -151,15 +152,26 @@ def accumulate_gradients(policy, reference, groups: list[dict], config: dict,
     I's by default: token means, w_i = 1 / (P * G), which sums to the token -> response ->
     prompt mean of losses.grpo_objective because every prompt has G responses). The
     exact prefix KL is always measured ("mean_exact_kl"), whatever KL term the loss uses.
+
+    slots (Part II's AERO): prompts may keep 1..slots responses; each prompt is padded to
+    `slots` rows that carry no loss but count in the mean, so every kept response gets
+    w_i = 1 / (P * slots) (TRL's per-micro-batch row mean over a padded batch).
     """
     cfg = typed(config)
     objective = objectives.objective_from_config(config) if objective is None else objective
     group_size = len(groups[0]["responses"])
-    if any(len(g["responses"]) != group_size for g in groups):
+    if slots is not None:
+        if objective.aggregation.kind != "response_mean":
+            raise ValueError("padded slots need the per-response token mean aggregation")
+        if any(not 1 <= len(g["responses"]) <= slots for g in groups):
+            raise ValueError(f"every prompt needs 1..{slots} responses with {slots} slots")
+        weights = [[1.0 / (len(groups) * slots)] * len(g["responses"]) for g in groups]
+    elif any(len(g["responses"]) != group_size for g in groups):
         raise ValueError("every prompt of a rollout set needs the same number of responses")
-    weights = objectives.response_weights(
-        objective, [[len(r["response_ids"]) for r in g["responses"]] for g in groups],
-        max_length=cfg.tokens.max_response)
+    else:
+        weights = objectives.response_weights(
+            objective, [[len(r["response_ids"]) for r in g["responses"]] for g in groups],
+            max_length=cfg.tokens.max_response)
     exact_term = objective.kl.kind == "exact_prefix"
     device = rollout.model_device(policy)
     losses_, surrogates, kls, audits = [], [], [], []
@@ -209,17 +221,22 @@ def accumulate_gradients(policy, reference, groups: list[dict], config: dict,
             del current_logits, reference_logits, current, kl, loss, exact
 
     def reduced(values):  # as the loss reduces them
+        if slots is not None:
+            flat = [w for row in weights for w in row]
+            return float(sum(w * v for w, v in zip(flat, values)))
         table = torch.tensor(values, dtype=torch.float64).reshape(len(groups), group_size)
         if objective.aggregation.kind == "response_mean":  # token -> response -> prompt
             return float(losses.reduce_responses_then_prompts(table))
         return float((table * torch.tensor(weights, dtype=torch.float64)).sum())
 
     tokens = counts["tokens"]
+    mean_kl = (sum(kls) / len(kls) if slots is not None else float(
+        losses.reduce_responses_then_prompts(
+            torch.tensor(kls, dtype=torch.float64).reshape(len(groups), group_size))))
     return {
         "loss": reduced(losses_),
         "surrogate": reduced(surrogates),
-        "mean_exact_kl": float(losses.reduce_responses_then_prompts(
-            torch.tensor(kls, dtype=torch.float64).reshape(len(groups), group_size))),
+        "mean_exact_kl": mean_kl,
         "clip_low_fraction": counts["clip_low"] / tokens,
         "clip_high_fraction": counts["clip_high"] / tokens,
         "outside_fraction": counts["outside"] / tokens,
@@ -231,14 +248,14 @@ def accumulate_gradients(policy, reference, groups: list[dict], config: dict,
 
 
 def grpo_update(policy, reference, optimizer, scheduler, groups: list[dict], config: dict,
-                objective: objectives.Objective | None = None) -> dict:
+                objective: objectives.Objective | None = None, slots: int | None = None) -> dict:
     """One AdamW update on every response of a rollout set (Part I's objective unless
-    another is given); returns its telemetry."""
+    another is given; `slots` as in accumulate_gradients); returns its telemetry."""
     if policy.training or reference.training:
         raise ValueError("dropout must stay off: policy and reference in eval mode")
     learning_rate = optimizer.param_groups[0]["lr"]
     optimizer.zero_grad(set_to_none=True)
-    telemetry = accumulate_gradients(policy, reference, groups, config, objective)
+    telemetry = accumulate_gradients(policy, reference, groups, config, objective, slots)
     grad_norm = torch.nn.utils.clip_grad_norm_(
         model_lib.unique_parameters(policy), typed(config).grpo.max_grad_norm,
         error_if_nonfinite=True)

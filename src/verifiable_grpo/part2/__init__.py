@@ -1,0 +1,1 @@
+"""Part II: the GRPO family study (treatment lock, runner, analysis)."""

@@ -1,0 +1,121 @@
+"""`python -m verifiable_grpo family SUBCOMMAND`: the family study from the shell.
+
+lock     write the treatment lock (never replaced), or --check it against the code
+run      one arm / seed / regime (continues from its newest checkpoint)
+study    every pre-registered run not finished yet, plus the warm start's accuracy
+analyse  the pre-registered analysis of the finished runs (also OUT/analysis.json)
+status   which runs are finished, in flight (a checkpoint) or not started
+"""
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+from verifiable_grpo.core import files
+from verifiable_grpo.core.config import ConfigError, provenance
+from verifiable_grpo.part2 import analysis, lock as lock_lib, study
+from verifiable_grpo.training import samplers
+
+
+def _lock(args):
+    path = Path(args.lock)
+    if args.check:
+        lock, sha = lock_lib.read_lock(path)
+        lock_lib.check_lock(lock)
+        print(f"treatment lock {path} matches the code, the profile and the warm start "
+              f"(SHA-256 {sha})")
+        return 0
+    written = lock_lib.write_lock(lock_lib.build_lock(), path)
+    print(f"wrote {written} (SHA-256 {lock_lib.read_lock(written)[1]})")
+    return 0
+
+
+def _runs_of(lock, args):
+    arms = args.arms or list(lock["arms"])
+    seeds = args.seeds or list(lock["seeds"])
+    regimes = args.regimes or list(lock["regimes"])
+    return [(r, a, s) for r in regimes for a in arms for s in seeds]
+
+
+def _run(args):
+    started = time.perf_counter()
+    manifest = study.run_arm(args.lock, args.out, args.arm, args.seed, args.regime,
+                             stop_after=args.stop_after, progress=True)
+    if manifest is None:
+        print(f"stopped after step {args.stop_after}; continue with the same command")
+        return 0
+    s = manifest["summary"]
+    print(f"{args.regime} {args.arm} seed {args.seed}: held-out greedy "
+          f"{s['heldout_greedy_all']:.3f} (ID50 {s['heldout_greedy_id50']:.3f}, OOD100 "
+          f"{s['heldout_greedy_ood100']:.3f}), per-draw {s['heldout_per_draw_all']:.3f}, mean "
+          f"ZVF {s['mean_zvf']:.3f}, rollouts {s['rollouts_generated']} "
+          f"({s['rollouts_discarded']} discarded), {s['seconds_per_step']:.2f} s/step, "
+          f"{time.perf_counter() - started:.1f} s")
+    return 0
+
+
+def _study(args):
+    lock, sha = lock_lib.read_lock(args.lock)
+    lock_lib.check_lock(lock)
+    study.bind_study_folder(args.out, sha, args.lock)
+    warm = study.warmstart_heldout(lock, args.out, sha)
+    print(f"warm start: held-out greedy {warm['heldout']['greedy']['ALL']['success_rate']:.3f}")
+    for regime, arm, seed in _runs_of(lock, args):
+        if study.manifest_path(args.out, regime, arm, seed).is_file():
+            continue
+        args.arm, args.seed, args.regime, args.stop_after = arm, seed, regime, None
+        _run(args)
+    return 0
+
+
+def _analyse(args):
+    lock, sha = lock_lib.read_lock(args.lock)
+    runs = analysis.load_manifests(args.out)
+    result = analysis.analyse(lock, runs, lock_sha=sha)
+    warm = Path(args.out) / "warmstart-heldout.json"
+    if warm.is_file():
+        result["warm_start"] = files.read_json(warm)["heldout"]["greedy"]["ALL"]
+    result["lock_sha256"] = sha
+    result["provenance"] = provenance()
+    path = Path(args.out) / "analysis.json"
+    if path.exists():
+        path.unlink()   # derived from the manifests, recomputed exactly each time
+    files.save_json(path, result)
+    print(analysis.format_analysis(result))
+    return 0
+
+
+def _status(args):
+    lock, _ = lock_lib.read_lock(args.lock)
+    counts = {"finished": 0, "in flight": 0, "not started": 0}
+    for regime, arm, seed in _runs_of(lock, args):
+        folder = study.run_dir(args.out, regime, arm, seed)
+        if (folder / "run_manifest.json").is_file():
+            state = "finished"
+        elif any((folder / "checkpoints").glob("checkpoint-*.pt")):
+            state = "in flight"
+        else:
+            state = "not started"
+        counts[state] += 1
+        if state != "finished" or args.verbose:
+            print(f"{regime:12} {arm:7} seed {seed:>3}: {state}")
+    print(", ".join(f"{n} {k}" for k, n in counts.items()))
+    return 0
+
+
+HANDLERS = {"lock": _lock, "run": _run, "study": _study, "analyse": _analyse,
+            "status": _status}
+
+
+def command_family(args) -> int:
+    """Bad input and refusals (unknown arm, lock mismatch, finished run, foreign checkpoint,
+    dynamic sampling exhausted) print one line naming the fix and exit 2."""
+    if args.family is None:
+        raise ConfigError(["family needs a subcommand: " + ", ".join(HANDLERS)])
+    try:
+        return HANDLERS[args.family](args)
+    except (ValueError, FileExistsError, FileNotFoundError,
+            samplers.DynamicSamplingExhausted) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2

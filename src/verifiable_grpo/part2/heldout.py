@@ -1,0 +1,67 @@
+"""Held-out accuracy of a policy in memory: greedy and per-draw on the test problems.
+
+The same selection, draw seeds and verifier as Part I's evaluation (evaluation.evaluate);
+labels are read only after every response exists. The per-item trace keeps the problem
+id, the draw, the correctness and the SHA-256 of the completion text, never the text.
+"""
+from __future__ import annotations
+
+import hashlib
+import time
+
+import torch
+
+from verifiable_grpo.core.config_schema import typed
+from verifiable_grpo.evaluation import evaluate
+from verifiable_grpo.task import data, prompts
+from verifiable_grpo.training import rollout
+
+
+def _completion_sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@torch.no_grad()
+def heldout_accuracy(policy, tokenizer, config: dict, data_dir) -> dict:
+    """{"greedy": metrics, "per_draw": metrics, "trace": [...], "seconds": ...}; metrics
+    per population (ALL, ID50, OOD100) as evaluation.population_metrics."""
+    if policy.training:
+        raise ValueError("held-out evaluation needs the policy in eval mode")
+    ev = typed(config).evaluation
+    started = time.perf_counter()
+    selected = evaluate.select_test_pages(data.read_test_inputs(data_dir), ev.problems)
+    device = rollout.model_device(policy)
+    rows = {"greedy": [], "sample": []}
+    for index, page in selected:
+        ids = prompts.prompt_ids(tokenizer, page["statement"], config)
+        for mode, draws in (("greedy", 1), ("sample", ev.draws)):
+            for draw in range(draws):
+                generator = None
+                seed = None
+                if mode == "sample":
+                    seed = evaluate.draw_seed(ev.seed_base, index, ev.draws, draw)
+                    generator = torch.Generator(device=device).manual_seed(seed)
+                out = rollout.generate(policy, tokenizer, ids, config, generator,
+                                       greedy=mode == "greedy")
+                rows[mode].append({"document_id": page["document_id"],
+                                   "population": page["population"], "problem_index": index,
+                                   "draw": draw, "seed": seed, "text": out["text"],
+                                   "finish_reason": out["finish_reason"],
+                                   "tokenization_valid": out["tokenization_valid"],
+                                   "response_tokens": out["response_tokens"],
+                                   "seconds": out["seconds"]})
+    gold = data.read_gold(data_dir)   # only now: every response exists
+    result, trace = {}, []
+    for mode, name in (("greedy", "greedy"), ("sample", "per_draw")):
+        scored = evaluate.score_rows(rows[mode], gold)
+        result[name] = {p: {k: m[k] for k in ("responses", "problems", "correct",
+                                             "success_rate", "valid_json", "without_eos")}
+                        for p, m in evaluate.population_metrics(scored).items()}
+        trace += [{"mode": mode, "document_id": r["document_id"], "draw": r["draw"],
+                   "correct": bool(r["reward"]), "completion_sha256": _completion_sha256(r["text"])}
+                  for r in scored]
+    result["trace"] = trace
+    result["problems"] = len(selected)
+    result["draws"] = ev.draws
+    result["seconds"] = time.perf_counter() - started
+    return result

@@ -1,0 +1,220 @@
+"""The treatment lock: the family study's pre-registration, written before any recorded run.
+
+The lock names the arms (each with the SHA-256 of its registry mechanics, what it changes
+relative to grpo, and its TRL 1.16 configuration), the seeds, the two regimes, the
+budgets, the held-out evaluation, the primary metric and the analysis plan with its RNG
+seed. Everything in it is built by `build_lock` from the code and the base profile, so
+the committed file can be re-derived and compared: a run refuses to start when the file,
+the registry, the profile or the warm start no longer match it (`check_lock`), and every
+run manifest carries the lock's SHA-256.
+"""
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+from verifiable_grpo.core import files
+from verifiable_grpo.core.config import (ConfigError, canonical_json, load_config, resolve,
+                                         sections_hash, sha256_bytes)
+from verifiable_grpo.core.config_schema import typed
+from verifiable_grpo.training import objectives, trl_parity
+
+SCHEMA = "verifiable-grpo-family-lock-v1"
+LOCK_PATH = "configs/part2/lock.json"
+ARMS = ("grpo", "drgrpo", "dapo", "gspo", "aero")
+BASELINE = "grpo"
+SEEDS = (11, 23, 37, 53, 71, 89, 107, 131)
+REGIMES = {"on_policy": 1, "two_updates": 2}       # regime -> updates per rollout set
+WARM_START = "data/recorded/tiny/policies/warmstart.safetensors"
+# The config parts a run's numbers depend on (budgets come from the lock itself).
+BASE_SECTIONS = ("model", "data", "tokens", "sampling", "device")
+ANALYSIS_SEED = 20261201
+LOCKED_AT = "2026-12-01"
+
+RECORDED_BUDGET = {
+    "steps": 30, "prompts_per_step": 4, "group_size": 4, "learning_rate": 3.0e-5,
+    "weight_decay": 0.0, "max_grad_norm": 1.0, "warmup_fraction": 0.0,
+    "final_lr_fraction": 0.0, "beta": 0.0, "temperature": 1.0, "checkpoint_every_steps": 5,
+    "trainable": "full"}
+RECORDED_EVALUATION = {"problems": 200, "draws": 4}
+
+NOTES = [
+    "learning rate 3e-5 (not the E1 card's 1e-6): on the tiny base 1e-6 leaves the policy "
+    "frozen; probes from this warm start (book/tiny-base, REFERENCE) saw 3e-5 raise greedy "
+    "accuracy slightly over 150 iterations while 1e-4 lowered it. Linear decay to 0 with no "
+    "warm-up, as E1.",
+    "full fine-tuning of the 2.7M-parameter tiny policy, not LoRA: the model is small enough "
+    "to train whole on a CPU, Part I trains it whole, and the project's LoRA module "
+    "(training/lora.py) is not merged yet; a LoRA regime would need a new lock.",
+    "drgrpo is the grpo arm without std scaling only (TRL scale_rewards='none', loss_type "
+    "'grpo'); dapo keeps loss_type 'grpo' and adds clip-higher 0.28 plus dynamic sampling, "
+    "as the E1 study ran them; neither is TRL's loss_type of the same name.",
+    "on_policy (one update per rollout set): the old log-probs are the ones captured while "
+    "sampling, which full rescoring reproduces within the 2e-4 check (about 1e-5 measured), "
+    "so every ratio is 1 to that precision (TRL's is exactly 1): the clip cannot act and "
+    "gspo's gradient equals grpo's up to it. two_updates lets the second update run off "
+    "policy so that the ratio level and the clip can act.",
+    "ZVF is logged per arm on the batch that is optimised: dapo's is 0 by construction and "
+    "aero's one-rollout groups still receive a posterior advantage, so ZVF is not comparable "
+    "across arms.",
+]
+
+
+def _treatment_changes(name: str) -> list[str]:
+    base = objectives.get_objective(BASELINE).mechanics()
+    spec = objectives.get_objective(name).mechanics()
+    return sorted(k for k, v in spec.items() if v != base[k])
+
+
+def _arm_entry(name: str) -> dict:
+    objective = objectives.get_objective(name)
+    trl = trl_parity.trl_arm(objective)
+    return {"objective_sha256": objective.sha256(), "description": objective.description,
+            "treatment_changes": _treatment_changes(name),
+            "trl": {"config": trl.config, "subclass": trl.subclass}}
+
+
+def build_lock(profile: str = "tiny", budget: dict | None = None,
+               evaluation: dict | None = None, seeds=SEEDS, arms=ARMS,
+               warm_start: str = WARM_START, locked_at: str = LOCKED_AT) -> dict:
+    """The lock as the code and the base profile define it today (a pure function)."""
+    unknown = [a for a in arms if a not in objectives.OBJECTIVES]
+    if unknown:
+        objectives.get_objective(unknown[0])  # raises with the known names
+    if BASELINE not in arms:
+        raise ValueError(f"the lock needs the baseline arm {BASELINE!r}")
+    config = load_config(profile)
+    evaluation = {**RECORDED_EVALUATION, **(evaluation or {})}
+    ev = typed(config).evaluation
+    warm = resolve(warm_start)
+    if not warm.is_file():
+        raise FileNotFoundError(f"warm start {warm} is missing: the lock pins its SHA-256")
+    return {
+        "schema": SCHEMA,
+        "locked_at": locked_at,
+        "status": "preregistered-not-run",
+        "scope": "Part II family study: arms, seeds, regimes, budgets, metric and analysis "
+                 "are fixed here before any recorded run; a change needs a new lock file.",
+        "base_profile": profile,
+        "base_sections": list(BASE_SECTIONS),
+        "base_config_sha256": sections_hash(config, BASE_SECTIONS),
+        "warm_start": {"path": warm_start, "sha256": files.sha256_file(warm)},
+        "baseline_arm": BASELINE,
+        "arms": {name: _arm_entry(name) for name in arms},
+        "seeds": list(seeds),
+        "regimes": {name: {"updates_per_rollout": n} for name, n in REGIMES.items()},
+        "budget": {**RECORDED_BUDGET, **(budget or {})},
+        "evaluation": {**evaluation, "seed_base": ev.seed_base, "greedy": True,
+                       "populations": ["ALL", "ID50", "OOD100"],
+                       "test_set": "the first `problems` of input/pages.json (balanced "
+                                   "ID50/OOD100 below 200)",
+                       "untrained_warm_start": "evaluated once, stored as warmstart-heldout.json"},
+        "metric": {
+            "primary": "held-out greedy accuracy (ALL), per seed, paired with grpo's same seed",
+            "secondary": ["per-draw success over the draws", "ID50 and OOD100 accuracy",
+                          "mean training reward of the last 10 steps", "mean ZVF and GU",
+                          "rollouts generated and discarded", "tokens generated",
+                          "wall seconds"]},
+        "analysis": {
+            "rng_seed": ANALYSIS_SEED, "resamples": 10_000, "level": 0.95,
+            "per_arm": "mean over seeds with a percentile bootstrap over seeds",
+            "comparison": "arm - grpo per seed; paired percentile bootstrap of the mean "
+                          "difference (seeds resampled jointly)",
+            "p_value": "exact two-sided paired sign-flip test over the seeds",
+            "multiple_testing": "Benjamini-Hochberg at alpha 0.05 over the non-baseline "
+                                "arms, within each regime",
+            "verdicts": {"better": "BH rejects and the 95% interval lies above 0",
+                         "worse": "BH rejects and the 95% interval lies below 0",
+                         "inconclusive": "anything else"},
+            "zvf": "observed ZVF vs the i.i.d. prediction p^G + (1-p)^G with p the mean "
+                   "reward of the drawn groups; not comparable across arms",
+            "exclusions": "none: a run that fails (e.g. dynamic sampling exhausts its cap) is "
+                          "reported as failed, never rerun with another seed; a regime with a "
+                          "failed or missing run gets no verdicts (BH needs all four tests)"},
+        "notes": list(NOTES),
+    }
+
+
+def lock_sha256(lock: dict) -> str:
+    return sha256_bytes(canonical_json(lock))
+
+
+def write_lock(lock: dict, path=LOCK_PATH) -> Path:
+    """Write a new lock; an existing file is never replaced (pre-registration)."""
+    target = resolve(path)
+    if target.exists():
+        raise FileExistsError(f"{target} exists: a pre-registered lock is never rewritten; "
+                              "verify it with `family lock --check`, or lock a new study "
+                              "under another --lock path")
+    return files.save_json(target, lock)
+
+
+def read_lock(path=LOCK_PATH) -> tuple[dict, str]:
+    """(lock, SHA-256 of its canonical JSON)."""
+    target = resolve(path)
+    if not target.is_file():
+        raise FileNotFoundError(f"no treatment lock at {target}: write it first with "
+                                "`python -m verifiable_grpo family lock`")
+    lock = files.read_json(target)
+    if lock.get("schema") != SCHEMA:
+        raise ConfigError([f"{target} is not a {SCHEMA} lock (schema {lock.get('schema')!r})"])
+    return lock, lock_sha256(lock)
+
+
+def lock_differences(lock: dict) -> list[str]:
+    """Where a lock no longer matches what the code, the profile and the warm start give."""
+    kwargs = {"profile": lock["base_profile"], "seeds": lock["seeds"],
+              "arms": list(lock["arms"]), "warm_start": lock["warm_start"]["path"],
+              "budget": lock["budget"], "locked_at": lock["locked_at"],
+              "evaluation": {k: lock["evaluation"][k] for k in ("problems", "draws")}}
+    try:
+        now = build_lock(**kwargs)
+    except (ValueError, FileNotFoundError) as err:
+        return [str(err)]
+    found = []
+    for key in sorted(set(now) | set(lock)):
+        if key == "arms":
+            for arm in lock["arms"]:
+                if lock["arms"][arm] != now["arms"].get(arm):
+                    found.append(f"arms.{arm} (its registry entry or TRL mapping changed)")
+        elif lock.get(key) != now.get(key):
+            found.append(key)
+    return found
+
+
+def check_lock(lock: dict, arm: str | None = None, seed: int | None = None,
+               regime: str | None = None) -> None:
+    """Refuse a run the lock does not cover, or a lock that no longer matches the code."""
+    if arm is not None and arm not in lock["arms"]:
+        objectives.get_objective(arm)  # an unknown name gets the registry's message
+        raise ConfigError([f"arm {arm!r} is not in the treatment lock (arms: "
+                          f"{', '.join(lock['arms'])}); a new arm needs a new lock"])
+    if seed is not None and seed not in lock["seeds"]:
+        raise ConfigError([f"seed {seed} is not pre-registered (seeds: {lock['seeds']})"])
+    if regime is not None and regime not in lock["regimes"]:
+        raise ConfigError([f"unknown regime {regime!r}: use one of {', '.join(lock['regimes'])}"])
+    changed = lock_differences(lock)
+    if changed:
+        raise ConfigError(["the treatment lock no longer matches the code, the profile or the "
+                          f"warm start ({'; '.join(changed)}); a locked study cannot change: "
+                          "restore them, or pre-register a new lock file for a new study"])
+
+
+def run_config(lock: dict, regime: str, seed: int) -> dict:
+    """The base profile with the lock's budgets for one run (checked by the schema)."""
+    config = copy.deepcopy(load_config(lock["base_profile"]))
+    budget, evaluation = lock["budget"], lock["evaluation"]
+    config["seed"] = int(seed)
+    config["grpo"].update({
+        "iterations": budget["steps"], "prompts_per_iteration": budget["prompts_per_step"],
+        "group_size": budget["group_size"],
+        "updates_per_rollout": lock["regimes"][regime]["updates_per_rollout"],
+        "learning_rate": budget["learning_rate"], "weight_decay": budget["weight_decay"],
+        "max_grad_norm": budget["max_grad_norm"], "warmup_fraction": budget["warmup_fraction"],
+        "final_lr_fraction": budget["final_lr_fraction"], "kl_coefficient": budget["beta"],
+        "interrupt_at": 1, "checkpoint_every_iterations": budget["checkpoint_every_steps"]})
+    config["evaluation"].update({"problems": evaluation["problems"],
+                                 "draws": evaluation["draws"],
+                                 "seed_base": evaluation["seed_base"]})
+    typed(config)  # the schema's checks, before anything runs
+    return config

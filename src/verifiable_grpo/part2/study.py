@@ -1,0 +1,384 @@
+"""One run of the family study: an arm, a seed, a regime, under the treatment lock.
+
+A step: the arm's sampler collects the batch (training/samplers.py) from a rollout source
+that wraps the policy and the verifier; the arm's objective turns rewards into
+advantages; the captured log-probs are checked against rescoring; then the regime's
+updates (1 or 2 per rollout set) run through Part I's `grpo.grpo_update` with the arm's
+objective. Nothing here is a second training loop's arithmetic.
+
+Resume boundary: after a step. Every `checkpoint_every_steps` steps the full state
+(weights, AdamW, scheduler, prompt order, generation, sampler and system RNGs, the
+telemetry so far) goes to RUN/checkpoints/checkpoint-NNNN.pt (the newest kept); a run
+started again continues from it and ends in the same bits as an uninterrupted run (the
+steps after it are redone from the restored RNG states). The run folder belongs to one
+arm, seed and regime: a checkpoint of another is refused.
+
+Layout (OUT = the study folder):
+  OUT/study.json                      the lock SHA-256 this folder is bound to
+  OUT/data/, OUT/learning-data/       the dataset (written once) and its learning view
+  OUT/warmstart-heldout.json          the untrained warm start's held-out accuracy
+  OUT/runs/{regime}/{arm}-seed-{S}/   checkpoints/, final.safetensors, run_manifest.json
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from verifiable_grpo.core import checkpoint, files, interrupts, schedule
+from verifiable_grpo.core import model as model_lib
+from verifiable_grpo.core.config import (ConfigError, config_hash, provenance, resolve,
+                                         sha256_bytes)
+from verifiable_grpo.core.config_schema import typed
+from verifiable_grpo.core.faults import fault_point
+from verifiable_grpo.core.progress import tqdm
+from verifiable_grpo.core.runfolder import compute_identity
+from verifiable_grpo.part2 import heldout, lock as lock_lib
+from verifiable_grpo.task import data, prompts, verifier
+from verifiable_grpo.training import grpo, objectives, rollout, samplers
+
+SAMPLER_SEED_OFFSET = 400        # grpo.py uses 200 (generation) and 300 (prompt order)
+STUDY_MODULES = grpo.TRAINING_MODULES + ("training/samplers.py", "part2/study.py",
+                                         "part2/lock.py", "part2/heldout.py")
+
+
+# --------------------------------------------------------------------------- folders
+def run_dir(out, regime: str, arm: str, seed: int) -> Path:
+    return Path(out) / "runs" / regime / f"{arm}-seed-{seed}"
+
+
+def manifest_path(out, regime: str, arm: str, seed: int) -> Path:
+    return run_dir(out, regime, arm, seed) / "run_manifest.json"
+
+
+def bind_study_folder(out, lock_sha: str, lock_file: str) -> None:
+    """The first run binds OUT to the lock's SHA-256; a changed lock is refused after."""
+    path = Path(out) / "study.json"
+    if path.is_file():
+        bound = files.read_json(path)["lock_sha256"]
+        if bound != lock_sha:
+            raise ConfigError([f"the treatment lock changed: {out} was started under lock "
+                              f"{bound[:12]}... but {lock_file} now hashes to {lock_sha[:12]}...; "
+                              "a pre-registered study cannot change its lock: restore the "
+                              "file, or run the new lock in a new --out folder"])
+        return
+    files.save_json(path, {"lock_sha256": lock_sha, "lock_file": str(lock_file)})
+
+
+def prepare_data(out, config: dict) -> tuple[Path, Path]:
+    """OUT/data (all splits) and OUT/learning-data (what training may read), once."""
+    out = Path(out)
+    data_dir, learning = out / "data", out / "learning-data"
+    if not (data_dir / "MANIFEST.json").is_file():
+        data.write_dataset(data_dir, typed(config).data.seed)
+    if not (learning / "MANIFEST.json").is_file():
+        data.write_learning_view(data_dir, learning)
+    data.assert_learning_only(learning)
+    return data_dir, learning
+
+
+# --------------------------------------------------------------------------- the source
+class PolicySource:
+    """Fresh training prompts (a seeded permutation) and scored responses from the policy."""
+
+    def __init__(self, run: "StudyRun"):
+        self.run = run
+
+    def prompts(self, count: int) -> list[dict]:
+        return [self.run.examples[i] for i in self.run.order.take(count)]
+
+    def draw(self, example: dict, count: int, group_id: str) -> list[dict]:
+        run = self.run
+        prompt = prompts.prompt_ids(run.tokenizer, example["statement"], run.config)
+        rows = []
+        for member in range(count):
+            row = rollout.generate(run.policy, run.tokenizer, prompt, run.config,
+                                   run.generator, greedy=False)
+            row["rollout_id"] = f"{group_id}/response-{member:02d}"
+            verdict = verifier.score_generated_json(row["text"], row["finish_reason"],
+                                                    example["problem"], row["tokenization_valid"])
+            row["reward"] = float(verdict["reward"])
+            rows.append(row)
+        return rows
+
+
+# --------------------------------------------------------------------------- the run
+@dataclass
+class StudyRun:
+    config: dict
+    lock: dict
+    lock_sha: str
+    arm: str
+    seed: int
+    regime: str
+    folder: Path
+    examples: list
+    tokenizer: object
+    policy: object
+    reference: object
+    objective: objectives.Objective
+    identity: dict = field(default_factory=dict)
+    optimizer: object = None
+    scheduler: object = None
+    order: grpo.PromptOrder | None = None
+    generator: torch.Generator | None = None
+    sampler_rng: torch.Generator | None = None
+    step: int = 0
+    telemetry: list = field(default_factory=list)
+    times: list = field(default_factory=list)
+
+    @property
+    def budget(self) -> dict:
+        return self.lock["budget"]
+
+    @property
+    def updates_per_rollout(self) -> int:
+        return self.lock["regimes"][self.regime]["updates_per_rollout"]
+
+
+def _identity(run: StudyRun, warm_sha: str, learning_sha: str) -> dict:
+    return {"lock_sha256": run.lock_sha, "arm": run.arm, "seed": run.seed,
+            "regime": run.regime, "objective_sha256": run.objective.sha256(),
+            "config_sha256": config_hash(run.config),
+            "code_sha256": checkpoint.modules_sha256(STUDY_MODULES),
+            "warm_start_sha256": warm_sha, "learning_data_sha256": learning_sha}
+
+
+def _prepare(run: StudyRun) -> None:
+    cfg = typed(run.config)
+    parameters = model_lib.unique_parameters(run.policy)
+    run.optimizer = torch.optim.AdamW(parameters, lr=cfg.grpo.learning_rate,
+                                      weight_decay=cfg.grpo.weight_decay)
+    run.scheduler = schedule.make_scheduler(
+        run.optimizer, run.budget["steps"] * run.updates_per_rollout,
+        cfg.grpo.warmup_fraction, cfg.grpo.final_lr_fraction)
+    run.order = grpo.PromptOrder(len(run.examples), run.seed + grpo.PROMPT_ORDER_SEED_OFFSET)
+    device = rollout.model_device(run.policy)
+    run.generator = torch.Generator(device=device).manual_seed(
+        run.seed + grpo.GENERATION_SEED_OFFSET)
+    run.sampler_rng = torch.Generator().manual_seed(run.seed + SAMPLER_SEED_OFFSET)
+    checkpoint.seed_everything(run.seed)
+
+
+def _state(run: StudyRun) -> dict:
+    return {"identity": run.identity, "step": run.step, "model": run.policy.state_dict(),
+            "optimizer": run.optimizer.state_dict(), "scheduler": run.scheduler.state_dict(),
+            "prompt_order": run.order.state(), "generation_rng": run.generator.get_state(),
+            "sampler_rng": run.sampler_rng.get_state(), "system_rng": checkpoint.capture_rng(),
+            "telemetry": run.telemetry, "timings": {"per_step": list(run.times)}}
+
+
+def _checkpoints(run: StudyRun) -> list[Path]:
+    return sorted((run.folder / "checkpoints").glob("checkpoint-*.pt"))
+
+
+def _restore(run: StudyRun) -> bool:
+    found = _checkpoints(run)
+    if not found:
+        return False
+    path = found[-1]
+    state = checkpoint.load_state(path)
+    theirs = state["identity"]
+    mine = run.identity
+    other = [k for k in ("arm", "seed", "regime") if theirs.get(k) != mine[k]]
+    if other:
+        raise ValueError(f"{path} is a checkpoint of arm {theirs.get('arm')} seed "
+                         f"{theirs.get('seed')} regime {theirs.get('regime')}, not of this run "
+                         f"(arm {run.arm} seed {run.seed} regime {run.regime}): a run resumes "
+                         "only from its own folder's checkpoints; move the file back to its "
+                         "own run folder")
+    checkpoint.check_identity(mine, theirs, f"checkpoint {path}")
+    run.policy.load_state_dict(state["model"], strict=True)
+    run.optimizer.load_state_dict(state["optimizer"])
+    run.scheduler.load_state_dict(state["scheduler"])
+    run.order.load(state["prompt_order"])
+    run.generator.set_state(state["generation_rng"])
+    run.sampler_rng.set_state(state["sampler_rng"])
+    checkpoint.restore_rng(state["system_rng"])   # after seeding, never before
+    run.step = int(state["step"])
+    run.telemetry = list(state["telemetry"])
+    run.times = list(state["timings"]["per_step"])
+    if len(run.telemetry) != run.step:
+        raise ValueError(f"{path} is not at a completed step boundary")
+    return True
+
+
+def _save_checkpoint(run: StudyRun) -> None:
+    target = run.folder / "checkpoints" / f"checkpoint-{run.step:04d}.pt"
+    old = _checkpoints(run)
+    if target.exists():
+        target.unlink()   # the same step redone after a crash: identical by construction
+    checkpoint.save_state(target, _state(run), compress=False)  # gzip costs seconds per save
+    fault_point("family-after-checkpoint")
+    for path in old:
+        if path != target:
+            path.unlink()
+
+
+def _mean(values) -> float:
+    values = list(values)
+    return sum(values) / len(values) if values else float("nan")
+
+
+def _step(run: StudyRun) -> None:
+    started = time.perf_counter()
+    step = run.step
+    objective = run.objective
+    budget = run.budget
+    batch = samplers.collect(PolicySource(run), objective.sampler, budget["prompts_per_step"],
+                             budget["group_size"], step, run.sampler_rng)
+    generation_seconds = time.perf_counter() - started
+    groups = []
+    for g in batch.groups:
+        one = len(g["rewards"]) == 1
+        groups.append(objectives.with_advantages(
+            g, objective, g["successes"] if one else None, g["observations"] if one else None))
+    rows = [r for g in groups for r in g["responses"]]
+    verification = rollout.verify_captured_logprobs(run.policy, rows,
+                                                    typed(run.config).grpo.verify_tolerance)
+    tick = time.perf_counter()
+    slots = budget["group_size"] if objective.sampler.kind == "aero" else None
+    updates = [grpo.grpo_update(run.policy, run.reference, run.optimizer, run.scheduler,
+                                groups, run.config, objective, slots=slots)
+               for _ in range(run.updates_per_rollout)]
+    update_seconds = time.perf_counter() - tick
+    drawn = [r for group in batch.drawn for r in group]
+    zvf = _mean(g["zero_variance"] for g in groups)
+    run.telemetry.append({
+        "step": step,
+        "document_ids": [g["document_id"] for g in groups],
+        "rewards": [g["rewards"] for g in groups],
+        "advantages": [g["advantages"] for g in groups],
+        "strategies": [g["strategy"] for g in groups],
+        "mean_reward": _mean(r for g in groups for r in g["rewards"]),
+        "mean_reward_drawn": _mean(drawn),
+        "zvf": zvf, "gu": 1.0 - zvf,
+        "zvf_drawn": _mean(len(set(d)) == 1 for d in batch.drawn),
+        **batch.cost.as_dict(),
+        "tokens_trained": sum(r["response_tokens"] for r in rows),
+        "verify_max_abs_difference": verification["max_abs_difference"],
+        "loss": [u["loss"] for u in updates], "grad_norm": [u["grad_norm"] for u in updates],
+        "learning_rate": [u["learning_rate"] for u in updates],
+        "clip_low_fraction": [u["clip_low_fraction"] for u in updates],
+        "clip_high_fraction": [u["clip_high_fraction"] for u in updates],
+        "mean_exact_kl": [u["mean_exact_kl"] for u in updates],
+        "ratio_range": [[u["ratio_min"], u["ratio_max"]] for u in updates],
+    })
+    run.step += 1
+    run.times.append({"step": step, "generation_seconds": generation_seconds,
+                      "update_seconds": update_seconds,
+                      "step_seconds": time.perf_counter() - started})
+
+
+def _stack_fingerprint(config: dict) -> str:
+    versions = provenance(config)["packages"]
+    return sha256_bytes(repr((sorted(versions.items()), torch.__config__.parallel_info()
+                              .splitlines()[:1], compute_identity(torch.device("cpu")))).encode())
+
+
+def warmstart_heldout(lock: dict, out, lock_sha: str, progress: bool = False) -> dict:
+    """The untrained warm start's held-out accuracy, measured once per study folder."""
+    out = Path(out)
+    path = out / "warmstart-heldout.json"
+    if path.is_file():
+        return files.read_json(path)
+    config = lock_lib.run_config(lock, next(iter(lock["regimes"])), lock["seeds"][0])
+    data_dir, _ = prepare_data(out, config)
+    warm = lock["warm_start"]
+    policy, _ = model_lib.reload_policy(resolve(warm["path"]), config, warm["sha256"])
+    policy.eval()
+    result = heldout.heldout_accuracy(policy, model_lib.load_tokenizer(config), config, data_dir)
+    record = {"policy": "warm start (untrained)", "lock_sha256": lock_sha,
+              "warm_start_sha256": warm["sha256"], "heldout": result,
+              "provenance": provenance(config)}
+    files.save_json(path, record)
+    return record
+
+
+def run_arm(lock_file, out, arm: str, seed: int, regime: str, stop_after: int | None = None,
+            progress: bool = False) -> dict | None:
+    """Run (or continue) one arm/seed/regime; returns its manifest, or None when stopped
+    after `stop_after` steps (a checkpoint boundary or not: the rerun continues from the
+    newest checkpoint)."""
+    command_start = time.perf_counter()
+    lock, lock_sha = lock_lib.read_lock(lock_file)
+    lock_lib.check_lock(lock, arm, seed, regime)
+    config = lock_lib.run_config(lock, regime, seed)
+    out = Path(out)
+    bind_study_folder(out, lock_sha, str(lock_file))
+    folder = run_dir(out, regime, arm, seed)
+    if (folder / "run_manifest.json").is_file():
+        raise FileExistsError(f"{folder / 'run_manifest.json'} exists: this run is finished and "
+                              "evidence is never overwritten (use a new --out folder)")
+    data_dir, learning = prepare_data(out, config)
+    examples = data.read_examples(learning, "train")
+    warm = lock["warm_start"]
+    warm_path = resolve(warm["path"])
+    policy, _ = model_lib.reload_policy(warm_path, config, warm["sha256"])
+    reference, _ = model_lib.reload_policy(warm_path, config, warm["sha256"])
+    policy.eval()
+    reference.eval()
+    reference.requires_grad_(False)
+    tokenizer = model_lib.load_tokenizer(config)
+    run = StudyRun(config, lock, lock_sha, arm, seed, regime, folder, examples, tokenizer,
+                   policy, reference, objectives.get_objective(arm))
+    initial_digest = model_lib.model_digest(policy)
+    reference_digest = model_lib.model_digest(reference)
+    run.identity = _identity(run, warm["sha256"], data.dataset_sha256(learning))
+    _prepare(run)
+    resumed_from = run.step if _restore(run) else None
+    every = run.budget["checkpoint_every_steps"]
+    steps = run.budget["steps"]
+    bar = tqdm(range(run.step, steps), desc=f"{regime} {arm} seed {seed}", initial=run.step,
+               total=steps, disable=not progress, unit="step")
+    for _ in bar:
+        _step(run)
+        fault_point("family-after-step")
+        stopping = stop_after is not None and stop_after <= run.step < steps
+        if run.step % every == 0 or run.step == steps or stopping or interrupts.requested():
+            _save_checkpoint(run)   # a signal or a requested stop keeps the step just done
+        if stopping:
+            return None
+        interrupts.check(f"after step {run.step} of {regime}/{arm}/seed {seed}")
+    bar.close()
+    if model_lib.model_digest(reference) != reference_digest:
+        raise ValueError("the frozen reference changed during the run")
+    final_digest = model_lib.model_digest(policy)
+    if (folder / "final.safetensors").exists():  # written before a crash, no manifest yet
+        (folder / "final.safetensors").unlink()
+    weights_sha = model_lib.save_policy(policy, folder / "final.safetensors", {
+        "arm": arm, "seed": seed, "regime": regime, "steps": steps, "lock_sha256": lock_sha})
+    result = heldout.heldout_accuracy(policy, tokenizer, config, data_dir)
+    telemetry = run.telemetry
+    last = telemetry[-10:]
+    manifest = {
+        "schema": "verifiable-grpo-family-run-v1",
+        "arm": arm, "seed": seed, "regime": regime, "lock_sha256": lock_sha,
+        "identity": run.identity, "resumed_from_step": resumed_from,
+        "config": config, "provenance": provenance(config),
+        "stack_fingerprint": _stack_fingerprint(config),
+        "initial_model_digest": initial_digest, "final_model_digest": final_digest,
+        "final_weights_sha256": weights_sha,
+        "telemetry": telemetry, "times": run.times,
+        "summary": {
+            "heldout_greedy_all": result["greedy"]["ALL"]["success_rate"],
+            "heldout_greedy_id50": result["greedy"]["ID50"]["success_rate"],
+            "heldout_greedy_ood100": result["greedy"]["OOD100"]["success_rate"],
+            "heldout_per_draw_all": result["per_draw"]["ALL"]["success_rate"],
+            "last10_mean_reward": _mean(t["mean_reward"] for t in last),
+            "mean_zvf": _mean(t["zvf"] for t in telemetry),
+            "mean_gu": _mean(t["gu"] for t in telemetry),
+            "mean_zvf_drawn": _mean(t["zvf_drawn"] for t in telemetry),
+            "mean_reward_drawn": _mean(t["mean_reward_drawn"] for t in telemetry),
+            "rollouts_generated": sum(t["rollouts_generated"] for t in telemetry),
+            "rollouts_discarded": sum(t["rollouts_discarded"] for t in telemetry),
+            "tokens_generated": sum(t["tokens_generated"] for t in telemetry),
+            "seconds_per_step": _mean(t["step_seconds"] for t in run.times),
+        },
+        "heldout": result,
+        "wall_seconds": time.perf_counter() - command_start,
+    }
+    files.save_json(folder / "run_manifest.json", manifest)
+    return manifest

@@ -1,0 +1,159 @@
+"""Each registry entry as TRL 1.16 would run it, and a loss comparison against TRL itself.
+
+`trl_arm(objective)` says which GRPOConfig fields reproduce an entry and which part TRL's
+trainer cannot do without a subclass (dynamic sampling, AERO's rollouts and posterior
+advantages). `trl_loss` feeds the same tensors to TRL's own `GRPOTrainer._compute_loss`
+through a minimal stand-in for the trainer (no model, no dataset: the per-token
+log-probs it would compute are handed over directly), so a test can compare loss and
+gradients with `objectives.objective_loss` on identical inputs.
+
+What TRL cannot express is refused by name before anything runs: the exact prefix KL
+(TRL only has the sampled k3 estimate) and Part I's population-std advantages.
+trl is an optional peer dependency, imported only when a comparison runs.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+
+import torch
+
+from verifiable_grpo.training import objectives
+
+TRL_VERSION = "1.16.0"
+# TRL's per-group advantages: sample std (Bessel), plus 1e-4 outside the square root.
+TRL_STD_EPSILON = 1e-4
+# The study's micro-batching (E1): 4 prompts x 4 completions = 16 rows per optimizer step.
+STUDY_FIELDS = {"num_generations": 4, "per_device_train_batch_size": 4,
+                "gradient_accumulation_steps": 4, "generation_batch_size": 16,
+                "num_iterations": 1, "beta": 0.0, "temperature": 1.0, "top_p": 1.0,
+                "top_k": 0, "mask_truncated_completions": False}
+
+
+class NotExpressibleInTRL(ValueError):
+    """An objective (or part of one) TRL 1.16's GRPOTrainer has no setting for."""
+
+
+@dataclass(frozen=True)
+class TRLArm:
+    name: str
+    config: dict                      # GRPOConfig fields (beyond STUDY_FIELDS)
+    subclass: str | None = None       # what a GRPOTrainer subclass must add, if anything
+    notes: list[str] = field(default_factory=list)
+
+
+_LOSS_TYPES = {("response_mean", None): "grpo", ("token_sum", "micro_batch"): "bnpo",
+               ("token_sum", "generation_batch"): "dapo", ("constant_length", None): "dr_grpo"}
+
+
+def trl_arm(objective: objectives.Objective) -> TRLArm:
+    """The GRPOConfig fields (and subclass, if needed) that run `objective` in TRL 1.16."""
+    rule, kl = objective.advantages, objective.kl
+    if kl.kind == "exact_prefix":
+        raise NotExpressibleInTRL(
+            f"objective {objective.name}: TRL {TRL_VERSION} has no exact prefix KL (only the "
+            "sampled k3 estimate); compare an entry with KL 'none' or 'k3' instead")
+    if rule.kind != "centred" and (rule.correction, rule.epsilon) != (1, TRL_STD_EPSILON):
+        raise NotExpressibleInTRL(
+            f"objective {objective.name}: TRL {TRL_VERSION} divides by the sample std + 1e-4; "
+            f"this entry uses {rule.describe()}, which no GRPOConfig field selects")
+    aggregation = objective.aggregation
+    config = {"loss_type": _LOSS_TYPES[(aggregation.kind, aggregation.tokens)],
+              "scale_rewards": "none" if rule.kind == "centred" else "group",
+              "importance_sampling_level": objective.ratio,
+              "epsilon": objective.clip.low, "epsilon_high": objective.clip.high,
+              "beta": kl.coefficient}
+    notes = []
+    if kl.kind == "k3":
+        config["use_bias_correction_kl"] = False   # TRL's default multiplies k3 by the ratio
+    if aggregation.kind == "constant_length" and aggregation.length is not None:
+        config["max_completion_length"] = aggregation.length
+    elif aggregation.kind == "constant_length":
+        notes.append("max_completion_length = the run's tokens.max_response (the constant)")
+    subclass = None
+    if objective.sampler.kind == "dynamic":
+        subclass = (f"dynamic sampling: keep groups whose rewards vary, refill with fresh "
+                    f"prompts, at most {objective.sampler.max_generation_batches} generation "
+                    "batches, else fail closed (override _generate_and_score_completions)")
+    elif objective.sampler.kind == "aero":
+        s = objective.sampler
+        subclass = (f"AERO rollout_func: {s.exploration_rollouts} exploration rollouts, rescue "
+                    f"budget {s.rescue_budget}, rejection k={s.rejection_k}, padded to "
+                    f"{s.max_rollouts} slots; Beta{rule.prior} posterior advantages for "
+                    "one-rollout groups (override the advantage computation)")
+    if objective.ratio == "sequence" or objective.clip.high != objective.clip.low:
+        notes.append("with num_iterations=1 and steps_per_generation == "
+                     "gradient_accumulation_steps the ratio is exactly 1: inert on-policy")
+    return TRLArm(objective.name, config, subclass, notes)
+
+
+def trl_arms(names=("grpo", "drgrpo", "dapo", "gspo", "aero")) -> dict[str, TRLArm]:
+    return {name: trl_arm(objectives.get_objective(name)) for name in names}
+
+
+def _stand_in(arm: TRLArm, max_completion_length: int, micro_batches: int):
+    """The attributes `_compute_loss` reads, set the way GRPOTrainer.__init__ sets them
+    from a real GRPOConfig (so the config's own defaults and checks apply)."""
+    from trl import GRPOConfig
+
+    args = GRPOConfig(output_dir="unused", report_to=[], use_cpu=True,
+                      **{**STUDY_FIELDS, "gradient_accumulation_steps": micro_batches,
+                         "generation_batch_size": None, "steps_per_generation": micro_batches,
+                         "max_completion_length": max_completion_length, **arm.config})
+    metrics = {"train": _Metrics(), "eval": _Metrics()}
+    accelerator = SimpleNamespace(num_processes=1, sync_gradients=True,
+                                  reduce=lambda t, reduction="sum": t, gather=lambda t: t,
+                                  gather_for_metrics=lambda t: t)
+    return SimpleNamespace(
+        args=args, loss_type=args.loss_type, beta=args.beta,
+        epsilon_low=args.epsilon,
+        epsilon_high=args.epsilon_high if args.epsilon_high is not None else args.epsilon,
+        importance_sampling_level=args.importance_sampling_level,
+        max_completion_length=args.max_completion_length,
+        top_entropy_quantile=args.top_entropy_quantile,
+        off_policy_mask_threshold=args.off_policy_mask_threshold,
+        use_vllm=False, vllm_importance_sampling_correction=False,
+        aux_loss_enabled=False, _entropy_bonus_enabled=False,
+        current_gradient_accumulation_steps=micro_batches,
+        model=SimpleNamespace(training=True), accelerator=accelerator, _metrics=metrics)
+
+
+class _Metrics(dict):
+    def __missing__(self, key):
+        self[key] = []
+        return self[key]
+
+
+def trl_loss(objective: objectives.Objective, current, old, advantages, mask,
+             ref_logprobs=None, max_completion_length: int = 8, micro_batches=None):
+    """TRL 1.16's loss of one optimizer step on these tensors, summed over micro-batches.
+
+    current, old: [B, T] per-token log-probs (current requires grad; padding must hold
+    finite values); advantages [B]; mask [B, T]; ref_logprobs [B, T] for a k3 term.
+    micro_batches: list of row-index lists (default: one micro-batch of all rows); dapo's
+    normaliser is the token count of all of them, as TRL's num_items_in_batch.
+    """
+    from trl.trainer.grpo_trainer import GRPOTrainer
+
+    arm = trl_arm(objective)
+    rows = current.shape[0]
+    micro_batches = [list(range(rows))] if micro_batches is None else micro_batches
+    trainer = _stand_in(arm, max_completion_length, len(micro_batches))
+    mask = torch.as_tensor(mask).to(current.dtype)
+    total = None
+    for indices in micro_batches:
+        index = torch.tensor(indices)
+        logp = current[index]
+        trainer._get_per_token_logps_and_entropies = (
+            lambda *a, _logp=logp, **k: (_logp, torch.zeros_like(_logp), None))
+        inputs = {"prompt_ids": torch.zeros(len(indices), 1, dtype=torch.long),
+                  "prompt_mask": torch.ones(len(indices), 1, dtype=torch.long),
+                  "completion_ids": torch.zeros_like(logp, dtype=torch.long),
+                  "completion_mask": mask[index], "advantages": advantages[index],
+                  "old_per_token_logps": old[index],
+                  "num_items_in_batch": mask.sum()}
+        if ref_logprobs is not None:
+            inputs["ref_per_token_logps"] = ref_logprobs[index]
+        loss = GRPOTrainer._compute_loss(trainer, None, inputs)
+        total = loss if total is None else total + loss
+    return total
