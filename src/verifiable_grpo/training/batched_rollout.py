@@ -55,6 +55,24 @@ def positions(mask: torch.Tensor) -> torch.Tensor:
     return (mask.long().cumsum(dim=1) - 1).clamp(min=0)
 
 
+def full_forward_mask(mask: torch.Tensor, dtype) -> dict:
+    """The additive [B, 1, T, T] attention mask of a forward over whole padded rows: causal,
+    padding keys hidden, and each padding position attending to itself only.
+
+    Why not the plain [B, T] mask: a left-padding query would see no key at all; its softmax
+    row is then NaN once the model's weights are float64 (the library adds float64's min and
+    takes the softmax in float32), and that NaN value reaches the real rows as 0 * NaN. For
+    real positions this mask allows exactly what the plain one allows.
+    """
+    width = mask.shape[1]
+    causal = torch.ones((width, width), dtype=torch.bool, device=mask.device).tril()
+    allowed = causal[None] & mask.bool()[:, None, :]
+    allowed = allowed | torch.eye(width, dtype=torch.bool, device=mask.device)[None]
+    additive = torch.zeros(allowed.shape, dtype=dtype, device=mask.device)
+    additive = additive.masked_fill(~allowed, torch.finfo(dtype).min)[:, None]
+    return {"full_attention": additive, "sliding_attention": additive}
+
+
 def inverse_cdf_draw(probabilities: torch.Tensor, uniforms: torch.Tensor) -> torch.Tensor:
     """One token per row: the first index whose float64 cumulative probability exceeds
     u * total. probabilities [B, V] (non-negative), uniforms [B] in [0, 1)."""
@@ -124,18 +142,20 @@ def generate_batch(model, tokenizer, prompt_rows: list[list[int]], config: dict,
         from transformers import DynamicCache  # transformers 5: passed as `cache=`
 
         cache = DynamicCache(config=model.config)
-    step_ids, step_positions = ids, position
+    dtype = next(model.parameters()).dtype
+    step_ids, step_positions, step_mask = ids, position, full_forward_mask(mask, dtype)
     tokens = torch.empty((batch, 0), dtype=torch.long, device=device)
     behaviour = torch.empty((batch, 0), dtype=torch.float32, device=device)
     finished = torch.zeros(batch, dtype=torch.bool, device=device)
     lengths = torch.zeros(batch, dtype=torch.long, device=device)
     for _ in range(cfg.tokens.max_response):
         if use_cache:
-            out = model(input_ids=step_ids, attention_mask=mask, position_ids=step_positions,
-                        cache=cache, use_cache=True, logits_to_keep=1)
+            out = model(input_ids=step_ids, attention_mask=step_mask,
+                        position_ids=step_positions, cache=cache, use_cache=True,
+                        logits_to_keep=1)
         else:
-            out = model(input_ids=ids, attention_mask=mask, position_ids=position,
-                        use_cache=False, logits_to_keep=1)
+            out = model(input_ids=ids, attention_mask=full_forward_mask(mask, dtype),
+                        position_ids=position, use_cache=False, logits_to_keep=1)
         logits = out.logits[:, -1].float()
         live = ~finished
         if not torch.isfinite(logits[live]).all():
@@ -158,6 +178,7 @@ def generate_batch(model, tokenizer, prompt_rows: list[list[int]], config: dict,
         step_positions = position[:, -1:] + 1
         ids = torch.cat([ids, step_ids], dim=1)
         mask = torch.cat([mask, torch.ones_like(step_ids)], dim=1)
+        step_mask = mask  # a real query: the plain [B, T] mask is safe from here on
         position = torch.cat([position, step_positions], dim=1)
     synchronize(device)
     seconds = time.perf_counter() - start

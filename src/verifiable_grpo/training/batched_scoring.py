@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import torch
 
-from verifiable_grpo.training.batched_rollout import left_padded, positions
+from verifiable_grpo.training.batched_rollout import full_forward_mask, left_padded, positions
 from verifiable_grpo.training.rollout import model_device
 
 
@@ -47,8 +47,8 @@ def rollout_batch(rows: list[dict], pad_id: int, device) -> dict:
 def response_logits(model, batch: dict) -> torch.Tensor:
     """Float32 logits [B, R, V] at the prefixes that predicted each response token."""
     width = batch["targets"].shape[1]
-    out = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
-                position_ids=batch["position_ids"], use_cache=False, logits_to_keep=width + 1)
+    mask = full_forward_mask(batch["attention_mask"], next(model.parameters()).dtype)
+    out = model(input_ids=batch["input_ids"], attention_mask=mask, position_ids=batch["position_ids"], use_cache=False, logits_to_keep=width + 1)
     return out.logits[:, :-1].float()
 
 
