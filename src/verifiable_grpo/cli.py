@@ -27,6 +27,8 @@ COMMANDS = {
     "exercise": ("part1.exercise", "command_exercise", "the G=2 / G=8 group-size exercise"),
     "run": ("part1.pipeline", "command_run", "the whole pipeline, resumable"),
     "report": ("part1.report", "command_report", "summarise a run folder"),
+    "bench": ("part1.bench", "command_bench",
+              "time a GRPO rollout set: ours batched, ours sequential, TRL's GRPOTrainer"),
 }
 
 
@@ -46,6 +48,18 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--force", action="store_true", help="replace an existing base")
             p.add_argument("--minutes", type=float, default=None,
                            help="pretraining budget override (default: the build recipe's)")
+            continue
+        if name == "bench":
+            p.add_argument("what", choices=["grpo"], help="what to time")
+            p.add_argument("--sets", type=int, default=5, help="timed rollout sets per arm")
+            p.add_argument("--warmup", type=int, default=1, help="untimed rollout sets first")
+            p.add_argument("--no-trl", action="store_true", help="skip the TRL arm")
+            p.add_argument("--no-kl", action="store_true", help="skip the exact-KL memory probe")
+            p.add_argument("--runs", nargs="*", default=["data/recorded/tiny"],
+                           help="run folders whose timings.json to print (stage wall times)")
+            p.add_argument("--save", default=None,
+                           help="also write the result as JSON here (e.g. data/recorded/bench/"
+                                "grpo.json)")
             continue
         p.add_argument("--config", default="tiny", help="profile name or YAML path (default: tiny)")
         p.add_argument("--out", default=None, help="run folder (default: runs/<profile>)")
