@@ -148,6 +148,9 @@ def _generation_settings(config: dict) -> dict:
         "temperature": sampling.temperature, "top_k": sampling.top_k,
         "top_p": sampling.top_p, "use_kv_cache": sampling.use_kv_cache,
         "batched": sampling.batched,
+        "draw": ("inverse CDF of one float64 uniform per step from the draw's generator, "
+                 f"{EVALUATION_BATCH_ROWS} responses decoded together" if sampling.batched
+                 else "torch.multinomial, one response at a time"),
         "max_response_tokens": tokens.max_response, "max_prompt_tokens": tokens.max_prompt,
         "constrained_decoding": False,
         "greedy": "argmax of the full-vocabulary logits at every step",
