@@ -30,6 +30,8 @@ COMMANDS = {
     "lab": ("part3.labs", "command_lab", "run one Part III lab and record its metrics"),
     "family": ("part2.commands", "command_family",
                "Part II's GRPO family study: lock, run, study, analyse, status"),
+    "bench": ("part1.bench", "command_bench",
+              "time a GRPO rollout set: ours batched, ours sequential, TRL's GRPOTrainer"),
 }
 FAMILY_LOCK = "configs/part2/lock.json"
 
@@ -92,6 +94,17 @@ def build_parser() -> argparse.ArgumentParser:
                            help="torch threads (default 1: the labs' models are tiny, one thread is fastest)")
             p.add_argument("--export", action="store_true", help="then copy metrics.json to data/recorded/part3/NAME.json")
             p.add_argument("--export-only", action="store_true", help="only copy an existing run's metrics")
+        if name == "bench":
+            p.add_argument("what", choices=["grpo"], help="what to time")
+            p.add_argument("--sets", type=int, default=5, help="timed rollout sets per arm")
+            p.add_argument("--warmup", type=int, default=1, help="untimed rollout sets first")
+            p.add_argument("--no-trl", action="store_true", help="skip the TRL arm")
+            p.add_argument("--no-kl", action="store_true", help="skip the exact-KL memory probe")
+            p.add_argument("--runs", nargs="*", default=["data/recorded/tiny"],
+                           help="run folders whose timings.json to print (stage wall times)")
+            p.add_argument("--save", default=None,
+                           help="also write the result as JSON here (e.g. data/recorded/bench/"
+                                "grpo.json)")
             continue
         p.add_argument("--config", default="tiny", help="profile name or YAML path (default: tiny)")
         p.add_argument("--out", default=None, help="run folder (default: runs/<profile>)")

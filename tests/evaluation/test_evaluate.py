@@ -89,6 +89,32 @@ def test_same_weights_and_seeds_give_the_same_draws_for_every_policy(run_dir):
     assert texts["warmstart"] == texts["sft"]
 
 
+def test_batched_inference_gives_each_draw_its_own_seed_and_greedy_the_sequential_answer(
+        run_dir, config):
+    """smoke decodes in batches (sampling.batched): greedy rows are those of one-at-a-time
+    decoding, and each sampled row is what its own seed gives alone."""
+    import torch
+
+    from verifiable_grpo.task import prompts
+    from verifiable_grpo.training import batched_rollout, rollout
+
+    assert config["sampling"]["batched"] is True
+    folder = run_dir / "inference" / "warmstart"
+    model, tokenizer = model_lib.load_base(config)
+    pages = {p["document_id"]: p for p in data.read_test_inputs(run_dir / "data")}
+    for row in read_json(folder / "greedy.json")["rows"]:
+        ids = prompts.prompt_ids(tokenizer, pages[row["document_id"]]["statement"], config)
+        alone = rollout.generate(model, tokenizer, ids, config, None, greedy=True)
+        assert row["response_ids"] == alone["response_ids"]
+    sampled = read_json(folder / "sample.json")["rows"]
+    for row in sampled[:3]:
+        ids = prompts.prompt_ids(tokenizer, pages[row["document_id"]]["statement"], config)
+        alone = batched_rollout.generate_batch(model, tokenizer, [ids], config,
+                                               [torch.Generator().manual_seed(row["seed"])])
+        assert row["response_ids"] == alone[0]["response_ids"]
+    assert len({tuple(r["response_ids"]) for r in sampled}) > 1
+
+
 def test_inference_refuses_to_overwrite(run_dir, config):
     with pytest.raises(FileExistsError, match="never overwritten"):
         evaluate.generate_policy(config, run_dir, "warmstart")

@@ -421,6 +421,7 @@ def _micro_config():
     config = load_config("smoke")
     config["model"]["source"] = "random"
     config["sampling"]["use_kv_cache"] = False
+    config["sampling"]["batched"] = False  # bit for bit: the one-response-at-a-time path
     return config
 
 

@@ -172,6 +172,9 @@ class Sampling:
     top_k: int = key("top-k truncation (0: none)", exactly(0, FULL_VOCABULARY))
     top_p: float = key("nucleus truncation (1.0: none)", exactly(1.0, FULL_VOCABULARY))
     use_kv_cache: bool = key("reuse attention keys/values while generating")
+    batched: bool = key("decode every response of a rollout set (and of an evaluation pass) in "
+                        "one padded batch, and score them in padded batches (false: one "
+                        "sequence at a time, the specification's path)", absent=False)
 
 
 @dataclass(frozen=True)

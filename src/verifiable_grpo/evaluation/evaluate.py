@@ -147,19 +147,70 @@ def _generation_settings(config: dict) -> dict:
                      "input/pages.json); one torch.Generator per draw",
         "temperature": sampling.temperature, "top_k": sampling.top_k,
         "top_p": sampling.top_p, "use_kv_cache": sampling.use_kv_cache,
+        "batched": sampling.batched,
+        "draw": ("inverse CDF of one float64 uniform per step from the draw's generator, "
+                 f"{EVALUATION_BATCH_ROWS} responses decoded together" if sampling.batched
+                 else "torch.multinomial, one response at a time"),
         "max_response_tokens": tokens.max_response, "max_prompt_tokens": tokens.max_prompt,
         "constrained_decoding": False,
         "greedy": "argmax of the full-vocabulary logits at every step",
     }
 
 
-def _respond(model, tokenizer, ids, config, generator, greedy):
-    from verifiable_grpo.training import rollout
+# Responses decoded together when sampling.batched (bounds the batch's memory).
+EVALUATION_BATCH_ROWS = 64
 
-    out = rollout.generate(model, tokenizer, ids, config, generator, greedy=greedy)
+
+def _answer(out: dict) -> dict:
     return {key: out[key] for key in ("text", "finish_reason", "tokenization_valid",
                                       "response_tokens", "seconds")} | {
         "response_ids": [int(t) for t in out["response_ids"]]}
+
+
+def _respond(model, tokenizer, ids, config, generator, greedy):
+    from verifiable_grpo.training import rollout
+
+    return _answer(rollout.generate(model, tokenizer, ids, config, generator, greedy=greedy))
+
+
+def _jobs(selected, prompt_ids, mode: str, draws: int, seed_base: int) -> list[tuple]:
+    """(problem index, page, prompt ids, draw, seed) of every response of a mode, in order."""
+    count = 1 if mode == "greedy" else draws
+    return [(index, page, ids, draw,
+             None if mode == "greedy" else draw_seed(seed_base, index, draws, draw))
+            for (index, page), ids in zip(selected, prompt_ids) for draw in range(count)]
+
+
+def _mode_rows(model, tokenizer, config, jobs, mode, device, bar, policy) -> list[dict]:
+    """Every response of one mode: one at a time, or EVALUATION_BATCH_ROWS at a time when
+    sampling.batched (each sampled row keeps its own per-draw generator either way)."""
+    from verifiable_grpo.training import batched_rollout
+
+    greedy = mode == "greedy"
+    batched = typed(config).sampling.batched
+    size = EVALUATION_BATCH_ROWS if batched else 1
+    last_draw = max(job[3] for job in jobs)
+    rows = []
+    for start in range(0, len(jobs), size):
+        chunk = jobs[start:start + size]
+        generators = [None if seed is None else torch.Generator(device=device).manual_seed(seed)
+                      for *_, seed in chunk]
+        if batched:
+            answers = [_answer(out) for out in batched_rollout.generate_batch(
+                model, tokenizer, [job[2] for job in chunk], config,
+                None if greedy else generators, greedy=greedy)]
+        else:
+            answers = [_respond(model, tokenizer, chunk[0][2], config, generators[0], greedy)]
+        for (index, page, _, draw, seed), answer in zip(chunk, answers):
+            rows.append({"document_id": page["document_id"],
+                         "population": page["population"], "problem_index": index,
+                         "draw": draw, "seed": seed, **answer})
+            bar.update()
+            if draw == last_draw:
+                fault_point("inference-after-problem")
+                interrupts.check(f"during inference of {policy} (unfinished inference is "
+                                 "redone on the next run)")
+    return rows
 
 
 def generate_policy(config: dict, out_dir, policy: str) -> dict:
@@ -206,21 +257,9 @@ def generate_policy(config: dict, out_dir, policy: str) -> dict:
             started = time.perf_counter()
             bar = tqdm(total=len(selected) * (1 if mode == "greedy" else draws),
                        desc=f"{policy} {mode}", leave=False)
-            for (index, page), ids in zip(selected, prompt_ids):
-                for draw in range(1 if mode == "greedy" else draws):
-                    seed = None if mode == "greedy" else draw_seed(seed_base, index, draws, draw)
-                    generator = None
-                    if seed is not None:
-                        generator = torch.Generator(device=device).manual_seed(seed)
-                    answer = _respond(policy_model, tokenizer, ids, config, generator,
-                                      greedy=mode == "greedy")
-                    rows.append({"document_id": page["document_id"],
-                                 "population": page["population"], "problem_index": index,
-                                 "draw": draw, "seed": seed, **answer})
-                    bar.update()
-                fault_point("inference-after-problem")
-                interrupts.check(f"during inference of {policy} (unfinished inference is "
-                                 "redone on the next run)")
+            rows = _mode_rows(policy_model, tokenizer, config,
+                              _jobs(selected, prompt_ids, mode, draws, seed_base), mode, device,
+                              bar, policy)
             bar.close()
             if cuda:
                 torch.cuda.synchronize(device)

@@ -35,7 +35,8 @@ from verifiable_grpo.core.progress import tqdm
 
 from verifiable_grpo.core import checkpoint, crash, files, interrupts, schedule, scoring
 from verifiable_grpo.task import data, prompts
-from verifiable_grpo.training import losses, rollout
+from verifiable_grpo.training import (batched_rollout, batched_scoring, batched_update, losses,
+                                      rollout)
 from verifiable_grpo.training import objectives
 from verifiable_grpo.core import model as model_lib
 from verifiable_grpo.core.runfolder import (RunFolder, check_mode, compute_identity,
@@ -49,7 +50,8 @@ GENERATION_SEED_OFFSET = 200
 PROMPT_ORDER_SEED_OFFSET = 300
 # The modules whose code decides the numbers of a GRPO run: a resume refuses other code.
 TRAINING_MODULES = ("training/grpo.py", "training/rollout.py", "training/losses.py",
-                    "training/objectives.py", "core/scoring.py", "core/model.py",
+                    "training/batched_rollout.py", "training/batched_scoring.py",
+                    "training/batched_update.py", "training/objectives.py", "core/scoring.py", "core/model.py",
                     "core/model_checks.py", "core/model_sources.py", "core/schedule.py",
                     "core/checkpoint.py", "task/prompts.py", "task/verifier.py",
                     "task/statements.py", "task/data.py")
@@ -156,6 +158,7 @@ def accumulate_gradients(policy, reference, groups: list[dict], config: dict,
     slots (Part II's AERO): prompts may keep 1..slots responses; each prompt is padded to
     `slots` rows that carry no loss but count in the mean, so every kept response gets
     w_i = 1 / (P * slots) (TRL's per-micro-batch row mean over a padded batch).
+    With sampling.batched the same sum is taken over padded batches (batched_update).
     """
     cfg = typed(config)
     objective = objectives.objective_from_config(config) if objective is None else objective
@@ -172,6 +175,9 @@ def accumulate_gradients(policy, reference, groups: list[dict], config: dict,
         weights = objectives.response_weights(
             objective, [[len(r["response_ids"]) for r in g["responses"]] for g in groups],
             max_length=cfg.tokens.max_response)
+    if cfg.sampling.batched:
+        return batched_update.accumulate_gradients(policy, reference, groups, config, objective,
+                                                   weights=weights, padded=slots is not None)
     exact_term = objective.kl.kind == "exact_prefix"
     device = rollout.model_device(policy)
     losses_, surrogates, kls, audits = [], [], [], []
@@ -462,11 +468,18 @@ def _sample(run: GRPORun, iteration: int) -> tuple[list, str, float]:
     behaviour_digest = model_lib.model_digest(run.policy)
     digest_seconds = time.perf_counter() - tick
     objective = objectives.objective_from_config(run.config)  # the sampler gives rewards only
-    groups = [objectives.with_advantages(rollout.sample_group(
-        run.policy, run.tokenizer, run.examples[index], run.config, run.generator,
-        run.budget["group_size"],
-        group_id=f"{run.branch}/iteration-{iteration:04d}/prompt-{position:02d}",
-        policy_digest=behaviour_digest), objective) for position, index in enumerate(indices)]
+    group_ids = [f"{run.branch}/iteration-{iteration:04d}/prompt-{position:02d}"
+                 for position in range(len(indices))]
+    if run.cfg.sampling.batched:  # all P x G responses in one batch
+        sampled = batched_rollout.sample_groups(
+            run.policy, run.tokenizer, [run.examples[i] for i in indices], run.config,
+            run.generator, run.budget["group_size"], group_ids, policy_digest=behaviour_digest)
+    else:
+        sampled = [rollout.sample_group(run.policy, run.tokenizer, run.examples[index],
+                                        run.config, run.generator, run.budget["group_size"],
+                                        group_id=group_id, policy_digest=behaviour_digest)
+                   for index, group_id in zip(indices, group_ids)]
+    groups = [objectives.with_advantages(group, objective) for group in sampled]
     rows = [r for g in groups for r in g["responses"]]
     ids = [r["rollout_id"] for r in rows]
     consumed = set(run.consumed)
@@ -479,8 +492,13 @@ def _sample(run: GRPORun, iteration: int) -> tuple[list, str, float]:
 def _verify(run: GRPORun, rows: list) -> tuple[dict, float]:
     model_lib.synchronize(run.device)
     tick = time.perf_counter()
-    verification = rollout.verify_captured_logprobs(run.policy, rows,
-                                                    run.section.verify_tolerance)
+    if run.cfg.sampling.batched:
+        verification = batched_scoring.verify_captured_logprobs(
+            run.policy, rows, run.section.verify_tolerance, prompts.eos_id(run.tokenizer,
+                                                                           run.config))
+    else:
+        verification = rollout.verify_captured_logprobs(run.policy, rows,
+                                                        run.section.verify_tolerance)
     model_lib.synchronize(run.device)
     return verification, time.perf_counter() - tick
 
@@ -626,6 +644,7 @@ def _finish(run: GRPORun, loop_seconds: float) -> dict:
             "responses_generated": sum(len(g["rewards"]) for h in telemetry for g in h["groups"]),
             "response_tokens_generated": sum(h["response_tokens"] for h in telemetry),
             "kv_cache": run.cfg.sampling.use_kv_cache,
+            "batched": run.cfg.sampling.batched,
             "state_bytes": saved["bytes"], "state_save_seconds": saved["seconds"],
             "state_sha256": saved["sha256"], "state_path": str(run.paths["state"]),
             "crash_checkpoints": {"saved": len(run.crash_saves),

@@ -375,6 +375,20 @@ class _ExactKL(torch.autograd.Function):
         return grad, None, None
 
 
+def _check_logits_blockwise(name: str, logits: torch.Tensor, block_size: int) -> None:
+    """NaN and +inf refused, and rows of only -inf, one vocabulary block at a time: a check
+    on the whole tensor would allocate a [..., V] mask, more than the KL itself needs."""
+    reachable = None
+    for start in range(0, logits.shape[-1], block_size):
+        block = logits[..., start:start + block_size]
+        if torch.isnan(block).any() or torch.isposinf(block).any():
+            raise ValueError(f"{name} logits contain NaN or +inf")
+        finite = (~torch.isneginf(block)).any(dim=-1)
+        reachable = finite if reachable is None else reachable | finite
+    if not reachable.all():
+        raise ValueError(f"{name} logits have a row where every entry is -inf")
+
+
 def exact_prefix_kl(current_logits: torch.Tensor, reference_logits: torch.Tensor,
                     block_size: int = 4096) -> torch.Tensor:
     """Exact KL(p_cur || p_ref) = sum_v p_cur(v) (log p_cur(v) - log p_ref(v)) per prefix.
@@ -395,10 +409,7 @@ def exact_prefix_kl(current_logits: torch.Tensor, reference_logits: torch.Tensor
     if not current_logits.is_floating_point():
         raise ValueError("logits must be floating point")
     for name, logits in (("current", current_logits), ("reference", reference_logits)):
-        if torch.isnan(logits).any() or torch.isposinf(logits).any():
-            raise ValueError(f"{name} logits contain NaN or +inf")
-        if torch.isneginf(logits).all(dim=-1).any():
-            raise ValueError(f"{name} logits have a row where every entry is -inf")
+        _check_logits_blockwise(name, logits, block_size)
     reference = reference_logits.detach().to(device=current_logits.device, dtype=current_logits.dtype)
     return _ExactKL.apply(current_logits, reference, block_size)
 

@@ -1,0 +1,379 @@
+"""`bench grpo`: what one GRPO rollout set costs, ours (batched and one sequence at a time)
+against TRL's GRPOTrainer, side by side in one process on the same model and prompts.
+
+The model is the recorded tiny warm start (data/recorded/tiny/policies/warmstart.safetensors,
+loaded with the SHA-256 its provenance lists); the prompts are the first training examples,
+rendered with our chat template for every arm. Each arm runs `warmup + sets` rollout sets of
+4 prompts x G = 4, at most 64 new tokens, temperature 1, two updates per rollout set, beta
+0.02: ours with the exact KL on every visited prefix, TRL with its k3 estimate on the sampled
+token (loss_type "grpo", the same token -> response -> prompt mean). The first `warmup` sets
+are not timed. Reported per arm: the median seconds per rollout set and its split into
+generation (TRL: also its old/reference scoring), verification (the reward function; ours:
+also the 2e-4 rescoring check) and optimisation, and the process's peak memory while it ran
+(resident set on CPU, allocated bytes on CUDA).
+
+Also measured, each in a fresh process: the exact KL's working memory at vocabulary 151,936
+on a 16 x 64 rollout set for two block sizes, and (read, not run) the tiny pipeline's wall
+time by stage from a run folder's timings.json.
+"""
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import torch
+
+from verifiable_grpo.core import model as model_lib, schedule
+from verifiable_grpo.core.config import load_config, provenance, read_json, repo_root, save_json
+from verifiable_grpo.core.config_schema import typed
+from verifiable_grpo.task import data, prompts, verifier
+from verifiable_grpo.training import (batched_rollout, batched_scoring, grpo, objectives,
+                                      rollout)
+
+BENCH_SHAPE = {"prompts": 4, "group_size": 4, "max_new_tokens": 64, "updates_per_rollout": 2,
+               "kl_coefficient": 0.02, "temperature": 1.0}
+KL_SHAPE = {"responses": 16, "tokens": 64, "vocabulary": 151_936}
+DEFAULT_OUT = "data/recorded/bench/grpo.json"
+
+
+# --------------------------------------------------------------------------- memory
+class PeakMemory:
+    """Peak memory while the block runs: CUDA allocated bytes, or on CPU the resident set
+    sampled every millisecond (an estimate: a shorter-lived peak can be missed)."""
+
+    def __init__(self, device: torch.device):
+        self.device, self.peak, self._stop = device, 0, threading.Event()
+
+    @staticmethod
+    def resident_bytes() -> int:
+        with open("/proc/self/statm") as handle:
+            return int(handle.read().split()[1]) * 4096
+
+    def _sample(self):
+        while not self._stop.is_set():
+            self.peak = max(self.peak, self.resident_bytes())
+            time.sleep(0.001)
+
+    def __enter__(self):
+        if self.device.type == "cuda":
+            torch.cuda.reset_peak_memory_stats(self.device)
+        else:
+            self._thread = threading.Thread(target=self._sample, daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        if self.device.type == "cuda":
+            self.peak = torch.cuda.max_memory_allocated(self.device)
+        else:
+            self._stop.set()
+            self._thread.join()
+        return False
+
+
+# --------------------------------------------------------------------------- inputs
+def bench_config(profile: str = "tiny") -> dict:
+    config = load_config(profile)
+    config["tokens"]["max_response"] = BENCH_SHAPE["max_new_tokens"]
+    config["grpo"]["kl_coefficient"] = BENCH_SHAPE["kl_coefficient"]
+    return config
+
+
+def recorded_warmstart(config: dict, profile: str = "tiny"):
+    """A fresh strict load of the recorded warm start (eval mode)."""
+    folder = repo_root() / "data" / "recorded" / profile
+    sha = read_json(folder / "provenance.json")["files"]["policies/warmstart.safetensors"]
+    model, _ = model_lib.reload_policy(folder / "policies" / "warmstart.safetensors", config, sha)
+    return model.eval()
+
+
+def bench_examples(config: dict, count: int) -> list[dict]:
+    with tempfile.TemporaryDirectory() as tmp:
+        data.write_dataset(Path(tmp) / "data", typed(config).data.seed)
+        view = data.write_learning_view(Path(tmp) / "data", Path(tmp) / "view")
+        return data.read_examples(view, "train")[:count]
+
+
+def _sets(examples: list[dict], count: int) -> list[list[dict]]:
+    size = BENCH_SHAPE["prompts"]
+    return [examples[(i * size) % len(examples):][:size] for i in range(count)]
+
+
+def _summary(times: list[dict], warmup: int, memory: int, extra: dict) -> dict:
+    timed = times[warmup:]
+    keys = ("generation", "verification", "optimisation", "total")
+    return {"median_seconds": {k: statistics.median(t[k] for t in timed) for k in keys},
+            "per_set": timed, "warmup_sets": warmup, "peak_memory_bytes": memory, **extra}
+
+
+# --------------------------------------------------------------------------- our loop
+def run_ours(config: dict, examples: list[dict], sets: int, warmup: int, batched: bool) -> dict:
+    config = json.loads(json.dumps(config))
+    config["sampling"]["batched"] = batched
+    cfg = typed(config)
+    tokenizer = model_lib.load_tokenizer(config)
+    policy, reference = recorded_warmstart(config), recorded_warmstart(config).requires_grad_(False)
+    device = rollout.model_device(policy)
+    optimizer = torch.optim.AdamW(model_lib.unique_parameters(policy), lr=cfg.grpo.learning_rate,
+                                  weight_decay=cfg.grpo.weight_decay)
+    total_updates = (sets + warmup) * BENCH_SHAPE["updates_per_rollout"]
+    scheduler = schedule.make_scheduler(optimizer, total_updates, cfg.grpo.warmup_fraction,
+                                        cfg.grpo.final_lr_fraction)
+    generator = torch.Generator(device=device).manual_seed(cfg.seed + grpo.GENERATION_SEED_OFFSET)
+    objective = objectives.objective_from_config(config)
+    times, g = [], BENCH_SHAPE["group_size"]
+    with PeakMemory(device) as memory:
+        for index, chunk in enumerate(_sets(examples, sets + warmup)):
+            model_lib.synchronize(device)
+            start = time.perf_counter()
+            ids = [f"bench/{index}/{i}" for i in range(len(chunk))]
+            if batched:
+                groups = batched_rollout.sample_groups(policy, tokenizer, chunk, config,
+                                                       generator, g, ids)
+            else:
+                groups = [rollout.sample_group(policy, tokenizer, e, config, generator, g, i)
+                          for e, i in zip(chunk, ids)]
+            model_lib.synchronize(device)
+            sampled = time.perf_counter()
+            # Sampling includes the verifier: time it apart by scoring again (pure Python).
+            tick = time.perf_counter()
+            for group, example in zip(groups, chunk):
+                for row in group["responses"]:
+                    verifier.score_generated_json(row["text"], row["finish_reason"],
+                                                  example["problem"], row["tokenization_valid"])
+            reward_seconds = time.perf_counter() - tick
+            groups = [objectives.with_advantages(group, objective) for group in groups]
+            rows = [r for group in groups for r in group["responses"]]
+            tick = time.perf_counter()
+            if batched:
+                batched_scoring.verify_captured_logprobs(policy, rows, cfg.grpo.verify_tolerance,
+                                                         prompts.eos_id(tokenizer, config))
+            else:
+                rollout.verify_captured_logprobs(policy, rows, cfg.grpo.verify_tolerance)
+            model_lib.synchronize(device)
+            check_seconds = time.perf_counter() - tick
+            tick = time.perf_counter()
+            for _ in range(BENCH_SHAPE["updates_per_rollout"]):
+                grpo.grpo_update(policy, reference, optimizer, scheduler, groups, config)
+            model_lib.synchronize(device)
+            optimisation = time.perf_counter() - tick
+            times.append({"generation": sampled - start - reward_seconds,
+                          "verification": reward_seconds + check_seconds,
+                          "optimisation": optimisation,
+                          "total": time.perf_counter() - start - reward_seconds,
+                          "response_tokens": sum(r["response_tokens"] for r in rows)})
+    name = "ours, batched" if batched else "ours, one sequence at a time"
+    return _summary(times, warmup, memory.peak, {
+        "arm": name, "kl": "exact, every visited prefix", "kv_cache": cfg.sampling.use_kv_cache})
+
+
+# --------------------------------------------------------------------------- TRL
+def run_trl(config: dict, examples: list[dict], sets: int, warmup: int) -> dict:
+    """TRL's GRPOTrainer on the same warm start and rendered prompts, timed from inside."""
+    from datasets import Dataset
+    from trl import GRPOConfig, GRPOTrainer
+    import trl
+
+    cfg = typed(config)
+    tokenizer = model_lib.load_tokenizer(config)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    policy = recorded_warmstart(config)
+    device = rollout.model_device(policy)
+    count = (sets + warmup) * BENCH_SHAPE["prompts"]
+    chunk = [e for s in _sets(examples, sets + warmup) for e in s][:count]
+    rendered = [prompts.render_text(tokenizer, prompts.messages_for(e["statement"]), True)
+                for e in chunk]
+    for text, example in zip(rendered, chunk):  # the very token ids our arms read
+        ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+        if ids != prompts.prompt_ids(tokenizer, example["statement"], config):
+            raise ValueError("TRL would read other prompt ids than ours; the comparison is off")
+    dataset = Dataset.from_list([{"prompt": t, "problem": json.dumps(e["problem"])}
+                                 for t, e in zip(rendered, chunk)])
+    verification = []
+
+    eos = prompts.eos_id(tokenizer, config)
+
+    def reward(prompts, completions, problem, completion_ids=None, **_):
+        tick = time.perf_counter()
+        ends = ["eos" if completion_ids is None or eos in ids else "length"
+                for ids in (completion_ids or [None] * len(completions))]
+        scores = [float(verifier.score_generated_json(c, end, json.loads(p), True)["reward"])
+                  for c, end, p in zip(completions, ends, problem)]
+        verification.append(time.perf_counter() - tick)
+        return scores
+
+    g = BENCH_SHAPE["group_size"]
+    with tempfile.TemporaryDirectory() as out:
+        # TRL builds its reference from the policy's name_or_path: point it at a copy of the
+        # warm start, so that both arms start with policy == reference.
+        policy.save_pretrained(Path(out) / "warmstart")
+        policy.config._name_or_path = str(Path(out) / "warmstart")
+        args = GRPOConfig(
+            output_dir=out, per_device_train_batch_size=BENCH_SHAPE["prompts"] * g,
+            gradient_accumulation_steps=1, steps_per_generation=1, num_generations=g,
+            max_completion_length=BENCH_SHAPE["max_new_tokens"], temperature=1.0, top_p=1.0,
+            top_k=0, num_iterations=BENCH_SHAPE["updates_per_rollout"],
+            beta=BENCH_SHAPE["kl_coefficient"], loss_type="grpo", epsilon=cfg.grpo.clip_epsilon,
+            learning_rate=cfg.grpo.learning_rate, weight_decay=cfg.grpo.weight_decay,
+            max_grad_norm=cfg.grpo.max_grad_norm, lr_scheduler_type="constant",
+            max_steps=(sets + warmup) * BENCH_SHAPE["updates_per_rollout"],
+            use_cpu=device.type == "cpu", bf16=False, fp16=False, report_to="none",
+            logging_steps=10_000, save_strategy="no", shuffle_dataset=False, seed=cfg.seed,
+            disable_tqdm=True, dataloader_num_workers=0)
+        trainer = GRPOTrainer(model=policy, reward_funcs=reward, args=args,
+                              train_dataset=dataset, processing_class=tokenizer)
+        generation, steps = [], []
+        inner_generate = trainer._generate_and_score_completions
+        inner_step = trainer.training_step
+
+        def timed_generate(*a, **k):
+            tick = time.perf_counter()
+            result = inner_generate(*a, **k)
+            model_lib.synchronize(device)
+            generation.append(time.perf_counter() - tick)
+            return result
+
+        def timed_step(*a, **k):
+            tick = time.perf_counter()
+            result = inner_step(*a, **k)
+            model_lib.synchronize(device)
+            steps.append((tick, time.perf_counter()))
+            return result
+
+        trainer._generate_and_score_completions = timed_generate
+        trainer.training_step = timed_step
+        with PeakMemory(device) as memory:
+            trainer.train()
+    per = BENCH_SHAPE["updates_per_rollout"]
+    times = []
+    for index in range(len(generation)):
+        first, last = steps[index * per], steps[index * per + per - 1]
+        # A set runs from its first step's start to the start of the next set's first step
+        # (the optimizer step and the scheduler sit between training_step calls).
+        end = steps[(index + 1) * per][0] if (index + 1) * per < len(steps) else last[1]
+        total = end - first[0]
+        times.append({"generation": generation[index] - verification[index],
+                      "verification": verification[index],
+                      "optimisation": total - generation[index], "total": total})
+    return _summary(times, warmup, memory.peak, {
+        "arm": f"TRL {trl.__version__} GRPOTrainer", "kl": "k3 on the sampled token",
+        "loss_type": "grpo"})
+
+
+# --------------------------------------------------------------------------- exact KL memory
+KL_PROBE = """
+import resource, sys, torch
+from verifiable_grpo.training import losses
+torch.manual_seed(0)
+b, t, v, block = {responses}, {tokens}, {vocabulary}, int(sys.argv[1])
+current = torch.randn(b, t, v).requires_grad_(True)
+reference = torch.randn(b, t, v)
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+kl = losses.exact_prefix_kl(current, reference, block_size=block)
+(gradient,) = torch.autograd.grad(kl.sum(), current)
+after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+# The gradient w.r.t. the logits is the result, as large as the logits: not working memory.
+print((after - before) * 1024 - gradient.numel() * gradient.element_size())
+"""
+
+
+def exact_kl_memory(blocks=(4096, KL_SHAPE["vocabulary"])) -> dict:
+    """Working memory of the exact KL (forward + backward) beyond its inputs and the
+    gradient it returns, each block size in a fresh process (peak resident set, ru_maxrss)."""
+    script = KL_PROBE.format(**KL_SHAPE)
+    env = {"PYTHONPATH": str(repo_root() / "src"), "OMP_NUM_THREADS": "1",
+           "OMP_WAIT_POLICY": "PASSIVE", "PATH": "/usr/bin:/bin"}
+    rows = []
+    for block in blocks:
+        out = subprocess.run([sys.executable, "-c", script, str(block)], capture_output=True,
+                             text=True, env=env, timeout=600)
+        if out.returncode != 0:
+            raise RuntimeError(f"exact-KL probe failed: {out.stderr[-2000:]}")
+        rows.append({"block_size": block, "working_bytes": int(out.stdout.split()[-1])})
+    logits = KL_SHAPE["responses"] * KL_SHAPE["tokens"] * KL_SHAPE["vocabulary"] * 4
+    return {**KL_SHAPE, "logits_bytes_each": logits, "blocks": rows,
+            "note": "peak resident bytes of forward + backward beyond the two float32 logit "
+                    "tensors (inputs) and the gradient they return (output)"}
+
+
+# --------------------------------------------------------------------------- pipeline times
+def pipeline_times(folder) -> dict | None:
+    path = Path(folder) / "timings.json"
+    if not path.is_file():
+        return None
+    timings = read_json(path)
+    return {"source": str(path), "groups": timings["groups"],
+            "total_seconds": timings["total_seconds"]}
+
+
+# --------------------------------------------------------------------------- the command
+def bench_grpo(sets: int = 5, warmup: int = 1, with_trl: bool = True, with_kl: bool = True,
+               runs: list[str] | None = None, profile: str = "tiny") -> dict:
+    config = bench_config(profile)
+    examples = bench_examples(config, (sets + warmup) * BENCH_SHAPE["prompts"])
+    torch.manual_seed(0)
+    started = time.perf_counter()
+    arms = [run_ours(config, examples, sets, warmup, batched=True),
+            run_ours(config, examples, sets, warmup, batched=False)]
+    if with_trl:
+        arms.append(run_trl(config, examples, sets, warmup))
+    result = {"shape": BENCH_SHAPE, "sets": sets, "arms": arms,
+              "ratio_ours_batched_to_trl": (arms[0]["median_seconds"]["total"]
+                                            / arms[2]["median_seconds"]["total"])
+              if with_trl else None,
+              "ratio_sequential_to_batched": (arms[1]["median_seconds"]["total"]
+                                              / arms[0]["median_seconds"]["total"]),
+              "arms_seconds": time.perf_counter() - started,
+              "exact_kl_memory": exact_kl_memory() if with_kl else None,
+              "pipeline": {r: pipeline_times(repo_root() / r) for r in (runs or [])},
+              "provenance": provenance(config)}
+    return result
+
+
+def format_bench(result: dict) -> str:
+    lines = [f"GRPO rollout set: {result['shape']['prompts']} prompts x G={result['shape']['group_size']}, "
+             f"<= {result['shape']['max_new_tokens']} new tokens, "
+             f"{result['shape']['updates_per_rollout']} updates, beta {result['shape']['kl_coefficient']}; "
+             f"median of {result['sets']} sets", "",
+             f"{'arm':34} {'total s':>8} {'gen s':>7} {'verify s':>8} {'optim s':>8} {'peak MB':>8}"]
+    for arm in result["arms"]:
+        m = arm["median_seconds"]
+        lines.append(f"{arm['arm']:34} {m['total']:8.3f} {m['generation']:7.3f} "
+                     f"{m['verification']:8.3f} {m['optimisation']:8.3f} "
+                     f"{arm['peak_memory_bytes'] / 2**20:8.0f}")
+    if result["ratio_ours_batched_to_trl"] is not None:
+        lines.append(f"ours batched / TRL: {result['ratio_ours_batched_to_trl']:.2f}")
+    lines.append(f"ours sequential / ours batched: {result['ratio_sequential_to_batched']:.2f}")
+    kl = result.get("exact_kl_memory")
+    if kl:
+        lines.append(f"exact KL at vocabulary {kl['vocabulary']:,}, {kl['responses']} x "
+                     f"{kl['tokens']} (each logits tensor {kl['logits_bytes_each'] / 2**20:.0f} MB): "
+                     + ", ".join(f"block {b['block_size']:,}: {b['working_bytes'] / 2**20:.0f} MB"
+                                 for b in kl["blocks"]))
+    for name, times in (result.get("pipeline") or {}).items():
+        if times:
+            lines.append(f"pipeline {name}: " + ", ".join(
+                f"{g} {s:.0f} s" for g, s in times["groups"].items())
+                + f"; total {times['total_seconds']:.0f} s")
+    return "\n".join(lines)
+
+
+def command_bench(args) -> int:
+    if args.what != "grpo":
+        raise ValueError(f"unknown benchmark {args.what!r}: use grpo")
+    if args.sets < 1 or args.warmup < 0:
+        raise ValueError("--sets must be >= 1 and --warmup >= 0")
+    result = bench_grpo(args.sets, args.warmup, with_trl=not args.no_trl,
+                        with_kl=not args.no_kl, runs=args.runs)
+    print(format_bench(result))
+    if args.save:
+        path = save_json(repo_root() / args.save, result)
+        print(f"saved {path}")
+    return 0

@@ -1,0 +1,234 @@
+"""Batched rollouts: every response of a rollout set drawn in one padded batch.
+
+The rows (prompt by prompt, then member by member: row = prompt_index * G + member) are
+left-padded to a common prompt width W, so that every row's next token sits in the last
+column. Each row carries an attention mask (1 on its real tokens) and position ids that
+count its real tokens only (cumsum of the mask - 1), so a padded row sees exactly what it
+would see alone. With sampling.use_kv_cache the prompt goes through once and each step
+feeds one column; without it each step re-reads the whole padded batch (the full-prefix
+forward of teacher-forced scoring).
+
+Random stream, consumption order (fixed; resume relies on it): ONE torch.Generator.
+At decoding step t = 0, 1, ... while any row is unfinished, one call
+`torch.rand(B, dtype=float64, generator=...)` draws one uniform u[b] for EVERY row b in
+row order, finished rows included (their draw is discarded), so the stream advances by
+exactly B * (longest response) uniforms. Row b's token is the inverse-CDF draw: the first
+token whose float64 cumulative probability (softmax of the row's float32 logits)
+exceeds u[b] times the row total. Greedy decoding draws nothing (argmax).
+Evaluation passes instead one generator per row (its own seed): row b then draws one
+uniform from its own generator at each step while it is unfinished, so its response does
+not depend on which rows share its batch.
+
+A row stops at EOS or after tokens.max_response tokens. Its behaviour log-probs come from
+the float32 log-softmax of the very logits its tokens were drawn from; the 2e-4 rescoring
+check (rollout.verify_captured_logprobs) still runs before the first update.
+
+The rows and groups have exactly the layout of rollout.generate / rollout.sample_group,
+so every caller and every objective works unchanged. Each row's "seconds" is its share of
+the batch's wall time: the rows of a batch sum to it.
+"""
+from __future__ import annotations
+
+import time
+
+import torch
+
+from verifiable_grpo.core.config_schema import typed
+from verifiable_grpo.core.model import synchronize
+from verifiable_grpo.task import prompts, verifier
+from verifiable_grpo.training.rollout import decode_response, model_device
+
+
+def left_padded(prompt_rows: list[list[int]], pad_id: int, device) -> tuple:
+    """(ids [B, W], attention mask [B, W], position ids [B, W]) of left-padded prompts."""
+    width = max(len(p) for p in prompt_rows)
+    ids = torch.full((len(prompt_rows), width), int(pad_id), dtype=torch.long)
+    mask = torch.zeros((len(prompt_rows), width), dtype=torch.long)
+    for row, prompt in enumerate(prompt_rows):
+        ids[row, width - len(prompt):] = torch.tensor(prompt, dtype=torch.long)
+        mask[row, width - len(prompt):] = 1
+    return ids.to(device), mask.to(device), positions(mask).to(device)
+
+
+def positions(mask: torch.Tensor) -> torch.Tensor:
+    """Position of each real token among its row's real tokens (0 on left padding)."""
+    return (mask.long().cumsum(dim=1) - 1).clamp(min=0)
+
+
+def full_forward_mask(mask: torch.Tensor, dtype) -> dict:
+    """The additive [B, 1, T, T] attention mask of a forward over whole padded rows: causal,
+    padding keys hidden, and each padding position attending to itself only.
+
+    Why not the plain [B, T] mask: a left-padding query would see no key at all; its softmax
+    row is then NaN once the model's weights are float64 (the library adds float64's min and
+    takes the softmax in float32), and that NaN value reaches the real rows as 0 * NaN. For
+    real positions this mask allows exactly what the plain one allows.
+    """
+    width = mask.shape[1]
+    causal = torch.ones((width, width), dtype=torch.bool, device=mask.device).tril()
+    allowed = causal[None] & mask.bool()[:, None, :]
+    allowed = allowed | torch.eye(width, dtype=torch.bool, device=mask.device)[None]
+    additive = torch.zeros(allowed.shape, dtype=dtype, device=mask.device)
+    additive = additive.masked_fill(~allowed, torch.finfo(dtype).min)[:, None]
+    return {"full_attention": additive, "sliding_attention": additive}
+
+
+def inverse_cdf_draw(probabilities: torch.Tensor, uniforms: torch.Tensor) -> torch.Tensor:
+    """One token per row: the first index whose float64 cumulative probability exceeds
+    u * total. probabilities [B, V] (non-negative), uniforms [B] in [0, 1)."""
+    cumulative = probabilities.double().cumsum(dim=-1)
+    targets = (uniforms.double() * cumulative[:, -1]).unsqueeze(-1)
+    tokens = torch.searchsorted(cumulative, targets, right=True).squeeze(-1)
+    # u * total can round up to the total: fall back on the last token with mass.
+    last = (probabilities > 0).long().cumsum(dim=-1).argmax(dim=-1)
+    return torch.minimum(tokens, last)
+
+
+def _check(model, prompt_rows, config, generator, greedy, device):
+    cfg = typed(config)
+    if model.training:
+        raise ValueError("generation needs the model in eval mode (dropout off); call model.eval()")
+    if not prompt_rows:
+        raise ValueError("no prompts to generate from")
+    for prompt in prompt_rows:
+        if not prompt:
+            raise ValueError("empty prompt")
+        if len(prompt) > cfg.tokens.max_prompt:
+            raise ValueError(f"prompt of {len(prompt)} tokens exceeds tokens.max_prompt "
+                             f"{cfg.tokens.max_prompt}; prompts are never truncated")
+    if not greedy:
+        streams = generator if isinstance(generator, (list, tuple)) else [generator]
+        if isinstance(generator, (list, tuple)) and len(streams) != len(prompt_rows):
+            raise ValueError(f"{len(streams)} generators for {len(prompt_rows)} prompt rows: "
+                             "pass one generator, or one per row")
+        for stream in streams:
+            if not isinstance(stream, torch.Generator):
+                raise ValueError("sampling needs a torch.Generator (seeded) for reproducible "
+                                 "draws")
+            if stream.device.type != device.type:
+                raise ValueError(f"generator on {stream.device} but model on {device}")
+    return cfg
+
+
+def _uniforms(generator, finished: torch.Tensor, device) -> torch.Tensor:
+    """This step's uniforms [B] in the documented order (see the module docstring)."""
+    if isinstance(generator, torch.Generator):
+        return torch.rand(finished.shape[0], dtype=torch.float64, generator=generator,
+                          device=device)
+    values = torch.zeros(finished.shape[0], dtype=torch.float64, device=device)
+    for row in (~finished).nonzero().flatten().tolist():
+        values[row] = torch.rand(1, dtype=torch.float64, generator=generator[row],
+                                 device=device)[0]
+    return values
+
+
+@torch.no_grad()
+def generate_batch(model, tokenizer, prompt_rows: list[list[int]], config: dict, generator,
+                   greedy: bool = False, policy_digest: str | None = None) -> list[dict]:
+    """One response per prompt row, all rows decoded together; rows as rollout.generate's.
+    `generator`: one torch.Generator for the batch, or a list with one per row."""
+    device = model_device(model)
+    prompt_rows = [[int(i) for i in p] for p in prompt_rows]
+    cfg = _check(model, prompt_rows, config, generator, greedy, device)
+    eos = prompts.eos_id(tokenizer, config)
+    use_cache = cfg.sampling.use_kv_cache
+    batch = len(prompt_rows)
+
+    synchronize(device)
+    start = time.perf_counter()
+    ids, mask, position = left_padded(prompt_rows, eos, device)
+    cache = None
+    if use_cache:
+        from transformers import DynamicCache  # transformers 5: passed as `cache=`
+
+        cache = DynamicCache(config=model.config)
+    dtype = next(model.parameters()).dtype
+    step_ids, step_positions, step_mask = ids, position, full_forward_mask(mask, dtype)
+    tokens = torch.empty((batch, 0), dtype=torch.long, device=device)
+    behaviour = torch.empty((batch, 0), dtype=torch.float32, device=device)
+    finished = torch.zeros(batch, dtype=torch.bool, device=device)
+    lengths = torch.zeros(batch, dtype=torch.long, device=device)
+    for _ in range(cfg.tokens.max_response):
+        if use_cache:
+            out = model(input_ids=step_ids, attention_mask=step_mask,
+                        position_ids=step_positions, cache=cache, use_cache=True,
+                        logits_to_keep=1)
+        else:
+            out = model(input_ids=ids, attention_mask=full_forward_mask(mask, dtype),
+                        position_ids=position, use_cache=False, logits_to_keep=1)
+        logits = out.logits[:, -1].float()
+        live = ~finished
+        if not torch.isfinite(logits[live]).all():
+            raise ValueError("non-finite logits during generation")
+        logprobs = torch.log_softmax(logits, dim=-1)
+        if greedy:
+            drawn = torch.argmax(logits, dim=-1)
+        else:
+            uniforms = _uniforms(generator, finished, device)
+            drawn = inverse_cdf_draw(torch.softmax(logits, dim=-1), uniforms)
+        drawn = torch.where(finished, torch.full_like(drawn, eos), drawn)
+        tokens = torch.cat([tokens, drawn[:, None]], dim=1)
+        behaviour = torch.cat([behaviour, logprobs.gather(1, drawn[:, None])], dim=1)
+        lengths = lengths + live.long()
+        finished = finished | (drawn == eos)
+        if bool(finished.all()):
+            break
+        # Finished rows keep a real column (their outputs are never read).
+        step_ids = drawn[:, None]
+        step_positions = position[:, -1:] + 1
+        ids = torch.cat([ids, step_ids], dim=1)
+        mask = torch.cat([mask, torch.ones_like(step_ids)], dim=1)
+        step_mask = mask  # a real query: the plain [B, T] mask is safe from here on
+        position = torch.cat([position, step_positions], dim=1)
+    synchronize(device)
+    seconds = time.perf_counter() - start
+
+    rows = []
+    for row, prompt in enumerate(prompt_rows):
+        n = int(lengths[row])
+        response = tokens[row, :n].tolist()
+        finish_reason = "eos" if response[-1] == eos else "length"
+        decoded = decode_response(tokenizer, response, finish_reason)
+        rows.append({
+            "prompt_ids": prompt,
+            "response_ids": response,
+            "text": decoded["text"],
+            "finish_reason": finish_reason,
+            "behaviour_logprobs": behaviour[row, :n].tolist(),
+            "tokenization_valid": decoded["tokenization_valid"],
+            "undecodable_ids": decoded["undecodable_ids"],
+            "response_tokens": n,
+            "seconds": seconds / batch,
+            "greedy": bool(greedy),
+            "kv_cache": use_cache,
+            "policy_digest": policy_digest,
+        })
+    return rows
+
+
+@torch.no_grad()
+def sample_groups(model, tokenizer, examples: list[dict], config: dict, generator,
+                  group_size: int, group_ids: list[str],
+                  policy_digest: str | None = None) -> list[dict]:
+    """G responses to each example, all P x G in one batch; groups as rollout.sample_group's
+    (rewards from the verifier, no advantages), in the order of `examples`."""
+    if type(group_size) is not int or group_size < 2:
+        raise ValueError(f"a group needs at least 2 sampled responses, got {group_size!r}")
+    if len(group_ids) != len(examples):
+        raise ValueError(f"{len(group_ids)} group ids for {len(examples)} examples")
+    prompt_rows = [prompts.prompt_ids(tokenizer, e["statement"], config) for e in examples]
+    rows = generate_batch(model, tokenizer, [p for p in prompt_rows for _ in range(group_size)],
+                          config, generator, greedy=False, policy_digest=policy_digest)
+    groups = []
+    for index, (example, prompt, group_id) in enumerate(zip(examples, prompt_rows, group_ids)):
+        responses = rows[index * group_size:(index + 1) * group_size]
+        for member, row in enumerate(responses):
+            row["rollout_id"] = f"{group_id}/response-{member:02d}"
+            row["verifier"] = verifier.score_generated_json(
+                row["text"], row["finish_reason"], example["problem"], row["tokenization_valid"])
+        scores = [float(r["verifier"]["reward"]) for r in responses]
+        groups.append({"group_id": group_id, "document_id": example["document_id"],
+                       "prompt_ids": prompt, "policy_digest": policy_digest,
+                       "responses": responses, "rewards": scores,
+                       "zero_variance": len(set(scores)) == 1})
+    return groups

@@ -1,0 +1,256 @@
+"""The batched path (sampling.batched): the same rows, log-probs, rewards and gradient as
+the one-sequence-at-a-time path, a documented random stream, padding decided by position.
+On the micro random Qwen2, and on the recorded tiny warm start where rewards must vary."""
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+
+from verifiable_grpo.core import model as model_lib, scoring
+from verifiable_grpo.core.config import read_json, repo_root
+from verifiable_grpo.task import data, prompts
+from verifiable_grpo.training import (batched_rollout, batched_scoring, batched_update, grpo,
+                                      objectives, rollout)
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+@pytest.fixture
+def examples(learning_view_dir):
+    return data.read_examples(learning_view_dir, "train")[:3]
+
+
+def _config(random_config, batched=True, use_kv_cache=True):
+    config = copy.deepcopy(random_config)
+    config["sampling"].update(batched=batched, use_kv_cache=use_kv_cache)
+    return config
+
+
+def _prompts(tokenizer, examples, config):
+    return [prompts.prompt_ids(tokenizer, e["statement"], config) for e in examples]
+
+
+# --------------------------------------------------------------------------- the draw
+def test_inverse_cdf_draw_follows_the_cumulative_probabilities_and_skips_zero_mass():
+    probabilities = torch.tensor([[0.2, 0.0, 0.5, 0.3]] * 5 + [[0.5, 0.5, 0.0, 0.0]])
+    uniforms = torch.tensor([0.0, 0.2, 0.69, 0.7, 0.999, 1.0 - 2 ** -53], dtype=torch.float64)
+    # cumulative 0.2, 0.2, 0.7, 1.0: the first index whose cumulative exceeds u.
+    assert batched_rollout.inverse_cdf_draw(probabilities, uniforms).tolist() == [0, 2, 2, 3, 3, 1]
+
+
+def test_the_stream_advances_by_one_uniform_per_row_per_step(micro_model, random_config,
+                                                             examples):
+    model, tokenizer = micro_model
+    config = _config(random_config)
+    rows = batched_rollout.generate_batch(model, tokenizer, _prompts(tokenizer, examples, config),
+                                          config, torch.Generator().manual_seed(7))
+    steps = max(r["response_tokens"] for r in rows)
+    replay = torch.Generator().manual_seed(7)
+    uniforms = [torch.rand(len(rows), dtype=torch.float64, generator=replay) for _ in range(steps)]
+    generator = torch.Generator().manual_seed(7)
+    batched_rollout.generate_batch(model, tokenizer, _prompts(tokenizer, examples, config),
+                                   config, generator)
+    assert torch.equal(generator.get_state(), replay.get_state())
+    # The first token of each row is the inverse-CDF draw of the first step's uniform.
+    ids, mask, position = batched_rollout.left_padded(_prompts(tokenizer, examples, config), 0,
+                                                      "cpu")
+    with torch.no_grad():
+        logits = model(input_ids=ids, attention_mask=mask, position_ids=position).logits[:, -1]
+    first = batched_rollout.inverse_cdf_draw(torch.softmax(logits.float(), -1), uniforms[0])
+    assert [r["response_ids"][0] for r in rows] == first.tolist()
+
+
+# --------------------------------------------------------------------------- rows
+@pytest.mark.parametrize("use_kv_cache", [True, False])
+def test_batched_log_probs_agree_with_one_sequence_rescoring(micro_model, random_config,
+                                                             examples, use_kv_cache):
+    model, tokenizer = micro_model
+    config = _config(random_config, use_kv_cache=use_kv_cache)
+    groups = batched_rollout.sample_groups(model, tokenizer, examples, config,
+                                           torch.Generator().manual_seed(3), 2,
+                                           ["a", "b", "c"])
+    rows = [r for g in groups for r in g["responses"]]
+    assert len({len(r["prompt_ids"]) for r in rows}) > 1  # left padding is exercised
+    sequential = rollout.verify_captured_logprobs(model, rows, 2e-4)
+    batched = batched_scoring.verify_captured_logprobs(model, rows, 2e-4, pad_id=0)
+    assert sequential["max_abs_difference"] <= 2e-4
+    assert batched["max_abs_difference"] <= 2e-4
+    assert all(r["kv_cache"] is use_kv_cache for r in rows)
+
+
+def test_rows_and_groups_have_the_sequential_layout(micro_model, random_config, examples):
+    model, tokenizer = micro_model
+    config = _config(random_config)
+    batched = batched_rollout.sample_groups(model, tokenizer, examples[:2], config,
+                                            torch.Generator().manual_seed(1), 3, ["g0", "g1"],
+                                            policy_digest="d")
+    single = rollout.sample_group(model, tokenizer, examples[0], config,
+                                  torch.Generator().manual_seed(1), 3, "g0", policy_digest="d")
+    assert [set(g) for g in batched] == [set(single)] * 2
+    assert all(set(r) == set(single["responses"][0]) for g in batched for r in g["responses"])
+    assert [r["rollout_id"] for r in batched[1]["responses"]] == [
+        "g1/response-00", "g1/response-01", "g1/response-02"]
+    assert batched[0]["prompt_ids"] == single["prompt_ids"]
+    assert [g["document_id"] for g in batched] == [e["document_id"] for e in examples[:2]]
+    for group in batched:
+        assert group["rewards"] == [r["verifier"]["reward"] for r in group["responses"]]
+        for row in group["responses"]:
+            eos = prompts.eos_id(tokenizer, config)
+            assert (row["finish_reason"] == "eos") == (row["response_ids"][-1] == eos)
+            assert eos not in row["response_ids"][:-1]  # nothing drawn after EOS is kept
+            assert len(row["behaviour_logprobs"]) == row["response_tokens"] <= 24
+
+
+def test_greedy_batched_equals_greedy_sequential(micro_model, random_config, examples):
+    model, tokenizer = micro_model
+    config = _config(random_config)
+    ids = _prompts(tokenizer, examples, config)
+    batched = batched_rollout.generate_batch(model, tokenizer, ids, config, None, greedy=True)
+    for row, prompt in zip(batched, ids):
+        alone = rollout.generate(model, tokenizer, prompt, config, None, greedy=True)
+        assert row["response_ids"] == alone["response_ids"]
+        assert max(abs(a - b) for a, b in zip(row["behaviour_logprobs"],
+                                              alone["behaviour_logprobs"])) <= 2e-4
+
+
+def test_a_row_with_its_own_generator_does_not_depend_on_its_batch(micro_model, random_config,
+                                                                   examples):
+    model, tokenizer = micro_model
+    config = _config(random_config)
+    ids = _prompts(tokenizer, examples, config)
+    together = batched_rollout.generate_batch(
+        model, tokenizer, ids, config, [torch.Generator().manual_seed(s) for s in (5, 6, 7)])
+    alone = batched_rollout.generate_batch(model, tokenizer, ids[1:2], config,
+                                           [torch.Generator().manual_seed(6)])
+    assert together[1]["response_ids"] == alone[0]["response_ids"]
+    assert together[0]["response_ids"] != together[1]["response_ids"]
+
+
+def test_bad_input_is_refused_before_any_forward(micro_model, random_config, examples):
+    model, tokenizer = micro_model
+    config = _config(random_config)
+    ids = _prompts(tokenizer, examples, config)
+    with pytest.raises(ValueError, match="2 generators for 3 prompt rows"):
+        batched_rollout.generate_batch(model, tokenizer, ids, config,
+                                       [torch.Generator(), torch.Generator()])
+    with pytest.raises(ValueError, match="needs a torch.Generator"):
+        batched_rollout.generate_batch(model, tokenizer, ids, config, None)
+    with pytest.raises(ValueError, match="exceeds tokens.max_prompt"):
+        batched_rollout.generate_batch(model, tokenizer, [ids[0] * 10], config, torch.Generator())
+    with pytest.raises(ValueError, match="empty prompt"):
+        batched_rollout.generate_batch(model, tokenizer, [ids[0], []], config, torch.Generator())
+    with pytest.raises(ValueError, match="3 group ids for 2 examples"):
+        batched_rollout.sample_groups(model, tokenizer, examples[:2], config, torch.Generator(),
+                                      2, ["a", "b", "c"])
+    model.train()
+    try:
+        with pytest.raises(ValueError, match="eval mode"):
+            batched_rollout.generate_batch(model, tokenizer, ids, config, torch.Generator())
+    finally:
+        model.eval()
+
+
+def test_padding_is_decided_by_position_not_by_token_value(micro_model):
+    """A response holding the pad id scores as it does alone."""
+    model, _ = micro_model
+    rows = [{"prompt_ids": [5, 6, 7, 8, 9], "response_ids": [0, 11, 0, 12]},
+            {"prompt_ids": [5, 6], "response_ids": [13]}]
+    for row in rows:
+        row["behaviour_logprobs"] = [0.0] * len(row["response_ids"])
+    batch = batched_scoring.rollout_batch(rows, pad_id=0, device="cpu")
+    assert batch["response_mask"].tolist() == [[True] * 4, [True, False, False, False]]
+    with torch.no_grad():
+        batched = batched_scoring.token_logprobs(batched_scoring.response_logits(model, batch),
+                                                 batch["targets"])
+    for i, row in enumerate(rows):
+        ids = torch.tensor([row["prompt_ids"] + row["response_ids"]])
+        with torch.no_grad():
+            alone = scoring.token_logprobs(model, ids, torch.ones_like(ids))[0]
+        alone = alone[rollout.response_slice(len(row["prompt_ids"]), len(row["response_ids"]))]
+        torch.testing.assert_close(batched[i, :len(row["response_ids"])], alone,
+                                   rtol=0, atol=2e-5)
+
+
+# --------------------------------------------------------------------------- the gradient
+def _float64_setup(random_config, learning_view_dir):
+    config = _config(random_config, batched=False, use_kv_cache=False)
+    policy, tokenizer = model_lib.load_base(config)
+    policy = policy.double()
+    reference = copy.deepcopy(policy).requires_grad_(False)
+    with torch.no_grad():  # move the policy away from the reference so the KL term acts
+        for p in model_lib.unique_parameters(policy):
+            p.add_(0.02 * torch.randn(p.shape, generator=torch.Generator().manual_seed(1),
+                                      dtype=p.dtype))
+    examples = data.read_examples(learning_view_dir, "train")[:2]
+    generator = torch.Generator().manual_seed(0)
+    groups = [rollout.sample_group(policy, tokenizer, e, config, generator, 3, f"p{i}")
+              for i, e in enumerate(examples)]
+    # Responses of different lengths (a prefix of a response is a response of that policy).
+    for group, cuts in zip(groups, ([5, 24, 11], [17, 2, 24])):
+        for row, cut in zip(group["responses"], cuts):
+            row["response_ids"] = row["response_ids"][:cut]
+            row["behaviour_logprobs"] = row["behaviour_logprobs"][:cut]
+        group["advantages"] = [1.0, -0.5, -0.5] if group is groups[0] else [-1.0, 0.25, 0.75]
+    return config, policy, reference, groups
+
+
+@pytest.mark.parametrize("name", ["part1", "bnpo", "gspo"])
+def test_batched_gradient_equals_the_one_at_a_time_gradient_in_float64(random_config,
+                                                                       learning_view_dir, name):
+    config, policy, reference, groups = _float64_setup(random_config, learning_view_dir)
+    objective = objectives.get_objective(name)
+    parameters = model_lib.unique_parameters(policy)
+
+    def gradient(run_config, **options):
+        policy.zero_grad(set_to_none=True)
+        if options:
+            telemetry = batched_update.accumulate_gradients(policy, reference, groups, run_config,
+                                                            objective, **options)
+        else:
+            telemetry = grpo.accumulate_gradients(policy, reference, groups, run_config, objective)
+        return [p.grad.clone() for p in parameters], telemetry
+
+    sequential, want = gradient(config)
+    config["sampling"]["batched"] = True
+    batched, got = gradient(config)
+    chunked, _ = gradient(config, rows_per_pass=4)
+    assert got["tokens"] == want["tokens"] == 5 + 24 + 11 + 17 + 2 + 24
+    for key in ("loss", "surrogate", "clip_low_fraction", "clip_high_fraction", "ratio_min",
+                "ratio_max"):
+        assert got[key] == pytest.approx(want[key], rel=1e-6, abs=1e-9), key
+    if objective.aggregation.kind == "response_mean":  # the sequential path's KL is a mean there
+        assert got["mean_exact_kl"] == pytest.approx(want["mean_exact_kl"], rel=1e-5)
+    assert [r["rollout_id"] for r in got["responses"]] == [r["rollout_id"] for r in want["responses"]]
+    assert any(p.abs().max() > 0 for p in sequential)
+    for a, b, c in zip(sequential, batched, chunked):
+        torch.testing.assert_close(b, a, rtol=1e-5, atol=1e-10)
+        torch.testing.assert_close(c, b, rtol=1e-6, atol=1e-10)
+
+
+# --------------------------------------------------------------------------- recorded model
+def test_greedy_rewards_on_the_recorded_warm_start_are_the_sequential_ones(tokenizer,
+                                                                          learning_view_dir):
+    from verifiable_grpo.core.config import load_config
+    from verifiable_grpo.task import verifier
+
+    config = load_config("tiny")
+    recorded = repo_root() / "data" / "recorded" / "tiny"
+    sha = read_json(recorded / "provenance.json")["files"]["policies/warmstart.safetensors"]
+    model, _ = model_lib.reload_policy(recorded / "policies" / "warmstart.safetensors", config,
+                                       sha)
+    model.eval()
+    examples = data.read_examples(learning_view_dir, "train")[:12]
+    ids = _prompts(tokenizer, examples, config)
+    batched = batched_rollout.generate_batch(model, tokenizer, ids, config, None, greedy=True)
+    rewards = {"batched": [], "sequential": []}
+    for row, prompt, example in zip(batched, ids, examples):
+        alone = rollout.generate(model, tokenizer, prompt, config, None, greedy=True)
+        assert row["response_ids"] == alone["response_ids"]
+        for name, out in (("batched", row), ("sequential", alone)):
+            rewards[name].append(verifier.score_generated_json(
+                out["text"], out["finish_reason"], example["problem"],
+                out["tokenization_valid"])["reward"])
+    assert rewards["batched"] == rewards["sequential"]
+    assert 0 < sum(rewards["batched"]) < 12  # not vacuous: right and wrong answers both occur
