@@ -94,6 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
                            help="torch threads (default 1: the labs' models are tiny, one thread is fastest)")
             p.add_argument("--export", action="store_true", help="then copy metrics.json to data/recorded/part3/NAME.json")
             p.add_argument("--export-only", action="store_true", help="only copy an existing run's metrics")
+            continue
         if name == "bench":
             p.add_argument("what", choices=["grpo"], help="what to time")
             p.add_argument("--sets", type=int, default=5, help="timed rollout sets per arm")
