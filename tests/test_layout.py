@@ -8,7 +8,7 @@ from pathlib import Path
 import verifiable_grpo
 
 PACKAGE = Path(verifiable_grpo.__file__).parent
-RANK = {"core": 0, "task": 1, "training": 2, "evaluation": 3, "part1": 4, "book": 5}
+RANK = {"core": 0, "task": 1, "training": 2, "evaluation": 3, "part1": 4, "part3": 4, "book": 5}
 
 
 def _layer(module: str) -> str | None:
