@@ -27,6 +27,13 @@ COMMANDS = {
     "exercise": ("part1.exercise", "command_exercise", "the G=2 / G=8 group-size exercise"),
     "run": ("part1.pipeline", "command_run", "the whole pipeline, resumable"),
     "report": ("part1.report", "command_report", "summarise a run folder"),
+    "lab": ("cli", "command_lab", "a Part III lab: sft | lora | suite (SmolLM2-135M GGUF)"),
+}
+# lab name -> "module:function" (module under verifiable_grpo); the function takes the args.
+LABS = {
+    "sft": "part3.lab1_sft:command",
+    "lora": "part3.lab2_lora:command",
+    "suite": "part3.lab6_suite_run:command",
 }
 
 
@@ -46,6 +53,16 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--force", action="store_true", help="replace an existing base")
             p.add_argument("--minutes", type=float, default=None,
                            help="pretraining budget override (default: the build recipe's)")
+            continue
+        if name == "lab":
+            p.add_argument("lab", choices=list(LABS))
+            p.add_argument("--out", default=None, help="run folder (default: runs/part3/<lab>)")
+            p.add_argument("--full", action="store_true", help="the FULL budget instead of QUICK")
+            p.add_argument("--no-mask", action="store_true", help="sft: loss on every token")
+            p.add_argument("--no-row-init", action="store_true",
+                           help="keep the chat rows of the embedding as loaded")
+            p.add_argument("--cache", default=None,
+                           help="FP32 cache folder of the GGUF model (default: runs/part3/smollm2-fp32)")
             continue
         p.add_argument("--config", default="tiny", help="profile name or YAML path (default: tiny)")
         p.add_argument("--out", default=None, help="run folder (default: runs/<profile>)")
@@ -77,6 +94,13 @@ def _user_error(err: Exception) -> None:
         for problem in problems:
             print(f"  {problem}", file=sys.stderr)
     raise SystemExit(2)
+
+
+def command_lab(args) -> int:
+    module_name, function = LABS[args.lab].split(":")
+    if args.out is None:
+        args.out = f"runs/part3/{args.lab}"
+    return getattr(importlib.import_module(f"verifiable_grpo.{module_name}"), function)(args)
 
 
 def main(argv: list[str] | None = None) -> int:
