@@ -16,7 +16,7 @@ from verifiable_grpo.part3.lab1_data import END_ID, START_ID
 
 
 def cosine(model, a: int = START_ID, b: int = END_ID) -> float:
-    table = model.get_input_embeddings().weight
+    table = model.get_input_embeddings().weight.detach()
     return float(F.cosine_similarity(table[a], table[b], dim=0))
 
 

@@ -75,8 +75,9 @@ def train(model, parameters: dict[str, torch.nn.Parameter], encoded: list[dict],
         optimizer.step()
         scheduler.step()
         seconds += time.perf_counter() - begin
-        history.append({"step": step + 1, "loss": float(loss)})
-        log(f"{stage} update {step + 1}/{len(batches)}: loss {float(loss):.4f}")
+        value = float(loss.detach())
+        history.append({"step": step + 1, "loss": value})
+        log(f"{stage} update {step + 1}/{len(batches)}: loss {value:.4f}")
         if (step + 1) % every == 0 and step + 1 < len(batches):
             crash.save(out, stage, {"step": step + 1, "seconds": seconds, "history": history,
                                     "parameters": {n: p.detach().clone() for n, p in parameters.items()},
