@@ -61,6 +61,8 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--no-mask", action="store_true", help="sft: loss on every token")
             p.add_argument("--no-row-init", action="store_true",
                            help="keep the chat rows of the embedding as loaded")
+            p.add_argument("--export", action="store_true",
+                           help="then copy the metrics to data/recorded/part3/")
             p.add_argument("--cache", default=None,
                            help="FP32 cache folder of the GGUF model (default: runs/part3/smollm2-fp32)")
             continue
@@ -100,7 +102,12 @@ def command_lab(args) -> int:
     module_name, function = LABS[args.lab].split(":")
     if args.out is None:
         args.out = f"runs/part3/{args.lab}"
-    return getattr(importlib.import_module(f"verifiable_grpo.{module_name}"), function)(args)
+    code = getattr(importlib.import_module(f"verifiable_grpo.{module_name}"), function)(args)
+    if args.export and not code:
+        from verifiable_grpo.part3.lab1_record import export
+
+        print(f"recorded: {export(args.out, args.lab)}")
+    return code
 
 
 def main(argv: list[str] | None = None) -> int:

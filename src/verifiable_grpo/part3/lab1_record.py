@@ -26,3 +26,31 @@ def write(out, name: str, settings: dict, metrics: dict, started: float, cache=N
                              "model": lab1_model.source_record(cache),
                              "wall_seconds": round(time.time() - started, 1)}}
     return files.save_json(Path(out) / f"{name}-metrics.json", record)
+
+
+def export(out, name: str, dest: str | Path | None = None) -> Path:
+    """Copy OUT/<name>-metrics.json (small: numbers, replies, provenance; no weights) to
+    data/recorded/part3/, which the chapters read. A different file already there is kept."""
+    from verifiable_grpo.core.config import resolve
+
+    source = Path(out) / f"{name}-metrics.json"
+    if not source.is_file():
+        raise FileNotFoundError(f"{source} is missing: run `python -m verifiable_grpo lab {name} "
+                                f"--out {out}` first")
+    target = resolve(dest or RECORDED) / source.name
+    if target.is_file() and target.read_bytes() != source.read_bytes():
+        raise FileExistsError(f"{target} holds another recorded run; move it away first")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    files.write_bytes(target, source.read_bytes(), overwrite=True)
+    return target
+
+
+def load_recorded(name: str) -> dict:
+    """A recorded lab's metrics, for the chapters."""
+    from verifiable_grpo.core.config import resolve
+
+    path = resolve(RECORDED) / f"{name}-metrics.json"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing: run `python -m verifiable_grpo lab {name} "
+                                "--export`")
+    return files.read_json(path)
