@@ -9,6 +9,7 @@ every token), `init_rows=False` (keep the chat rows as loaded), `quick=False` (F
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 from verifiable_grpo.core import crash
 from verifiable_grpo.core.model_checks import named_unique_parameters
@@ -16,6 +17,7 @@ from verifiable_grpo.part3 import (lab1_data, lab1_eval, lab1_model, lab1_probe,
                                    lab1_rows, lab1_train)
 
 NAME = "sft"
+POLICY = "sft-policy"  # OUT/sft-policy: the fine-tuned model as a transformers folder
 DEFAULTS = dict(quick=True, mask=True, init_rows=True, lr=1e-4, seed=3, checkpoint_every=5)
 
 
@@ -56,6 +58,9 @@ def run(out, cache=None, log=print, **overrides) -> dict:
                    training_seconds=round(trained["seconds"], 1),
                    before={k: v for k, v in before.items() if k != "new_ids"},
                    after={k: v for k, v in after.items() if k != "new_ids"}, held_out=held_out)
+    # The fine-tuned weights, for the Lab 6 suite (instruct before vs after this run).
+    model.save_pretrained(Path(out) / POLICY, safe_serialization=True)
+    tokenizer.save_pretrained(Path(out) / POLICY)
     path = lab1_record.write(out, NAME, settings, metrics, started, cache)
     crash.clear(out, f"lab-{NAME}")
     log(f"wrote {path}")

@@ -107,3 +107,19 @@ def command(args) -> int:
           f"{result['adapted']['exact']:.2f}; merge max logit difference "
           f"{result['merge_max_logit_difference']:.3e}")
     return 0
+
+
+# What the post-training module printed for its own run of this lab (SmolLM2-135M BASE at a
+# pinned revision, FP32 hub weights, a 4-thread laptop CPU): shown beside our figures,
+# attributed, never as ours.
+MODULE_REPORTS = {
+    "wrapped": 210, "trainable": 2_442_240, "total": 136_957_248, "trainable_percent": 1.783,
+    "adam_moments_mb": 19.54, "full_adam_moments_mb": 1076.12, "initial_logit_difference": 0.0,
+    "trained_fraction_percent": 9.786,
+    "loss": {4: 1.5709, 8: 0.4989, 12: 0.7453, 16: 0.2747, 20: 0.3550, 24: 0.1364},
+    "training_seconds": 39.1,
+    "adapted": {"loss": 0.2570, "stop": 1.00, "exact": 0.58},
+    "families": {"conversion": 0.80, "addition": 0.10, "extraction": 1.00, "limit": 0.20,
+                 "sorting": 0.80},
+    "merge_max_logit_difference": 1.040e-04, "identical_decoded_outputs": True,
+}
