@@ -61,6 +61,8 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--no-mask", action="store_true", help="sft: loss on every token")
             p.add_argument("--no-row-init", action="store_true",
                            help="keep the chat rows of the embedding as loaded")
+            p.add_argument("--policy", default=None,
+                           help="suite: the fine-tuned model (default: runs/part3/sft/sft-policy)")
             p.add_argument("--export", action="store_true",
                            help="then copy the metrics to data/recorded/part3/")
             p.add_argument("--cache", default=None,

@@ -61,19 +61,19 @@ def test_merged_real_model_matches_the_adapted_one(smollm2):
     lora.attach_lora(adapted, rank=8, alpha=16)
     for _, module in lora.lora_modules(adapted):
         torch.nn.init.normal_(module.lora_B, std=0.01)  # a real update, not the zero one
-    prompts = [lab1_data.render_prompt(u) for u in ("What is 37 + 48?", "Convert 3 MPa to kPa.")]
+    prompts = [lab1_data.render_prompt("What is 37 + 48?")]
     ids = torch.tensor([tokenizer.encode(prompts[0])])
     with torch.no_grad():
         before = adapted(ids).logits
         base = model(ids).logits
-    replies = lab1_eval.greedy_ids(adapted, tokenizer, prompts, max_new_tokens=6)
+    replies = lab1_eval.greedy_ids(adapted, tokenizer, prompts, max_new_tokens=4)
     lora.merge_lora(adapted)
     assert lora.parameter_counts(adapted)["total"] == 134_515_008
     with torch.no_grad():
         after = adapted(ids).logits
     assert float((after - base).abs().max()) > 100 * lab2_lora.MERGE_TOLERANCE  # it did change
     assert float((after - before).abs().max()) < lab2_lora.MERGE_TOLERANCE
-    assert lab1_eval.greedy_ids(adapted, tokenizer, prompts, max_new_tokens=6) == replies
+    assert lab1_eval.greedy_ids(adapted, tokenizer, prompts, max_new_tokens=4) == replies
 
 
 def test_a_missing_gguf_file_names_the_install_command(tmp_path):
