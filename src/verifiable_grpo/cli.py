@@ -104,7 +104,10 @@ def command_lab(args) -> int:
     module_name, function = LABS[args.lab].split(":")
     if args.out is None:
         args.out = f"runs/part3/{args.lab}"
-    code = getattr(importlib.import_module(f"verifiable_grpo.{module_name}"), function)(args)
+    try:
+        code = getattr(importlib.import_module(f"verifiable_grpo.{module_name}"), function)(args)
+    except (FileNotFoundError, FileExistsError) as err:  # a missing model, policy or wheel
+        _user_error(err)
     if args.export and not code:
         from verifiable_grpo.part3.lab1_record import export
 
