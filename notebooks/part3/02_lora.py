@@ -161,13 +161,14 @@ Table(["adapted model", "ours", "the module reports"], rows, digits=4)
 
 # %%
 Table(["merge check", "ours", "the module reports"], [
-    ["initial max |logit difference|", recorded["initial_logit_difference"], module["initial_logit_difference"]],
+    ["initial max |logit difference|", str(recorded["initial_logit_difference"]),
+     str(module["initial_logit_difference"])],
     ["merged parameters", f"{recorded['merged_parameters']:,}", "134,515,008"],
     ["merge max |logit difference|", f"{recorded['merge_max_logit_difference']:.3e}",
      f"{module['merge_max_logit_difference']:.3e}"],
     ["tolerance", f"{recorded['merge_tolerance']:.0e}", "2e-03"],
     ["identical decoded replies (50)", recorded["identical_decoded_outputs"], module["identical_decoded_outputs"]],
-    ["training seconds", recorded["training_seconds"], module["training_seconds"]],
+    ["training seconds", f"{recorded['training_seconds']:.1f}", f"{module['training_seconds']:.1f}"],
 ])
 
 # %% [markdown]
@@ -183,8 +184,9 @@ Table(["merge check", "ours", "the module reports"], [
 # - **Another CPU and thread count.** This changes the last bits of every sum, and greedy
 #   decoding can amplify them.
 #
-# The training time is wall-clock on a shared 2-core machine. The module's time is from a
-# 4-thread laptop.
+# The training time is wall-clock on a 2-core machine that four other jobs were using at
+# the same time, so it measures the contention more than the method. The module's time is
+# from a 4-thread laptop.
 #
 # The merge difference is not zero because $W + sBA$ is summed once, in a different order
 # from computing $Wx + s\,B(Ax)$ at every forward pass. It stays far inside the tolerance.

@@ -26,14 +26,14 @@ def test_a_record_carries_provenance_and_exports_once(tmp_path):
     cache = tmp_path / "cache"
     files.save_json(cache / "source.json", {"gguf_file": "x.gguf", "wheel": "w", "gguf_sha256": "0" * 64})
     out = tmp_path / "run"
-    lab1_record.write(out, "lora", {"rank": 8}, {"trainable": 5}, started=0.0, cache=cache)
+    lab1_record.write(out, "lora", {"rank": 8}, {"trainable": 5}, started=lab1_record.start(), cache=cache)
     record = lab1_record.finished(out, "lora")
     assert record["trainable"] == 5 and record["settings"] == {"rank": 8}
     for key in ("command", "git_commit", "packages", "device", "settings_sha256", "wall_seconds"):
         assert key in record["provenance"], key
     assert record["provenance"]["model"]["gguf_file"] == "x.gguf"
     with pytest.raises(FileExistsError):  # evidence is never overwritten
-        lab1_record.write(out, "lora", {"rank": 8}, {"trainable": 6}, started=0.0, cache=cache)
+        lab1_record.write(out, "lora", {"rank": 8}, {"trainable": 6}, started=lab1_record.start(), cache=cache)
     dest = tmp_path / "recorded"
     target = lab1_record.export(out, "lora", dest)
     assert json.loads(target.read_text()) == record

@@ -18,13 +18,18 @@ def finished(out, name: str) -> dict | None:
     return files.read_json(path) if path.is_file() else None
 
 
-def write(out, name: str, settings: dict, metrics: dict, started: float, cache=None) -> Path:
+def start() -> dict:
+    """The wall clock and the provenance when a lab starts (commit and code as they ran)."""
+    return {"time": time.time(), "provenance": provenance(None, sys.argv)}
+
+
+def write(out, name: str, settings: dict, metrics: dict, started: dict, cache=None) -> Path:
     """OUT/<name>-metrics.json: settings, metrics and provenance (command, commit, settings
     SHA-256, package versions, device, wall time, which GGUF file the weights came from)."""
     record = {"lab": name, "settings": settings, **metrics,
-              "provenance": {**provenance(None, sys.argv), "settings_sha256": config_hash(settings),
+              "provenance": {**started["provenance"], "settings_sha256": config_hash(settings),
                              "model": lab1_model.source_record(cache),
-                             "wall_seconds": round(time.time() - started, 1)}}
+                             "wall_seconds": round(time.time() - started["time"], 1)}}
     return files.save_json(Path(out) / f"{name}-metrics.json", record)
 
 

@@ -8,7 +8,6 @@ every token), `init_rows=False` (keep the chat rows as loaded), `quick=False` (F
 """
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 from verifiable_grpo.core import crash
@@ -27,7 +26,7 @@ def run(out, cache=None, log=print, **overrides) -> dict:
     if done is not None:
         log(f"{out}/{NAME}-metrics.json exists: Lab 1 is finished there (use another --out)")
         return done
-    started = time.time()
+    started = lab1_record.start()
     model, tokenizer = lab1_model.load(cache)
     train_rows, held_out = lab1_data.split(quick=settings["quick"])
     encoded = [lab1_data.encode(tokenizer, r, mask_prompt=settings["mask"]) for r in train_rows]

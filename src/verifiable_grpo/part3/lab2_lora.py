@@ -8,7 +8,6 @@ and the same greedy replies on the held-out set.
 """
 from __future__ import annotations
 
-import time
 
 import torch
 
@@ -46,7 +45,7 @@ def run(out, cache=None, log=print, **overrides) -> dict:
     if done is not None:
         log(f"{out}/{NAME}-metrics.json exists: Lab 2 is finished there (use another --out)")
         return done
-    started = time.time()
+    started = lab1_record.start()
     model, tokenizer = lab1_model.load(cache)
     train_rows, held_out = lab1_data.split(quick=settings["quick_data"])
     encoded = [lab1_data.encode(tokenizer, r) for r in train_rows]

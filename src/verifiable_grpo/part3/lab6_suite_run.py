@@ -11,7 +11,6 @@ are checked in memory and dropped: only PASS/FAIL is kept or printed.
 """
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 from verifiable_grpo.core.config import resolve
@@ -50,7 +49,7 @@ def run(out, cache=None, policy=None, log=print) -> dict:
     if not (policy / "config.json").is_file():
         raise FileNotFoundError(f"no fine-tuned model in {policy}: run `python -m verifiable_grpo "
                                 "lab sft` first (it saves OUT/sft-policy), or pass --policy")
-    started = time.time()
+    started = lab1_record.start()
     suite = lab6_suite.SUITE
     model, tokenizer = lab1_model.load(cache)
     results = {}
