@@ -111,7 +111,11 @@ def command_lab(args) -> int:
     if args.export and not code:
         from verifiable_grpo.part3.lab1_record import export
 
-        print(f"recorded: {export(args.out, args.lab)}")
+        from pathlib import Path
+
+        # recorded under the run folder's name, so an ablation (--out runs/part3/sft-no-mask)
+        # does not collide with the default run
+        print(f"recorded: {export(args.out, args.lab, recorded_as=Path(args.out).name)}")
     return code
 
 

@@ -33,16 +33,17 @@ def write(out, name: str, settings: dict, metrics: dict, started: dict, cache=No
     return files.save_json(Path(out) / f"{name}-metrics.json", record)
 
 
-def export(out, name: str, dest: str | Path | None = None) -> Path:
+def export(out, name: str, dest: str | Path | None = None, recorded_as: str | None = None) -> Path:
     """Copy OUT/<name>-metrics.json (small: numbers, replies, provenance; no weights) to
-    data/recorded/part3/, which the chapters read. A different file already there is kept."""
+    data/recorded/part3/<recorded_as or name>-metrics.json, which the chapters read (an
+    ablation is recorded under its own name). A different file already there is kept."""
     from verifiable_grpo.core.config import resolve
 
     source = Path(out) / f"{name}-metrics.json"
     if not source.is_file():
         raise FileNotFoundError(f"{source} is missing: run `python -m verifiable_grpo lab {name} "
                                 f"--out {out}` first")
-    target = resolve(dest or RECORDED) / source.name
+    target = resolve(dest or RECORDED) / f"{recorded_as or name}-metrics.json"
     if target.is_file() and target.read_bytes() != source.read_bytes():
         raise FileExistsError(f"{target} holds another recorded run; move it away first")
     target.parent.mkdir(parents=True, exist_ok=True)

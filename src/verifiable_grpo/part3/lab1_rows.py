@@ -5,7 +5,7 @@ initial values: almost parallel to each other and to other unused rows (cosine ~
 tied head the same row is also the output weight of <|im_end|>, so such a model struggles
 to learn to stop in a few steps. Re-drawing both rows from the table's per-dimension mean
 and spread gives them distinct, typical-looking directions to start from. (On the 4-bit
-SmolLM2-135M-Instruct the rows measured 0.990 apart from cosine 1 and sat among unused
+SmolLM2-135M-Instruct the two rows have cosine 0.990 and sit among unused
 special-token rows, yet that model already stops on about half the prompts: the cosine is
 a hint, not a test.)
 """
