@@ -39,7 +39,8 @@ def test_lab2_runs_merges_and_records(micro_cache, tmp_path):
     assert lab2_lora.run(out, cache=micro_cache, log=lambda _: None) == result  # not redone
 
 
-def test_lab1_then_the_suite(micro_cache, tmp_path):
+def test_lab1_then_the_suite(micro_cache, tmp_path, monkeypatch):
+    monkeypatch.setattr(lab6_suite_run, "MAX_NEW_TOKENS", 8)  # a micro model: short replies do
     sft = lab1_sft.run(tmp_path / "sft", cache=micro_cache, log=lambda _: None)
     assert sft["steps"] == 15 and len(sft["history"]) == 15 and sft["warmup"] == 1
     assert sft["train_rows"] == 240
