@@ -264,7 +264,7 @@ Table(["run", "ours: exact", "ours: stop", "the module reports: exact", "stop", 
 # on a constant, and would dilute the loss on the part that varies. The next cell counts it.
 # ```
 
-# %%
+# %% tags=["hide-cell"]
 shifted = len(table) - 1
 print(f"{len(targets)} targets of {shifted} shifted positions = {len(targets) / shifted:.4f}")
 
@@ -278,7 +278,7 @@ print(f"{len(targets)} targets of {shifted} shifted positions = {len(targets) / 
 # weights. The next cell prints the multipliers.
 # ```
 
-# %%
+# %% tags=["hide-cell"]
 factor = lab1_train.warmup_cosine(steps=15, warmup=max(1, round(0.05 * 15)))
 print(" ".join(f"{factor(s):.3f}" for s in range(15)))
 

@@ -213,7 +213,7 @@ Table(["merge check", "ours", "the module reports"], [
 # min(in, out), where a low-rank product no longer saves anything.
 # ```
 
-# %%
+# %% tags=["hide-cell"]
 attention = lab2_lora.structure(rank=8, targets=("q_proj", "k_proj", "v_proj", "o_proj"))
 print(f"attention only: {attention['wrapped']} layers, {attention['trainable']:,} trainable, "
       f"{attention['trainable_percent']:.2f} %")

@@ -211,7 +211,7 @@ Table(["category", "prompt", "model", "reply (first 70 characters)", "pass"],
 # (and "ok" for status). The permissive rule was lucky here, and it is not a safe rule.
 # ```
 
-# %%
+# %% tags=["hide-cell"]
 def strict_json(item, text):
     start, end = text.find("{"), text.rfind("}")
     try:
