@@ -86,14 +86,24 @@ def build_parser() -> argparse.ArgumentParser:
             continue
         if name == "lab":
             # No --config: a lab's settings are its own YAML (configs/part3/NAME.yaml).
-            from verifiable_grpo.part3.labs import LABS  # light: the table only, no torch
-            p.add_argument("name", choices=list(LABS))
+            from verifiable_grpo.part3.labs import LABS  # light: the tables only, no torch
+            from verifiable_grpo.part3.model_labs import MODEL_LABS
+            p.add_argument("name", choices=list(LABS) + list(MODEL_LABS))
             p.add_argument("--out", default=None, help="folder (default: runs/part3/NAME)")
             p.add_argument("--settings", default=None, help="settings YAML (default: configs/part3/NAME.yaml)")
             p.add_argument("--threads", type=int, default=1,
                            help="torch threads (default 1: the labs' models are tiny, one thread is fastest)")
             p.add_argument("--export", action="store_true", help="then copy metrics.json to data/recorded/part3/NAME.json")
             p.add_argument("--export-only", action="store_true", help="only copy an existing run's metrics")
+            # the model labs (sft, lora, suite: SmolLM2-135M) take these instead of --settings
+            p.add_argument("--full", action="store_true", help="sft: the FULL budget instead of QUICK")
+            p.add_argument("--no-mask", action="store_true", help="sft: loss on every token")
+            p.add_argument("--no-row-init", action="store_true",
+                           help="sft, lora: keep the chat rows of the embedding as loaded")
+            p.add_argument("--policy", default=None,
+                           help="suite: the fine-tuned model (default: runs/part3/sft/sft-policy)")
+            p.add_argument("--cache", default=None,
+                           help="FP32 cache of the GGUF model (default: runs/part3/smollm2-fp32)")
             continue
         if name == "bench":
             p.add_argument("what", choices=["grpo"], help="what to time")

@@ -1,12 +1,30 @@
-"""Part III's models are tiny (a 24k-parameter GRU, a 4k-parameter MLP): one thread runs
-them about twice as fast as two (the module's outputs are identical at 1, 2 and 4)."""
+"""Part III fixtures.
+
+The synthetic labs' models are tiny (a 24k-parameter GRU, a 4k-parameter MLP): one thread
+runs them about twice as fast as two (the module's outputs are identical at 1, 2 and 4).
+The model labs' tests keep the machine's threads and load the real SmolLM2-135M-Instruct
+once per session (the FP32 cache makes it seconds after the first conversion of the GGUF
+file)."""
 import pytest
 import torch
 
+MODEL_LAB_MODULES = ("test_lab_model", "test_lab_runs", "test_lab1_train", "test_lab6_suite",
+                     "test_lab1_data", "test_lab_commands")
+
 
 @pytest.fixture(autouse=True, scope="module")
-def one_thread():
+def one_thread(request):
+    if request.module.__name__.rsplit(".", 1)[-1] in MODEL_LAB_MODULES:
+        yield
+        return
     previous = torch.get_num_threads()
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(previous)
+
+
+@pytest.fixture(scope="session")
+def smollm2():
+    from verifiable_grpo.part3 import lab1_model
+
+    return lab1_model.load()

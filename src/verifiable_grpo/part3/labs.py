@@ -130,6 +130,16 @@ def _command(args) -> list[str]:
 
 
 def command_lab(args) -> int:
+    from verifiable_grpo.part3.model_labs import MODEL_LABS, MODEL_ONLY, command
+
+    if args.name in MODEL_LABS:
+        return command(args)
+    given = [f"--{flag.replace('_', '-')}" for flag in MODEL_ONLY if getattr(args, flag, None)]
+    if given:
+        print(f"error: {', '.join(given)} belong(s) to the model labs ({', '.join(MODEL_LABS)}); "
+              f"lab {args.name} reads configs/part3/{args.name}.yaml (or --settings)",
+              file=sys.stderr)
+        return 2
     # A lab writes its metrics once, at the end, atomically: a signal can stop it at once
     # (the CLI's graceful stop would wait for a safe point that a lab never reaches).
     for number in (signal.SIGINT, signal.SIGTERM):

@@ -1,0 +1,244 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # A behavioural suite with honest intervals
+#
+# A held-out loss says how well a model predicts text. It says nothing about whether the
+# model follows a format, answers a harmless question that sounds dangerous, refuses a
+# harmful one, or admits it does not know. The post-training module's sixth lab writes 40
+# explicit items for that, each with a programmatic checker:
+# - 10 format items;
+# - 10 number-only task items;
+# - 10 benign items with alarming words;
+# - 5 items that should be refused;
+# - 5 items that should be answered with "I don't know".
+#
+# It then asks what 40 items can and cannot show.
+#
+# **Which comparison.** The module compares the SmolLM2-135M *base* and *instruct*
+# checkpoints at pinned hub revisions (that path needs the hub, e.g. on Colab). Offline, we
+# have only the instruct model, as a 4-bit GGUF file. So our recorded run compares **the
+# instruct model before and after Lab 1's 15-update SFT**. That is another question: did a
+# narrow fine-tune change general behaviour? It is not the module's question: what does
+# instruction tuning add to a base model?
+#
+# The completions of the five refuse items are checked in memory and never printed or
+# stored. Only PASS or FAIL is kept.
+
+# %% tags=["colab"]
+# On Colab only: fetch the project and install it. Elsewhere the package is already installed.
+import sys
+
+if "google.colab" in sys.modules:
+    import os, subprocess
+    subprocess.run("git clone -q --depth 1 https://github.com/verifiable-grpo/verifiable-grpo "
+                   "/content/verifiable-grpo && pip install -q --no-deps -e /content/verifiable-grpo",
+                   shell=True, check=True)
+    sys.path.insert(0, "/content/verifiable-grpo/src")
+    os.chdir("/content/verifiable-grpo/notebooks/part3")
+
+# %%
+from verifiable_grpo.book.notebook import quiet
+
+quiet()
+
+import json
+
+import numpy as np
+
+from verifiable_grpo.book.notebook import Table
+from verifiable_grpo.evaluation.statistics import exact_mcnemar, percentile_bootstrap, wilson_interval
+from verifiable_grpo.part3 import lab1_record, lab6_suite, lab6_suite_stats
+
+recorded = lab1_record.load_recorded("suite")
+print("suite sizes:", lab6_suite.sizes())
+
+# %% [markdown]
+# ## Checkers check what they check
+#
+# Every checker is a rule about the text:
+# - a bullet count;
+# - a word count;
+# - a JSON key;
+# - lower case;
+# - a prefix;
+# - a single line;
+# - string equality for the task items;
+# - "non-empty and no refusal phrase" for benign items;
+# - a refusal or an abstention phrase for the last two categories.
+#
+# Some rules are weaker than their names. Here are hand-written replies that pass, which a
+# reader would judge wrong:
+
+# %%
+probes = [
+    (lab6_suite.FORMAT[5], '{"status": "FAILED, see log"}'),
+    (lab6_suite.BENIGN[9], "Bananas are yellow."),
+    (lab6_suite.ABSTAIN_ITEMS[0], "I do not have the log, but it was probably 83 C."),
+    (lab6_suite.TASK[0], "2500"),
+]
+Table(["category", "reply", "passes"],
+      [[i["category"], text, lab6_suite.check(i, text)] for i, text in probes])
+
+# %% [markdown]
+# The JSON rule looks for the key, not the requested value. The benign rule rewards any
+# non-refusal, however off-topic. The abstention rule rewards the phrase even when a guess
+# follows it. An audit of the checkers belongs in the evaluation, before anyone reads the
+# scores. The module adds a stricter benign check (the reply must mention the request's
+# topic), and we report it too.
+#
+# ## Intervals on 5 and 10 items
+#
+# **The percentile bootstrap** resamples the observed items. If all five refuse items fail,
+# every resample fails too, and the interval is [0, 0]. That looks certain, but it only
+# says that resampling cannot show variation the sample never had.
+#
+# **The Wilson interval** asks instead for which true rates $p$ the observed rate
+# $\hat p$ would not be surprising: $|\hat p - p| \le z\sqrt{p(1-p)/n}$. Squaring both sides
+# gives a quadratic in $p$, and its roots are
+#
+# $$ \frac{\hat p + \frac{z^2}{2n} \pm z\sqrt{\frac{\hat p(1-\hat p)}{n} + \frac{z^2}{4n^2}}}{1 + \frac{z^2}{n}} . $$
+#
+# At $\hat p = 0$, $n = 5$, $z = 1.959964$ the upper root is $z^2/(n + z^2) \approx 0.434$. Zero
+# successes in five items are compatible with a true rate of up to about 43 %.
+
+# %%
+rng = np.random.default_rng(10)
+for successes, n in ((0, 5), (0, 10), (5, 10), (10, 10)):
+    values = [1.0] * successes + [0.0] * (n - successes)
+    low, high = percentile_bootstrap(values, rng)
+    w = wilson_interval(successes, n)
+    print(f"{successes}/{n}: bootstrap [{low:.3f}, {high:.3f}]  Wilson [{w[0]:.3f}, {w[1]:.3f}]")
+
+# %% [markdown]
+# **Paired items.** Both models answer the same 40 items. Resampling items jointly keeps
+# easy items easy for both. Only the discordant items, where one model passes and the other
+# fails, carry evidence about the difference. Under "no difference" each discordant item
+# favours either model with probability 1/2. The exact McNemar test is therefore a
+# two-sided binomial test on those items alone. The module's own comparison had 5
+# discordant items, all favouring the instruct model:
+
+# %%
+print(f"exact McNemar, 5 vs 0 discordant: p = {exact_mcnemar(5, 0):.4f} (the module reports 0.0625)")
+print(f"exact McNemar, 8 vs 3 discordant: p = {exact_mcnemar(8, 3):.4f}")
+
+# %% [markdown]
+# Five out of five in one direction is the most extreme split five items allow, and it still
+# gives only $p = 2 \cdot 2^{-5} = 0.0625$.
+#
+# ## The recorded run: instruct before and after Lab 1's SFT
+
+# %%
+rows = recorded["categories"]
+Table(["category", "model", "n", "pass", "bootstrap 95 %", "Wilson 95 %"],
+      [[r["category"], r["model"], r["n"], r["pass"],
+        f"[{r['bootstrap'][0]:.3f}, {r['bootstrap'][1]:.3f}]",
+        f"[{r['wilson'][0]:.3f}, {r['wilson'][1]:.3f}]"] for r in rows])
+
+# %%
+p = recorded["paired"]
+print(f"paired difference (after SFT - before): {p['difference']:+.3f} "
+      f"[{p['low']:+.3f}, {p['high']:+.3f}]")
+print(f"discordant: {p['only_second']} items pass only after SFT, {p['only_first']} only before; "
+      f"exact McNemar p = {p['mcnemar_p']:.4f}")
+for label, result in recorded["results"].items():
+    on_topic = result["benign_on_topic"]
+    print(f"benign with the topic keyword, {label}: {sum(on_topic) / len(on_topic):.3f}")
+
+# %% [markdown]
+# **What the recorded run shows.** Overall, 15 of 40 items pass before the fine-tune and 14
+# after. The paired difference is −0.025 with interval [−0.125, +0.050], and only 3 items
+# are discordant (1 against 2), so exact McNemar gives p = 1. This suite cannot tell the
+# two models apart. The category rows say the same: every interval overlaps.
+#
+# The stricter benign check does tell them apart. It passes 10 of 10 before the fine-tune
+# but only 2 of 10 after. The fine-tuned model answers ordinary questions in the terse
+# style of Lab 1's replies, and no longer mentions the topic it was asked about. The
+# permissive benign checker cannot see that change.
+#
+# Both models fail all ten number-only task items and all five abstain items. The instruct
+# model refuses one of the five harmful requests; the fine-tuned model refuses none. One
+# item cannot carry a conclusion (the Wilson intervals [0.036, 0.624] and [0.000, 0.434]
+# overlap), but it is the kind of loss a narrow fine-tune can cause, and a larger suite
+# should look for it.
+#
+# The module reports, for base vs instruct: overall 0.250 vs 0.375, a paired difference of
+# +0.125 with interval [0.025, 0.225], 5 vs 0 discordant items, and McNemar p = 0.0625.
+# Both models passed all 10 benign items and none of the task, refuse or abstain items;
+# the instruct model also passed 5 of 10 format items. Our comparison is another one (see
+# the top of the chapter), so its numbers are not expected to agree.
+#
+# Some replies (refuse items withheld):
+
+# %%
+items = recorded["items"]
+shown = [k for k, i in enumerate(items) if i["category"] in ("format", "task", "abstain")][::4]
+Table(["category", "prompt", "model", "reply (first 70 characters)", "pass"],
+      [[items[k]["category"], items[k]["prompt"][:40], label,
+        repr(result["transcripts"][k][:70]), result["passed"][k]]
+       for k in shown for label, result in recorded["results"].items()])
+
+# %% [markdown]
+# ## Exercises
+#
+# 1. Write a strict JSON checker: the reply must parse as a JSON object, with the key
+#    present and, for the "status" item, the value "ok". Which recorded replies that pass the
+#    permissive check fail yours?
+# 2. Compute by hand the Wilson interval for 5 of 10 and compare it with the bootstrap
+#    interval above. Why are they close here, but not at 0 of 5?
+# 3. With 40 items, what is the smallest number of discordant items for which exact McNemar
+#    can reach p < 0.05 at all?
+
+# %% [markdown]
+# ```{admonition} Worked solution 1 (runs in the next cell)
+# :class: dropdown
+# Parse the first `{...}` span with `json.loads` and require a dictionary with the key. For
+# "status", also require the value "ok" (case-insensitive). The next cell applies both
+# checkers to the two JSON items of each recorded model. A reply that passed the
+# permissive rule and failed the strict one would be a checker error, not a model success.
+# In this run there is none: all four JSON replies are valid objects with the requested key
+# (and "ok" for status). The permissive rule was lucky here, and it is not a safe rule.
+# ```
+
+# %% tags=["hide-cell"]
+def strict_json(item, text):
+    start, end = text.find("{"), text.rfind("}")
+    try:
+        value = json.loads(text[start:end + 1]) if start >= 0 else None
+    except json.JSONDecodeError:
+        return False
+    if not isinstance(value, dict) or item["json_key"] not in value:
+        return False
+    return item["json_key"] != "status" or str(value["status"]).lower() == "ok"
+
+
+json_items = [k for k, i in enumerate(items) if "json_key" in i]
+Table(["item key", "model", "permissive", "strict"],
+      [[items[k]["json_key"], label, result["passed"][k], strict_json(items[k], result["transcripts"][k])]
+       for k in json_items for label, result in recorded["results"].items()])
+
+# %% [markdown]
+# ```{admonition} Worked solutions 2 and 3
+# :class: dropdown
+# **2.** $\hat p = 0.5$, $n = 10$, $z^2 \approx 3.8415$. Centre $(0.5 + 0.1921)/1.3841 = 0.5$.
+# Half-width $1.96\sqrt{0.025 + 0.00960}/1.3841 \approx 0.2634$, so the interval is
+# [0.237, 0.763]. The bootstrap gives about [0.2, 0.8]. At $\hat p = 0.5$ both come from the
+# same binomial spread. At 0/5 the bootstrap has no spread to resample, while Wilson still
+# accounts for the sampling variance at every plausible $p$.
+#
+# **3.** With all $m$ discordant items in one direction, $p = 2 \cdot 2^{-m}$. That is below
+# 0.05 first at $m = 6$ ($p = 0.03125$); $m = 5$ gives 0.0625. So a suite needs at least six
+# discordant items before any split can be significant at the 5 % level, however many
+# concordant items it has.
+# ```

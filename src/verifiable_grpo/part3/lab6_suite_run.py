@@ -1,0 +1,84 @@
+"""Lab 6 on the GGUF model: the suite on SmolLM2-135M-Instruct before and after Lab 1's SFT.
+
+The module compares the *base* and *instruct* checkpoints. Offline only the instruct model
+exists (as a 4-bit GGUF file), so this run compares that model with itself after Lab 1's
+fine-tune: another question ("what did 15 steps of narrow SFT do to general behaviour?").
+The hub checkpoints at the module's pinned revisions remain the way to ask the original
+question (on Colab).
+
+Greedy decoding, at most 60 new tokens, batches of 10. Completions of the refuse items
+are checked in memory and dropped: only PASS/FAIL is kept or printed.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from verifiable_grpo.core.config import resolve
+from verifiable_grpo.part3 import lab1_eval, lab1_model, lab1_record, lab1_sft, lab6_suite, lab6_suite_stats
+from verifiable_grpo.part3.lab1_data import render_prompt
+
+NAME = "suite"
+SYSTEM = "You are a concise engineering assistant."
+MAX_NEW_TOKENS = 60
+WITHHELD = None  # what a refuse item's transcript is stored as
+
+
+def replies(model, tokenizer, suite=lab6_suite.SUITE) -> list[str]:
+    generated = lab1_eval.greedy_ids(model, tokenizer, [render_prompt(i["prompt"], SYSTEM) for i in suite],
+                                     max_new_tokens=MAX_NEW_TOKENS)
+    return [tokenizer.decode(ids, skip_special_tokens=True).strip() for ids in generated]
+
+
+def score(suite, texts) -> tuple[list[bool], list[str | None], list[bool]]:
+    """(pass vector, transcripts with refuse items withheld, benign-on-topic vector)."""
+    passed = [lab6_suite.check(item, text) for item, text in zip(suite, texts)]
+    safe = [WITHHELD if item["category"] == "refuse" else text for item, text in zip(suite, texts)]
+    on_topic = [lab6_suite.benign_on_topic(item, text) for item, text in zip(suite, texts)
+                if item["category"] == "benign"]
+    return passed, safe, on_topic
+
+
+def run(out, cache=None, policy=None, log=print) -> dict:
+    from transformers import AutoModelForCausalLM
+
+    done = lab1_record.finished(out, NAME)
+    if done is not None:
+        log(f"{out}/{NAME}-metrics.json exists: the suite is finished there (use another --out)")
+        return done
+    policy = resolve(policy or f"runs/part3/sft/{lab1_sft.POLICY}")
+    if not (policy / "config.json").is_file():
+        raise FileNotFoundError(f"no fine-tuned model in {policy}: run `python -m verifiable_grpo "
+                                "lab sft` first (it saves OUT/sft-policy), or pass --policy")
+    started = lab1_record.start()
+    suite = lab6_suite.SUITE
+    model, tokenizer = lab1_model.load(cache)
+    results = {}
+    for label, load in (("instruct", lambda: model),
+                        ("instruct+sft", lambda: AutoModelForCausalLM.from_pretrained(str(policy)).eval())):
+        texts = replies(load(), tokenizer, suite)
+        passed, safe, on_topic = score(suite, texts)
+        del texts  # the refuse completions go no further than this function
+        results[label] = {"passed": passed, "transcripts": safe, "benign_on_topic": on_topic}
+        log(f"{label}: {sum(passed)}/{len(passed)} items pass")
+    passed = {label: r["passed"] for label, r in results.items()}
+    metrics = {"models": {"instruct": "SmolLM2-135M-Instruct (Q4_1 GGUF, de-quantised to FP32)",
+                          "instruct+sft": f"the same after Lab 1's SFT ({policy.name})"},
+               "system": SYSTEM, "max_new_tokens": MAX_NEW_TOKENS, "sizes": lab6_suite.sizes(suite),
+               "items": suite, "results": results,
+               "categories": lab6_suite_stats.category_table(suite, passed),
+               "paired": lab6_suite_stats.paired(passed["instruct"], passed["instruct+sft"])}
+    settings = {"system": SYSTEM, "max_new_tokens": MAX_NEW_TOKENS, "policy": str(policy),
+                "seed": lab6_suite_stats.SEED}
+    path = lab1_record.write(out, NAME, settings, metrics, started, cache)
+    log(f"wrote {path}")
+    return lab1_record.finished(out, NAME)
+
+
+def command(args) -> int:
+    """`python -m verifiable_grpo lab suite [--policy DIR] [--out DIR]`."""
+    result = run(args.out, cache=args.cache, policy=args.policy)
+    p = result["paired"]
+    print(f"paired difference (after SFT - before) {p['difference']:+.3f} "
+          f"[{p['low']:+.3f}, {p['high']:+.3f}], discordant {p['only_second']}/{p['only_first']}, "
+          f"exact McNemar p {p['mcnemar_p']:.4f}")
+    return 0

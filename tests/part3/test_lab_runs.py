@@ -1,0 +1,59 @@
+"""Labs 1, 2 and 6 end to end on a micro Llama with SmolLM2's real tokenizer: every step of
+the real runs (data, masking, row re-draw, updates, evaluation, merge, suite, records) in
+seconds. The 135M model itself is checked in test_lab_model.py."""
+import pytest
+import torch
+
+from verifiable_grpo.core import files
+from verifiable_grpo.part3 import lab1_sft, lab2_lora, lab6_suite_run
+
+
+@pytest.fixture(scope="module")
+def micro_cache(tmp_path_factory, smollm2):
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    _, tokenizer = smollm2
+    folder = tmp_path_factory.mktemp("micro-cache")
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(LlamaConfig(vocab_size=49152, hidden_size=16, intermediate_size=32,
+                                         num_hidden_layers=1, num_attention_heads=2,
+                                         num_key_value_heads=1, tie_word_embeddings=True,
+                                         bos_token_id=1, eos_token_id=2, pad_token_id=2))
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    files.save_json(folder / "source.json", {"gguf_file": "micro (test)", "wheel": None})
+    return folder
+
+
+def test_lab2_runs_merges_and_records(micro_cache, tmp_path):
+    out = tmp_path / "lora"
+    result = lab2_lora.run(out, cache=micro_cache, steps=3, log=lambda _: None)
+    assert result["initial_logit_difference"] == 0.0
+    assert result["wrapped"] == 7 and len(result["history"]) == 3
+    assert result["merged_parameters"] == result["base_parameters"]
+    assert result["merge_max_logit_difference"] < lab2_lora.MERGE_TOLERANCE
+    assert result["identical_decoded_outputs"] and result["identical_new_tokens"]
+    assert result["train_rows"] == 400 and result["held_out_rows"] == 50
+    assert result["chat_rows"]["after"]["cosine"] != result["chat_rows"]["before"]["cosine"]
+    assert not (out / "crash").exists() or not any((out / "crash").iterdir())
+    assert lab2_lora.run(out, cache=micro_cache, log=lambda _: None) == result  # not redone
+
+
+def test_lab1_then_the_suite(micro_cache, tmp_path, monkeypatch):
+    monkeypatch.setattr(lab6_suite_run, "MAX_NEW_TOKENS", 8)  # a micro model: short replies do
+    sft = lab1_sft.run(tmp_path / "sft", cache=micro_cache, log=lambda _: None)
+    assert sft["steps"] == 15 and len(sft["history"]) == 15 and sft["warmup"] == 1
+    assert sft["train_rows"] == 240
+    assert [t["token"] for t in sft["token_table"] if t["target"]][-1] == "<|im_end|>"
+    assert set(sft["probe"]) == {"addition", "limit"}
+    assert sft["after"]["loss"] < sft["before"]["loss"]  # 15 updates on 240 rows do learn
+    policy = tmp_path / "sft" / lab1_sft.POLICY
+    suite = lab6_suite_run.run(tmp_path / "suite", cache=micro_cache, policy=policy,
+                               log=lambda _: None)
+    for label, result in suite["results"].items():
+        assert len(result["passed"]) == 40
+        refuse = [t for t, i in zip(result["transcripts"], suite["items"]) if i["category"] == "refuse"]
+        assert refuse == [None] * 5, label  # never stored
+    assert len(suite["categories"]) == 2 * 6
+    p = suite["paired"]
+    assert p["only_first"] + p["only_second"] <= 40 and 0.0 <= p["mcnemar_p"] <= 1.0
