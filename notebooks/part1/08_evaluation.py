@@ -171,7 +171,9 @@ else:
 # %% [markdown]
 # ## Why GRPO did not win here
 #
-# GRPO did not beat further SFT on this record. Against its own starting point, the warm
+# On greedy pass@1 further SFT beat GRPO, and the paired greedy table says by more than
+# chance would give; on per-draw success GRPO ended a little above both, but within
+# intervals that include zero, so it did not win there either. Against its own starting point, the warm
 # start, the paired lines above are the test of whether it learned anything at all: a
 # per-draw interval that excludes zero points to a real but small gain, one that straddles
 # zero is not evidence either way, and with ten pairs tested at once a single borderline
