@@ -19,12 +19,20 @@ from verifiable_grpo.core.config import repo_root
 
 ROOT = repo_root()
 CHAPTERS = sorted((ROOT / "notebooks" / "part1").glob("*.py"))
-LAYERS_THE_CHAPTERS_USE = ("core", "task", "training", "evaluation", "part1", "book", "exercises")
+EVERY_CHAPTER = sorted((ROOT / "notebooks").glob("part*/*.py"))
+LAYERS_THE_CHAPTERS_USE = ("core", "task", "training", "evaluation", "part1", "part2", "part3",
+                           "book", "exercises")
 
 
 def _colab_cells(path: Path) -> list[str]:
     return [c.source for c in jupytext.read(path).cells
             if "colab" in c.metadata.get("tags", [])]
+
+
+def test_the_setup_cell_opens_the_chapter_folder_of_its_part():
+    assert 'os.path.join(clone, "notebooks", "part3")' in colab.setup_cell_source("part3")
+    with pytest.raises(ValueError, match="part1..part3"):
+        colab.setup_cell_source("part4")
 
 
 def test_repository_url_comes_from_config_unless_overridden(monkeypatch):
@@ -35,15 +43,14 @@ def test_repository_url_comes_from_config_unless_overridden(monkeypatch):
     assert colab.repository_url() == "file:///tmp/elsewhere.git"
 
 
-@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.name)
+@pytest.mark.parametrize("chapter", EVERY_CHAPTER, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_every_chapter_starts_with_the_generated_setup_cell(chapter):
-    assert _colab_cells(chapter) == [colab.setup_cell_source()], (
+    assert _colab_cells(chapter) == [colab.setup_cell_source(chapter.parent.name)], (
         f"{chapter.name}: its Colab cell differs from book/colab.py's setup_cell_source(); "
         "regenerate it (the URL lives in _config.yml)")
 
 
-def _imported_top_modules(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text() if path.suffix == ".py" else "")
+def _imports_of(tree) -> set[str]:
     names = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -53,8 +60,33 @@ def _imported_top_modules(path: Path) -> set[str]:
     return names
 
 
+def _imported_top_modules(path: Path) -> set[str]:
+    """What the file imports; a tool-only package counts only where it is imported outside a
+    function (then importing the module itself would need it)."""
+    tree = ast.parse(path.read_text() if path.suffix == ".py" else "")
+    at_module_level = _imports_of(ast.Module(
+        body=[n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))
+              and not _inside_function(tree, n)], type_ignores=[]))
+    return {n for n in _imports_of(tree) if n not in colab.TOOL_ONLY_IMPORTS or n in at_module_level}
+
+
+def _inside_function(tree, target) -> bool:
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if any(child is target for child in ast.walk(node)):
+                return True
+    return False
+
+
+def test_a_tool_only_package_imported_at_module_level_is_caught(tmp_path):
+    eager, lazy = tmp_path / "eager.py", tmp_path / "lazy.py"
+    eager.write_text("import trl\n")
+    lazy.write_text("def f():\n    import trl\n")
+    assert "trl" in _imported_top_modules(eager) and "trl" not in _imported_top_modules(lazy)
+
+
 def test_every_import_the_chapters_need_ships_with_colab():
-    files = CHAPTERS + [p for layer in LAYERS_THE_CHAPTERS_USE
+    files = EVERY_CHAPTER + [p for layer in LAYERS_THE_CHAPTERS_USE
                         for p in (ROOT / "src" / "verifiable_grpo" / layer).glob("*.py")]
     third_party = {}
     for path in files:

@@ -22,6 +22,9 @@ CLONE_DIR = "/content/verifiable-grpo"
 # versions, not requirements.txt's pins).
 COLAB_PREINSTALLED = ("IPython", "ipywidgets", "matplotlib", "numpy", "safetensors", "tokenizers",
                       "torch", "tqdm", "transformers", "yaml")
+# Imported only inside the functions of tools that no chapter runs (the TRL parity test,
+# `bench grpo`): not on Colab, and never needed there, as long as the import stays lazy.
+TOOL_ONLY_IMPORTS = ("trl", "datasets", "peft")
 
 
 def repository_url() -> str:
@@ -38,8 +41,11 @@ def repository_url() -> str:
                          "launch buttons read it)") from None
 
 
-def setup_cell_source() -> str:
-    """The source of every chapter's Colab cell (tag "colab"), for the URL in _config.yml."""
+def setup_cell_source(part: str = "part1") -> str:
+    """The source of every chapter's Colab cell (tag "colab"), for the URL in _config.yml;
+    `part` is the chapter's folder under notebooks/ (part1, part2, part3)."""
+    if part not in ("part1", "part2", "part3"):
+        raise ValueError(f"unknown part {part!r}: the chapters live in notebooks/part1..part3")
     config = yaml.safe_load((repo_root() / "_config.yml").read_text())
     url = config["repository"]["url"]
     return f'''# On Colab only: fetch the project and install it. Elsewhere the package is already installed.
@@ -53,4 +59,4 @@ if "google.colab" in sys.modules:
     # --no-deps: everything the chapters import ships with Colab (see book/colab.py)
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "-e", clone], check=True)
     sys.path.insert(0, os.path.join(clone, "src"))
-    os.chdir(os.path.join(clone, "notebooks", "part1"))'''
+    os.chdir(os.path.join(clone, "notebooks", "{part}"))'''
