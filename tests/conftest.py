@@ -10,11 +10,9 @@ import pytest
 
 from verifiable_grpo.core.config import load_config, repo_root
 
-TINY_BASE = repo_root() / "data" / "tiny-base"
-
-
-def tiny_base_has_weights() -> bool:
-    return (TINY_BASE / "config.json").is_file()
+# Plain helpers live in shared_helpers.py: test modules import them from there, because
+# `from conftest import ...` finds whichever conftest.py (tests/part3 has one) was loaded last.
+from shared_helpers import TINY_BASE, run_cli, tiny_base_has_weights  # noqa: F401
 
 
 @pytest.fixture
@@ -77,18 +75,6 @@ def learning_view_dir(dataset_dir, tmp_path_factory):
     from verifiable_grpo.task import data
 
     return data.write_learning_view(dataset_dir, tmp_path_factory.mktemp("view") / "learning-data")
-
-
-def run_cli(args, env_extra=None, timeout=900):
-    """`python -m verifiable_grpo ARGS` in a fresh process (progress bars off)."""
-    import os
-    import subprocess
-    import sys
-
-    env = dict(os.environ, TQDM_DISABLE="1", **(env_extra or {}))
-    return subprocess.run([sys.executable, "-m", "verifiable_grpo", *args], env=env,
-                          capture_output=True, text=True, timeout=timeout,
-                          cwd=str(repo_root()))
 
 
 @pytest.fixture(scope="session")

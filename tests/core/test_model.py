@@ -7,7 +7,7 @@ import struct
 import pytest
 import torch
 
-from conftest import TINY_BASE, tiny_base_has_weights
+from shared_helpers import TINY_BASE, tiny_base_has_weights
 from verifiable_grpo.core import model as M
 from verifiable_grpo.core.config import ConfigError, load_config
 

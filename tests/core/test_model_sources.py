@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from conftest import TINY_BASE
+from shared_helpers import TINY_BASE
 from verifiable_grpo.core import config_schema, model_checks
 from verifiable_grpo.core import model as M
 from verifiable_grpo.core import model_sources as S

@@ -15,7 +15,7 @@ import pytest
 from verifiable_grpo.core import checkpoint
 from verifiable_grpo.core.config import read_json
 
-from conftest import run_cli
+from shared_helpers import run_cli
 
 # (fault point[#nth][:signal], what the run must have left behind when it died)
 CHAIN = [

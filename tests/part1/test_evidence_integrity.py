@@ -14,7 +14,7 @@ from verifiable_grpo.training import sft
 from verifiable_grpo.core import model as model_lib
 from verifiable_grpo.core.config import load_config, read_json
 
-from conftest import run_cli
+from shared_helpers import run_cli
 
 
 class _Payload:

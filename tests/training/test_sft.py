@@ -214,7 +214,7 @@ def test_loss_on_a_real_batch_matches_float64(micro_model, random_config):
 def test_a_signal_stops_a_single_stage_cleanly_and_the_same_command_continues(tmp_path):
     """SIGINT during `warmstart`: one line naming the command, no traceback, a crash
     checkpoint kept; the same command then finishes and clears it."""
-    from conftest import run_cli
+    from shared_helpers import run_cli
 
     config = micro_config()
     sft.ensure_learning_view(config, tmp_path)

@@ -1,0 +1,22 @@
+"""Helpers (not fixtures) shared by test modules: import them with `from shared_helpers import`."""
+from __future__ import annotations
+
+from verifiable_grpo.core.config import repo_root
+
+TINY_BASE = repo_root() / "data" / "tiny-base"
+
+
+def tiny_base_has_weights() -> bool:
+    return (TINY_BASE / "config.json").is_file()
+
+
+def run_cli(args, env_extra=None, timeout=900):
+    """`python -m verifiable_grpo ARGS` in a fresh process (progress bars off)."""
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, TQDM_DISABLE="1", **(env_extra or {}))
+    return subprocess.run([sys.executable, "-m", "verifiable_grpo", *args], env=env,
+                          capture_output=True, text=True, timeout=timeout,
+                          cwd=str(repo_root()))
