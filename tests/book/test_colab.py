@@ -64,18 +64,13 @@ def _imported_top_modules(path: Path) -> set[str]:
     """What the file imports; a tool-only package counts only where it is imported outside a
     function (then importing the module itself would need it)."""
     tree = ast.parse(path.read_text() if path.suffix == ".py" else "")
+    in_functions = {id(node) for function in ast.walk(tree)
+                    if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef))
+                    for node in ast.walk(function)}
     at_module_level = _imports_of(ast.Module(
         body=[n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))
-              and not _inside_function(tree, n)], type_ignores=[]))
+              and id(n) not in in_functions], type_ignores=[]))
     return {n for n in _imports_of(tree) if n not in colab.TOOL_ONLY_IMPORTS or n in at_module_level}
-
-
-def _inside_function(tree, target) -> bool:
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            if any(child is target for child in ast.walk(node)):
-                return True
-    return False
 
 
 def test_a_tool_only_package_imported_at_module_level_is_caught(tmp_path):

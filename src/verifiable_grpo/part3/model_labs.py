@@ -27,7 +27,6 @@ def command(args) -> int:
               file=sys.stderr)
         return 2
     module_name, function = MODEL_LABS[args.name][0].split(":")
-    args.lab = args.name
     if args.out is None:
         args.out = f"runs/part3/{args.name}"
     try:
