@@ -149,3 +149,41 @@ def test_aero_is_deterministic_given_its_generator():
     assert [g["responses"] for g in first.groups] == [g["responses"] for g in again.groups]
     with pytest.raises(ValueError, match="pads every prompt to 4 slots"):
         samplers.collect(ScriptedSource(scripts), OBJECTIVES["aero"].sampler, 4, 3, 0, _gen())
+
+
+class BatchedSource(ScriptedSource):
+    """The scripted source with draw_many: records the size of every batch it decodes."""
+
+    def __init__(self, scripts):
+        super().__init__(scripts)
+        self.batches: list[int] = []
+
+    def draw_many(self, requests):
+        self.batches.append(sum(count for _, count, _ in requests))
+        return [self.draw(*request) for request in requests]
+
+
+def test_independent_requests_are_drawn_as_one_batch():
+    scripts = {"p0": [0.0], "p1": [0.0, 0.0, 0.0, 0.0, 1.0], "p2": [1.0, 0.0, 1.0], "p3": [1.0]}
+    plain = BatchedSource({"p0": [1.0, 0.0]})
+    samplers.collect(plain, Sampler(), 3, 4, 0, _gen())
+    assert plain.batches == [12]                      # every prompt's group together
+    dynamic = BatchedSource({"p0": [1.0, 0.0], "p3": [0.0, 1.0]})
+    samplers.collect(dynamic, OBJECTIVES["dapo"].sampler, 2, 4, 0, _gen())
+    assert dynamic.batches == [8, 8]                  # one batch per generation batch
+    # AERO: the exploration together, then one batch per rescue round (two prompts wait;
+    # the budget of 4 gives two rounds of 2), and the same groups as one-at-a-time drawing.
+    batched = BatchedSource(scripts)
+    together = samplers.collect(batched, OBJECTIVES["aero"].sampler, 4, 4, 0, _gen(0))
+    assert batched.batches == [12, 2, 2]
+    alone = samplers.collect(ScriptedSource(scripts), OBJECTIVES["aero"].sampler, 4, 4, 0, _gen(0))
+    assert [g["responses"] for g in together.groups] == [g["responses"] for g in alone.groups]
+
+
+def test_a_source_returning_the_wrong_number_of_rows_is_refused():
+    class Short(ScriptedSource):
+        def draw_many(self, requests):
+            return [self.draw(example, count - 1, group) for example, count, group in requests]
+
+    with pytest.raises(ValueError, match="another number of rows than requested"):
+        samplers.collect(Short({}), Sampler(), 2, 4, 0, _gen())

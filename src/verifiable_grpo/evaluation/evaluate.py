@@ -181,36 +181,55 @@ def _jobs(selected, prompt_ids, mode: str, draws: int, seed_base: int) -> list[t
             for (index, page), ids in zip(selected, prompt_ids) for draw in range(count)]
 
 
-def _mode_rows(model, tokenizer, config, jobs, mode, device, bar, policy) -> list[dict]:
-    """Every response of one mode: one at a time, or EVALUATION_BATCH_ROWS at a time when
-    sampling.batched (each sampled row keeps its own per-draw generator either way)."""
+def generate_answers(model, tokenizer, config, jobs, greedy: bool, device, after_each=None):
+    """The answers to `jobs` (as _jobs gives them), in order: one at a time, or
+    EVALUATION_BATCH_ROWS at a time when sampling.batched (each sampled row keeps its own
+    per-draw generator either way, so a row's answer does not depend on its batch).
+    `after_each(job, answer)` runs after every answer (progress, interrupts)."""
     from verifiable_grpo.training import batched_rollout
 
-    greedy = mode == "greedy"
     batched = typed(config).sampling.batched
     size = EVALUATION_BATCH_ROWS if batched else 1
-    last_draw = max(job[3] for job in jobs)
-    rows = []
+    answers = []
     for start in range(0, len(jobs), size):
         chunk = jobs[start:start + size]
         generators = [None if seed is None else torch.Generator(device=device).manual_seed(seed)
                       for *_, seed in chunk]
         if batched:
-            answers = [_answer(out) for out in batched_rollout.generate_batch(
+            found = [_answer(out) for out in batched_rollout.generate_batch(
                 model, tokenizer, [job[2] for job in chunk], config,
                 None if greedy else generators, greedy=greedy)]
         else:
-            answers = [_respond(model, tokenizer, chunk[0][2], config, generators[0], greedy)]
-        for (index, page, _, draw, seed), answer in zip(chunk, answers):
-            rows.append({"document_id": page["document_id"],
-                         "population": page["population"], "problem_index": index,
-                         "draw": draw, "seed": seed, **answer})
-            bar.update()
-            if draw == last_draw:
-                fault_point("inference-after-problem")
-                interrupts.check(f"during inference of {policy} (unfinished inference is "
-                                 "redone on the next run)")
-    return rows
+            found = [_respond(model, tokenizer, chunk[0][2], config, generators[0], greedy)]
+        for job, answer in zip(chunk, found):
+            answers.append(answer)
+            if after_each is not None:
+                after_each(job, answer)
+    return answers
+
+
+def _mode_rows(model, tokenizer, config, jobs, mode, device, bar, policy) -> list[dict]:
+    """Every response of one mode, as rows of the inference file."""
+    last_draw = max(job[3] for job in jobs)
+
+    def after_each(job, answer):
+        bar.update()
+        if job[3] == last_draw:
+            fault_point("inference-after-problem")
+            interrupts.check(f"during inference of {policy} (unfinished inference is "
+                             "redone on the next run)")
+
+    answers = generate_answers(model, tokenizer, config, jobs, mode == "greedy", device,
+                               after_each)
+    return [{"document_id": page["document_id"], "population": page["population"],
+             "problem_index": index, "draw": draw, "seed": seed, **answer}
+            for (index, page, _, draw, seed), answer in zip(jobs, answers)]
+
+
+def response_jobs(selected, prompt_ids, mode: str, draws: int, seed_base: int) -> list[tuple]:
+    """(problem index, page, prompt ids, draw, seed) of every response of a mode (greedy:
+    one per problem; sample: `draws` per problem with the evaluation's draw seeds)."""
+    return _jobs(selected, prompt_ids, mode, draws, seed_base)
 
 
 def generate_policy(config: dict, out_dir, policy: str) -> dict:

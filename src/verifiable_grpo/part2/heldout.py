@@ -31,25 +31,18 @@ def heldout_accuracy(policy, tokenizer, config: dict, data_dir) -> dict:
     started = time.perf_counter()
     selected = evaluate.select_test_pages(data.read_test_inputs(data_dir), ev.problems)
     device = rollout.model_device(policy)
-    rows = {"greedy": [], "sample": []}
-    for index, page in selected:
-        ids = prompts.prompt_ids(tokenizer, page["statement"], config)
-        for mode, draws in (("greedy", 1), ("sample", ev.draws)):
-            for draw in range(draws):
-                generator = None
-                seed = None
-                if mode == "sample":
-                    seed = evaluate.draw_seed(ev.seed_base, index, ev.draws, draw)
-                    generator = torch.Generator(device=device).manual_seed(seed)
-                out = rollout.generate(policy, tokenizer, ids, config, generator,
-                                       greedy=mode == "greedy")
-                rows[mode].append({"document_id": page["document_id"],
-                                   "population": page["population"], "problem_index": index,
-                                   "draw": draw, "seed": seed, "text": out["text"],
-                                   "finish_reason": out["finish_reason"],
-                                   "tokenization_valid": out["tokenization_valid"],
-                                   "response_tokens": out["response_tokens"],
-                                   "seconds": out["seconds"]})
+    prompt_rows = [prompts.prompt_ids(tokenizer, page["statement"], config)
+                   for _, page in selected]
+    rows = {}
+    for mode in ("greedy", "sample"):   # batched as Part I's evaluation when sampling.batched
+        jobs = evaluate.response_jobs(selected, prompt_rows, mode, ev.draws, ev.seed_base)
+        answers = evaluate.generate_answers(policy, tokenizer, config, jobs, mode == "greedy",
+                                            device)
+        rows[mode] = [{"document_id": page["document_id"], "population": page["population"],
+                       "problem_index": index, "draw": draw, "seed": seed,
+                       **{k: answer[k] for k in ("text", "finish_reason", "tokenization_valid",
+                                                 "response_tokens", "seconds")}}
+                      for (index, page, _, draw, seed), answer in zip(jobs, answers)]
     gold = data.read_gold(data_dir)   # only now: every response exists
     result, trace = {}, []
     for mode, name in (("greedy", "greedy"), ("sample", "per_draw")):

@@ -39,16 +39,18 @@ RECORDED_BUDGET = {
 RECORDED_EVALUATION = {"problems": 200, "draws": 4}
 
 NOTES = [
-    "learning rate 3e-5 (not the E1 card's 1e-6): on the tiny base 1e-6 leaves the policy "
-    "frozen; probes from this warm start (book/tiny-base, REFERENCE) saw 3e-5 raise greedy "
-    "accuracy slightly over 150 iterations while 1e-4 lowered it. Linear decay to 0 with no "
-    "warm-up, as E1.",
+    "learning rate 3e-5 (not the study card's 1e-6): on the tiny base 1e-6 leaves the policy "
+    "frozen (configs/tiny.yaml: exact KL about 2e-6 after 50 updates); 3e-5 was picked from "
+    "short development probes from this warm start that were not recorded (1e-4 lowered "
+    "greedy accuracy there). Linear decay to 0 with no warm-up, as the card.",
     "full fine-tuning of the 2.7M-parameter tiny policy, not LoRA: the model is small enough "
-    "to train whole on a CPU, Part I trains it whole, and the project's LoRA module "
-    "(training/lora.py) is not merged yet; a LoRA regime would need a new lock.",
+    "to train whole on a CPU and Part I trains it whole, so the arms differ from Part I's "
+    "run only in the objective and the sampler. The LoRA layer (training/lora.py, r=16, "
+    "alpha=32, tested against peft) is not wired into the study runner; a LoRA regime "
+    "would need a new lock.",
     "drgrpo is the grpo arm without std scaling only (TRL scale_rewards='none', loss_type "
     "'grpo'); dapo keeps loss_type 'grpo' and adds clip-higher 0.28 plus dynamic sampling, "
-    "as the E1 study ran them; neither is TRL's loss_type of the same name.",
+    "as the card's study ran them; neither is TRL's loss_type of the same name.",
     "on_policy (one update per rollout set): the old log-probs are the ones captured while "
     "sampling, which full rescoring reproduces within the 2e-4 check (about 1e-5 measured), "
     "so every ratio is 1 to that precision (TRL's is exactly 1): the clip cannot act and "

@@ -37,7 +37,8 @@ from verifiable_grpo.core.progress import tqdm
 from verifiable_grpo.core.runfolder import compute_identity
 from verifiable_grpo.part2 import heldout, lock as lock_lib
 from verifiable_grpo.task import data, prompts, verifier
-from verifiable_grpo.training import grpo, objectives, rollout, samplers
+from verifiable_grpo.training import (batched_rollout, batched_scoring, grpo, objectives,
+                                      rollout, samplers)
 
 SAMPLER_SEED_OFFSET = 400        # grpo.py uses 200 (generation) and 300 (prompt order)
 STUDY_MODULES = grpo.TRAINING_MODULES + ("training/samplers.py", "part2/study.py",
@@ -81,7 +82,11 @@ def prepare_data(out, config: dict) -> tuple[Path, Path]:
 
 # --------------------------------------------------------------------------- the source
 class PolicySource:
-    """Fresh training prompts (a seeded permutation) and scored responses from the policy."""
+    """Fresh training prompts (a seeded permutation) and scored responses from the policy.
+
+    With sampling.batched every request of a `draw_many` call is decoded in one padded
+    batch (batched_rollout.generate_batch, one generator stream, rows in request then
+    member order); otherwise one response at a time, in the same order."""
 
     def __init__(self, run: "StudyRun"):
         self.run = run
@@ -90,18 +95,33 @@ class PolicySource:
         return [self.run.examples[i] for i in self.run.order.take(count)]
 
     def draw(self, example: dict, count: int, group_id: str) -> list[dict]:
+        return self.draw_many([(example, count, group_id)])[0]
+
+    def draw_many(self, requests: list[tuple[dict, int, str]]) -> list[list[dict]]:
         run = self.run
-        prompt = prompts.prompt_ids(run.tokenizer, example["statement"], run.config)
+        jobs = []   # (example, prompt ids, rollout id) of every row
+        for example, count, group_id in requests:
+            prompt = prompts.prompt_ids(run.tokenizer, example["statement"], run.config)
+            jobs += [(example, prompt, f"{group_id}/response-{m:02d}") for m in range(count)]
+        if typed(run.config).sampling.batched:
+            generated = batched_rollout.generate_batch(
+                run.policy, run.tokenizer, [prompt for _, prompt, _ in jobs], run.config,
+                run.generator, greedy=False)
+        else:
+            generated = [rollout.generate(run.policy, run.tokenizer, prompt, run.config,
+                                          run.generator, greedy=False) for _, prompt, _ in jobs]
         rows = []
-        for member in range(count):
-            row = rollout.generate(run.policy, run.tokenizer, prompt, run.config,
-                                   run.generator, greedy=False)
-            row["rollout_id"] = f"{group_id}/response-{member:02d}"
+        for (example, _, rollout_id), row in zip(jobs, generated):
+            row["rollout_id"] = rollout_id
             verdict = verifier.score_generated_json(row["text"], row["finish_reason"],
                                                     example["problem"], row["tokenization_valid"])
             row["reward"] = float(verdict["reward"])
             rows.append(row)
-        return rows
+        found, start = [], 0
+        for _, count, _ in requests:
+            found.append(rows[start:start + count])
+            start += count
+        return found
 
 
 # --------------------------------------------------------------------------- the run
@@ -236,8 +256,12 @@ def _step(run: StudyRun) -> None:
         groups.append(objectives.with_advantages(
             g, objective, g["successes"] if one else None, g["observations"] if one else None))
     rows = [r for g in groups for r in g["responses"]]
-    verification = rollout.verify_captured_logprobs(run.policy, rows,
-                                                    typed(run.config).grpo.verify_tolerance)
+    tolerance = typed(run.config).grpo.verify_tolerance
+    if typed(run.config).sampling.batched:  # one padded rescoring pass
+        verification = batched_scoring.verify_captured_logprobs(
+            run.policy, rows, tolerance, prompts.eos_id(run.tokenizer, run.config))
+    else:
+        verification = rollout.verify_captured_logprobs(run.policy, rows, tolerance)
     tick = time.perf_counter()
     slots = budget["group_size"] if objective.sampler.kind == "aero" else None
     updates = [grpo.grpo_update(run.policy, run.reference, run.optimizer, run.scheduler,

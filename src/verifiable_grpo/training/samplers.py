@@ -1,7 +1,9 @@
 """Batch samplers: how one training step's groups are collected (the registry's Sampler).
 
 A sampler asks a rollout source for fresh prompts and for responses to a prompt, and
-returns the groups the update will use plus what collecting them cost. It never sees a
+returns the groups the update will use plus what collecting them cost. Requests that do
+not depend on each other's rewards go to the source together (`draw_all`): a source with
+`draw_many` decodes them in one padded batch, in request order then member order. It never sees a
 model: the source does (the study wraps the policy and the verifier; tests use a fake,
 deterministic source), so the rules below can be tested on hand-made rewards.
 
@@ -36,6 +38,18 @@ class RolloutSource(Protocol):
 
     def draw(self, example: dict, count: int, group_id: str) -> list[dict]:
         """`count` scored responses to `example` (rows with "reward", "response_tokens")."""
+
+
+def draw_all(source, requests: list[tuple[dict, int, str]]) -> list[list[dict]]:
+    """The rows of every (example, count, group_id) request, in request order: one call to
+    `source.draw_many` when the source has it (a batched source), else one draw each."""
+    if not requests:
+        return []
+    many = getattr(source, "draw_many", None)
+    found = many(requests) if many is not None else [source.draw(*r) for r in requests]
+    if [len(rows) for rows in found] != [count for _, count, _ in requests]:
+        raise ValueError("the rollout source returned another number of rows than requested")
+    return found
 
 
 class DynamicSamplingExhausted(RuntimeError):
@@ -95,9 +109,10 @@ def plain_batch(source: RolloutSource, prompts: int, group_size: int, step: int)
     _check_counts(prompts, group_size)
     batch = Batch([])
     batch.cost.generation_batches = 1
-    for position, example in enumerate(source.prompts(prompts)):
-        group_id = f"step-{step:04d}/prompt-{position:02d}"
-        rows = source.draw(example, group_size, group_id)
+    examples = source.prompts(prompts)
+    ids = [f"step-{step:04d}/prompt-{position:02d}" for position in range(len(examples))]
+    drawn = draw_all(source, [(e, group_size, g) for e, g in zip(examples, ids)])
+    for example, group_id, rows in zip(examples, ids, drawn):
         batch.cost.drew(rows)
         batch.drawn.append(_rewards(rows))
         batch.groups.append(_group(group_id, example, rows, "plain"))
@@ -112,9 +127,11 @@ def dynamic_batch(source: RolloutSource, prompts: int, group_size: int, step: in
     batch = Batch([])
     for number in range(max_generation_batches):
         batch.cost.generation_batches += 1
-        for position, example in enumerate(source.prompts(prompts)):
-            group_id = f"step-{step:04d}/batch-{number:02d}/prompt-{position:02d}"
-            rows = source.draw(example, group_size, group_id)
+        examples = source.prompts(prompts)
+        ids = [f"step-{step:04d}/batch-{number:02d}/prompt-{position:02d}"
+               for position in range(len(examples))]
+        drawn = draw_all(source, [(e, group_size, g) for e, g in zip(examples, ids)])
+        for example, group_id, rows in zip(examples, ids, drawn):
             batch.cost.drew(rows)
             batch.drawn.append(_rewards(rows))
             group = _group(group_id, example, rows, "dynamic")
@@ -184,8 +201,8 @@ def aero_batch(source: RolloutSource, prompts: int, sampler: Sampler, step: int,
     batch.cost.generation_batches = 1
     examples = source.prompts(prompts)
     ids = [f"step-{step:04d}/prompt-{p:02d}" for p in range(len(examples))]
-    explored = [source.draw(ex, sampler.exploration_rollouts, f"{gid}/explore")
-                for ex, gid in zip(examples, ids)]
+    explored = draw_all(source, [(ex, sampler.exploration_rollouts, f"{gid}/explore")
+                                 for ex, gid in zip(examples, ids)])
     for rows in explored:
         batch.cost.drew(rows)
     rescues: list[list[dict]] = [[] for _ in examples]
@@ -193,10 +210,13 @@ def aero_batch(source: RolloutSource, prompts: int, sampler: Sampler, step: int,
     waiting = [waiting[i] for i in torch.randperm(len(waiting), generator=generator).tolist()]
     budget = sampler.rescue_budget
     while budget > 0 and waiting:
-        for p in list(waiting):  # one round: one more rollout to each prompt still waiting
-            if budget == 0:
-                break
-            row = source.draw(examples[p], 1, f"{ids[p]}/rescue-{len(rescues[p]):02d}")[0]
+        # One round: one more rollout to each prompt still waiting, in the shuffled order,
+        # while the budget lasts. A prompt's success only ends its own later rounds, so a
+        # round's rollouts do not depend on each other and are drawn together.
+        chosen = waiting[:budget]
+        rows = draw_all(source, [(examples[p], 1, f"{ids[p]}/rescue-{len(rescues[p]):02d}")
+                                 for p in chosen])
+        for p, (row,) in zip(chosen, rows):
             batch.cost.drew([row])
             budget -= 1
             rescues[p].append(row)
