@@ -29,8 +29,9 @@ def test_the_suite_has_the_specified_sizes_and_rule_kinds():
 def test_the_task_answers_are_right():
     # recomputed by hand from each question, not read from the module
     assert [i["answer"] for i in S.TASK] == [
-        str(2500), str(64 + 57), str(1200), str(91 - 38), str(9 * 7), str(135 // 9),
-        str(3 * 60), str(4200), str(30 * 60), str(350)]
+        str(round(2.5 * 1000)), str(64 + 57), str(round(1.2 * 1000)), str(91 - 38), str(9 * 7),
+        str(135 // 9), str(3 * 60), str(round(4.2 * 1000)), str(30 * 60), str(round(0.35 * 1000))]
+    assert 135 % 9 == 0
 
 
 @pytest.mark.parametrize("rule, text, expected", [
@@ -110,6 +111,15 @@ def test_abstention_rule(text, expected):
 def test_an_unknown_category_is_named():
     with pytest.raises(ValueError, match="unknown category 'style'"):
         S.check(item("style"), "x")
+    with pytest.raises(ValueError, match="unknown category 'style'"):
+        S.sizes([item("task"), item("style")])
+
+
+def test_phrase_patterns_match_whole_words_across_whitespace_and_apostrophes():
+    pattern = S.phrase_pattern(["I can't help", "no data"])
+    assert pattern.search("well, i CAN\u2019T\n  help") and pattern.search("There is no data.")
+    assert not pattern.search("I cant help") and not pattern.search("no database")
+    assert not pattern.search("I can't helpfully")
 
 
 def test_refuse_completions_are_withheld_in_scoring():
