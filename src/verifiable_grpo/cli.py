@@ -29,7 +29,9 @@ COMMANDS = {
     "report": ("part1.report", "command_report", "summarise a run folder"),
     "lab": ("part3.labs", "command_lab", "run one Part III lab and record its metrics"),
     "family": ("part2.commands", "command_family",
-               "Part II's GRPO family study: lock, run, study, analyse, status"),
+               "Part II's GRPO family study: lock, run, study, analyse, status, export"),
+    "sweep": ("part1.sweep_command", "command_sweep",
+              "Part I beyond the specification: GRPO settings swept from the recorded warm start"),
     "bench": ("part1.bench", "command_bench",
               "time a GRPO rollout set: ours batched, ours sequential, TRL's GRPOTrainer"),
 }
@@ -43,7 +45,8 @@ def _family_arguments(p) -> None:
                        ("run", "one arm / seed / regime, continued from its newest checkpoint"),
                        ("study", "every pre-registered run not finished yet"),
                        ("analyse", "the pre-registered analysis of the finished runs"),
-                       ("status", "finished / in flight / not started runs")):
+                       ("status", "finished / in flight / not started runs"),
+                       ("export", "record a finished study, trimmed, for the book")):
         q = family.add_parser(name, help=text, description=text)
         q.add_argument("--lock", default=FAMILY_LOCK, help=f"treatment lock (default {FAMILY_LOCK})")
         q.add_argument("--out", default="runs/family", help="study folder (default runs/family)")
@@ -60,8 +63,15 @@ def _family_arguments(p) -> None:
             q.add_argument("--arms", nargs="*", default=None)
             q.add_argument("--seeds", nargs="*", type=int, default=None)
             q.add_argument("--regimes", nargs="*", default=None)
+        if name == "study":
+            q.add_argument("--workers", type=int, default=2,
+                           help="child processes of one CPU thread each, the seeds split "
+                                "between them (default 2; 1: this process, its threads)")
         if name == "status":
             q.add_argument("--verbose", action="store_true", help="list finished runs too")
+        if name == "export":
+            q.add_argument("--to", default="data/recorded/part2",
+                           help="record folder, replaced whole (default data/recorded/part2)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -118,6 +128,12 @@ def build_parser() -> argparse.ArgumentParser:
                                 "grpo.json)")
             continue
         p.add_argument("--config", default="tiny", help="profile name or YAML path (default: tiny)")
+        if name == "sweep":
+            p.add_argument("--out", default="runs/tiny-sweep", help="sweep folder (default runs/tiny-sweep)")
+            p.add_argument("--settings", nargs="*", default=None, help="only these settings")
+            p.add_argument("--export", action="store_true",
+                           help="then record the finished sweep in data/recorded/tiny-sweep")
+            continue
         p.add_argument("--out", default=None, help="run folder (default: runs/<profile>)")
         if name in ("warmstart", "sft", "grpo"):
             p.add_argument("--mode", choices=list(MODES), default="continuous")

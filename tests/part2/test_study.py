@@ -141,7 +141,7 @@ def test_study_status_and_analyse_from_the_command_line(shared, capsys):
 
     common = ["--lock", str(shared["lock"]), "--out", str(shared["continuous"])]
     assert cli.main(["family", "study", *common, "--arms", "grpo", "--seeds", str(SEED),
-                     "--regimes", "two_updates"]) == 0
+                     "--workers", "1", "--regimes", "two_updates"]) == 0
     assert "warm start: held-out greedy" in capsys.readouterr().out
     assert cli.main(["family", "status", *common]) == 0
     assert capsys.readouterr().out.strip().endswith("6 finished, 0 in flight, 14 not started")
@@ -153,3 +153,18 @@ def test_study_status_and_analyse_from_the_command_line(shared, capsys):
     assert not two["complete"] and two["comparisons"] == []
     assert [r["seeds"] for r in two["arms"]] == [1, 1, 1, 1, 1]
     assert saved["lock_sha256"] == lock_lib.read_lock(shared["lock"])[1]
+
+
+def test_the_study_splits_its_seeds_over_worker_processes(shared, capsys):
+    """Two one-thread workers, one seed each: both runs finish, and a second call finds
+    nothing left to do."""
+    from verifiable_grpo import cli
+
+    common = ["--lock", str(shared["lock"]), "--out", str(shared["continuous"]),
+              "--arms", "drgrpo", "--regimes", "on_policy"]
+    assert cli.main(["family", "study", *common, "--workers", "2"]) == 0
+    for seed in (SEED, 23):
+        assert study.manifest_path(shared["continuous"], "on_policy", "drgrpo", seed).is_file()
+    capsys.readouterr()
+    assert cli.main(["family", "status", *common]) == 0
+    assert capsys.readouterr().out.strip().endswith("2 finished, 0 in flight, 0 not started")

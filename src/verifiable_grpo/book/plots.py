@@ -110,3 +110,26 @@ def results_rows(results: dict, policies=None) -> list[list]:
 
 RESULTS_COLUMNS = (["policy"] + [f"greedy {p}" for p in POPULATIONS]
                    + [f"per-draw {p}" for p in POPULATIONS])
+
+
+def plot_sweep_histories(results: list[dict], window: int = 10, highlight: str | None = None) -> Figure:
+    """The sweep's settings side by side: training reward (trailing mean), zero-variance
+    groups, exact KL to the reference and the largest clipped share of an update."""
+    figure = Figure(figsize=(11, 5.6), layout="constrained")
+    axes = figure.subplots(2, 2).ravel()
+    for res in results:
+        name = res["setting"]["name"]
+        history = res["history"]
+        it = [h["iteration"] for h in history]
+        style = {"lw": 2.2} if name == highlight else {"lw": 1.0, "alpha": 0.8}
+        axes[0].plot(it, moving_average([h["mean_reward"] for h in history], window),
+                     label=name, **style)
+        axes[1].plot(it, moving_average([h["zvf"] for h in history], window), **style)
+        axes[2].plot(it, [max(h["kl"], 1e-9) for h in history], **style)
+        axes[3].plot(it, moving_average([h["clip"] for h in history], window), **style)
+    axes[0].set(title=f"training reward (mean of last {window})", xlabel="iteration")
+    axes[1].set(title="zero-variance groups", xlabel="iteration", ylim=(-0.05, 1.05))
+    axes[2].set(title="mean exact KL to the warm start", xlabel="iteration", yscale="log")
+    axes[3].set(title="clipped share of tokens (largest update)", xlabel="iteration")
+    axes[0].legend(fontsize=8)
+    return figure

@@ -5,6 +5,7 @@ run      one arm / seed / regime (continues from its newest checkpoint)
 study    every pre-registered run not finished yet, plus the warm start's accuracy
 analyse  the pre-registered analysis of the finished runs (also OUT/analysis.json)
 status   which runs are finished, in flight (a checkpoint) or not started
+export   the trimmed record of a finished study (data/recorded/part2)
 """
 from __future__ import annotations
 
@@ -13,8 +14,8 @@ import time
 from pathlib import Path
 
 from verifiable_grpo.core import files
-from verifiable_grpo.core.config import ConfigError, provenance
-from verifiable_grpo.part2 import analysis, lock as lock_lib, study
+from verifiable_grpo.core.config import ConfigError, provenance, resolve
+from verifiable_grpo.part2 import analysis, lock as lock_lib, record, study
 from verifiable_grpo.training import samplers
 
 
@@ -55,17 +56,50 @@ def _run(args):
     return 0
 
 
+def _pending(lock, args) -> list[tuple[str, str, int]]:
+    return [(r, a, s) for r, a, s in _runs_of(lock, args)
+            if not study.manifest_path(args.out, r, a, s).is_file()]
+
+
 def _study(args):
     lock, sha = lock_lib.read_lock(args.lock)
     lock_lib.check_lock(lock)
     study.bind_study_folder(args.out, sha, args.lock)
     warm = study.warmstart_heldout(lock, args.out, sha)
     print(f"warm start: held-out greedy {warm['heldout']['greedy']['ALL']['success_rate']:.3f}")
-    for regime, arm, seed in _runs_of(lock, args):
-        if study.manifest_path(args.out, regime, arm, seed).is_file():
-            continue
+    if args.workers > 1:
+        return _study_in_workers(args, lock)
+    for regime, arm, seed in _pending(lock, args):
         args.arm, args.seed, args.regime, args.stop_after = arm, seed, regime, None
         _run(args)
+    return 0
+
+
+def _study_in_workers(args, lock) -> int:
+    """Split the seeds over `workers` child processes of one CPU thread each: on a small
+    model two one-thread runs side by side get more done than one run on two threads.
+    Each child is `family study` on its seeds (it skips finished runs, so a killed study
+    continues with the same command). A run's numbers do not depend on its worker, but
+    they may on the thread count: the manifests record the stack, this note the threads."""
+    import os
+    import subprocess
+
+    seeds = args.seeds or list(lock["seeds"])
+    shares = [seeds[i::args.workers] for i in range(args.workers)]
+    base = [sys.executable, "-m", "verifiable_grpo", "family", "study", "--lock",
+            str(args.lock), "--out", str(args.out), "--workers", "1"]
+    for name in ("arms", "regimes"):
+        if getattr(args, name):
+            base += [f"--{name}", *map(str, getattr(args, name))]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    children = [subprocess.Popen(base + ["--seeds", *map(str, share)], env=env)
+                for share in shares if share]
+    codes = [child.wait() for child in children]
+    failed = [code for code in codes if code != 0]
+    if failed:
+        print(f"error: {len(failed)} of {len(children)} workers failed; run the same command "
+              "again to continue (finished runs are kept)", file=sys.stderr)
+        return 2
     return 0
 
 
@@ -104,8 +138,15 @@ def _status(args):
     return 0
 
 
+def _export(args):
+    result = record.export_study(args.out, resolve(args.to), args.lock)
+    print(f"recorded {args.out} in {args.to}")
+    print(analysis.format_analysis(result))
+    return 0
+
+
 HANDLERS = {"lock": _lock, "run": _run, "study": _study, "analyse": _analyse,
-            "status": _status}
+            "status": _status, "export": _export}
 
 
 def command_family(args) -> int:

@@ -12,9 +12,8 @@ import time
 import torch
 
 from verifiable_grpo.core.config_schema import typed
-from verifiable_grpo.evaluation import evaluate
-from verifiable_grpo.task import data, prompts
-from verifiable_grpo.training import rollout
+from verifiable_grpo.evaluation import evaluate, policy_scores
+from verifiable_grpo.task import data
 
 
 def _completion_sha256(text: str) -> str:
@@ -30,23 +29,12 @@ def heldout_accuracy(policy, tokenizer, config: dict, data_dir) -> dict:
     ev = typed(config).evaluation
     started = time.perf_counter()
     selected = evaluate.select_test_pages(data.read_test_inputs(data_dir), ev.problems)
-    device = rollout.model_device(policy)
-    prompt_rows = [prompts.prompt_ids(tokenizer, page["statement"], config)
-                   for _, page in selected]
-    rows = {}
-    for mode in ("greedy", "sample"):   # batched as Part I's evaluation when sampling.batched
-        jobs = evaluate.response_jobs(selected, prompt_rows, mode, ev.draws, ev.seed_base)
-        answers = evaluate.generate_answers(policy, tokenizer, config, jobs, mode == "greedy",
-                                            device)
-        rows[mode] = [{"document_id": page["document_id"], "population": page["population"],
-                       "problem_index": index, "draw": draw, "seed": seed,
-                       **{k: answer[k] for k in ("text", "finish_reason", "tokenization_valid",
-                                                 "response_tokens", "seconds")}}
-                      for (index, page, _, draw, seed), answer in zip(jobs, answers)]
+    found = policy_scores.answer(policy, tokenizer, config, selected, ev.draws, ev.seed_base)
     gold = data.read_gold(data_dir)   # only now: every response exists
+    scored_by_mode = policy_scores.score(found, gold)
     result, trace = {}, []
     for mode, name in (("greedy", "greedy"), ("sample", "per_draw")):
-        scored = evaluate.score_rows(rows[mode], gold)
+        scored = scored_by_mode[mode]
         result[name] = {p: {k: m[k] for k in ("responses", "problems", "correct",
                                              "success_rate", "valid_json", "without_eos")}
                         for p, m in evaluate.population_metrics(scored).items()}

@@ -1,0 +1,184 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # The study's results
+#
+# The previous chapter fixed everything before any run: five arms, eight seeds, two
+# regimes, the budget, the metric and the analysis, in a lock whose SHA-256 every run
+# carries. This chapter reads what the 80 runs produced. Nothing here is re-run: the
+# record in `data/recorded/part2` holds each run's manifest (its config, telemetry per step,
+# held-out accuracy, and a digest of its per-item trace), and the pre-registered analysis
+# is recomputed from those manifests by the tests, to the last bit.
+
+# %% tags=["colab"]
+# On Colab only: fetch the project and install it. Elsewhere the package is already installed.
+import os, subprocess, sys
+
+if "google.colab" in sys.modules:
+    repository = os.environ.get("VERIFIABLE_GRPO_REPOSITORY", "https://github.com/verifiable-grpo/verifiable-grpo")
+    clone = os.environ.get("VERIFIABLE_GRPO_CLONE_DIR", "/content/verifiable-grpo")
+    if not os.path.isdir(clone):
+        subprocess.run(["git", "clone", "-q", "--depth", "1", repository, clone], check=True)
+    # --no-deps: everything the chapters import ships with Colab (see book/colab.py)
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "-e", clone], check=True)
+    sys.path.insert(0, os.path.join(clone, "src"))
+    os.chdir(os.path.join(clone, "notebooks", "part2"))
+
+# %%
+from verifiable_grpo.book.notebook import quiet
+
+quiet()
+
+import numpy as np
+
+from verifiable_grpo.book.family_plots import plot_curves, plot_per_seed
+from verifiable_grpo.book.notebook import Table, show
+from verifiable_grpo.part2 import results
+from verifiable_grpo.part2.lock import read_lock
+
+record = results.load()
+lock, lock_sha = read_lock()
+analysis = record["analysis"]
+regimes = list(analysis["regimes"])
+
+# %% [markdown]
+# ## What ran
+#
+# Every run started from the same recorded warm start (Part I's, 2.7M parameters) and
+# trained for 30 steps of 4 prompts x 4 completions at temperature 1, with no KL term
+# ($\beta = 0$), a learning rate of $3 \cdot 10^{-5}$ decaying linearly to 0, and full
+# fine-tuning. Each run was then scored on the 200 test problems: one greedy answer each
+# (the primary metric) and 4 sampled answers each (per-draw success).
+
+# %%
+runs = record["runs"]
+print(f"runs recorded: {len(runs)} (lock {analysis['lock_sha256'][:16]}..., "
+      f"the committed lock: {'yes' if analysis['lock_sha256'] == lock_sha else 'NO'})")
+print(f"wall time of all runs: {results.wall_seconds(record) / 60:.0f} min "
+      "(two runs at a time, one CPU thread each, 2-core CPU)")
+warm = analysis["warm_start"]
+print(f"untrained warm start: held-out greedy {warm['correct']}/{warm['problems']} = "
+      f"{warm['success_rate']:.3f}")
+
+# %% [markdown]
+# ## Held-out accuracy, seed by seed
+#
+# Each dot is one run; the bar is the arm's mean over its eight seeds; the dashed line is
+# the warm start before any GRPO step.
+
+# %%
+show(plot_per_seed({r: results.per_seed(record, r) for r in regimes}, warm["success_rate"]))
+
+# %%
+for regime in regimes:
+    part = analysis["regimes"][regime]
+    print(f"regime {regime}: {lock['regimes'][regime]['updates_per_rollout']} update(s) per "
+          "rollout set")
+    display(Table(["arm", "seeds", "mean greedy (ALL)", "95% CI over seeds", "rollouts / run",
+                   "discarded / run", "ZVF logged", "ZVF if i.i.d."],
+                  [[row["arm"], row["seeds"], f"{row['mean']:.4f}",
+                    f"[{row['low']:.4f}, {row['high']:.4f}]", f"{row['rollouts_generated']:.0f}",
+                    f"{row['rollouts_discarded']:.0f}", f"{row['zvf_logged']:.3f}",
+                    f"{row['zvf_iid']:.3f}"] for row in part["arms"]]))
+
+# %% [markdown]
+# ## The pre-registered comparisons
+#
+# For each arm, the per-seed difference from `grpo` on the same seed (the seeds share their
+# prompt order and sampling stream, so the pairing removes what the seeds have in common),
+# a paired bootstrap interval over the eight seeds, an exact sign-flip p-value, and
+# Benjamini-Hochberg over the four arms within a regime. The verdict rule was written in
+# the lock: "better" or "worse" only when BH rejects and the interval excludes zero.
+
+# %%
+for regime in regimes:
+    part = analysis["regimes"][regime]
+    print(f"regime {regime}")
+    display(Table(["arm - grpo", "difference", "95% CI (paired)", "p (sign flip)", "BH",
+                   "verdict"],
+                  [[c["arm"], f"{c['difference']:+.4f}", f"[{c['low']:+.4f}, {c['high']:+.4f}]",
+                    f"{c['p_value']:.4f}", f"{c['p_adjusted']:.4f}", c["verdict"]]
+                   for c in part["comparisons"]]))
+verdicts = {r: [c["verdict"] for c in analysis["regimes"][r]["comparisons"]] for r in regimes}
+separated = {r: sorted({v for v in vs if v != "inconclusive"}) for r, vs in verdicts.items()}
+for regime, found in separated.items():
+    print(f"{regime}: {'the arms separate: ' + ', '.join(found) if found else 'no arm separates from grpo'}")
+
+# %% [markdown]
+# ## Training curves
+#
+# The mean training reward of the batch each arm optimised, averaged over the eight seeds
+# and smoothed over five steps. `dapo` trains only on groups whose rewards vary, and
+# `aero` on curated groups, so their curves are not the reward of the policy's fresh
+# samples; the next figure shows that one (the reward of every rollout drawn).
+
+# %%
+show(plot_curves({r: results.step_curve(record, r, "mean_reward") for r in regimes},
+                 "reward of the optimised batch"))
+show(plot_curves({r: results.step_curve(record, r, "mean_reward_drawn") for r in regimes},
+                 "reward of every rollout drawn"))
+
+# %% [markdown]
+# ## Did the mechanics act?
+#
+# With one update per rollout set the importance ratio of every token is 1 up to the
+# captured-vs-rescored check (about $10^{-5}$), so the clip cannot act and `gspo`'s
+# sequence ratio equals `grpo`'s token ratio: the two arms differ only by float noise.
+# The second regime's second update runs off policy; there the clip and the sequence ratio
+# can bind. The table says how often they did.
+
+# %%
+for regime in regimes:
+    print(f"regime {regime}")
+    display(Table(["arm", "clipped tokens per update", "ratio range", "final exact KL",
+                   "rollouts / step", "discarded / step", "curation"],
+                  [[m["arm"], ", ".join(f"{c:.4f}" for c in m["clipped_per_update"]),
+                    f"[{m['ratio_min']:.4f}, {m['ratio_max']:.4f}]", f"{m['final_kl']:.2e}",
+                    f"{m['rollouts_per_step']:.1f}", f"{m['discarded_per_step']:.1f}",
+                    ", ".join(f"{k} {v}" for k, v in sorted(m["strategies"].items()))]
+                   for m in results.mechanics(record, regime)]))
+
+# %% [markdown]
+# ## Exercise
+#
+# Take `drgrpo`'s and `grpo`'s per-seed greedy accuracies in the `two_updates` regime and
+# compute, without the package: the eight paired differences, their mean, and the exact
+# two-sided sign-flip p-value (the share of the $2^8 = 256$ sign patterns whose summed
+# difference is at least as large in absolute value as the observed one). Then compare
+# with the table above.
+
+# %%
+arm_values = results.per_seed(record, "two_updates")
+print("grpo  :", arm_values["grpo"])
+print("drgrpo:", arm_values["drgrpo"])
+
+# %% [markdown]
+# ```{admonition} Solution
+# :class: dropdown
+# The differences are `d = drgrpo - grpo` seed by seed. Enumerate the 256 sign patterns
+# $s \in \{-1, +1\}^8$ and count those with $|\sum_i s_i d_i| \ge |\sum_i d_i|$; divide by
+# 256. Seeds whose difference is 0 contribute nothing, so $k$ zero differences give every
+# count a factor $2^k$ and leave the p-value unchanged. The cell below does exactly this.
+# ```
+
+# %%
+import itertools
+
+d = np.subtract(arm_values["drgrpo"], arm_values["grpo"])
+signs = np.array(list(itertools.product((1, -1), repeat=len(d))))
+p = float(np.mean(np.abs(signs @ d) >= abs(d.sum()) - 1e-12))
+print("mean difference:", round(float(d.mean()), 4), "| sign-flip p:", round(p, 4))
+table_p = next(c["p_value"] for c in analysis["regimes"]["two_updates"]["comparisons"]
+               if c["arm"] == "drgrpo")
+print("matches the analysis table:", abs(p - table_p) < 1e-12)

@@ -1,0 +1,44 @@
+"""Answers of a policy held in memory, scored: greedy and per-draw on chosen problems.
+
+Part I's evaluation writes inference files first and scores them in a later stage; a
+study or a sweep that trains many policies scores each one as soon as it is trained. Both
+use the same jobs, draw seeds, batching and verifier (evaluation.evaluate), so a policy
+gets the same answers either way. Labels are read by the caller and passed in only after
+every answer exists.
+"""
+from __future__ import annotations
+
+import torch
+
+from verifiable_grpo.evaluation import evaluate
+from verifiable_grpo.task import prompts
+from verifiable_grpo.training import rollout
+
+ANSWER_KEYS = ("text", "finish_reason", "tokenization_valid", "response_tokens", "seconds")
+
+
+@torch.no_grad()
+def answer(policy, tokenizer, config: dict, selected: list[tuple[int, dict]], draws: int,
+           seed_base: int) -> dict[str, list[dict]]:
+    """{"greedy": rows, "sample": rows} for the (index, page) problems: one greedy answer
+    each and `draws` sampled answers with evaluate.draw_seed(seed_base, index, ...)."""
+    if policy.training:
+        raise ValueError("scoring a policy needs it in eval mode (dropout off)")
+    device = rollout.model_device(policy)
+    prompt_rows = [prompts.prompt_ids(tokenizer, page["statement"], config)
+                   for _, page in selected]
+    found = {}
+    for mode in ("greedy", "sample"):
+        jobs = evaluate.response_jobs(selected, prompt_rows, mode, draws, seed_base)
+        answers = evaluate.generate_answers(policy, tokenizer, config, jobs, mode == "greedy",
+                                            device)
+        found[mode] = [{"document_id": page["document_id"], "population": page["population"],
+                        "problem_index": index, "draw": draw, "seed": seed,
+                        **{k: a[k] for k in ANSWER_KEYS}}
+                       for (index, page, _, draw, seed), a in zip(jobs, answers)]
+    return found
+
+
+def score(answers: dict[str, list[dict]], gold: dict[str, dict]) -> dict[str, list[dict]]:
+    """The verifier's verdict on every answer of `answer`'s result."""
+    return {mode: evaluate.score_rows(rows, gold) for mode, rows in answers.items()}
