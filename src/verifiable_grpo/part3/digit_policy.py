@@ -18,8 +18,8 @@ import functools
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from torch import nn
+from torch.nn.functional import log_softmax
 
 EOS = 10
 MAXLEN = 5
@@ -42,14 +42,14 @@ class DigitPolicy(nn.Module):
         self.recurrent = nn.GRU(_EMBED, _STATE, batch_first=True)   # (N, T, features)
         self.readout = nn.Linear(_STATE, VOCAB)
 
-    def initial(self, prompts: torch.Tensor) -> torch.Tensor:
+    def start_state(self, prompts: torch.Tensor) -> torch.Tensor:
         """(N, 2) digits -> (1, N, STATE) starting state of the GRU."""
         both_digits = self.token_vectors(prompts).flatten(1)
         return self.prompt_to_state(both_digits).tanh()[None]
 
     def forward(self, prompts: torch.Tensor, previous: torch.Tensor) -> torch.Tensor:
         """Teacher forcing: logits (N, T, VOCAB) for the tokens that follow `previous`."""
-        states, _ = self.recurrent(self.token_vectors(previous), self.initial(prompts))
+        states, _ = self.recurrent(self.token_vectors(previous), self.start_state(prompts))
         return self.readout(states)
 
     def step(self, previous: torch.Tensor, hidden: torch.Tensor):
@@ -106,7 +106,7 @@ def token_logprobs(policy, prompts, targets):
     padding after it does not enter any likelihood."""
     start = torch.full((targets.shape[0], 1), EOS)
     inputs = torch.cat((start, targets[:, :-1]), 1)          # shifted right by one
-    log_probs = F.log_softmax(policy(prompts, inputs), dim=-1)
+    log_probs = log_softmax(policy(prompts, inputs), dim=-1)
     picked = torch.gather(log_probs, -1, targets[..., None])[..., 0]
     return picked, _through_first_eos(targets)
 
@@ -134,7 +134,7 @@ def sample(policy, prompts, greedy: bool = False) -> torch.Tensor:
     produced EOS, all its later slots are EOS."""
     policy.eval()
     count = prompts.shape[0]
-    state = policy.initial(prompts)
+    state = policy.start_state(prompts)
     fed = torch.full((count,), EOS)
     finished = torch.zeros(count, dtype=torch.bool)
     columns = []
@@ -216,9 +216,9 @@ def task_metrics(policy, reference, per_prompt: int = 16, seed: int = 88) -> dic
     The evaluation seeds a forked generator, so it leaves the training draws untouched.
     The KL figure averages log pi - log pi_ref over the policy's own samples: unbiased for
     KL(pi || pi_ref) per reply, and able to dip slightly below zero by chance."""
+    prompts = ALL_PROMPTS.repeat_interleave(per_prompt, 0)
     with torch.random.fork_rng():
         torch.manual_seed(seed)
-        prompts = ALL_PROMPTS.repeat_interleave(per_prompt, 0)
         replies = sample(policy, prompts)
         texts = decode(replies)
         hits = [text == truth for text, truth in zip(texts, answers(prompts))]

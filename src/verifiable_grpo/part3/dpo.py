@@ -13,6 +13,7 @@ import math
 import numpy as np
 import torch
 from torch.nn.functional import logsigmoid
+from torch.nn.utils import clip_grad_norm_
 
 from verifiable_grpo.part3 import digit_policy as dp
 from verifiable_grpo.part3.dpo_bandit import check_beta
@@ -96,7 +97,7 @@ def _fit_record(step, policy, reference, data, ref_scores, beta) -> dict:
     return {"step": step, "loss": float(-logsigmoid(margins).mean()),
             "margin": float(margins.mean()), "chosen_ratio": float(chosen_gain.mean()),
             "rejected_ratio": float(rejected_gain.mean()),
-            "pair_accuracy": float((margins > 0).float().mean()),
+            "pair_accuracy": float(torch.mean((margins > 0).float())),
             **dp.task_metrics(policy, reference)}
 
 
@@ -113,7 +114,7 @@ def train_dpo(reference, prompts, chosen, rejected, beta: float = 0.1, steps: in
                       dp.sequence_logprob(reference, prompts, rejected))
     torch.manual_seed(seed)
     policy = dp.trainable_copy(reference)
-    adam = torch.optim.Adam(policy.parameters(), lr=lr)
+    adam = torch.optim.Adam(policy.parameters(), lr)
     log = [_first_record(policy, reference)]
     for step in range(1, steps + 1):
         picked = torch.randint(len(chosen), (batch,))
@@ -124,7 +125,7 @@ def train_dpo(reference, prompts, chosen, rejected, beta: float = 0.1, steps: in
         rejected_logp = dp.sequence_logprob(policy, prompts[picked], rejected[picked])
         loss = dpo_loss(chosen_logp, rejected_logp, ref_scores[0][picked], ref_scores[1][picked], beta)
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(policy.parameters(), 1.0)
+        clip_grad_norm_(policy.parameters(), max_norm=1.0)
         adam.step()
         if step % log_every == 0:
             log.append(_fit_record(step, policy, reference, (prompts, chosen, rejected),

@@ -23,7 +23,7 @@ def expert_iteration(reference, rounds: int = 3, per_prompt: int = 8, steps: int
     """Success-only SFT for `rounds` rounds; one record per round."""
     _require_positive_ints(rounds=rounds, per_prompt=per_prompt, steps=steps, batch=batch)
     policy = dp.trainable_copy(reference)
-    adam = torch.optim.Adam(policy.parameters(), lr=lr)     # its state carries across rounds
+    adam = torch.optim.Adam(policy.parameters(), lr)     # its state carries across rounds
     torch.manual_seed(seed)
     history = []
     prompts = dp.ALL_PROMPTS.repeat_interleave(per_prompt, 0)

@@ -16,6 +16,7 @@ appears anywhere in it ("1514" passes for 15), and the policy learns to exploit 
 from __future__ import annotations
 
 import torch
+from torch.nn.utils import clip_grad_norm_
 
 from verifiable_grpo.part3 import digit_policy as dp
 
@@ -25,7 +26,7 @@ def group_advantages_sample_std(rewards: torch.Tensor, epsilon: float = 1e-6, co
     each group's std. A group whose std is 0 gets exactly 0.
 
     correction=1: the sample std (the module's); correction=0: the population std (Part I)."""
-    centre = rewards.mean(dim=1, keepdim=True)
+    centre = torch.mean(rewards, 1, keepdim=True)
     spread = torch.std(rewards, dim=1, keepdim=True, correction=correction)
     scaled = (rewards - centre) / (spread + epsilon)
     return torch.where(spread > 0, scaled, torch.zeros_like(rewards)), spread[:, 0]
@@ -52,7 +53,8 @@ def _surrogate(logp, sampled_logp, ref_logp, mask, advantages, beta, clip):
     capped_term = ratio.clamp(1 - clip, 1 + clip) * advantages      # PPO's trust region
     penalty = beta * k3(ref_logp - logp)
     per_token = torch.minimum(plain_term, capped_term) - penalty
-    per_sequence = (per_token * mask).sum(1) / mask.sum(1)
+    tokens_per_sequence = mask.sum(1)
+    per_sequence = (per_token * mask).sum(1) / tokens_per_sequence
     return per_sequence.mean()
 
 
@@ -72,7 +74,7 @@ def train_grpo(reference, beta: float, substring: bool = False, iterations: int 
     _check_grpo_settings(beta, group_size)
     torch.manual_seed(seed)
     policy = dp.trainable_copy(reference)
-    adam = torch.optim.Adam(policy.parameters(), lr=lr)
+    adam = torch.optim.Adam(policy.parameters(), lr)
     start = dp.task_metrics(policy, reference)
     log = [{"iteration": 0, "sampled_reward": start["accuracy"], "zero_variance": None, **start}]
     count = len(dp.ALL_PROMPTS)
@@ -92,7 +94,7 @@ def train_grpo(reference, beta: float, substring: bool = False, iterations: int 
             logp = dp.token_logprobs(policy, prompts, replies)[0]
             loss = -_surrogate(logp, sampled_logp, ref_logp, mask, per_reply, beta, clip)
             loss.backward()
-            torch.nn.utils.clip_grad_norm_(policy.parameters(), 1.0)
+            clip_grad_norm_(policy.parameters(), max_norm=1.0)
             adam.step()
         if iteration % log_every == 0:
             entry = {"iteration": iteration, "sampled_reward": float(scores.mean()),

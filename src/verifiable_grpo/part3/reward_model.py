@@ -68,7 +68,7 @@ def fit_reward(network: nn.Module, train, steps: int = 1500, lr: float = 3e-3,
 
     Returns the network in eval mode and [step, training loss] every `log_every` steps."""
     left, right, won = map(torch.tensor, train[:3])
-    adamw = torch.optim.AdamW(network.parameters(), lr=lr, weight_decay=weight_decay)
+    adamw = torch.optim.AdamW(network.parameters(), lr, weight_decay=weight_decay)
     losses = []
     for done in range(1, steps + 1):
         adamw.zero_grad(set_to_none=True)
