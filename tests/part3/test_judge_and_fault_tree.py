@@ -76,3 +76,11 @@ def test_each_check_can_fail_alone():
     missing = dict(good, G0={"type": "gate", "gate": "OR", "children": ["B1", "B2", "B9"]})
     assert ft.checks(["pump", "seal"], _tree(missing))[2] is False
     assert ft.initial_reward(["pump", "seal"], _tree(missing)) == pytest.approx(6 / 7)
+
+
+def test_a_component_field_of_any_json_type_is_scored_not_crashed():
+    odd = {"G0": {"type": "gate", "gate": "OR", "children": ["B1", "B2"]},
+           "B1": {"type": "basic", "p": 0.1, "label": "pump", "component": ["pump"]},
+           "B2": {"type": "basic", "p": 0.1, "label": "seal", "component": "seal"}}
+    # 7 checks pass; coverage 1/2 (a list is not the name "pump"); no penalty
+    assert ft.revised_reward(["pump", "seal"], _tree(odd)) == pytest.approx(0.6 + 0.2, abs=1e-15)

@@ -28,10 +28,11 @@ def _draw(image, figure) -> None:
     image.value = figure_png(figure)
     image.layout.display = None
 
-SELECTION_SERIES = (("linear_proxy", "proxy score: linear selection"),
-                    ("linear_true", "true reward: linear selection"),
-                    ("mlp_true", "true reward: MLP selection"),
-                    ("oracle_true", "true reward: oracle selection"))
+# (result key, legend): what the kept candidate scores under the linear proxy, then its
+# true reward under each way of choosing it.
+SELECTION_SERIES = (("linear_proxy", "proxy score: linear selection"),) + tuple(
+    (f"{selector}_true", f"true reward: {shown} selection")
+    for selector, shown in (("linear", "linear"), ("mlp", "MLP"), ("oracle", "oracle")))
 
 
 # --------------------------------------------------------------------------- best-of-n
@@ -45,9 +46,10 @@ def best_of_n_view(selection: list[dict], n: int) -> dict:
 def plot_best_of_n(view: dict) -> Figure:
     figure = Figure(figsize=(7, 4))
     ax = figure.subplots()
-    kl = [row["kl_bound"] for row in view["selection"]]
+    rows = view["selection"]
+    kl = [row["kl_bound"] for row in rows]
     for key, label in SELECTION_SERIES:
-        ax.plot(kl, [row[key] for row in view["selection"]], "o-", label=label)
+        ax.plot(kl, [row[key] for row in rows], marker="o", linestyle="-", label=label)
     ax.axvline(view["row"]["kl_bound"], color="gray", linestyle=":", label=f"n = {view['n']}")
     ax.axhline(2.5, color="black", linewidth=0.8, linestyle="--", label="true maximum 2.5")
     ax.set(xlabel="KL bound log n - (n-1)/n (nats)", ylabel="mean reward of the kept candidate",

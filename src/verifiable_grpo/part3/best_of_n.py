@@ -1,8 +1,9 @@
-"""Best-of-n selection against a learned reward: the proxy rises, the true reward turns.
+"""Best-of-n against a learned reward: the proxy score keeps climbing, the true reward turns.
 
-Draw n candidates from the reference N(0, I2) and keep the one the proxy scores highest.
-For a continuous score without ties, the selected point's density is n F^(n-1) f, so
-KL(best-of-n || reference) = log n - (n - 1) / n exactly (an upper bound when ties occur).
+We draw n candidates from the reference distribution N(0, I2) and keep the one a reward
+model ranks first. If the score has no ties, the kept point has density n F^(n-1) f
+(F, f: the score's CDF and density under the reference), and integrating the log of that
+ratio gives KL(best-of-n || reference) = log n - (n - 1) / n. With ties it is a bound.
 """
 from __future__ import annotations
 
@@ -12,68 +13,82 @@ import numpy as np
 
 from verifiable_grpo.part3.reward_model import fit_both, predict, true_reward
 
-SIZES = (1, 4, 16, 64, 256, 1024, 4096, 16384)
+SIZES = tuple(4 ** k for k in range(8))          # 1, 4, 16, ..., 16384: the recorded grid
 
 
 def kl_bound(n: int) -> float:
-    """log n - (n - 1) / n nats; n must be a positive integer."""
+    """KL(best-of-n || reference) in nats for a positive integer n."""
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
         raise ValueError(f"n must be a positive integer number of candidates, got {n!r}")
     return math.log(n) - (n - 1) / n
 
 
 def check_sizes(sizes) -> list[int]:
-    sizes = list(sizes)
-    outside = [n for n in sizes if n not in SIZES]
-    if not sizes or outside:
+    chosen = list(sizes)
+    off_grid = [n for n in chosen if n not in SIZES]
+    if off_grid or not chosen:
         raise ValueError(f"best-of-n sizes must come from the grid {list(SIZES)} "
-                         f"(the recorded run's), got {outside or 'none'}")
-    return sizes
+                         f"(the recorded run's), got {off_grid or 'none'}")
+    return chosen
+
+
+def _candidates(rng, trials: int, n: int) -> np.ndarray:
+    """`trials` independent sets of n reference draws, shaped (trials, n, 2), float32."""
+    return rng.normal(size=(trials, n, 2)).astype(np.float32)
+
+
+def _mean_at(values: np.ndarray, picks: np.ndarray) -> float:
+    """Mean over trials of values[trial, picks[trial]]."""
+    return float(np.take_along_axis(values, picks[:, None], axis=1)[:, 0].mean())
 
 
 def selection_row(n: int, rng, models, trials: int = 200) -> dict:
-    candidates = rng.normal(size=(trials, n, 2)).astype(np.float32)
-    truth = true_reward(candidates)
-    proxy_linear, proxy_mlp = predict(models["linear"], candidates), predict(models["mlp"], candidates)
-    rows = np.arange(trials)
-    pick_linear, pick_mlp, pick_true = proxy_linear.argmax(1), proxy_mlp.argmax(1), truth.argmax(1)
-    return dict(n=n, kl_bound=kl_bound(n),
-                linear_proxy=float(proxy_linear[rows, pick_linear].mean()),
-                linear_true=float(truth[rows, pick_linear].mean()),
-                mlp_true=float(truth[rows, pick_mlp].mean()),
-                oracle_true=float(truth[rows, pick_true].mean()))
+    """One row of the table: what each selector keeps from the same candidate sets."""
+    points = _candidates(rng, trials, n)
+    truth = true_reward(points)
+    scores = {name: predict(models[name], points) for name in ("linear", "mlp")}
+    by_linear = scores["linear"].argmax(axis=1)
+    by_mlp = scores["mlp"].argmax(axis=1)
+    by_truth = truth.argmax(axis=1)
+    return {"n": n, "kl_bound": kl_bound(n),
+            "linear_proxy": _mean_at(scores["linear"], by_linear),
+            "linear_true": _mean_at(truth, by_linear),
+            "mlp_true": _mean_at(truth, by_mlp),
+            "oracle_true": _mean_at(truth, by_truth)}
 
 
 def softmax_selection(n: int, temperatures, rng, models, trials: int = 200) -> list[dict]:
-    """Sample the kept candidate with probability softmax(proxy / T) instead of argmax:
-    T -> 0 is best-of-n, T -> infinity is one random draw. One candidate set for all T."""
-    candidates = rng.normal(size=(trials, n, 2)).astype(np.float32)
-    truth = true_reward(candidates)
-    proxy = predict(models["linear"], candidates).astype(np.float64)
-    uniform = rng.random(trials)
-    rows = []
+    """Keep a candidate drawn with probability softmax(linear score / T) rather than the
+    argmax. Small T approaches best-of-n, large T one random draw. All temperatures share
+    one candidate set and one uniform number per trial."""
+    points = _candidates(rng, trials, n)
+    truth = true_reward(points)
+    score = predict(models["linear"], points).astype(np.float64)
+    u = rng.random(trials)
+    results = []
     for temperature in temperatures:
         if not temperature > 0:
             raise ValueError(f"temperatures must be positive, got {temperature!r}")
-        logits = proxy / temperature
-        weights = np.exp(logits - logits.max(1, keepdims=True))
-        cumulative = np.cumsum(weights / weights.sum(1, keepdims=True), 1)
-        picked = np.minimum((cumulative < uniform[:, None]).sum(1), n - 1)   # inverse CDF
-        rows.append(dict(temperature=float(temperature),
-                         linear_proxy=float(proxy[np.arange(trials), picked].mean()),
-                         linear_true=float(truth[np.arange(trials), picked].mean())))
-    return rows
+        scaled = score / temperature
+        weights = np.exp(scaled - scaled.max(1, keepdims=True))       # stable softmax
+        cdf = np.cumsum(weights / weights.sum(1, keepdims=True), 1)
+        # inverse-CDF draw: the first index whose cumulative mass reaches u
+        kept = np.minimum((cdf < u[:, None]).sum(1), n - 1)
+        results.append({"temperature": float(temperature),
+                        "linear_proxy": _mean_at(score, kept),
+                        "linear_true": _mean_at(truth, kept)})
+    return results
 
 
 def run_reward_lab(sizes=SIZES, trials: int = 200, seed: int = 0, softmax_n: int | None = 1024,
                    temperatures=(0.1, 0.3, 1.0, 3.0)) -> dict:
-    """Lab 3 whole. After the module's table (so its draws are unchanged), the third
-    "Try this": softmax selection by the linear proxy at n = softmax_n."""
+    """Lab 3 end to end. The softmax variant (the third "Try this") runs after the
+    module's table, so that the table's draws stay the module's."""
     sizes = check_sizes(sizes)
     rng, models, report = fit_both(seed)
     report["selection"] = [selection_row(n, rng, models, trials) for n in sizes]
     if softmax_n is not None:
         check_sizes([softmax_n])
-        report["softmax_selection"] = dict(n=softmax_n, rows=softmax_selection(
-            softmax_n, temperatures, rng, models, trials))
+        rows = softmax_selection(softmax_n, temperatures, rng, models, trials)
+        report["softmax_selection"] = {"n": softmax_n, "rows": rows}
     return report

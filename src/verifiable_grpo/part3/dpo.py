@@ -1,143 +1,163 @@
-"""Lab 4, part B: DPO on the digit policy, with on-policy and off-policy rejected answers.
+"""Lab 4, part B: DPO on the digit policy, once with on-policy and once with off-policy losers.
 
-Both conditions share the chosen (correct) answers and the reference. On-policy pairs
-reject the reference's own wrong samples; off-policy pairs reject random 3-4 digit strings
-the reference almost never generates. The pairwise loss falls much further off-policy, yet
-the generator gets worse there: a low DPO loss is not evidence of a better policy.
+The two runs share the reference and the preferred (correct) replies; they differ in the
+rejected reply of each pair. On-policy, it is one of the reference's own wrong samples.
+Off-policy, it is a random string of 3 or 4 digits, something the reference essentially
+never says. Off-policy pairs are easy to separate, so the DPO loss drops far lower, and
+yet sampled accuracy falls: a small pairwise loss does not certify a better generator.
 """
 from __future__ import annotations
 
-import copy
 import math
 
 import numpy as np
 import torch
-import torch.nn.functional as F
+from torch.nn.functional import logsigmoid
+from torch.nn.utils import clip_grad_norm_
 
 from verifiable_grpo.part3 import digit_policy as dp
 from verifiable_grpo.part3.dpo_bandit import check_beta
 
 
-def dpo_loss(chosen_logp, rejected_logp, ref_chosen, ref_rejected, beta: float):
-    """-log sigmoid(beta [(log pi(y_w) - log pi_ref(y_w)) - (log pi(y_l) - log pi_ref(y_l))])."""
-    margin = beta * ((chosen_logp - ref_chosen) - (rejected_logp - ref_rejected))
-    return -F.logsigmoid(margin).mean()
+def dpo_loss(policy_chosen, policy_rejected, reference_chosen, reference_rejected,
+             beta: float):
+    """Mean of -log sigma(beta * (gain on the chosen reply - gain on the rejected one)),
+    where a gain is log pi - log pi_ref of that reply (arguments: those log-probs)."""
+    chosen_gain = policy_chosen - reference_chosen
+    rejected_gain = policy_rejected - reference_rejected
+    return -logsigmoid(beta * (chosen_gain - rejected_gain)).mean()
 
 
 def check_pairs(prompts, chosen, rejected) -> None:
-    """A preference pair is (prompt[2 digits], chosen[MAXLEN ids], rejected[MAXLEN ids])."""
+    """Refuse malformed preference data before any training: prompts (N, 2), chosen and
+    rejected (N, MAXLEN) token ids, at least one pair, no pair without a difference."""
     if prompts.ndim != 2 or prompts.shape[1] != 2:
         raise ValueError(f"pair prompts must have shape (N, 2), got {tuple(prompts.shape)}")
-    for name, ids in (("chosen", chosen), ("rejected", rejected)):
-        if ids.shape != (len(prompts), dp.MAXLEN):
-            raise ValueError(f"{name} must have shape ({len(prompts)}, {dp.MAXLEN}) to match "
+    expected = (len(prompts), dp.MAXLEN)
+    for role, ids in (("chosen", chosen), ("rejected", rejected)):
+        if tuple(ids.shape) != expected:
+            raise ValueError(f"{role} must have shape ({expected[0]}, {expected[1]}) to match "
                              f"the prompts, got {tuple(ids.shape)}")
-        if ids.min() < 0 or ids.max() >= dp.VOCAB:
-            raise ValueError(f"{name} holds token ids outside 0..{dp.VOCAB - 1}")
     if len(prompts) == 0:
         raise ValueError("no preference pairs: collect at least one (chosen, rejected) pair")
-    if (chosen == rejected).all(1).any():
+    for role, ids in (("chosen", chosen), ("rejected", rejected)):
+        if not bool(((ids >= 0) & (ids < dp.VOCAB)).all()):
+            raise ValueError(f"{role} holds token ids outside 0..{dp.VOCAB - 1}")
+    if bool((chosen == rejected).all(dim=1).any()):
         raise ValueError("a preference pair has identical chosen and rejected responses; "
                          "drop it (it carries no preference)")
 
 
 def on_policy_pairs(reference, per_prompt: int = 64, max_losses: int = 24, seed: int = 10):
-    """Sample the reference; per prompt pair each of its first `max_losses` wrong samples
-    with a correct sample (cycling through the correct ones). Prompts where every sample
-    is right (or wrong) give no pair."""
+    """Pairs from the reference's own samples: for every prompt, each of its first
+    `max_losses` wrong samples is paired with a right one (taking the right ones in turn).
+    A prompt whose samples are all right, or all wrong, yields no pair."""
     torch.manual_seed(seed)
-    prompts = dp.ALL_PROMPTS.repeat_interleave(per_prompt, 0)
-    targets = dp.sample(reference, prompts)
-    replies = dp.decode(targets)
-    pair_prompts, good, bad = [], [], []
-    for i, prompt in enumerate(dp.ALL_PROMPTS):
-        correct = str(int(prompt.sum()))
-        block = range(i * per_prompt, (i + 1) * per_prompt)
-        wins = [k for k in block if replies[k] == correct]
-        losses = [k for k in block if replies[k] != correct]
-        if not wins or not losses:
-            continue
-        for n, k in enumerate(losses[:max_losses]):
-            pair_prompts.append(prompt.tolist())
-            good.append(targets[wins[n % len(wins)]].tolist())
-            bad.append(targets[k].tolist())
-    return torch.tensor(pair_prompts), torch.tensor(good), torch.tensor(bad)
+    repeated = dp.ALL_PROMPTS.repeat_interleave(per_prompt, 0)
+    samples = dp.sample(reference, repeated)
+    texts = dp.decode(samples)
+    rows = samples.tolist()
+    prompt_rows, winners, losers = [], [], []
+    for index, (prompt, truth) in enumerate(zip(dp.ALL_PROMPTS.tolist(), dp.answers(dp.ALL_PROMPTS))):
+        offset = index * per_prompt
+        right = [offset + j for j in range(per_prompt) if texts[offset + j] == truth]
+        wrong = [offset + j for j in range(per_prompt) if texts[offset + j] != truth]
+        if right and wrong:
+            for turn, loser in enumerate(wrong[:max_losses]):
+                prompt_rows.append(prompt)
+                winners.append(rows[right[turn % len(right)]])
+                losers.append(rows[loser])
+    return torch.tensor(prompt_rows), torch.tensor(winners), torch.tensor(losers)
 
 
 def off_policy_rejected(count: int, seed: int = 12) -> torch.Tensor:
-    """Random 3- or 4-digit strings: answers far outside the reference's distribution."""
+    """`count` random strings of 3 or 4 digits, far from anything the reference says."""
     rng = np.random.default_rng(seed)
-    replies = ["".join(str(int(c)) for c in rng.integers(0, 10, rng.integers(3, 5)))
-               for _ in range(count)]
-    return dp.encode_responses(replies)
+    texts = []
+    for _ in range(count):
+        length = rng.integers(3, 5)                      # drawn before the digits
+        texts.append("".join(map(str, rng.integers(0, 10, length).tolist())))
+    return dp.encode_responses(texts)
+
+
+def _first_record(policy, reference) -> dict:
+    """Step 0: the policy is the reference, so every ratio is 0 and the loss is log 2."""
+    return {"step": 0, "loss": math.log(2), "chosen_ratio": 0.0, "rejected_ratio": 0.0,
+            "pair_accuracy": 0.5, **dp.task_metrics(policy, reference)}
+
+
+@torch.inference_mode()
+def _fit_record(step, policy, reference, data, ref_scores, beta) -> dict:
+    """How well the current policy orders all pairs, and how it behaves on the task."""
+    policy.eval()
+    prompts, chosen, rejected = data
+    chosen_gain = dp.sequence_logprob(policy, prompts, chosen) - ref_scores[0]
+    rejected_gain = dp.sequence_logprob(policy, prompts, rejected) - ref_scores[1]
+    margins = beta * (chosen_gain - rejected_gain)
+    return {"step": step, "loss": float(-logsigmoid(margins).mean()),
+            "margin": float(margins.mean()), "chosen_ratio": float(chosen_gain.mean()),
+            "rejected_ratio": float(rejected_gain.mean()),
+            "pair_accuracy": float(torch.mean((margins > 0).float())),
+            **dp.task_metrics(policy, reference)}
 
 
 def train_dpo(reference, prompts, chosen, rejected, beta: float = 0.1, steps: int = 300,
               batch: int = 64, lr: float = 1e-3, seed: int = 21, log_every: int = 100) -> list[dict]:
-    """Adam on the DPO loss over minibatches drawn with replacement; logs pair fit and task
-    behaviour every `log_every` steps (record 0 is the reference itself)."""
+    """DPO with Adam on minibatches sampled with replacement, gradient norm clipped at 1.
+
+    Returns a record every `log_every` steps (pair statistics on all pairs and the task
+    metrics); record 0 describes the reference itself."""
     beta = check_beta(beta)
     check_pairs(prompts, chosen, rejected)
-    with torch.inference_mode():
-        ref_chosen = dp.sequence_logprob(reference, prompts, chosen)
-        ref_rejected = dp.sequence_logprob(reference, prompts, rejected)
+    with torch.inference_mode():        # the reference's scores never change: once
+        ref_scores = (dp.sequence_logprob(reference, prompts, chosen),
+                      dp.sequence_logprob(reference, prompts, rejected))
     torch.manual_seed(seed)
     policy = dp.trainable_copy(reference)
-    optimizer = torch.optim.Adam(policy.parameters(), lr=lr)
-    records = [dict(step=0, loss=math.log(2), chosen_ratio=0.0, rejected_ratio=0.0,
-                    pair_accuracy=0.5, **dp.task_metrics(policy, reference))]
+    adam = torch.optim.Adam(policy.parameters(), lr)
+    log = [_first_record(policy, reference)]
     for step in range(1, steps + 1):
-        indices = torch.randint(len(chosen), (batch,))
+        picked = torch.randint(len(chosen), (batch,))
         policy.train()
-        optimizer.zero_grad(set_to_none=True)
-        win = dp.sequence_logprob(policy, prompts[indices], chosen[indices])
-        lose = dp.sequence_logprob(policy, prompts[indices], rejected[indices])
-        dpo_loss(win, lose, ref_chosen[indices], ref_rejected[indices], beta).backward()
-        torch.nn.utils.clip_grad_norm_(policy.parameters(), 1.0)
-        optimizer.step()
+        adam.zero_grad(set_to_none=True)
+        # chosen before rejected: the order autograd accumulates the shared weights in
+        chosen_logp = dp.sequence_logprob(policy, prompts[picked], chosen[picked])
+        rejected_logp = dp.sequence_logprob(policy, prompts[picked], rejected[picked])
+        loss = dpo_loss(chosen_logp, rejected_logp, ref_scores[0][picked], ref_scores[1][picked], beta)
+        loss.backward()
+        clip_grad_norm_(policy.parameters(), max_norm=1.0)
+        adam.step()
         if step % log_every == 0:
-            records.append(_pair_report(policy, reference, prompts, chosen, rejected,
-                                        ref_chosen, ref_rejected, beta, step))
-    return records
-
-
-@torch.inference_mode()
-def _pair_report(policy, reference, prompts, chosen, rejected, ref_chosen, ref_rejected,
-                 beta, step) -> dict:
-    policy.eval()
-    chosen_ratio = dp.sequence_logprob(policy, prompts, chosen) - ref_chosen
-    rejected_ratio = dp.sequence_logprob(policy, prompts, rejected) - ref_rejected
-    margin = beta * (chosen_ratio - rejected_ratio)
-    return dict(step=step, loss=float(-F.logsigmoid(margin).mean()), margin=float(margin.mean()),
-                chosen_ratio=float(chosen_ratio.mean()),
-                rejected_ratio=float(rejected_ratio.mean()),
-                pair_accuracy=float((margin > 0).float().mean()),
-                **dp.task_metrics(policy, reference))
+            log.append(_fit_record(step, policy, reference, (prompts, chosen, rejected),
+                                   ref_scores, beta))
+    return log
 
 
 def run_digit_dpo(beta: float = 0.1, steps: int = 300, variant_beta: float | None = None) -> dict:
-    """The module's Lab 4 part B: reference, pairs, both conditions; with `variant_beta`,
-    the on-policy condition again at that beta (the first "Try this")."""
+    """Part B whole: the reference, both kinds of pairs and a DPO run on each; with
+    `variant_beta`, the on-policy run once more at that beta (the first "Try this")."""
     reference = dp.train_reference()
-    prompts, good, bad = on_policy_pairs(reference)
-    off_bad = off_policy_rejected(len(good))
+    prompts, winners, losers = on_policy_pairs(reference)
+    random_losers = off_policy_rejected(len(winners))
     with torch.inference_mode():
-        ref_logp = {name: float(dp.sequence_logprob(reference, prompts, ids).mean())
-                    for name, ids in (("chosen", good), ("on_policy_rejected", bad),
-                                      ("off_policy_rejected", off_bad))}
-    return dict(
-        policy_parameters=dp.parameter_count(reference),
-        reference=dp.task_metrics(reference, reference),
-        reference_greedy_accuracy=dp.greedy_accuracy(reference),
-        on_policy_pairs=len(good),
-        example=[prompts[0].tolist(), dp.decode(good[:1])[0], dp.decode(bad[:1])[0]],
-        reference_logp=ref_logp, beta=beta,
-        on_policy=train_dpo(reference, prompts, good, bad, beta=beta, steps=steps),
-        off_policy=train_dpo(reference, prompts, good, off_bad, beta=beta, steps=steps),
-        on_policy_variant=None if variant_beta is None else dict(
-            beta=variant_beta, records=train_dpo(reference, prompts, good, bad,
-                                                 beta=variant_beta, steps=steps)),
-    )
+        mean_logp = {role: float(dp.sequence_logprob(reference, prompts, ids).mean())
+                     for role, ids in (("chosen", winners), ("on_policy_rejected", losers),
+                                       ("off_policy_rejected", random_losers))}
+    report = {"policy_parameters": dp.parameter_count(reference),
+              "reference": dp.task_metrics(reference, reference),
+              "reference_greedy_accuracy": dp.greedy_accuracy(reference),
+              "on_policy_pairs": len(winners),
+              "example": [prompts[0].tolist(), dp.decode(winners[:1])[0], dp.decode(losers[:1])[0]],
+              "reference_logp": mean_logp, "beta": beta}
+
+    def run(loser_ids, at_beta):
+        return train_dpo(reference, prompts, winners, loser_ids, beta=at_beta, steps=steps)
+
+    report["on_policy"] = run(losers, beta)
+    report["off_policy"] = run(random_losers, beta)
+    report["on_policy_variant"] = (None if variant_beta is None else
+                                   {"beta": variant_beta, "records": run(losers, variant_beta)})
+    return report
 
 
 def run_lab(betas=(0.25, 0.5, 1.0, 2.0), pairs: int = 20_000, bandit_steps: int = 1000,
@@ -145,4 +165,5 @@ def run_lab(betas=(0.25, 0.5, 1.0, 2.0), pairs: int = 20_000, bandit_steps: int 
     """Lab 4 whole: the bandit (part A), then the digit policy (part B)."""
     from verifiable_grpo.part3.dpo_bandit import run_bandit
 
-    return dict(bandit=run_bandit(betas, pairs, bandit_steps), digits=run_digit_dpo(beta, steps, variant_beta))
+    return {"bandit": run_bandit(betas, pairs, bandit_steps),
+            "digits": run_digit_dpo(beta, steps, variant_beta)}

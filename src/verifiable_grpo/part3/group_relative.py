@@ -1,117 +1,142 @@
-"""Lab 5, second half: GRPO on the digit policy, with the module's conventions.
+"""Lab 5, second half: GRPO on the digit policy, following the post-training module's choices.
 
-These conventions differ from Part I's on purpose, and the chapter sets them side by side:
-- advantages use the SAMPLE standard deviation of each group (denominator G - 1) plus
-  1e-6, and an explicit zero for a group whose rewards are all equal;
-- the KL penalty is the per-token k3 estimator, u - log u - 1 with u = pi_ref / pi_theta,
-  on the sampled tokens (Part I computes the exact KL over the vocabulary on each prefix);
-- old log-probabilities are recomputed right after sampling, before two inner steps;
-- the loss is a token mean per sequence, then a mean over sequences.
+Those choices are not Part I's, deliberately; the chapter compares them:
+- a group's advantages divide by its SAMPLE standard deviation (G - 1 in the denominator)
+  plus 1e-6, and a group with identical rewards gets advantage 0 outright;
+- the KL term is k3 = u - log u - 1 per sampled token, u = pi_ref / pi_theta (Part I
+  instead sums the exact KL over the whole vocabulary at every prefix);
+- the log-probabilities of the sampling policy are taken once, just after sampling, and
+  serve both of the two inner optimisation steps;
+- each sequence's objective is its mean over tokens; the batch objective is the mean of
+  those.
 
-`substring=True` swaps the exact verifier for a flawed one that accepts any reply
-containing the answer ("1514" for 15): the policy learns what the checker accepts.
+With `substring=True` the verifier is the flawed one: a reply passes when the answer
+appears anywhere in it ("1514" passes for 15), and the policy learns to exploit that.
 """
 from __future__ import annotations
 
 import torch
+from torch.nn.utils import clip_grad_norm_
 
 from verifiable_grpo.part3 import digit_policy as dp
 
 
 def group_advantages_sample_std(rewards: torch.Tensor, epsilon: float = 1e-6, correction: int = 1):
-    """(r - mean) / (std + epsilon) per group (row); exactly 0 where std is 0.
+    """Advantages (rewards - group mean) / (group std + epsilon), one group per row, and
+    each group's std. A group whose std is 0 gets exactly 0.
 
-    correction=1 is the module's sample std; correction=0 the population std of Part I."""
-    mean = rewards.mean(1, keepdim=True)
-    sd = rewards.std(1, keepdim=True, correction=correction)
-    advantage = torch.where(sd > 0, (rewards - mean) / (sd + epsilon), torch.zeros_like(rewards))
-    return advantage, sd.squeeze(1)
+    correction=1: the sample std (the module's); correction=0: the population std (Part I)."""
+    centre = torch.mean(rewards, 1, keepdim=True)
+    spread = torch.std(rewards, dim=1, keepdim=True, correction=correction)
+    scaled = (rewards - centre) / (spread + epsilon)
+    return torch.where(spread > 0, scaled, torch.zeros_like(rewards)), spread[:, 0]
 
 
 def verifier_rewards(prompts, targets, substring: bool = False) -> torch.Tensor:
-    """1.0 when the reply equals the answer (or, flawed, merely contains it), else 0.0."""
-    values = [float(answer in reply if substring else reply == answer)
-              for reply, answer in zip(dp.decode(targets), dp.answers(prompts))]
-    return torch.tensor(values)
+    """1.0 for a reply equal to the answer (flawed checker: one that merely contains it)."""
+    def passes(reply: str, answer: str) -> bool:
+        return answer in reply if substring else reply == answer
+
+    return torch.tensor([float(passes(reply, answer))
+                         for reply, answer in zip(dp.decode(targets), dp.answers(prompts))])
 
 
-def k3(log_ratio_ref_over_policy: torch.Tensor) -> torch.Tensor:
-    """u - log u - 1 with log u = log pi_ref - log pi: >= 0, and 0 only where u = 1."""
-    return torch.exp(log_ratio_ref_over_policy) - log_ratio_ref_over_policy - 1
+def k3(log_u: torch.Tensor) -> torch.Tensor:
+    """u - log u - 1 from log u (here log pi_ref - log pi): never negative, 0 iff u = 1."""
+    return torch.exp(log_u) - log_u - 1
+
+
+def _surrogate(logp, sampled_logp, ref_logp, mask, advantages, beta, clip):
+    """The clipped, KL-penalised objective, averaged over tokens then over sequences."""
+    ratio = torch.exp(logp - sampled_logp)
+    plain_term = ratio * advantages
+    capped_term = ratio.clamp(1 - clip, 1 + clip) * advantages      # PPO's trust region
+    penalty = beta * k3(ref_logp - logp)
+    per_token = torch.minimum(plain_term, capped_term) - penalty
+    tokens_per_sequence = mask.sum(1)
+    per_sequence = (per_token * mask).sum(1) / tokens_per_sequence
+    return per_sequence.mean()
+
+
+def _check_grpo_settings(beta, group_size) -> None:
+    if isinstance(beta, bool) or not isinstance(beta, (int, float)) or beta < 0:
+        raise ValueError(f"beta must be a number >= 0 (the KL coefficient), got {beta!r}")
+    if type(group_size) is not int or group_size < 2:
+        raise ValueError(f"group_size must be an integer >= 2 (a group needs a spread), "
+                         f"got {group_size!r}")
 
 
 def train_grpo(reference, beta: float, substring: bool = False, iterations: int = 150,
                prompts_per_iteration: int = 32, group_size: int = 8, inner_steps: int = 2,
                clip: float = 0.2, lr: float = 1e-3, seed: int = 41, log_every: int = 25,
                correction: int = 1) -> dict:
-    if isinstance(beta, bool) or not isinstance(beta, (int, float)) or beta < 0:
-        raise ValueError(f"beta must be a number >= 0 (the KL coefficient), got {beta!r}")
-    if type(group_size) is not int or group_size < 2:
-        raise ValueError(f"group_size must be an integer >= 2 (a group needs a spread), "
-                         f"got {group_size!r}")
+    """GRPO from the reference; logs every `log_every` iterations (record 0: the start)."""
+    _check_grpo_settings(beta, group_size)
     torch.manual_seed(seed)
     policy = dp.trainable_copy(reference)
-    optimizer = torch.optim.Adam(policy.parameters(), lr=lr)
-    initial = dp.task_metrics(policy, reference)
-    records = [dict(iteration=0, sampled_reward=initial["accuracy"], zero_variance=None, **initial)]
+    adam = torch.optim.Adam(policy.parameters(), lr)
+    start = dp.task_metrics(policy, reference)
+    log = [{"iteration": 0, "sampled_reward": start["accuracy"], "zero_variance": None, **start}]
+    count = len(dp.ALL_PROMPTS)
     for iteration in range(1, iterations + 1):
-        chosen = dp.ALL_PROMPTS[torch.randint(len(dp.ALL_PROMPTS), (prompts_per_iteration,))]
-        prompts = chosen.repeat_interleave(group_size, 0)
-        targets = dp.sample(policy, prompts)
-        rewards = verifier_rewards(prompts, targets, substring).reshape(prompts_per_iteration,
-                                                                         group_size)
-        advantages, sd = group_advantages_sample_std(rewards, correction=correction)
-        advantages = advantages.reshape(-1, 1)
-        with torch.no_grad():   # frozen for both inner steps: the ratio starts at exactly 1
-            old_logp, mask = dp.token_logprobs(policy, prompts, targets)
-            ref_logp, _ = dp.token_logprobs(reference, prompts, targets)
+        drawn = dp.ALL_PROMPTS[torch.randint(count, (prompts_per_iteration,))]
+        prompts = drawn.repeat_interleave(group_size, 0)
+        replies = dp.sample(policy, prompts)
+        scores = verifier_rewards(prompts, replies, substring).reshape(prompts_per_iteration, group_size)
+        advantages, group_std = group_advantages_sample_std(scores, correction=correction)
+        per_reply = advantages.reshape(-1, 1)            # one advantage for all its tokens
+        with torch.no_grad():     # fixed for both inner steps: the first ratio is exactly 1
+            sampled_logp, mask = dp.token_logprobs(policy, prompts, replies)
+            ref_logp = dp.token_logprobs(reference, prompts, replies)[0]
         for _ in range(inner_steps):
             policy.train()
-            optimizer.zero_grad(set_to_none=True)
-            logp, _ = dp.token_logprobs(policy, prompts, targets)
-            ratio = torch.exp(logp - old_logp)
-            surrogate = torch.minimum(ratio * advantages,
-                                      ratio.clamp(1 - clip, 1 + clip) * advantages)
-            token_objective = surrogate - beta * k3(ref_logp - logp)
-            objective = ((token_objective * mask).sum(1) / mask.sum(1)).mean()
-            (-objective).backward()
-            torch.nn.utils.clip_grad_norm_(policy.parameters(), 1.0)
-            optimizer.step()
+            adam.zero_grad(set_to_none=True)
+            logp = dp.token_logprobs(policy, prompts, replies)[0]
+            loss = -_surrogate(logp, sampled_logp, ref_logp, mask, per_reply, beta, clip)
+            loss.backward()
+            clip_grad_norm_(policy.parameters(), max_norm=1.0)
+            adam.step()
         if iteration % log_every == 0:
-            item = dict(iteration=iteration, sampled_reward=float(rewards.mean()),
-                        zero_variance=float((sd == 0).float().mean()),
-                        **dp.task_metrics(policy, reference))
-            item["verifier_reward"] = _verifier_pass_rate(policy, substring)
-            records.append(item)
-    result = dict(beta=beta, substring=substring, correction=correction, records=records)
+            entry = {"iteration": iteration, "sampled_reward": float(scores.mean()),
+                     "zero_variance": float((group_std == 0).float().mean())}
+            entry.update(dp.task_metrics(policy, reference))
+            entry["verifier_reward"] = _verifier_pass_rate(policy, substring)
+            log.append(entry)
+    result = {"beta": beta, "substring": substring, "correction": correction, "records": log}
     if substring:
         result["accepted_but_wrong"] = accepted_but_wrong(policy)
     return result
 
 
-@torch.inference_mode()
-def _verifier_pass_rate(policy, substring: bool, per_prompt: int = 16, seed: int = 88) -> float:
+def _evaluation_replies(policy, per_prompt: int, seed: int):
+    """Prompts and the policy's replies from a forked, seeded generator (no side effect)."""
+    prompts = dp.ALL_PROMPTS.repeat_interleave(per_prompt, 0)
     with torch.random.fork_rng():
         torch.manual_seed(seed)
-        prompts = dp.ALL_PROMPTS.repeat_interleave(per_prompt, 0)
-        return float(verifier_rewards(prompts, dp.sample(policy, prompts), substring).mean())
+        replies = dp.sample(policy, prompts)
+    return prompts, replies
+
+
+@torch.inference_mode()
+def _verifier_pass_rate(policy, substring: bool, per_prompt: int = 16, seed: int = 88) -> float:
+    prompts, replies = _evaluation_replies(policy, per_prompt, seed)
+    return float(verifier_rewards(prompts, replies, substring).mean())
 
 
 @torch.inference_mode()
 def accepted_but_wrong(policy, per_prompt: int = 16, seed: int = 99, limit: int = 5) -> list:
-    """Replies the substring checker accepts although they are not the answer."""
-    with torch.random.fork_rng():
-        torch.manual_seed(seed)
-        prompts = dp.ALL_PROMPTS.repeat_interleave(per_prompt, 0)
-        replies = dp.decode(dp.sample(policy, prompts))
-    found = [(p.tolist(), reply, answer) for p, reply, answer
-             in zip(prompts, replies, dp.answers(prompts)) if answer in reply and reply != answer]
-    return found[:limit]
+    """Up to `limit` (prompt, reply, answer) that the substring checker passes wrongly."""
+    prompts, replies = _evaluation_replies(policy, per_prompt, seed)
+    cheats = []
+    for prompt, reply, answer in zip(prompts.tolist(), dp.decode(replies), dp.answers(prompts)):
+        if reply != answer and answer in reply:
+            cheats.append((prompt, reply, answer))
+    return cheats[:limit]
 
 
 def mixed_group_probability(p: float, group_size: int) -> float:
-    """P(a group of G independent draws with success probability p holds both a success
-    and a failure) = 1 - p^G - (1-p)^G: only such groups carry a task gradient."""
+    """Chance that G independent tries, each a success with probability p, include at least
+    one success and one failure: 1 - p^G - (1 - p)^G. Other groups give no task signal."""
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"p must be a probability in [0, 1], got {p!r}")
     if type(group_size) is not int or group_size < 1:
@@ -121,21 +146,20 @@ def mixed_group_probability(p: float, group_size: int) -> float:
 
 def run_lab(betas=(0.04, 0.5), substring_beta: float = 0.04, iterations: int = 150,
             group_size: int = 8, expert_rounds: int = 3, variants: bool = True) -> dict:
-    """Lab 5 whole: expert iteration, GRPO at each beta, GRPO on the substring verifier;
-    with `variants`, two runs beside the module's: Part I's population std (beta 0.04) and
-    no KL term at all (beta 0, the first "Try this")."""
+    """Lab 5 whole: expert iteration, GRPO at each beta and GRPO on the substring checker.
+    `variants` adds two runs the module does not make: Part I's population std (beta
+    0.04) and no KL term at all (beta 0, the first "Try this")."""
     from verifiable_grpo.part3.expert_iteration import expert_iteration
 
     reference = dp.train_reference()
-    runs = [train_grpo(reference, b, iterations=iterations, group_size=group_size) for b in betas]
-    runs.append(train_grpo(reference, substring_beta, substring=True, iterations=iterations,
-                           group_size=group_size))
-    extra = []
-    if variants:
-        extra = [train_grpo(reference, 0.04, iterations=iterations, group_size=group_size, correction=0),
-                 train_grpo(reference, 0.0, iterations=iterations, group_size=group_size)]
-    return dict(policy_parameters=dp.parameter_count(reference), variants=extra,
-                reference=dp.task_metrics(reference, reference),
-                reference_greedy_accuracy=dp.greedy_accuracy(reference),
-                expert_iteration=expert_iteration(reference, rounds=expert_rounds),
-                grpo=runs, group_size=group_size, inner_steps=2)
+    settings = {"iterations": iterations, "group_size": group_size}
+    exact_runs = [train_grpo(reference, b, **settings) for b in betas]
+    flawed_run = train_grpo(reference, substring_beta, substring=True, **settings)
+    extra = ([train_grpo(reference, 0.04, correction=0, **settings),
+              train_grpo(reference, 0.0, **settings)] if variants else [])
+    summary = {"policy_parameters": dp.parameter_count(reference), "variants": extra,
+               "reference": dp.task_metrics(reference, reference),
+               "reference_greedy_accuracy": dp.greedy_accuracy(reference)}
+    summary["expert_iteration"] = expert_iteration(reference, rounds=expert_rounds)
+    summary.update(grpo=exact_runs + [flawed_run], group_size=group_size, inner_steps=2)
+    return summary

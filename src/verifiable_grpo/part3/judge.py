@@ -40,22 +40,31 @@ def logistic_fit(features: np.ndarray, labels: np.ndarray, tolerance: float = 1e
                        "features (a perfect predictor has no finite maximum-likelihood fit)")
 
 
+def _rate(verdicts: np.ndarray) -> float:
+    return float(verdicts.mean())
+
+
 def simulate_judge(pairs: int = 400, seed: int = 22, length_weight: float = 0.4,
                    position_bias: float = 0.5, mean_length_gap: float = 0.8) -> dict:
+    """Judge every pair in both orders and compare four estimates of A's win rate."""
     if type(pairs) is not int or pairs < 10:
         raise ValueError(f"pairs must be an integer >= 10, got {pairs!r}")
     rng = np.random.default_rng(seed)
-    quality = rng.normal(size=pairs)
+    quality = rng.normal(size=pairs)                        # drawn before the lengths
     length = rng.normal(mean_length_gap, 1, size=pairs)
-    a_first = quality + length_weight * length + position_bias > 0
-    a_second = quality + length_weight * length - position_bias > 0
-    swapped = 0.5 * (a_first.astype(float) + a_second.astype(float))
-    features = np.column_stack([np.ones(2 * pairs), np.concatenate([length, length]),
-                                np.concatenate([np.ones(pairs), -np.ones(pairs)])])
-    weights = logistic_fit(features, np.concatenate([a_first, a_second]).astype(float))
-    return dict(pairs=pairs, true_win=float((quality > 0).mean()), first=float(a_first.mean()),
-                second=float(a_second.mean()), swapped=float(swapped.mean()),
-                length_controlled=float(1 / (1 + np.exp(-weights[0]))),
-                logistic_weights=weights.tolist(),
-                counts=dict(true_win=int((quality > 0).sum()), first=int(a_first.sum()),
-                            second=int(a_second.sum())))
+    evidence = quality + length_weight * length             # what the judge responds to
+    shown_first = evidence + position_bias > 0              # A in the first slot
+    shown_second = evidence - position_bias > 0             # A in the second slot
+    both_orders = 0.5 * (shown_first.astype(float) + shown_second.astype(float))
+    # One row per verdict: intercept, length difference, +1/-1 for A's slot.
+    design = np.column_stack([np.ones(2 * pairs), np.tile(length, 2),
+                              np.repeat([1.0, -1.0], pairs)])
+    verdicts = np.concatenate([shown_first, shown_second]).astype(float)
+    weights = logistic_fit(design, verdicts)
+    truly_better = quality > 0
+    return {"pairs": pairs, "true_win": _rate(truly_better), "first": _rate(shown_first),
+            "second": _rate(shown_second), "swapped": _rate(both_orders),
+            "length_controlled": float(1 / (1 + np.exp(-weights[0]))),
+            "logistic_weights": weights.tolist(),
+            "counts": {"true_win": int(truly_better.sum()), "first": int(shown_first.sum()),
+                       "second": int(shown_second.sum())}}
