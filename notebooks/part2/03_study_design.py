@@ -21,10 +21,10 @@
 # seed. Every run manifest carries the lock's SHA-256, and a run refuses to start when the
 # lock, the registry entry of its arm, the profile or the warm start no longer match it.
 #
-# **Status.** The recorded study (2 regimes x 5 arms x 8 seeds = 80 runs on the tiny
-# model) has not been run yet. This chapter shows its design and the published results
-# of the study it follows; its own results will appear here when they exist. No number
-# below comes from a run of this project's family study.
+# **Status.** The lock below was committed before the recorded study ran (2 regimes x 5
+# arms x 8 seeds = 80 runs on the tiny model); the next chapter reads its results. This
+# chapter shows the design and the published results of the study it follows; no number
+# in it comes from a run of this project's family study.
 
 # %% tags=["colab"]
 # On Colab only: fetch the project and install it. Elsewhere the package is already installed.

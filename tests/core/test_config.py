@@ -399,3 +399,10 @@ def test_cli_exit_code_from_a_shell(tmp_path):
     assert done.returncode == 2
     assert "Traceback" not in done.stderr
     assert "grpo.iterations: must be >= 2" in done.stderr
+
+
+def test_a_record_shows_paths_inside_the_repository_relative():
+    from verifiable_grpo.core.config import repo_root, shown_path
+
+    assert shown_path(repo_root() / "runs" / "part3" / "sft") == "runs/part3/sft"
+    assert shown_path("/somewhere/else/model") == "/somewhere/else/model"

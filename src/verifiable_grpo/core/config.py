@@ -42,6 +42,16 @@ def resolve(path: str | os.PathLike) -> Path:
     return p if p.is_absolute() else repo_root() / p
 
 
+def shown_path(path: str | os.PathLike) -> str:
+    """A path as a record shows it: relative to the repository root when inside it (a record
+    must not hold one machine's absolute paths), else as given."""
+    p = Path(path)
+    try:
+        return p.absolute().relative_to(repo_root().absolute()).as_posix()
+    except ValueError:
+        return str(path)
+
+
 def config_path(name_or_path: str | os.PathLike) -> Path:
     """'tiny' -> configs/tiny.yaml; an existing file path is used as it is."""
     p = Path(name_or_path)

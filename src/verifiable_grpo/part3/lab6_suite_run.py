@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from verifiable_grpo.core.config import resolve
+from verifiable_grpo.core.config import resolve, shown_path
 from verifiable_grpo.part3 import lab1_eval, lab1_model, lab1_record, lab1_sft, lab6_suite, lab6_suite_stats
 from verifiable_grpo.part3.lab1_data import render_prompt
 
@@ -67,7 +67,7 @@ def run(out, cache=None, policy=None, log=print) -> dict:
                "items": suite, "results": results,
                "categories": lab6_suite_stats.category_table(suite, passed),
                "paired": lab6_suite_stats.paired(passed["instruct"], passed["instruct+sft"])}
-    settings = {"system": SYSTEM, "max_new_tokens": MAX_NEW_TOKENS, "policy": str(policy),
+    settings = {"system": SYSTEM, "max_new_tokens": MAX_NEW_TOKENS, "policy": shown_path(policy),
                 "seed": lab6_suite_stats.SEED}
     path = lab1_record.write(out, NAME, settings, metrics, started, cache)
     log(f"wrote {path}")
