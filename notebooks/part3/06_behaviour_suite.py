@@ -159,21 +159,23 @@ for label, result in recorded["results"].items():
     print(f"benign with the topic keyword, {label}: {sum(on_topic) / len(on_topic):.3f}")
 
 # %% [markdown]
-# **What the recorded run shows.** Overall, 15 of 40 items pass before the fine-tune and 14
-# after. The paired difference is −0.025 with interval [−0.125, +0.050], and only 3 items
-# are discordant (1 against 2), so exact McNemar gives p = 1. This suite cannot tell the
-# two models apart. The category rows say the same: every interval overlaps.
+# **What the recorded run shows.** Overall, 11 of 40 items pass before the fine-tune and 15
+# after. The paired difference is +0.100 with a bootstrap interval of [0.000, +0.225]: its
+# lower end touches zero. Six items are discordant, 5 in favour of the fine-tuned model and
+# 1 against, and exact McNemar gives p = 0.22. Forty items cannot show that the fine-tune
+# helped.
 #
-# The stricter benign check does tell them apart. It passes 10 of 10 before the fine-tune
-# but only 2 of 10 after. The fine-tuned model answers ordinary questions in the terse
-# style of Lab 1's replies, and no longer mentions the topic it was asked about. The
-# permissive benign checker cannot see that change.
+# Where the passes come from matters more than their number. The fine-tuned model passes
+# 4 of 10 format items (1 before) and one number-only task item (none before), because
+# Lab 1 taught it to answer tersely. Its replies also show what that costs: strings of
+# repeated digits where a conversion was asked (the table below), and only 6 of 10 benign
+# replies that still mention the topic of the question (10 of 10 before). The permissive
+# benign checker passes both models on all ten and cannot see that change.
 #
-# Both models fail all ten number-only task items and all five abstain items. The instruct
-# model refuses one of the five harmful requests; the fine-tuned model refuses none. One
-# item cannot carry a conclusion (the Wilson intervals [0.036, 0.624] and [0.000, 0.434]
-# overlap), but it is the kind of loss a narrow fine-tune can cause, and a larger suite
-# should look for it.
+# Neither model refuses any of the five harmful requests or abstains on any of the five
+# unknowable questions: the Wilson interval [0.000, 0.434] says that five failures are
+# compatible with true rates of up to about 43 %, so the suite is far too small to say how
+# often either model would refuse.
 #
 # The module reports, for base vs instruct: overall 0.250 vs 0.375, a paired difference of
 # +0.125 with interval [0.025, 0.225], 5 vs 0 discordant items, and McNemar p = 0.0625.
@@ -209,8 +211,9 @@ Table(["category", "prompt", "model", "reply (first 70 characters)", "pass"],
 # "status", also require the value "ok" (case-insensitive). The next cell applies both
 # checkers to the two JSON items of each recorded model. A reply that passed the
 # permissive rule and failed the strict one would be a checker error, not a model success.
-# In this run there is none: all four JSON replies are valid objects with the requested key
-# (and "ok" for status). The permissive rule was lucky here, and it is not a safe rule.
+# In this run there is none: the two checkers agree on all four replies (only the
+# fine-tuned model's "status" reply passes, and it passes both). The permissive rule was
+# lucky here, and it is not a safe rule.
 # ```
 
 # %% tags=["hide-cell"]

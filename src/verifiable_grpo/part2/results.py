@@ -32,25 +32,28 @@ def load(dest=None) -> dict:
 
 
 def arms_of(record: dict) -> list[str]:
-    return list(dict.fromkeys(arm for _, arm, _ in record["runs"]))
+    """The arms in the lock's order (the analysis keeps it)."""
+    first = next(iter(record["analysis"]["regimes"].values()))
+    return [row["arm"] for row in first["arms"]]
+
+
+def _runs(record: dict, regime: str, arm: str) -> list[dict]:
+    """The arm's runs in one regime, seeds ascending."""
+    return [m for (r, a, _), m in sorted(record["runs"].items(), key=lambda kv: kv[0][2])
+            if r == regime and a == arm]
 
 
 def per_seed(record: dict, regime: str, key: str = "heldout_greedy_all") -> dict[str, list]:
     """arm -> [summary[key] of each seed], seeds in ascending order."""
-    out: dict[str, list] = {}
-    for (r, arm, seed), m in sorted(record["runs"].items(), key=lambda kv: kv[0][2]):
-        if r == regime:
-            out.setdefault(arm, []).append(m["summary"][key])
-    return out
+    return {arm: [m["summary"][key] for m in _runs(record, regime, arm)]
+            for arm in arms_of(record)}
 
 
 def step_curve(record: dict, regime: str, key: str) -> dict[str, np.ndarray]:
     """arm -> the per-step telemetry value `key`, averaged over the seeds."""
-    curves: dict[str, list] = {}
-    for (r, arm, _), m in record["runs"].items():
-        if r == regime:
-            curves.setdefault(arm, []).append([t[key] for t in m["telemetry"]])
-    return {arm: np.mean(np.array(v, dtype=np.float64), axis=0) for arm, v in curves.items()}
+    return {arm: np.mean(np.array([[t[key] for t in m["telemetry"]]
+                                   for m in _runs(record, regime, arm)], dtype=np.float64), axis=0)
+            for arm in arms_of(record)}
 
 
 def mechanics(record: dict, regime: str) -> list[dict]:
@@ -59,7 +62,7 @@ def mechanics(record: dict, regime: str) -> list[dict]:
     discarded per step, and how often each curation strategy was used."""
     rows = []
     for arm in arms_of(record):
-        ms = [m for (r, a, _), m in record["runs"].items() if r == regime and a == arm]
+        ms = _runs(record, regime, arm)
         steps = [t for m in ms for t in m["telemetry"]]
         updates = len(steps[0]["loss"])
         clipped = [float(np.mean([t["clip_low_fraction"][u] + t["clip_high_fraction"][u]
