@@ -168,3 +168,26 @@ def test_the_study_splits_its_seeds_over_worker_processes(shared, capsys):
     capsys.readouterr()
     assert cli.main(["family", "status", *common]) == 0
     assert capsys.readouterr().out.strip().endswith("2 finished, 0 in flight, 0 not started")
+
+
+def test_a_lora_study_trains_only_the_adapters_and_resumes_bit_for_bit(tmp_path):
+    """trainable 'lora': the base stays frozen, the adapters' init is seeded (two processes
+    build the same A), and interrupt + resume equals the continuous run."""
+    lock = smoke_lock(tmp_path, trainable="lora", lora={"rank": 2, "alpha": 4, "dropout": 0.0})
+    continuous = study.run_arm(lock, tmp_path / "a", "grpo", SEED, "two_updates")
+    assert study.run_arm(lock, tmp_path / "b", "grpo", SEED, "two_updates", stop_after=1) is None
+    resumed = study.run_arm(lock, tmp_path / "b", "grpo", SEED, "two_updates")
+    assert _without_times(resumed) == _without_times(continuous)
+    trainable = continuous["trainable"]
+    assert trainable["mode"] == "lora" and trainable["adapters"] > 0
+    assert 0 < trainable["trainable"] < trainable["total"]
+    assert continuous["final_model_digest"] != continuous["initial_model_digest"]
+
+
+def test_a_budget_names_its_trainable_parameters():
+    with pytest.raises(ValueError, match="trainable must be 'full' or 'lora'"):
+        lock_lib.build_lock("smoke", budget={"trainable": "adapters"})
+    with pytest.raises(ValueError, match="budget lora is only read with trainable 'lora'"):
+        lock_lib.build_lock("smoke", budget={"lora": {"rank": 2}})
+    with pytest.raises(ValueError, match="budget lora needs exactly"):
+        lock_lib.build_lock("smoke", budget={"trainable": "lora", "lora": {"r": 2}})

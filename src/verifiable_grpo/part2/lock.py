@@ -37,6 +37,24 @@ RECORDED_BUDGET = {
     "final_lr_fraction": 0.0, "beta": 0.0, "temperature": 1.0, "checkpoint_every_steps": 5,
     "trainable": "full"}
 RECORDED_EVALUATION = {"problems": 200, "draws": 4}
+# budget["trainable"]: "full" (every parameter) or "lora" (training/lora.py on every
+# q/k/v/o/gate/up/down projection, the base frozen); a lora budget carries budget["lora"].
+LORA_DEFAULTS = {"rank": 16, "alpha": 32, "dropout": 0.0}
+
+
+def _budget(budget: dict | None) -> dict:
+    """The recorded budget with the given changes; a LoRA budget gets its adapter shape."""
+    merged = {**RECORDED_BUDGET, **(budget or {})}
+    if merged["trainable"] not in ("full", "lora"):
+        raise ValueError(f"budget trainable must be 'full' or 'lora', got {merged['trainable']!r}")
+    if merged["trainable"] == "lora":
+        merged["lora"] = {**LORA_DEFAULTS, **merged.get("lora", {})}
+        if set(merged["lora"]) != set(LORA_DEFAULTS):
+            raise ValueError(f"budget lora needs exactly {sorted(LORA_DEFAULTS)}, got "
+                             f"{sorted(merged['lora'])}")
+    elif "lora" in merged:
+        raise ValueError("budget lora is only read with trainable 'lora'")
+    return merged
 
 NOTES = [
     "learning rate 3e-5 (not the study card's 1e-6): on the tiny base 1e-6 leaves the policy "
@@ -105,7 +123,7 @@ def build_lock(profile: str = "tiny", budget: dict | None = None,
         "arms": {name: _arm_entry(name) for name in arms},
         "seeds": list(seeds),
         "regimes": {name: {"updates_per_rollout": n} for name, n in REGIMES.items()},
-        "budget": {**RECORDED_BUDGET, **(budget or {})},
+        "budget": _budget(budget),
         "evaluation": {**evaluation, "seed_base": ev.seed_base, "greedy": True,
                        "populations": ["ALL", "ID50", "OOD100"],
                        "test_set": "the first `problems` of input/pages.json (balanced "

@@ -37,10 +37,11 @@ from verifiable_grpo.core.progress import tqdm
 from verifiable_grpo.core.runfolder import compute_identity
 from verifiable_grpo.part2 import heldout, lock as lock_lib
 from verifiable_grpo.task import data, prompts, verifier
-from verifiable_grpo.training import (batched_rollout, batched_scoring, grpo, objectives,
-                                      rollout, samplers)
+from verifiable_grpo.training import (batched_rollout, batched_scoring, grpo, lora,
+                                      objectives, rollout, samplers)
 
 SAMPLER_SEED_OFFSET = 400        # grpo.py uses 200 (generation) and 300 (prompt order)
+LORA_SEED_OFFSET = 500           # the adapters' A matrices (trainable: lora)
 STUDY_MODULES = grpo.TRAINING_MODULES + ("training/samplers.py", "part2/study.py",
                                          "part2/lock.py", "part2/heldout.py")
 
@@ -302,6 +303,27 @@ def _stack_fingerprint(config: dict) -> str:
                               .splitlines()[:1], compute_identity(torch.device("cpu")))).encode())
 
 
+def attach_adapters(policy, budget: dict, seed: int) -> list[str]:
+    """LoRA on every block projection when the lock says trainable 'lora' (the base is
+    frozen and the initial function unchanged, B = 0); the wrapped names, else []. A's
+    random init draws from its own seeded stream, so every process builds the same A."""
+    if budget["trainable"] != "lora":
+        return []
+    shape = budget["lora"]
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed + LORA_SEED_OFFSET)
+        return lora.attach_lora(policy, shape["rank"], shape["alpha"], shape["dropout"])
+
+
+def merged_copy(policy):
+    """A copy of a LoRA policy with every adapter folded into its base weight."""
+    import copy
+
+    merged = copy.deepcopy(policy)
+    lora.merge_lora(merged)
+    return merged
+
+
 def warmstart_heldout(lock: dict, out, lock_sha: str, progress: bool = False) -> dict:
     """The untrained warm start's held-out accuracy, measured once per study folder."""
     out = Path(out)
@@ -345,6 +367,7 @@ def run_arm(lock_file, out, arm: str, seed: int, regime: str, stop_after: int | 
     policy.eval()
     reference.eval()
     reference.requires_grad_(False)
+    adapters = attach_adapters(policy, lock["budget"], seed)
     tokenizer = model_lib.load_tokenizer(config)
     run = StudyRun(config, lock, lock_sha, arm, seed, regime, folder, examples, tokenizer,
                    policy, reference, objectives.get_objective(arm))
@@ -372,8 +395,12 @@ def run_arm(lock_file, out, arm: str, seed: int, regime: str, stop_after: int | 
     final_digest = model_lib.model_digest(policy)
     if (folder / "final.safetensors").exists():  # written before a crash, no manifest yet
         (folder / "final.safetensors").unlink()
-    weights_sha = model_lib.save_policy(policy, folder / "final.safetensors", {
-        "arm": arm, "seed": seed, "regime": regime, "steps": steps, "lock_sha256": lock_sha})
+    # A LoRA policy is saved merged (a plain model reload_policy can read); the held-out
+    # evaluation below uses the policy as trained, adapters unmerged.
+    weights_sha = model_lib.save_policy(merged_copy(policy) if adapters else policy,
+                                        folder / "final.safetensors", {
+        "arm": arm, "seed": seed, "regime": regime, "steps": steps, "lock_sha256": lock_sha,
+        "trainable": run.budget["trainable"]})
     result = heldout.heldout_accuracy(policy, tokenizer, config, data_dir)
     telemetry = run.telemetry
     last = telemetry[-10:]
@@ -384,6 +411,8 @@ def run_arm(lock_file, out, arm: str, seed: int, regime: str, stop_after: int | 
         "config": config, "provenance": provenance(config),
         "stack_fingerprint": _stack_fingerprint(config),
         "initial_model_digest": initial_digest, "final_model_digest": final_digest,
+        "trainable": {"mode": run.budget["trainable"], "adapters": len(adapters),
+                      **lora.parameter_counts(policy)},
         "final_weights_sha256": weights_sha,
         "telemetry": telemetry, "times": run.times,
         "summary": {
