@@ -204,12 +204,13 @@ def accumulate_gradients(policy, reference, groups: list[dict], config: dict,
             (loss[0] * weights[index][member]).backward()
             if exact_term:
                 exact = kl.detach()
-                exact_mean = float(audit["kl"][0])
             else:  # the yardstick, measured but not optimised
                 with torch.no_grad():
                     exact = losses.exact_prefix_kl(current_logits, reference_logits,
                                                    block_size=cfg.grpo.kl_block_size)
-                exact_mean = float(losses.masked_token_mean(exact, mask)[0])
+            # The token mean, whatever the objective's own KL reduction (a token-sum
+            # objective's audit["kl"] is a sum): the batched path reports the same.
+            exact_mean = float(losses.masked_token_mean(exact, mask)[0])
             tokens = audit["active_tokens"]
             counts["tokens"] += tokens
             counts["clip_low"] += audit["clip_low_fraction"] * tokens
