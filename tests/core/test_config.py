@@ -406,3 +406,12 @@ def test_a_record_shows_paths_inside_the_repository_relative():
 
     assert shown_path(repo_root() / "runs" / "part3" / "sft") == "runs/part3/sft"
     assert shown_path("/somewhere/else/model") == "/somewhere/else/model"
+
+
+def test_provenance_names_the_program_and_config_relative_to_the_repository():
+    from verifiable_grpo.core.config import load_config, provenance, repo_root
+
+    record = provenance(load_config("tiny"), [str(repo_root() / "src/verifiable_grpo/__main__.py"), "run"])
+    assert record["command"] == "src/verifiable_grpo/__main__.py run"
+    assert record["config_path"] == "configs/tiny.yaml"
+    assert provenance(None, ["python", "-m", "x"])["command"] == "python -m x"   # as given

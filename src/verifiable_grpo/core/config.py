@@ -46,8 +46,10 @@ def shown_path(path: str | os.PathLike) -> str:
     """A path as a record shows it: relative to the repository root when inside it (a record
     must not hold one machine's absolute paths), else as given."""
     p = Path(path)
+    if not p.is_absolute():
+        return str(path)    # already relative (to whatever the caller meant)
     try:
-        return p.absolute().relative_to(repo_root().absolute()).as_posix()
+        return p.relative_to(repo_root().absolute()).as_posix()
     except ValueError:
         return str(path)
 
@@ -157,10 +159,14 @@ def provenance(config: dict[str, Any] | None = None, command: list[str] | None =
     device = "cpu"
     if torch.cuda.is_available():
         device = f"cuda: {torch.cuda.get_device_name(0)}"
+    words = list(command if command is not None else sys.argv)
+    if words:  # the program as the repository names it, not this machine's absolute path
+        words[0] = shown_path(words[0])
+    path = config.get("_path") if config else None
     return {
-        "command": " ".join(command if command is not None else sys.argv),
+        "command": " ".join(words),
         "git_commit": git_commit(),
-        "config_path": config.get("_path") if config else None,
+        "config_path": shown_path(path) if path else None,
         "config_sha256": config_hash(config) if config else None,
         "code_sha256": code_hash(),
         "packages": package_versions(),
