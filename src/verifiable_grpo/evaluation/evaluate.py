@@ -173,7 +173,7 @@ def _respond(model, tokenizer, ids, config, generator, greedy):
     return _answer(rollout.generate(model, tokenizer, ids, config, generator, greedy=greedy))
 
 
-def _jobs(selected, prompt_ids, mode: str, draws: int, seed_base: int) -> list[tuple]:
+def response_jobs(selected, prompt_ids, mode: str, draws: int, seed_base: int) -> list[tuple]:
     """(problem index, page, prompt ids, draw, seed) of every response of a mode, in order."""
     count = 1 if mode == "greedy" else draws
     return [(index, page, ids, draw,
@@ -182,7 +182,7 @@ def _jobs(selected, prompt_ids, mode: str, draws: int, seed_base: int) -> list[t
 
 
 def generate_answers(model, tokenizer, config, jobs, greedy: bool, device, after_each=None):
-    """The answers to `jobs` (as _jobs gives them), in order: one at a time, or
+    """The answers to `jobs` (as response_jobs gives them), in order: one at a time, or
     EVALUATION_BATCH_ROWS at a time when sampling.batched (each sampled row keeps its own
     per-draw generator either way, so a row's answer does not depend on its batch).
     `after_each(job, answer)` runs after every answer (progress, interrupts)."""
@@ -224,12 +224,6 @@ def _mode_rows(model, tokenizer, config, jobs, mode, device, bar, policy) -> lis
     return [{"document_id": page["document_id"], "population": page["population"],
              "problem_index": index, "draw": draw, "seed": seed, **answer}
             for (index, page, _, draw, seed), answer in zip(jobs, answers)]
-
-
-def response_jobs(selected, prompt_ids, mode: str, draws: int, seed_base: int) -> list[tuple]:
-    """(problem index, page, prompt ids, draw, seed) of every response of a mode (greedy:
-    one per problem; sample: `draws` per problem with the evaluation's draw seeds)."""
-    return _jobs(selected, prompt_ids, mode, draws, seed_base)
 
 
 def generate_policy(config: dict, out_dir, policy: str) -> dict:
@@ -277,7 +271,7 @@ def generate_policy(config: dict, out_dir, policy: str) -> dict:
             bar = tqdm(total=len(selected) * (1 if mode == "greedy" else draws),
                        desc=f"{policy} {mode}", leave=False)
             rows = _mode_rows(policy_model, tokenizer, config,
-                              _jobs(selected, prompt_ids, mode, draws, seed_base), mode, device,
+                              response_jobs(selected, prompt_ids, mode, draws, seed_base), mode, device,
                               bar, policy)
             bar.close()
             if cuda:

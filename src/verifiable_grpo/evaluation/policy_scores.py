@@ -11,7 +11,8 @@ from __future__ import annotations
 import torch
 
 from verifiable_grpo.evaluation import evaluate
-from verifiable_grpo.task import prompts
+from verifiable_grpo.core.config_schema import typed
+from verifiable_grpo.task import data, prompts
 from verifiable_grpo.training import rollout
 
 ANSWER_KEYS = ("text", "finish_reason", "tokenization_valid", "response_tokens", "seconds")
@@ -42,3 +43,12 @@ def answer(policy, tokenizer, config: dict, selected: list[tuple[int, dict]], dr
 def score(answers: dict[str, list[dict]], gold: dict[str, dict]) -> dict[str, list[dict]]:
     """The verifier's verdict on every answer of `answer`'s result."""
     return {mode: evaluate.score_rows(rows, gold) for mode, rows in answers.items()}
+
+
+def score_test_set(policy, tokenizer, config: dict, data_dir) -> tuple[list, dict]:
+    """(selected test problems, scored rows per mode) on the evaluation's test subset, with
+    its draws and seeds; the labels are read only after every answer exists."""
+    ev = typed(config).evaluation
+    selected = evaluate.select_test_pages(data.read_test_inputs(data_dir), ev.problems)
+    answers = answer(policy, tokenizer, config, selected, ev.draws, ev.seed_base)
+    return selected, score(answers, data.read_gold(data_dir))

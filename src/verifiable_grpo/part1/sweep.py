@@ -34,7 +34,7 @@ from verifiable_grpo.core import model as model_lib
 from verifiable_grpo.core.config import provenance, resolve, sha256_file
 from verifiable_grpo.core.config_schema import typed
 from verifiable_grpo.core.runfolder import RunFolder
-from verifiable_grpo.evaluation import evaluate, paired, policy_scores
+from verifiable_grpo.evaluation import paired, policy_scores
 from verifiable_grpo.task import data
 
 RECORDED_TINY = "data/recorded/tiny"
@@ -109,9 +109,7 @@ def score_policy(policy, tokenizer, config: dict, folder: Path) -> dict:
     val_gold = {page["document_id"]: page for _, page in validation}
     val = policy_scores.score(policy_scores.answer(
         policy, tokenizer, config, validation, ev.draws, VALIDATION_SEED_BASE), val_gold)
-    selected = evaluate.select_test_pages(data.read_test_inputs(data_dir), ev.problems)
-    answers = policy_scores.answer(policy, tokenizer, config, selected, ev.draws, ev.seed_base)
-    test = policy_scores.score(answers, data.read_gold(data_dir))  # labels after answers
+    _, test = policy_scores.score_test_set(policy, tokenizer, config, data_dir)
     return {"validation_sample": val["sample"], "test_greedy": test["greedy"],
             "test_sample": test["sample"]}
 
@@ -154,11 +152,12 @@ def run_setting(base: dict, setting: Setting, runs: Path) -> dict:
     config = setting_config(base, setting)
     prepare_folder(folder, config)
     started = time.perf_counter()
-    record = (files.read_json(RunFolder(folder).record("grpo", "continuous"))
-              if RunFolder(folder).record("grpo", "continuous").is_file()
+    run_folder = RunFolder(folder)
+    trained = run_folder.record("grpo", "continuous")
+    record = (files.read_json(trained) if trained.is_file()     # trained, not yet scored
               else run_grpo_branch(config, folder, "grpo", "continuous"))
-    policy, _ = model_lib.reload_policy(RunFolder(folder).policy("warmstart"), config)
-    state = checkpoint.load_state(RunFolder(folder).state("grpo", "continuous"))
+    policy, _ = model_lib.reload_policy(run_folder.policy("warmstart"), config)
+    state = checkpoint.load_state(run_folder.state("grpo", "continuous"))
     policy.load_state_dict(state["model"], strict=True)
     policy.eval()
     scored = score_policy(policy, model_lib.load_tokenizer(config), config, folder)

@@ -13,7 +13,6 @@ import torch
 
 from verifiable_grpo.core.config_schema import typed
 from verifiable_grpo.evaluation import evaluate, policy_scores
-from verifiable_grpo.task import data
 
 
 def _completion_sha256(text: str) -> str:
@@ -28,10 +27,7 @@ def heldout_accuracy(policy, tokenizer, config: dict, data_dir) -> dict:
         raise ValueError("held-out evaluation needs the policy in eval mode")
     ev = typed(config).evaluation
     started = time.perf_counter()
-    selected = evaluate.select_test_pages(data.read_test_inputs(data_dir), ev.problems)
-    found = policy_scores.answer(policy, tokenizer, config, selected, ev.draws, ev.seed_base)
-    gold = data.read_gold(data_dir)   # only now: every response exists
-    scored_by_mode = policy_scores.score(found, gold)
+    selected, scored_by_mode = policy_scores.score_test_set(policy, tokenizer, config, data_dir)
     result, trace = {}, []
     for mode, name in (("greedy", "greedy"), ("sample", "per_draw")):
         scored = scored_by_mode[mode]
