@@ -6,6 +6,7 @@ modules are imported only when their command runs, so `--help` needs no model.
 from __future__ import annotations
 
 import argparse
+import os
 import importlib
 import sys
 
@@ -74,6 +75,16 @@ def _family_arguments(p) -> None:
                            help="record folder, replaced whole (default data/recorded/part2)")
 
 
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m verifiable_grpo", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -135,6 +146,11 @@ def build_parser() -> argparse.ArgumentParser:
                            help="then record the finished sweep in data/recorded/tiny-sweep")
             continue
         p.add_argument("--out", default=None, help="run folder (default: runs/<profile>)")
+        if name == "run":
+            p.add_argument("--workers", type=_positive, default=min(2, os.cpu_count() or 1),
+                           help="stages side by side in this many worker processes (default: "
+                                "2, or 1 on a one-core machine); the numbers do not depend "
+                                "on it, only on the profile's threads")
         if name in ("warmstart", "sft", "grpo"):
             p.add_argument("--mode", choices=list(MODES), default="continuous")
         if name == "grpo":

@@ -280,7 +280,7 @@ def test_typed_profile_is_frozen_and_complete(smoke_config):
     from verifiable_grpo.core import config_schema
 
     profile = config_schema.typed(smoke_config)
-    assert config_schema.section_names() == tuple(cfg.REQUIRED_SECTIONS)
+    assert config_schema.section_names() == tuple(cfg.REQUIRED_SECTIONS) + cfg.OPTIONAL_SECTIONS
     assert profile.grpo.clip_epsilon == 0.2 and profile.exercise.group_sizes == (2, 8)
     assert profile.model.random_init.hidden_size == 32 and profile.warmstart.epochs == 3
     assert type(profile.sampling.temperature) is float

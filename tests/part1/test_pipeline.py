@@ -186,7 +186,7 @@ def test_a_change_no_finished_stage_depends_on_continues(monkeypatch, config, tm
 def test_real_stages_depend_on_what_they_read(config):
     stages = {s.name: s for s in pipeline.build_stages(config)}
     assert pipeline.stage_sections(stages["warmstart-continuous"], config) == sorted(
-        ["seed", "device", "model", "data", "tokens", "warmstart"])
+        ["seed", "device", "model", "data", "tokens", "warmstart", "threads"])
     assert "evaluation" not in pipeline.stage_sections(stages["grpo-resume"], config)
     assert "exercise" in pipeline.stage_sections(stages["grpo-g2-resume"], config)
     assert "profile" not in pipeline.stage_sections(stages["report"], config)

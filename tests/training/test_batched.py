@@ -173,6 +173,65 @@ def test_padding_is_decided_by_position_not_by_token_value(micro_model):
                                    rtol=0, atol=2e-5)
 
 
+def test_shared_prompt_layout_reads_each_prompt_once_and_continues_its_positions():
+    rows = [{"prompt_ids": [5, 6, 7], "response_ids": [8, 9], "behaviour_logprobs": [0.0, 0.0]},
+            {"prompt_ids": [5, 6, 7], "response_ids": [10], "behaviour_logprobs": [0.0]},
+            {"prompt_ids": [4, 5], "response_ids": [11, 12, 13],
+             "behaviour_logprobs": [0.0] * 3}]
+    batch = batched_scoring.rollout_batch(rows, pad_id=0, device="cpu", share_prompts=True)
+    assert batch["prompt_ids"].tolist() == [[5, 6, 7], [0, 4, 5]]
+    assert batch["prompt_mask"].tolist() == [[1, 1, 1], [0, 1, 1]]
+    assert batch["row_prompt"].tolist() == [0, 0, 1]
+    assert batch["response_positions"].tolist() == [[3, 4, 5], [3, 4, 5], [2, 3, 4]]
+    assert batch["attention_mask"].tolist() == [[1, 1, 1, 1, 1, 0], [1, 1, 1, 1, 0, 0],
+                                                [0, 1, 1, 1, 1, 1]]
+    assert batch["response_mask"].tolist() == [[True, True, False], [True, False, False],
+                                               [True, True, True]]
+
+
+@pytest.mark.parametrize("longest", [1, 3])
+def test_shared_prompt_logits_are_the_whole_row_logits(micro_model, longest):
+    """Same logits at every real response position (float rounding apart), one-token
+    responses included (no second pass)."""
+    model, _ = micro_model
+    rows = [{"prompt_ids": [5, 6, 7, 8], "response_ids": [9, 3, 4][:longest]},
+            {"prompt_ids": [5, 6, 7, 8], "response_ids": [12]},
+            {"prompt_ids": [2, 3], "response_ids": [14, 15, 1][:longest]},
+            {"prompt_ids": [5, 6, 7, 8], "response_ids": [0, 0, 7][:longest]}]
+    for row in rows:
+        row["behaviour_logprobs"] = [0.0] * len(row["response_ids"])
+    whole = batched_scoring.rollout_batch(rows, pad_id=0, device="cpu")
+    shared = batched_scoring.rollout_batch(rows, pad_id=0, device="cpu", share_prompts=True)
+    assert shared["prompt_ids"].shape[0] == 2
+    with torch.no_grad():
+        a = batched_scoring.response_logits(model, whole)
+        b = batched_scoring.response_logits(model, shared)
+    assert a.shape == b.shape == (4, longest, a.shape[-1])
+    mask = whole["response_mask"]
+    torch.testing.assert_close(b[mask], a[mask], rtol=0, atol=1e-5)
+
+
+def test_shared_prompt_generation_draws_the_same_tokens(micro_model, tokenizer,
+                                                        learning_view_dir, random_config):
+    """The random stream is consumed as without sharing: same tokens, same captured
+    log-probs up to rounding."""
+    model, _ = micro_model
+    config = _config(random_config)
+    examples = data.read_examples(learning_view_dir, "train")[:2]
+    prompt_rows = [p for p in _prompts(tokenizer, examples, config) for _ in range(3)]
+    runs = [batched_rollout.generate_batch(model, tokenizer, prompt_rows, config,
+                                           torch.Generator().manual_seed(3), share_prompts=share)
+            for share in (False, True)]
+    for a, b in zip(*runs):
+        assert a["response_ids"] == b["response_ids"]
+        assert max(abs(x - y) for x, y in zip(a["behaviour_logprobs"],
+                                             b["behaviour_logprobs"])) <= 1e-5
+    no_cache = _config(random_config, use_kv_cache=False)
+    with pytest.raises(ValueError, match="needs sampling.use_kv_cache"):
+        batched_rollout.generate_batch(model, tokenizer, prompt_rows, no_cache,
+                                       torch.Generator().manual_seed(3), share_prompts=True)
+
+
 # --------------------------------------------------------------------------- the gradient
 def _float64_setup(random_config, learning_view_dir):
     config = _config(random_config, batched=False, use_kv_cache=False)
@@ -214,8 +273,18 @@ def test_batched_gradient_equals_the_one_at_a_time_gradient_in_float64(random_co
 
     sequential, want = gradient(config)
     config["sampling"]["batched"] = True
+    config["grpo"]["share_prompts"] = True
+    shared, got_shared = gradient(config)
+    config["grpo"]["share_prompts"] = False
     batched, got = gradient(config)
     chunked, _ = gradient(config, rows_per_pass=4)
+    # Shared prompts add the same terms in another order. The library's eager attention
+    # takes its softmax in float32 even for a float64 model, so a last-bit change of a
+    # score can move a probability by one float32 step: the gradients agree norm-wise.
+    for a, d in zip(sequential, shared):
+        assert float((d - a).norm()) <= 1e-6 * float(a.norm()) + 1e-12
+    assert got_shared["loss"] == pytest.approx(want["loss"], rel=1e-6, abs=1e-9)
+    assert got_shared["mean_exact_kl"] == pytest.approx(want["mean_exact_kl"], rel=1e-5)
     assert got["tokens"] == want["tokens"] == 5 + 24 + 11 + 17 + 2 + 24
     for key in ("loss", "surrogate", "clip_low_fraction", "clip_high_fraction", "ratio_min",
                 "ratio_max"):
@@ -254,3 +323,35 @@ def test_greedy_rewards_on_the_recorded_warm_start_are_the_sequential_ones(token
                 out["tokenization_valid"])["reward"])
     assert rewards["batched"] == rewards["sequential"]
     assert 0 < sum(rewards["batched"]) < 12  # not vacuous: right and wrong answers both occur
+
+
+def test_reference_memo_gives_the_recomputed_gradient_bit_for_bit(random_config,
+                                                                 learning_view_dir, monkeypatch):
+    """The second update of a rollout set reads the reference's logits kept by the first:
+    exactly what recomputing them gives (same passes, same tensors)."""
+    config, policy, reference, groups = _float64_setup(random_config, learning_view_dir)
+    config["sampling"]["batched"] = True
+    parameters = model_lib.unique_parameters(policy)
+
+    def gradient(**options):
+        policy.zero_grad(set_to_none=True)
+        telemetry = batched_update.accumulate_gradients(policy, reference, groups, config,
+                                                        rows_per_pass=4, **options)
+        return [p.grad.clone() for p in parameters], telemetry
+
+    memo: dict = {}
+    first, _ = gradient(reference_memo=memo)
+    assert sorted(memo) == [(0, 4), (4, 4)]            # one entry per pass of 4 rows
+    with torch.no_grad():                               # the policy moves between updates
+        for p in parameters:
+            p.add_(0.01 * torch.randn(p.shape, generator=torch.Generator().manual_seed(2),
+                                      dtype=p.dtype))
+    kept, kept_telemetry = gradient(reference_memo=memo)
+    fresh, fresh_telemetry = gradient()
+    assert all(torch.equal(a, b) for a, b in zip(kept, fresh))
+    assert kept_telemetry["mean_exact_kl"] == fresh_telemetry["mean_exact_kl"] > 0
+    assert not all(torch.equal(a, b) for a, b in zip(first, fresh))
+    monkeypatch.setattr(batched_update, "REFERENCE_MEMO_BYTES", 0)
+    small: dict = {}
+    gradient(reference_memo=small)
+    assert small == {}                                  # over the limit: recomputed

@@ -214,6 +214,11 @@ class GRPO:
                                   above(0))
     interrupt_at: int = key("iteration after which the resume check stops", at_least(1))
     checkpoint_every_iterations: int = key("a crash checkpoint every N iterations", at_least(1))
+    share_prompts: bool = key("batched path (sampling.batched): each distinct prompt of a rollout "
+                              "set goes through a model once per pass and its keys/values serve "
+                              "its G responses, when sampling, rescoring and in both models of "
+                              "the update (false: every response row carries its own copy)",
+                              absent=False)
 
 
 @dataclass(frozen=True)
@@ -234,6 +239,17 @@ class Evaluation:
 
 
 @dataclass(frozen=True)
+class Threads:
+    """torch CPU threads per stage. They change the last bits of the numbers (another split
+    of the same sums), so they belong to the profile; the number of worker processes
+    running stages side by side (`run --workers`) does not."""
+    warmstart: int | None = key("threads of the warm-start stages, which run alone (null: "
+                                "torch's default, the machine's cores)", at_least(1), absent=None)
+    stages: int | None = key("threads of every other stage (null: torch's default)",
+                             at_least(1), absent=None)
+
+
+@dataclass(frozen=True)
 class Profile:
     profile: str = key("the profile's name", FOLDER_NAME)
     seed: int = key("seed of every training stream (offsets per purpose)", at_least(0))
@@ -247,6 +263,7 @@ class Profile:
     grpo: GRPO = key("the main GRPO run")
     exercise: Exercise = key("the group-size exercise")
     evaluation: Evaluation = key("the held-out evaluation")
+    threads: Threads = key("torch CPU threads per stage", absent={})
 
 
 @functools.cache

@@ -22,6 +22,9 @@ class StopRequested(Exception):
         self.signal_name, self.where = signal_name, where
         super().__init__(f"{signal_name} received; stopped {where}".strip())
 
+    def __reduce__(self):  # raised in a worker process, re-raised by the parent
+        return (StopRequested, (self.signal_name, self.where))
+
     @property
     def exit_code(self) -> int:  # the shell convention: 128 + signal number
         return 128 + int(getattr(signal, self.signal_name))

@@ -153,14 +153,17 @@ def run_ours(config: dict, examples: list[dict], sets: int, warmup: int, batched
             tick = time.perf_counter()
             if batched:
                 batched_scoring.verify_captured_logprobs(policy, rows, cfg.grpo.verify_tolerance,
-                                                         prompts.eos_id(tokenizer, config))
+                                                         prompts.eos_id(tokenizer, config),
+                                                         cfg.grpo.share_prompts)
             else:
                 rollout.verify_captured_logprobs(policy, rows, cfg.grpo.verify_tolerance)
             model_lib.synchronize(device)
             check_seconds = time.perf_counter() - tick
             tick = time.perf_counter()
+            memo: dict = {}   # as the GRPO loop: the reference read once per rollout set
             for _ in range(BENCH_SHAPE["updates_per_rollout"]):
-                grpo.grpo_update(policy, reference, optimizer, scheduler, groups, config)
+                grpo.grpo_update(policy, reference, optimizer, scheduler, groups, config,
+                                 reference_memo=memo if batched else None)
             model_lib.synchronize(device)
             optimisation = time.perf_counter() - tick
             times.append({"generation": sampled - start - reward_seconds,

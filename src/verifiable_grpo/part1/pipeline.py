@@ -22,13 +22,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from verifiable_grpo.core import crash, files, runlock
+from verifiable_grpo.core import crash, files, interrupts, runlock
 from verifiable_grpo.core.runfolder import MODES, RunFolder, exercise_branch, exercise_branches
 from verifiable_grpo.core.config import config_hash, load_config, provenance, read_json, save_json, sections_hash
 from verifiable_grpo.core.config_schema import typed
 from verifiable_grpo.evaluation.evaluate import MAIN_POLICIES, utc_now
 from verifiable_grpo.core.faults import fault_point
 from verifiable_grpo.core.progress import tqdm
+from verifiable_grpo.part1.side_by_side import WorkerDied, run_side_by_side
 
 STAGES_DIR = "stages"
 TIMINGS = "timings.json"
@@ -37,7 +38,7 @@ BOOKKEEPING_DIRS = (STAGES_DIR, crash.CRASH_DIR, crash.ABORTED_DIR)
 
 # The config parts each group of stages depends on, upstream stages' parts included:
 # a rerun whose config differs elsewhere keeps that stage's evidence.
-_WARMSTART = ("seed", "device", "model", "data", "tokens", "warmstart")
+_WARMSTART = ("seed", "device", "model", "data", "tokens", "warmstart", "threads")
 SECTIONS = {
     "data": ("data",),
     "warmstart": _WARMSTART,
@@ -67,6 +68,11 @@ class Stage:
     # The stage function itself continues from its crash checkpoint and moves aside what
     # came after it; the pipeline leaves its files alone.
     self_recovering: bool = False
+    # Stages whose outputs it reads (None: every earlier stage): with --workers > 1 a stage
+    # starts once these are finished, beside any other ready stage.
+    needs: tuple[str, ...] | None = None
+    threads: str = "stages"          # which threads.* setting it runs with
+    cost: float = 1.0                # rough seconds, for the order in which ready stages start
 
 
 def stage_sections(stage: Stage, config: dict) -> list[str]:
@@ -112,6 +118,15 @@ def _verify(branch):
     return run
 
 
+def _infer(policy):
+    def run(config, out):
+        from verifiable_grpo.evaluation.evaluate import check_inference, generate_policy
+
+        if check_inference(out, policy) is None:   # a complete folder is kept as it is
+            generate_policy(config, out, policy)
+    return run
+
+
 def _evaluate_main(config, out):
     from verifiable_grpo.evaluation.evaluate import evaluate_policies
 
@@ -139,13 +154,39 @@ def _branch_finished(branch: str, mode: str) -> Callable[[Path], bool]:
     return lambda out: crash.branch_finished(out, branch, mode)
 
 
-def _branch_stages(branch: str, group: str, action, sections) -> list[Stage]:
+def _branch_stages(branch: str, group: str, action, sections, start: str,
+                   costs: dict[str, float]) -> list[Stage]:
+    """continuous and interrupt start from `start`'s weights; resume continues interrupt's
+    state; verify compares continuous with resume."""
+    needs = {"continuous": (start,), "interrupt": (start,), "resume": (f"{branch}-interrupt",)}
     stages = [Stage(f"{branch}-{mode}", group, action(mode), _branch_claims(branch, mode),
-                    sections, finished=_branch_finished(branch, mode), self_recovering=True)
+                    sections, finished=_branch_finished(branch, mode), self_recovering=True,
+                    needs=needs[mode], threads="warmstart" if branch == "warmstart" else "stages",
+                    cost=costs[mode])
               for mode in MODES]
     stages.append(Stage(f"{branch}-verify", group, _verify(branch), [f"resume-{branch}.json"],
-                        sections))
+                        sections, needs=(f"{branch}-continuous", f"{branch}-resume"),
+                        threads=stages[0].threads))
     return stages
+
+
+# Rough seconds per unit on one CPU thread of the tiny profile (measured): only the order in
+# which ready stages start depends on them, never a number.
+SECONDS_PER_SFT_EXAMPLE = 0.04
+SECONDS_PER_GRPO_RESPONSE = 0.05
+SECONDS_PER_EVALUATED_RESPONSE = 0.02
+
+
+def _sft_costs(section) -> dict[str, float]:
+    whole = section.examples * section.epochs * SECONDS_PER_SFT_EXAMPLE
+    first = whole * section.interrupt_after_epochs / section.epochs
+    return {"continuous": whole, "interrupt": first, "resume": whole - first}
+
+
+def _grpo_costs(iterations: int, interrupt_at: int, responses: int) -> dict[str, float]:
+    per = responses * SECONDS_PER_GRPO_RESPONSE
+    return {"continuous": iterations * per, "interrupt": interrupt_at * per,
+            "resume": (iterations - interrupt_at) * per}
 
 
 def _complete_inference(out: Path, rels: list[str]) -> set[str]:
@@ -164,35 +205,69 @@ def _complete_inference(out: Path, rels: list[str]) -> set[str]:
 
 
 def build_stages(config: dict) -> list[Stage]:
-    stages = [Stage("data", "data", _data, ["data/*"], SECTIONS["data"]),
+    cfg = typed(config)
+    stages = [Stage("data", "data", _data, ["data/*"], SECTIONS["data"], needs=()),
               Stage("learning-view", "data", _learning_view, ["learning-data/*"],
-                    SECTIONS["data"])]
-    for branch in ("warmstart", "sft"):
-        stages += _branch_stages(branch, branch, lambda mode, b=branch: _sft(b, mode),
-                                 SECTIONS[branch])
-    stages += _branch_stages("grpo", "grpo", _grpo, SECTIONS["grpo"])
+                    SECTIONS["data"], needs=("data",))]
+    stages += _branch_stages("warmstart", "warmstart", lambda mode: _sft("warmstart", mode),
+                             SECTIONS["warmstart"], "learning-view", _sft_costs(cfg.warmstart))
+    stages += _branch_stages("sft", "sft", lambda mode: _sft("sft", mode), SECTIONS["sft"],
+                             "warmstart-resume", _sft_costs(cfg.sft))
+    g = cfg.grpo
+    stages += _branch_stages("grpo", "grpo", _grpo, SECTIONS["grpo"], "warmstart-resume",
+                             _grpo_costs(g.iterations, g.interrupt_at,
+                                         g.prompts_per_iteration * g.group_size))
+    evaluated = cfg.evaluation.problems * (1 + cfg.evaluation.draws)
+    stages += _inference_stages(MAIN_POLICIES, "evaluate", (), evaluated)
     stages.append(Stage("evaluate", "evaluate", _evaluate_main,
-                        ["results.json"] + RunFolder.evaluation_patterns(MAIN_POLICIES),
-                        SECTIONS["evaluate"], reuse=_complete_inference))
+                        ["results.json"] + _score_patterns(MAIN_POLICIES),
+                        SECTIONS["evaluate"], needs=tuple(f"infer-{p}" for p in MAIN_POLICIES)))
     stages.append(Stage("exercise-protect", "exercise", _exercise("protect"),
                         ["exercise/protected.json"]))
-    for size in typed(config).exercise.group_sizes:
+    for size in cfg.exercise.group_sizes:
         branch = exercise_branch(size)
+        costs = _grpo_costs(cfg.exercise.iterations, cfg.exercise.interrupt_at,
+                            g.prompts_per_iteration * size)
         stages += [Stage(f"{branch}-{mode}", "exercise",
                          _exercise("train_branch", size, mode), _branch_claims(branch, mode),
                          SECTIONS["exercise-branch"], finished=_branch_finished(branch, mode),
-                         self_recovering=True)
+                         self_recovering=True, cost=costs[mode],
+                         needs=("exercise-protect",) if mode != "resume" else (f"{branch}-interrupt",))
                    for mode in MODES]
         stages.append(Stage(f"{branch}-verify", "exercise", _exercise("verify_branch", size),
-                            [f"resume-{branch}.json"], SECTIONS["exercise-branch"]))
+                            [f"resume-{branch}.json"], SECTIONS["exercise-branch"],
+                            needs=(f"{branch}-continuous", f"{branch}-resume")))
+    branches = exercise_branches(config)
+    stages += _inference_stages(branches, "exercise", ("exercise-protect",), evaluated)
     stages.append(Stage("exercise-evaluate", "exercise", _exercise("evaluate_exercise"),
-                        ["exercise/results.json"]
-                        + RunFolder.evaluation_patterns(exercise_branches(config)),
-                        reuse=_complete_inference))
+                        ["exercise/results.json"] + _score_patterns(branches),
+                        needs=("exercise-protect",) + tuple(f"infer-{b}" for b in branches)))
     stages.append(Stage("exercise-summary", "exercise", _exercise("summarise"),
                         ["exercise/group-size.json"]))
     stages.append(Stage("report", "report", _report, ["report.md"]))
     return stages
+
+
+def _inference_stages(policies, group: str, after: tuple, evaluated: int) -> list[Stage]:
+    """infer-<policy>: the policy's greedy and sampled answers (no labels read), as soon as
+    its weights exist; the warm start's with the warm start's threads, as recorded."""
+    return [Stage(f"infer-{p}", group, _infer(p), [f"inference/{p}/*"], SECTIONS["evaluate"],
+                  reuse=_complete_inference, needs=after + (f"{p}-resume",),
+                  threads="warmstart" if p == "warmstart" else "stages",
+                  cost=evaluated * SECONDS_PER_EVALUATED_RESPONSE)
+            for p in policies]
+
+
+def _score_patterns(policies) -> list[str]:
+    return [p for p in RunFolder.evaluation_patterns(policies) if not p.startswith("inference/")]
+
+
+def stage_needs(stages: list[Stage]) -> dict[str, set[str]]:
+    """Each stage's prerequisites: its `needs`, or every earlier stage when it has none
+    declared (a barrier: summaries, the exercise's protection record)."""
+    names = [s.name for s in stages]
+    return {s.name: set(names[:i]) if s.needs is None else set(s.needs)
+            for i, s in enumerate(stages)}
 
 
 # --------------------------------------------------------------------------- file bookkeeping
@@ -299,31 +374,101 @@ def _write_marker(stage: Stage, config: dict, out: Path, outputs: list[str],
     return marker
 
 
-def _run_stage(stage: Stage, config: dict, out: Path, markers: dict[str, dict]) -> dict:
+@dataclass
+class _Started:
+    """What the pipeline notes about a stage before it runs, to write its marker after."""
+    stage: Stage
+    accounted: dict
+    before: dict
+    started_at: str
+    started: float
+
+
+def _start_stage(stage: Stage, config: dict, out: Path,
+                 markers: dict[str, dict]) -> _Started | dict:
+    """Recover what a half-done run of the stage left; returns the marker at once when that
+    run had in fact finished (adopted), else what _end_stage needs."""
     accounted = {rel: entry for m in markers.values() for rel, entry in m["outputs"].items()}
-
-    def unaccounted_of_this_stage(snapshot):
-        return [rel for rel in snapshot
-                if rel not in accounted and _owner(rel, [stage]) is not None]
-
     found = _snapshot(out)
-    mine = unaccounted_of_this_stage(found)
+    mine = _unaccounted(stage, found, accounted)
     if mine and stage.finished is not None and stage.finished(out):
         return _write_marker(stage, config, out, mine, found, utc_now(), 0.0, adopted=True)
     _recover(stage, out, mine)
-    before = _snapshot(out)
-    started_at, started = utc_now(), time.perf_counter()
-    stage.run(config, out)
-    seconds = time.perf_counter() - started
+    return _Started(stage, accounted, _snapshot(out), utc_now(), time.perf_counter())
+
+
+def _unaccounted(stage: Stage, snapshot: dict, accounted: dict) -> list[str]:
+    """Files no finished stage lists that this stage's claims cover (stages running beside
+    it write only under their own claims)."""
+    return [rel for rel in snapshot if rel not in accounted and _owner(rel, [stage]) is not None]
+
+
+def _end_stage(started: _Started, config: dict, out: Path, others: bool = False,
+               seconds: float | None = None) -> dict:
+    """The marker of a stage that ran; `others`: stages ran beside it; `seconds`: its own
+    time as the worker measured it (default: since it started here)."""
+    stage, before = started.stage, started.before
+    if seconds is None:
+        seconds = time.perf_counter() - started.started
     after = _snapshot(out)
-    altered = sorted(rel for rel in accounted if after.get(rel) != before.get(rel))
+    altered = sorted(rel for rel in started.accounted if after.get(rel) != before.get(rel))
     if altered:
         raise RuntimeError(f"stage {stage.name} changed or removed earlier evidence: {altered}")
     # what a crashed run of this stage had written and the stage continued from
-    continued = [rel for rel in unaccounted_of_this_stage(before) if rel in after]
-    created = set(after) - set(before)
+    continued = [rel for rel in _unaccounted(stage, before, started.accounted) if rel in after]
+    # New files: this stage's claims; anything else new is left to the stage (running beside
+    # it) that claims it. A stage's new files all fall under its claims (a smoke-run test
+    # checks it), so nothing is left unaccounted.
+    created = {rel for rel in set(after) - set(before)
+               if not others or _owner(rel, [stage]) is not None}
     return _write_marker(stage, config, out, sorted(created | set(continued)), after,
-                         started_at, seconds)
+                         started.started_at, seconds)
+
+
+def stage_threads(stage: Stage, config: dict) -> int | None:
+    return getattr(typed(config).threads, stage.threads)
+
+
+def _run_stage(stage: Stage, config: dict, out: Path, markers: dict[str, dict]) -> dict:
+    """One stage in this process, with its threads."""
+    started = _start_stage(stage, config, out, markers)
+    if isinstance(started, dict):
+        return started
+    with _torch_threads(stage_threads(stage, config)):
+        stage.run(config, out)
+    return _end_stage(started, config, out)
+
+
+class _torch_threads:
+    """torch.set_num_threads for the duration of a stage (None: leave as it is)."""
+
+    def __init__(self, threads: int | None):
+        self.threads, self.previous = threads, None
+
+    def __enter__(self):
+        if self.threads is not None:
+            import torch
+
+            self.previous = torch.get_num_threads()
+            torch.set_num_threads(self.threads)
+
+    def __exit__(self, *exc):
+        if self.previous is not None:
+            import torch
+
+            torch.set_num_threads(self.previous)
+
+
+def elapsed_seconds(markers) -> float:
+    """From the first stage's start to the last stage's end, by the markers' clocks."""
+    from datetime import datetime
+
+    ran = [m for m in markers if not m.get("adopted")]
+    if not ran:
+        return 0.0
+    first = min(datetime.fromisoformat(m["started_at"]) for m in ran)
+    last = max(datetime.fromisoformat(m["finished_at"]) for m in ran)
+    return (last - first).total_seconds()
 
 
 def write_timings(out: Path, stages: list[Stage], markers: dict[str, dict]) -> dict:
@@ -335,9 +480,12 @@ def write_timings(out: Path, stages: list[Stage], markers: dict[str, dict]) -> d
         if s.name in markers:
             groups[s.group] = groups.get(s.group, 0.0) + markers[s.name]["seconds"]
     timings = {"stages": per_stage, "groups": groups, "total_seconds": sum(per_stage.values()),
+               "elapsed_seconds": elapsed_seconds(markers.values()),
                "finished_stages": len(per_stage), "all_stages": len(stages),
-               "note": "wall-clock seconds of each stage as it ran; a stage skipped on a later "
-                       "run keeps its first time"}
+               "note": "wall-clock seconds of each stage as it ran (stages side by side "
+                       "overlap, so they sum to more than the elapsed time); a stage skipped "
+                       "on a later run keeps its first time; elapsed: first start to last "
+                       "finish (across runs, if the folder was continued)"}
     save_json(out / TIMINGS, timings, overwrite=True)
     return timings
 
@@ -376,13 +524,17 @@ def _clean_temporaries(out: Path) -> None:
               f"(never evidence): {', '.join(str(p.relative_to(out)) for p in removed[:5])}")
 
 
-def run_pipeline(config: dict, out_dir, stop_after: str | None = None) -> dict:
-    """Run every unfinished stage in order; returns the timings. `stop_after` names a stage
-    after which to stop (tests and partial runs)."""
+def run_pipeline(config: dict, out_dir, stop_after: str | None = None,
+                 workers: int = 1) -> dict:
+    """Run every unfinished stage; returns the timings. `stop_after` names a stage after
+    which to stop (tests and partial runs). workers > 1: stages side by side in that many
+    worker processes (part1.side_by_side), each with its own threads as alone."""
     out = Path(out_dir)
     stages = build_stages(config)
     if stop_after is not None and stop_after not in {s.name for s in stages}:
         raise ValueError(f"unknown stage {stop_after!r}; stages: {[s.name for s in stages]}")
+    if type(workers) is not int or workers < 1:
+        raise ValueError(f"workers must be a positive integer, got {workers!r}")
     with runlock.locked(out, "run") as lock:
         if lock["took_over"]:
             holder = lock["took_over"]
@@ -392,6 +544,9 @@ def run_pipeline(config: dict, out_dir, stop_after: str | None = None) -> dict:
         markers = load_markers(out, stages, config)
         _check_markers(out, markers)
         _refuse_foreign(out, _orphans(out, markers), stages, markers)
+        if workers > 1:
+            _run_side_by_side(stages, config, out, markers, workers, stop_after)
+            return write_timings(out, stages, markers)
         bar = tqdm(stages, desc="pipeline", unit="stage")
         for stage in bar:
             bar.set_postfix_str(stage.name)
@@ -404,7 +559,55 @@ def run_pipeline(config: dict, out_dir, stop_after: str | None = None) -> dict:
         return write_timings(out, stages, markers)
 
 
-USER_ERRORS = (HalfDoneStageError, runlock.RunFolderBusyError, files.DamagedFileError)
+def _execute_in_worker(name: str, config: dict, out: str, threads: int | None) -> float:
+    """A worker process's part: run one stage (as alone, with its threads); its seconds."""
+    stage = {s.name: s for s in build_stages(config)}[name]
+    started = time.perf_counter()
+    with interrupts.graceful_stop(), _torch_threads(threads):
+        stage.run(config, Path(out))
+    return time.perf_counter() - started
+
+
+def _run_side_by_side(stages: list[Stage], config: dict, out: Path, markers: dict[str, dict],
+                      workers: int, stop_after: str | None) -> None:
+    names = [s.name for s in stages]
+    if stop_after is not None:
+        names = names[:names.index(stop_after) + 1]
+    by_name = {s.name: s for s in stages}
+    needs = stage_needs(stages)
+    bar = tqdm(total=len(names), desc=f"pipeline ({workers} workers)", unit="stage")
+    bar.update(sum(1 for n in names if n in markers))
+
+    def start(name):
+        started = _start_stage(by_name[name], config, out, markers)
+        if isinstance(started, dict):        # adopted: had finished
+            markers[name] = started
+            write_timings(out, stages, markers)
+            bar.update(1)
+            return None
+        return started
+
+    def end(name, started, seconds):
+        markers[name] = _end_stage(started, config, out, others=True, seconds=seconds)
+        write_timings(out, stages, markers)
+        bar.update(1)
+
+    def progress(running, _finished):
+        bar.set_postfix_str(", ".join(running))
+
+    try:
+        run_side_by_side(names, needs, set(markers), workers,
+                         {n: stage_threads(by_name[n], config) for n in names},
+                         {n: by_name[n].cost for n in names}, start, end,
+                         lambda n: (_execute_in_worker,
+                                    (n, config, str(out), stage_threads(by_name[n], config))),
+                         progress)
+    finally:
+        bar.close()
+
+
+USER_ERRORS = (HalfDoneStageError, runlock.RunFolderBusyError, files.DamagedFileError,
+               WorkerDied)
 
 
 def command_run(args) -> int:
@@ -412,12 +615,13 @@ def command_run(args) -> int:
 
     config = load_config(args.config)
     try:  # a stop (SIGINT/SIGTERM) is reported by the CLI with the command that continues
-        timings = run_pipeline(config, args.out)
+        timings = run_pipeline(config, args.out, workers=args.workers)
     except USER_ERRORS as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     print(f"run folder {args.out}: {timings['finished_stages']}/{timings['all_stages']} stages "
-          f"finished; stage wall time {timings['total_seconds']:.1f} s")
+          f"finished; elapsed {timings['elapsed_seconds']:.1f} s (stage times summed "
+          f"{timings['total_seconds']:.1f} s, {args.workers} worker(s))")
     for group, seconds in timings["groups"].items():
         print(f"  {group:10s} {seconds:9.1f} s")
     print(f"report: {Path(args.out) / 'report.md'}")

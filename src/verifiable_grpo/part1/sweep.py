@@ -72,6 +72,7 @@ def setting_config(base: dict, setting: Setting) -> dict:
     grpo.update(learning_rate=setting.learning_rate, iterations=setting.iterations,
                 updates_per_rollout=setting.updates_per_rollout, group_size=setting.group_size)
     grpo["interrupt_at"] = min(grpo["interrupt_at"], setting.iterations - 1)
+    grpo["share_prompts"] = False   # the recorded sweep ran before prompt sharing existed
     typed(config)   # the schema's checks before anything runs
     return config
 

@@ -232,7 +232,9 @@ def run_config(lock: dict, regime: str, seed: int) -> dict:
         "learning_rate": budget["learning_rate"], "weight_decay": budget["weight_decay"],
         "max_grad_norm": budget["max_grad_norm"], "warmup_fraction": budget["warmup_fraction"],
         "final_lr_fraction": budget["final_lr_fraction"], "kl_coefficient": budget["beta"],
-        "interrupt_at": 1, "checkpoint_every_iterations": budget["checkpoint_every_steps"]})
+        "interrupt_at": 1, "checkpoint_every_iterations": budget["checkpoint_every_steps"],
+        # The recorded study ran before prompt sharing existed; it reruns as recorded.
+        "share_prompts": False})
     config["evaluation"].update({"problems": evaluation["problems"],
                                  "draws": evaluation["draws"],
                                  "seed_base": evaluation["seed_base"]})

@@ -50,6 +50,13 @@ def left_padded(prompt_rows: list[list[int]], pad_id: int, device) -> tuple:
     return ids.to(device), mask.to(device), positions(mask).to(device)
 
 
+def distinct_prompts(prompt_rows: list[list[int]]) -> tuple[list[list[int]], list[int]]:
+    """(the distinct prompts in order of first appearance, each row's index among them)."""
+    index: dict[tuple, int] = {}
+    row_prompt = [index.setdefault(tuple(p), len(index)) for p in prompt_rows]
+    return [list(p) for p in index], row_prompt
+
+
 def positions(mask: torch.Tensor) -> torch.Tensor:
     """Position of each real token among its row's real tokens (0 on left padding)."""
     return (mask.long().cumsum(dim=1) - 1).clamp(min=0)
@@ -124,9 +131,12 @@ def _uniforms(generator, finished: torch.Tensor, device) -> torch.Tensor:
 
 @torch.no_grad()
 def generate_batch(model, tokenizer, prompt_rows: list[list[int]], config: dict, generator,
-                   greedy: bool = False, policy_digest: str | None = None) -> list[dict]:
+                   greedy: bool = False, policy_digest: str | None = None,
+                   share_prompts: bool = False) -> list[dict]:
     """One response per prompt row, all rows decoded together; rows as rollout.generate's.
-    `generator`: one torch.Generator for the batch, or a list with one per row."""
+    `generator`: one torch.Generator for the batch, or a list with one per row.
+    share_prompts (with the KV cache): identical prompt rows are read once and their cache
+    copied to each row; the random stream is consumed exactly as without it."""
     device = model_device(model)
     prompt_rows = [[int(i) for i in p] for p in prompt_rows]
     cfg = _check(model, prompt_rows, config, generator, greedy, device)
@@ -148,15 +158,21 @@ def generate_batch(model, tokenizer, prompt_rows: list[list[int]], config: dict,
     behaviour = torch.empty((batch, 0), dtype=torch.float32, device=device)
     finished = torch.zeros(batch, dtype=torch.bool, device=device)
     lengths = torch.zeros(batch, dtype=torch.long, device=device)
-    for _ in range(cfg.tokens.max_response):
-        if use_cache:
+    if share_prompts and not use_cache:
+        raise ValueError("share_prompts needs sampling.use_kv_cache (the shared prompt lives in "
+                         "the cache)")
+    for step in range(cfg.tokens.max_response):
+        if use_cache and share_prompts and step == 0:
+            logits = _shared_prefill(model, prompt_rows, eos, dtype, cache)
+        elif use_cache:
             out = model(input_ids=step_ids, attention_mask=step_mask,
                         position_ids=step_positions, cache=cache, use_cache=True,
                         logits_to_keep=1)
+            logits = out.logits[:, -1].float()
         else:
             out = model(input_ids=ids, attention_mask=full_forward_mask(mask, dtype),
                         position_ids=position, use_cache=False, logits_to_keep=1)
-        logits = out.logits[:, -1].float()
+            logits = out.logits[:, -1].float()
         live = ~finished
         if not torch.isfinite(logits[live]).all():
             raise ValueError("non-finite logits during generation")
@@ -206,19 +222,35 @@ def generate_batch(model, tokenizer, prompt_rows: list[list[int]], config: dict,
     return rows
 
 
+def _shared_prefill(model, prompt_rows, pad_id, dtype, cache) -> torch.Tensor:
+    """Step 0 with shared prompts: the distinct prompts go through once, then the cache
+    and the last column's float32 logits [B, V] are gathered to every row."""
+    distinct, row_prompt = distinct_prompts(prompt_rows)
+    device = model_device(model)
+    ids, mask, position = left_padded(distinct, pad_id, device)
+    out = model(input_ids=ids, attention_mask=full_forward_mask(mask, dtype),
+                position_ids=position, cache=cache, use_cache=True, logits_to_keep=1)
+    index = torch.tensor(row_prompt, dtype=torch.long, device=device)
+    cache.reorder_cache(index)
+    return out.logits[:, -1].float().index_select(0, index)
+
+
 @torch.no_grad()
 def sample_groups(model, tokenizer, examples: list[dict], config: dict, generator,
                   group_size: int, group_ids: list[str],
                   policy_digest: str | None = None) -> list[dict]:
     """G responses to each example, all P x G in one batch; groups as rollout.sample_group's
-    (rewards from the verifier, no advantages), in the order of `examples`."""
+    (rewards from the verifier, no advantages), in the order of `examples`. With
+    grpo.share_prompts and the KV cache, each prompt is read once for its G rows."""
     if type(group_size) is not int or group_size < 2:
         raise ValueError(f"a group needs at least 2 sampled responses, got {group_size!r}")
     if len(group_ids) != len(examples):
         raise ValueError(f"{len(group_ids)} group ids for {len(examples)} examples")
     prompt_rows = [prompts.prompt_ids(tokenizer, e["statement"], config) for e in examples]
     rows = generate_batch(model, tokenizer, [p for p in prompt_rows for _ in range(group_size)],
-                          config, generator, greedy=False, policy_digest=policy_digest)
+                          config, generator, greedy=False, policy_digest=policy_digest,
+                          share_prompts=typed(config).grpo.share_prompts
+                          and typed(config).sampling.use_kv_cache)
     groups = []
     for index, (example, prompt, group_id) in enumerate(zip(examples, prompt_rows, group_ids)):
         responses = rows[index * group_size:(index + 1) * group_size]

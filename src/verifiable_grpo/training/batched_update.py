@@ -3,7 +3,7 @@
 The same loss as grpo.accumulate_gradients' one-response-at-a-time path, reduced the same
 way (each response's loss_i times its objective weight w_i, summed), but the responses go
 through policy and reference together, `rows_per_pass` at a time (default: all), in the
-layout of batched_scoring. The exact prefix KL runs block-wise over the vocabulary on the
+layout of batched_scoring (grpo.share_prompts: each distinct prompt once per model pass). The exact prefix KL runs block-wise over the vocabulary on the
 whole [rows, R, V] batch (losses.exact_prefix_kl: its working memory is one block, not the
 vocabulary). Padding positions are excluded by the response mask (torch.where in every
 reduction), so they carry no loss and no gradient.
@@ -17,6 +17,11 @@ from verifiable_grpo.training import batched_scoring, losses, objectives
 from verifiable_grpo.training.rollout import model_device
 
 
+# Reference logits kept between the updates of one rollout set, per pass: a 16 x 64 set at
+# the tiny vocabulary is a few MB; at Qwen's 151,936 it would be 622 MB, so it is recomputed.
+REFERENCE_MEMO_BYTES = 256 * 2**20
+
+
 def _pad_id(policy) -> int:
     """Any id works (positions decide what is real); the model's pad or 0."""
     value = getattr(policy.config, "pad_token_id", None)
@@ -26,12 +31,16 @@ def _pad_id(policy) -> int:
 def accumulate_gradients(policy, reference, groups: list[dict], config: dict,
                          objective: objectives.Objective | None = None,
                          rows_per_pass: int | None = None,
-                         weights: list[list[float]] | None = None, padded: bool = False) -> dict:
+                         weights: list[list[float]] | None = None, padded: bool = False,
+                         reference_memo: dict | None = None) -> dict:
     """Backpropagate sum_i w_i * loss_i of a rollout set into policy .grad; returns the
     same telemetry as grpo.accumulate_gradients. `weights` ([P][G_p], from
     grpo.accumulate_gradients) default to the objective's; `padded` (AERO's slots, groups
     of 1..slots responses): losses are the weighted sum and the KL a plain response mean,
-    as on the one-at-a-time path."""
+    as on the one-at-a-time path. `reference_memo` (a dict kept for one rollout set): the
+    frozen reference's logits of each pass are kept there by the first update and read by
+    the next ones, the very tensors a second forward would recompute (up to
+    REFERENCE_MEMO_BYTES per pass)."""
     cfg = typed(config)
     objective = objectives.objective_from_config(config) if objective is None else objective
     group_size = len(groups[0]["responses"])
@@ -59,10 +68,17 @@ def accumulate_gradients(policy, reference, groups: list[dict], config: dict,
     audits = []
     for start in range(0, len(rows), step):
         chunk = rows[start:start + step]
-        batch = batched_scoring.rollout_batch(chunk, _pad_id(policy), device)
+        batch = batched_scoring.rollout_batch(chunk, _pad_id(policy), device,
+                                              cfg.grpo.share_prompts)
         mask = batch["response_mask"]
-        with torch.no_grad():
-            reference_logits = batched_scoring.response_logits(reference, batch)
+        if reference_memo is not None and (start, step) in reference_memo:
+            reference_logits = reference_memo[(start, step)]
+        else:
+            with torch.no_grad():
+                reference_logits = batched_scoring.response_logits(reference, batch)
+            if (reference_memo is not None and reference_logits.numel()
+                    * reference_logits.element_size() <= REFERENCE_MEMO_BYTES):
+                reference_memo[(start, step)] = reference_logits
         current_logits = batched_scoring.response_logits(policy, batch)
         current = batched_scoring.token_logprobs(current_logits, batch["targets"])
         advantage = torch.tensor(advantages[start:start + step], dtype=torch.float32,

@@ -41,7 +41,7 @@ from verifiable_grpo.training import objectives
 from verifiable_grpo.core import model as model_lib
 from verifiable_grpo.core.runfolder import (RunFolder, check_mode, compute_identity,
                                             exercise_group_size, stage_name)
-from verifiable_grpo.core.config import load_config, provenance, sections_hash, sha256_file
+from verifiable_grpo.core.config import ConfigError, load_config, provenance, sections_hash, sha256_file
 from verifiable_grpo.core.config_schema import Profile, typed
 from verifiable_grpo.core.faults import fault_point
 
@@ -146,7 +146,7 @@ def _response_logits(model, prompt_ids: list[int], response_ids: list[int]) -> t
 
 def accumulate_gradients(policy, reference, groups: list[dict], config: dict,
                          objective: objectives.Objective | None = None,
-                         slots: int | None = None) -> dict:
+                         slots: int | None = None, reference_memo: dict | None = None) -> dict:
     """Backpropagate the objective's loss of a rollout set into policy .grad; returns telemetry.
 
     Responses go through the network one at a time (memory stays that of one sequence);
@@ -177,7 +177,8 @@ def accumulate_gradients(policy, reference, groups: list[dict], config: dict,
             max_length=cfg.tokens.max_response)
     if cfg.sampling.batched:
         return batched_update.accumulate_gradients(policy, reference, groups, config, objective,
-                                                   weights=weights, padded=slots is not None)
+                                                   weights=weights, padded=slots is not None,
+                                                   reference_memo=reference_memo)
     exact_term = objective.kl.kind == "exact_prefix"
     device = rollout.model_device(policy)
     losses_, surrogates, kls, audits = [], [], [], []
@@ -255,14 +256,17 @@ def accumulate_gradients(policy, reference, groups: list[dict], config: dict,
 
 
 def grpo_update(policy, reference, optimizer, scheduler, groups: list[dict], config: dict,
-                objective: objectives.Objective | None = None, slots: int | None = None) -> dict:
+                objective: objectives.Objective | None = None, slots: int | None = None,
+                reference_memo: dict | None = None) -> dict:
     """One AdamW update on every response of a rollout set (Part I's objective unless
-    another is given; `slots` as in accumulate_gradients); returns its telemetry."""
+    another is given; `slots` as in accumulate_gradients; `reference_memo` as in
+    batched_update); returns its telemetry."""
     if policy.training or reference.training:
         raise ValueError("dropout must stay off: policy and reference in eval mode")
     learning_rate = optimizer.param_groups[0]["lr"]
     optimizer.zero_grad(set_to_none=True)
-    telemetry = accumulate_gradients(policy, reference, groups, config, objective, slots)
+    telemetry = accumulate_gradients(policy, reference, groups, config, objective, slots,
+                                     reference_memo)
     grad_norm = torch.nn.utils.clip_grad_norm_(
         model_lib.unique_parameters(policy), typed(config).grpo.max_grad_norm,
         error_if_nonfinite=True)
@@ -495,8 +499,8 @@ def _verify(run: GRPORun, rows: list) -> tuple[dict, float]:
     tick = time.perf_counter()
     if run.cfg.sampling.batched:
         verification = batched_scoring.verify_captured_logprobs(
-            run.policy, rows, run.section.verify_tolerance, prompts.eos_id(run.tokenizer,
-                                                                           run.config))
+            run.policy, rows, run.section.verify_tolerance,
+            prompts.eos_id(run.tokenizer, run.config), run.cfg.grpo.share_prompts)
     else:
         verification = rollout.verify_captured_logprobs(run.policy, rows,
                                                         run.section.verify_tolerance)
@@ -507,9 +511,10 @@ def _verify(run: GRPORun, rows: list) -> tuple[dict, float]:
 def _update(run: GRPORun, groups: list) -> tuple[list, float]:
     tick = time.perf_counter()
     updates = []
+    memo: dict = {}   # the frozen reference's logits, computed once per rollout set
     for _ in range(run.budget["updates_per_rollout"]):
         updates.append(grpo_update(run.policy, run.reference, run.optimizer, run.scheduler,
-                                   groups, run.config))
+                                   groups, run.config, reference_memo=memo))
         run.updates_done += 1
     model_lib.synchronize(run.device)
     run.consumed.extend(r["rollout_id"] for g in groups for r in g["responses"])
@@ -684,6 +689,9 @@ def run_grpo_branch(config: dict, out_dir, branch: str = "grpo", mode: str = "co
     command_start = time.perf_counter()
     check_mode(mode)
     cfg = typed(config)  # the whole profile is checked before anything is read or written
+    if cfg.grpo.share_prompts and not cfg.sampling.batched:
+        raise ConfigError(["grpo.share_prompts: needs sampling.batched (the one-at-a-time path "
+                           "has no prompt to share); set it to false"])
     budget = branch_budget(config, branch, group_size, iterations, interrupt_at)
     out_dir = Path(out_dir)
     paths = _paths(out_dir, branch, mode)

@@ -1,0 +1,159 @@
+"""Pipeline stages side by side: a few worker processes, each stage started as soon as the
+stages it reads are finished (`run --workers N`).
+
+Why processes: on a small model one torch process keeps about one core busy even with two
+threads, and two threads of one process need both cores to be free at once (another job on
+the machine stalls both). Two one-thread processes each keep their own core.
+
+What decides the numbers is each stage's own thread count (the profile's `threads`), never
+the number of workers: a stage computes the same bits alone or beside another one. A stage
+asking for more threads than one (the warm start) runs alone.
+
+Order: of the ready stages, the one heading the longest remaining chain of work (by the
+stages' rough costs) starts first, so the long GRPO chain is not left for last; a stage
+that runs alone starts before any other ready one.
+
+Stops: the workers sit in their own process group, so a terminal's Ctrl-C reaches the
+parent only, which passes the signal on once: each running stage finishes its step, saves
+and stops, as it would alone. A second signal is passed on too (stop at once). A worker
+whose parent died (kill -9) exits within a second instead of running on unattended.
+"""
+from __future__ import annotations
+
+import concurrent.futures as futures
+import multiprocessing
+import os
+import signal
+import threading
+import time
+from typing import Callable
+
+from verifiable_grpo.core import interrupts
+
+
+class WorkerDied(RuntimeError):
+    """A worker process ended without finishing its stage (kill -9, out of memory)."""
+
+
+def _worker_start(parent: int) -> None:
+    os.environ["TQDM_DISABLE"] = "1"   # one progress bar: the parent's
+    os.setpgrp()
+
+    def watch():
+        while True:
+            time.sleep(1.0)
+            if os.getppid() != parent:
+                os._exit(70)
+    threading.Thread(target=watch, daemon=True).start()
+
+
+def remaining_work(order: list[str], needs: dict[str, set[str]],
+                   cost: dict[str, float]) -> dict[str, float]:
+    """For each stage: its cost plus the costliest chain of stages that wait on it."""
+    after: dict[str, list[str]] = {name: [] for name in order}
+    for name in order:
+        for need in needs[name]:
+            if need in after:
+                after[need].append(name)
+    rank: dict[str, float] = {}
+    for name in reversed(order):   # a stage only waits on earlier ones
+        rank[name] = cost[name] + max((rank[n] for n in after[name]), default=0.0)
+    return rank
+
+
+def _signal_workers(pool, number: int) -> None:
+    for process in list(getattr(pool, "_processes", {}).values()):
+        try:
+            os.kill(process.pid, number)
+        except ProcessLookupError:
+            pass
+
+
+def run_side_by_side(order: list[str], needs: dict[str, set[str]], finished: set[str],
+                     workers: int, threads: dict[str, int | None], cost: dict[str, float],
+                     start: Callable[[str], object], end: Callable[[str, object, float], None],
+                     task: Callable[[str], tuple], progress=None) -> None:
+    """Run every stage of `order` not in `finished`.
+
+    start(name) -> a token, or None when the stage turned out finished already (its marker
+    written); task(name) -> (function, args) run in a worker, returning its seconds;
+    end(name, token, seconds) writes the marker. The first error (or stop) ends the run
+    once the stages in flight have ended; their markers are written.
+    """
+    rank = remaining_work(order, needs, cost)
+    pending = [n for n in order if n not in finished]
+    done = set(finished)
+    unknown = {n: needs[n] - set(order) for n in pending if needs[n] - set(order)}
+    if unknown:
+        raise ValueError(f"stages need stages that do not exist: {unknown}")
+    cores = os.cpu_count() or 1
+
+    def width(name):
+        return threads[name] or cores   # None: torch's default, every core
+
+    pool = futures.ProcessPoolExecutor(max_workers=workers,
+                                       mp_context=multiprocessing.get_context("spawn"),
+                                       initializer=_worker_start, initargs=(os.getpid(),))
+    running: dict[futures.Future, tuple[str, object]] = {}
+    errors: list[BaseException] = []
+    forwarded = None
+    broken: list[str] = []   # stages whose worker died (the pool then stops them all)
+    try:
+        while True:
+            if not (interrupts.requested() or errors or broken):
+                busy = sum(width(name) for name, _ in running.values())
+                # A stage wider than one thread goes first and alone: while it waits for
+                # the workers to drain, no narrow stage jumps ahead of it.
+                ready = sorted((n for n in pending if needs[n] <= done),
+                               key=lambda n: (width(n) <= 1, -rank[n], order.index(n)))
+                for name in ready:
+                    if running and (busy + width(name) > workers or len(running) >= workers):
+                        if width(name) > 1:
+                            break
+                        continue
+                    pending.remove(name)
+                    token = start(name)
+                    if token is None:          # had finished: adopted
+                        done.add(name)
+                        continue
+                    function, args = task(name)
+                    running[pool.submit(function, *args)] = (name, token)
+                    busy += width(name)
+                if progress is not None:
+                    progress(sorted(n for n, _ in running.values()), len(done))
+            if not running:
+                if pending and not (interrupts.requested() or errors or broken):
+                    if any(needs[n] <= done for n in pending):
+                        continue    # an adopted stage made others ready
+                    raise RuntimeError(f"stages that can never start: {pending}")
+                break
+            ended, _ = futures.wait(running, timeout=0.5, return_when=futures.FIRST_COMPLETED)
+            if interrupts.requested() and forwarded is None:
+                forwarded = getattr(signal, interrupts.requested())
+                _signal_workers(pool, forwarded)
+            for future in ended:
+                name, token = running.pop(future)
+                try:
+                    seconds = future.result()
+                    end(name, token, seconds)
+                    done.add(name)
+                except futures.process.BrokenProcessPool:
+                    broken.append(name)
+                except BaseException as err:   # a stage's error or stop ends the run
+                    errors.append(err)
+    except KeyboardInterrupt:
+        _signal_workers(pool, signal.SIGINT)   # second signal: the workers stop at once
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+    if broken:
+        raise WorkerDied(
+            f"a worker process died (killed, or out of memory) while stages "
+            f"{', '.join(sorted(broken))} ran; the pool stopped them all. Run the same command "
+            "again: each unfinished stage continues from its crash checkpoint")
+    if errors:
+        stops = [e for e in errors if isinstance(e, interrupts.StopRequested)]
+        failures = [e for e in errors if not isinstance(e, interrupts.StopRequested)]
+        raise (failures or stops)[0]
+    interrupts.check("between stages")
