@@ -70,8 +70,9 @@ summary = recorded["summary"]
 # ## The settings, declared before the runs
 #
 # Each is an ordinary Part I GRPO run (exact prefix KL with $\beta = 0.02$, the same
-# prompts, sampling and crash checkpoints); only these four values differ from the
-# specification's.
+# prompts and sampling); only these four values differ from the specification's. (The
+# sweep ran before GRPO learned to read each prompt once for its G responses, so it keeps
+# `grpo.share_prompts` off: rerunning it gives the recorded bits.)
 
 # %%
 spec = sweep.SPEC

@@ -127,7 +127,10 @@ def build_parser() -> argparse.ArgumentParser:
                            help="FP32 cache of the GGUF model (default: runs/part3/smollm2-fp32)")
             continue
         if name == "bench":
-            p.add_argument("what", choices=["grpo"], help="what to time")
+            p.add_argument("what", choices=["grpo", "pipeline"],
+                           help="grpo: one rollout set, ours against TRL; pipeline: a finished "
+                                "run folder (--run) against the recorded tiny run")
+            p.add_argument("--run", default=None, help="pipeline: the finished run folder")
             p.add_argument("--sets", type=int, default=5, help="timed rollout sets per arm")
             p.add_argument("--warmup", type=int, default=1, help="untimed rollout sets first")
             p.add_argument("--no-trl", action="store_true", help="skip the TRL arm")

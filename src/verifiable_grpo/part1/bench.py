@@ -369,8 +369,10 @@ def format_bench(result: dict) -> str:
 
 
 def command_bench(args) -> int:
+    if args.what == "pipeline":
+        return command_pipeline(args)
     if args.what != "grpo":
-        raise ValueError(f"unknown benchmark {args.what!r}: use grpo")
+        raise ValueError(f"unknown benchmark {args.what!r}: use grpo or pipeline")
     if args.sets < 1 or args.warmup < 0:
         raise ValueError("--sets must be >= 1 and --warmup >= 0")
     result = bench_grpo(args.sets, args.warmup, with_trl=not args.no_trl,
@@ -379,4 +381,24 @@ def command_bench(args) -> int:
     if args.save:
         path = save_json(repo_root() / args.save, result)
         print(f"saved {path}")
+    return 0
+
+
+def command_pipeline(args) -> int:
+    """`bench pipeline --run FOLDER [--save DIR]`: a finished run against the record."""
+    import shutil
+
+    from verifiable_grpo.part1 import pipeline_compare
+
+    if not args.run:
+        raise ValueError("bench pipeline needs --run FOLDER (a finished `run` folder)")
+    result = pipeline_compare.compare_run(args.run)
+    first = pipeline_compare.first_recording()
+    result["first_recording"] = first
+    print(pipeline_compare.format_comparison(result, first["total_seconds"]))
+    if args.save:
+        folder = repo_root() / args.save
+        path = save_json(folder / "comparison.json", result)
+        shutil.copyfile(Path(args.run) / "timings.json", folder / "timings.json")
+        print(f"saved {path} and {folder / 'timings.json'}")
     return 0
