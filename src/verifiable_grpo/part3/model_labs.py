@@ -1,4 +1,5 @@
-"""The model labs of `python -m verifiable_grpo lab` (Labs 1, 2 and 6's suite on SmolLM2-135M).
+"""The model labs of `python -m verifiable_grpo lab` (Labs 1, 2 and 6's suite, greedy and
+sampled, on SmolLM2-135M).
 
 Unlike the synthetic labs (part3/labs.py: settings from a YAML, one metrics file written at
 the end), these train a real model, save crash checkpoints and continue from them, so each
@@ -15,6 +16,8 @@ MODEL_LABS = {
     "sft": ("lab1_sft:command", "Lab 1: full-weight SFT with the assistant-only masked loss"),
     "lora": ("lab2_lora:command", "Lab 2: LoRA from scratch, zero-init check, merge"),
     "suite": ("lab6_suite_run:command", "Lab 6: the 40-item behavioural suite, paired"),
+    "suite-sampled": ("lab6_sampling:command",
+                      "Lab 6, Try this: the suite sampled 5 times per item at temperature 0.7"),
 }
 MODEL_ONLY = ("full", "no_mask", "no_row_init", "policy", "cache")
 
