@@ -32,12 +32,19 @@ def command(args) -> int:
     module_name, function = MODEL_LABS[args.name][0].split(":")
     if args.out is None:
         args.out = f"runs/part3/{args.name}"
+    import torch
+
+    # --threads applies here too (default 1): the provenance's cpu_threads is what ran
+    previous = torch.get_num_threads()
+    torch.set_num_threads(getattr(args, "threads", None) or previous)
     try:
         module = importlib.import_module(f"verifiable_grpo.part3.{module_name}")
         code = getattr(module, function)(args)
     except (FileNotFoundError, FileExistsError) as err:  # a missing model, policy or wheel
         print(f"error: {err}", file=sys.stderr)
         return 2
+    finally:
+        torch.set_num_threads(previous)  # a caller's process keeps its own setting
     if args.export and not code:
         from verifiable_grpo.part3.lab1_record import export
 
