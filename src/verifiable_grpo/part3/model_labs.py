@@ -14,6 +14,8 @@ from pathlib import Path
 # lab name -> "module:function" under verifiable_grpo.part3; the function takes the args.
 MODEL_LABS = {
     "sft": ("lab1_sft:command", "Lab 1: full-weight SFT with the assistant-only masked loss"),
+    "sft-past-turn": ("lab1_past_turn:command",
+                      "Lab 1, Try this: greedy past <|im_end|>, masked vs --no-mask policies"),
     "lora": ("lab2_lora:command", "Lab 2: LoRA from scratch, zero-init check, merge"),
     "suite": ("lab6_suite_run:command", "Lab 6: the 40-item behavioural suite, paired"),
     "suite-sampled": ("lab6_sampling:command",
