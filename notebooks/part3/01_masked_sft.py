@@ -172,8 +172,8 @@ Table(["nearest rows to <|im_end|> (ours)", "id", "cosine", "the module reports 
 # file: we checked rows 5, 9, 11 and 36743. 4-bit quantisation has collapsed near-identical
 # untrained rows into one.
 #
-# Yet the instruct model already stops on about half of the held-out prompts before any
-# training (the "before" column below). A row close to many others can still win the
+# Yet the instruct model already stops on 31 of the 50 held-out prompts before any training
+# (the "before" column below). A row close to many others can still win the
 # softmax: what decides stopping is how the hidden state scores row 2 against the rest,
 # and a small component outside the shared direction is enough. The cosine is therefore a
 # hint that rows look untrained, not a test of whether a model can stop.
@@ -273,12 +273,17 @@ Table(["run", "ours: exact", "ours: stop", "the module reports: exact", "stop", 
 # 3. Two conversations in one batch have 2 and 6 target tokens with summed losses 1.0 and 3.0
 #    nats. Compute the token mean and the mean of per-conversation means. Which one does
 #    `batch_loss` give?
+# 4. **Try this.** Let generation run past the end of the turn: stop only at
+#    `<|endoftext|>`, so an emitted `<|im_end|>` no longer ends the reply, and read what
+#    follows it on the 50 held-out prompts, for the masked run and the `--no-mask` run
+#    (`python -m verifiable_grpo lab sft-past-turn`, after both). Which model goes on to
+#    write the user's next turn, and why would masking make a difference?
 
 # %% [markdown]
 # ```{admonition} Worked solution 1
 # :class: dropdown
-# The targets are the reply's tokens and the closing `<|im_end|>`: 7 of the 45 shifted
-# positions (46 tokens). The header is the same for every conversation and always written by
+# The targets are the reply's tokens and the closing `<|im_end|>`: 6 of the 44 shifted
+# positions (45 tokens). The header is the same for every conversation and always written by
 # the template, so the model never needs to produce it. Training on it would spend capacity
 # on a constant, and would dilute the loss on the part that varies. The next cell counts it.
 # ```
@@ -310,3 +315,20 @@ print(" ".join(f"{factor(s):.3f}" for s in range(15)))
 # one by the other: it gives the token mean. Every target token weighs the same, however
 # long its reply.
 # ```
+
+# %% [markdown]
+# ```{admonition} Worked solution 4 (the recorded run, in the next cell)
+# :class: dropdown
+# SOLUTION4
+# ```
+
+# %% tags=["hide-cell"]
+past = lab1_record.load_recorded("sft-past-turn")
+Table(["policy", "held-out prompts", "emitted <|im_end|>", "then opened a turn", "opened a user turn"],
+      [[label, r["n"], r["ended_turn"], r["opened_turn"], r["opened_user_turn"]]
+       for label, r in past["results"].items()])
+
+# %% tags=["hide-cell"]
+Table(["policy", "prompt", "continuation (first 90 characters)"],
+      [[label, past["held_out"][k]["user"], repr(r["continuations"][k][:90])]
+       for k in (0, 10, 20) for label, r in past["results"].items()])

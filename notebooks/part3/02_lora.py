@@ -186,8 +186,8 @@ Table(["merge check", "ours", "the module reports"], [
 # - **Another CPU and thread count.** This changes the last bits of every sum, and greedy
 #   decoding can amplify them.
 #
-# The training time is wall-clock on a 2-core machine that four other jobs were using at
-# the same time, so it measures the contention more than the method. The module's time is
+# The training time is wall-clock on a 2-core machine whose other core was busy with
+# another job, so it measures the contention as well as the method. The module's time is
 # from a 4-thread laptop.
 #
 # The merge difference is not zero because $W + sBA$ is summed once, in a different order
