@@ -231,7 +231,8 @@ print("completions as items:      ", percentile_bootstrap(np.ravel(toy), np.rand
 # A resample of two items holds 0, 1 or 2 copies of the passing one, so its rate is 0, 1/2
 # or 1, with probabilities 1/4, 1/2 and 1/4: the 95 % interval is [0, 1]. Counted as ten
 # independent completions, the same table looks like a binomial with ten trials, and the
-# interval shrinks to [0.2, 0.8].
+# interval shrinks to [0.2, 0.8]. Exercise 4 applies this to the suite. As in the greedy
+# run, the sampled completions of the refuse items are scored in memory and dropped.
 
 # %% [markdown]
 # ## Exercises
