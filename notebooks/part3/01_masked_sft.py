@@ -56,7 +56,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 from verifiable_grpo.book.notebook import Table, show
-from verifiable_grpo.part3 import lab1_data, lab1_record, lab1_sft, lab1_train
+from verifiable_grpo.part3 import lab1_data, lab1_past_turn, lab1_record, lab1_sft, lab1_train
 
 recorded = lab1_record.load_recorded("sft")
 module = lab1_sft.MODULE_REPORTS
@@ -248,11 +248,12 @@ Table(["run", "ours: exact", "ours: stop", "the module reports: exact", "stop", 
 # model's `<|im_end|>` row already works, although its cosine to row 1 is 0.990. The module's
 # fix answers a question this model does not pose.
 #
-# Without masking, the module lost 18 points of exact match (0.48 against 0.66). We lost 4
-# (0.66 against 0.70), within what one seed and 50 items can resolve. A plausible reason,
-# not tested here: training on the whole conversation mostly re-teaches the system and user
-# text. The instruct model predicts that text well already, so it dilutes the reply's
-# gradient less than it does for a base model.
+# Without masking, the module lost 18 points of exact match (0.48 against 0.66). We lost 10
+# (0.60 against 0.70), and the held-out loss on the reply tokens is higher (0.3701 against
+# 0.2644). With one seed and 50 items, 10 points is not clearly more than noise. Without
+# the mask, about nine in ten terms of the loss are system and user tokens, which the
+# instruct model already predicts well. Exercise 4 shows what it learns from that text
+# all the same: to write the user's next turn.
 # The held-out loss above is still measured on the reply tokens only, for every run.
 #
 # FULL (50 updates over two epochs of 400 conversations) reaches 0.70 exact with 100 %
@@ -319,7 +320,17 @@ print(" ".join(f"{factor(s):.3f}" for s in range(15)))
 # %% [markdown]
 # ```{admonition} Worked solution 4 (the recorded run, in the next cell)
 # :class: dropdown
-# SOLUTION4
+# Only the run trained on every token. Once `<|im_end|>` no longer stops generation, the
+# masked policy writes `<|im_end|>` after every one of its 50 replies and then repeats that
+# token until the budget runs out: it opens no new turn, because nothing after the end of
+# its own reply was ever a target. The unmasked policy opens a new turn after 24 of its 50
+# replies. In 23 of them the new turn is the user's: the model writes the next request
+# itself, in the style of the training prompts, and in 15 of those it goes on to answer that
+# request as the assistant. (The 24th opens a turn with an invented role and writes a
+# system line.) The unmasked loss made every token of the user's turn and the system line a
+# target, so the model learned to continue a conversation from either side. A stop on
+# `<|im_end|>` hides this in normal use; a serving stack that misses the stop token would
+# show the model writing the user's side of the conversation.
 # ```
 
 # %% tags=["hide-cell"]
@@ -329,6 +340,8 @@ Table(["policy", "held-out prompts", "emitted <|im_end|>", "then opened a turn",
        for label, r in past["results"].items()])
 
 # %% tags=["hide-cell"]
+unmasked = past["results"]["every token (lab sft --no-mask)"]
+shown = [k for k, text in enumerate(unmasked["continuations"]) if lab1_past_turn.USER_TURN in text][:3]
 Table(["policy", "prompt", "continuation (first 90 characters)"],
       [[label, past["held_out"][k]["user"], repr(r["continuations"][k][:90])]
-       for k in (0, 10, 20) for label, r in past["results"].items()])
+       for k in shown for label, r in past["results"].items()])
