@@ -242,11 +242,11 @@ Table(["run", "ours: exact", "ours: stop", "the module reports: exact", "stop", 
 
 # %% [markdown]
 # On the base model, keeping the rows was the module's worst setting: 2 % exact and 2 %
-# stopping after 15 updates. On the instruct model it is the best setting for stopping
-# (1.00 against 0.98) and a little worse for exact answers (0.62 against 0.70). One seed and
-# 50 items cannot separate 0.62 from 0.70. The stopping result is the point: the instruct
-# model's `<|im_end|>` row already works, although its cosine to row 1 is 0.990. The module's
-# fix answers a question this model does not pose.
+# stopping after 15 updates. On the instruct model it stops on every held-out prompt, as
+# the default run does, and scores a little lower on exact answers (0.62 against 0.70).
+# One seed and 50 items cannot separate 0.62 from 0.70. The stopping result is the point:
+# the instruct model's `<|im_end|>` row already works, although its cosine to row 1 is
+# 0.990. The module's fix answers a question this model does not pose.
 #
 # Without masking, the module lost 18 points of exact match (0.48 against 0.66). We lost 10
 # (0.60 against 0.70), and the held-out loss on the reply tokens is higher (0.3701 against
