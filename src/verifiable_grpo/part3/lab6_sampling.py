@@ -41,8 +41,8 @@ def sampled_ids(model, rows: list[list[int]], seed: int, temperature: float = TE
     out = []
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        for start in range(0, len(rows), batch):
-            chunk = rows[start:start + batch]
+        for first in range(0, len(rows), batch):
+            chunk = rows[first:first + batch]
             width = max(map(len, chunk))
             ids = torch.tensor([[pad_id] * (width - len(r)) + r for r in chunk])
             mask = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in chunk])
