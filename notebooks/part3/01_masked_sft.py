@@ -220,7 +220,7 @@ Table(["expected", "generated after SFT"],
 #   "before" loss and stop rate are not the base model's 7.26 nats and 0 %.
 # - **4-bit weights**, de-quantised to FP32.
 # - **Our own data draw**, made with the same rules but not the same code.
-# - **Another CPU**, with 1 or 2 threads (each record's provenance says which) rather than 4.
+# - **Another CPU**, with 1 thread (the CLI default, in every record's provenance) rather than 4.
 # - **Re-drawn chat rows.** On the instruct model this step removes trained rows instead
 #   of repairing untrained ones.
 #
