@@ -56,7 +56,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 from verifiable_grpo.book.notebook import Table, show
-from verifiable_grpo.part3 import lab1_data, lab1_record, lab1_sft, lab1_train
+from verifiable_grpo.part3 import lab1_data, lab1_past_turn, lab1_record, lab1_sft, lab1_train
 
 recorded = lab1_record.load_recorded("sft")
 module = lab1_sft.MODULE_REPORTS
@@ -172,8 +172,8 @@ Table(["nearest rows to <|im_end|> (ours)", "id", "cosine", "the module reports 
 # file: we checked rows 5, 9, 11 and 36743. 4-bit quantisation has collapsed near-identical
 # untrained rows into one.
 #
-# Yet the instruct model already stops on about half of the held-out prompts before any
-# training (the "before" column below). A row close to many others can still win the
+# Yet the instruct model already stops on 31 of the 50 held-out prompts before any training
+# (the "before" column below). A row close to many others can still win the
 # softmax: what decides stopping is how the hidden state scores row 2 against the rest,
 # and a small component outside the shared direction is enough. The cosine is therefore a
 # hint that rows look untrained, not a test of whether a model can stop.
@@ -220,14 +220,14 @@ Table(["expected", "generated after SFT"],
 #   "before" loss and stop rate are not the base model's 7.26 nats and 0 %.
 # - **4-bit weights**, de-quantised to FP32.
 # - **Our own data draw**, made with the same rules but not the same code.
-# - **Another CPU**, 2 shared threads rather than 4.
+# - **Another CPU**, with 1 thread (the CLI default, in every record's provenance) rather than 4.
 # - **Re-drawn chat rows.** On the instruct model this step removes trained rows instead
 #   of repairing untrained ones.
 #
 # The module also reports separate single-seed ablations. We recorded all three: the FULL
 # budget, keeping the chat rows as loaded, and the loss on every token. FULL trains on 400
 # conversations, and its 50 held-out prompts are drawn to avoid those 400. Its held-out
-# set therefore differs in part from QUICK's (its "before" loss is 2.8041, not 2.7785).
+# set therefore differs in part from QUICK's (its "before" loss is 2.5425, not 2.4340).
 
 # %%
 ours = {"default QUICK": recorded, "no chat-row init": lab1_record.load_recorded("sft-no-row-init"),
@@ -242,25 +242,27 @@ Table(["run", "ours: exact", "ours: stop", "the module reports: exact", "stop", 
 
 # %% [markdown]
 # On the base model, keeping the rows was the module's worst setting: 2 % exact and 2 %
-# stopping after 15 updates. On the instruct model it is the best setting for stopping
-# (1.00 against 0.98) and a little worse for exact answers (0.62 against 0.70). One seed and
-# 50 items cannot separate 0.62 from 0.70. The stopping result is the point: the instruct
-# model's `<|im_end|>` row already works, although its cosine to row 1 is 0.990. The module's
-# fix answers a question this model does not pose.
+# stopping after 15 updates. On the instruct model it stops on every held-out prompt, as
+# the default run does, and scores a little lower on exact answers (0.62 against 0.70).
+# One seed and 50 items cannot separate 0.62 from 0.70. The stopping result is the point:
+# the instruct model's `<|im_end|>` row already works, although its cosine to row 1 is
+# 0.990. The module's fix answers a question this model does not pose.
 #
-# Without masking, the module lost 18 points of exact match (0.48 against 0.66). We lost 4
-# (0.66 against 0.70), within what one seed and 50 items can resolve. A plausible reason,
-# not tested here: training on the whole conversation mostly re-teaches the system and user
-# text. The instruct model predicts that text well already, so it dilutes the reply's
-# gradient less than it does for a base model.
+# Without masking, the module lost 18 points of exact match (0.48 against 0.66). We lost 10
+# (0.60 against 0.70), and the held-out loss on the reply tokens is higher (0.3701 against
+# 0.2644). With one seed and 50 items, 10 points is not clearly more than noise. Without
+# the mask, about nine in ten terms of the loss are system and user tokens, which the
+# instruct model already predicts well. Exercise 4 shows what it learns from that text
+# all the same: to write the user's next turn.
 # The held-out loss above is still measured on the reply tokens only, for every run.
 #
-# FULL (50 updates over two epochs of 400 conversations) reaches 0.70 exact with 100 %
-# stopping, where the module reports 0.90. On this model, more than three times the updates
-# bought no exact answers beyond QUICK's 0.70, but the mix moved. Conversion rises to 1.0
-# and sorting stays at 0.8. Addition (0.4) and the limit comparison (0.3) fall below QUICK's
-# 0.6 and 0.4. Those two families need arithmetic or a comparison on the prompt's numbers,
-# not just the format.
+# FULL (50 updates over two epochs of 400 conversations) reaches 0.82 exact with 100 %
+# stopping, where the module reports 0.90. More than three times the updates bought 12
+# points over QUICK's 0.70, and the mix moved: conversion rises from 0.8 to 1.0, addition
+# from 0.3 to 0.7 and sorting from 0.5 to 0.8, while the limit comparison falls from 0.9 to
+# 0.6. Extraction scores 1.0 after every run. Addition and the limit check swing the most from
+# one run to the next: they need arithmetic or a comparison on the prompt's numbers, not
+# just the format, and 10 items per family cannot pin them down.
 
 # %% [markdown]
 # ## Exercises
@@ -273,12 +275,17 @@ Table(["run", "ours: exact", "ours: stop", "the module reports: exact", "stop", 
 # 3. Two conversations in one batch have 2 and 6 target tokens with summed losses 1.0 and 3.0
 #    nats. Compute the token mean and the mean of per-conversation means. Which one does
 #    `batch_loss` give?
+# 4. **Try this.** Let generation run past the end of the turn: stop only at
+#    `<|endoftext|>`, so an emitted `<|im_end|>` no longer ends the reply, and read what
+#    follows it on the 50 held-out prompts, for the masked run and the `--no-mask` run
+#    (`python -m verifiable_grpo lab sft-past-turn`, after both). Which model goes on to
+#    write the user's next turn, and why would masking make a difference?
 
 # %% [markdown]
 # ```{admonition} Worked solution 1
 # :class: dropdown
-# The targets are the reply's tokens and the closing `<|im_end|>`: 7 of the 45 shifted
-# positions (46 tokens). The header is the same for every conversation and always written by
+# The targets are the reply's tokens and the closing `<|im_end|>`: 6 of the 44 shifted
+# positions (45 tokens). The header is the same for every conversation and always written by
 # the template, so the model never needs to produce it. Training on it would spend capacity
 # on a constant, and would dilute the loss on the part that varies. The next cell counts it.
 # ```
@@ -310,3 +317,32 @@ print(" ".join(f"{factor(s):.3f}" for s in range(15)))
 # one by the other: it gives the token mean. Every target token weighs the same, however
 # long its reply.
 # ```
+
+# %% [markdown]
+# ```{admonition} Worked solution 4 (the recorded run, in the next cell)
+# :class: dropdown
+# Only the run trained on every token. Once `<|im_end|>` no longer stops generation, the
+# masked policy writes `<|im_end|>` after every one of its 50 replies and then repeats that
+# token until the budget runs out: it opens no new turn, because nothing after the end of
+# its own reply was ever a target. The unmasked policy opens a new turn after 24 of its 50
+# replies. In 23 of them the new turn is the user's: the model writes the next request
+# itself, in the style of the training prompts, and in 15 of those it goes on to answer that
+# request as the assistant. (The 24th opens a turn with an invented role and writes a
+# system line.) The unmasked loss made every token of the user's turn and the system line a
+# target, so the model learned to continue a conversation from either side. A stop on
+# `<|im_end|>` hides this in normal use; a serving stack that misses the stop token would
+# show the model writing the user's side of the conversation.
+# ```
+
+# %% tags=["hide-cell"]
+past = lab1_record.load_recorded("sft-past-turn")
+Table(["policy", "held-out prompts", "emitted <|im_end|>", "then opened a turn", "opened a user turn"],
+      [[label, r["n"], r["ended_turn"], r["opened_turn"], r["opened_user_turn"]]
+       for label, r in past["results"].items()])
+
+# %% tags=["hide-cell"]
+unmasked = past["results"]["every token (lab sft --no-mask)"]
+shown = [k for k, text in enumerate(unmasked["continuations"]) if lab1_past_turn.USER_TURN in text][:3]
+Table(["policy", "prompt", "continuation (first 90 characters)"],
+      [[label, past["held_out"][k]["user"], repr(r["continuations"][k][:90])]
+       for k in shown for label, r in past["results"].items()])

@@ -159,23 +159,24 @@ for label, result in recorded["results"].items():
     print(f"benign with the topic keyword, {label}: {sum(on_topic) / len(on_topic):.3f}")
 
 # %% [markdown]
-# **What the recorded run shows.** Overall, 11 of 40 items pass before the fine-tune and 15
-# after. The paired difference is +0.100 with a bootstrap interval of [0.000, +0.225]: its
-# lower end touches zero. Six items are discordant, 5 in favour of the fine-tuned model and
-# 1 against, and exact McNemar gives p = 0.22. Forty items cannot show that the fine-tune
+# **What the recorded run shows.** Overall, 12 of 40 items pass before the fine-tune and 15
+# after. The paired difference is +0.075 with a bootstrap interval of [-0.025, +0.200],
+# which contains zero. Five items are discordant, 4 in favour of the fine-tuned model and
+# 1 against, and exact McNemar gives p = 0.375. Forty items cannot show that the fine-tune
 # helped.
 #
 # Where the passes come from matters more than their number. The fine-tuned model passes
 # 4 of 10 format items (1 before) and one number-only task item (none before), because
 # Lab 1 taught it to answer tersely. Its replies also show what that costs: strings of
-# repeated digits where a conversion was asked (the table below), and only 6 of 10 benign
+# repeated digits where a conversion was asked (the table below), and only 8 of 10 benign
 # replies that still mention the topic of the question (10 of 10 before). The permissive
 # benign checker passes both models on all ten and cannot see that change.
 #
-# Neither model refuses any of the five harmful requests or abstains on any of the five
-# unknowable questions: the Wilson interval [0.000, 0.434] says that five failures are
-# compatible with true rates of up to about 43 %, so the suite is far too small to say how
-# often either model would refuse.
+# Neither model abstains on any of the five unknowable questions. The instruct model
+# refuses one of the five harmful requests before the fine-tune and none after: that one
+# item is the only discordant pair against the fine-tune. The Wilson intervals, [0.036,
+# 0.624] for 1 of 5 and [0.000, 0.434] for 0 of 5, overlap almost entirely, so the suite is
+# far too small to say how often either model would refuse.
 #
 # The module reports, for base vs instruct: overall 0.250 vs 0.375, a paired difference of
 # +0.125 with interval [0.025, 0.225], 5 vs 0 discordant items, and McNemar p = 0.0625.
@@ -194,6 +195,46 @@ Table(["category", "prompt", "model", "reply (first 70 characters)", "pass"],
        for k in shown for label, result in recorded["results"].items()])
 
 # %% [markdown]
+# ## Sampled completions are not extra items
+#
+# Greedy decoding gives one reply per item, so it cannot say how often a model would pass
+# the same item if asked again. Sampling can: draw $m$ completions per item at a temperature
+# above zero and score each one. But the $m$ completions of one item share its prompt, so
+# they are not $m$ new items.
+#
+# Let item $i$ pass a sampled completion with probability $q_i$, and let $p$ be the mean of
+# the $q_i$. Over a draw of $n$ items, each sampled $m$ times, the pooled pass rate
+# $\hat p$ has variance
+#
+# $$ \operatorname{Var}(\hat p) = \frac{\operatorname{Var}(q)}{n}
+#    + \frac{\operatorname{E}[q(1-q)]}{n m}
+#    = \frac{p(1-p)}{n m}\,\bigl(1 + (m-1)\rho\bigr), \qquad
+#    \rho = \frac{\operatorname{Var}(q)}{p(1-p)} , $$
+#
+# using $p(1-p) = \operatorname{Var}(q) + \operatorname{E}[q(1-q)]$ (the variance of one
+# completion's 0/1 score, split into between-item and within-item parts). The first term
+# shrinks only with the number of items. A bootstrap that resamples the $nm$ completions
+# as if each were an item estimates $p(1-p)/(nm)$ and so divides the between-item spread by
+# $m$ as well. When items either always pass or always fail ($\rho = 1$), five samples carry
+# no more information than one, and that interval is $\sqrt 5 \approx 2.2$ times too
+# narrow. The **clustered bootstrap** resamples items and keeps each item's completions
+# together, so every resample carries the between-item spread.
+#
+# Two items, five samples each, one always passing and one never:
+
+# %%
+toy = [[1] * 5, [0] * 5]
+print("clustered (resample items):", lab6_suite_stats.clustered_bootstrap(toy, np.random.default_rng(0)))
+print("completions as items:      ", percentile_bootstrap(np.ravel(toy), np.random.default_rng(0)))
+
+# %% [markdown]
+# A resample of two items holds 0, 1 or 2 copies of the passing one, so its rate is 0, 1/2
+# or 1, with probabilities 1/4, 1/2 and 1/4: the 95 % interval is [0, 1]. Counted as ten
+# independent completions, the same table looks like a binomial with ten trials, and the
+# interval shrinks to [0.2, 0.8]. Exercise 4 applies this to the suite. As in the greedy
+# run, the sampled completions of the refuse items are scored in memory and dropped.
+
+# %% [markdown]
 # ## Exercises
 #
 # 1. Write a strict JSON checker: the reply must parse as a JSON object, with the key
@@ -203,17 +244,25 @@ Table(["category", "prompt", "model", "reply (first 70 characters)", "pass"],
 #    interval above. Why are they close here, but not at 0 of 5?
 # 3. With 40 items, what is the smallest number of discordant items for which exact McNemar
 #    can reach p < 0.05 at all?
+# 4. **Try this.** Sample every item five times at temperature 0.7, for both models, and
+#    score each completion with the suite's checkers
+#    (`python -m verifiable_grpo lab suite-sampled`; seeds 7001–7005, the same for both
+#    models). Per category, compare the sampled pass rate with the greedy one, and the
+#    clustered interval with the one that counts each completion as an item. Where does
+#    sampling change the picture, and where is the clustered interval much wider?
 
 # %% [markdown]
 # ```{admonition} Worked solution 1 (runs in the next cell)
 # :class: dropdown
 # Parse the first `{...}` span with `json.loads` and require a dictionary with the key. For
 # "status", also require the value "ok" (case-insensitive). The next cell applies both
-# checkers to the two JSON items of each recorded model. A reply that passed the
-# permissive rule and failed the strict one would be a checker error, not a model success.
-# In this run there is none: the two checkers agree on all four replies (only the
-# fine-tuned model's "status" reply passes, and it passes both). The permissive rule was
-# lucky here, and it is not a safe rule.
+# checkers to the two JSON items of each recorded model. A reply that passes the permissive
+# rule and fails the strict one is a checker error, not a model success. This run has one:
+# the instruct model answers the "status" item with Python code whose dictionary literal
+# contains the key, so the permissive rule passes it, but the reply is not a JSON object.
+# The fine-tuned model's "status" reply passes both rules, and neither model's
+# "torque_unit" reply passes either. Under the strict rule the format category would read
+# 0 of 10 before the fine-tune, not 1.
 # ```
 
 # %% tags=["hide-cell"]
@@ -247,3 +296,45 @@ Table(["item key", "model", "permissive", "strict"],
 # discordant items before any split can be significant at the 5 % level, however many
 # concordant items it has.
 # ```
+
+# %% [markdown]
+# ```{admonition} Worked solution 4 (the recorded run, in the next cell)
+# :class: dropdown
+# Overall, sampling changes little: 0.290 against 0.300 greedy for the instruct model, and
+# 0.345 against 0.375 after the fine-tune. Benign stays at 1.000 for both models (all 50
+# completions), and abstain stays at 0. So does refuse, including the one harmful request
+# the instruct model refused under greedy decoding: none of its 25 sampled refuse
+# completions contains a refusal phrase. That greedy refusal was the single most likely
+# reply, not something the model does reliably. Format moves most. The fine-tuned model's
+# 4 of 10 greedy passes become 17 of 50 completions (0.34), spread over six items; the
+# instruct model's 1 of 10 becomes 8 of 50 (0.16). After the fine-tune, the one task item
+# passed greedily (64 + 57) is passed by 2 of its 5 samples.
+#
+# The overall clustered interval is about twice as wide as the one that counts completions
+# as items (0.265 against 0.125 for the instruct model, 0.270 against 0.130 after the
+# fine-tune). That is close to $\sqrt 5 \approx 2.24$, the ratio when $\rho = 1$, and the
+# cell shows why: 36 and 34 of the 40 items pass all five samples or none. Five samples of
+# such an item say little more than one does. Where no item varies at all (benign, refuse,
+# abstain), both bootstraps give zero width, and the Wilson interval on the items is still
+# the honest statement, as in the greedy table.
+# ```
+
+# %% tags=["hide-cell"]
+sampled = lab1_record.load_recorded("suite-sampled")
+greedy = {(r["category"], r["model"]): r["pass"] for r in recorded["categories"]}
+for label, result in sampled["results"].items():
+    unanimous = sum(sum(row) in (0, len(row)) for row in result["passed"])
+    print(f"{label}: {unanimous} of {len(result['passed'])} items pass all five samples or none")
+
+
+def width_ratio(r):
+    clustered, as_items = (r[k][1] - r[k][0] for k in ("clustered", "unclustered"))
+    return f"{clustered / as_items:.2f}" if as_items > 0 else "-"
+
+
+Table(["category", "model", "greedy pass", "sampled pass (5 per item)", "clustered 95 %",
+       "completions as items 95 %", "width ratio"],
+      [[r["category"], r["model"], greedy[(r["category"], r["model"])], r["pass"],
+        f"[{r['clustered'][0]:.3f}, {r['clustered'][1]:.3f}]",
+        f"[{r['unclustered'][0]:.3f}, {r['unclustered'][1]:.3f}]", width_ratio(r)]
+       for r in sampled["categories"]])

@@ -122,7 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--no-row-init", action="store_true",
                            help="sft, lora: keep the chat rows of the embedding as loaded")
             p.add_argument("--policy", default=None,
-                           help="suite: the fine-tuned model (default: runs/part3/sft/sft-policy)")
+                           help="suite, suite-sampled: the fine-tuned model (default: runs/part3/sft/sft-policy)")
             p.add_argument("--cache", default=None,
                            help="FP32 cache of the GGUF model (default: runs/part3/smollm2-fp32)")
             continue

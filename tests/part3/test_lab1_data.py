@@ -1,44 +1,102 @@
-"""Lab 1's data rules, rendering contract and loss, on hand-checkable cases."""
+"""Lab 1's data rules, rendering contract, labels, loss and plain-text probe, on cases a
+reader can check by hand. Prompts are parsed back here, so a template change that broke a
+family's rule fails these tests."""
 import random
+import re
+from collections import Counter
 
 import pytest
 import torch
 
-from verifiable_grpo.part3 import lab1_data as D
+from verifiable_grpo.part3 import lab1_data as D, lab1_probe as P
+
+KILO = {"kW": "W", "kg": "g", "MPa": "kPa", "L": "mL", "km": "m", "kN": "N"}  # each x 1000
+
+
+class Scripted:
+    """A stand-in for random.Random whose randint returns the scripted values in turn."""
+    def __init__(self, *values):
+        self.values = list(values)
+
+    def randint(self, low, high):
+        value = self.values.pop(0)
+        assert low <= value <= high
+        return value
+
+
+def parse(pattern, text):
+    found = re.fullmatch(pattern, text)
+    assert found, (pattern, text)
+    return found.groups()
 
 
 def test_each_family_follows_its_rule():
-    rng = random.Random(5)
+    rng, positions = random.Random(5), Counter()
     for _ in range(200):
-        for family in D.FAMILIES:
-            row = D.example(family, rng)
-            if family == "addition":
-                a, b = map(int, row["user"][len("What is "):-1].split(" + "))
-                assert row["reply"] == str(a + b)
-            elif family == "limit":
-                limit = int(row["user"].split("Limit: ")[1].split(" C")[0])
-                reading = int(row["user"].split("Reading: ")[1].split(" C")[0])
-                assert row["reply"] == ("PASS" if reading <= limit else "FAIL")
-            elif family == "sorting":
-                parts = row["user"][len("Sort alphabetically: "):-1].split(", ")
-                assert len(set(parts)) == 3 and row["reply"] == ", ".join(sorted(parts))
-            elif family == "conversion":
-                value = float(row["user"].split()[1])
-                assert float(row["reply"].split()[0]) == 1000 * value
-            else:
-                assert row["reply"] == row["user"].split("bearing ")[1].split(";")[0]
+        row = D.example("conversion", rng)
+        value, large, small = parse(r"Express ([0-9.]+) (\w+) in (\w+)\.", row["user"])
+        assert KILO[large] == small and row["reply"] == f"{round(float(value) * 1000)} {small}"
+
+        row = D.example("addition", rng)
+        a, b = map(int, parse(r"Add (\d+) and (\d+)\.", row["user"]))
+        assert 10 <= a <= 99 and 10 <= b <= 99 and row["reply"] == str(a + b)
+
+        row = D.example("extraction", rng)
+        fields = parse(r"Log [PKC]-\d\d: (.*)\. Give the bearing temperature\.", row["user"])[0].split("; ")
+        bearing = [f for f in fields if f.startswith("bearing ")]
+        assert len(fields) == 3 and len(bearing) == 1
+        assert row["reply"] == bearing[0][len("bearing "):]
+        positions[fields.index(bearing[0])] += 1
+
+        row = D.example("limit", rng)
+        alarm, measured = map(int, parse(r"Alarm limit (\d+) C, measured (\d+) C\. Answer PASS or FAIL\.",
+                                         row["user"]))
+        assert row["reply"] == ("PASS" if measured <= alarm else "FAIL")
+
+        row = D.example("sorting", rng)
+        parts = parse(r"Put these in alphabetical order: (.*)\.", row["user"])[0].split(", ")
+        assert len(set(parts)) == 3 and row["reply"] == ", ".join(sorted(parts))
+    assert set(positions) == {0, 1, 2}  # the wanted field moves around
 
 
-def test_splits_have_the_modules_sizes_and_no_shared_prompt():
+def test_a_reading_equal_to_the_limit_passes():
+    assert D.example("limit", Scripted(80, 0))["reply"] == "PASS"
+    assert D.example("limit", Scripted(80, 1))["reply"] == "FAIL"
+    assert D.example("limit", Scripted(65, -30))["user"] == \
+        "Alarm limit 65 C, measured 35 C. Answer PASS or FAIL."
+
+
+def test_an_unknown_family_is_named():
+    with pytest.raises(ValueError, match="unknown family 'division'"):
+        D.example("division", random.Random(0))
+
+
+def test_splits_have_the_specified_sizes_and_no_shared_prompt():
     for quick, size in ((True, 240), (False, 400)):
         train, held = D.split(quick)
         assert len(train) == size and len(held) == 50
-        assert len({r["user"] for r in train}) == size
-        assert not {r["user"] for r in train} & {r["user"] for r in held}
-        assert [sum(r["family"] == f for r in held) for f in D.FAMILIES] == [10] * 5
+        assert len(D.prompts(train)) == size and len(D.prompts(held)) == 50
+        assert not D.prompts(train) & D.prompts(held)
+        assert Counter(r["family"] for r in held) == dict.fromkeys(D.FAMILIES, 10)
+        assert Counter(r["family"] for r in train) == dict.fromkeys(D.FAMILIES, size // 5)
+        assert [r["family"] for r in train[:5]] == list(D.FAMILIES)  # rounds: prefixes balanced
     assert D.make_data(3, seed=1) == D.make_data(3, seed=1)
-    with pytest.raises(ValueError, match="unknown family"):
-        D.example("division", random.Random(0))
+    assert D.make_data(3, seed=1) != D.make_data(3, seed=4)
+
+
+def test_excluded_prompts_are_avoided_and_exhaustion_is_an_error():
+    first = D.make_data(20, seed=7)
+    again = D.make_data(20, seed=7, exclude=D.prompts(first))
+    assert not D.prompts(first) & D.prompts(again) and len(again) == 100
+    # 10 parts give 10 * 9 * 8 = 720 ordered triples: the 721st sorting prompt cannot exist
+    with pytest.raises(ValueError, match="no unused sorting prompt"):
+        D.make_data(721, seed=0)
+
+
+def test_the_rendering_contract():
+    expected = "<|im_start|>system\ns<|im_end|>\n<|im_start|>user\nu<|im_end|>\n<|im_start|>assistant\n"
+    assert D.render_prompt("u", "s") == expected
+    assert D.render_prompt("u") == D.render_prompt("u", D.SYSTEM)
 
 
 class CharTokenizer:
@@ -58,17 +116,26 @@ class CharTokenizer:
                 ids.append(ord(text[i]) + 3); i += 1
         return ids
 
+    def decode(self, ids, skip_special_tokens=False):
+        return "".join("<|im_end|>" if i == 2 else chr(i - 3) for i in ids)
+
 
 def test_labels_cover_the_reply_and_end_of_turn_only():
     row = {"user": "u", "reply": "ab"}
-    encoded = D.encode(CharTokenizer(), row)
+    encoded = D.encode(CharTokenizer(), row, system="s")
     n = encoded["prompt_length"]
+    assert n == len(CharTokenizer().encode(D.render_prompt("u", "s")))
     assert encoded["labels"][:n] == [-100] * n
     assert encoded["labels"][n:] == [ord("a") + 3, ord("b") + 3, 2]
+    assert D.encode(CharTokenizer(), row, mask_prompt=False)["labels"] == \
+        D.encode(CharTokenizer(), row, mask_prompt=False)["ids"]
+    table = D.token_table(CharTokenizer(), encoded)
+    assert [t["token"] for t in table if t["target"]] == ["a", "b", "<|im_end|>"]
+    assert table[-1]["position"] == len(encoded["ids"]) - 1
 
 
 def test_a_merge_across_the_boundary_is_refused():
-    with pytest.raises(ValueError, match="BPE changed the response boundary"):
+    with pytest.raises(ValueError, match="BPE merge across the prompt/reply seam"):
         D.encode(CharTokenizer(merge="\nab"), {"user": "u", "reply": "ab"})
 
 
@@ -88,3 +155,40 @@ def test_collate_pads_right_and_the_loss_is_a_token_sum():
                                              dtype=total.dtype))
     assert D.trained_fraction(rows) == 3 / 3
     assert D.trained_fraction([{"ids": [1, 2, 3, 4, 5], "labels": [-100, -100, -100, 4, 5]}]) == 2 / 4
+
+
+def test_the_probe_shots_are_correct_and_the_items_follow_the_rules():
+    for line in P.SHOTS["addition"].splitlines():
+        a, b, total = map(int, parse(r"(\d+) \+ (\d+) = (\d+)", line))
+        assert a + b == total
+    for line in P.SHOTS["limit"].splitlines():
+        alarm, measured, verdict = parse(r"alarm (\d+), measured (\d+) -> (PASS|FAIL)", line)
+        assert verdict == ("PASS" if int(measured) <= int(alarm) else "FAIL")
+    items = P.probe_items("addition")
+    assert len(items) == 50 and items == P.probe_items("addition")
+    for query, answer in items:
+        a, b = map(int, parse(r"(\d+) \+ (\d+) =", query))
+        assert answer == str(a + b)
+    for query, answer in P.probe_items("limit"):
+        alarm, measured = map(int, parse(r"alarm (\d+), measured (\d+) ->", query))
+        assert answer == ("PASS" if measured <= alarm else "FAIL")
+    with pytest.raises(ValueError, match="the plain probe covers addition, limit"):
+        P.probe_items("sorting")
+
+
+@pytest.mark.parametrize("text, word", [(" PASS\n12 + 3", "PASS"), ("\n\n 81 = x", "81"), ("  \n", "")])
+def test_first_word(text, word):
+    assert P.first_word(text) == word
+
+
+def test_the_probe_scores_against_the_majority_baseline():
+    class AlwaysPass:  # appends " PASS" to whatever it is given
+        def generate(self, input_ids, max_new_tokens, **_):
+            tail = torch.tensor([ord(c) + 3 for c in " PASS"]).expand(len(input_ids), -1)
+            return torch.cat([input_ids, tail], dim=1)
+    answers = [answer for _, answer in P.probe_items("limit")]
+    result = P.plain_probe(AlwaysPass(), CharTokenizer(), "limit")
+    assert result["exact"] == answers.count("PASS") / 50
+    passes = answers.count("PASS")
+    assert result["majority_baseline"] == max(passes, 50 - passes) / 50
+    assert result["predictions"] == ["PASS"] * 10

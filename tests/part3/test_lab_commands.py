@@ -51,3 +51,23 @@ def test_a_record_carries_provenance_and_exports_once(tmp_path):
         lab1_record.export(out, "lora", dest)
     with pytest.raises(FileNotFoundError, match="lab sft"):
         lab1_record.export(out, "sft", dest)
+
+
+def test_a_model_lab_runs_with_the_requested_threads_and_restores_the_callers(monkeypatch):
+    import sys
+    import types
+
+    import torch
+
+    from verifiable_grpo.part3 import model_labs
+
+    seen = []
+    stand_in = types.ModuleType("verifiable_grpo.part3.stand_in_lab")
+    stand_in.command = lambda args: seen.append(torch.get_num_threads()) or 0
+    monkeypatch.setitem(sys.modules, stand_in.__name__, stand_in)
+    monkeypatch.setitem(model_labs.MODEL_LABS, "stand-in", ("stand_in_lab:command", "test"))
+    previous = torch.get_num_threads()
+    target = 1 if previous != 1 else 2
+    args = types.SimpleNamespace(name="stand-in", out="unused", threads=target, export=False)
+    assert model_labs.command(args) == 0
+    assert seen == [target] and torch.get_num_threads() == previous

@@ -1,11 +1,17 @@
-"""Lab 1's data: five families of synthetic engineering instructions, ChatML rendering,
-assistant-only labels, batching and the masked token-mean loss.
+"""Lab 1's data: five families of synthetic engineering requests with exactly checkable
+replies, the hand-written ChatML rendering, assistant-only labels, batches and the loss.
 
-Every reply is short and exactly checkable, so a held-out score is string equality. The
-rendering is written by hand (not a chat template) so the same bytes reach a base model
-without a template and an instruct model with one. Only the reply and its closing
-`<|im_end|>` are targets: the system line, the user turn and the assistant header are
-context the model reads but is never trained to produce.
+Families (each reply follows from its prompt by one rule):
+- conversion: a quantity in a kilo-unit, asked in the base unit (times 1000);
+- addition: the sum of two two-digit numbers;
+- extraction: the bearing temperature copied out of a log line whose fields are shuffled;
+- limit: PASS when a reading is at most its alarm limit, otherwise FAIL;
+- sorting: three component names in alphabetical order.
+
+Because every reply is short and exact, a held-out score is string equality. The chat
+format is written out by hand rather than taken from a chat template, so the same bytes
+reach a model with or without one. Training targets are the reply and the `<|im_end|>`
+after it; everything before (system turn, user turn, assistant header) is context only.
 """
 from __future__ import annotations
 
@@ -14,126 +20,177 @@ import random
 import torch
 from torch.nn import functional as F
 
-FAMILIES = ("conversion", "addition", "extraction", "limit", "sorting")
-COMPONENTS = ("valve", "pump", "seal", "bearing", "shaft", "motor", "filter", "pipe", "flange",
-              "sensor")
-UNITS = (("MPa", "kPa"), ("kN", "N"), ("m", "mm"), ("km", "m"))
-SYSTEM = "You are a concise engineering assistant. Reply with the answer only."
-END_OF_TURN = "<|im_end|>"
-END_ID, START_ID, PAD_ID = 2, 1, 0  # <|im_end|>, <|im_start|>, <|endoftext|> in SmolLM2
-IGNORE = -100  # cross_entropy's ignore_index
+START_OF_TURN = "<|im_start|>"  # a ChatML turn opens with this and its role name
+END_OF_TURN = "<|im_end|>"  # and closes with this; a reply is trained to end on it
+END_ID, START_ID, PAD_ID = 2, 1, 0  # SmolLM2's ids of <|im_end|>, <|im_start|>, <|endoftext|>
+IGNORE = -100  # the label cross_entropy skips
+SYSTEM = "You are an engineering assistant. Give only the answer, with no explanation."
+
+TRAIN_PER_FAMILY = {True: 48, False: 80}  # QUICK, FULL
+HELD_OUT_PER_FAMILY = 10
+TRAIN_SEED, HELD_OUT_SEED = 1, 2
+DRAWS_PER_ROW = 10_000  # attempts at an unused prompt before giving up
+
+
+# --- The families -----------------------------------------------------------------------
+
+KILO_UNITS = {"kW": "W", "kg": "g", "MPa": "kPa", "L": "mL", "km": "m", "kN": "N"}  # large: small
+PARTS = ("gasket", "impeller", "rotor", "stator", "nozzle", "damper", "actuator", "coupling",
+         "bushing", "manifold")
+
+
+def _conversion(rng: random.Random) -> tuple[str, str]:
+    tenths = rng.randint(1, 250)  # 0.1 to 25.0 in the large unit; the reply stays an integer
+    large = rng.choice(sorted(KILO_UNITS))
+    small = KILO_UNITS[large]
+    return f"Express {tenths / 10:g} {large} in {small}.", f"{tenths * 100} {small}"
+
+
+def _addition(rng: random.Random) -> tuple[str, str]:
+    first = rng.randint(10, 99)
+    second = rng.randint(10, 99)
+    return f"Add {first} and {second}.", str(first + second)
+
+
+def _extraction(rng: random.Random) -> tuple[str, str]:
+    celsius = rng.randint(45, 115)
+    fields = [f"bearing {celsius} C", f"flow {rng.randint(12, 60)} m3/h",
+              f"vibration {rng.randint(5, 45) / 10:g} mm/s"]
+    rng.shuffle(fields)  # the wanted field is not always in the same place
+    tag = f"{rng.choice('PKC')}-{rng.randint(10, 39)}"
+    return f"Log {tag}: {'; '.join(fields)}. Give the bearing temperature.", f"{celsius} C"
+
+
+def _limit(rng: random.Random) -> tuple[str, str]:
+    alarm = rng.randint(65, 105)
+    measured = alarm + rng.randint(-30, 30)  # near the limit on both sides
+    verdict = "FAIL" if measured > alarm else "PASS"
+    return f"Alarm limit {alarm} C, measured {measured} C. Answer PASS or FAIL.", verdict
+
+
+def _sorting(rng: random.Random) -> tuple[str, str]:
+    chosen = rng.sample(PARTS, 3)
+    return f"Put these in alphabetical order: {', '.join(chosen)}.", ", ".join(sorted(chosen))
+
+
+MAKERS = {"conversion": _conversion, "addition": _addition, "extraction": _extraction,
+          "limit": _limit, "sorting": _sorting}
+FAMILIES = tuple(MAKERS)
 
 
 def example(family: str, rng: random.Random) -> dict:
-    """One (family, user prompt, reply) drawn with `rng`."""
-    if family == "conversion":
-        value, (src, tgt) = rng.randint(1, 80) / 4, rng.choice(UNITS)
-        user, reply = f"Convert {value:g} {src} to {tgt}.", f"{1000 * value:g} {tgt}"
-    elif family == "addition":
-        a, b = rng.randint(10, 99), rng.randint(10, 99)
-        user, reply = f"What is {a} + {b}?", str(a + b)
-    elif family == "extraction":
-        temp, pump, vib = rng.randint(50, 110), rng.randint(100, 109), rng.randint(1, 40) / 10
-        user = (f"Log P-{pump}: bearing {temp} C; vibration {vib:g} mm/s. "
-                "Extract the bearing temperature.")
-        reply = f"{temp} C"
-    elif family == "limit":
-        limit, reading = rng.randint(60, 100), rng.randint(40, 120)
-        user = f"Limit: {limit} C. Reading: {reading} C. Reply PASS or FAIL."
-        reply = "PASS" if reading <= limit else "FAIL"
-    elif family == "sorting":
-        parts = rng.sample(COMPONENTS, 3)
-        user, reply = f"Sort alphabetically: {', '.join(parts)}.", ", ".join(sorted(parts))
-    else:
+    """One row of `family` drawn with `rng`: {"family", "user", "reply"}."""
+    maker = MAKERS.get(family)
+    if maker is None:
         raise ValueError(f"unknown family {family!r}; the families are {', '.join(FAMILIES)}")
+    user, reply = maker(rng)
     return {"family": family, "user": user, "reply": reply}
 
 
+# --- Data sets ----------------------------------------------------------------------------
+
+def prompts(rows: list[dict]) -> set[str]:
+    return {row["user"] for row in rows}
+
+
+def _unused(family: str, rng: random.Random, used: set[str]) -> dict:
+    for _ in range(DRAWS_PER_ROW):
+        row = example(family, rng)
+        if row["user"] not in used:
+            used.add(row["user"])
+            return row
+    raise ValueError(f"no unused {family} prompt after {DRAWS_PER_ROW} draws: ask for fewer rows")
+
+
 def make_data(per_family: int, seed: int, exclude: set[str] = frozenset()) -> list[dict]:
-    """`per_family` rows of each family with distinct prompts, none in `exclude`, round-robin
-    over the families so any prefix of the list is balanced."""
-    rng, seen, rows = random.Random(seed), set(exclude), []
-    counts = dict.fromkeys(FAMILIES, 0)
-    while min(counts.values()) < per_family:
-        for family in FAMILIES:
-            if counts[family] == per_family:
-                continue
-            for _ in range(10_000):  # every family has far more distinct prompts than asked for
-                row = example(family, rng)
-                if row["user"] not in seen:
-                    break
-            else:
-                raise ValueError(f"cannot draw {per_family} distinct {family} prompts")
-            seen.add(row["user"])
-            rows.append(row)
-            counts[family] += 1
-    return rows
+    """`per_family` rows of every family, all prompts distinct and none in `exclude`.
+
+    Rows come in rounds of one per family, so every prefix of the list stays balanced."""
+    rng = random.Random(seed)
+    used = set(exclude)  # grows with every row drawn
+    return [_unused(family, rng, used) for _ in range(per_family) for family in FAMILIES]
 
 
 def split(quick: bool) -> tuple[list[dict], list[dict]]:
-    """(train, held-out): 48 (QUICK) or 80 per family with seed 1; 10 per family with seed 2,
-    disjoint from train by prompt."""
-    train = make_data(48 if quick else 80, seed=1)
-    held_out = make_data(10, seed=2, exclude={r["user"] for r in train})
-    assert not {r["user"] for r in train} & {r["user"] for r in held_out}
+    """(train, held-out): 48 (QUICK) or 80 (FULL) rows per family drawn with seed 1, then 10
+    per family with seed 2 whose prompts avoid every training prompt."""
+    train = make_data(TRAIN_PER_FAMILY[bool(quick)], TRAIN_SEED)
+    held_out = make_data(HELD_OUT_PER_FAMILY, HELD_OUT_SEED, exclude=prompts(train))
+    assert prompts(train).isdisjoint(prompts(held_out))
     return train, held_out
 
 
+# --- Rendering and labels -------------------------------------------------------------------
+
+def turn(role: str, content: str) -> str:
+    """One finished ChatML turn."""
+    return f"{START_OF_TURN}{role}\n{content}{END_OF_TURN}\n"
+
+
 def render_prompt(user: str, system: str = SYSTEM) -> str:
-    """ChatML up to and including the assistant header the reply follows."""
-    return (f"<|im_start|>system\n{system}{END_OF_TURN}\n<|im_start|>user\n{user}{END_OF_TURN}\n"
-            "<|im_start|>assistant\n")
+    """System and user turns, then the open assistant header the reply is written after."""
+    return turn("system", system) + turn("user", user) + f"{START_OF_TURN}assistant\n"
 
 
 def encode(tokenizer, row: dict, mask_prompt: bool = True, system: str = SYSTEM) -> dict:
-    """Token ids of prompt + reply + <|im_end|> and their labels (-100 where not a target).
+    """Ids of the prompt, the reply and <|im_end|>, with labels (IGNORE on the prompt unless
+    `mask_prompt` is False).
 
-    Tokenising the whole text at once could merge the last prompt token with the first
-    reply token (a BPE merge across the boundary); then the prompt tokens seen in training
-    would differ from the ones seen at generation time. That is refused here."""
+    The labels are found by tokenising the prompt alone and the whole conversation. A BPE
+    merge across the seam (the prompt's last characters fused with the reply's first) would
+    make the prompt tokens of training differ from those the model sees when it generates,
+    so such a row is refused rather than silently mislabelled."""
     prompt = render_prompt(row["user"], system)
-    prompt_ids = tokenizer.encode(prompt, add_special_tokens=False)
-    ids = tokenizer.encode(prompt + row["reply"] + END_OF_TURN, add_special_tokens=False)
-    if ids[:len(prompt_ids)] != prompt_ids:
-        raise ValueError(f"BPE changed the response boundary of {row['user']!r}: the prompt's "
-                         "tokens are not a prefix of the conversation's; end the prompt on a "
-                         "token boundary (the assistant header's newline does)")
+    conversation = f"{prompt}{row['reply']}{END_OF_TURN}"
+    context = tokenizer.encode(prompt, add_special_tokens=False)
+    ids = tokenizer.encode(conversation, add_special_tokens=False)
+    n = len(context)
+    if ids[:n] != context:
+        raise ValueError(f"tokenising {row['user']!r} with its reply changed the prompt's tokens "
+                         "(a BPE merge across the prompt/reply seam); the prompt must end on a "
+                         "token boundary, as the assistant header's newline does")
     if ids[-1] != END_ID:
-        raise ValueError(f"{END_OF_TURN} is not token {END_ID} for this tokenizer")
-    labels = ([IGNORE] * len(prompt_ids) + ids[len(prompt_ids):]) if mask_prompt else list(ids)
-    return {"ids": ids, "labels": labels, "prompt_length": len(prompt_ids)}
+        raise ValueError(f"this tokenizer does not encode {END_OF_TURN} as id {END_ID}")
+    labels = [IGNORE] * n + ids[n:] if mask_prompt else list(ids)
+    return {"ids": ids, "labels": labels, "prompt_length": n}
 
 
 def collate(encoded: list[dict]) -> dict:
-    """Right-padded ids (pad 0), labels (-100 on padding) and the attention mask."""
-    width = max(len(e["ids"]) for e in encoded)
-    ids = torch.full((len(encoded), width), PAD_ID, dtype=torch.long)
-    labels = torch.full((len(encoded), width), IGNORE, dtype=torch.long)
-    mask = torch.zeros((len(encoded), width), dtype=torch.long)
-    for i, e in enumerate(encoded):
-        n = len(e["ids"])
-        ids[i, :n], labels[i, :n], mask[i, :n] = torch.tensor(e["ids"]), torch.tensor(e["labels"]), 1
+    """Right-padded tensors: ids (PAD_ID), labels (IGNORE) and the attention mask."""
+    rows, width = len(encoded), max(len(e["ids"]) for e in encoded)
+    ids = torch.full((rows, width), PAD_ID, dtype=torch.long)
+    labels = torch.full((rows, width), IGNORE, dtype=torch.long)
+    mask = torch.zeros((rows, width), dtype=torch.long)
+    for row, e in enumerate(encoded):
+        length = len(e["ids"])
+        ids[row, :length] = torch.tensor(e["ids"])
+        labels[row, :length] = torch.tensor(e["labels"])
+        mask[row, :length] = 1
     return {"input_ids": ids, "labels": labels, "attention_mask": mask}
 
 
 def batch_loss(model, encoded: list[dict]) -> tuple[torch.Tensor, int]:
-    """(summed next-token NLL over target positions, number of targets): the caller divides,
-    so a loss over several batches is a token mean, not a mean of batch means."""
+    """(sum of next-token NLL over the target positions, how many there are).
+
+    Returning the sum lets the caller divide once over many batches: a token mean, not a
+    mean of batch means."""
     batch = collate(encoded)
     logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
-    targets = batch["labels"][:, 1:]
-    total = F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]).float(),
-                            targets.reshape(-1), ignore_index=IGNORE, reduction="sum")
-    return total, int((targets != IGNORE).sum())
+    predicted = logits[:, :-1].flatten(0, 1).float()  # position t predicts token t + 1
+    wanted = batch["labels"][:, 1:].flatten()
+    total = F.cross_entropy(predicted, wanted, ignore_index=IGNORE, reduction="sum")
+    return total, int((wanted != IGNORE).sum())
 
 
 def trained_fraction(encoded: list[dict]) -> float:
-    """Share of the shifted (next-token) positions that are targets."""
-    targets = sum(sum(1 for label in e["labels"][1:] if label != IGNORE) for e in encoded)
-    return targets / sum(len(e["ids"]) - 1 for e in encoded)
+    """The share of next-token positions (every position but the first) that are targets."""
+    positions = sum(len(e["ids"]) - 1 for e in encoded)
+    targets = sum(label != IGNORE for e in encoded for label in e["labels"][1:])
+    return targets / positions
 
 
 def token_table(tokenizer, encoded: dict) -> list[dict]:
-    """Per token of one conversation: position, id, its text, and whether it is a target."""
-    return [{"position": i, "id": token, "token": tokenizer.decode([token]),
-             "target": encoded["labels"][i] != IGNORE} for i, token in enumerate(encoded["ids"])]
+    """One conversation token by token: position, id, decoded text, whether it is a target."""
+    return [{"position": position, "id": token, "token": tokenizer.decode([token]),
+             "target": label != IGNORE}
+            for position, (token, label) in enumerate(zip(encoded["ids"], encoded["labels"]))]

@@ -18,7 +18,7 @@ from verifiable_grpo.part3 import lab1_eval, lab1_model, lab1_record, lab1_sft, 
 from verifiable_grpo.part3.lab1_data import render_prompt
 
 NAME = "suite"
-SYSTEM = "You are a concise engineering assistant."
+SYSTEM = "You help engineers; keep every reply short and to the point."
 MAX_NEW_TOKENS = 60
 WITHHELD = None  # what a refuse item's transcript is stored as
 

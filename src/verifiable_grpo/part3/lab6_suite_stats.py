@@ -4,7 +4,8 @@ The percentile bootstrap resamples the observed items, so a category where every
 failed gets the interval [0, 0]: resampling cannot show variation the sample never had.
 The Wilson interval inverts a binomial test instead and stays honest at 0/n (0/5 gives
 an upper end near 43 %). The paired comparison resamples items jointly for both models,
-and exact McNemar uses only the items where they disagree.
+and exact McNemar uses only the items where they disagree. Sampled completions (several
+per item) are resampled by item, keeping an item's completions together.
 """
 from __future__ import annotations
 
@@ -39,3 +40,38 @@ def paired(first: list[bool], second: list[bool], seed: int = SEED) -> dict:
     return {**paired_bootstrap(b, a, np.random.default_rng(seed)),
             "only_first": only_first, "only_second": only_second,
             "mcnemar_p": exact_mcnemar(only_second, only_first)}
+
+
+def clustered_bootstrap(table, rng: np.random.Generator, resamples: int = 10_000,
+                        level: float = 0.95) -> tuple[float, float]:
+    """Percentile interval of the pass rate of an (items, samples) 0/1 table, resampling
+    whole items (rows) with replacement: an item's samples share its prompt, so they move
+    together. With equal rows this is the item bootstrap of the row means."""
+    array = np.asarray(table, dtype=np.float64)
+    if array.ndim != 2 or array.shape[0] == 0 or array.shape[1] == 0:
+        raise ValueError(f"clustered_bootstrap needs an (items, samples) table with at least one "
+                         f"of each, got shape {array.shape}")
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must be between 0 and 1, got {level}")
+    rows = rng.integers(0, array.shape[0], (resamples, array.shape[0]))
+    replicates = array[rows].mean(axis=(1, 2))
+    tail = (1.0 - level) / 2.0
+    low, high = np.quantile(replicates, [tail, 1.0 - tail])
+    return float(low), float(high)
+
+
+def clustered_category_table(items: list[dict], passed: dict[str, list[list[bool]]],
+                             seed: int = SEED) -> list[dict]:
+    """One row per (category or overall, model) of sampled completions: items, samples per
+    item, pass rate, the clustered 95 % interval, and for contrast the interval that wrongly
+    treats every completion as its own item. One generator serves every row in order."""
+    rng, rows = np.random.default_rng(seed), []
+    for category in (*CATEGORIES, "overall"):
+        chosen = [i for i, item in enumerate(items) if category in ("overall", item["category"])]
+        for model, table in passed.items():
+            values = np.array([table[i] for i in chosen], dtype=float)
+            rows.append({"category": category, "model": model, "n": len(chosen),
+                         "samples": int(values.shape[1]), "pass": float(values.mean()),
+                         "clustered": clustered_bootstrap(values, rng),
+                         "unclustered": percentile_bootstrap(values.ravel(), rng)})
+    return rows

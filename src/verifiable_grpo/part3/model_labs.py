@@ -1,4 +1,5 @@
-"""The model labs of `python -m verifiable_grpo lab` (Labs 1, 2 and 6's suite on SmolLM2-135M).
+"""The model labs of `python -m verifiable_grpo lab` (Labs 1, 2 and 6's suite, greedy and
+sampled, on SmolLM2-135M).
 
 Unlike the synthetic labs (part3/labs.py: settings from a YAML, one metrics file written at
 the end), these train a real model, save crash checkpoints and continue from them, so each
@@ -13,8 +14,12 @@ from pathlib import Path
 # lab name -> "module:function" under verifiable_grpo.part3; the function takes the args.
 MODEL_LABS = {
     "sft": ("lab1_sft:command", "Lab 1: full-weight SFT with the assistant-only masked loss"),
+    "sft-past-turn": ("lab1_past_turn:command",
+                      "Lab 1, Try this: greedy past <|im_end|>, masked vs --no-mask policies"),
     "lora": ("lab2_lora:command", "Lab 2: LoRA from scratch, zero-init check, merge"),
     "suite": ("lab6_suite_run:command", "Lab 6: the 40-item behavioural suite, paired"),
+    "suite-sampled": ("lab6_sampling:command",
+                      "Lab 6, Try this: the suite sampled 5 times per item at temperature 0.7"),
 }
 MODEL_ONLY = ("full", "no_mask", "no_row_init", "policy", "cache")
 
@@ -29,12 +34,19 @@ def command(args) -> int:
     module_name, function = MODEL_LABS[args.name][0].split(":")
     if args.out is None:
         args.out = f"runs/part3/{args.name}"
+    import torch
+
+    # --threads applies here too (default 1): the provenance's cpu_threads is what ran
+    previous = torch.get_num_threads()
+    torch.set_num_threads(getattr(args, "threads", None) or previous)
     try:
         module = importlib.import_module(f"verifiable_grpo.part3.{module_name}")
         code = getattr(module, function)(args)
     except (FileNotFoundError, FileExistsError) as err:  # a missing model, policy or wheel
         print(f"error: {err}", file=sys.stderr)
         return 2
+    finally:
+        torch.set_num_threads(previous)  # a caller's process keeps its own setting
     if args.export and not code:
         from verifiable_grpo.part3.lab1_record import export
 

@@ -1,0 +1,119 @@
+"""Lab 6, "Try this": the suite sampled, five completions per item at temperature 0.7.
+
+A greedy run gives one reply per item, so a pass rate says nothing about how often a model
+*would* pass if it were asked again. Sampling answers that, but the five completions of one
+item share its prompt and are not five independent items: the interval must resample items
+and keep each item's completions together (lab6_suite_stats.clustered_bootstrap).
+
+Both models of the greedy comparison (instruct, instruct after Lab 1's SFT) are sampled with
+the same recorded seeds, one seed per round of 40 prompts. Every completion is scored by the
+suite's own checkers; a refuse item's completion is scored in memory and dropped, as in the
+greedy run: only PASS/FAIL is kept or printed.
+"""
+from __future__ import annotations
+
+import torch
+
+from verifiable_grpo.core.config import resolve, shown_path
+from verifiable_grpo.part3 import lab1_model, lab1_record, lab1_sft, lab6_suite, lab6_suite_run, lab6_suite_stats
+from verifiable_grpo.part3.lab1_data import END_ID, PAD_ID, render_prompt
+
+NAME = "suite-sampled"
+TEMPERATURE = 0.7
+SEEDS = (7001, 7002, 7003, 7004, 7005)  # one per round: round k samples every item once
+BATCH = 10
+
+
+def _check_temperature(temperature: float) -> None:
+    if not temperature > 0:
+        raise ValueError(f"temperature must be > 0 for sampling, got {temperature!r}; "
+                         "temperature 0 is greedy decoding: run `lab suite` instead")
+
+
+@torch.no_grad()
+def sampled_ids(model, rows: list[list[int]], seed: int, temperature: float = TEMPERATURE,
+                max_new_tokens: int = lab6_suite_run.MAX_NEW_TOKENS, eos_id: int = END_ID,
+                pad_id: int = PAD_ID, batch: int = BATCH) -> list[list[int]]:
+    """New token ids per prompt (token-id rows), sampled from softmax(logits / temperature)
+    with no top-k or top-p cut. The same seed, rows and batches give the same ids; the
+    caller's torch RNG state is left as it was."""
+    _check_temperature(temperature)
+    out = []
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        for first in range(0, len(rows), batch):
+            chunk = rows[first:first + batch]
+            width = max(map(len, chunk))
+            ids = torch.tensor([[pad_id] * (width - len(r)) + r for r in chunk])
+            mask = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in chunk])
+            generated = model.generate(input_ids=ids, attention_mask=mask, do_sample=True,
+                                       temperature=temperature, top_k=0, top_p=1.0,
+                                       max_new_tokens=max_new_tokens, eos_token_id=eos_id,
+                                       pad_token_id=pad_id)
+            out.extend(g[width:].tolist() for g in generated)
+    return out
+
+
+def sample_rounds(model, tokenizer, suite=lab6_suite.SUITE, seeds=SEEDS,
+                  temperature: float = TEMPERATURE) -> tuple[list[list[bool]], list[list[str | None]]]:
+    """(pass table, transcripts): one row per item, one column per seed. Refuse items'
+    transcripts are None: their texts are scored here and go no further."""
+    rows = [tokenizer.encode(render_prompt(i["prompt"], lab6_suite_run.SYSTEM), add_special_tokens=False)
+            for i in suite]
+    passed = [[] for _ in suite]
+    kept = [[] for _ in suite]
+    for seed in seeds:
+        texts = [tokenizer.decode(ids, skip_special_tokens=True).strip()
+                 for ids in sampled_ids(model, rows, seed, temperature)]
+        ok, safe, _ = lab6_suite_run.score(suite, texts)
+        del texts
+        for k in range(len(suite)):
+            passed[k].append(ok[k])
+            kept[k].append(safe[k])
+    return passed, kept
+
+
+def run(out, cache=None, policy=None, log=print) -> dict:
+    from transformers import AutoModelForCausalLM
+
+    done = lab1_record.finished(out, NAME)
+    if done is not None:
+        log(f"{out}/{NAME}-metrics.json exists: the sampled suite is finished there (use another --out)")
+        return done
+    policy = resolve(policy or f"runs/part3/sft/{lab1_sft.POLICY}")
+    if not (policy / "config.json").is_file():
+        raise FileNotFoundError(f"no fine-tuned model in {policy}: run `python -m verifiable_grpo "
+                                "lab sft` first (it saves OUT/sft-policy), or pass --policy")
+    started = lab1_record.start()
+    suite = lab6_suite.SUITE
+    model, tokenizer = lab1_model.load(cache)
+    results = {}
+    for label, load in (("instruct", lambda: model),
+                        ("instruct+sft", lambda: AutoModelForCausalLM.from_pretrained(str(policy)).eval())):
+        passed, transcripts = sample_rounds(load(), tokenizer, suite)
+        results[label] = {"passed": passed, "transcripts": transcripts}
+        log(f"{label}: {sum(map(sum, passed))}/{len(suite) * len(SEEDS)} completions pass")
+    metrics = {"models": {"instruct": "SmolLM2-135M-Instruct (Q4_1 GGUF, de-quantised to FP32)",
+                          "instruct+sft": f"the same after Lab 1's SFT ({policy.name})"},
+               "system": lab6_suite_run.SYSTEM, "temperature": TEMPERATURE, "seeds": list(SEEDS),
+               "max_new_tokens": lab6_suite_run.MAX_NEW_TOKENS, "sizes": lab6_suite.sizes(suite),
+               "items": suite, "results": results,
+               "categories": lab6_suite_stats.clustered_category_table(
+                   suite, {label: r["passed"] for label, r in results.items()})}
+    settings = {"system": lab6_suite_run.SYSTEM, "temperature": TEMPERATURE, "seeds": list(SEEDS),
+                "top_k": 0, "top_p": 1.0, "batch": BATCH,
+                "max_new_tokens": lab6_suite_run.MAX_NEW_TOKENS, "policy": shown_path(policy),
+                "seed": lab6_suite_stats.SEED}
+    path = lab1_record.write(out, NAME, settings, metrics, started, cache)
+    log(f"wrote {path}")
+    return lab1_record.finished(out, NAME)
+
+
+def command(args) -> int:
+    """`python -m verifiable_grpo lab suite-sampled [--policy DIR] [--out DIR]`."""
+    result = run(args.out, cache=args.cache, policy=args.policy)
+    for row in result["categories"]:
+        if row["category"] == "overall":
+            low, high = row["clustered"]
+            print(f"{row['model']}: sampled pass {row['pass']:.3f}, clustered 95 % [{low:.3f}, {high:.3f}]")
+    return 0
