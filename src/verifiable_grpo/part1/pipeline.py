@@ -283,9 +283,14 @@ def _snapshot(out: Path) -> dict[str, tuple[int, int]]:
         for name in names:
             path = Path(root) / name
             rel = path.relative_to(out).as_posix()
-            if rel in PIPELINE_FILES:
+            # a write in flight (a stage running beside this one) is never evidence, and
+            # may be renamed away between the listing and the stat
+            if rel in PIPELINE_FILES or name.startswith(files.TEMP_PREFIX):
                 continue
-            stat = path.stat()
+            try:
+                stat = path.stat()
+            except FileNotFoundError:
+                continue
             files_[rel] = (stat.st_size, stat.st_mtime_ns)
     return files_
 
@@ -595,12 +600,11 @@ def _run_side_by_side(stages: list[Stage], config: dict, out: Path, markers: dic
     def progress(running, _finished):
         bar.set_postfix_str(", ".join(running))
 
+    threads = {n: stage_threads(by_name[n], config) for n in names}
     try:
-        run_side_by_side(names, needs, set(markers), workers,
-                         {n: stage_threads(by_name[n], config) for n in names},
+        run_side_by_side(names, needs, set(markers), workers, threads,
                          {n: by_name[n].cost for n in names}, start, end,
-                         lambda n: (_execute_in_worker,
-                                    (n, config, str(out), stage_threads(by_name[n], config))),
+                         lambda n: (_execute_in_worker, (n, config, str(out), threads[n])),
                          progress)
     finally:
         bar.close()

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import torch
 
-from verifiable_grpo.core.config import resolve, shown_path
-from verifiable_grpo.part3 import lab1_model, lab1_record, lab1_sft, lab6_suite, lab6_suite_run, lab6_suite_stats
+from verifiable_grpo.core.config import shown_path
+from verifiable_grpo.part3 import lab1_model, lab1_record, lab6_suite, lab6_suite_run, lab6_suite_stats
 from verifiable_grpo.part3.lab1_data import END_ID, PAD_ID, render_prompt
 
 NAME = "suite-sampled"
@@ -74,27 +74,20 @@ def sample_rounds(model, tokenizer, suite=lab6_suite.SUITE, seeds=SEEDS,
 
 
 def run(out, cache=None, policy=None, log=print) -> dict:
-    from transformers import AutoModelForCausalLM
-
     done = lab1_record.finished(out, NAME)
     if done is not None:
         log(f"{out}/{NAME}-metrics.json exists: the sampled suite is finished there (use another --out)")
         return done
-    policy = resolve(policy or f"runs/part3/sft/{lab1_sft.POLICY}")
-    if not (policy / "config.json").is_file():
-        raise FileNotFoundError(f"no fine-tuned model in {policy}: run `python -m verifiable_grpo "
-                                "lab sft` first (it saves OUT/sft-policy), or pass --policy")
+    policy = lab6_suite_run.fine_tuned_policy(policy)
     started = lab1_record.start()
     suite = lab6_suite.SUITE
-    model, tokenizer = lab1_model.load(cache)
+    tokenizer, models = lab6_suite_run.compared_models(cache, policy)
     results = {}
-    for label, load in (("instruct", lambda: model),
-                        ("instruct+sft", lambda: AutoModelForCausalLM.from_pretrained(str(policy)).eval())):
+    for label, load in models:
         passed, transcripts = sample_rounds(load(), tokenizer, suite)
         results[label] = {"passed": passed, "transcripts": transcripts}
         log(f"{label}: {sum(map(sum, passed))}/{len(suite) * len(SEEDS)} completions pass")
-    metrics = {"models": {"instruct": "SmolLM2-135M-Instruct (Q4_1 GGUF, de-quantised to FP32)",
-                          "instruct+sft": f"the same after Lab 1's SFT ({policy.name})"},
+    metrics = {"models": lab6_suite_run.model_names(policy),
                "system": lab6_suite_run.SYSTEM, "temperature": TEMPERATURE, "seeds": list(SEEDS),
                "max_new_tokens": lab6_suite_run.MAX_NEW_TOKENS, "sizes": lab6_suite.sizes(suite),
                "items": suite, "results": results,

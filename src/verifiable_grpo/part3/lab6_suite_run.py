@@ -38,31 +38,49 @@ def score(suite, texts) -> tuple[list[bool], list[str | None], list[bool]]:
     return passed, safe, on_topic
 
 
-def run(out, cache=None, policy=None, log=print) -> dict:
-    from transformers import AutoModelForCausalLM
-
-    done = lab1_record.finished(out, NAME)
-    if done is not None:
-        log(f"{out}/{NAME}-metrics.json exists: the suite is finished there (use another --out)")
-        return done
+def fine_tuned_policy(policy=None):
+    """The Lab 1 policy the suite compares with the instruct model (checked before any load)."""
     policy = resolve(policy or f"runs/part3/sft/{lab1_sft.POLICY}")
     if not (policy / "config.json").is_file():
         raise FileNotFoundError(f"no fine-tuned model in {policy}: run `python -m verifiable_grpo "
                                 "lab sft` first (it saves OUT/sft-policy), or pass --policy")
+    return policy
+
+
+def compared_models(cache, policy) -> tuple:
+    """(tokenizer, ((label, load), ...)) of the two models compared; the fine-tuned one is
+    loaded only when its turn comes."""
+    from transformers import AutoModelForCausalLM
+
+    model, tokenizer = lab1_model.load(cache)
+    return tokenizer, (("instruct", lambda: model),
+                       ("instruct+sft",
+                        lambda: AutoModelForCausalLM.from_pretrained(str(policy)).eval()))
+
+
+def model_names(policy) -> dict:
+    return {"instruct": "SmolLM2-135M-Instruct (Q4_1 GGUF, de-quantised to FP32)",
+            "instruct+sft": f"the same after Lab 1's SFT ({policy.name})"}
+
+
+def run(out, cache=None, policy=None, log=print) -> dict:
+    done = lab1_record.finished(out, NAME)
+    if done is not None:
+        log(f"{out}/{NAME}-metrics.json exists: the suite is finished there (use another --out)")
+        return done
+    policy = fine_tuned_policy(policy)
     started = lab1_record.start()
     suite = lab6_suite.SUITE
-    model, tokenizer = lab1_model.load(cache)
+    tokenizer, models = compared_models(cache, policy)
     results = {}
-    for label, load in (("instruct", lambda: model),
-                        ("instruct+sft", lambda: AutoModelForCausalLM.from_pretrained(str(policy)).eval())):
+    for label, load in models:
         texts = replies(load(), tokenizer, suite)
         passed, safe, on_topic = score(suite, texts)
         del texts  # the refuse completions go no further than this function
         results[label] = {"passed": passed, "transcripts": safe, "benign_on_topic": on_topic}
         log(f"{label}: {sum(passed)}/{len(passed)} items pass")
     passed = {label: r["passed"] for label, r in results.items()}
-    metrics = {"models": {"instruct": "SmolLM2-135M-Instruct (Q4_1 GGUF, de-quantised to FP32)",
-                          "instruct+sft": f"the same after Lab 1's SFT ({policy.name})"},
+    metrics = {"models": model_names(policy),
                "system": SYSTEM, "max_new_tokens": MAX_NEW_TOKENS, "sizes": lab6_suite.sizes(suite),
                "items": suite, "results": results,
                "categories": lab6_suite_stats.category_table(suite, passed),

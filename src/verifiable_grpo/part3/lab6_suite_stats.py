@@ -18,12 +18,18 @@ from verifiable_grpo.part3.lab6_suite import CATEGORIES
 SEED = 10
 
 
+def _categories(items: list[dict]):
+    """(category, indices of its items) for each category, then ("overall", every index)."""
+    for category in (*CATEGORIES, "overall"):
+        yield category, [i for i, item in enumerate(items)
+                         if category in ("overall", item["category"])]
+
+
 def category_table(items: list[dict], passed: dict[str, list[bool]], seed: int = SEED) -> list[dict]:
     """One row per (category or overall, model): n, pass rate, bootstrap and Wilson 95 %.
     One generator serves every row in order, so the table is reproducible as a whole."""
     rng, rows = np.random.default_rng(seed), []
-    for category in (*CATEGORIES, "overall"):
-        chosen = [i for i, item in enumerate(items) if category in ("overall", item["category"])]
+    for category, chosen in _categories(items):
         for model, vector in passed.items():
             values = np.array([vector[i] for i in chosen], dtype=float)
             rows.append({"category": category, "model": model, "n": len(chosen),
@@ -66,8 +72,7 @@ def clustered_category_table(items: list[dict], passed: dict[str, list[list[bool
     item, pass rate, the clustered 95 % interval, and for contrast the interval that wrongly
     treats every completion as its own item. One generator serves every row in order."""
     rng, rows = np.random.default_rng(seed), []
-    for category in (*CATEGORIES, "overall"):
-        chosen = [i for i, item in enumerate(items) if category in ("overall", item["category"])]
+    for category, chosen in _categories(items):
         for model, table in passed.items():
             values = np.array([table[i] for i in chosen], dtype=float)
             rows.append({"category": category, "model": model, "n": len(chosen),

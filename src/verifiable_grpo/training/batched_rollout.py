@@ -153,7 +153,9 @@ def generate_batch(model, tokenizer, prompt_rows: list[list[int]], config: dict,
 
         cache = DynamicCache(config=model.config)
     dtype = next(model.parameters()).dtype
-    step_ids, step_positions, step_mask = ids, position, full_forward_mask(mask, dtype)
+    shared = use_cache and share_prompts   # step 0 then reads the distinct prompts instead
+    step_ids, step_positions = ids, position
+    step_mask = None if shared else full_forward_mask(mask, dtype)
     tokens = torch.empty((batch, 0), dtype=torch.long, device=device)
     behaviour = torch.empty((batch, 0), dtype=torch.float32, device=device)
     finished = torch.zeros(batch, dtype=torch.bool, device=device)
@@ -162,7 +164,7 @@ def generate_batch(model, tokenizer, prompt_rows: list[list[int]], config: dict,
         raise ValueError("share_prompts needs sampling.use_kv_cache (the shared prompt lives in "
                          "the cache)")
     for step in range(cfg.tokens.max_response):
-        if use_cache and share_prompts and step == 0:
+        if shared and step == 0:
             logits = _shared_prefill(model, prompt_rows, eos, dtype, cache)
         elif use_cache:
             out = model(input_ids=step_ids, attention_mask=step_mask,
@@ -247,10 +249,10 @@ def sample_groups(model, tokenizer, examples: list[dict], config: dict, generato
     if len(group_ids) != len(examples):
         raise ValueError(f"{len(group_ids)} group ids for {len(examples)} examples")
     prompt_rows = [prompts.prompt_ids(tokenizer, e["statement"], config) for e in examples]
+    cfg = typed(config)
     rows = generate_batch(model, tokenizer, [p for p in prompt_rows for _ in range(group_size)],
                           config, generator, greedy=False, policy_digest=policy_digest,
-                          share_prompts=typed(config).grpo.share_prompts
-                          and typed(config).sampling.use_kv_cache)
+                          share_prompts=cfg.grpo.share_prompts and cfg.sampling.use_kv_cache)
     groups = []
     for index, (example, prompt, group_id) in enumerate(zip(examples, prompt_rows, group_ids)):
         responses = rows[index * group_size:(index + 1) * group_size]
