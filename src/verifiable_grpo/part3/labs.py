@@ -125,7 +125,7 @@ def _command(args) -> list[str]:
     for flag, value in (("--out", args.out), ("--settings", args.settings)):
         if value:
             words += [flag, str(value)]
-    words += ["--threads", str(args.threads)] + (["--export"] if args.export else [])
+    words += ["--threads", str(args.threads or 1)] + (["--export"] if args.export else [])
     return words
 
 
@@ -151,7 +151,8 @@ def command_lab(args) -> int:
         if args.export_only:
             print(export(args.name, args.out and Path(args.out) / "metrics.json"))
             return 0
-        target = run(args.name, args.out, args.settings, args.threads, command=_command(args))
+        # one thread unless told: these models are tiny, and one thread is fastest for them
+        target = run(args.name, args.out, args.settings, args.threads or 1, command=_command(args))
         print(target)
         if args.export:
             print(export(args.name, target))
