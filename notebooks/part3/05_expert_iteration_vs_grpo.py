@@ -149,7 +149,7 @@ figure = Figure(figsize=(9, 5.5))
 axes = figure.subplots(2, 2)
 for i, run in enumerate(lab["grpo"]):
     records = run["records"]
-    for ax, key in zip(axes.flat, ["accuracy", "kl", "length", "zero_variance"]):
+    for key, ax in zip(("accuracy", "kl", "length", "zero_variance"), axes.ravel()):
         points = [(r["iteration"], r[key]) for r in records if r[key] is not None]
         ax.plot(*zip(*points), "o-", label=names[i])
         ax.set(xlabel="iteration", ylabel=key)

@@ -71,3 +71,31 @@ def test_a_model_lab_runs_with_the_requested_threads_and_restores_the_callers(mo
     args = types.SimpleNamespace(name="stand-in", out="unused", threads=target, export=False)
     assert model_labs.command(args) == 0
     assert seen == [target] and torch.get_num_threads() == previous
+
+
+def test_by_default_a_model_lab_keeps_torchs_threads_and_a_synthetic_lab_takes_one(
+        monkeypatch, tmp_path):
+    import sys
+    import types
+
+    import torch
+
+    from verifiable_grpo.part3 import labs, model_labs
+
+    # the parser leaves the choice to the kind of lab
+    parsed = cli.build_parser().parse_args(["lab", "sft"])
+    assert parsed.threads is None
+    seen = []
+    stand_in = types.ModuleType("verifiable_grpo.part3.stand_in_lab")
+    stand_in.command = lambda args: seen.append(torch.get_num_threads()) or 0
+    monkeypatch.setitem(sys.modules, stand_in.__name__, stand_in)
+    monkeypatch.setitem(model_labs.MODEL_LABS, "stand-in", ("stand_in_lab:command", "test"))
+    previous = torch.get_num_threads()
+    args = types.SimpleNamespace(name="stand-in", out="unused", threads=None, export=False)
+    assert model_labs.command(args) == 0 and seen == [previous]
+    # a synthetic lab asked for nothing runs (and records) one thread
+    ran = []
+    monkeypatch.setattr(labs, "run", lambda name, out, settings, threads, command: ran.append(
+        (threads, command)) or tmp_path / "metrics.json")
+    assert cli.main(["lab", "fault-tree", "--out", str(tmp_path / "f")]) == 0
+    assert ran[0][0] == 1 and ran[0][1][-2:] == ["--threads", "1"]

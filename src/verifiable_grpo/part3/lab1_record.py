@@ -60,3 +60,26 @@ def load_recorded(name: str) -> dict:
         raise FileNotFoundError(f"{path} is missing: run `python -m verifiable_grpo lab {name} "
                                 "--export`")
     return files.read_json(path)
+
+
+# The same commands run earlier on 1 thread (the CLI's default before it became every core),
+# kept as evidence that the thread count changes the time and nothing else.
+ONE_THREAD = f"{RECORDED}/one-thread"
+TIMING = ("training_seconds", "provenance")  # what a thread count may change
+
+
+def thread_comparison(name: str) -> dict:
+    """The recorded run of lab `name` beside its 1-thread run: threads and seconds of each,
+    and the fields (other than timings and provenance) in which they differ."""
+    from verifiable_grpo.core.config import resolve
+
+    runs = {"recorded": load_recorded(name),
+            "1 thread": files.read_json(resolve(ONE_THREAD) / f"{name}-metrics.json")}
+    fields = set(runs["recorded"]) | set(runs["1 thread"])
+    differ = sorted(k for k in fields - set(TIMING)
+                    if runs["recorded"].get(k) != runs["1 thread"].get(k))
+    return {"runs": {label: {"threads": r["provenance"]["cpu_threads"],
+                             "training_seconds": r.get("training_seconds"),
+                             "wall_seconds": r["provenance"]["wall_seconds"]}
+                     for label, r in runs.items()},
+            "differ": differ}
