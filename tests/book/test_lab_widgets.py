@@ -1,13 +1,14 @@
 """Part III widgets: the views compute what the chapters say, the builders leave the image
 empty until a control moves (so the static fallback figure appears once)."""
-import math
-
 import pytest
 
 from verifiable_grpo.book import lab_widgets as lw
+from verifiable_grpo.part3.best_of_n import kl_bound
 
-SELECTION = [dict(n=n, kl_bound=math.log(n) - (n - 1) / n, linear_proxy=float(i),
-                  linear_true=0.0, mlp_true=0.0, oracle_true=0.0) for i, n in enumerate((1, 4, 16))]
+# three rows of a best-of-n grid; the proxy reward counts the rows so each is recognisable
+SELECTION = [{"n": size, "kl_bound": kl_bound(size), "linear_proxy": float(row),
+              "linear_true": 0.0, "mlp_true": 0.0, "oracle_true": 0.0}
+             for row, size in enumerate((1, 4, 16))]
 
 
 def test_best_of_n_view_and_bad_n():
