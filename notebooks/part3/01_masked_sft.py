@@ -214,15 +214,12 @@ show(fig)
 # buys: the time changes, and no other field of the record does.
 
 # %%
-timing = lab1_record.thread_comparison("sft")
 Table(["QUICK run", "threads", "15 updates (s)", "whole command (s)"],
-      [[label, r["threads"], f"{r['training_seconds']:.1f}", f"{r['wall_seconds']:.1f}"]
-       for label, r in timing["runs"].items()]
-      + [["the module reports", 4, f"{module['training_seconds']:.1f}", "not reported"]])
+      lab1_record.thread_rows("sft", module["training_seconds"]))
 
 # %%
 print("fields of the two records that differ, timings and provenance aside:",
-      ", ".join(timing["differ"]) or "none")
+      ", ".join(lab1_record.thread_comparison("sft")["differ"]) or "none")
 
 # %%
 b, a = recorded["before"], recorded["after"]

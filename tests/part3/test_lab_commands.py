@@ -53,7 +53,9 @@ def test_a_record_carries_provenance_and_exports_once(tmp_path):
         lab1_record.export(out, "sft", dest)
 
 
-def test_a_model_lab_runs_with_the_requested_threads_and_restores_the_callers(monkeypatch):
+@pytest.fixture
+def threads_seen_by_a_stand_in_lab(monkeypatch):
+    """Registers a model lab named "stand-in" that records torch's thread count when run."""
     import sys
     import types
 
@@ -66,6 +68,18 @@ def test_a_model_lab_runs_with_the_requested_threads_and_restores_the_callers(mo
     stand_in.command = lambda args: seen.append(torch.get_num_threads()) or 0
     monkeypatch.setitem(sys.modules, stand_in.__name__, stand_in)
     monkeypatch.setitem(model_labs.MODEL_LABS, "stand-in", ("stand_in_lab:command", "test"))
+    return seen
+
+
+def test_a_model_lab_runs_with_the_requested_threads_and_restores_the_callers(
+        threads_seen_by_a_stand_in_lab):
+    import types
+
+    import torch
+
+    from verifiable_grpo.part3 import model_labs
+
+    seen = threads_seen_by_a_stand_in_lab
     previous = torch.get_num_threads()
     target = 1 if previous != 1 else 2
     args = types.SimpleNamespace(name="stand-in", out="unused", threads=target, export=False)
@@ -74,8 +88,7 @@ def test_a_model_lab_runs_with_the_requested_threads_and_restores_the_callers(mo
 
 
 def test_by_default_a_model_lab_keeps_torchs_threads_and_a_synthetic_lab_takes_one(
-        monkeypatch, tmp_path):
-    import sys
+        threads_seen_by_a_stand_in_lab, monkeypatch, tmp_path):
     import types
 
     import torch
@@ -85,11 +98,7 @@ def test_by_default_a_model_lab_keeps_torchs_threads_and_a_synthetic_lab_takes_o
     # the parser leaves the choice to the kind of lab
     parsed = cli.build_parser().parse_args(["lab", "sft"])
     assert parsed.threads is None
-    seen = []
-    stand_in = types.ModuleType("verifiable_grpo.part3.stand_in_lab")
-    stand_in.command = lambda args: seen.append(torch.get_num_threads()) or 0
-    monkeypatch.setitem(sys.modules, stand_in.__name__, stand_in)
-    monkeypatch.setitem(model_labs.MODEL_LABS, "stand-in", ("stand_in_lab:command", "test"))
+    seen = threads_seen_by_a_stand_in_lab
     previous = torch.get_num_threads()
     args = types.SimpleNamespace(name="stand-in", out="unused", threads=None, export=False)
     assert model_labs.command(args) == 0 and seen == [previous]
