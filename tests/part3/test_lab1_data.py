@@ -1,6 +1,7 @@
 """Lab 1's data rules, rendering contract, labels, loss and plain-text probe, on cases a
 reader can check by hand. Prompts are parsed back here, so a template change that broke a
 family's rule fails these tests."""
+import math
 import random
 import re
 from collections import Counter
@@ -146,13 +147,13 @@ def test_collate_pads_right_and_the_loss_is_a_token_sum():
     assert batch["labels"].tolist() == [[-100, 6, 7], [-100, 8, -100]]
     assert batch["attention_mask"].tolist() == [[1, 1, 1], [1, 1, 0]]
 
-    class Uniform(torch.nn.Module):  # every next token has probability 1/10
-        def forward(self, input_ids, attention_mask):
-            return type("Out", (), {"logits": torch.zeros(*input_ids.shape, 10, dtype=torch.float64)})
-    total, count = D.batch_loss(Uniform(), rows)
-    assert count == 3
-    assert torch.isclose(total, torch.tensor(3 * torch.log(torch.tensor(10.0, dtype=torch.float64)).item(),
-                                             dtype=total.dtype))
+    model = micro_llama()
+    torch.nn.init.zeros_(model.lm_head.weight)  # every next token has probability 1/64
+    for grad in (True, False):  # the whole-logits path and the target-positions path
+        with torch.set_grad_enabled(grad):
+            total, count = D.batch_loss(model, rows)
+        assert count == 3
+        assert torch.isclose(total, torch.tensor(3 * math.log(64.0)))
     assert D.trained_fraction(rows) == 3 / 3
     assert D.trained_fraction([{"ids": [1, 2, 3, 4, 5], "labels": [-100, -100, -100, 4, 5]}]) == 2 / 4
 
@@ -192,3 +193,68 @@ def test_the_probe_scores_against_the_majority_baseline():
     passes = answers.count("PASS")
     assert result["majority_baseline"] == max(passes, 50 - passes) / 50
     assert result["predictions"] == ["PASS"] * 10
+
+
+def micro_llama(tied: bool = False):
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    return LlamaForCausalLM(LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=48,
+                                        num_hidden_layers=2, num_attention_heads=4,
+                                        num_key_value_heads=2, tie_word_embeddings=tied))
+
+
+def _ragged_rows():
+    # ragged lengths, prompt positions skipped, targets at different places in each row
+    return [{"ids": [5, 6, 7, 8, 9, 10], "labels": [-100, -100, -100, 8, 9, 10]},
+            {"ids": [3, 4, 11], "labels": [-100, 4, 11]},
+            {"ids": [12, 13, 14, 15, 16], "labels": [-100, -100, -100, -100, 16]}]
+
+
+def _whole_logits_loss(model, rows):
+    batch = D.collate(rows)
+    logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
+    return torch.nn.functional.cross_entropy(logits[:, :-1].flatten(0, 1),
+                                             batch["labels"][:, 1:].flatten(), reduction="sum")
+
+
+def _output_rows(model, rows, grad: bool) -> list[int]:
+    """How many positions the output layer saw while batch_loss ran."""
+    seen = []
+    hook = model.lm_head.register_forward_hook(lambda m, args, out: seen.append(args[0].shape))
+    with torch.set_grad_enabled(grad):
+        D.batch_loss(model, rows)
+    hook.remove()
+    return [shape.numel() // shape[-1] for shape in seen]
+
+
+def test_a_frozen_output_layer_gets_logits_at_the_target_positions_only():
+    rows = _ragged_rows()
+    model = micro_llama()
+    assert _output_rows(model, rows, grad=True) == [3 * 6]  # trained: every position
+    assert _output_rows(model, rows, grad=False) == [6]  # evaluation: the 6 targets
+    model.lm_head.weight.requires_grad_(False)
+    assert _output_rows(model, rows, grad=True) == [6]  # frozen (LoRA): the 6 targets
+
+
+@pytest.mark.parametrize("tied", [False, True])
+def test_the_target_positions_path_gives_the_whole_logits_loss_and_gradients(tied):
+    rows = _ragged_rows()
+    model = micro_llama(tied)
+    model.get_output_embeddings().weight.requires_grad_(False)  # as under LoRA (tied: so is
+    trained = [p for p in model.parameters() if p.requires_grad]  # the input embedding)
+    reference = _whole_logits_loss(model, rows)
+    expected = torch.autograd.grad(reference, trained)
+    total, count = D.batch_loss(model, rows)
+    assert count == 6
+    # on SmolLM2 the bits are equal (measured); kernels may round a smaller matmul otherwise
+    torch.testing.assert_close(total, reference, rtol=1e-6, atol=0)
+    for got, want in zip(torch.autograd.grad(total, trained), expected):
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-7)
+
+
+def test_a_batch_without_targets_sums_to_zero():
+    model = micro_llama()
+    with torch.no_grad():
+        total, count = D.batch_loss(model, [{"ids": [1, 2, 3], "labels": [-100, -100, -100]}])
+    assert count == 0 and total.item() == 0.0
