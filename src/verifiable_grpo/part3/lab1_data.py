@@ -182,8 +182,9 @@ def batch_loss(model, encoded: list[dict]) -> tuple[torch.Tensor, int]:
         logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
         total = F.cross_entropy(logits[:, :-1].flatten(0, 1).float(), wanted,
                                 ignore_index=IGNORE, reduction="sum")
-        return total, int(targets.sum())
-    return _target_positions_loss(model, output, batch, wanted, targets), int(targets.sum())
+    else:
+        total = _target_positions_loss(model, output, batch, wanted, targets)
+    return total, int(targets.sum())
 
 
 def _target_positions_loss(model, output, batch, wanted, targets) -> torch.Tensor:

@@ -118,14 +118,14 @@ def _stop_at_once(number, frame):
     raise KeyboardInterrupt(signal.Signals(number).name)
 
 
-def _command(args) -> list[str]:
+def _command(args, threads: int) -> list[str]:
     """The command line that reproduces this run (from the parsed arguments, so it is
     right however main() was called)."""
     words = ["python", "-m", "verifiable_grpo", "lab", args.name]
     for flag, value in (("--out", args.out), ("--settings", args.settings)):
         if value:
             words += [flag, str(value)]
-    words += ["--threads", str(args.threads or 1)] + (["--export"] if args.export else [])
+    words += ["--threads", str(threads)] + (["--export"] if args.export else [])
     return words
 
 
@@ -152,7 +152,8 @@ def command_lab(args) -> int:
             print(export(args.name, args.out and Path(args.out) / "metrics.json"))
             return 0
         # one thread unless told: these models are tiny, and one thread is fastest for them
-        target = run(args.name, args.out, args.settings, args.threads or 1, command=_command(args))
+        threads = args.threads or 1
+        target = run(args.name, args.out, args.settings, threads, command=_command(args, threads))
         print(target)
         if args.export:
             print(export(args.name, target))

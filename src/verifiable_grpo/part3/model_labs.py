@@ -37,8 +37,8 @@ def command(args) -> int:
     import torch
 
     # --threads applies here too; by default torch's own (every core): a 135M model's matrix
-    # products do use two cores (Lab 1 QUICK: 255 s on 2 threads against 400 s on 1, the
-    # same bits). The provenance's cpu_threads is what ran.
+    # products do use two cores (the same bits, less than half the time: compare the records
+    # with data/recorded/part3/one-thread/). The provenance's cpu_threads is what ran.
     previous = torch.get_num_threads()
     torch.set_num_threads(getattr(args, "threads", None) or previous)
     try:
