@@ -291,6 +291,10 @@ def test_batched_gradient_equals_the_one_at_a_time_gradient_in_float64(random_co
         assert got[key] == pytest.approx(want[key], rel=1e-6, abs=1e-9), key
     # Both paths report the token-mean exact KL, whatever the objective's reduction.
     assert got["mean_exact_kl"] == pytest.approx(want["mean_exact_kl"], rel=1e-5)
+    # ... and the same exact entropy (a positive number: the policy is not one-hot).
+    assert got["mean_entropy"] == pytest.approx(want["mean_entropy"], rel=1e-5)
+    assert got_shared["mean_entropy"] == pytest.approx(want["mean_entropy"], rel=1e-5)
+    assert want["mean_entropy"] > 0
     assert [r["rollout_id"] for r in got["responses"]] == [r["rollout_id"] for r in want["responses"]]
     assert any(p.abs().max() > 0 for p in sequential)
     for a, b, c in zip(sequential, batched, chunked):

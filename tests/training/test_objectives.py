@@ -506,8 +506,12 @@ def test_part_one_gradients_are_bit_identical_to_todays_formula(rollout_set):
     double = copy.deepcopy(policy).double()
     exact, _ = _todays_gradients(double, copy.deepcopy(reference).double(), groups, config,
                                  torch.float64)
+    # float32 against float64: an element near zero by cancellation carries the rounding of
+    # the large terms that cancelled, so the tolerance is scaled by each tensor's largest
+    # entry. Measured worst case 1.7e-6 of it (AMD, and ATen's default kernels on one thread).
     for got, want in zip(after, exact):
-        torch.testing.assert_close(got.double(), want, rtol=1e-4, atol=1e-7)
+        torch.testing.assert_close(got.double(), want, rtol=1e-4,
+                                   atol=1e-5 * float(want.abs().max()))
 
 
 def test_the_loop_takes_another_objective_from_the_registry(rollout_set):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import torch
 
 from verifiable_grpo.core.config_schema import typed
-from verifiable_grpo.training import batched_scoring, losses, objectives
+from verifiable_grpo.training import batched_scoring, entropy, losses, objectives
 from verifiable_grpo.training.rollout import model_device
 
 
@@ -62,7 +62,7 @@ def accumulate_gradients(policy, reference, groups: list[dict], config: dict,
         raise ValueError(f"rows_per_pass must be a positive integer, got {rows_per_pass!r}")
     device = model_device(policy)
     block = cfg.grpo.kl_block_size
-    per = {"loss": [], "surrogate": [], "kl": [], "exact": []}
+    per = {"loss": [], "surrogate": [], "kl": [], "exact": [], "entropy": []}
     counts = {"tokens": 0, "clip_low": 0.0, "clip_high": 0.0, "outside": 0.0}
     ratio_min, ratio_max = float("inf"), float("-inf")
     audits = []
@@ -98,6 +98,7 @@ def accumulate_gradients(policy, reference, groups: list[dict], config: dict,
             with torch.no_grad():
                 exact = losses.exact_prefix_kl(current_logits, reference_logits, block_size=block)
         exact_means = losses.masked_token_mean(exact, mask)
+        entropies = entropy.masked_mean_entropy(current_logits, mask, block)
         tokens = audit["active_tokens"]
         counts["tokens"] += tokens
         counts["clip_low"] += audit["clip_low_fraction"] * tokens
@@ -113,6 +114,7 @@ def accumulate_gradients(policy, reference, groups: list[dict], config: dict,
             per["surrogate"].append(float(audit["surrogate"][i]))
             per["kl"].append(float(audit["kl"][i]))
             per["exact"].append(float(exact_means[i]))
+            per["entropy"].append(float(entropies[i]))
             audits.append({"rollout_id": row["rollout_id"], "ratios": ratios[i, :n].tolist(),
                            "exact_kl": exact[i, :n].tolist(), "surrogate": per["surrogate"][-1],
                            "kl": per["kl"][-1]})
@@ -126,13 +128,18 @@ def accumulate_gradients(policy, reference, groups: list[dict], config: dict,
             return float(losses.reduce_responses_then_prompts(table))
         return float((table * torch.tensor(weights, dtype=torch.float64)).sum())
 
+    def response_mean(values):  # as the exact KL is reported: response, then prompt
+        if padded:
+            return sum(values) / len(values)
+        return float(losses.reduce_responses_then_prompts(torch.tensor(
+            values, dtype=torch.float64).reshape(len(groups), group_size)))
+
     tokens = counts["tokens"]
     return {
         "loss": reduced(per["loss"]),
         "surrogate": reduced(per["surrogate"]),
-        "mean_exact_kl": (sum(per["exact"]) / len(per["exact"]) if padded else float(
-            losses.reduce_responses_then_prompts(torch.tensor(
-                per["exact"], dtype=torch.float64).reshape(len(groups), group_size)))),
+        "mean_exact_kl": response_mean(per["exact"]),
+        "mean_entropy": response_mean(per["entropy"]),
         "clip_low_fraction": counts["clip_low"] / tokens,
         "clip_high_fraction": counts["clip_high"] / tokens,
         "outside_fraction": counts["outside"] / tokens,

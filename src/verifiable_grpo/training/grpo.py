@@ -37,7 +37,7 @@ from verifiable_grpo.core import checkpoint, crash, files, interrupts, schedule,
 from verifiable_grpo.task import data, prompts
 from verifiable_grpo.training import (batched_rollout, batched_scoring, batched_update, losses,
                                       rollout)
-from verifiable_grpo.training import objectives
+from verifiable_grpo.training import entropy, objectives
 from verifiable_grpo.core import model as model_lib
 from verifiable_grpo.core.runfolder import (RunFolder, check_mode, compute_identity,
                                             exercise_group_size, stage_name)
@@ -181,7 +181,7 @@ def accumulate_gradients(policy, reference, groups: list[dict], config: dict,
                                                    reference_memo=reference_memo)
     exact_term = objective.kl.kind == "exact_prefix"
     device = rollout.model_device(policy)
-    losses_, surrogates, kls, audits = [], [], [], []
+    losses_, surrogates, kls, entropies, audits = [], [], [], [], []
     counts = {"tokens": 0, "clip_low": 0.0, "clip_high": 0.0, "outside": 0.0}
     ratio_min, ratio_max = float("inf"), float("-inf")
     for index, group in enumerate(groups):
@@ -212,6 +212,8 @@ def accumulate_gradients(policy, reference, groups: list[dict], config: dict,
             # The token mean, whatever the objective's own KL reduction (a token-sum
             # objective's audit["kl"] is a sum): the batched path reports the same.
             exact_mean = float(losses.masked_token_mean(exact, mask)[0])
+            entropies.append(float(entropy.masked_mean_entropy(
+                current_logits, mask, cfg.grpo.kl_block_size)[0]))
             tokens = audit["active_tokens"]
             counts["tokens"] += tokens
             counts["clip_low"] += audit["clip_low_fraction"] * tokens
@@ -237,14 +239,18 @@ def accumulate_gradients(policy, reference, groups: list[dict], config: dict,
             return float(losses.reduce_responses_then_prompts(table))
         return float((table * torch.tensor(weights, dtype=torch.float64)).sum())
 
+    def response_mean(values):  # response, then prompt (a plain mean with slots)
+        if slots is not None:
+            return sum(values) / len(values)
+        return float(losses.reduce_responses_then_prompts(
+            torch.tensor(values, dtype=torch.float64).reshape(len(groups), group_size)))
+
     tokens = counts["tokens"]
-    mean_kl = (sum(kls) / len(kls) if slots is not None else float(
-        losses.reduce_responses_then_prompts(
-            torch.tensor(kls, dtype=torch.float64).reshape(len(groups), group_size))))
     return {
         "loss": reduced(losses_),
         "surrogate": reduced(surrogates),
-        "mean_exact_kl": mean_kl,
+        "mean_exact_kl": response_mean(kls),
+        "mean_entropy": response_mean(entropies),
         "clip_low_fraction": counts["clip_low"] / tokens,
         "clip_high_fraction": counts["clip_high"] / tokens,
         "outside_fraction": counts["outside"] / tokens,
@@ -545,6 +551,8 @@ def _record(run: GRPORun, iteration: int, groups: list, behaviour_digest: str,
         "mean_reward": _mean(r for g in groups for r in g["rewards"]),
         "zero_variance_fraction": _mean(g["zero_variance"] for g in groups),
         "mean_exact_kl": _mean(u["mean_exact_kl"] for u in summaries),
+        "mean_entropy": _mean(u["mean_entropy"] for u in summaries),
+        "mean_response_tokens": _mean(r["response_tokens"] for r in rows),
         "clip_low_fraction": _mean(u["clip_low_fraction"] for u in summaries),
         "clip_high_fraction": _mean(u["clip_high_fraction"] for u in summaries),
         "grad_norm": _mean(u["grad_norm"] for u in summaries),
