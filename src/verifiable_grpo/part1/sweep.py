@@ -79,16 +79,21 @@ def setting_config(base: dict, setting: Setting) -> dict:
 
 def prepare_folder(folder: Path, config: dict) -> None:
     """A Part I run folder holding the dataset and the recorded warm start (SHA-checked)."""
-    recorded = resolve(RECORDED_TINY)
-    warm = RunFolder(recorded).recorded_policy_sha256("warmstart")
-    source = recorded / "policies" / "warmstart.safetensors"
-    if warm is None or sha256_file(source) != warm:
-        raise ValueError(f"{source} does not match its record: restore data/recorded/tiny")
     data_dir, learning = folder / "data", folder / "learning-data"
     if not (data_dir / "MANIFEST.json").is_file():
         data.write_dataset(data_dir, typed(config).data.seed)
     if not (learning / "MANIFEST.json").is_file():
         data.write_learning_view(data_dir, learning)
+    copy_warm_start(folder)
+
+
+def copy_warm_start(folder: Path) -> None:
+    """The recorded warm start (SHA-checked) and its resume record into a run folder."""
+    recorded = resolve(RECORDED_TINY)
+    warm = RunFolder(recorded).recorded_policy_sha256("warmstart")
+    source = recorded / "policies" / "warmstart.safetensors"
+    if warm is None or sha256_file(source) != warm:
+        raise ValueError(f"{source} does not match its record: restore data/recorded/tiny")
     target = RunFolder(folder).policy("warmstart")
     if not target.is_file():
         target.parent.mkdir(parents=True, exist_ok=True)

@@ -254,6 +254,34 @@ def write_learning_view(data_dir, dest) -> Path:
     return dest
 
 
+def write_train_subset(learning_dir, dest, document_ids: list[str]) -> Path:
+    """A learning view whose train split holds only `document_ids` (in that order); the
+    warm-start and validation splits are copied unchanged. For GRPO on fixed prompts."""
+    learning_dir, dest = Path(learning_dir), Path(dest)
+    assert_learning_only(learning_dir)
+    source = _manifest(learning_dir, required=True)
+    _require_empty(dest)
+    pages, labels = _read_verified(learning_dir, ["train/pages.json", "labels/train.json"])
+    by_id = {p["document_id"]: (p, label) for p, label in zip(pages, labels)}
+    missing = [d for d in document_ids if d not in by_id]
+    if missing or not document_ids or len(set(document_ids)) != len(document_ids):
+        raise ValueError(f"train subset needs distinct ids of the train split; not found: "
+                         f"{missing[:3]}")
+    names = [f"{split}/pages.json" for split in LEARNING_SPLITS if split != "train"]
+    names += [f"labels/{split}.json" for split in LEARNING_SPLITS if split != "train"]
+    payload = {name: (learning_dir / name).read_bytes() for name in names}
+    payload["train/pages.json"] = _json_bytes([by_id[d][0] for d in document_ids])
+    payload["labels/train.json"] = _json_bytes([by_id[d][1] for d in document_ids])
+    dest.mkdir(parents=True, exist_ok=True)
+    manifest = {"dataset": DATASET_NAME, "kind": "learning-view", "seed": source["seed"],
+                "counts": {**source["counts"], "train": len(document_ids)},
+                "source_dataset_sha256": source["source_dataset_sha256"],
+                "train_subset_of": sha256_bytes(_json_bytes(source)),
+                "files": _write_files(dest, payload)}
+    (dest / MANIFEST).write_bytes(_json_bytes(manifest))
+    return dest
+
+
 def assert_learning_only(data_dir) -> None:
     """ValueError if test inputs, test answers or inference outputs are reachable here."""
     data_dir = Path(data_dir)

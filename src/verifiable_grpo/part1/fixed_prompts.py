@@ -1,0 +1,203 @@
+"""GRPO learning where the reader can watch it: a few fixed training prompts.
+
+On new problems the tiny model barely moves under GRPO (chapter 10's sweep), so this
+module shows the algorithm doing what it is built to do, on prompts it trains on:
+
+1. from the training split, in order, keep the first `prompts` problems whose warm-start
+   sampled success over `draws` draws lies in [low, high] (hard but not hopeless: a group
+   of G answers to such a prompt usually mixes rewards, so it carries a gradient);
+2. train GRPO (Part I's loop: exact prefix KL, two clipped updates per rollout set) on
+   those prompts only, every prompt in every iteration, constant learning rate;
+3. measure success on the same prompts with the same draw seeds after training (paired,
+   prompt by prompt), and per-draw success on the validation split before and after, to
+   see what of it carries to problems the policy never trained on.
+
+Everything is an ordinary Part I GRPO branch run in OUT/train (a learning view whose
+train split holds only the chosen prompts) from the recorded warm start.
+"""
+from __future__ import annotations
+
+import copy
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from verifiable_grpo.core import checkpoint, files
+from verifiable_grpo.core import model as model_lib
+from verifiable_grpo.core.config import provenance, resolve
+from verifiable_grpo.core.config_schema import typed
+from verifiable_grpo.core.runfolder import RunFolder
+from verifiable_grpo.evaluation import policy_scores
+from verifiable_grpo.part1 import sweep
+from verifiable_grpo.task import data
+
+RECORDED = "data/recorded/fixed-prompts"
+SELECTION_SEED_BASE = 450000      # draw seeds of the selection and the after-training probe
+VALIDATION_DRAWS = 4
+
+
+@dataclass(frozen=True)
+class FixedPromptSetting:
+    name: str
+    prompts: int = 8
+    draws: int = 32
+    low: float = 0.1
+    high: float = 0.5
+    group_size: int = 8
+    learning_rate: float = 1e-4
+    iterations: int = 60
+    updates_per_rollout: int = 2
+    kl_coefficient: float = 0.02
+    validation_problems: int = 200
+
+
+# Declared before the recorded run: the setting in which both trainers were seen to learn.
+RECORDED_SETTING = FixedPromptSetting("eight-prompts")
+# The chapter's live run: the same recipe, small enough for a laptop CPU in a minute.
+LIVE_SETTING = FixedPromptSetting("live", prompts=4, draws=16, iterations=12,
+                                  validation_problems=0)
+
+
+def setting_config(base: dict, setting: FixedPromptSetting) -> dict:
+    """The profile with the setting's GRPO values: every chosen prompt in every iteration,
+    constant learning rate (no warm-up, no decay)."""
+    config = copy.deepcopy(base)
+    grpo = config["grpo"]
+    grpo.update(iterations=setting.iterations, prompts_per_iteration=setting.prompts,
+                group_size=setting.group_size, learning_rate=setting.learning_rate,
+                updates_per_rollout=setting.updates_per_rollout,
+                kl_coefficient=setting.kl_coefficient, warmup_fraction=0.0,
+                final_lr_fraction=1.0)
+    grpo["interrupt_at"] = min(grpo["interrupt_at"], setting.iterations - 1)
+    typed(config)
+    return config
+
+
+def success_counts(policy, tokenizer, config: dict, examples: list[dict], draws: int,
+                   seed_base: int = SELECTION_SEED_BASE) -> list[int]:
+    """Sampled successes out of `draws` for each example (draw seeds fixed per position)."""
+    selected = list(enumerate(examples))
+    answers = policy_scores.answer(policy, tokenizer, config, selected, draws, seed_base)
+    gold = {e["document_id"]: e for e in examples}
+    rows = policy_scores.score({"sample": answers["sample"]}, gold)["sample"]
+    counts = {e["document_id"]: 0 for e in examples}
+    for row in rows:
+        counts[row["document_id"]] += int(row["reward"])
+    return [counts[e["document_id"]] for e in examples]
+
+
+def select_prompts(policy, tokenizer, config: dict, examples: list[dict],
+                   setting: FixedPromptSetting, chunk: int = 16) -> list[dict]:
+    """The first `setting.prompts` training examples with success in [low, high]."""
+    chosen: list[dict] = []
+    for start in range(0, len(examples), chunk):
+        batch = examples[start:start + chunk]
+        counts = success_counts(policy, tokenizer, config, batch, setting.draws)
+        for example, count in zip(batch, counts):
+            rate = count / setting.draws
+            if setting.low <= rate <= setting.high and len(chosen) < setting.prompts:
+                chosen.append({"document_id": example["document_id"], "before": count})
+        if len(chosen) == setting.prompts:
+            return chosen
+    raise ValueError(f"only {len(chosen)} training prompts have success in "
+                     f"[{setting.low}, {setting.high}]; {setting.prompts} were asked for")
+
+
+def _history(record: dict) -> list[dict]:
+    """What the chapter plots, per iteration."""
+    keys = ("mean_reward", "zero_variance_fraction", "mean_exact_kl", "mean_entropy",
+            "mean_response_tokens", "clip_low_fraction", "clip_high_fraction", "loss")
+    return [{"iteration": h["iteration"], **{k: h[k] for k in keys}} for h in record["history"]]
+
+
+def _validation(policy, tokenizer, config, learning: Path, problems: int) -> list[list]:
+    """[document_id, draw, reward] per validation draw (sweep's seeds), or [] if skipped."""
+    if problems == 0:
+        return []
+    pages = data.read_examples(learning, "validation")[:problems]
+    selected = list(enumerate(pages))
+    answers = policy_scores.answer(policy, tokenizer, config, selected, VALIDATION_DRAWS,
+                                   sweep.VALIDATION_SEED_BASE)
+    rows = policy_scores.score({"sample": answers["sample"]},
+                               {p["document_id"]: p for p in pages})["sample"]
+    return [[r["document_id"], r["draw"], int(r["reward"])] for r in rows]
+
+
+def run(base: dict, out, setting: FixedPromptSetting = RECORDED_SETTING,
+        progress: bool = True) -> dict:
+    """Select, train, probe; returns (and writes) OUT/result.json. A finished folder is
+    read back; an interrupted training continues from its crash checkpoint."""
+    from verifiable_grpo.training.grpo import run_grpo_branch
+
+    out = Path(out)
+    done = out / "result.json"
+    if done.is_file():
+        return files.read_json(done)
+    config = setting_config(base, setting)
+    started = time.perf_counter()
+    sweep.prepare_folder(out / "base", config)
+    tokenizer = model_lib.load_tokenizer(config)
+    warm, _ = model_lib.reload_policy(RunFolder(out / "base").policy("warmstart"), config)
+    warm.eval()
+    examples = data.read_examples(out / "base" / "learning-data", "train")
+    selection = out / "selection.json"
+    if not selection.is_file():
+        files.save_json(selection, select_prompts(warm, tokenizer, config, examples, setting))
+    chosen = files.read_json(selection)
+    train = out / "train"
+    if not (train / "learning-data" / "MANIFEST.json").is_file():
+        data.write_train_subset(out / "base" / "learning-data", train / "learning-data",
+                                [c["document_id"] for c in chosen])
+    sweep.copy_warm_start(train)
+    folder = RunFolder(train)
+    trained = folder.record("grpo", "continuous")
+    record = (files.read_json(trained) if trained.is_file()
+              else run_grpo_branch(config, train, "grpo", "continuous", progress=progress))
+    policy = copy.deepcopy(warm)
+    policy.load_state_dict(checkpoint.load_state(folder.state("grpo", "continuous"))["model"])
+    policy.eval()
+    trained_examples = data.read_examples(train / "learning-data", "train")
+    after = success_counts(policy, tokenizer, config, trained_examples, setting.draws)
+    learning = out / "base" / "learning-data"
+    result = {"setting": asdict(setting), "config_grpo": config["grpo"],
+              "prompts": [{**c, "after": a} for c, a in zip(chosen, after)],
+              "history": _history(record),
+              "validation_before": _validation(warm, tokenizer, config, learning,
+                                               setting.validation_problems),
+              "validation_after": _validation(policy, tokenizer, config, learning,
+                                              setting.validation_problems),
+              "final_model_digest": model_lib.model_digest(policy),
+              "train_seconds": record["timings"]["total_seconds"],
+              "seconds": time.perf_counter() - started, "provenance": provenance(config)}
+    files.save_json(done, result)
+    return result
+
+
+def summary(result: dict) -> dict:
+    """Success on the trained prompts and on validation, before and after."""
+    draws = result["setting"]["draws"]
+    prompts = result["prompts"]
+    total = draws * len(prompts)
+
+    def rate(rows):
+        return sum(r[2] for r in rows) / len(rows) if rows else None
+
+    history = result["history"]
+    fifth = max(1, len(history) // 5)
+    return {"trained_before": sum(p["before"] for p in prompts) / total,
+            "trained_after": sum(p["after"] for p in prompts) / total,
+            "prompts_improved": sum(p["after"] > p["before"] for p in prompts),
+            "prompts": len(prompts),
+            "reward_first_fifth": sum(h["mean_reward"] for h in history[:fifth]) / fifth,
+            "reward_last_fifth": sum(h["mean_reward"] for h in history[-fifth:]) / fifth,
+            "validation_before": rate(result["validation_before"]),
+            "validation_after": rate(result["validation_after"])}
+
+
+def recorded(path: str = RECORDED) -> dict:
+    """The recorded run (ours, and TRL's beside it when present)."""
+    folder = resolve(path)
+    found = {"ours": files.read_json(folder / "ours.json")}
+    if (folder / "trl.json").is_file():
+        found["trl"] = files.read_json(folder / "trl.json")
+    return found

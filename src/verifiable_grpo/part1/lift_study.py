@@ -1,0 +1,172 @@
+"""Does GRPO lift held-out success? Candidates declared before any of them ran.
+
+The sweep (sweep.py) found no setting of the specification's shape (4 prompts x G 4 per
+iteration) that lifts per-draw test success on the tiny base. This study asks the next
+question with far more signal per update, and fixes its rules here, in code, before the
+first run:
+
+- primary metric: per-draw success on the 200 test problems x 4 draws (evaluation's
+  seeds), paired problem by problem with the recorded warm start (paired bootstrap 95 %
+  interval); greedy pass@1 with an exact McNemar test beside it;
+- selection: on the validation split only (200 problems x 4 draws, the sweep's seeds).
+  A candidate LEARNS when its paired 95 % interval of validation per-draw success against
+  the warm start lies above zero. Candidates run in the declared order; the first that
+  learns is the selected one, and its paired test comparison is the study's result;
+- every candidate that ran is recorded, learner or not, with its training reward (the
+  prompts it trained on) beside held-out success (memorisation against generalisation).
+
+A candidate whose `model` is not "tiny" needs machinery this package does not have yet
+(a SmolLM2 warm start on the task, or responses that show their working); it is declared
+here so that the order is fixed, and run_candidate refuses it.
+"""
+from __future__ import annotations
+
+import copy
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from verifiable_grpo.core import checkpoint, files
+from verifiable_grpo.core import model as model_lib
+from verifiable_grpo.core.config import provenance, resolve
+from verifiable_grpo.core.config_schema import typed
+from verifiable_grpo.core.runfolder import RunFolder
+from verifiable_grpo.evaluation import paired
+from verifiable_grpo.part1 import sweep
+
+RECORDED = "data/recorded/lift-study"
+ANALYSIS_SEED = 20261202
+RULE = ("primary: test per-draw success (200 x 4), paired with the warm start; a candidate "
+        "learns when its paired 95% interval of validation per-draw success lies above 0; "
+        "the first learner in declared order is selected and its paired test comparison "
+        "reported (greedy pass@1 and McNemar beside it)")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    name: str
+    model: str                    # "tiny" runs here; others are declared, not yet runnable
+    prompts_per_iteration: int
+    group_size: int
+    learning_rate: float
+    iterations: int
+    why: str
+    updates_per_rollout: int = 2
+    kl_coefficient: float = 0.02
+
+
+# Declared before any run (the order is the run order).
+CANDIDATES = (
+    Candidate("tiny-64x8-lr3e-5", "tiny", 64, 8, 3e-5, 100,
+              "16x the prompts of the specification's shape and twice the group: far more "
+              "signal per update at a rate the sweep found safe"),
+    Candidate("smollm2-4x4-lr1e-5", "smollm2-135m-instruct", 4, 4, 1e-5, 60,
+              "a pretrained model that already computes; needs its own warm start on the task"),
+    Candidate("tiny-working-64x8", "tiny-with-working", 64, 8, 3e-5, 100,
+              "responses may show one step per line before the JSON object (an extension of "
+              "the task); needs a base pretrained on worked problems"),
+)
+
+
+def candidate_config(base: dict, candidate: Candidate) -> dict:
+    if candidate.model != "tiny":
+        raise ValueError(f"candidate {candidate.name}: model {candidate.model!r} is declared "
+                         "but not runnable in this package yet")
+    config = copy.deepcopy(base)
+    config["grpo"].update(prompts_per_iteration=candidate.prompts_per_iteration,
+                          group_size=candidate.group_size,
+                          learning_rate=candidate.learning_rate,
+                          iterations=candidate.iterations,
+                          updates_per_rollout=candidate.updates_per_rollout,
+                          kl_coefficient=candidate.kl_coefficient)
+    config["grpo"]["interrupt_at"] = min(config["grpo"]["interrupt_at"], candidate.iterations - 1)
+    typed(config)
+    return config
+
+
+def _history(record: dict) -> list[dict]:
+    keys = ("mean_reward", "zero_variance_fraction", "mean_exact_kl", "mean_entropy",
+            "mean_response_tokens")
+    return [{"iteration": h["iteration"], **{k: h.get(k) for k in keys}}
+            for h in record["history"]]
+
+
+def run_candidate(base: dict, candidate: Candidate, runs, progress: bool = True) -> dict:
+    """Train (or reuse) one candidate from the recorded warm start and score it."""
+    from verifiable_grpo.training.grpo import run_grpo_branch
+
+    config = candidate_config(base, candidate)
+    folder = Path(runs) / candidate.name
+    done = folder / "result.json"
+    if done.is_file():
+        return files.read_json(done)
+    sweep.prepare_folder(folder, config)
+    started = time.perf_counter()
+    run_folder = RunFolder(folder)
+    trained = run_folder.record("grpo", "continuous")
+    record = (files.read_json(trained) if trained.is_file()
+              else run_grpo_branch(config, folder, "grpo", "continuous", progress=progress))
+    policy, _ = model_lib.reload_policy(run_folder.policy("warmstart"), config)
+    policy.load_state_dict(checkpoint.load_state(run_folder.state("grpo", "continuous"))["model"])
+    policy.eval()
+    scored = sweep.score_policy(policy, model_lib.load_tokenizer(config), config, folder)
+    result = {"candidate": asdict(candidate), "config_grpo": config["grpo"],
+              "final_model_digest": model_lib.model_digest(policy),
+              "train_seconds": record["timings"]["total_seconds"],
+              "seconds": time.perf_counter() - started, "history": _history(record),
+              **{k: sweep._compact(v) for k, v in scored.items()},
+              "provenance": provenance(config)}
+    files.save_json(done, result)
+    return result
+
+
+def _rate(rows: list[list]) -> float:
+    return sum(r[3] for r in rows) / len(rows)
+
+
+def compare(warm: dict, result: dict, index: int, resamples: int = 10_000) -> dict:
+    """Paired comparisons with the warm start: validation (selection) and test (report)."""
+    out = {}
+    for key in ("validation_sample", "test_sample", "test_greedy"):
+        rng = np.random.default_rng([ANALYSIS_SEED, index])
+        out[key] = paired.compare(sweep._expand(warm[key]), sweep._expand(result[key]), rng,
+                                  resamples=resamples)
+    history = result["history"]
+    fifth = max(1, len(history) // 5)
+    return {"name": result["candidate"]["name"],
+            "validation_per_draw": _rate(result["validation_sample"]),
+            "test_per_draw": _rate(result["test_sample"]),
+            "test_greedy": _rate(result["test_greedy"]),
+            "training_reward_first_fifth": float(np.mean(
+                [h["mean_reward"] for h in history[:fifth]])),
+            "training_reward_last_fifth": float(np.mean(
+                [h["mean_reward"] for h in history[-fifth:]])),
+            "paired": out, "learns": bool(out["validation_sample"]["low"] > 0),
+            "train_seconds": result["train_seconds"]}
+
+
+def summarise(warm: dict, results: list[dict]) -> dict:
+    rows = [compare(warm, res, i) for i, res in enumerate(results)]
+    selected = next((r["name"] for r in rows if r["learns"]), None)
+    ran = {r["name"] for r in rows}
+    return {"rule": RULE,
+            "warm_start": {k: _rate(warm[k]) for k in
+                           ("validation_sample", "test_sample", "test_greedy")},
+            "candidates": rows, "selected": selected,
+            "not_run": [c.name for c in CANDIDATES if c.name not in ran]}
+
+
+def export(base: dict, runs, dest=None) -> Path:
+    """data/recorded/lift-study/study.json from the finished candidates in `runs`."""
+    runs = Path(runs)
+    warm = sweep.warm_start_result(base, runs)
+    sweep.check_warm_start(warm)
+    results = [files.read_json(runs / c.name / "result.json") for c in CANDIDATES
+               if (runs / c.name / "result.json").is_file()]
+    if not results:
+        raise ValueError(f"no finished candidate in {runs}")
+    dest = resolve(RECORDED) if dest is None else Path(dest)
+    return files.save_json(dest / "study.json", {"summary": summarise(warm, results),
+                                                 "warm_start": warm, "results": results})
