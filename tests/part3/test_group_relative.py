@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from verifiable_grpo.part3 import digit_policy as dp
-from verifiable_grpo.part3 import expert_iteration, group_relative as gr
+from verifiable_grpo.part3 import expert_iteration, group_relative as gr, labs
 
 
 def test_sample_std_advantages_by_hand():
@@ -53,26 +53,52 @@ def test_bad_settings_are_refused():
         expert_iteration.expert_iteration(reference, rounds=0)
 
 
-def _log(run):
-    keys = ("sampled_reward", "zero_variance", "accuracy", "kl", "length", "verifier_reward")
-    return [" ".join(f"{r[k]:.3f}" for k in keys) for r in run["records"][1:]]
+# Lab 5 samples thousands of tokens from a GRU whose logits differ in the last bits between
+# CPUs (Intel and AMD kernels, ATen's default or AVX-512 paths). One flipped draw late in a
+# run moves the rows after it: on an Intel Xeon the substring-verifier run ended 0.018 from
+# the record in accuracy and length, every earlier row and both other runs equal. The
+# record (data/recorded/part3/expert-iteration.json, which the chapter prints and which
+# holds the module's figures, tests/part3/test_recorded.py) is therefore compared within
+# these tolerances, about three times the largest gap seen; the findings the chapter draws
+# from it are checked below as comparisons with wide margins.
+LAB5_TOLERANCE = dict(sampled_reward=0.06, zero_variance=0.2, accuracy=0.06, kl=0.06,
+                      length=0.06, verifier_reward=0.06)
 
 
-def test_lab5_reproduces_the_module_figures():
-    result = gr.run_lab(variants=False)
-    rounds = [(r["accepted"], r["covered_prompts"], f"{r['accept_rate']:.3f}", f"{r['accuracy']:.3f}",
-               f"{r['kl']:.3f}") for r in result["expert_iteration"]]
-    assert rounds == [(357, 100, "0.446", "0.973", "0.649"), (774, 100, "0.967", "0.993", "0.726"),
-                      (788, 100, "0.985", "0.994", "0.734")]
-    small, large, flawed = result["grpo"]
-    assert _log(small) == ["0.762 0.031 0.756 0.249 1.469 0.756", "0.828 0.219 0.857 0.393 1.461 0.857",
-                           "0.922 0.469 0.909 0.507 1.455 0.909", "0.945 0.625 0.946 0.583 1.452 0.946",
-                           "0.977 0.812 0.958 0.611 1.454 0.958", "0.969 0.750 0.963 0.629 1.455 0.963"]
-    assert _log(large) == ["0.727 0.031 0.731 0.183 1.497 0.731", "0.766 0.156 0.806 0.272 1.482 0.806",
-                           "0.883 0.375 0.843 0.329 1.492 0.843", "0.902 0.469 0.863 0.361 1.489 0.863",
-                           "0.875 0.312 0.864 0.360 1.491 0.864", "0.863 0.219 0.870 0.376 1.489 0.870"]
-    assert _log(flawed) == ["0.773 0.031 0.695 0.167 1.571 0.776", "0.828 0.281 0.752 0.345 1.603 0.868",
-                            "0.934 0.562 0.788 0.487 1.614 0.921", "0.965 0.719 0.815 0.578 1.644 0.953",
-                            "0.984 0.875 0.762 0.650 1.741 0.962", "0.965 0.781 0.778 0.647 1.741 0.976"]
-    assert flawed["accepted_but_wrong"] == [([0, 0], "09", "0"), ([0, 0], "009", "0"), ([0, 0], "012", "0"),
-                                            ([0, 0], "0109", "0"), ([0, 0], "010", "0")]
+@pytest.fixture(scope="module")
+def lab5():
+    return gr.run_lab(variants=False)
+
+
+def test_lab5_reruns_the_record_within_kernel_tolerance(lab5):
+    recorded = labs.recorded("expert-iteration")["metrics"]
+    for mine, theirs in zip(lab5["expert_iteration"], recorded["expert_iteration"], strict=True):
+        assert mine["covered_prompts"] == theirs["covered_prompts"] == 100
+        assert abs(mine["accepted"] - theirs["accepted"]) <= 16, mine["round"]   # 2 % of 800
+        assert abs(mine["accuracy"] - theirs["accuracy"]) <= LAB5_TOLERANCE["accuracy"]
+        assert abs(mine["kl"] - theirs["kl"]) <= LAB5_TOLERANCE["kl"]
+    for run, record in zip(lab5["grpo"], recorded["grpo"], strict=True):
+        assert (run["beta"], run["substring"]) == (record["beta"], record["substring"])
+        for mine, theirs in zip(run["records"], record["records"], strict=True):
+            assert mine["iteration"] == theirs["iteration"]
+            for key, tolerance in LAB5_TOLERANCE.items():
+                if theirs.get(key) is not None:
+                    assert abs(mine[key] - theirs[key]) <= tolerance, (mine["iteration"], key)
+
+
+def test_lab5_findings_hold_on_any_cpu(lab5):
+    rounds = lab5["expert_iteration"]
+    assert rounds[0]["accepted"] < rounds[1]["accepted"] <= rounds[2]["accepted"]
+    small, large, flawed = (run["records"][-1] for run in lab5["grpo"])
+    # A smaller KL weight drifts further and ends more accurate (0.963 against 0.870).
+    assert small["kl"] > large["kl"] and small["accuracy"] > large["accuracy"] + 0.05
+    # The substring verifier is gamed: its reward runs well above the true accuracy, and
+    # answers grow longer than the honest run's.
+    assert flawed["verifier_reward"] > flawed["accuracy"] + 0.1
+    assert flawed["length"] > small["length"] + 0.1
+    wrong = lab5["grpo"][2]["accepted_but_wrong"]
+    assert len(wrong) >= 3
+    prompts = torch.tensor([p for p, _, _ in wrong])
+    targets = dp.encode_responses([text for _, text, _ in wrong])
+    assert gr.verifier_rewards(prompts, targets, substring=True).tolist() == [1.0] * len(wrong)
+    assert gr.verifier_rewards(prompts, targets).tolist() == [0.0] * len(wrong)

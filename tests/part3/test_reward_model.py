@@ -5,14 +5,17 @@ import math
 import numpy as np
 import pytest
 
-from verifiable_grpo.part3 import best_of_n, reward_model
+from verifiable_grpo.part3 import best_of_n, labs, reward_model
 
-# The MLP's 1,500 AdamW steps amplify last-bit differences between torch builds' kernels
-# (the same at 1, 2 and 4 threads). Between the module's build and torch 2.13 CPU the
-# observed gaps are: loss 5e-4, correlation 1e-4, ECE 1.5e-3, selected true reward 0.027.
-# Tolerances are about twice those gaps; the mean reward is not compared at all, because a
-# constant shift of the reward cancels from every comparison and is not identified.
-MLP_TOLERANCE = dict(accuracy=0.005, loss=0.001, correlation=0.0003, ece=0.003, mlp_true=0.06)
+# The MLP's 1,500 AdamW steps amplify last-bit differences between CPU kernels (Intel and
+# AMD, ATen's default or AVX-512 paths, one or two threads). Reruns on one AMD EPYC under
+# those variations gave loss 0.3738-0.3776, accuracy 0.8335-0.838, correlation
+# 0.9712-0.9733, ECE 0.0251-0.0278 and selected true rewards up to 0.05 apart; an Intel
+# Xeon missed the module's loss by more than 0.001. A rerun is compared with the record
+# (data/recorded/part3/reward-model.json, which the chapter prints) within about three
+# times those gaps, and the chapter's findings are checked as comparisons with wide
+# margins. The mean reward is not compared: a constant shift cancels from every use.
+MLP_TOLERANCE = dict(accuracy=0.015, loss=0.006, correlation=0.006, ece=0.008, mlp_true=0.15)
 
 
 def test_true_reward_peaks_at_2_5():
@@ -56,10 +59,20 @@ def test_lab3_figures():
                        ["1.835", "2.768", "1.683", "1.984"], ["3.175", "3.848", "1.901", "2.337"],
                        ["4.549", "4.822", "1.719", "2.456"], ["5.932", "5.608", "1.384", "2.488"],
                        ["7.318", "6.269", "1.086", "2.497"], ["8.704", "6.954", "0.389", "2.499"]]
-    mlp = result["models"]["mlp"]
-    for key, module_value in (("accuracy", 0.8380), ("loss", 0.3751), ("correlation", 0.9713)):
-        assert abs(mlp[key] - module_value) <= MLP_TOLERANCE[key], key
-    assert abs(result["ece"] - 0.0266) <= MLP_TOLERANCE["ece"]
-    module_mlp_true = [-1.030, 1.141, 1.778, 1.856, 1.837, 1.814, 1.674, 1.623]
-    for row, expect in zip(result["selection"], module_mlp_true):
-        assert abs(row["mlp_true"] - expect) <= MLP_TOLERANCE["mlp_true"], row["n"]
+    mlp, recorded = result["models"]["mlp"], labs.recorded("reward-model")["metrics"]
+    for key in ("accuracy", "loss", "correlation"):
+        assert abs(mlp[key] - recorded["models"]["mlp"][key]) <= MLP_TOLERANCE[key], key
+    assert abs(result["ece"] - recorded["ece"]) <= MLP_TOLERANCE["ece"]
+    for row, theirs in zip(result["selection"], recorded["selection"], strict=True):
+        assert abs(row["mlp_true"] - theirs["mlp_true"]) <= MLP_TOLERANCE["mlp_true"], row["n"]
+    # The findings: the MLP fits better than the linear model; every proxy is
+    # over-optimised (its true reward peaks inside the grid and falls by the end) while
+    # the oracle's keeps rising.
+    linear = result["models"]["linear"]
+    assert mlp["loss"] < linear["loss"] - 0.02 and mlp["correlation"] > linear["correlation"] + 0.05
+    for key in ("linear_true", "mlp_true"):
+        curve = [row[key] for row in result["selection"]]
+        peak = curve.index(max(curve))
+        assert 0 < peak < len(curve) - 1 and curve[-1] < max(curve) - 0.1, key
+    oracle_true = [row["oracle_true"] for row in result["selection"]]
+    assert oracle_true == sorted(oracle_true)

@@ -1,0 +1,69 @@
+"""Figures of GRPO learning on fixed prompts (chapter 6) and of the held-out lift study.
+
+The fixed-prompt record (part1.fixed_prompts) holds our per-iteration telemetry and,
+when present, TRL's log on the same prompts; both share the paired before/after success
+on the trained prompts, measured with the same draw seeds.
+"""
+from __future__ import annotations
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from verifiable_grpo.book.plots import moving_average
+
+
+def _trl_series(trl: dict, key: str) -> tuple[np.ndarray, list]:
+    """TRL logs every optimiser step; a rollout set feeds `updates` steps: x in iterations."""
+    per = trl["setting"]["updates_per_rollout"]
+    rows = [entry for entry in trl["log"] if key in entry]
+    return np.arange(len(rows)) / per, [entry[key] for entry in rows]
+
+
+def plot_fixed_prompt_run(ours: dict, trl: dict | None = None, window: int = 5) -> Figure:
+    """Six panels: reward, success before/after per prompt, KL, entropy, clip, length."""
+    history = ours["history"]
+    it = np.array([h["iteration"] for h in history])
+    figure = Figure(figsize=(11, 6.2), layout="constrained")
+    axes = figure.subplots(2, 3).ravel()
+    reward = [h["mean_reward"] for h in history]
+    axes[0].plot(it, reward, ".", alpha=0.35, color="C0")
+    axes[0].plot(it, moving_average(reward, window), color="C0", label="ours (exact KL)")
+    panels = [(2, "mean_exact_kl", "kl", "KL to the reference"),
+              (3, "mean_entropy", "entropy", "entropy per token (nats)"),
+              (5, "mean_response_tokens", "completions/mean_length", "response length (tokens)")]
+    for index, mine, theirs, title in panels:
+        axes[index].plot(it, [h[mine] for h in history], color="C0", label="ours")
+        axes[index].set(title=title, xlabel="iteration")
+    clip = [h["clip_low_fraction"] + h["clip_high_fraction"] for h in history]
+    axes[4].plot(it, clip, color="C0", label="ours")
+    axes[4].set(title="active clip fraction (mean of the 2 updates)", xlabel="iteration")
+    if trl is not None:
+        x, values = _trl_series(trl, "reward")
+        axes[0].plot(x, moving_average(values, window * 2), color="C1",
+                     label="TRL (k3 KL)")
+        for index, _, theirs, _ in panels:
+            x, values = _trl_series(trl, theirs)
+            axes[index].plot(x, values, color="C1", alpha=0.8, label="TRL")
+        x, values = _trl_series(trl, "clip_ratio/region_mean")
+        axes[4].plot(x, values, color="C1", alpha=0.8, label="TRL")
+    axes[0].set(title="reward on the trained prompts", xlabel="iteration", ylim=(-0.02, 1.02))
+    _before_after(axes[1], ours, trl)
+    for ax in axes:
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=8)
+    return figure
+
+
+def _before_after(ax, ours: dict, trl: dict | None) -> None:
+    draws = ours["setting"]["draws"]
+    prompts = ours["prompts"]
+    x = np.arange(len(prompts))
+    width = 0.27 if trl is not None else 0.4
+    ax.bar(x - width, [p["before"] / draws for p in prompts], width, color="0.6",
+           label="warm start")
+    ax.bar(x, [p["after"] / draws for p in prompts], width, color="C0", label="after, ours")
+    if trl is not None:
+        ax.bar(x + width, [p["after"] / draws for p in trl["prompts"]], width, color="C1",
+               label="after, TRL")
+    ax.set(title=f"success per trained prompt ({draws} draws)", xlabel="prompt",
+           ylim=(0, 1.05), xticks=x)
