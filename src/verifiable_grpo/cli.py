@@ -33,6 +33,8 @@ COMMANDS = {
                "Part II's GRPO family study: lock, run, study, analyse, status, export"),
     "sweep": ("part1.sweep_command", "command_sweep",
               "Part I beyond the specification: GRPO settings swept from the recorded warm start"),
+    "learn": ("part1.learning_command", "command_learn",
+              "GRPO learning runs: fixed prompts (ours, TRL) and the held-out lift study"),
     "bench": ("part1.bench", "command_bench",
               "time a GRPO rollout set: ours batched, ours sequential, TRL's GRPOTrainer"),
 }
@@ -144,6 +146,16 @@ def build_parser() -> argparse.ArgumentParser:
                                 "grpo.json)")
             continue
         p.add_argument("--config", default="tiny", help="profile name or YAML path (default: tiny)")
+        if name == "learn":
+            p.add_argument("what", choices=["fixed-prompts", "fixed-prompts-trl", "lift"],
+                           help="fixed-prompts: GRPO on 8 fixed prompts; fixed-prompts-trl: "
+                                "TRL on the same prompts; lift: the declared held-out study")
+            p.add_argument("--out", default="runs/learn", help="folder (default runs/learn)")
+            p.add_argument("--candidates", nargs="*", default=None,
+                           help="lift: only these declared candidates")
+            p.add_argument("--export", action="store_true",
+                           help="then record the finished run in data/recorded/")
+            continue
         if name == "sweep":
             p.add_argument("--out", default="runs/tiny-sweep", help="sweep folder (default runs/tiny-sweep)")
             p.add_argument("--settings", nargs="*", default=None, help="only these settings")

@@ -1,0 +1,47 @@
+"""`python -m verifiable_grpo learn WHAT`: the GRPO learning runs of chapter 6 and the
+held-out lift study, each continued where it stopped and optionally recorded."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from verifiable_grpo.core import files
+from verifiable_grpo.core.config import load_config, resolve
+from verifiable_grpo.part1 import fixed_prompts, fixed_prompts_trl, lift_study
+
+
+def _print_fixed(name: str, result: dict) -> None:
+    prompts, draws = result["prompts"], result["setting"]["draws"]
+    total = draws * len(prompts)
+    print(f"{name}: success on the {len(prompts)} trained prompts "
+          f"{sum(p['before'] for p in prompts) / total:.3f} -> "
+          f"{sum(p['after'] for p in prompts) / total:.3f} ({draws} draws each)")
+
+
+def command_learn(args) -> int:
+    base = load_config(args.config)
+    out = Path(args.out)
+    dest = resolve(fixed_prompts.RECORDED)
+    if args.what == "fixed-prompts":
+        result = fixed_prompts.run(base, out / "fixed-prompts")
+        _print_fixed("ours", result)
+        if args.export:
+            print(f"recorded {files.save_json(dest / 'ours.json', result)}")
+    elif args.what == "fixed-prompts-trl":
+        result = fixed_prompts_trl.run_trl(base, out / "fixed-prompts", out / "fixed-prompts-trl")
+        _print_fixed("TRL", result)
+        if args.export:
+            print(f"recorded {files.save_json(dest / 'trl.json', result)}")
+    else:
+        unknown = sorted(set(args.candidates or []) - {c.name for c in lift_study.CANDIDATES})
+        if unknown:
+            raise ValueError(f"unknown candidates {unknown}: choose from "
+                             f"{[c.name for c in lift_study.CANDIDATES]}")
+        for candidate in lift_study.CANDIDATES:
+            if args.candidates is None and candidate.model != "tiny":
+                print(f"{candidate.name}: declared, not runnable yet ({candidate.model})")
+                continue
+            if args.candidates is None or candidate.name in args.candidates:
+                lift_study.run_candidate(base, candidate, out / "lift")
+        if args.export:
+            print(f"recorded {lift_study.export(base, out / 'lift')}")
+    return 0
