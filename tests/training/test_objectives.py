@@ -549,3 +549,28 @@ def test_the_loop_takes_another_objective_from_the_registry(rollout_set):
     policy.zero_grad(set_to_none=True)
     assert telemetry["loss"] == pytest.approx(float(loss.detach()), rel=1e-5)
     assert telemetry["mean_exact_kl"] > 0  # the exact KL is still measured as the yardstick
+
+
+def test_a_new_axis_with_a_default_changes_no_recorded_hash(monkeypatch):
+    """Grow a part of the registry by one field (a KL bias correction, off by default):
+    every entry keeps its hash, so Part I's pinned hash and Part II's committed lock still
+    verify; an entry that sets the new field gets a hash of its own."""
+    import json
+
+    from verifiable_grpo.core.config import resolve
+    from verifiable_grpo.part2 import lock as lock_lib
+
+    grown = dataclasses.make_dataclass("KLTermGrown", [("bias_correction", bool, False)],
+                                       bases=(KLTerm,), frozen=True)
+    before = {name: entry.sha256() for name, entry in OBJECTIVES.items()}
+    regrown = {name: dataclasses.replace(entry, kl=grown(entry.kl.kind, entry.kl.coefficient))
+               for name, entry in OBJECTIVES.items()}
+    assert {name: entry.sha256() for name, entry in regrown.items()} == before
+    assert regrown["part1"].sha256() == PART1_SHA256
+    corrected = dataclasses.replace(regrown["part1"], kl=grown("exact_prefix", 0.02, True))
+    assert corrected.sha256() != PART1_SHA256
+    assert corrected.mechanics()["kl"]["bias_correction"] is True
+    monkeypatch.setattr(objectives, "OBJECTIVES", regrown)
+    monkeypatch.setattr(lock_lib.objectives, "OBJECTIVES", regrown)
+    committed = json.loads(resolve("configs/part2/lock.json").read_text())
+    assert lock_lib.lock_differences(committed) == []

@@ -213,11 +213,18 @@ class Objective:
 
     def mechanics(self) -> dict:
         """Everything that decides the arithmetic (name and description left out, so two
-        names for one mechanism share a hash), as plain JSON values."""
-        spec = dataclasses.asdict(self)
-        del spec["name"], spec["description"]
-        if spec["advantages"]["prior"] is not None:
-            spec["advantages"]["prior"] = list(spec["advantages"]["prior"])
+        names for one mechanism share a hash), as plain JSON values.
+
+        The fields of schema v1 are always listed; a field added to a part later enters
+        only when an entry sets it away from its default, so a new axis with a default
+        changes no existing hash (Part I's pinned hash, Part II's lock)."""
+        spec = {}
+        for axis in dataclasses.fields(self):
+            if axis.name in ("name", "description"):
+                continue
+            value = getattr(self, axis.name)
+            spec[axis.name] = (_part_mechanics(value, axis.name)
+                               if dataclasses.is_dataclass(value) else value)
         return {"schema": SCHEMA, **spec}
 
     def sha256(self) -> str:
@@ -229,6 +236,24 @@ class Objective:
                 "clip": self.clip.describe(), "aggregation": self.aggregation.describe(),
                 "KL": self.kl.describe(), "sampler": self.sampler.describe(),
                 "sha256": self.sha256()[:12], "description": self.description}
+
+
+# The fields each part had when SCHEMA v1 was written: always hashed.
+V1_FIELDS = {"advantages": ("kind", "correction", "epsilon", "prior"),
+             "clip": ("low", "high"), "aggregation": ("kind", "tokens", "length"),
+             "kl": ("kind", "coefficient"),
+             "sampler": ("kind", "max_generation_batches", "exploration_rollouts",
+                         "rescue_budget", "rejection_k", "max_rollouts")}
+
+
+def _part_mechanics(part, axis: str) -> dict:
+    """A part's v1 fields, plus any later field whose value differs from its default."""
+    out = {}
+    for field in dataclasses.fields(part):
+        value = getattr(part, field.name)
+        if field.name in V1_FIELDS[axis] or value != field.default:
+            out[field.name] = list(value) if isinstance(value, tuple) else value
+    return out
 
 
 # --------------------------------------------------------------------------- the registry
