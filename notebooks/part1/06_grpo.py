@@ -338,7 +338,7 @@ result = check_grpo_loss(solution_grpo_loss)
 # the prompt's digits modulo 6 before the end token), and runs the package's loop
 # (`verifiable_grpo.exercises.grpo_loop.grpo_iteration`) from the same seeds. After every
 # iteration it compares the rewards, the advantages, the loss of each update and every weight
-# of the policy, within $10^{-8}$. When they differ it names the mistake your loop reproduces:
+# of the policy, within $10^{-5}$. When they differ it names the mistake your loop reproduces:
 # the sample std, advantages without centring, the clip on the wrong side, the KL with the
 # wrong sign, old log-probs recomputed at each update, one update instead of two, one token
 # mean over the whole batch, gradients never zeroed.

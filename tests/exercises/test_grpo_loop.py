@@ -10,13 +10,13 @@ from verifiable_grpo.exercises.micro_task import EOS, MicroTask, answer, micro_p
 from verifiable_grpo.training.losses import exact_prefix_kl
 
 
-def learner_loop(mistake=None):
+def learner_loop(mistake=None, rewards_dtype=torch.float64):
     """A learner-style iteration; `mistake` seeds one error, written independently of the
     package's seeded mistakes."""
     def iteration(policy, reference, optimizer, task, group_size, epsilon, beta, updates):
         samples = [[task.sample(policy, p) for _ in range(group_size)] for p in task.prompts]
         rewards = torch.tensor([[task.reward(p, r) for r, _ in group]
-                                for p, group in zip(task.prompts, samples)], dtype=torch.float64)
+                                for p, group in zip(task.prompts, samples)], dtype=rewards_dtype)
         mean = rewards.mean(1, keepdim=True)
         std = rewards.std(1, keepdim=True, correction=1 if mistake == "sample_std" else 0)
         centred = rewards if mistake == "no_centring" else rewards - mean
@@ -88,6 +88,10 @@ def test_the_checker_passes_a_learner_style_loop_and_the_package_loop(capsys):
     assert check_grpo_loop(learner_loop()).passed
     assert "all 13 checks pass" in capsys.readouterr().out
     assert check_grpo_loop(grpo_loop.grpo_iteration, verbose=False).passed
+
+
+def test_rewards_kept_in_float32_are_no_mistake():
+    assert check_grpo_loop(learner_loop(rewards_dtype=torch.float32), verbose=False).passed
 
 
 @pytest.mark.parametrize("mistake", sorted(grpo_loop.MISTAKES))

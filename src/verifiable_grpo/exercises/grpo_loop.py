@@ -7,8 +7,10 @@ micro policy and toy task of micro_task.py, and runs the package's iteration
 (`grpo_iteration`, built from training/losses.py) from the same seeds: same weights, same
 sampling generator, same optimiser. After every iteration it compares the rewards, the
 advantages, the loss of every update and every weight of the policy, each within an
-absolute TOLERANCE (the micro policy computes in float64, so two correct loops agree to
-about 1e-12 whatever order they add in, and a mistake moves them by 1e-4 or more).
+absolute TOLERANCE of 1e-5. The micro policy computes in float64, so two correct loops
+agree to about 1e-14 whatever order they add in; rewards kept in float32 move the weights
+by about 3e-6, which is no GRPO mistake; each seeded mistake moves some compared quantity
+by 5e-4 or more (measured).
 
 When the learner's loop differs, the checker runs the package's iteration again with each
 common mistake seeded in (MISTAKES) and names the mistakes whose results the learner's
@@ -31,7 +33,7 @@ EPSILON = 0.2
 BETA = 0.02
 UPDATES = 2
 LEARNING_RATE = 0.02
-TOLERANCE = 1e-8
+TOLERANCE = 1e-5     # two correct float64 loops agree to ~1e-14; float32 rewards to ~3e-6
 ADVANTAGE_EPSILON = 1e-8
 QUANTITIES = ("rewards", "advantages", "losses", "weights")
 
