@@ -436,3 +436,21 @@ Table(["iterations", "correct responses, per iteration", "mean reward"],
       [[f"{a + 1}-{a + 4}", " ".join(f"{int(r.sum())}/16" for r in longer.rewards[a:a + 4]),
         sum(float(r.mean()) for r in longer.rewards[a:a + 4]) / 4] for a in range(0, 16, 4)],
       digits=3)
+
+# %% [markdown]
+# Nothing in your function belongs to the toy. `StockTask` offers the same four methods on
+# StockArithmetic: the chat prompt of each problem, the sampler of the training loop, and
+# chapter 1's strict verifier on the decoded text. One iteration of your loop on four
+# training problems, from the recorded warm start (a copy: the policy above stays as it is):
+
+# %%
+from verifiable_grpo.exercises.stock_task import StockTask
+from verifiable_grpo.task import data
+
+stock = StockTask(tokenizer, data.read_examples(out / "learning-data", "train")[:4], tiny_config, seed=0)
+stock_policy, stock_reference = copy.deepcopy(policy), copy.deepcopy(policy).requires_grad_(False)
+stock_run = solution_grpo_iteration(stock_policy, stock_reference,
+                                    torch.optim.AdamW(stock_policy.parameters(), lr=1e-5), stock)
+print("rewards [P, G]:", tuple(stock_run["rewards"].shape),
+      "| correct responses:", int(stock_run["rewards"].sum()), "of 16",
+      "| updates made:", len(stock_run["losses"]))

@@ -138,3 +138,35 @@ def test_an_unknown_loop_gets_the_hint_of_the_stage_where_it_parts():
     failures = "\n".join(check_grpo_loop(member_major, verbose=False).failures)
     assert grpo_loop.STAGE_HINTS["rewards"] in failures
     assert not any(hint in failures for hint in grpo_loop.MISTAKES.values())
+
+
+# --------------------------------------------------------------------------- the real task
+def test_the_package_loop_runs_on_stock_arithmetic_with_the_verifier(micro_model, random_config,
+                                                                     learning_view_dir, one_thread):
+    import copy
+
+    from verifiable_grpo.exercises.stock_task import StockTask
+    from verifiable_grpo.task import data, prompts, verifier
+
+    policy, tokenizer = micro_model
+    examples = data.read_examples(learning_view_dir, "train")[:2]
+    task = StockTask(tokenizer, examples, random_config, seed=0)
+    prompt, problem = task.prompts[0], examples[0]["problem"]
+    right = prompts.response_ids(tokenizer, f'{{"final_stock": {verifier.compute_final_stock(problem)}}}',
+                                 random_config)
+    wrong = prompts.response_ids(tokenizer, f'{{"final_stock": {verifier.compute_final_stock(problem) + 1}}}',
+                                 random_config)
+    assert (task.reward(prompt, right), task.reward(prompt, wrong), task.reward(prompt, right[:-1])) == (
+        1.0, 0.0, 0.0)                                       # without EOS: no reward
+
+    response, old = task.sample(policy, prompt)
+    rescored = torch.log_softmax(task.logits(policy, prompt, response), -1)[range(len(response)), response]
+    assert float((rescored.detach() - old).abs().max()) <= 2e-4   # the training loop's own check
+
+    reference = copy.deepcopy(policy).requires_grad_(False)
+    before = [p.clone() for p in reference.parameters()]
+    optimizer = torch.optim.AdamW(policy.parameters(), lr=1e-3)
+    out = grpo_loop.grpo_iteration(policy, reference, optimizer, task, group_size=2)
+    assert out["rewards"].shape == out["advantages"].shape == (2, 2)
+    assert len(out["losses"]) == 2 and all(torch.isfinite(torch.tensor(out["losses"])))
+    assert all(torch.equal(a, b) for a, b in zip(before, reference.parameters()))

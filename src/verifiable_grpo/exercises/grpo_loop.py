@@ -114,7 +114,8 @@ def grpo_iteration(policy, reference, optimizer, task, group_size: int = GROUP_S
     population-std group advantages, then `updates` AdamW updates of the clipped surrogate
     plus beta times the exact prefix KL, reduced token -> response -> prompt.
 
-    `mistake` (a key of MISTAKES) seeds one common error, for the checker's diagnosis.
+    task: micro_task.MicroTask or stock_task.StockTask. `mistake` (a key of MISTAKES)
+    seeds one common error, for the checker's diagnosis.
     """
     if mistake is not None and mistake not in MISTAKES:
         raise ValueError(f"unknown mistake {mistake!r}: use one of {sorted(MISTAKES)}")
@@ -123,7 +124,7 @@ def grpo_iteration(policy, reference, optimizer, task, group_size: int = GROUP_S
                             for prompt, group in zip(task.prompts, samples)], dtype=torch.float64)
     advantages = _advantages(rewards, mistake)
     recorded = []
-    for update in range(1 if mistake == "one_update" else updates):
+    for _ in range(1 if mistake == "one_update" else updates):
         if mistake != "no_zero_grad":
             optimizer.zero_grad()
         loss = _rollout_loss(policy, reference, task, samples, advantages, epsilon, beta, mistake)

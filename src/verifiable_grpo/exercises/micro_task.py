@@ -59,7 +59,8 @@ class MicroTask:
     prompts: tuples of digit ids. sample(model, prompt) -> (response ids, old log-probs
     [R] float64, detached); reward(prompt, response) -> 0.0 or 1.0; logits(model, prompt,
     response) -> [R, V] logits at the R prefixes that predicted the response tokens
-    (with gradient when the model has one).
+    (with gradient when the model has one). logits_of_many serves the package's loop;
+    stock_task.StockTask offers the same methods on StockArithmetic.
     """
 
     def __init__(self, prompts=PROMPTS, seed: int = SAMPLING_SEED):
