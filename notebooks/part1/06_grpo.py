@@ -5,6 +5,8 @@
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -12,6 +14,7 @@
 # ---
 
 # %% [markdown]
+#
 # %% [markdown]
 # # GRPO with an exact KL on visited prefixes
 #
@@ -391,3 +394,151 @@ def solution_grpo_loss(current, old, advantages, mask, kl, group_size, epsilon=0
     return per_prompt.mean()                                                # over prompts
 
 result = check_grpo_loss(solution_grpo_loss)
+
+# %% [markdown]
+# ## Exercise: write the GRPO loop
+#
+# Every piece is now in place: the verifier (chapter 1), group advantages (chapter 2), the
+# clipped ratio (chapter 3), the exact KL (chapter 4) and the loss above. This exercise puts
+# them together into the loop itself. One iteration:
+#
+# ![One GRPO iteration: P prompts, G sampled responses per prompt with their old log-probs
+# captured, the verifier's rewards, group advantages, then two clipped updates with the exact
+# KL to the frozen reference; the updated policy samples the next
+# iteration.](../../book/images/grpo_loop.png)
+#
+# Write `my_grpo_iteration(policy, reference, optimizer, task, group_size, epsilon, beta,
+# updates)`: sample `group_size` responses to each prompt, verify them, turn the rewards into
+# group advantages, then make `updates` (two) updates on that same rollout set, each
+# minimising the loss of the previous exercise. Return a dict with the `rewards` and the
+# `advantages` (both `[P, G]`) and the `losses` (one float per update). The `task` gives you
+# what is specific to a model and a task:
+#
+# - `task.prompts`: the prompts of this iteration;
+# - `task.sample(policy, prompt)`: one response (a list of token ids) and its old
+#   log-probabilities, captured from the very logits each token was drawn from;
+# - `task.reward(prompt, response)`: the verifier, 1.0 or 0.0;
+# - `task.logits(model, prompt, response)`: the logits `[R, V]` at the R prefixes that
+#   predicted the response's tokens.
+#
+# The checker runs your function for three iterations on a micro model (a random one-layer
+# Qwen2 over seven tokens, in float64) and a toy task a program can verify (write the sum of
+# the prompt's digits modulo 6 before the end token), and runs the package's loop
+# (`verifiable_grpo.exercises.grpo_loop.grpo_iteration`) from the same seeds. After every
+# iteration it compares the rewards, the advantages, the loss of each update and every weight
+# of the policy, within $10^{-5}$. When they differ it names the mistake your loop reproduces:
+# the sample std, advantages without centring, the clip on the wrong side, the KL with the
+# wrong sign, old log-probs recomputed at each update, one update instead of two, one token
+# mean over the whole batch, gradients never zeroed.
+
+# %%
+import torch
+from verifiable_grpo.training.losses import exact_prefix_kl    # chapter 4's exact KL, ready to use
+
+def my_grpo_iteration(policy, reference, optimizer, task, group_size=4, epsilon=0.2, beta=0.02,
+                      updates=2):
+    raise NotImplementedError("fill in the TODOs, then delete this line")
+    # 1. Sample: G responses per prompt, prompt by prompt, each with task.sample(policy, prompt).
+    #    A sample is (response ids, old log-probs); the old log-probs stay as they were captured.
+    samples = ...      # TODO: one list of G samples per prompt
+
+    # 2. Verify every response.
+    rewards = ...      # TODO: float64 tensor [P, G] of task.reward(prompt, response)
+
+    # 3. Group advantages (chapter 2): population std, epsilon 1e-8, one group per row.
+    advantages = ...   # TODO: [P, G]
+
+    # 4. `updates` clipped updates on this same rollout set.
+    losses = []
+    for update in range(updates):
+        ...            # TODO: start from zero gradients
+        prompt_losses = []
+        for prompt, group, group_advantages in zip(task.prompts, samples, advantages):
+            response_losses = []
+            for (response, old), advantage in zip(group, group_advantages):
+                logits = task.logits(policy, prompt, response)              # [R, V], with gradient
+                with torch.no_grad():
+                    reference_logits = task.logits(reference, prompt, response)
+                current = torch.log_softmax(logits, -1)[range(len(response)), response]
+                # TODO: the ratio, the clipped surrogate of each token, beta * the exact KL of
+                #       each token, and this response's loss: the mean over its tokens
+                response_losses.append(...)
+            prompt_losses.append(...)   # TODO: the mean over the group
+        loss = ...                      # TODO: the mean over prompts
+        ...                             # TODO: backpropagate, then step the optimiser
+        losses.append(float(loss.detach()))
+    return {"rewards": rewards, "advantages": advantages, "losses": losses}
+
+# %%
+from verifiable_grpo.exercises import check_grpo_loop
+
+loop_result = check_grpo_loop(my_grpo_iteration)
+
+# %% [markdown]
+# A worked solution (hidden in the book): the stub with its TODOs filled in.
+
+# %% tags=["hide-input"]
+def solution_grpo_iteration(policy, reference, optimizer, task, group_size=4, epsilon=0.2,
+                            beta=0.02, updates=2):
+    samples = [[task.sample(policy, prompt) for _ in range(group_size)] for prompt in task.prompts]
+    rewards = torch.tensor([[task.reward(prompt, response) for response, _ in group]
+                            for prompt, group in zip(task.prompts, samples)], dtype=torch.float64)
+    centred = rewards - rewards.mean(dim=1, keepdim=True)
+    advantages = centred / (rewards.std(dim=1, correction=0, keepdim=True) + 1e-8)
+    losses = []
+    for update in range(updates):
+        optimizer.zero_grad()
+        prompt_losses = []
+        for prompt, group, group_advantages in zip(task.prompts, samples, advantages):
+            response_losses = []
+            for (response, old), advantage in zip(group, group_advantages):
+                logits = task.logits(policy, prompt, response)
+                with torch.no_grad():
+                    reference_logits = task.logits(reference, prompt, response)
+                current = torch.log_softmax(logits, -1)[range(len(response)), response]
+                ratio = torch.exp(current - old)          # old: captured at sampling, never updated
+                clipped = torch.clamp(ratio, 1 - epsilon, 1 + epsilon)
+                surrogate = torch.minimum(ratio * advantage, clipped * advantage)
+                per_token = -surrogate + beta * exact_prefix_kl(logits, reference_logits)
+                response_losses.append(per_token.mean())
+            prompt_losses.append(torch.stack(response_losses).mean())
+        loss = torch.stack(prompt_losses).mean()
+        loss.backward()
+        optimizer.step()
+        losses.append(float(loss.detach()))
+    return {"rewards": rewards, "advantages": advantages, "losses": losses}
+
+loop_result = check_grpo_loop(solution_grpo_iteration)
+
+# %% [markdown]
+# The same loop, run longer. The toy task has only four fixed prompts, so all the policy can
+# do is learn them; what the loop shows is the mechanism: the rewards the verifier hands out
+# climb as the two clipped updates of each iteration move probability towards the responses
+# that beat their group. Rewards are counts out of 16 responses (4 prompts × G = 4).
+
+# %%
+from verifiable_grpo.exercises.grpo_loop import run_loop
+
+longer = run_loop(solution_grpo_iteration, iterations=16)
+Table(["iterations", "correct responses, per iteration", "mean reward"],
+      [[f"{a + 1}-{a + 4}", " ".join(f"{int(r.sum())}/16" for r in longer.rewards[a:a + 4]),
+        sum(float(r.mean()) for r in longer.rewards[a:a + 4]) / 4] for a in range(0, 16, 4)],
+      digits=3)
+
+# %% [markdown]
+# Nothing in your function belongs to the toy. `StockTask` offers the same four methods on
+# StockArithmetic: the chat prompt of each problem, the sampler of the training loop, and
+# chapter 1's strict verifier on the decoded text. One iteration of your loop on four
+# training problems, from the recorded warm start (a copy: the policy above stays as it is):
+
+# %%
+from verifiable_grpo.exercises.stock_task import StockTask
+from verifiable_grpo.task import data
+
+stock = StockTask(tokenizer, data.read_examples(out / "learning-data", "train")[:4], tiny_config, seed=0)
+stock_policy, stock_reference = copy.deepcopy(policy), copy.deepcopy(policy).requires_grad_(False)
+stock_run = solution_grpo_iteration(stock_policy, stock_reference,
+                                    torch.optim.AdamW(stock_policy.parameters(), lr=1e-5), stock)
+print("rewards [P, G]:", tuple(stock_run["rewards"].shape),
+      "| correct responses:", int(stock_run["rewards"].sum()), "of 16",
+      "| updates made:", len(stock_run["losses"]))

@@ -4,6 +4,7 @@ from verifiable_grpo.exercises.checking import CheckResult
 from verifiable_grpo.exercises.clipping import check_clipped_surrogate
 from verifiable_grpo.exercises.exact_kl import check_exact_kl
 from verifiable_grpo.exercises.group_size import check_constant_group_probability
+from verifiable_grpo.exercises.grpo_loop import check_grpo_loop
 from verifiable_grpo.exercises.grpo_loss import check_grpo_loss
 from verifiable_grpo.exercises.mcnemar import check_exact_mcnemar
 from verifiable_grpo.exercises.resume import check_resume
@@ -11,5 +12,5 @@ from verifiable_grpo.exercises.reward import check_reward
 from verifiable_grpo.exercises.sft_loss import check_sft_loss
 
 __all__ = ["CheckResult", "check_clipped_surrogate", "check_constant_group_probability",
-           "check_exact_kl", "check_exact_mcnemar", "check_group_advantages", "check_grpo_loss",
-           "check_resume", "check_reward", "check_sft_loss"]
+           "check_exact_kl", "check_exact_mcnemar", "check_group_advantages", "check_grpo_loop",
+           "check_grpo_loss", "check_resume", "check_reward", "check_sft_loss"]
