@@ -4,7 +4,8 @@ A lab is one row of LABS: its name, the function that runs it ("module:function"
 verifiable_grpo.part3) and a one-line description. Its settings come from
 configs/part3/NAME.yaml (keyword arguments of that function; the recorded values), so the
 config SHA-256 in the provenance names exactly what ran. Adding a lab is one line here and
-one YAML file.
+one YAML file, plus its settings schema in part3/lab_settings.py (checked before any
+compute).
 """
 from __future__ import annotations
 
