@@ -67,7 +67,7 @@ def _family_arguments(p) -> None:
             q.add_argument("--seeds", nargs="*", type=int, default=None)
             q.add_argument("--regimes", nargs="*", default=None)
         if name == "study":
-            q.add_argument("--workers", type=int, default=2,
+            q.add_argument("--workers", type=_positive, default=2,
                            help="child processes of one CPU thread each, the seeds split "
                                 "between them (default 2; 1: this process, its threads)")
         if name == "status":
@@ -114,7 +114,7 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("name", choices=list(LABS) + list(MODEL_LABS))
             p.add_argument("--out", default=None, help="folder (default: runs/part3/NAME)")
             p.add_argument("--settings", default=None, help="settings YAML (default: configs/part3/NAME.yaml)")
-            p.add_argument("--threads", type=int, default=None,
+            p.add_argument("--threads", type=_positive, default=None,
                            help="torch threads (default: 1 for the synthetic labs, whose models are "
                                 "tiny; every core for the model labs, whose QUICK runs then fit in "
                                 "5 minutes on 2 cores; the bits are the same either way)")

@@ -51,7 +51,7 @@ def test_interrupt_and_resume_equal_a_continuous_run(shared, arm):
     out = shared["root"] / f"interrupted-{arm}"
     assert study.run_arm(lock, out, arm, SEED, "two_updates", stop_after=1) is None
     assert [p.name for p in (study.run_dir(out, "two_updates", arm, SEED) / "checkpoints")
-            .iterdir()] == ["checkpoint-0001.pt"]
+            .iterdir()] == ["checkpoint-0001.json", "checkpoint-0001.pt"]
     resumed = study.run_arm(lock, out, arm, SEED, "two_updates")
     assert resumed["resumed_from_step"] == 1 and continuous["resumed_from_step"] is None
     assert resumed["final_model_digest"] == continuous["final_model_digest"]
@@ -96,13 +96,18 @@ def test_a_changed_lock_is_refused(shared, tmp_path):
     edited["seeds"] = [SEED, 23, 99]
     lock_path.unlink()
     files.save_json(lock_path, edited)
-    with pytest.raises(ConfigError, match="the treatment lock changed"):
+    # the pin beside the lock refuses the edit before the folder's binding is read ...
+    with pytest.raises(ConfigError, match=r"lock.json seeds is \[131, 23, 99\], "
+                                          r"pre-registered \[131, 23\]"):
         study.run_arm(lock_path, out, "grpo", SEED, "on_policy")
+    # ... and a folder bound to another lock refuses it too
+    with pytest.raises(ConfigError, match="the treatment lock changed"):
+        study.bind_study_folder(out, "0" * 64, str(lock_path))
     # A lock whose arm no longer matches the registry is refused before any run.
     drifted = files.read_json(shared["lock"])
     drifted["arms"]["gspo"]["objective_sha256"] = "0" * 64
     with pytest.raises(ConfigError, match=r"arms\.gspo \(its registry entry"):
-        lock_lib.check_lock(drifted)
+        lock_lib.check_lock(drifted, path=shared["lock"])
     with pytest.raises(FileExistsError, match="never rewritten"):
         lock_lib.write_lock(drifted, lock_path)
 

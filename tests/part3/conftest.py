@@ -28,3 +28,19 @@ def smollm2():
     from verifiable_grpo.part3 import lab1_model
 
     return lab1_model.load()
+
+
+@pytest.fixture(scope="session")
+def smollm2_tokenizer():
+    """SmolLM2's real tokenizer alone: from the FP32 cache when it exists, else read from the
+    GGUF file's metadata (seconds; the weights are not dequantised)."""
+    from transformers import AutoTokenizer
+
+    from verifiable_grpo.core.config import resolve
+    from verifiable_grpo.part3 import lab1_model
+
+    cache = resolve(lab1_model.CACHE)
+    if (cache / "source.json").is_file():
+        return AutoTokenizer.from_pretrained(str(cache))
+    source = lab1_model.gguf_file()
+    return AutoTokenizer.from_pretrained(str(source.parent), gguf_file=source.name)

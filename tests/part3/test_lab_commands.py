@@ -72,7 +72,7 @@ def threads_seen_by_a_stand_in_lab(monkeypatch):
 
 
 def test_a_model_lab_runs_with_the_requested_threads_and_restores_the_callers(
-        threads_seen_by_a_stand_in_lab):
+        threads_seen_by_a_stand_in_lab, tmp_path):
     import types
 
     import torch
@@ -82,7 +82,7 @@ def test_a_model_lab_runs_with_the_requested_threads_and_restores_the_callers(
     seen = threads_seen_by_a_stand_in_lab
     previous = torch.get_num_threads()
     target = 1 if previous != 1 else 2
-    args = types.SimpleNamespace(name="stand-in", out="unused", threads=target, export=False)
+    args = types.SimpleNamespace(name="stand-in", out=str(tmp_path / "lab"), threads=target, export=False)
     assert model_labs.command(args) == 0
     assert seen == [target] and torch.get_num_threads() == previous
 
@@ -100,7 +100,7 @@ def test_by_default_a_model_lab_keeps_torchs_threads_and_a_synthetic_lab_takes_o
     assert parsed.threads is None
     seen = threads_seen_by_a_stand_in_lab
     previous = torch.get_num_threads()
-    args = types.SimpleNamespace(name="stand-in", out="unused", threads=None, export=False)
+    args = types.SimpleNamespace(name="stand-in", out=str(tmp_path / "lab"), threads=None, export=False)
     assert model_labs.command(args) == 0 and seen == [previous]
     # a synthetic lab asked for nothing runs (and records) one thread
     ran = []

@@ -1,18 +1,23 @@
 """Labs 1, 2 and 6 end to end on a micro Llama with SmolLM2's real tokenizer: every step of
 the real runs (data, masking, row re-draw, updates, evaluation, merge, suite, records) in
 seconds. The 135M model itself is checked in test_lab_model.py."""
+import os
+import subprocess
+import sys
+
 import pytest
 import torch
 
-from verifiable_grpo.core import files
-from verifiable_grpo.part3 import lab1_sft, lab2_lora, lab6_suite_run
+from verifiable_grpo.core import files, runlock
+from verifiable_grpo import cli
+from verifiable_grpo.part3 import lab1_record, lab1_sft, lab2_lora, lab6_suite_run
 
 
 @pytest.fixture(scope="module")
-def micro_cache(tmp_path_factory, smollm2):
+def micro_cache(tmp_path_factory, smollm2_tokenizer):
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    _, tokenizer = smollm2
+    tokenizer = smollm2_tokenizer
     folder = tmp_path_factory.mktemp("micro-cache")
     torch.manual_seed(0)
     model = LlamaForCausalLM(LlamaConfig(vocab_size=49152, hidden_size=16, intermediate_size=32,
@@ -57,3 +62,37 @@ def test_lab1_then_the_suite(micro_cache, tmp_path, monkeypatch):
     assert len(suite["categories"]) == 2 * 6
     p = suite["paired"]
     assert p["only_first"] + p["only_second"] <= 40 and 0.0 <= p["mcnemar_p"] <= 1.0
+
+
+def _lab_lora(cache, out, fault=None):
+    env = {**os.environ, "TQDM_DISABLE": "1"}
+    if fault:
+        env["VERIFIABLE_GRPO_FAULT"] = fault
+    return subprocess.run([sys.executable, "-m", "verifiable_grpo", "lab", "lora", "--cache",
+                           str(cache), "--out", str(out), "--threads", "1"],
+                          env=env, capture_output=True, text=True)
+
+
+def test_a_killed_model_lab_continues_to_the_uninterrupted_result(micro_cache, tmp_path):
+    """kill -9 while the second crash checkpoint (update 12 of 24) is half written: the rerun
+    continues from update 6 and ends on the uninterrupted run's losses and evaluations."""
+    whole = _lab_lora(micro_cache, tmp_path / "whole")
+    assert whole.returncode == 0, whole.stderr
+    killed = tmp_path / "killed"
+    assert _lab_lora(micro_cache, killed, "crash-between-state-and-note#2").returncode == -9
+    assert lab1_record.finished(killed, "lora") is None
+    again = _lab_lora(micro_cache, killed)
+    assert again.returncode == 0, again.stderr
+    assert "continuing lab-lora after update 6 (crash checkpoint)" in again.stdout
+    first, second = (lab1_record.finished(p, "lora") for p in (tmp_path / "whole", killed))
+    for key in ("history", "adapted", "merged", "merge_max_logit_difference", "chat_rows"):
+        assert second[key] == first[key], key
+
+
+def test_a_second_model_lab_on_a_held_folder_is_refused(micro_cache, tmp_path, capsys):
+    with runlock.locked(tmp_path, "the first lab lora"):
+        assert cli.main(["lab", "lora", "--cache", str(micro_cache), "--out",
+                         str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "in use by another process" in err
+    assert lab1_record.finished(tmp_path, "lora") is None

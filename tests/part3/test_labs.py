@@ -19,7 +19,7 @@ def test_unknown_lab_and_unknown_setting(tmp_path):
         labs.lab_function("sft-lab")
     bad = tmp_path / "judge.yaml"
     bad.write_text("pairs: 400\nseeds: 3\n")
-    with pytest.raises(ValueError, match=r"unknown setting\(s\) \['seeds'\]"):
+    with pytest.raises(ValueError, match=r"judge.yaml: seeds: unknown key; did you mean seed\?"):
         labs.load_settings("judge", bad)
 
 

@@ -78,6 +78,24 @@ class ConfigError(ValueError):
         super().__init__("\n".join(self.problems))
 
 
+def read_yaml(path: str | os.PathLike) -> Any:
+    """What a YAML settings file holds; ConfigError with one line naming the file when it is
+    not UTF-8 text (a binary file) or not valid YAML."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return yaml.safe_load(handle)
+    except UnicodeDecodeError as err:
+        raise ConfigError([f"{path}: not a UTF-8 text file (byte {err.start} cannot be "
+                           "decoded); a settings file is YAML text"]) from None
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        detail = getattr(err, "problem", None) or str(err).splitlines()[0]
+        raise ConfigError([f"{path}: not valid YAML{where}: {detail}"]) from None
+    except IsADirectoryError:
+        raise ConfigError([f"{path} is a folder, not a settings file"]) from None
+
+
 def load_config(name_or_path: str | os.PathLike = "tiny") -> dict[str, Any]:
     """The profile as a plain dict plus `_path`, checked whole before anything runs.
 
@@ -88,15 +106,7 @@ def load_config(name_or_path: str | os.PathLike = "tiny") -> dict[str, Any]:
     from verifiable_grpo.core.config_schema import checked
 
     path = config_path(name_or_path)
-    with open(path, encoding="utf-8") as handle:
-        try:
-            raw = yaml.safe_load(handle)
-        except yaml.YAMLError as err:
-            mark = getattr(err, "problem_mark", None)
-            where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-            detail = getattr(err, "problem", None) or str(err).splitlines()[0]
-            raise ConfigError([f"{path}: not valid YAML{where}: {detail}"]) from None
-    config = checked(raw, str(path))
+    config = checked(read_yaml(path), str(path))
     config["_path"] = str(path)
     return config
 

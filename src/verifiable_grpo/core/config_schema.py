@@ -44,77 +44,10 @@ TRAINABLE = ("full", "adapters")
 SFT_SPLITS = {"warmstart": "warmstart", "sft": "train"}
 
 
-# --------------------------------------------------------------------------- checks
-@dataclass(frozen=True)
-class Check:
-    """A range or choice; `text` completes "must be ..."."""
-    text: str
-    ok: Callable[[Any], bool]
-
-
-def _why(text: str, why: str) -> str:
-    return f"{text} ({why})" if why else text
-
-
-def at_least(low, why: str = "") -> Check:
-    return Check(_why(f">= {low}", why), lambda v: v >= low)
-
-
-def above(low) -> Check:
-    return Check(f"> {low}", lambda v: v > low)
-
-
-def span(low, high) -> Check:
-    """Integers low..high, both included."""
-    return Check(f"in {low}..{high}", lambda v: low <= v <= high)
-
-
-def closed(low, high) -> Check:
-    return Check(f"in [{low}, {high}]", lambda v: low <= v <= high)
-
-
-def open_between(low, high) -> Check:
-    return Check(f"in ({low}, {high})", lambda v: low < v < high)
-
-
-def one_of(*choices) -> Check:
-    return Check("one of " + ", ".join(map(str, choices)), lambda v: v in choices)
-
-
-def exactly(value, why: str) -> Check:
-    return Check(f"{value} ({why})", lambda v: v == value)
-
-
-FULL_VOCABULARY = "sampling is temperature 1 over the full vocabulary: top_k 0, top_p 1.0"
-NON_EMPTY = Check("non-empty", lambda v: len(v) > 0)
-DISTINCT = Check("without repeats", lambda v: len(set(v)) == len(v))
-FOLDER_NAME = Check("a plain name (letters, digits, '.', '_', '-'; it names runs/<profile>)",
-                    lambda v: re.fullmatch(r"[A-Za-z0-9_.-]+", v) is not None)
-
-
-def each(check: Check) -> Check:
-    return Check(f"a list whose items are all {check.text}", lambda v: all(check.ok(x) for x in v))
-
-
-# Why the lower bounds that are not obvious.
-RESUMED_EPOCH = "the resume check stops after an epoch and continues"
-RESUMED_ITERATION = "the resume check stops after an iteration and continues"
-A_GROUP = "a group of one response has no baseline to compare with"
-
-
-_REQUIRED = object()
-
-
-def key(meaning: str, *checks: Check, absent: Any = _REQUIRED) -> Any:
-    """A field: its one-line meaning and the checks its value must pass.
-
-    `absent` makes the key optional: a profile may leave it out, and then reads as if it said
-    `absent`. The value is not written into the profile, so adding an optional key leaves the
-    config hash of every profile that does not use it unchanged."""
-    metadata = {"meaning": meaning, "checks": checks}
-    if absent is not _REQUIRED:
-        metadata["absent"] = absent
-    return dataclasses.field(metadata=metadata)
+from verifiable_grpo.core.schema_checks import (  # noqa: F401  (re-exported)
+    A_GROUP, DISTINCT, FULL_VOCABULARY, FOLDER_NAME, INT64, NON_EMPTY, RESUMED_EPOCH,
+    RESUMED_ITERATION, SEED, Check, above, at_least, closed, each, exactly, key, one_of,
+    open_between, span)
 
 
 # --------------------------------------------------------------------------- the sections
@@ -126,7 +59,7 @@ class RandomInit:
     num_attention_heads: int = key("query heads", at_least(1))
     num_key_value_heads: int = key("key/value heads (grouped-query attention)", at_least(1))
     intermediate_size: int = key("width of the MLP", at_least(1))
-    seed: int = key("seed of the random initialisation", at_least(0))
+    seed: int = key("seed of the random initialisation", SEED)
 
 
 @dataclass(frozen=True)
@@ -156,7 +89,7 @@ class Model:
 
 @dataclass(frozen=True)
 class Data:
-    seed: int = key("seed that generates StockArithmetic-v1", at_least(0))
+    seed: int = key("seed that generates StockArithmetic-v1", SEED)
 
 
 @dataclass(frozen=True)
@@ -252,7 +185,7 @@ class Threads:
 @dataclass(frozen=True)
 class Profile:
     profile: str = key("the profile's name", FOLDER_NAME)
-    seed: int = key("seed of every training stream (offsets per purpose)", at_least(0))
+    seed: int = key("seed of every training stream (offsets per purpose)", SEED)
     device: str = key("where to compute", one_of(*DEVICES))
     model: Model = key("the base model")
     data: Data = key("the dataset")
@@ -403,6 +336,8 @@ def _show(value) -> str:
 
 
 def _range_problem(value, metadata) -> str | None:
+    if type(value) is int and not INT64[0] <= value <= INT64[1]:
+        return f"must be a 64-bit integer (|value| < 2**63), got {value}"
     for check in metadata["checks"]:
         if not check.ok(value):
             return f"must be {check.text}, got {value!r}"
@@ -472,6 +407,17 @@ def _inspect(raw: Any, source: str) -> tuple[Any, list[str]]:
 def validate(raw: dict, source: str) -> list[str]:
     """Every problem of a profile as read from YAML, each '<source>: <key path>: <problem>'."""
     return _inspect(raw, source)[1]
+
+
+def check_settings(cls: type, raw: Any, source: str) -> dict:
+    """A settings mapping checked against a schema dataclass (a Part III lab's YAML) with the
+    profile's conventions: '<source>: <key>: <problem>', did-you-mean for unknown keys, every
+    problem at once (ConfigError). Keys left out keep their function's default."""
+    problems: list[str] = []
+    clean = _check_section(cls, copy.deepcopy(raw), "", "", problems)
+    if problems:
+        raise ConfigError([f"{source}: {p}" for p in problems])
+    return clean
 
 
 def checked(raw: dict, source: str) -> dict:

@@ -11,6 +11,8 @@ import fcntl
 import json
 import os
 import socket
+import threading
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterator
@@ -18,8 +20,33 @@ from typing import Iterator
 LOCK_NAME = ".lock"
 
 
-class RunFolderBusyError(RuntimeError):
+class RunFolderError(ValueError):
+    """OUT cannot serve as a run folder: a file is in the way, or it cannot be written."""
+
+
+class RunFolderBusyError(RunFolderError):
     """Another live process holds the run folder."""
+
+
+def usable_folder(out: str | os.PathLike) -> Path:
+    """OUT, created if needed; a one-line RunFolderError (before any compute) when an
+    existing file is in the way or the place cannot be written (/proc, /sys, no rights)."""
+    out = Path(out)
+    for place in (out, *out.parents):
+        if place.exists():
+            if not place.is_dir():
+                raise RunFolderError(f"--out {out}: {place} is a file, not a folder; pass a "
+                                     "folder path")
+            break
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / f".write-test-{os.getpid()}"
+        probe.touch()
+        probe.unlink()
+    except OSError as err:
+        raise RunFolderError(f"--out {out} cannot be written here ({type(err).__name__}: "
+                             f"{err.strerror or err}); pass a folder you can write") from None
+    return out
 
 
 def _holder(path: Path) -> dict:
@@ -32,8 +59,7 @@ def _holder(path: Path) -> dict:
 @contextlib.contextmanager
 def locked(out: str | os.PathLike, command: str = "") -> Iterator[dict]:
     """Hold OUT/.lock; yields {"took_over": previous holder or None}."""
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = usable_folder(out)
     path = out / LOCK_NAME
     handle = open(path, "a+", encoding="utf-8")
     try:
@@ -61,3 +87,23 @@ def locked(out: str | os.PathLike, command: str = "") -> Iterator[dict]:
             handle.flush()
     finally:
         handle.close()  # closing releases the flock
+
+
+PARENT_ENV = "VERIFIABLE_GRPO_PARENT_PID"   # set by a parent for its worker commands
+
+
+def exit_with_parent(parent: int | None = None, poll_seconds: float = 1.0) -> None:
+    """Exit this process (status 70) within `poll_seconds` of its parent's death (kill -9
+    included), from a daemon thread; `parent` defaults to $VERIFIABLE_GRPO_PARENT_PID, and
+    without either nothing is watched."""
+    if parent is None:
+        parent = int(os.environ.get(PARENT_ENV, "0") or 0)
+    if not parent:
+        return
+
+    def watch():
+        while True:
+            if os.getppid() != parent:
+                os._exit(70)
+            time.sleep(poll_seconds)
+    threading.Thread(target=watch, daemon=True, name="exit-with-parent").start()

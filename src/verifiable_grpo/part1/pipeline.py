@@ -610,7 +610,7 @@ def _run_side_by_side(stages: list[Stage], config: dict, out: Path, markers: dic
         bar.close()
 
 
-USER_ERRORS = (HalfDoneStageError, runlock.RunFolderBusyError, files.DamagedFileError,
+USER_ERRORS = (HalfDoneStageError, runlock.RunFolderError, files.DamagedFileError,
                WorkerDied)
 
 

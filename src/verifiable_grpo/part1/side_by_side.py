@@ -24,11 +24,9 @@ import concurrent.futures as futures
 import multiprocessing
 import os
 import signal
-import threading
-import time
 from typing import Callable
 
-from verifiable_grpo.core import interrupts
+from verifiable_grpo.core import interrupts, runlock
 
 
 class WorkerDied(RuntimeError):
@@ -38,13 +36,7 @@ class WorkerDied(RuntimeError):
 def _worker_start(parent: int) -> None:
     os.environ["TQDM_DISABLE"] = "1"   # one progress bar: the parent's
     os.setpgrp()
-
-    def watch():
-        while True:
-            time.sleep(1.0)
-            if os.getppid() != parent:
-                os._exit(70)
-    threading.Thread(target=watch, daemon=True).start()
+    runlock.exit_with_parent(parent)
 
 
 def remaining_work(order: list[str], needs: dict[str, set[str]],

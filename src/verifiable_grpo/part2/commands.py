@@ -9,11 +9,12 @@ export   the trimmed record of a finished study (data/recorded/part2)
 """
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
 
-from verifiable_grpo.core import files
+from verifiable_grpo.core import files, runlock
 from verifiable_grpo.core.config import ConfigError, provenance, resolve
 from verifiable_grpo.part2 import analysis, lock as lock_lib, record, study
 from verifiable_grpo.training import samplers
@@ -23,7 +24,7 @@ def _lock(args):
     path = Path(args.lock)
     if args.check:
         lock, sha = lock_lib.read_lock(path)
-        lock_lib.check_lock(lock)
+        lock_lib.check_lock(lock, path=path)
         print(f"treatment lock {path} matches the code, the profile and the warm start "
               f"(SHA-256 {sha})")
         return 0
@@ -63,7 +64,19 @@ def _pending(lock, args) -> list[tuple[str, str, int]]:
 
 def _study(args):
     lock, sha = lock_lib.read_lock(args.lock)
-    lock_lib.check_lock(lock)
+    lock_lib.check_lock(lock, path=args.lock)
+    for regime, arm, seed in _runs_of(lock, args):   # every requested run, before any compute
+        lock_lib.check_request(lock, arm, seed, regime)
+    if os.environ.get(runlock.PARENT_ENV):
+        # a worker of a study: its parent holds OUT; it dies with it (each run folder is
+        # locked by run_arm, so nothing else can train there meanwhile)
+        runlock.exit_with_parent()
+        return _study_here(args, lock, sha)
+    with runlock.locked(args.out, "family study"):
+        return _study_here(args, lock, sha)
+
+
+def _study_here(args, lock, sha) -> int:
     study.bind_study_folder(args.out, sha, args.lock)
     warm = study.warmstart_heldout(lock, args.out, sha)
     print(f"warm start: held-out greedy {warm['heldout']['greedy']['ALL']['success_rate']:.3f}")
@@ -79,9 +92,9 @@ def _study_in_workers(args, lock) -> int:
     """Split the seeds over `workers` child processes of one CPU thread each: on a small
     model two one-thread runs side by side get more done than one run on two threads.
     Each child is `family study` on its seeds (it skips finished runs, so a killed study
-    continues with the same command). A run's numbers do not depend on its worker, but
-    they may on the thread count: the manifests record the stack, this note the threads."""
-    import os
+    continues with the same command) and exits within a second if this process dies.
+    A run's numbers do not depend on its worker, but they may on the thread count: the
+    manifests record the stack, this note the threads."""
     import subprocess
 
     seeds = args.seeds or list(lock["seeds"])
@@ -91,7 +104,8 @@ def _study_in_workers(args, lock) -> int:
     for name in ("arms", "regimes"):
         if getattr(args, name):
             base += [f"--{name}", *map(str, getattr(args, name))]
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+           runlock.PARENT_ENV: str(os.getpid())}
     children = [subprocess.Popen(base + ["--seeds", *map(str, share)], env=env)
                 for share in shares if share]
     codes = [child.wait() for child in children]

@@ -4,13 +4,17 @@ The lock names the arms (each with the SHA-256 of its registry mechanics, what i
 relative to grpo, and its TRL 1.16 configuration), the seeds, the two regimes, the
 budgets, the held-out evaluation, the primary metric and the analysis plan with its RNG
 seed. Everything in it is built by `build_lock` from the code and the base profile, so
-the committed file can be re-derived and compared: a run refuses to start when the file,
-the registry, the profile or the warm start no longer match it (`check_lock`), and every
-run manifest carries the lock's SHA-256.
+the committed file can be re-derived and compared. Its SHA-256 and the choices it was built
+from (budget, seeds, evaluation, arms) are pinned where an edit of the file cannot follow:
+in this module for the committed lock, in a pin file written beside any other. A run refuses
+to start when the file differs from the lock that the code, the profile and the warm start
+build from the pinned choices, field by field, or from the pinned digest (`check_lock`);
+every run manifest carries the lock's SHA-256.
 """
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 
 from verifiable_grpo.core import files
@@ -30,6 +34,10 @@ WARM_START = "data/recorded/tiny/policies/warmstart.safetensors"
 BASE_SECTIONS = ("model", "data", "tokens", "sampling", "device")
 ANALYSIS_SEED = 20261201
 LOCKED_AT = "2026-12-01"
+# The committed lock's SHA-256 (of its canonical JSON, as every recorded manifest names it),
+# pinned here so that an edit of configs/part2/lock.json cannot carry its own digest along.
+COMMITTED_LOCK_SHA256 = "71e6c499e6f208967bc22d295a13b6027729cf23c0af4cc708c4bee7f60b2e05"
+PIN_SUFFIX = ".pin.json"   # another lock's pin: lock.json -> lock.pin.json
 
 RECORDED_BUDGET = {
     "steps": 30, "prompts_per_step": 4, "group_size": 4, "learning_rate": 3.0e-5,
@@ -159,13 +167,49 @@ def lock_sha256(lock: dict) -> str:
     return sha256_bytes(canonical_json(lock))
 
 
-def write_lock(lock: dict, path=LOCK_PATH) -> Path:
-    """Write a new lock; an existing file is never replaced (pre-registration)."""
+def _choices(lock: dict) -> dict:
+    """The pre-registered choices of a lock: build_lock's arguments that re-derive it."""
+    return {"profile": lock["base_profile"], "seeds": list(lock["seeds"]),
+            "arms": list(lock["arms"]), "warm_start": lock["warm_start"]["path"],
+            "budget": lock["budget"], "locked_at": lock["locked_at"],
+            "evaluation": {k: lock["evaluation"][k] for k in ("problems", "draws")}}
+
+
+def pin_path(path) -> Path:
+    """Where `write_lock` pins a new lock's digest and choices (beside it, committed with it)."""
     target = resolve(path)
-    if target.exists():
-        raise FileExistsError(f"{target} exists: a pre-registered lock is never rewritten; "
-                              "verify it with `family lock --check`, or lock a new study "
-                              "under another --lock path")
+    return target.with_name(target.stem + PIN_SUFFIX)
+
+
+def _is_committed_lock(path) -> bool:
+    return resolve(path).resolve() == resolve(LOCK_PATH).resolve()
+
+
+def read_pin(path=LOCK_PATH) -> dict:
+    """{"lock_sha256", "choices"} pinned for the lock at `path`: the committed lock's live in
+    this module (an edit of the file cannot follow them), another lock's in its pin file."""
+    if _is_committed_lock(path):
+        return {"lock_sha256": COMMITTED_LOCK_SHA256,
+                "choices": {"profile": "tiny", "seeds": list(SEEDS), "arms": list(ARMS),
+                            "warm_start": WARM_START, "budget": dict(RECORDED_BUDGET),
+                            "locked_at": LOCKED_AT, "evaluation": dict(RECORDED_EVALUATION)}}
+    pin = pin_path(path)
+    if not pin.is_file():
+        raise ConfigError([f"{path} has no pinned digest ({pin} is missing): a lock is pinned "
+                           "when `family lock --lock PATH` writes it; restore the pin file, or "
+                           "pre-register a new lock under a new path"])
+    return files.read_json(pin)
+
+
+def write_lock(lock: dict, path=LOCK_PATH) -> Path:
+    """Write a new lock and its pin; an existing one is never replaced (pre-registration)."""
+    target, pin = resolve(path), pin_path(path)
+    for existing in (target, pin):
+        if existing.exists():
+            raise FileExistsError(f"{existing} exists: a pre-registered lock is never "
+                                  "rewritten; verify it with `family lock --check`, or lock a "
+                                  "new study under another --lock path")
+    files.save_json(pin, {"lock_sha256": lock_sha256(lock), "choices": _choices(lock)})
     return files.save_json(target, lock)
 
 
@@ -181,30 +225,49 @@ def read_lock(path=LOCK_PATH) -> tuple[dict, str]:
     return lock, lock_sha256(lock)
 
 
-def lock_differences(lock: dict) -> list[str]:
-    """Where a lock no longer matches what the code, the profile and the warm start give."""
-    kwargs = {"profile": lock["base_profile"], "seeds": lock["seeds"],
-              "arms": list(lock["arms"]), "warm_start": lock["warm_start"]["path"],
-              "budget": lock["budget"], "locked_at": lock["locked_at"],
-              "evaluation": {k: lock["evaluation"][k] for k in ("problems", "draws")}}
+def _shown(value) -> str:
+    text = json.dumps(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _field_differences(found: dict, expected: dict, where: str) -> list[str]:
+    """'<where>KEY is X, pre-registered Y' for every leaf that differs (arms by name)."""
+    missing = object()
+    out = []
+    for key in sorted(set(found) | set(expected), key=str):
+        mine, theirs = found.get(key, missing), expected.get(key, missing)
+        if mine == theirs:
+            continue
+        if where.endswith(" ") and key == "arms" and isinstance(mine, dict):
+            out += [f"{where}arms.{arm} (its registry entry or TRL mapping changed)"
+                    for arm in sorted(set(mine) | set(theirs or {}))
+                    if mine.get(arm) != (theirs or {}).get(arm)]
+        elif isinstance(mine, dict) and isinstance(theirs, dict):
+            out += _field_differences(mine, theirs, f"{where}{key}.")
+        else:
+            shown = [_shown(v) if v is not missing else "absent" for v in (mine, theirs)]
+            out.append(f"{where}{key} is {shown[0]}, pre-registered {shown[1]}")
+    return out
+
+
+def lock_differences(lock: dict, path=LOCK_PATH) -> list[str]:
+    """Where a lock no longer matches its pin: every field against the lock that the code,
+    the profile and the warm start build from the pinned choices, then the pinned SHA-256."""
+    pin = read_pin(path)
     try:
-        now = build_lock(**kwargs)
+        expected = build_lock(**pin["choices"])
     except (ValueError, FileNotFoundError) as err:
         return [str(err)]
-    found = []
-    for key in sorted(set(now) | set(lock)):
-        if key == "arms":
-            for arm in lock["arms"]:
-                if lock["arms"][arm] != now["arms"].get(arm):
-                    found.append(f"arms.{arm} (its registry entry or TRL mapping changed)")
-        elif lock.get(key) != now.get(key):
-            found.append(key)
+    found = _field_differences(lock, expected, f"{Path(str(path)).name} ")
+    if not found and lock_sha256(lock) != pin["lock_sha256"]:
+        found.append(f"{Path(str(path)).name} hashes to {lock_sha256(lock)[:12]}..., pinned "
+                     f"{pin['lock_sha256'][:12]}...")
     return found
 
 
-def check_lock(lock: dict, arm: str | None = None, seed: int | None = None,
-               regime: str | None = None) -> None:
-    """Refuse a run the lock does not cover, or a lock that no longer matches the code."""
+def check_request(lock: dict, arm: str | None = None, seed: int | None = None,
+                  regime: str | None = None) -> None:
+    """Refuse a run the lock does not cover (no compute, no rebuild of the lock)."""
     if arm is not None and arm not in lock["arms"]:
         objectives.get_objective(arm)  # an unknown name gets the registry's message
         raise ConfigError([f"arm {arm!r} is not in the treatment lock (arms: "
@@ -213,11 +276,17 @@ def check_lock(lock: dict, arm: str | None = None, seed: int | None = None,
         raise ConfigError([f"seed {seed} is not pre-registered (seeds: {lock['seeds']})"])
     if regime is not None and regime not in lock["regimes"]:
         raise ConfigError([f"unknown regime {regime!r}: use one of {', '.join(lock['regimes'])}"])
-    changed = lock_differences(lock)
+
+
+def check_lock(lock: dict, arm: str | None = None, seed: int | None = None,
+               regime: str | None = None, path=LOCK_PATH) -> None:
+    """Refuse a lock that no longer matches its pin, or a run it does not cover."""
+    changed = lock_differences(lock, path)
     if changed:
-        raise ConfigError(["the treatment lock no longer matches the code, the profile or the "
-                          f"warm start ({'; '.join(changed)}); a locked study cannot change: "
-                          "restore them, or pre-register a new lock file for a new study"])
+        raise ConfigError(["the treatment lock differs from its pre-registration "
+                           f"({'; '.join(changed)}); a locked study cannot change: restore "
+                           "it, or pre-register a new lock file for a new study"])
+    check_request(lock, arm, seed, regime)
 
 
 def run_config(lock: dict, regime: str, seed: int) -> dict:

@@ -8,8 +8,9 @@ objective. Nothing here is a second training loop's arithmetic.
 
 Resume boundary: after a step. Every `checkpoint_every_steps` steps the full state
 (weights, AdamW, scheduler, prompt order, generation, sampler and system RNGs, the
-telemetry so far) goes to RUN/checkpoints/checkpoint-NNNN.pt (the newest kept); a run
-started again continues from it and ends in the same bits as an uninterrupted run (the
+telemetry so far) goes to RUN/checkpoints/checkpoint-NNNN.pt with its SHA-256 in
+checkpoint-NNNN.json (the newest pair kept); a checkpoint whose bytes no longer have that
+SHA-256 is refused before it is unpickled. A run started again continues from it and ends in the same bits as an uninterrupted run (the
 steps after it are redone from the restored RNG states). The run folder belongs to one
 arm, seed and regime: a checkpoint of another is refused.
 
@@ -27,7 +28,7 @@ from pathlib import Path
 
 import torch
 
-from verifiable_grpo.core import checkpoint, files, interrupts, schedule
+from verifiable_grpo.core import checkpoint, files, interrupts, runlock, schedule
 from verifiable_grpo.core import model as model_lib
 from verifiable_grpo.core.config import (ConfigError, config_hash, provenance, resolve,
                                          sha256_bytes)
@@ -195,12 +196,20 @@ def _checkpoints(run: StudyRun) -> list[Path]:
     return sorted((run.folder / "checkpoints").glob("checkpoint-*.pt"))
 
 
+def _recorded_sha256(path: Path) -> str | None:
+    """The SHA-256 written beside a checkpoint once it was complete (None: no record, the
+    write was cut short)."""
+    record = path.with_suffix(".json")
+    return files.read_json(record)["sha256"] if record.is_file() else None
+
+
 def _restore(run: StudyRun) -> bool:
-    found = _checkpoints(run)
+    # Only a checkpoint with its recorded SHA-256 is trusted, and only if it still has it.
+    found = [p for p in _checkpoints(run) if _recorded_sha256(p) is not None]
     if not found:
         return False
     path = found[-1]
-    state = checkpoint.load_state(path)
+    state = checkpoint.load_state(path, _recorded_sha256(path))
     theirs = state["identity"]
     mine = run.identity
     other = [k for k in ("arm", "seed", "regime") if theirs.get(k) != mine[k]]
@@ -227,15 +236,21 @@ def _restore(run: StudyRun) -> bool:
 
 
 def _save_checkpoint(run: StudyRun) -> None:
+    """checkpoint-NNNN.pt, then checkpoint-NNNN.json with its SHA-256 (as Part I's crash
+    pairs); older pairs go only after both, so a kill leaves one complete pair."""
     target = run.folder / "checkpoints" / f"checkpoint-{run.step:04d}.pt"
-    old = _checkpoints(run)
-    if target.exists():
-        target.unlink()   # the same step redone after a crash: identical by construction
-    checkpoint.save_state(target, _state(run), compress=False)  # gzip costs seconds per save
+    record = target.with_suffix(".json")
+    old = [p for p in (run.folder / "checkpoints").glob("checkpoint-*.*")
+           if p not in (target, record)]
+    for path in (record, target):   # the same step redone after a crash
+        if path.exists():
+            path.unlink()
+    saved = checkpoint.save_state(target, _state(run), compress=False)  # gzip costs seconds
+    files.save_json(record, {"step": run.step, "sha256": saved["sha256"],
+                             "bytes": saved["bytes"]})
     fault_point("family-after-checkpoint")
     for path in old:
-        if path != target:
-            path.unlink()
+        path.unlink()
 
 
 def _mean(values) -> float:
@@ -343,6 +358,26 @@ def warmstart_heldout(lock: dict, out, lock_sha: str, progress: bool = False) ->
     return record
 
 
+def _summary(telemetry: list, times: list, result: dict) -> dict:
+    """The manifest's summary: held-out accuracy and the telemetry's means and sums."""
+    last = telemetry[-10:]
+    return {
+        "heldout_greedy_all": result["greedy"]["ALL"]["success_rate"],
+        "heldout_greedy_id50": result["greedy"]["ID50"]["success_rate"],
+        "heldout_greedy_ood100": result["greedy"]["OOD100"]["success_rate"],
+        "heldout_per_draw_all": result["per_draw"]["ALL"]["success_rate"],
+        "last10_mean_reward": _mean(t["mean_reward"] for t in last),
+        "mean_zvf": _mean(t["zvf"] for t in telemetry),
+        "mean_gu": _mean(t["gu"] for t in telemetry),
+        "mean_zvf_drawn": _mean(t["zvf_drawn"] for t in telemetry),
+        "mean_reward_drawn": _mean(t["mean_reward_drawn"] for t in telemetry),
+        "rollouts_generated": sum(t["rollouts_generated"] for t in telemetry),
+        "rollouts_discarded": sum(t["rollouts_discarded"] for t in telemetry),
+        "tokens_generated": sum(t["tokens_generated"] for t in telemetry),
+        "seconds_per_step": _mean(t["step_seconds"] for t in times),
+    }
+
+
 def run_arm(lock_file, out, arm: str, seed: int, regime: str, stop_after: int | None = None,
             progress: bool = False) -> dict | None:
     """Run (or continue) one arm/seed/regime; returns its manifest, or None when stopped
@@ -350,14 +385,24 @@ def run_arm(lock_file, out, arm: str, seed: int, regime: str, stop_after: int | 
     newest checkpoint)."""
     command_start = time.perf_counter()
     lock, lock_sha = lock_lib.read_lock(lock_file)
-    lock_lib.check_lock(lock, arm, seed, regime)
+    lock_lib.check_lock(lock, arm, seed, regime, lock_file)
     config = lock_lib.run_config(lock, regime, seed)
-    out = Path(out)
+    out = runlock.usable_folder(out)
     bind_study_folder(out, lock_sha, str(lock_file))
     folder = run_dir(out, regime, arm, seed)
-    if (folder / "run_manifest.json").is_file():
-        raise FileExistsError(f"{folder / 'run_manifest.json'} exists: this run is finished and "
-                              "evidence is never overwritten (use a new --out folder)")
+    # One process per run folder: a second command on it is refused here, before compute.
+    with runlock.locked(folder, f"family run --arm {arm} --seed {seed} --regime {regime}"):
+        if (folder / "run_manifest.json").is_file():
+            raise FileExistsError(f"{folder / 'run_manifest.json'} exists: this run is "
+                                  "finished and evidence is never overwritten (use a new "
+                                  "--out folder)")
+        return _train_and_record(lock, lock_sha, config, out, folder, arm, seed, regime,
+                                 stop_after, progress, command_start)
+
+
+def _train_and_record(lock, lock_sha, config, out, folder, arm, seed, regime, stop_after,
+                      progress, command_start) -> dict | None:
+    """run_arm's work once the run folder is held."""
     data_dir, learning = prepare_data(out, config)
     examples = data.read_examples(learning, "train")
     warm = lock["warm_start"]
@@ -403,7 +448,6 @@ def run_arm(lock_file, out, arm: str, seed: int, regime: str, stop_after: int | 
         "trainable": run.budget["trainable"]})
     result = heldout.heldout_accuracy(policy, tokenizer, config, data_dir)
     telemetry = run.telemetry
-    last = telemetry[-10:]
     manifest = {
         "schema": "verifiable-grpo-family-run-v1",
         "arm": arm, "seed": seed, "regime": regime, "lock_sha256": lock_sha,
@@ -415,21 +459,7 @@ def run_arm(lock_file, out, arm: str, seed: int, regime: str, stop_after: int | 
                       **lora.parameter_counts(policy)},
         "final_weights_sha256": weights_sha,
         "telemetry": telemetry, "times": run.times,
-        "summary": {
-            "heldout_greedy_all": result["greedy"]["ALL"]["success_rate"],
-            "heldout_greedy_id50": result["greedy"]["ID50"]["success_rate"],
-            "heldout_greedy_ood100": result["greedy"]["OOD100"]["success_rate"],
-            "heldout_per_draw_all": result["per_draw"]["ALL"]["success_rate"],
-            "last10_mean_reward": _mean(t["mean_reward"] for t in last),
-            "mean_zvf": _mean(t["zvf"] for t in telemetry),
-            "mean_gu": _mean(t["gu"] for t in telemetry),
-            "mean_zvf_drawn": _mean(t["zvf_drawn"] for t in telemetry),
-            "mean_reward_drawn": _mean(t["mean_reward_drawn"] for t in telemetry),
-            "rollouts_generated": sum(t["rollouts_generated"] for t in telemetry),
-            "rollouts_discarded": sum(t["rollouts_discarded"] for t in telemetry),
-            "tokens_generated": sum(t["tokens_generated"] for t in telemetry),
-            "seconds_per_step": _mean(t["step_seconds"] for t in run.times),
-        },
+        "summary": _summary(telemetry, run.times, result),
         "heldout": result,
         "wall_seconds": time.perf_counter() - command_start,
     }

@@ -4,22 +4,21 @@ A lab is one row of LABS: its name, the function that runs it ("module:function"
 verifiable_grpo.part3) and a one-line description. Its settings come from
 configs/part3/NAME.yaml (keyword arguments of that function; the recorded values), so the
 config SHA-256 in the provenance names exactly what ran. Adding a lab is one line here and
-one YAML file.
+one YAML file, plus its settings schema in part3/lab_settings.py (checked before any
+compute).
 """
 from __future__ import annotations
 
 import importlib
-import inspect
 import shutil
 import signal
 import sys
 import time
 from pathlib import Path
 
-import yaml
-
-from verifiable_grpo.core.config import (canonical_json, provenance, read_json, repo_root,
-                                         save_json, sha256_bytes)
+from verifiable_grpo.core import runlock
+from verifiable_grpo.core.config import (ConfigError, canonical_json, provenance, read_json,
+                                         read_yaml, repo_root, save_json, sha256_bytes)
 
 LABS = {
     "reward-model": ("best_of_n:run_reward_lab", "Lab 3: Bradley-Terry reward model, calibration, best-of-n"),
@@ -39,31 +38,34 @@ def lab_function(name: str):
 
 
 def load_settings(name: str, path: str | Path | None = None) -> tuple[dict, Path]:
-    """The lab's settings (default configs/part3/NAME.yaml), checked against its function."""
-    function = lab_function(name)
+    """The lab's settings (default configs/part3/NAME.yaml), checked against its schema
+    (part3/lab_settings.py) before any compute; ConfigError names the file and the key."""
+    from verifiable_grpo.part3 import lab_settings
+
+    lab_function(name)
     path = Path(path) if path else repo_root() / "configs" / "part3" / f"{name}.yaml"
-    if not path.is_file():
+    if not path.exists():
         raise ValueError(f"no settings file {path}; create it or pass --settings PATH")
-    settings = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    if not isinstance(settings, dict):
-        raise ValueError(f"{path}: settings must be a mapping of keyword arguments")
-    accepted = set(inspect.signature(function).parameters)
-    unknown = sorted(set(settings) - accepted)
-    if unknown:
-        raise ValueError(f"{path}: unknown setting(s) {unknown} for lab {name!r}; "
-                         f"accepted: {sorted(accepted)}")
-    return settings, path
+    return lab_settings.check(name, read_yaml(path), str(path)), path
 
 
 def run(name: str, out: str | Path | None = None, settings_path=None, threads: int = 1,
         command: list[str] | None = None) -> Path:
-    """Run the lab and write OUT/metrics.json = {metrics, settings, provenance}."""
+    """Run the lab and write OUT/metrics.json = {metrics, settings, provenance}. The settings,
+    OUT (a folder this process alone holds: OUT/.lock) and the threads are checked first."""
     settings, path = load_settings(name, settings_path)
     out = Path(out) if out else repo_root() / "runs" / "part3" / name
-    target = out / "metrics.json"
-    if target.exists():
-        raise ValueError(f"{target} exists: evidence is never overwritten; remove it or "
-                         f"pass another --out")
+    if type(threads) is not int or threads < 1:
+        raise ValueError(f"threads must be a positive integer, got {threads!r}")
+    with runlock.locked(out, f"lab {name}"):
+        target = out / "metrics.json"
+        if target.exists():
+            raise ValueError(f"{target} exists: evidence is never overwritten; remove it or "
+                             f"pass another --out")
+        return _run_held(name, settings, path, target, threads, command)
+
+
+def _run_held(name, settings, path, target, threads, command) -> Path:
     import torch   # here, not at the top: `--help` must not load torch
 
     previous = torch.get_num_threads()
@@ -157,6 +159,8 @@ def command_lab(args) -> int:
         print(target)
         if args.export:
             print(export(args.name, target))
+    except ConfigError:
+        raise   # the CLI prints it: one line per problem, exit 2
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -11,6 +11,8 @@ import importlib
 import sys
 from pathlib import Path
 
+from verifiable_grpo.core import runlock
+
 # lab name -> "module:function" under verifiable_grpo.part3; the function takes the args.
 MODEL_LABS = {
     "sft": ("lab1_sft:command", "Lab 1: full-weight SFT with the assistant-only masked loss"),
@@ -42,10 +44,12 @@ def command(args) -> int:
     previous = torch.get_num_threads()
     torch.set_num_threads(getattr(args, "threads", None) or previous)
     try:
-        module = importlib.import_module(f"verifiable_grpo.part3.{module_name}")
-        code = getattr(module, function)(args)
-    except (FileNotFoundError, FileExistsError) as err:  # a missing model, policy or wheel
-        print(f"error: {err}", file=sys.stderr)
+        # one process per run folder (OUT/.lock), taken before the model is loaded
+        with runlock.locked(args.out, f"lab {args.name}"):
+            module = importlib.import_module(f"verifiable_grpo.part3.{module_name}")
+            code = getattr(module, function)(args)
+    except (FileNotFoundError, FileExistsError, runlock.RunFolderError) as err:
+        print(f"error: {err}", file=sys.stderr)   # a missing model, policy or wheel; a busy OUT
         return 2
     finally:
         torch.set_num_threads(previous)  # a caller's process keeps its own setting

@@ -1,0 +1,81 @@
+"""The settings schema of every synthetic Part III lab (configs/part3/NAME.yaml).
+
+Each lab's YAML holds keyword arguments of its function; here each key has its type, its
+range and a one-line meaning, checked with the profile schema's machinery
+(core/config_schema.check_settings) before any compute: a bad value is refused in one line
+naming the file and the key, an unknown key gets a did-you-mean. A key left out keeps the
+function's default (`absent` below only stands in for the checks).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from verifiable_grpo.core.config_schema import check_settings
+from verifiable_grpo.core.schema_checks import (NON_EMPTY, SEED, above, at_least, each, key,
+                                                one_of)
+
+# Lab 3's best-of-n grid (best_of_n.SIZES; spelled here so that checking needs no numpy).
+GRID = tuple(4 ** k for k in range(8))
+ON_GRID = one_of(*GRID)
+POSITIVE = at_least(1)
+
+
+@dataclass(frozen=True)
+class RewardModelSettings:
+    sizes: tuple[int, ...] = key("best-of-n grid sizes", NON_EMPTY, each(ON_GRID), absent=GRID)
+    trials: int = key("selections averaged per n", POSITIVE, absent=200)
+    seed: int = key("numpy and torch seed", SEED, absent=0)
+    softmax_n: int | None = key("n of the softmax-selection variant (null: skip it)", ON_GRID,
+                                absent=1024)
+    temperatures: tuple[float, ...] = key("softmax temperatures", NON_EMPTY, each(above(0)),
+                                          absent=(0.1, 0.3, 1.0, 3.0))
+
+
+@dataclass(frozen=True)
+class DPOSettings:
+    betas: tuple[float, ...] = key("bandit KL coefficients", NON_EMPTY, each(above(0)),
+                                   absent=(0.25, 0.5, 1.0, 2.0))
+    pairs: int = key("bandit preference pairs", POSITIVE, absent=20_000)
+    bandit_steps: int = key("Adam steps per beta", POSITIVE, absent=1000)
+    beta: float = key("digit-policy DPO coefficient", above(0), absent=0.1)
+    steps: int = key("digit-policy DPO steps per condition", POSITIVE, absent=300)
+    variant_beta: float | None = key("the on-policy condition again at this beta (null: skip)",
+                                     above(0), absent=0.5)
+
+
+@dataclass(frozen=True)
+class ExpertIterationSettings:
+    betas: tuple[float, ...] = key("GRPO KL coefficients with the exact verifier", NON_EMPTY,
+                                   each(at_least(0)), absent=(0.04, 0.5))
+    substring_beta: float = key("KL coefficient with the flawed substring verifier",
+                                at_least(0), absent=0.04)
+    iterations: int = key("GRPO iterations per run", POSITIVE, absent=150)
+    group_size: int = key("responses per prompt", at_least(2, "a group needs a spread"),
+                          absent=8)
+    expert_rounds: int = key("expert-iteration rounds", POSITIVE, absent=3)
+    variants: bool = key("also Part I's population std and beta 0", absent=True)
+
+
+@dataclass(frozen=True)
+class JudgeSettings:
+    pairs: int = key("judged pairs", at_least(10), absent=400)
+    seed: int = key("numpy seed", SEED, absent=22)
+    length_weight: float = key("how much the judge weighs the length gap", absent=0.4)
+    position_bias: float = key("the first slot's advantage", absent=0.5)
+    mean_length_gap: float = key("mean length gap between A and B", absent=0.8)
+
+
+@dataclass(frozen=True)
+class FaultTreeSettings:
+    """The fault-tree exercise has no settings: its fixtures are fixed."""
+
+
+SCHEMAS = {"reward-model": RewardModelSettings, "dpo": DPOSettings,
+           "expert-iteration": ExpertIterationSettings, "judge": JudgeSettings,
+           "fault-tree": FaultTreeSettings}
+
+
+def check(name: str, raw, source: str) -> dict:
+    """Lab `name`'s settings as YAML gave them, checked (ConfigError: '<source>: <key>: ...');
+    None (an empty file) reads as no settings."""
+    return check_settings(SCHEMAS[name], {} if raw is None else raw, source)
