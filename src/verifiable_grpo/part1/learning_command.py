@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from verifiable_grpo.core import files
-from verifiable_grpo.core.config import load_config, resolve
+from verifiable_grpo.core import files, runlock
+from verifiable_grpo.core.config import ConfigError, load_config, resolve
 from verifiable_grpo.part1 import fixed_prompts, fixed_prompts_trl, lift_study
 
 
@@ -19,7 +19,19 @@ def _print_fixed(name: str, result: dict) -> None:
 
 def command_learn(args) -> int:
     base = load_config(args.config)
-    out = Path(args.out)
+    unknown = sorted(set(args.candidates or []) - {c.name for c in lift_study.CANDIDATES})
+    if unknown:   # refused before any folder is touched
+        raise ConfigError([f"--candidates: unknown {unknown}; choose from "
+                           f"{[c.name for c in lift_study.CANDIDATES]}"])
+    try:
+        out = runlock.usable_folder(args.out)
+        with runlock.locked(out, f"learn {args.what}"):
+            return _learn(args, base, Path(out))
+    except runlock.RunFolderError as err:   # a file in the way, or a folder in use
+        raise ConfigError([str(err)]) from None
+
+
+def _learn(args, base: dict, out: Path) -> int:
     dest = resolve(fixed_prompts.RECORDED)
     if args.what == "fixed-prompts":
         result = fixed_prompts.run(base, out / "fixed-prompts")
@@ -32,10 +44,6 @@ def command_learn(args) -> int:
         if args.export:
             print(f"recorded {files.save_json(dest / 'trl.json', result)}")
     else:
-        unknown = sorted(set(args.candidates or []) - {c.name for c in lift_study.CANDIDATES})
-        if unknown:
-            raise ValueError(f"unknown candidates {unknown}: choose from "
-                             f"{[c.name for c in lift_study.CANDIDATES]}")
         for candidate in lift_study.CANDIDATES:
             if args.candidates is None and candidate.model != "tiny":
                 print(f"{candidate.name}: declared, not runnable yet ({candidate.model})")
