@@ -105,8 +105,7 @@ for regime in regimes:
 # prompt order and sampling stream, so the pairing removes what the seeds have in common),
 # a paired bootstrap interval over the eight seeds, an exact sign-flip p-value, and
 # Benjamini-Hochberg over the four arms within a regime ({term}`paired bootstrap`,
-# {term}`sign-flip test`; {ref}`Efron 1979 <ref-bootstrap>`, {ref}`Benjamini and Hochberg
-# 1995 <ref-bh>`). The verdict rule was written in
+# {term}`sign-flip test`; {ref}`Efron 1979 <ref-bootstrap>`, {ref}`Benjamini and Hochberg 1995 <ref-bh>`). The verdict rule was written in
 # the lock: "better" or "worse" only when BH rejects and the interval excludes zero.
 
 # %%

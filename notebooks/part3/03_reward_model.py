@@ -21,8 +21,7 @@
 #
 # **What you will learn.** What the {term}`Bradley-Terry model`
 # ({ref}`Bradley and Terry 1952 <ref-bradley-terry>`) says a preference reveals, and what it
-# cannot; how to check a reward model's calibration ({ref}`Guo et al. 2017
-# <ref-calibration>`); and how selecting the best of $n$ answers by a flawed score first
+# cannot; how to check a reward model's calibration ({ref}`Guo et al. 2017 <ref-calibration>`); and how selecting the best of $n$ answers by a flawed score first
 # helps, then hurts, while its distance from the sampling policy grows only like $\log n$.
 #
 # Here the true utility is

@@ -14,8 +14,7 @@
 # %% [markdown]
 # # Lab 5: success-only SFT against GRPO, and a verifier that can be gamed
 #
-# **What you will learn.** How {term}`expert iteration` ({ref}`Anthony et al. 2017
-# <ref-expert-iteration>`) and {term}`GRPO` use the same verifier differently; why GRPO's
+# **What you will learn.** How {term}`expert iteration` ({ref}`Anthony et al. 2017 <ref-expert-iteration>`) and {term}`GRPO` use the same verifier differently; why GRPO's
 # group mean is a leave-one-out {term}`baseline <Baseline>`; why its groups fall silent as
 # the policy improves; what the KL coefficient buys; and how a policy learns exactly what a
 # flawed verifier accepts.
