@@ -28,8 +28,9 @@
 # In this package a variant is not a new training loop: it is one entry of the objectives
 # registry, a frozen record of six choices (how rewards become advantages, at which level
 # the importance ratio is taken, the clip interval, how per-token terms are summed into one
-# loss, the KL term, and which sampler fills a batch). The table lists the entries: the
-# five arms, Part I's objective (`part1`), and three loss reductions TRL offers.
+# loss, the KL term, and which sampler fills a batch). The table lists the five arms and
+# three loss reductions TRL offers, each with the paper it comes from (all have no KL
+# term; Part I's objective is one more entry of the same registry).
 
 # %% tags=["colab"]
 # On Colab only: fetch the project and install it. Elsewhere the package is already installed.
@@ -57,8 +58,10 @@ from verifiable_grpo.part2 import demos
 from verifiable_grpo.book import family_widgets
 from verifiable_grpo.part2.lock import read_lock
 
+from verifiable_grpo.training.objective_sources import source_of
+
 head, rows = demos.arm_rows()
-Table(head, rows)
+Table(head + ["paper"], [row + [source_of(row[0]).cite] for row in rows])
 
 # %% [markdown]
 # ## Why each variant exists

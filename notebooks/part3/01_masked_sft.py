@@ -28,7 +28,7 @@
 # The chapter follows the first lab of a course module on LLM post-training
 # ({ref}`the post-training module <ref-module>`, "the course" below):
 # - five families of synthetic engineering instructions with exactly checkable replies;
-# - a hand-written ChatML rendering and a check on the BPE boundary;
+# - a hand-written {term}`ChatML` rendering and a check on the BPE boundary;
 # - a plain few-shot probe before any training;
 # - a diagnosis of the two chat-marker rows of the embedding;
 # - 15 full-weight AdamW updates, with loss, stopping and exact answers before and after.

@@ -26,7 +26,8 @@
 # keeps what the verifier accepts, and fine-tunes on it. **GRPO** samples groups of eight
 # answers per prompt and pushes each answer up or down according to how it compares with
 # its own group. A third run gives GRPO a flawed verifier that accepts any reply *containing*
-# the answer. That run shows a policy learning exactly what its checker accepts.
+# the answer. That run shows a policy learning exactly what its checker accepts
+# ({term}`reward hacking`).
 #
 # **What is measured.** For expert iteration: kept samples, covered prompts, accuracy and
 # KL per round. For GRPO: batch reward, the fraction of groups with no task signal

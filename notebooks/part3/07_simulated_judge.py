@@ -15,7 +15,7 @@
 # # Lab 6 (model-free part): a biased judge, and the statistics of small suites
 #
 # When no program can check an answer, a model is often asked to judge which of two
-# answers is better. Such judges prefer the answer shown first and the longer answer
+# answers is better. Such judges prefer the answer shown first ({term}`position bias <Position bias>`) and the longer answer
 # ({ref}`Zheng et al. 2023 <ref-llm-judge>`).
 #
 # **What you will learn.** How position and length bias distort a judge's win rate, how

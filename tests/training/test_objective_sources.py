@@ -17,9 +17,9 @@ def test_every_registry_entry_has_a_source_and_no_stale_one():
 
 @pytest.mark.parametrize("name", sorted(OBJECTIVES))
 def test_each_source_is_an_anchor_of_the_references_page(name):
-    anchor, what = objective_sources.source_of(name)
-    assert anchor in ANCHORS, f"{name}: {anchor} is not an anchor of book/references.md"
-    assert what.strip()
+    source = objective_sources.source_of(name)
+    assert source.anchor in ANCHORS, f"{name}: {source.anchor} is not an anchor of book/references.md"
+    assert source.cite.strip() and source.takes.strip()
 
 
 def test_an_unknown_name_is_refused():

@@ -7,24 +7,38 @@ the work in book/references.md and says what the entry takes from it.
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from verifiable_grpo.training.objectives import OBJECTIVES
 
-SOURCES: dict[str, tuple[str, str]] = {
-    "part1": ("ref-deepseekmath", "GRPO's group advantages and KL to a reference; the exact "
-                                  "prefix KL is the practical's variant (ref-practical)"),
-    "grpo": ("ref-deepseekmath", "GRPO as TRL runs it: sample std, token ratio, PPO's clip"),
-    "drgrpo": ("ref-drgrpo", "Dr. GRPO's first change: no division by the group's std"),
-    "dapo": ("ref-dapo", "DAPO's clip-higher and dynamic sampling"),
-    "gspo": ("ref-gspo", "GSPO's sequence-level importance ratio"),
-    "aero": ("ref-aero", "AERO's adaptive rollouts, rejection and Beta posterior"),
-    "bnpo": ("ref-trl", "TRL's loss_type='bnpo' reduction"),
-    "dr_grpo": ("ref-drgrpo", "Dr. GRPO's full loss: no std, a constant length divisor"),
-    "dapo_token": ("ref-dapo", "DAPO's token-level policy-gradient loss"),
+
+class Source(NamedTuple):
+    anchor: str   # the work's label on book/references.md
+    cite: str     # how a table names it
+    takes: str    # what the entry takes from it
+
+
+SOURCES: dict[str, Source] = {
+    "part1": Source("ref-deepseekmath", "Shao et al. 2024",
+                    "GRPO's group advantages and KL to a reference; the exact prefix KL is "
+                    "the practical's variant"),
+    "grpo": Source("ref-deepseekmath", "Shao et al. 2024",
+                   "GRPO as TRL runs it: sample std, token ratio, PPO's clip"),
+    "drgrpo": Source("ref-drgrpo", "Liu et al. 2025 (Dr. GRPO)",
+                     "Dr. GRPO's first change: no division by the group's std"),
+    "dapo": Source("ref-dapo", "Yu et al. 2025 (DAPO)", "clip-higher and dynamic sampling"),
+    "gspo": Source("ref-gspo", "Zheng et al. 2025 (GSPO)", "the sequence-level importance ratio"),
+    "aero": Source("ref-aero", "Zhang et al. 2026 (AERO)",
+                   "adaptive rollouts, rejection and the Beta posterior"),
+    "bnpo": Source("ref-trl", "TRL", "the loss_type='bnpo' reduction"),
+    "dr_grpo": Source("ref-drgrpo", "Liu et al. 2025 (Dr. GRPO)",
+                      "the full loss: no std, a constant length divisor"),
+    "dapo_token": Source("ref-dapo", "Yu et al. 2025 (DAPO)", "the token-level loss"),
 }
 
 
-def source_of(name: str) -> tuple[str, str]:
-    """(reference anchor, what the entry takes from it) for a registry entry."""
+def source_of(name: str) -> Source:
+    """The work a registry entry comes from (anchor, short citation, what it takes)."""
     if name not in OBJECTIVES:
         raise ValueError(f"unknown objective {name!r}; known objectives: {', '.join(OBJECTIVES)}")
     if name not in SOURCES:
