@@ -62,7 +62,7 @@ from verifiable_grpo.evaluation import statistics as st
 from verifiable_grpo.part3 import judge, labs
 
 recorded = labs.recorded("judge")
-print(labs.provenance_line("judge"))
+print(labs.record_line("judge"))
 
 # %% [markdown]
 # ## A judge with two biases

@@ -51,7 +51,7 @@ import json
 from verifiable_grpo.book.notebook import Table
 from verifiable_grpo.part3 import fault_tree as ft, labs
 
-print(labs.provenance_line("fault-tree"))
+print(labs.record_line("fault-tree"))
 
 # %% [markdown]
 # ## The exercise, in our words

@@ -163,6 +163,15 @@ def command_lab(args) -> int:
     return 0
 
 
+def record_line(name: str) -> str:
+    """The reader's line on where a chapter's numbers come from: the lab's command and how
+    long the recorded run took (the commit, versions and threads stay in the record and
+    the book's provenance appendix)."""
+    record = recorded(name)["provenance"]
+    return (f"recorded with `python -m verifiable_grpo lab {name} --export` on a "
+            f"{record['device'].upper()} in {record['wall_seconds']:.1f} s")
+
+
 def provenance_line(name: str) -> str:
     """One line naming where a chapter's recorded numbers come from."""
     record = recorded(name)["provenance"]
