@@ -168,8 +168,10 @@ def record_line(name: str) -> str:
     long the recorded run took (the commit, versions and threads stay in the record and
     the book's provenance appendix)."""
     record = recorded(name)["provenance"]
+    wall = record["wall_seconds"]
+    took = f"{wall:.1f} s" if wall >= 0.1 else "under 0.1 s"
     return (f"recorded with `python -m verifiable_grpo lab {name} --export` on a "
-            f"{record['device'].upper()} in {record['wall_seconds']:.1f} s")
+            f"{record['device'].upper()} in {took}")
 
 
 def provenance_line(name: str) -> str:
