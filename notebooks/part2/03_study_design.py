@@ -65,7 +65,8 @@ from verifiable_grpo.part2.lock import read_lock
 
 # %%
 e1 = read_json(resolve(demos.E1_REFERENCE))
-print("source:", e1["attribution"]["source"])
+print("model and budget:", e1["attribution"]["model"])
+print("status:", e1["attribution"]["status"])
 Table(["arm", "seeds", "mean held-out accuracy", "95% CI (card)"],
       [[r["arm"], r["seeds"], f"{r['mean']:.4f}", f"[{r['low']:.4f}, {r['high']:.4f}]"]
        for r in e1["card_table"]])
