@@ -14,13 +14,23 @@
 # %% [markdown]
 # # Five arms, one registry
 #
-# The family study compares five variants ("arms") of the objective Part I trained with.
+# Since {term}`GRPO` became the standard way to train reasoning models from a verifiable
+# reward, several variants have been proposed, each fixing a problem its authors saw in
+# the original. Part II compares five of them, as a published study did
+# ({ref}`the family study card <ref-study-card>`): each variant is one {term}`arm <Arm>` of
+# the comparison.
+#
+# **What you will learn.** What problem each variant (Dr. GRPO, DAPO, GSPO, AERO) was
+# designed to fix; why every arm here trains without a KL term, although Part I centred on
+# one; how AERO's exploration, rescue and posterior advantage turn a group that would teach
+# nothing into one that does; and how each arm weighs the tokens of a group.
+#
 # In this package a variant is not a new training loop: it is one entry of the objectives
 # registry, a frozen record of six choices (how rewards become advantages, at which level
 # the importance ratio is taken, the clip interval, how per-token terms are summed into one
-# loss, the KL term, and which sampler fills a batch). This chapter prints the entries,
-# says what each arm changes relative to `grpo`, and shows what that does to the gradient
-# every token receives.
+# loss, the KL term, and which sampler fills a batch). The table lists the five arms and
+# three loss reductions TRL offers, each with the paper it comes from (all have no KL
+# term; Part I's objective is one more entry of the same registry).
 
 # %% tags=["colab"]
 # On Colab only: fetch the project and install it. Elsewhere the package is already installed.
@@ -48,10 +58,46 @@ from verifiable_grpo.part2 import demos
 from verifiable_grpo.book import family_widgets
 from verifiable_grpo.part2.lock import read_lock
 
+from verifiable_grpo.training.objective_sources import source_of
+
 head, rows = demos.arm_rows()
-Table(head, rows)
+Table(head + ["paper"], [row + [source_of(row[0]).cite] for row in rows])
 
 # %% [markdown]
+# ## Why each variant exists
+#
+# Plain GRPO ({ref}`Shao et al. 2024 <ref-deepseekmath>`) scores each of $G$ answers to a
+# prompt by $\hat A_i = (r_i - \bar r)/(\mathrm{std}(r) + \epsilon)$, takes a
+# {term}`PPO <PPO>`-style clipped ratio per token, and averages each answer's token terms
+# before averaging over answers. Each variant below changes one of these choices for a
+# stated reason.
+#
+# - **Dr. GRPO** ({ref}`Liu et al. 2025 <ref-drgrpo>`, "GRPO done right") argues that two
+#   normalisations bias the update. Dividing by the group's standard deviation gives the
+#   most weight to prompts whose rewards barely vary (almost always right or almost always
+#   wrong), a bias by difficulty. Dividing each answer's loss by its own length makes a long
+#   wrong answer's tokens cheaper to keep than a short one's, which lets wrong answers grow
+#   longer. Dr. GRPO removes both divisions. The study's `drgrpo` arm removes only the first.
+# - **DAPO** ({ref}`Yu et al. 2025 <ref-dapo>`) targets long reasoning runs. With a
+#   symmetric clip of 0.2, a token the policy gives probability 0.01 can rise only to 0.012
+#   in one update while a likely token is barely constrained, so the policy's
+#   {term}`entropy` collapses and exploration stops; *clip-higher* raises the upper bound
+#   to 0.28. As accuracy rises, more groups are all-correct and carry no gradient, so the
+#   effective batch shrinks and gets noisier; *dynamic sampling* discards such groups and
+#   draws new prompts until the batch is full. DAPO also weighs every token equally across
+#   the batch and drops the KL term. The study's `dapo` arm takes clip-higher and dynamic
+#   sampling.
+# - **GSPO** ({ref}`Zheng et al. 2025 <ref-gspo>`) observes that the reward is given per
+#   answer, yet GRPO corrects for the policy's change per token, with one sample per token:
+#   a noisy weight that accumulates over long answers and destabilised large
+#   (mixture-of-experts) models. It uses one ratio per answer, the geometric mean of the
+#   token ratios, and clips that.
+# - **AERO** ({ref}`Zhang et al. 2026 <ref-aero>`) attacks the waste of groups whose answers
+#   all agree: their advantages are zero, so the compute spent generating them trains
+#   nothing. It spends rollouts adaptively, prunes the kept ones, and gives a group that
+#   keeps a single answer an advantage from a Bayesian estimate of the prompt's success
+#   rate. It is worked through below.
+#
 # ## What each arm changes
 #
 # The treatment lock of the study (chapter 3) records, for every arm, the registry fields
@@ -73,6 +119,87 @@ Table(["arm", "changes vs grpo", "TRL GRPOConfig", "needs a subclass for"],
        for arm, entry in lock["arms"].items()])
 
 # %% [markdown]
+# ## What every arm leaves out: the KL term
+#
+# Part I's objective adds $\beta\,\mathrm{KL}(\pi_\theta \,\|\, \pi_{\text{ref}})$ with
+# $\beta = 0.02$, computed exactly on every visited prefix. Every Part II arm sets
+# $\beta = 0$: no KL term, and no reference model at all. Three reasons:
+#
+# - **It is the study's setting.** The study card ran every arm with $\beta = 0$, and a
+#   comparison of objectives should change one thing at a time.
+# - **It is the common default.** TRL's `GRPOConfig` ({ref}`TRL <ref-trl>`) defaults `beta`
+#   to 0 (version 1.16, used here); its documentation notes that the reference model is then
+#   not even loaded. DAPO and Dr. GRPO drop the term as well.
+# - **A verifiable reward needs less protection.** The KL penalty came from training against
+#   a *learned* reward model ({ref}`InstructGPT <ref-instructgpt>`), which a policy can
+#   exploit by drifting to answers the model scores wrongly. A program that checks the
+#   answer cannot be flattered that way, and reasoning training wants the policy to move
+#   far from where it started.
+#
+# What it costs: nothing pulls the policy back. Whatever the reward does not measure
+# (answers to other tasks, the variety of its outputs) can drift or collapse, and only an
+# evaluation outside the reward will notice. Part II still *measures* the exact KL to the
+# warm start at the end of every run (chapter 4 prints it) without training on it; Part
+# III's Lab 5 trains with two values of $\beta$ and shows what the term holds back.
+#
+# ## AERO, worked through
+#
+# The `aero` arm's registry row reads "3 explore, rescue 4, k=1, 4 slots" and "Beta(1,1)
+# posterior". In words, for each step of 4 prompts:
+#
+# 1. **Explore.** Draw 3 answers per prompt (not 4: the fourth slot is kept for rescues).
+# 2. **Rescue.** Prompts with no correct answer take turns drawing one more answer each,
+#    from a budget of 4 extra answers shared by the whole step; a prompt stops at its first
+#    success.
+# 3. **Curate.** All correct: keep one answer at random. At least half correct: keep all 3.
+#    Fewer than half correct: keep the correct ones plus $k = 1$ wrong one per correct one.
+#    All wrong but rescued: keep one wrong answer and the rescue. All wrong, not rescued:
+#    keep one wrong answer.
+# 4. **Score.** A group of two or more answers gets GRPO's advantages. A group of *one*
+#    answer has no group to compare with, so AERO compares it with an estimate of the
+#    prompt's success rate $p$: with a uniform prior Beta(1,1) and $s$ successes among the
+#    $n$ answers drawn for the prompt, the posterior mean is $p = (s+1)/(n+2)$, and the
+#    advantage is $(r - p)/(\sqrt{p(1-p)} + \epsilon)$.
+#
+# Plain GRPO gives prompts A and E below advantage 0 (every answer agrees) and learns
+# nothing from them. Under AERO, A's single correct answer is reinforced a little
+# ($p = 4/5$: an easy prompt, a small surprise) and E's wrong answer is pushed down
+# ($p = 1/7$ after 5 failures). The cell runs the study's own curation and advantage code.
+
+# %%
+import torch
+
+from verifiable_grpo.training.objectives import advantages, get_objective
+from verifiable_grpo.training.samplers import aero_curate
+
+cases = {  # prompt: (exploration rewards, rescue rewards)
+    "A: 3 of 3 correct": ([1, 1, 1], []),
+    "B: 2 of 3 correct": ([1, 1, 0], []),
+    "C: 1 of 3 correct": ([1, 0, 0], []),
+    "D: 0 of 3, rescued at the 2nd try": ([0, 0, 0], [0, 1]),
+    "E: 0 of 3, rescue budget spent": ([0, 0, 0], [0, 0]),
+}
+generator = torch.Generator().manual_seed(0)
+rows = []
+for prompt, (explore, rescue) in cases.items():
+    drawn = explore + rescue
+    kept, strategy = aero_curate(explore, rescue, rejection_k=1, exploration_rollouts=3,
+                                 generator=generator)
+    rewards = torch.tensor([[float(drawn[i]) for i in kept]], dtype=torch.float64)
+    scored = advantages(get_objective("aero"), rewards, successes=[sum(drawn)],
+                        observations=[len(drawn)])
+    rows.append([prompt, strategy, " ".join(str(drawn[i]) for i in kept),
+                 ", ".join(f"{a:+.3f}" for a in scored.values[0].tolist())])
+Table(["prompt", "curation", "kept rewards", "AERO advantages"], rows)
+
+# %% [markdown]
+# Groups B, C and D are scored as in GRPO (with the sample standard deviation), so C's and
+# D's two answers get $\pm 0.707$. The rescue budget is what makes D useful: without it, D
+# would be a group of three wrong answers and teach nothing. In the study, curation also
+# means `aero`'s batch has fewer answers than `grpo`'s, and since a one-answer group still
+# receives an advantage, its logged zero-variance fraction is not comparable with the
+# other arms' (chapter 4).
+#
 # ## The weight of every token
 #
 # On policy the ratio is exactly 1, and the gradient of the loss with respect to the

@@ -15,11 +15,14 @@
 # # Two placebo arms and a costly one
 #
 # Two of the study's arms change only how the importance ratio enters the loss: `gspo`
-# takes it per sequence, `dapo` raises the upper clip to $1.28$. With one update per
-# rollout set the ratio is exactly 1 at the moment of the update, so neither change can
-# act. This chapter shows it with autograd, shows where the arms part once the policy
-# has moved, and measures what `dapo`'s other change, dynamic sampling, costs in
-# rollouts.
+# takes it per sequence ({ref}`GSPO <ref-gspo>`), `dapo` raises the upper clip to $1.28$
+# ({term}`clip-higher <Clip-higher>`, {ref}`DAPO <ref-dapo>`). With one update per rollout
+# set the update is {term}`on policy <On policy / off policy>`: the ratio is 1 (to about
+# $10^{-5}$) at the moment of the update, so neither change can act.
+#
+# **What you will learn.** Why a change to the ratio or its clip is a placebo on policy,
+# proved with autograd; where the arms part once the policy has moved; and what DAPO's
+# {term}`dynamic sampling`, the one change that does act on policy, costs in rollouts.
 
 # %% tags=["colab"]
 # On Colab only: fetch the project and install it. Elsewhere the package is already installed.

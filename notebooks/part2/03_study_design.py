@@ -16,15 +16,20 @@
 #
 # A comparison of five arms over eight seeds invites a quiet kind of cheating: trying
 # another metric, another seed or another analysis after seeing the numbers until one arm
-# "wins". The study's answer is a treatment lock, written and committed before any
-# recorded run: arms, seeds, budgets, metric and the whole analysis plan, with its random
-# seed. Every run manifest carries the lock's SHA-256, and a run refuses to start when the
-# lock, the registry entry of its arm, the profile or the warm start no longer match it.
+# "wins". The study's answer is {term}`pre-registration <Pre-registration (treatment lock)>`:
+# a treatment lock, written and committed before any recorded run, that fixes the arms,
+# seeds, budgets, metric and the whole analysis plan, down to its random seed. A run
+# refuses to start when the lock, its arm's registry entry, the profile or the warm start
+# no longer match it.
 #
-# **Status.** The lock below was committed before the recorded study ran (2 regimes x 5
-# arms x 8 seeds = 80 runs on the tiny model); the next chapter reads its results. This
-# chapter shows the design and the published results of the study it follows; no number
-# in it comes from a run of this project's family study.
+# **What you will learn.** How to read a published comparison of the five arms with the
+# right (paired) question; what our study fixed in advance and why it departs from the
+# published one where it does; and why a mean reward far from 0 or 1 can still leave most
+# groups with nothing to learn from.
+#
+# This chapter shows the design and the published results of the study it follows
+# ({ref}`the family study card <ref-study-card>`); no number in it comes from our runs,
+# which the next chapter reads.
 
 # %% tags=["colab"]
 # On Colab only: fetch the project and install it. Elsewhere the package is already installed.
@@ -51,15 +56,17 @@ from verifiable_grpo.part2 import analysis, demos
 from verifiable_grpo.part2.lock import read_lock
 
 # %% [markdown]
-# ## What the specification reports
+# ## What the published study reports
 #
-# The study this part follows (the E1 model card) trained Qwen3-8B with LoRA on GSM8K for
-# 30 steps of 4 prompts x 4 completions, eight pre-registered seeds per arm, and scored
-# each run on 500 held-out problems. Its table, copied as data and attributed:
+# The study this part follows (its card calls it E1) trained Qwen3-8B with
+# {term}`LoRA` on GSM8K, a set of grade-school word problems, for 30 steps of 4 prompts x 4
+# completions, with eight pre-registered seeds per arm and no KL term, and scored each run
+# on 500 held-out problems. Its table, copied as data and attributed:
 
 # %%
 e1 = read_json(resolve(demos.E1_REFERENCE))
-print("source:", e1["attribution"]["source"])
+print("model and budget:", e1["attribution"]["model"])
+print("status:", e1["attribution"]["status"])
 Table(["arm", "seeds", "mean held-out accuracy", "95% CI (card)"],
       [[r["arm"], r["seeds"], f"{r['mean']:.4f}", f"[{r['low']:.4f}, {r['high']:.4f}]"]
        for r in e1["card_table"]])
@@ -89,39 +96,63 @@ Table(["arm - grpo", "difference", "95% CI (paired bootstrap)", "p (sign flip)",
 #
 # ## Our study's design
 #
-# The lock below is the committed file `configs/part2/lock.json`, printed field by field.
+# The lock is the committed file `configs/part2/lock.json`. What a reader needs from it:
 
 # %%
-print("lock SHA-256:", lock_sha)
-print("status:", lock["status"], "| locked at:", lock["locked_at"])
-print("base profile:", lock["base_profile"], "| warm start:", lock["warm_start"]["path"],
-      lock["warm_start"]["sha256"][:12])
-print("seeds:", lock["seeds"])
-print("regimes:", {k: v["updates_per_rollout"] for k, v in lock["regimes"].items()},
-      "(updates per rollout set)")
-Table(["budget", "value"], [[k, str(v)] for k, v in lock["budget"].items()])
-
-# %%
-Table(["arm", "objective SHA-256", "changes vs grpo"],
-      [[arm, e["objective_sha256"][:16], ", ".join(e["treatment_changes"]) or "(baseline)"]
-       for arm, e in lock["arms"].items()])
-
-# %%
+budget = lock["budget"]
 ev = lock["evaluation"]
-print(f"held-out: {ev['problems']} test problems ({', '.join(ev['populations'])}), greedy and "
-      f"{ev['draws']} draws each; {ev['untrained_warm_start']}")
-print("primary metric:", lock["metric"]["primary"])
-for key in ("per_arm", "comparison", "p_value", "multiple_testing", "exclusions"):
-    print(f"{key}: {lock['analysis'][key]}")
-print("verdicts:", lock["analysis"]["verdicts"])
-print("analysis RNG seed:", lock["analysis"]["rng_seed"], "| resamples:", lock["analysis"]["resamples"])
+Table(["what", "fixed in advance"], [
+    ["locked on", lock["locked_at"]],
+    ["starting point", "Part I's recorded warm start (the tiny model, 2.7M parameters)"],
+    ["arms", ", ".join(lock["arms"])],
+    ["seeds (each run of every arm)", ", ".join(map(str, lock["seeds"]))],
+    ["regimes (updates per rollout set)",
+     ", ".join(f"{k}: {v['updates_per_rollout']}" for k, v in lock["regimes"].items())],
+    ["steps x prompts x completions", f"{budget['steps']} x {budget['prompts_per_step']} x "
+                                      f"{budget['group_size']}"],
+    ["learning rate, KL coefficient, temperature",
+     f"{budget['learning_rate']:g} (linear decay to 0), {budget['beta']:g}, {budget['temperature']:g}"],
+    ["trained parameters", budget["trainable"]],
+    ["held-out evaluation", f"{ev['problems']} test problems, greedy and {ev['draws']} draws each"],
+    ["primary metric", lock["metric"]["primary"]],
+    ["comparison", lock["analysis"]["comparison"]],
+    ["test and correction", f"{lock['analysis']['p_value']}; {lock['analysis']['multiple_testing']}"],
+])
 
 # %% [markdown]
-# The lock's notes give the reasons for each choice that differs from the E1 card:
+# The verdict rule, also fixed in advance: an arm is "better" or "worse" than `grpo` only
+# when the Benjamini-Hochberg-corrected test rejects *and* the paired interval excludes
+# zero; otherwise "inconclusive". No run may be excluded: a run that fails is reported as
+# failed, never rerun with another seed.
+#
+# **Where the design departs from the card, and why** (the lock records each reason):
+#
+# - **Learning rate $3\cdot10^{-5}$, not $10^{-6}$.** On the tiny model $10^{-6}$ leaves the
+#   policy where it started (an exact KL of about $2\cdot10^{-6}$ after 50 updates).
+# - **The whole model is trained, not LoRA adapters.** The model is small enough to train
+#   whole on a CPU, and Part I trains it whole, so the arms differ from Part I's run only in
+#   the objective and the sampler. (The lock's note adds that LoRA "is not wired into the
+#   study runner". That was true when the lock was written; the study runner has since
+#   learned to train LoRA adapters when a lock says `trainable: lora`, tested to resume
+#   exactly. The recorded lock trains the whole model, and it cannot be edited: a LoRA study
+#   would be a new lock.)
+# - **Two regimes.** With one update per rollout set the ratio is 1 and the clip cannot
+#   act (chapter 2), so a second regime with two updates per rollout set lets `gspo` and
+#   `dapo`'s clip do something.
+#
+# **Did it run?** The lock's own `status` field still reads as it was written,
+# `preregistered-not-run`: the field is part of the locked file, and editing it would change
+# the lock's hash and void every run. Whether the study ran is told by the record, where
+# every run states the hash of the lock it ran under:
 
 # %%
-for note in lock["notes"]:
-    print("-", note)
+from verifiable_grpo.part2 import results
+
+record = results.load()
+planned = len(lock["seeds"]) * len(lock["arms"]) * len(lock["regimes"])
+under_this_lock = sum(run["lock_sha256"] == lock_sha for run in record["runs"].values())
+print(f"pre-registered runs: {planned}; recorded: {len(record['runs'])}, "
+      f"of which under this lock: {under_this_lock}")
 
 # %% [markdown]
 # ## How to run it

@@ -15,11 +15,17 @@
 # # The study's results
 #
 # The previous chapter fixed everything before any run: five arms, eight seeds, two
-# regimes, the budget, the metric and the analysis, in a lock whose SHA-256 every run
-# carries. This chapter reads what the 80 runs produced. Nothing here is re-run: the
-# record in `data/recorded/part2` holds each run's manifest (its config, telemetry per step,
-# held-out accuracy, and a digest of its per-item trace), and the pre-registered analysis
-# is recomputed from those manifests by the tests, to the last bit.
+# regimes, the budget, the metric and the analysis. This chapter reads what the 80 runs
+# produced.
+#
+# **What you will learn.** How to read a small multi-seed comparison: seed by seed, then
+# paired against the baseline with an interval *and* an exact test; why the two can
+# disagree with eight seeds; what the arms did to held-out accuracy; and whether the clip,
+# the sequence ratio, dynamic sampling and AERO's curation actually acted.
+#
+# Nothing here is re-run: `data/recorded/part2` holds each run's record (its settings,
+# telemetry per step and held-out results), and the pre-registered analysis is recomputed
+# from those records by the tests.
 
 # %% tags=["colab"]
 # On Colab only: fetch the project and install it. Elsewhere the package is already installed.
@@ -41,6 +47,7 @@ from verifiable_grpo.book.notebook import quiet
 quiet()
 
 import numpy as np
+from IPython.display import display
 
 from verifiable_grpo.book.family_plots import plot_curves, plot_per_seed
 from verifiable_grpo.book.notebook import Table, show
@@ -57,16 +64,15 @@ regimes = list(analysis["regimes"])
 #
 # Every run started from the same recorded warm start (Part I's, 2.7M parameters) and
 # trained for 30 steps of 4 prompts x 4 completions at temperature 1, with no KL term
-# ($\beta = 0$), a learning rate of $3 \cdot 10^{-5}$ decaying linearly to 0, and full
+# ($\beta = 0$; chapter 1 says why), a learning rate of $3 \cdot 10^{-5}$ decaying linearly to 0, and full
 # fine-tuning. Each run was then scored on the 200 test problems: one greedy answer each
 # (the primary metric) and 4 sampled answers each (per-draw success).
 
 # %%
 runs = record["runs"]
-print(f"runs recorded: {len(runs)} (lock {analysis['lock_sha256'][:16]}..., "
-      f"the committed lock: {'yes' if analysis['lock_sha256'] == lock_sha else 'NO'})")
-print(f"run time summed over the runs: {results.wall_seconds(record) / 60:.0f} min "
-      "(two ran side by side, one CPU thread each, on a 2-core CPU)")
+print(f"runs recorded: {len(runs)}, analysed under the committed lock: "
+      f"{'yes' if analysis['lock_sha256'] == lock_sha else 'NO'}")
+print(f"run time summed over the runs: {results.wall_seconds(record) / 60:.0f} min on a CPU")
 warm = analysis["warm_start"]
 print(f"untrained warm start: held-out greedy {warm['correct']}/{warm['problems']} = "
       f"{warm['success_rate']:.3f}")
@@ -98,7 +104,8 @@ for regime in regimes:
 # For each arm, the per-seed difference from `grpo` on the same seed (the seeds share their
 # prompt order and sampling stream, so the pairing removes what the seeds have in common),
 # a paired bootstrap interval over the eight seeds, an exact sign-flip p-value, and
-# Benjamini-Hochberg over the four arms within a regime. The verdict rule was written in
+# Benjamini-Hochberg over the four arms within a regime ({term}`paired bootstrap`,
+# {term}`sign-flip test`; {ref}`Efron 1979 <ref-bootstrap>`, {ref}`Benjamini and Hochberg 1995 <ref-bh>`). The verdict rule was written in
 # the lock: "better" or "worse" only when BH rejects and the interval excludes zero.
 
 # %%
@@ -133,8 +140,8 @@ for regime, found in separated.items():
 #
 # **`gspo` equals `grpo` with one update per rollout set.** The paired difference is
 # exactly 0 at every seed, and for 7 of the 8 seeds all 1,000 held-out completions are
-# byte for byte the same (their trace digests agree), although the final weights differ
-# in their last bits. Chapter 2 derived why: when every token's
+# the same, character for character, although the final weights differ in their last
+# digits. Chapter 2 derived why: when every token's
 # ratio is 1, the sequence ratio and the token ratio give the same gradient, up to float
 # rounding.
 #
@@ -148,7 +155,7 @@ for regime, found in separated.items():
 # chose to optimise, not of the policy's fresh samples.
 #
 # So the study is a negative result on this model and budget, and it is the one the
-# specification's own card reached on a much larger model: at 30 steps the five
+# published card reached on a much larger model: at 30 steps the five
 # objectives are not distinguishable with eight seeds.
 
 # %%
@@ -183,8 +190,8 @@ Table(["arm", "card: 8B model, GSM8K (mean, 95% CI)"] + [f"ours, {r}" for r in r
         for r in regimes] for arm in results.arms_of(record)])
 
 # %% [markdown]
-# The seconds per step are wall times on a shared 2-core machine (other jobs ran beside
-# parts of the study), so they compare arms only roughly; the rollout counts above are the
+# The seconds per step are wall times on a shared machine (other jobs ran beside parts of
+# the study), so they compare arms only roughly; the rollout counts above are the
 # exact cost: `dapo` drew about 2.3 times as many rollouts as `grpo` and discarded 56-57 % of
 # them.
 
@@ -197,16 +204,23 @@ Table(["arm", "card: 8B model, GSM8K (mean, 95% CI)"] + [f"ours, {r}" for r in r
 # samples; the next figure shows that one (the reward of every rollout drawn).
 
 # %%
-show(plot_curves({r: results.step_curve(record, r, "mean_reward") for r in regimes},
-                 "reward of the optimised batch"))
-show(plot_curves({r: results.step_curve(record, r, "mean_reward_drawn") for r in regimes},
-                 "reward of every rollout drawn"))
+display(show(plot_curves({r: results.step_curve(record, r, "mean_reward") for r in regimes},
+                         "reward of the optimised batch")))
+
+# %% [markdown]
+# The reward of every rollout the policy drew, kept or discarded: the same measure for
+# every arm.
+
+# %%
+display(show(plot_curves({r: results.step_curve(record, r, "mean_reward_drawn") for r in regimes},
+                         "reward of every rollout drawn")))
 
 # %% [markdown]
 # ## Did the mechanics act?
 #
 # With one update per rollout set the importance ratio of every token is 1 up to the
-# captured-vs-rescored check (about $10^{-5}$), so the clip cannot act and `gspo`'s
+# difference between the log-probabilities captured while sampling and those recomputed
+# for the update (about $10^{-5}$), so the clip cannot act and `gspo`'s
 # sequence ratio equals `grpo`'s token ratio: the two arms differ only by float noise.
 # The second regime's second update runs off policy; there the clip and the sequence ratio
 # can bind. The table says how often they did.

@@ -15,13 +15,19 @@
 # # LoRA on a real 135M model
 #
 # Full fine-tuning updates every weight and keeps two AdamW moments for each of them. A
-# low-rank adapter (LoRA) freezes the pretrained matrix $W$ (shape out × in) and learns a
+# low-rank adapter ({term}`LoRA`, {ref}`Hu et al. 2022 <ref-lora>`) freezes the pretrained matrix $W$ (shape out × in) and learns a
 # correction of rank $r$ written as a product:
 #
 # $$ y = W x + b + s\,B A x, \qquad A \in \mathbb{R}^{r\times \text{in}},\;
 #    B \in \mathbb{R}^{\text{out}\times r},\; s = \alpha / r . $$
 #
-# This chapter wraps every projection of SmolLM2-135M-Instruct with such an update. Our
+# **What you will learn.** How many parameters LoRA trains, counted by hand; why the
+# adapted model starts as exactly the base function; what 24 training steps change; and
+# why folding the factors back into $W$ changes nothing a reader could see.
+#
+# The chapter follows the second lab of a course module on LLM post-training
+# ({ref}`the post-training module <ref-module>`, "the course" below). It wraps every
+# projection of SmolLM2-135M-Instruct with such an update. Our
 # `training/lora.py` is written from scratch and tested against `peft` 0.21.2 (same outputs
 # and gradients on shared weights). We check three things:
 # - the adapted model starts as *exactly* the base function;
@@ -61,7 +67,7 @@ from verifiable_grpo.part3 import lab1_record, lab2_lora
 from verifiable_grpo.training import lora
 
 recorded = lab1_record.load_recorded("lora")
-module = lab2_lora.MODULE_REPORTS
+course = lab2_lora.MODULE_REPORTS
 
 # %% [markdown]
 # ## Why the first step changes nothing, and moves only $B$
@@ -87,14 +93,14 @@ module = lab2_lora.MODULE_REPORTS
 
 # %%
 s = lab2_lora.structure(rank=8)
-Table(["quantity", "ours (live, meta device)", "the post-training module reports"], [
+Table(["quantity", "ours (live, meta device)", "the course reports"], [
     ["frozen base parameters", f"{s['base_parameters']:,}", "134,515,008"],
-    ["wrapped projections", s["wrapped"], module["wrapped"]],
-    ["trainable (rank 8)", f"{s['trainable']:,}", f"{module['trainable']:,}"],
-    ["total with adapters", f"{s['total']:,}", f"{module['total']:,}"],
-    ["trainable share", f"{s['trainable_percent']:.3f} %", f"{module['trainable_percent']:.3f} %"],
-    ["AdamW moments, adapters (MB)", f"{s['adam_moments_mb']:.2f}", f"{module['adam_moments_mb']:.2f}"],
-    ["AdamW moments, full model (MB)", f"{s['full_adam_moments_mb']:.2f}", f"{module['full_adam_moments_mb']:.2f}"],
+    ["wrapped projections", s["wrapped"], course["wrapped"]],
+    ["trainable (rank 8)", f"{s['trainable']:,}", f"{course['trainable']:,}"],
+    ["total with adapters", f"{s['total']:,}", f"{course['total']:,}"],
+    ["trainable share", f"{s['trainable_percent']:.3f} %", f"{course['trainable_percent']:.3f} %"],
+    ["AdamW moments, adapters (MB)", f"{s['adam_moments_mb']:.2f}", f"{course['adam_moments_mb']:.2f}"],
+    ["AdamW moments, full model (MB)", f"{s['full_adam_moments_mb']:.2f}", f"{course['full_adam_moments_mb']:.2f}"],
 ])
 
 # %% [markdown]
@@ -103,7 +109,7 @@ Table(["quantity", "ours (live, meta device)", "the post-training module reports
 # block. Then 8 × 10,176 × 30 blocks = 2,442,240, which is 1.783 % of the 136,957,248
 # parameters the adapted model holds. AdamW keeps two FP32 moments per trained value:
 # 2 × 4 bytes × 2,442,240 = 19.54 MB, against 1,076.12 MB for the whole model (decimal MB).
-# The structural numbers are the same as the module's because the architecture is the same.
+# The structural numbers are the same as the course's because the architecture is the same.
 #
 # ## Exact start and merge, live on a micro model
 #
@@ -135,7 +141,7 @@ print("after merge, still wrapped:", len(lora.lora_modules(micro)),
 # %% [markdown]
 # ## The recorded run
 #
-# The recorded run follows the module's recipe:
+# The recorded run follows the course's recipe:
 # - re-draw the two chat rows of the embedding (see the masked-SFT chapter);
 # - freeze the base and wrap all 210 projections at rank 8 with α = 16 (so s = 2);
 # - train 24 AdamW steps at 1e-3 on batches of 16 of the 400 training conversations;
@@ -143,64 +149,53 @@ print("after merge, still wrapped:", len(lora.lora_modules(micro)),
 
 # %%
 history = {h["step"]: h["loss"] for h in recorded["history"]}
-Table(["step", "training loss (ours)", "the module reports"],
-      [[step, history[step], module["loss"][step]] for step in sorted(module["loss"])], digits=4)
+Table(["step", "training loss (ours)", "the course reports"],
+      [[step, history[step], course["loss"][step]] for step in sorted(course["loss"])], digits=4)
 
 # %%
 fig, ax = plt.subplots(figsize=(6, 3))
 ax.plot(list(history), list(history.values()), marker="o", ms=3, label="ours (instruct, Q4_1)")
-ax.plot(list(module["loss"]), list(module["loss"].values()), marker="s", ms=3, ls="--",
-        label="the module reports (base, FP32)")
+ax.plot(list(course["loss"]), list(course["loss"].values()), marker="s", ms=3, ls="--",
+        label="the course reports (base, FP32)")
 ax.set_xlabel("update"); ax.set_ylabel("masked loss (nats/token)"); ax.legend(); fig.tight_layout()
 show(fig)
 
 # %%
-a, m = recorded["adapted"], module["adapted"]
+a, m = recorded["adapted"], course["adapted"]
 rows = [["held-out loss", a["loss"], m["loss"]], ["stop rate", a["stop"], m["stop"]],
         ["exact match", a["exact"], m["exact"]]]
-rows += [[f"exact: {f}", a["families"][f], module["families"][f]] for f in module["families"]]
-Table(["adapted model", "ours", "the module reports"], rows, digits=4)
+rows += [[f"exact: {f}", a["families"][f], course["families"][f]] for f in course["families"]]
+Table(["adapted model", "ours", "the course reports"], rows, digits=4)
 
 # %%
-Table(["merge check", "ours", "the module reports"], [
+Table(["merge check", "ours", "the course reports"], [
     ["initial max |logit difference|", str(recorded["initial_logit_difference"]),
-     str(module["initial_logit_difference"])],
+     str(course["initial_logit_difference"])],
     ["merged parameters", f"{recorded['merged_parameters']:,}", "134,515,008"],
     ["merge max |logit difference|", f"{recorded['merge_max_logit_difference']:.3e}",
-     f"{module['merge_max_logit_difference']:.3e}"],
+     f"{course['merge_max_logit_difference']:.3e}"],
     ["tolerance", f"{recorded['merge_tolerance']:.0e}", "2e-03"],
-    ["identical decoded replies (50)", recorded["identical_decoded_outputs"], module["identical_decoded_outputs"]],
-    ["training seconds", f"{recorded['training_seconds']:.1f}", f"{module['training_seconds']:.1f}"],
+    ["identical decoded replies (50)", recorded["identical_decoded_outputs"], course["identical_decoded_outputs"]],
+    ["training seconds", f"{recorded['training_seconds']:.1f}", f"{course['training_seconds']:.1f}"],
 ])
 
 # %% [markdown]
-# **Why our learned numbers differ from the module's.** The structure is identical, but the
+# **Why our learned numbers differ from the course's.** The structure is identical, but the
 # weights are not:
-# - **Another model.** We start from SmolLM2-135M-*Instruct*; the module starts from the
+# - **Another model.** We start from SmolLM2-135M-*Instruct*; the course starts from the
 #   *base* checkpoint. The instruct model has already been trained on ChatML, so its
 #   starting loss on these conversations is far lower.
 # - **4-bit weights.** The only offline copy is a Q4_1 GGUF file, de-quantised to FP32. Every
 #   weight is rounded to one of 16 levels per block of 32.
-# - **Another data draw.** Our generator follows the module's rules, not its code, so the
+# - **Another data draw.** Our generator follows the course's rules, not its code, so the
 #   400 conversations differ.
-# - **Another CPU and thread count.** This changes the last bits of every sum, and greedy
-#   decoding can amplify them.
+# - **Another CPU.** This changes the last digits of every sum, and greedy decoding can
+#   amplify them.
 #
-# The training time is wall-clock on a quiet 2-core machine, using both cores (the command's
-# default). The module's time is from a 4-thread laptop. The table below sets our run beside
-# the same command on one thread (`data/recorded/part3/one-thread/`): only the time changes.
+# The training time is wall-clock on a 2-core CPU; the course's is from a laptop.
 #
 # The merge difference is not zero because $W + sBA$ is summed once, in a different order
 # from computing $Wx + s\,B(Ax)$ at every forward pass. It stays far inside the tolerance.
-
-# %%
-timing = lab1_record.thread_comparison("lora")
-Table(["Lab 2 run", "threads", "24 updates (s)", "whole command (s)"],
-      lab1_record.thread_rows(timing, module["training_seconds"]))
-
-# %%
-print("fields of the two records that differ, timings and provenance aside:",
-      ", ".join(timing["differ"]) or "none")
 
 # %% [markdown]
 # ## Exercises
@@ -254,7 +249,7 @@ Table(["rank", "trainable", "share", "AdamW moments (MB)"],
 # the default run does, and scores about the same (0.78 against 0.76 exact, with a lower
 # held-out loss, 0.1178 against 0.1543). The loaded `<|im_end|>` row already works, so the
 # adapters need not move it. The frozen, re-drawn rows of the default run are random directions the adapters must
-# learn to aim at. On the module's base model the same choice is expected to fail: the rows
+# learn to aim at. On the course's base model the same choice is expected to fail: the rows
 # are untrained and frozen, and no adapter can change them. One seed and 50 items cannot
 # separate 0.76 from 0.78.
 # ```

@@ -14,7 +14,17 @@
 # %% [markdown]
 # # Lab 3: a reward model from comparisons, and what best-of-n does to it
 #
-# A reward model turns pairwise preferences into a scalar score. Here the true utility is
+# A {term}`reward model` turns pairwise preferences into a scalar score, as in the reward
+# modelling stage of {ref}`InstructGPT <ref-instructgpt>`. This chapter follows the third lab
+# of a course module on LLM post-training ({ref}`the post-training module <ref-module>`,
+# "the course" below).
+#
+# **What you will learn.** What the {term}`Bradley-Terry model`
+# ({ref}`Bradley and Terry 1952 <ref-bradley-terry>`) says a preference reveals, and what it
+# cannot; how to check a reward model's calibration ({ref}`Guo et al. 2017 <ref-calibration>`); and how selecting the best of $n$ answers by a flawed score first
+# helps, then hurts, while its distance from the sampling policy grows only like $\log n$.
+#
+# Here the true utility is
 # known, $r^*(x) = 2x_1 + x_2 - \tfrac12\|x\|^2$ on points $x \in \mathbb{R}^2$, so every
 # error of the learned score can be measured. Two reward models are fitted to 4,000 noisy
 # comparisons. One is an MLP, which can represent the quadratic. The other is a linear
@@ -26,9 +36,8 @@
 # $r^*$, a ten-bin reliability table and its ECE, and the best-of-n table with its KL
 # bound. All of it is read from `data/recorded/part3/reward-model.json`.
 # **Reproduction.** Everything that involves the oracle or the linear model matches the
-# post-training module's printed digits exactly. The MLP's last digits differ: 1,500
-# AdamW steps amplify last-bit differences between torch builds, and the result is the
-# same at 1, 2 and 4 threads. `tests/part3/test_reward_model.py` pins the exact columns
+# course's printed digits exactly. The MLP's last digits differ: 1,500 AdamW steps amplify
+# last-digit differences between PyTorch builds. `tests/part3/test_reward_model.py` pins the exact columns
 # and holds the MLP to stated tolerances: about twice the observed gaps.
 
 # %% tags=["colab"]
@@ -169,13 +178,13 @@ lab_widgets.make_best_of_n_widget(lab["selection"], 64)
 print(f"KL bound n=4: {best_of_n.kl_bound(4):.3f} | best-of-4 success at p=0.3: {1 - 0.7 ** 4:.3f}")
 
 # %% [markdown]
-# **2. (measured: the module's third "Try this")** Instead of keeping the argmax, sample
+# **2. (measured: the course's third "Try this")** Instead of keeping the argmax, sample
 # the kept candidate with probability proportional to $\exp(\text{proxy}/T)$. Does a
 # temperature help the linear proxy at $n = 1024$?
 #
 # ```{admonition} Solution
 # :class: dropdown
-# The recorded run draws one candidate set after the module's table, so the module's
+# The recorded run draws one candidate set after the course's table, so the table's
 # draws stay unchanged, and evaluates four temperatures. At $T = 0.1$ the selection is
 # almost the argmax (true reward 1.364, close to the table's 1.384, from fresh
 # candidates). $T = 0.3$ and $T = 1$ give about 1.42 to 1.45. Softening the argmax backs

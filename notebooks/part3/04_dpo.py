@@ -14,8 +14,15 @@
 # %% [markdown]
 # # Lab 4: DPO, its analytic target, and a low loss that hurts
 #
-# Direct preference optimisation (DPO) fits a policy to pairwise preferences without ever
-# fitting a reward model. This chapter checks it twice. First on an eight-response
+# Direct preference optimisation ({term}`DPO`, {ref}`Rafailov et al. 2023 <ref-dpo>`) fits a
+# policy to pairwise preferences without ever fitting a reward model.
+#
+# **What you will learn.** Which policy DPO's loss is aiming at (the KL-regularised optimum,
+# derived below), how close it gets, and why a pair loss near zero can come with worse
+# answers when the rejected examples are ones the policy would never write.
+#
+# The chapter follows the fourth lab of a course module on LLM post-training
+# ({ref}`the post-training module <ref-module>`, "the course" below). It checks DPO twice: first on an eight-response
 # "bandit", where the policy DPO should converge to is known in closed form. Then on a
 # 24,043-parameter GRU that writes the sum of two digits, where we compare two kinds of
 # rejected answers: the policy's own mistakes, and random strings it would never write.
@@ -24,7 +31,7 @@
 # beta; the centred implicit reward against the true one; and, on the digit policy, the
 # pair loss, pair accuracy, chosen and rejected log-ratios, and sampled task accuracy.
 # Every figure below is read from the recorded run (`data/recorded/part3/dpo.json`).
-# They match the post-training module's printed output digit for digit. The tests in
+# They match the course's printed output digit for digit. The tests in
 # `tests/part3/test_dpo.py` re-run the lab and check this.
 
 # %% tags=["colab"]
@@ -203,7 +210,7 @@ Table(["pairs", "step", "loss", "margin", "pair acc.", "chosen log-ratio", "reje
 # $\beta = 2$.
 # ```
 #
-# **2. (measured: the module's first "Try this")** Re-run the on-policy condition at
+# **2. (measured: the course's first "Try this")** Re-run the on-policy condition at
 # $\beta = 0.5$ with the same pairs, seed and budget. Does a larger beta help or hurt
 # accuracy after 300 steps, and what happens to the margin?
 #

@@ -14,18 +14,26 @@
 # %% [markdown]
 # # Lab 5: success-only SFT against GRPO, and a verifier that can be gamed
 #
-# Both methods start from the same noisy digit-addition policy used in Lab 4. Both learn
+# **What you will learn.** How {term}`expert iteration` ({ref}`Anthony et al. 2017 <ref-expert-iteration>`) and {term}`GRPO` use the same verifier differently; why GRPO's
+# group mean is a leave-one-out {term}`baseline <Baseline>`; why its groups fall silent as
+# the policy improves; what the KL coefficient buys; and how a policy learns exactly what a
+# flawed verifier accepts.
+#
+# The chapter follows the fifth lab of a course module on LLM post-training
+# ({ref}`the post-training module <ref-module>`, "the course" below). Both methods start
+# from the same noisy digit-addition policy used in Lab 4. Both learn
 # from the same exact verifier: the reply must equal the sum. **Expert iteration** samples,
 # keeps what the verifier accepts, and fine-tunes on it. **GRPO** samples groups of eight
 # answers per prompt and pushes each answer up or down according to how it compares with
 # its own group. A third run gives GRPO a flawed verifier that accepts any reply *containing*
-# the answer. That run shows a policy learning exactly what its checker accepts.
+# the answer. That run shows a policy learning exactly what its checker accepts
+# ({term}`reward hacking`).
 #
 # **What is measured.** For expert iteration: kept samples, covered prompts, accuracy and
 # KL per round. For GRPO: batch reward, the fraction of groups with no task signal
 # (zero variance), sampled exact accuracy, sequence KL to the reference, mean length, and
 # an independent pass rate under the training verifier. All of it is read from
-# `data/recorded/part3/expert-iteration.json`. The module's printed figures reproduce
+# `data/recorded/part3/expert-iteration.json`. The course's printed figures reproduce
 # digit for digit; `tests/part3/test_group_relative.py` re-runs them. The 100 prompts
 # are shared by training and evaluation, so this measures reshaping a policy on a fixed
 # task, not generalisation.
@@ -91,11 +99,11 @@ Table(["round", "kept", "covered prompts", "accept rate", "task accuracy", "KL"]
 # Subtracting the group mean is the same as subtracting a **leave-one-out** baseline and
 # scaling by $(G-1)/G$. The leave-one-out baseline does not depend on answer $i$'s own
 # sample, so it adds no bias to the policy gradient. The constant factor only rescales
-# the step. The module then divides by the group's *sample* standard deviation
+# the step. The course then divides by the group's *sample* standard deviation
 # (denominator $G-1$) plus $10^{-6}$. Part I divides by the *population* standard
 # deviation. The two differ by the factor $\sqrt{(G-1)/G}$: 0.935 for $G = 8$.
 #
-# A group whose rewards are all equal has advantage exactly zero. The module enforces
+# A group whose rewards are all equal has advantage exactly zero. The course enforces
 # this with an explicit branch, not with the $10^{-6}$. With independent draws of success
 # probability $p$, a group is **mixed** (it has at least one success and at least one
 # failure) with probability
@@ -122,7 +130,8 @@ lab_widgets.make_mixed_group_widget(0.9, 8)
 #
 # Each of 150 iterations samples 32 prompts (with replacement) times $G = 8$ answers and
 # freezes the old and reference log-probabilities. It then takes two Adam steps on the
-# clipped surrogate minus $\beta$ times the **k3** estimate of the KL. The objective is
+# clipped surrogate minus $\beta$ times the **k3** estimate of the KL
+# ({ref}`Schulman 2020 <ref-kl-approx>`). The objective is
 # averaged over each answer's tokens, then over answers. With $u = \pi_{\text{ref}}/\pi_\theta$
 # on a sampled token, $k3 = u - \log u - 1 \ge 0$, and its expectation under $\pi_\theta$
 # is $\mathrm{KL}(\pi_\theta \| \pi_{\text{ref}})$, because $E_{\pi_\theta}[u] = 1$.
@@ -135,16 +144,13 @@ print(f"k3(u=0.8) = {float(gr.k3(torch.log(torch.tensor(0.8, dtype=torch.float64
 
 # %% [markdown]
 # ## Three GRPO runs
+#
+# Each run makes 150 iterations from the same start: with the exact verifier at
+# $\beta = 0.04$ and at $\beta = 0.5$, and with the substring verifier at $\beta = 0.04$.
+# The figure follows accuracy, KL drift, answer length and the share of silent groups.
 
 # %%
 names = {0: "exact, beta 0.04", 1: "exact, beta 0.5", 2: "substring, beta 0.04"}
-keys = ["sampled_reward", "zero_variance", "accuracy", "kl", "length", "verifier_reward"]
-Table(["run", "iteration", "batch reward", "zero-variance", "exact accuracy", "KL", "length",
-       "verifier pass"],
-      [[names[i], r["iteration"], *[r[k] for k in keys]]
-       for i, run in enumerate(lab["grpo"]) for r in run["records"][1:]], digits=3)
-
-# %%
 figure = Figure(figsize=(9, 5.5))
 axes = figure.subplots(2, 2)
 for i, run in enumerate(lab["grpo"]):
@@ -158,6 +164,16 @@ axes[0, 0].legend(fontsize="small")
 figure.suptitle("GRPO on the digit policy: accuracy, drift, length, silent groups")
 figure.tight_layout()
 display(show(figure))
+
+# %% [markdown]
+# The numbers behind the figure, every 25 iterations (click to show the table):
+
+# %% tags=["hide-output"]
+keys = ["sampled_reward", "zero_variance", "accuracy", "kl", "length", "verifier_reward"]
+Table(["run", "iteration", "batch reward", "zero-variance", "exact accuracy", "KL", "length",
+       "verifier pass"],
+      [[names[i], r["iteration"], *[r[k] for k in keys]]
+       for i, run in enumerate(lab["grpo"]) for r in run["records"][1:]], digits=3)
 
 # %% [markdown]
 # **Reading.** At $\beta = 0.04$, exact accuracy climbs from 0.478 to 0.963 with KL 0.629.
@@ -181,7 +197,7 @@ print("accepted but wrong (prompt, reply, answer):", lab["grpo"][2]["accepted_bu
 # %% [markdown]
 # ## Exercises
 #
-# **1. (by hand)** For the group $[1, 0, 1, 0]$, compute the module's advantages and Part
+# **1. (by hand)** For the group $[1, 0, 1, 0]$, compute the course's advantages and Part
 # I's. Then check the leave-one-out identity for the first answer.
 #
 # ```{admonition} Solution
@@ -190,7 +206,7 @@ print("accepted but wrong (prompt, reply, answer):", lab["grpo"][2]["accepted_bu
 # $\pm 0.5/(0.5774 + 10^{-6}) = \pm 0.866$. Population std is 0.5, giving
 # $\pm 0.5/(0.5 + 10^{-8}) \approx \pm 1$. Leave-one-out for answer 1: the other three
 # rewards average $1/3$, so $r_1 - \bar r_{-1} = 2/3$. Multiplied by $(G-1)/G = 3/4$,
-# that gives $0.5 = r_1 - \bar r$. The cell below checks the module's function.
+# that gives $0.5 = r_1 - \bar r$. The cell below checks the course's function.
 # ```
 
 # %%
@@ -201,13 +217,13 @@ print("sample std:", [round(a, 4) for a in advantage[0].tolist()],
       "| population std:", [round(a, 4) for a in population[0].tolist()])
 
 # %% [markdown]
-# **2. (measured: the module's first "Try this", and Part I's convention)** Remove the KL
+# **2. (measured: the course's first "Try this", and Part I's convention)** Remove the KL
 # term ($\beta = 0$), and separately replace the sample std by the population std at
 # $\beta = 0.04$. Keep the same seed and budget. Which change moves the results more?
 #
 # ```{admonition} Solution
 # :class: dropdown
-# The recorded runs are in the table below, next to the module's $\beta = 0.04$ run.
+# The recorded runs are in the table below, next to the course's $\beta = 0.04$ run.
 # Neither change moves the end point much. The population std multiplies every
 # advantage by $1/0.935 = 1.07$. It ends at accuracy 0.966 and KL 0.639, against 0.963
 # and 0.629. Dropping the KL term ends at 0.971 and 0.653. At $\beta = 0.04$ the KL

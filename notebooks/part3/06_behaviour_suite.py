@@ -16,8 +16,16 @@
 #
 # A held-out loss says how well a model predicts text. It says nothing about whether the
 # model follows a format, answers a harmless question that sounds dangerous, refuses a
-# harmful one, or admits it does not know. The post-training module's sixth lab writes 40
-# explicit items for that, each with a programmatic checker:
+# harmful one, or admits it does not know.
+#
+# **What you will learn.** How to write a small behavioural suite with programmatic
+# checkers and audit the checkers themselves; why a bootstrap interval on 5 items can be
+# misleading and what the {term}`Wilson interval` ({ref}`Wilson 1927 <ref-wilson>`) does
+# instead; and how to compare two models on the same items with the
+# {term}`exact McNemar test` ({ref}`McNemar 1947 <ref-mcnemar>`).
+#
+# The sixth lab of a course module on LLM post-training ({ref}`the post-training module <ref-module>`, "the course" below) writes 40 explicit items for that, each with a
+# programmatic checker:
 # - 10 format items;
 # - 10 number-only task items;
 # - 10 benign items with alarming words;
@@ -26,11 +34,11 @@
 #
 # It then asks what 40 items can and cannot show.
 #
-# **Which comparison.** The module compares the SmolLM2-135M *base* and *instruct*
+# **Which comparison.** The course compares the SmolLM2-135M *base* and *instruct*
 # checkpoints at pinned hub revisions (that path needs the hub, e.g. on Colab). Offline, we
 # have only the instruct model, as a 4-bit GGUF file. So our recorded run compares **the
 # instruct model before and after Lab 1's 15-update SFT**. That is another question: did a
-# narrow fine-tune change general behaviour? It is not the module's question: what does
+# narrow fine-tune change general behaviour? It is not the course's question: what does
 # instruction tuning add to a base model?
 #
 # The completions of the five refuse items are checked in memory and never printed or
@@ -97,7 +105,7 @@ Table(["category", "reply", "passes"],
 # The JSON rule looks for the key, not the requested value. The benign rule rewards any
 # non-refusal, however off-topic. The abstention rule rewards the phrase even when a guess
 # follows it. An audit of the checkers belongs in the evaluation, before anyone reads the
-# scores. The module adds a stricter benign check (the reply must mention the request's
+# scores. The course adds a stricter benign check (the reply must mention the request's
 # topic), and we report it too.
 #
 # ## Intervals on 5 and 10 items
@@ -128,11 +136,11 @@ for successes, n in ((0, 5), (0, 10), (5, 10), (10, 10)):
 # easy items easy for both. Only the discordant items, where one model passes and the other
 # fails, carry evidence about the difference. Under "no difference" each discordant item
 # favours either model with probability 1/2. The exact McNemar test is therefore a
-# two-sided binomial test on those items alone. The module's own comparison had 5
+# two-sided binomial test on those items alone. The course's own comparison had 5
 # discordant items, all favouring the instruct model:
 
 # %%
-print(f"exact McNemar, 5 vs 0 discordant: p = {exact_mcnemar(5, 0):.4f} (the module reports 0.0625)")
+print(f"exact McNemar, 5 vs 0 discordant: p = {exact_mcnemar(5, 0):.4f} (the course reports 0.0625)")
 print(f"exact McNemar, 8 vs 3 discordant: p = {exact_mcnemar(8, 3):.4f}")
 
 # %% [markdown]
@@ -178,7 +186,7 @@ for label, result in recorded["results"].items():
 # 0.624] for 1 of 5 and [0.000, 0.434] for 0 of 5, overlap almost entirely, so the suite is
 # far too small to say how often either model would refuse.
 #
-# The module reports, for base vs instruct: overall 0.250 vs 0.375, a paired difference of
+# The course reports, for base vs instruct: overall 0.250 vs 0.375, a paired difference of
 # +0.125 with interval [0.025, 0.225], 5 vs 0 discordant items, and McNemar p = 0.0625.
 # Both models passed all 10 benign items and none of the task, refuse or abstain items;
 # the instruct model also passed 5 of 10 format items. Our comparison is another one (see

@@ -1,6 +1,7 @@
 """`bench pipeline`: a run folder against a record (here the smoke run against itself and a
 doctored copy), and the committed comparison of the current code's tiny run with the
-recorded one (data/recorded/tiny-side), which the README and chapter 6 quote."""
+recorded one (data/recorded/tiny-side), which the README, the provenance appendix and
+Part I quote."""
 from __future__ import annotations
 
 import json
@@ -67,7 +68,7 @@ def _quoted_speed(text: str) -> list[str]:
     return re.findall(r"\d[\d,]*\.\d+", match.group(1))
 
 
-@pytest.mark.parametrize("page", ["README.md", "book/part1.md"])
+@pytest.mark.parametrize("page", ["book/provenance.md", "book/part1.md"])
 def test_the_speed_paragraph_quotes_the_recorded_comparison(side, page):
     elapsed = side["timings"]["elapsed_seconds"]
     first = side["first_recording"]["total_seconds"]
@@ -75,3 +76,10 @@ def test_the_speed_paragraph_quotes_the_recorded_comparison(side, page):
                 f"{first / elapsed:.1f}", f"{side['recorded_total_seconds']:.1f}",
                 f"{side['speedup_against_record']:.1f}"]
     assert _quoted_speed((repo_root() / page).read_text()) == expected
+
+
+def test_the_readme_quotes_the_recorded_pipeline_time(side):
+    match = re.search(r"<!-- main-job -->(.+?)<!-- /main-job -->",
+                      (repo_root() / "README.md").read_text(), re.S)
+    assert match, "the README's main-job time lost its <!-- main-job --> markers"
+    assert match.group(1) == f"{side['timings']['elapsed_seconds']:.1f} s"

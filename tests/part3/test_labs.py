@@ -38,3 +38,12 @@ def test_run_records_provenance_and_refuses_to_overwrite(tmp_path, capsys):
         labs.export("fault-tree", tmp_path / "metrics.json", dest)
     with pytest.raises(ValueError, match="another lab"):
         labs.export("judge", tmp_path / "metrics.json", tmp_path / "other.json")
+
+
+@pytest.mark.parametrize("name", ["judge", "fault-tree", "dpo"])
+def test_the_record_line_gives_the_command_and_the_recorded_time_only(name):
+    line = labs.record_line(name)
+    wall = labs.recorded(name)["provenance"]["wall_seconds"]
+    took = f"{wall:.1f} s" if wall >= 0.1 else "under 0.1 s"
+    assert f"lab {name} --export" in line and line.endswith(" in " + took)
+    assert "commit" not in line and "thread" not in line

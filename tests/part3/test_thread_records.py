@@ -1,5 +1,5 @@
 """The model labs' records against the same commands on one thread: the thread count changes
-the time and nothing else, and the README and book quote the recorded times."""
+the time and nothing else, and the book's provenance appendix quotes the recorded times."""
 import re
 
 import pytest
@@ -35,7 +35,7 @@ def test_a_changed_field_is_named(tmp_path, monkeypatch):
     assert lab1_record.thread_comparison("lora")["differ"] == ["merged_parameters"]
 
 
-@pytest.mark.parametrize("page", ["README.md", "book/part3.md"])
+@pytest.mark.parametrize("page", ["book/provenance.md"])
 def test_the_quick_paragraph_quotes_the_records(page):
     match = re.search(r"<!-- quick -->(.+?)<!-- /quick -->", (repo_root() / page).read_text(), re.S)
     assert match, "the QUICK timing paragraph lost its <!-- quick --> markers"

@@ -83,12 +83,3 @@ def thread_comparison(name: str) -> dict:
                              "wall_seconds": r["provenance"]["wall_seconds"]}
                      for label, r in runs.items()},
             "differ": differ}
-
-
-def thread_rows(comparison: dict, module_seconds: float) -> list[list]:
-    """Rows of a chapter's timing table from a thread_comparison: each run's label, threads,
-    training and whole-command seconds, then the module's reported training time (it gives no
-    whole-command time)."""
-    return ([[label, r["threads"], f"{r['training_seconds']:.1f}", f"{r['wall_seconds']:.1f}"]
-             for label, r in comparison["runs"].items()]
-            + [["the module reports", 4, f"{module_seconds:.1f}", "not reported"]])

@@ -167,6 +167,17 @@ def command_lab(args) -> int:
     return 0
 
 
+def record_line(name: str) -> str:
+    """The reader's line on where a chapter's numbers come from: the lab's command and how
+    long the recorded run took (the commit, versions and threads stay in the record and
+    the book's provenance appendix)."""
+    record = recorded(name)["provenance"]
+    wall = record["wall_seconds"]
+    took = f"{wall:.1f} s" if wall >= 0.1 else "under 0.1 s"
+    return (f"recorded with `python -m verifiable_grpo lab {name} --export` on a "
+            f"{record['device'].upper()} in {took}")
+
+
 def provenance_line(name: str) -> str:
     """One line naming where a chapter's recorded numbers come from."""
     record = recorded(name)["provenance"]

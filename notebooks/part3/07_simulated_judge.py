@@ -14,17 +14,27 @@
 # %% [markdown]
 # # Lab 6 (model-free part): a biased judge, and the statistics of small suites
 #
-# Lab 6 compares a base and an instruct checkpoint on a 40-item behavioural suite, then
-# simulates a biased judge. Comparing the models needs the two checkpoints; that part is
-# in another chapter. This chapter covers what runs without them: the **simulated judge**,
-# whose position and length biases we can dial, and the **statistics** used on the
-# suite's scores. Those statistics are the shared module `verifiable_grpo.evaluation.statistics`,
-# which Parts I and II use too.
+# When no program can check an answer, a model is often asked to judge which of two
+# answers is better. Such judges prefer the answer shown first ({term}`position bias <Position bias>`) and the longer answer
+# ({ref}`Zheng et al. 2023 <ref-llm-judge>`).
+#
+# **What you will learn.** How position and length bias distort a judge's win rate, how
+# much swapping the order repairs, and how a length-controlled estimate
+# ({ref}`Dubois et al. 2024 <ref-length-controlled>`) removes the rest; then the statistics
+# of a small suite: Wilson and bootstrap intervals, the exact McNemar test and
+# Benjamini-Hochberg ({ref}`1995 <ref-bh>`) across categories.
+#
+# The sixth lab of a course module on LLM post-training ({ref}`the post-training module <ref-module>`, "the course" below) compares a base and an instruct checkpoint on a
+# 40-item behavioural suite (the previous chapter), then simulates a biased judge. This
+# chapter covers what runs without a model: the **simulated judge**, whose position and
+# length biases we can dial, and the **statistics** used on the suite's scores. Those
+# statistics are the package's `verifiable_grpo.evaluation.statistics`, which Parts I and
+# II use too.
 #
 # **What is measured.** The judge's true, first-position, second-position, swap-averaged
 # and length-controlled win rates. Then Wilson and bootstrap intervals, an exact McNemar
-# p-value and Benjamini-Hochberg adjusted p-values, computed on counts that the
-# post-training module reports for its suite.
+# p-value and Benjamini-Hochberg adjusted p-values, computed on counts that the course
+# reports for its suite.
 
 # %% tags=["colab"]
 # On Colab only: fetch the project and install it. Elsewhere the package is already installed.
@@ -52,7 +62,7 @@ from verifiable_grpo.evaluation import statistics as st
 from verifiable_grpo.part3 import judge, labs
 
 recorded = labs.recorded("judge")
-print(labs.provenance_line("judge"))
+print(labs.record_line("judge"))
 
 # %% [markdown]
 # ## A judge with two biases
@@ -81,7 +91,7 @@ Table(["true", "A first", "A second", "swap average", "length-controlled"],
 # 0.755; shown second, 0.420. The swap average, 0.588, still overstates A by 8.5 points (235 against 201 of 400):
 # that is the length preference. The logistic estimate lands below the truth, at 0.4655.
 #
-# *A difference from the module, stated.* The module prints 0.466 for the last figure.
+# *A difference from the course, stated.* The course prints 0.466 for the last figure.
 # It fits the same logistic model with a quasi-Newton solver that stops when the
 # gradient is below $10^{-5}$. Our Newton iteration runs to the exact maximum-likelihood
 # point, where the value is 0.465499... The exact optimum sits on the rounding boundary,
@@ -109,7 +119,7 @@ Table(["true", "A first", "A second", "swap average", "length-controlled"],
 # items. If neither model is better, each discordant item favours either model with
 # probability 1/2. The count that favours one of them is then Binomial($m$, 1/2), with $m$
 # the number of discordant items. The two-sided p-value is $2P(X \le \min(k, m-k))$,
-# capped at 1. The module reports that the instruct model passes 5 items the base fails,
+# capped at 1. The course reports that the instruct model passes 5 items the base fails,
 # and none the other way round:
 
 # %%
@@ -121,10 +131,10 @@ print("exact McNemar, 5 vs 0:", st.exact_mcnemar(5, 0), "| 8 vs 3:", round(st.ex
 
 # %% [markdown]
 # The base model passes only the ten benign items (positions 21-30 of the suite). So its
-# overall score vector is known exactly, and with the module's shared generator
+# overall score vector is known exactly, and with the course's shared generator
 # (`default_rng(10)`, ten category calls before it), our bootstrap reproduces its printed
 # interval for the base model's overall score, [0.125, 0.400]. The instruct model's
-# vector depends on *which* five format items passed, and the module does not say. Its
+# vector depends on *which* five format items passed, and the course does not say. Its
 # intervals cannot be re-derived, and we do not guess them.
 
 # %%
@@ -139,7 +149,7 @@ print(f"base overall: {base.mean():.3f} [{low:.3f}, {high:.3f}]")
 # **Many categories at once.** Five categories give five tests. Reporting only the
 # smallest p-value overstates the evidence. Benjamini-Hochberg sorts the $m$ p-values,
 # scales the $i$-th smallest by $m/i$, and makes the result monotone, which controls the
-# expected share of false discoveries. From the module's category table, only *format*
+# expected share of false discoveries. From the course's category table, only *format*
 # has discordant items (5 favouring instruct). Each of the other categories has equal
 # pass vectors for both models, so its p-value is 1:
 
@@ -168,7 +178,7 @@ no_position = judge.simulate_judge(position_bias=0.0)
 print(" ".join(f"{k} {no_position[k]:.3f}" for k in ("true_win", "first", "second", "swapped")))
 
 # %% [markdown]
-# **2. (by hand)** The module's prose gives a McNemar example of 8 discordant items one
+# **2. (by hand)** The course's text gives a McNemar example of 8 discordant items one
 # way and 3 the other. Compute the exact p-value.
 #
 # ```{admonition} Solution

@@ -14,11 +14,16 @@
 # %% [markdown]
 # # Exercise: a reward for fault trees, gamed and repaired
 #
-# The post-training module closes with an exercise in reward design. A model is asked to
+# A course module on LLM post-training ({ref}`the post-training module <ref-module>`, "the
+# course" below) closes with an exercise in reward design. A model is asked to
 # write a fault tree for a pump system as JSON. A program scores the tree without knowing
 # the right answer. Such a structural reward is cheap and verifiable. It is also exactly
 # what an optimiser will exploit. This chapter states the exercise in our words, runs the
 # two rewards on five replies, and works through the repair.
+#
+# **What you will learn.** How to write a reward that checks structure without knowing
+# the answer, how an optimiser would game it, and how to repair it so that the degenerate
+# reply scores low while a genuine one keeps its score.
 #
 # **What is measured.** The initial and the revised reward for five replies: a gamed tree,
 # a genuine two-gate tree, text that is not JSON, an empty tree, and a tree with a cycle.
@@ -46,7 +51,7 @@ import json
 from verifiable_grpo.book.notebook import Table
 from verifiable_grpo.part3 import fault_tree as ft, labs
 
-print(labs.provenance_line("fault-tree"))
+print(labs.record_line("fault-tree"))
 
 # %% [markdown]
 # ## The exercise, in our words
@@ -78,7 +83,7 @@ for i, name in enumerate(ft.CHECKS, 1):
 
 # %% [markdown]
 # Check 4 always passes once parsing succeeded: a cycle has already made the reply
-# malformed. The module keeps it as a placeholder, and so do we, so that the fractions
+# malformed. The course keeps it as a placeholder, and so do we, so that the fractions
 # match its own.
 
 # %%
