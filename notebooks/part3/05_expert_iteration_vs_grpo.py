@@ -33,8 +33,11 @@
 # KL per round. For GRPO: batch reward, the fraction of groups with no task signal
 # (zero variance), sampled exact accuracy, sequence KL to the reference, mean length, and
 # an independent pass rate under the training verifier. All of it is read from
-# `data/recorded/part3/expert-iteration.json`. The course's printed figures reproduce
-# digit for digit; `tests/part3/test_group_relative.py` re-runs them. The 100 prompts
+# `data/recorded/part3/expert-iteration.json`, which reproduces the course's printed
+# figures digit for digit. Those digits belong to one kind of processor: the runs sample
+# thousands of tokens, and on another CPU a single draw that falls the other way late in a
+# run moves every row after it (one Intel machine ended the gamed-verifier run at 79.6 %
+# accuracy instead of 77.8 %). The conclusions below hold on any CPU. The 100 prompts
 # are shared by training and evaluation, so this measures reshaping a policy on a fixed
 # task, not generalisation.
 
