@@ -16,7 +16,8 @@
 # %% [markdown]
 # # Part III: quiz and summary
 #
-# Ten questions on Part III, then a summary of what it showed. The questions are ours;
+# Ten questions on Part III, ten looking back at Parts I and II, then a summary of what
+# Part III showed. The questions are ours;
 # the topics follow the post-training module ([references](../../book/references.md)).
 #
 # **What you will learn.** Whether the numbers and mechanisms of Part III stuck: memory
@@ -80,6 +81,46 @@ print(quiz.report(quiz.check_quiz(quiz.PART3, my_answers)))
 
 # %%
 print(quiz.report(quiz.check_quiz(quiz.PART3, [q.answer for q in quiz.PART3])), "(the key)")
+
+# %% [markdown]
+# ## Looking back: Parts I and II
+#
+# Six questions on Part I and four on Part II, checked the same way. The tests hold these
+# keys to the `qwen` profile's budgets, the loss functions and the objectives registry.
+
+# %%
+print(quiz.render(quiz.PART1))
+print()
+print(quiz.render(quiz.PART2))
+
+# %%
+part1_answers = [None] * len(quiz.PART1)
+part2_answers = [None] * len(quiz.PART2)
+print("Part I: ", quiz.report(quiz.check_quiz(quiz.PART1, part1_answers)))
+print("Part II:", quiz.report(quiz.check_quiz(quiz.PART2, part2_answers)))
+
+# %% [markdown]
+# ```{admonition} Explanations (Parts I and II)
+# :class: dropdown
+# Part I.
+# 1. **(b) 1,600** $= 100 \times 4 \times 4$ ({doc}`../part1/06_grpo`).
+# 2. **(b) 200** $= 100 \times 2$.
+# 3. **(a) ±1.** Mean 0.5, population std 0.5 ({doc}`../part1/02_group_advantages`).
+# 4. **(b) ±0.866.** The sample std is $\sqrt{4/3}$ times larger, so the advantages are
+#    $\sqrt{3/4}$ times smaller.
+# 5. **(b) 0.** Without the end-of-sequence token the response is not complete, whatever
+#    its prefix says ({doc}`../part1/01_task_and_verifier`).
+# 6. **(b).** Part I sums $p \log(p/p_{\text{ref}})$ over the vocabulary at each prefix
+#    ({doc}`../part1/04_exact_kl`); Lab 5 uses the sampled k3 estimator instead.
+#
+# Part II.
+# 1. **(b) 0.125** $= 0.5^4 + 0.5^4$: all four succeed or all four fail.
+# 2. **(b) [0.8, 1.28].** "Clip-higher": more room to raise a token's probability than to
+#    lower it.
+# 3. **(b).** One ratio per response, $\exp$ of the mean token log-ratio, so one clip
+#    decision per sequence.
+# 4. **(b).** Centring only: groups with a small spread are not amplified.
+# ```
 
 # %% [markdown]
 # ## Part III in twelve lines

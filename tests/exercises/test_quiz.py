@@ -55,3 +55,31 @@ def test_checker():
     with pytest.raises(ValueError, match="needs 4 choices"):
         quiz.Question("?", ("x", "y", "z", "w"), "e")
     assert quiz.render(Q[:1]).startswith("1. Full fine-tuning")
+
+
+def test_part1_and_part2_answers_follow_the_config_and_the_code():
+    import yaml
+    from verifiable_grpo.core.config import resolve
+    from verifiable_grpo.part2.analysis import iid_zvf
+    from verifiable_grpo.task.verifier import parse_generated_json
+    from verifiable_grpo.training.losses import exact_prefix_kl, group_advantages
+    from verifiable_grpo.training.objectives import OBJECTIVES
+
+    def key(bank, i):
+        q = bank[i - 1]
+        return q.choices[quiz.LETTERS.index(q.answer)]
+
+    g = yaml.safe_load(resolve("configs/qwen.yaml").read_text())["grpo"]
+    assert key(quiz.PART1, 1) == f"{g['iterations'] * g['prompts_per_iteration'] * g['group_size']:,}"
+    assert key(quiz.PART1, 2) == f"{g['iterations'] * g['updates_per_rollout']:,}"
+    rewards = torch.tensor([[1.0, 0.0, 1.0, 0.0]])
+    assert group_advantages(rewards)[0][0, 0].item() == pytest.approx(1.0, abs=1e-6)
+    assert key(quiz.PART1, 4) == f"±{group_advantages(rewards, correction=1)[0][0, 0].item():.3f}"
+    assert parse_generated_json('{"final_stock": 5}', "length")["reason"] == "completion_without_eos"
+    logits = torch.randn(2, 3, 7)
+    assert (exact_prefix_kl(logits, torch.randn(2, 3, 7)) >= 0).all() and "whole vocabulary" in key(quiz.PART1, 6)
+    assert key(quiz.PART2, 1) == f"{iid_zvf(0.5, 4):.3f}"
+    dapo = OBJECTIVES["dapo"].clip
+    assert key(quiz.PART2, 2) == f"[{1 - dapo.low:.1f}, {1 + dapo.high:.2f}]"
+    assert OBJECTIVES["gspo"].ratio == "sequence" and OBJECTIVES["grpo"].ratio == "token"
+    assert OBJECTIVES["drgrpo"].advantages.kind == "centred"

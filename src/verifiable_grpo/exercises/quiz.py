@@ -60,6 +60,36 @@ PART3 = (
 )
 
 
+PART1 = (
+    Question("Part I's GRPO stage runs 100 iterations of 4 prompts with G = 4 responses each. "
+             "How many responses does it generate?", ("400", "1,600", "3,200", "6,400"), "b"),
+    Question("Each rollout batch is used for 2 updates. How many optimizer updates is that?",
+             ("100", "200", "400", "800"), "b"),
+    Question("One group scores [1, 0, 1, 0]. With Part I's population standard deviation, the "
+             "advantages are:", ("±1", "±0.866", "±0.5", "all 0"), "a"),
+    Question("The same group with the sample standard deviation (Lab 5's convention):",
+             ("±1", "±0.866", "±1.155", "all 0"), "b"),
+    Question("A response stops at the token limit; its text so far is a valid JSON answer. Its reward:",
+             ("1 if the value is right", "0: a response without end-of-sequence scores nothing",
+              "0.5", "undefined"), "b"),
+    Question("Part I's KL penalty is computed:",
+             ("from the sampled tokens only, with the k3 estimator",
+              "exactly, over the whole vocabulary at every visited prefix",
+              "once per response, from the reward model", "not at all"), "b"),
+)
+
+PART2 = (
+    Question("A group of G = 4 independent tries at success rate 0.5: probability that all four "
+             "rewards are equal (the group's contribution to the zero-variance fraction)?",
+             ("0.0625", "0.125", "0.25", "0.5"), "b"),
+    Question("The dapo arm's clip interval on the ratio is:",
+             ("[0.8, 1.2]", "[0.8, 1.28]", "[0.72, 1.28]", "none"), "b"),
+    Question("The gspo arm clips a ratio computed:",
+             ("per token", "per sequence, from the mean token log-ratio", "per group", "per batch"), "b"),
+    Question("The drgrpo arm's advantages are:",
+             ("(r − mean) / std", "r − mean, not divided by the std", "r itself", "ranks within the group"), "b"),
+)
+
 def check_quiz(questions, answers) -> dict:
     """Which answers are right. `answers` holds one letter per question (None: skipped)."""
     answers = list(answers)
