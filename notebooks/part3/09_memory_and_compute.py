@@ -276,8 +276,9 @@ Table(["model", "method", "trained (r = 8)", "frozen GB", "trained states GB", "
 
 # %% [markdown]
 # Three things to read off. For the 9.55B model, the adapters make the optimizer state
-# negligible and the frozen base dominates; QLoRA then cuts the base by about four. For
-# the small models the logits tensor is a large share: a 49k or 152k vocabulary is big
+# negligible and the frozen base dominates; QLoRA cuts the base to about a third (not a
+# quarter: the 16-bit tables stay).
+# For the small models the logits tensor is a large share: a 49k or 152k vocabulary is big
 # next to a 576- or 896-wide model. And the labs' 135M model fits easily on a laptop.
 #
 # **Against the labs.** Lab 1 trains every SmolLM2 weight in FP32 with AdamW, with no
