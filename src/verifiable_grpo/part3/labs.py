@@ -26,6 +26,7 @@ LABS = {
     "expert-iteration": ("group_relative:run_lab", "Lab 5: expert iteration vs GRPO, substring verifier"),
     "judge": ("judge:simulate_judge", "Lab 6: simulated judge with position and length bias"),
     "fault-tree": ("fault_tree:run_exercise", "the fault-tree reward exercise"),
+    "merging": ("merge_lab:run_lab", "model merging on two fine-tunes of the digit policy"),
 }
 RECORDED = Path("data/recorded/part3")
 

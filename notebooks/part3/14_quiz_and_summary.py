@@ -1,0 +1,154 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Part III: quiz and summary
+#
+# Ten questions on Part III, ten looking back at Parts I and II, then a summary of what
+# Part III showed. The questions are ours;
+# the topics follow the post-training module ([references](../../book/references.md)).
+#
+# **What you will learn.** Whether the numbers and mechanisms of Part III stuck: memory
+# and compute, LoRA, DPO, GRPO's groups, verifiers, PPO's clipping, merging and serving.
+# Choose an answer for each question before you open the explanations. The checker
+# says which answers are right, not why. The tests hold every keyed answer to the
+# package's own computation or recorded run.
+
+# %% tags=["colab"]
+# On Colab only: fetch the project and install it. Elsewhere the package is already installed.
+import os, subprocess, sys
+
+if "google.colab" in sys.modules:
+    repository = os.environ.get("VERIFIABLE_GRPO_REPOSITORY", "https://github.com/verifiable-grpo/verifiable-grpo")
+    clone = os.environ.get("VERIFIABLE_GRPO_CLONE_DIR", "/content/verifiable-grpo")
+    if not os.path.isdir(clone):
+        subprocess.run(["git", "clone", "-q", "--depth", "1", repository, clone], check=True)
+    # --no-deps: everything the chapters import ships with Colab (see book/colab.py)
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "-e", clone], check=True)
+    sys.path.insert(0, os.path.join(clone, "src"))
+    os.chdir(os.path.join(clone, "notebooks", "part3"))
+
+# %%
+from verifiable_grpo.exercises import quiz
+
+print(quiz.render(quiz.PART3))
+
+# %% [markdown]
+# Put one letter per question in `my_answers` (or leave `None`) and run the cell.
+
+# %%
+my_answers = [None] * len(quiz.PART3)
+print(quiz.report(quiz.check_quiz(quiz.PART3, my_answers)))
+
+# %% [markdown]
+# ```{admonition} Explanations
+# :class: dropdown
+# 1. **(d) 112 GB.** 2 + 2 + 4 + 8 = 16 bytes per parameter, times $7 \times 10^9$, before
+#    activations ({doc}`09_memory_and_compute`).
+# 2. **(b) about one third.** A frozen weight skips its weight gradient, one of the three
+#    matrix products per weight; the activation gradient still flows through it. Long
+#    contexts add attention work that LoRA does not reduce, so the saving is smaller
+#    (29 % for the case study at 8,192 tokens).
+# 3. **(b).** $BA = 0$ at the start, so the function is unchanged, and the gradient with
+#    respect to $B$ is not zero because $A x$ is not ({doc}`02_lora`).
+# 4. **(c) 0.229.** Random strings are easy to rank below anything; the loss falls without
+#    teaching the task, and the chosen answers became less likely ({doc}`04_dpo`).
+# 5. **(c) 0.337.** $1 - 0.95^8 - 0.05^8$: two groups in three are all correct and teach
+#    nothing about the task ({doc}`05_expert_iteration_vs_grpo`).
+# 6. **(a).** The checker accepted replies that merely contained the answer, and the
+#    policy learned to produce them ({doc}`05_expert_iteration_vs_grpo`).
+# 7. **(b) 0.5 · I.** Merge the products; averaging the factors gives 0.25 everywhere
+#    ({doc}`12_model_merging`).
+# 8. **(b) zero.** For a negative advantage, the minimum takes the clipped branch once the
+#    ratio is below $1 - \epsilon$: the token was already pushed down far enough. Other
+#    tokens sharing the weights can still move it ({doc}`11_rlhf_background`).
+# 9. **(c) 3.175.** $\log 64 - 63/64$ ({doc}`03_reward_model`).
+# 10. **(b).** 8,305,020,928 block weights at 4.125 bits plus 1,245,708,288 table entries at
+#     8 bits ({doc}`10_case_study_bill`).
+# ```
+
+# %%
+print(quiz.report(quiz.check_quiz(quiz.PART3, [q.answer for q in quiz.PART3])), "(the key)")
+
+# %% [markdown]
+# ## Looking back: Parts I and II
+#
+# Six questions on Part I and four on Part II, checked the same way. The tests hold these
+# keys to the `qwen` profile's budgets, the loss functions and the objectives registry.
+
+# %%
+print(quiz.render(quiz.PART1))
+print()
+print(quiz.render(quiz.PART2))
+
+# %%
+part1_answers = [None] * len(quiz.PART1)
+part2_answers = [None] * len(quiz.PART2)
+print("Part I: ", quiz.report(quiz.check_quiz(quiz.PART1, part1_answers)))
+print("Part II:", quiz.report(quiz.check_quiz(quiz.PART2, part2_answers)))
+
+# %% [markdown]
+# ```{admonition} Explanations (Parts I and II)
+# :class: dropdown
+# Part I.
+# 1. **(b) 1,600** $= 100 \times 4 \times 4$ ({doc}`../part1/06_grpo`).
+# 2. **(b) 200** $= 100 \times 2$.
+# 3. **(a) ±1.** Mean 0.5, population std 0.5 ({doc}`../part1/02_group_advantages`).
+# 4. **(b) ±0.866.** The sample std is $\sqrt{4/3}$ times larger, so the advantages are
+#    $\sqrt{3/4}$ times smaller.
+# 5. **(b) 0.** Without the end-of-sequence token the response is not complete, whatever
+#    its prefix says ({doc}`../part1/01_task_and_verifier`).
+# 6. **(b).** Part I sums $p \log(p/p_{\text{ref}})$ over the vocabulary at each prefix
+#    ({doc}`../part1/04_exact_kl`); Lab 5 uses the sampled k3 estimator instead.
+#
+# Part II.
+# 1. **(b) 0.125** $= 0.5^4 + 0.5^4$: all four succeed or all four fail.
+# 2. **(b) [0.8, 1.28].** "Clip-higher": more room to raise a token's probability than to
+#    lower it.
+# 3. **(b).** One ratio per response, $\exp$ of the mean token log-ratio, so one clip
+#    decision per sequence.
+# 4. **(b).** Centring only: groups with a small spread are not amplified.
+# ```
+
+# %% [markdown]
+# ## Part III in twelve lines
+#
+# 1. **Train the behaviour you will serve.** Render the exact template the model will see,
+#    put the loss on the answer and its end-of-turn token only, and check that the
+#    end-of-turn token's embedding rows are actually trained (Lab 1).
+# 2. **Count what trains.** LoRA's parameters are $r(\text{in} + \text{out})$ per adapted
+#    matrix. Its memory saving is large; its compute saving is at most a third, because
+#    gradients still flow through the frozen weights.
+# 3. **Budgets are arithmetic on shapes.** 16 bytes per fully trained parameter,
+#    checkpointed activations, a logits tensor that can dwarf them, and units stated
+#    (GB or GiB).
+# 4. **A reward model learns differences.** Bradley-Terry fixes rewards up to a constant;
+#    optimising hard against a learned reward finds its errors (best-of-n).
+# 5. **DPO fits margins, not answers.** A low loss on easy pairs can come with a worse
+#    generator; log the chosen and rejected log-ratios.
+# 6. **Keeping successes needs successes.** Expert iteration works when every prompt is
+#    sometimes solved, and teaches nothing where none is.
+# 7. **GRPO learns from mixed groups.** A group that scores all the same has zero
+#    advantages; its success rate predicts how many such groups there will be.
+# 8. **A verifier defines the task.** A lenient checker is optimised as written, not as
+#    intended; check a sample of accepted outputs independently.
+# 9. **PPO's clip is not a trust region.** It stops pushing tokens that already moved far
+#    enough; other tokens can still move them. Monitor the KL and the ratios.
+# 10. **Evaluate behaviour by category, with paired statistics.** Small suites give wide
+#     intervals; judges have position and length biases to measure.
+# 11. **Merge products, then evaluate.** Soups and task vectors can combine fine-tunes,
+#     within limits; adapters merge as $BA$; every merge is a new model.
+# 12. **Write the bill down.** Every cost rests on assumptions (utilisation, price,
+#     tokens); state them, so that a reader can change them.
