@@ -116,12 +116,17 @@ def test_page_count_and_table_of_contents(built_book):
 
 # Pages also read on a phone-width (412 px) screen: their wide tables must scroll, not lose columns.
 PHONE_WIDTH_PAGES = ["notebooks/part1/02_group_advantages"]
+# Pages whose display equations must fit a 1280 px column, not merely scroll (a reader does
+# not scroll an equation sideways to find its last term). Part III's Bradley-Terry and
+# variance derivations are still wider: extend this to every page once they are split.
+FITTING_EQUATIONS = ("book/", "notebooks/part1/", "notebooks/part2/")
 
 
 def test_pages_read_cleanly_in_a_browser(built_book):
-    """Every built page in headless Chromium at 1280 px: no TeX source as text, no empty or
-    broken image, no display equation or table clipped without a scroll box, widgets rendered
-    with their figure, no NBVAL marker (and a few pages again at 412 px). All defects of all pages are reported together."""
+    """Every built page in headless Chromium at 1280 px (a few again at 412 px): no TeX source
+    as text, no empty or broken image, no display equation or table clipped without a scroll
+    box, no table cells running together, widgets rendered with their figure, no NBVAL marker.
+    All defects of all pages are reported together."""
     if book_browser.chromium() is None:
         if os.environ.get("CI"):
             pytest.fail("chromium is missing in CI: .ci/run installs it")
@@ -132,5 +137,7 @@ def test_pages_read_cleanly_in_a_browser(built_book):
     for page, width in visits:
         dom, report = book_browser.browse(page, width=width)
         name = page.relative_to(built_book).as_posix()
-        defects += [f"{name}: {problem}" for problem in book_browser.page_problems(dom, report)]
+        fit = width == 1280 and name.startswith(FITTING_EQUATIONS)
+        defects += [f"{name}: {problem}"
+                    for problem in book_browser.page_problems(dom, report, equations_must_fit=fit)]
     assert not defects, "\n".join(defects)
