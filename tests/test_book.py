@@ -10,13 +10,13 @@ import sys
 import tempfile
 from pathlib import Path
 
+import book_browser
 import jupytext
 import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
-SCREENSHOTS = ROOT / "_build" / "screenshots"
 
 
 def toc_files() -> list[str]:
@@ -101,39 +101,46 @@ def test_colab_links_point_at_committed_notebooks(built_book):
         assert match.group(1).endswith(".ipynb") and (ROOT / match.group(1)).is_file(), link
 
 
-def chromium() -> str | None:
-    return shutil.which("chromium") or shutil.which("chromium-browser")
+def test_page_count_and_table_of_contents(built_book):
+    """Exactly the pages the toc lists are built, and every page's sidebar lists them all,
+    in the toc's order, the root first."""
+    built = {p.relative_to(built_book).with_suffix("").as_posix()
+             for p in built_book.rglob("*.html")
+             if p.parts[len(built_book.parts)] not in ("_static", "_sources", "_images")}
+    expected = toc_files()
+    assert built - {"index", "genindex", "search"} == set(expected)
+    assert len(expected) == len(set(expected)), "a page is listed twice in _toc.yml"
+    for page in page_paths(built_book):
+        assert book_browser.sidebar_docnames(page, built_book) == expected, page.name
 
 
-def browse(url: str, screenshot: Path | None = None) -> str:
-    with tempfile.TemporaryDirectory(prefix="chromium-") as profile:
-        flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-                 "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", f"--user-data-dir={profile}",
-                 "--virtual-time-budget=8000", "--window-size=1280,2000"]
-        if screenshot is not None:
-            subprocess.run([chromium(), *flags, f"--screenshot={screenshot}", url],
-                           capture_output=True, timeout=120)
-        proc = subprocess.run([chromium(), *flags, "--dump-dom", url], capture_output=True,
-                              text=True, timeout=120)
-    return proc.stdout
+# Pages also measured on a phone-width (412 px) screen: wide tables and equations must scroll
+# in their own box, not lose columns or terms off the page's edge.
+PHONE_WIDTH_PREFIXES = ("book/part1", "notebooks/part1/")
+# Pages whose display equations must fit a 1280 px column, not merely scroll (a reader does
+# not scroll an equation sideways to find its last term). Part III's Bradley-Terry and
+# variance derivations are still wider: extend this to every page once they are split.
+FITTING_EQUATIONS = ("book/", "notebooks/part1/", "notebooks/part2/")
 
 
-def test_pages_render_in_a_browser(built_book):
-    if chromium() is None:
+def test_pages_read_cleanly_in_a_browser(built_book):
+    """Every built page in headless Chromium at 1280 px (a few again at 412 px): no TeX source
+    as text, no empty or broken image, no display equation or table clipped without a scroll
+    box, no table cells running together, widgets rendered with their figure, no NBVAL marker.
+    All defects of all pages are reported together."""
+    if book_browser.chromium() is None:
         if os.environ.get("CI"):
             pytest.fail("chromium is missing in CI: .ci/run installs it")
         pytest.skip("chromium not installed (apt-get install chromium)")
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    for page in page_paths(built_book):
-        shot = SCREENSHOTS / (page.relative_to(built_book).as_posix().replace("/", "__") + ".png")
-        dom = browse(page.as_uri(), shot)
-        assert "<article" in dom and "bd-article" in dom, f"{page.name}: no article rendered"
-        assert "Traceback" not in dom and "output_error" not in dom, f"{page.name}: error output"
-        assert shot.is_file() and shot.stat().st_size > 10_000, f"{page.name}: blank screenshot"
-        source = page.read_text()
-        if "notebooks/" in page.as_posix():
-            for image in re.findall(r'<img [^>]*src="([^"]+)"', source):
-                assert (page.parent / image).resolve().is_file(), f"{page.name}: missing {image}"
-        if "application/vnd.jupyter.widget-view+json" in source:
-            assert "widget-" in dom.split("bd-article", 1)[1], f"{page.name}: widgets not rendered"
+    defects = []
+    visits = [(page, 1280) for page in page_paths(built_book)]
+    visits += [(built_book / (name + ".html"), 412) for name in toc_files()
+               if name.startswith(PHONE_WIDTH_PREFIXES)]
+    for page, width in visits:
+        dom, report = book_browser.browse(page, width=width)
+        name = page.relative_to(built_book).as_posix()
+        fit = width == 1280 and name.startswith(FITTING_EQUATIONS)
+        problems = (book_browser.page_problems(dom, report, equations_must_fit=fit) if width == 1280
+                    else book_browser.layout_problems(report, equations_must_fit=False))
+        defects += [f"{name} at {width} px: {problem}" for problem in problems]
+    assert not defects, "\n".join(defects)

@@ -19,6 +19,9 @@
 # model might produce, whether it earns the reward. This chapter builds both and then tries
 # to break the verifier.
 #
+# You will learn how the problems are generated and kept apart between training and test,
+# what makes a reward "verifiable", and which lenient checks a model learns to exploit.
+#
 # **Invariant.** 1,000 training, 200 validation and 200 test problems, all distinct even up
 # to the order of the movements; the solver is exact; a response earns 1 only when it is a
 # single complete JSON object `{"final_stock": n}` with the right integer, and 0 otherwise.
@@ -140,8 +143,10 @@ print(verifier.score_generated_json('{"final_stock": %d}' % expected, "eos", pro
 #
 # A lenient reward function that searches the text for a JSON object would pay this
 # response, because its second object holds the right answer. A model rewarded that way
-# learns to hedge by writing several answers. The strict parser reads the whole text and
-# finds extra data after the first object, so the response is invalid.
+# learns to hedge by writing several answers. The strict parser reads the whole text as one
+# JSON object; the second object makes that fail, and the verifier reports it with the same
+# reason as any text that is not exactly one object of the required shape,
+# `invalid_json_schema`. The response earns nothing.
 
 # %%
 hedge = '{"final_stock": 0} {"final_stock": %d}' % expected

@@ -12,6 +12,7 @@
 # ---
 
 # %% [markdown]
+#
 # %% [markdown]
 # # One group of four answers
 #
@@ -51,12 +52,13 @@ from verifiable_grpo.part1 import demos
 from verifiable_grpo.training import losses, objectives, rollout
 from verifiable_grpo.book import widgets
 from verifiable_grpo.core.config import load_config
-from verifiable_grpo.book.notebook import Table, recorded_policy, show
+from verifiable_grpo.book.notebook import Table, recorded_policy
 from verifiable_grpo.task.statements import render_statement
 
 config = load_config("tiny")     # the recorded policies are tiny-profile models (CPU is enough)
 policy, tokenizer, meta = recorded_policy("warmstart", config)
-print("policy: warm start of the recorded tiny run | digest", meta["model_digest"][:12])
+print("policy: warm start of the recorded tiny run |",
+      f"{sum(t.numel() for t in policy.parameters()):,} parameters")
 
 # %% [markdown]
 # ## A real group
@@ -93,7 +95,7 @@ Table(["response", "finish", "verdict", "reward", "advantage"],
 #
 # For rewards $[1, 0, 1, 0]$ the mean is 0.5 and the population standard deviation is 0.5,
 # so the advantages are $\pm 0.5 / (0.5 + 10^{-8})$: about $\pm 1$, but not exactly, and
-# the epsilon is the reason. The post-training module of Part III, TRL and `torch.std` use the *sample* standard
+# the epsilon is the reason. Part III's labs, TRL and `torch.std` use the *sample* standard
 # deviation instead (divide by $G-1$), which gives $\pm 0.866$ for the same group of four
 # and $\pm 0.707$ for a group of two.
 
@@ -134,8 +136,9 @@ Table(["rewards", "std", "std value", "advantages"], rows, digits=6)
 # group's standard deviation is another matter: the std depends on $r_i$ too, so the
 # standardised advantage is no longer exactly unbiased, and it weights prompts unequally.
 # A prompt the policy almost always solves (or almost always fails) has a small std, and its
-# rare informative group is scaled up; this **difficulty bias** is one of the caveats the
-# specification states, and the "no std" variants of Part II remove it. The check below
+# rare informative group is scaled up; this **difficulty bias** is one of the caveats that
+# [the practical's specification](../../book/references.md) (the assignment Part I follows)
+# states, and the "no std" variants of Part II remove it. The check below
 # verifies the identity on the group above.
 
 # %%
@@ -189,11 +192,7 @@ Table(["response", "advantage", "log p before", "log p after", "change"],
 # deviation, change epsilon.
 
 # %%
-display(show(widgets.plot_advantages(widgets.advantage_view([1, 0, 1, 0], correction=0))))
-
-# %%
 # NBVAL_IGNORE_OUTPUT
-# (widget state is not compared; the figure above is the checked output, shown once)
 widgets.make_advantage_widget("1, 0, 1, 0")
 
 # %% [markdown]

@@ -12,6 +12,7 @@
 # ---
 
 # %% [markdown]
+#
 # %% [markdown]
 # # The ratio and its clip
 #
@@ -22,9 +23,15 @@
 # rewarding a move once the ratio has gone far enough in the direction the advantage asks
 # for.
 #
+# You will learn what the ratio measures, where the clip removes the gradient for a positive
+# and for a negative advantage, and why a wrong clip can hide behind tests that use only
+# positive advantages.
+#
 # **Invariant.** Where the clipped branch is the smaller one, the token contributes a
 # constant and its gradient is exactly zero; the sign of $A$ decides on which side that
-# happens; on the first update of a rollout set every ratio is exactly 1.
+# happens; on the first update of a rollout set every ratio is 1, up to rounding (about
+# $10^{-5}$: the old log-probabilities come from the sampler, the new ones from a separate
+# forward pass).
 
 # %% tags=["colab"]
 # On Colab only: fetch the project and install it. Elsewhere the package is already installed.
@@ -111,7 +118,6 @@ for advantage in (1.0, -1.0):
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-# (widget state is not compared; the figures above are the checked output, shown once)
 widgets.make_clipping_widget(advantage=1.0, clip_epsilon=0.2)
 
 # %% [markdown]
@@ -131,7 +137,8 @@ Table(["update", "min ratio", "max ratio", "outside [0.8,1.2]", "active clip", "
         r["active_clip_fraction"], r["gradient_norm"]] for r in report], digits=4)
 
 # %% [markdown]
-# The specification's two updates per rollout set are what give the clip something to do;
+# [The practical's specification](../../book/references.md) (the assignment Part I follows)
+# asks for two updates per rollout set, and they are what give the clip something to do;
 # TRL's default of one update per generation batch leaves its clip metrics at zero. The
 # GRPO chapter measures how far the ratios actually moved, update by update, in the
 # recorded run of the tiny model.

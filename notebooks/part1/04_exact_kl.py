@@ -12,6 +12,7 @@
 # ---
 
 # %% [markdown]
+#
 # %% [markdown]
 # # The exact KL on visited prefixes
 #
@@ -21,6 +22,10 @@
 # sums $p_\text{cur}(v)\,[\log p_\text{cur}(v) - \log p_\text{ref}(v)]$ over the **whole**
 # vocabulary. The sum is exact up to rounding; what it does not do is enumerate prefixes
 # that were never visited.
+#
+# You will learn how to compute the exact KL over a large vocabulary without holding a full
+# softmax, how its gradient follows from the softmax, and how far the one-token estimators
+# k1, k2 and k3 wander from it.
 #
 # **Invariant.** The blocked computation equals PyTorch's `kl_div` on the same
 # distributions, whatever the block size; KL(p, p) = 0; and the sampled estimators k1 and k3
@@ -55,7 +60,7 @@ from verifiable_grpo.core import scoring
 from verifiable_grpo.book import widgets
 from verifiable_grpo.core.config import load_config
 from verifiable_grpo.core.model import load_base
-from verifiable_grpo.book.notebook import Table, choose_profile, show, significant
+from verifiable_grpo.book.notebook import Table, choose_profile, significant
 from verifiable_grpo.task.statements import canonical_response, render_statement
 from verifiable_grpo.task.verifier import compute_final_stock
 
@@ -90,7 +95,7 @@ print("visited prefixes:", current_logits.shape[0], "| logits per prefix:", curr
 # %% [markdown]
 # ## Exact, blocked, and checked against `kl_div`
 #
-# The package processes the vocabulary in blocks (4,096 by default, which matters for
+# The book's code processes the vocabulary in blocks (4,096 by default, which matters for
 # Qwen's 151,936 logits) but normalises every block with the logsumexp of the full row.
 # Here a block of 64 splits this small vocabulary into several blocks; the values agree
 # with PyTorch's `kl_div` in float64, and the float32 computation with both.
@@ -100,7 +105,7 @@ print("visited prefixes:", current_logits.shape[0], "| logits per prefix:", curr
 # significant digits, and a value below $10^{-6}$ as "<1e-6" (the nudge barely changed the
 # distribution at most prefixes, and in float32 such a KL is mostly rounding); the table
 # lists only the prefixes the nudge moved, and counts the others. How closely
-# the computations agree is stated as a bound, not as this machine's rounding error.
+# the computations agree is stated as a bound, not as one particular CPU's rounding error.
 
 # %%
 def reference_kl(current, reference):
@@ -139,10 +144,12 @@ print("KL(p, p) at every prefix:", losses.exact_prefix_kl(current_logits, curren
 # $\partial p_v / \partial z_j = p_v(\delta_{vj} - p_j)$, so for
 # $\mathrm{KL} = \sum_v p_v (\log p_v - \log q_v)$
 #
-# $$\frac{\partial\,\mathrm{KL}}{\partial z_j}
-#   = \sum_v p_v(\delta_{vj} - p_j)(\log p_v - \log q_v) + \sum_v p_v(\delta_{vj} - p_j)
-#   = p_j\,(\log p_j - \log q_j) - p_j\,\mathrm{KL} + (p_j - p_j)
-#   = p_j\,\big(\log p_j - \log q_j - \mathrm{KL}\big).$$
+# $$\begin{aligned}
+# \frac{\partial\,\mathrm{KL}}{\partial z_j}
+#   &= \sum_v p_v(\delta_{vj} - p_j)(\log p_v - \log q_v) + \sum_v p_v(\delta_{vj} - p_j) \\
+#   &= p_j\,(\log p_j - \log q_j) - p_j\,\mathrm{KL} + (p_j - p_j) \\
+#   &= p_j\,\big(\log p_j - \log q_j - \mathrm{KL}\big).
+# \end{aligned}$$
 #
 # The backward pass computes exactly this, one block at a time, with the full-row
 # normalisers saved from the forward pass. It matches autograd through `kl_div`:
@@ -270,12 +277,8 @@ Table(["policy pair", "visited prefixes", "mean KL", "median KL", "largest KL",
 # sampled estimates wander around it and settle as the draws grow.
 
 # %%
-display(show(widgets.plot_kl(widgets.kl_view([0.5, 0.3, 0.2], [0.2, 0.3, 0.5], samples=2000, seed=0))))
-
-# %%
 # NBVAL_IGNORE_OUTPUT
-# (widget state is not compared; the figure above is the checked output, shown once)
-widgets.make_kl_widget()
+widgets.make_kl_widget("0.5, 0.3, 0.2", "0.2, 0.3, 0.5", samples=widgets.KL_DEFAULT_SAMPLES)
 
 # %% [markdown]
 # ## Error to diagnose: normalising each block on its own

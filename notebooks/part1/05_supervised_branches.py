@@ -12,6 +12,7 @@
 # ---
 
 # %% [markdown]
+#
 # %% [markdown]
 # # Warm-start SFT and further SFT
 #
@@ -20,6 +21,10 @@
 # examples: 48 updates). **Further SFT** then continues from the warm start on the other
 # 872 training examples for 2 epochs (218 updates): the supervised baseline GRPO has to
 # beat. GRPO itself starts from the warm start, not from further SFT.
+#
+# You will learn which tokens a supervised loss should score, how to average it over a batch
+# of answers of different lengths, and what a falling validation loss does and does not
+# tell you about the answers a model will sample.
 #
 # **Invariant.** Only response tokens are supervised, the closing `<|im_end|>` included;
 # the loss of an update is the sum of the token cross-entropies of its 8 examples divided
@@ -93,9 +98,8 @@ Table(["position", "token", "supervised", "log p (base model)"],
 # material into a temporary folder.
 #
 # Losses and NLLs computed live are shown to three decimals, here and in the lines the
-# training loop prints. Their sixth or seventh digit depends on the CPU's kernels, so a value
-# that happens to lie near a rounding boundary would print another fourth decimal on another
-# machine. The recorded run further down prints what its files hold.
+# training loop prints: further digits differ from one CPU to another. The recorded run
+# further down prints what its files hold.
 
 # %%
 live = tempfile.mkdtemp(prefix="warmstart-")
@@ -130,8 +134,10 @@ Table(["update", "epoch", "learning rate", "loss", "tokens"],
 # %% [markdown]
 # ## The recorded tiny run
 #
-# The tiny profile ran both branches with the specification's budgets on a CPU
-# (learning rate 2e-4 instead of 2e-5: see the tiny base's page for why).
+# The tiny profile ran both branches with the budgets of
+# [the practical's specification](../../book/references.md) (the assignment this part
+# follows) on a CPU, with learning rate 2e-4 instead of its 2e-5 (see [the tiny base's page](../../book/tiny-base.md)
+# for why).
 
 # %%
 warm = load_recorded("learning/warmstart-continuous.json")
@@ -182,8 +188,8 @@ print(f"mean of per-example means (not used):     {float((-sums / counts).mean()
 # ## On a GPU: what the qwen profile would cost (estimates)
 #
 # On a runtime with a CUDA GPU (Colab), `choose_profile()` picks the `qwen` profile, and the
-# live cells of chapters 4 to 7 train Qwen2.5-0.5B-Instruct instead of the tiny base. No GPU
-# was available to this project, so the times below are **estimates from a cost model**
+# live cells of chapters 4 to 7 train Qwen2.5-0.5B-Instruct instead of the tiny base. The
+# book's runs were made without a GPU, so the times below are **estimates from a cost model**
 # (`part1/cost_model.py`), not measurements: training at 6 FLOPs per parameter and trained
 # token, generation one token at a time reading every FP32 weight once, on the GPU and the
 # sustained fractions of its peak that the table's title names. The token counts are the

@@ -26,7 +26,7 @@
 # prompt. 100 iterations make 1,600 responses and 200 updates.
 #
 # Three roles are never confused: the **reference** is a strictly reloaded, frozen copy of
-# the warm start (no gradients, digest checked before and after); the **old** policy is the
+# the warm start (no gradients, checked unchanged before and after the run); the **old** policy is the
 # one that sampled the rollout set, represented only by the log-probabilities captured at
 # sampling time; the **current** policy is the one being updated.
 #
@@ -160,27 +160,36 @@ Table(["per-draw success on 200 validation problems", "warm start", "after train
 #
 # For one iteration, let $P$ prompts $x_1..x_P$ each have $G$ responses $y_{i,1}..y_{i,G}$
 # with advantages $A_{i,g}$ (chapter 2), and let response $y_{i,g}$ have $|y_{i,g}|$ tokens.
-# At token $t$ the ratio is $\rho_{i,g,t} = \exp(\log\pi_\theta(y_{i,g,t} \mid x_i, y_{i,g,<t})
-# - \log\pi_\text{old}(\cdot))$ with the old log-probabilities captured at sampling time
-# (chapter 3), and $\mathrm{KL}_{i,g,t}$ is the exact KL between the current policy and the
-# frozen reference at that prefix (chapter 4). The loss the optimiser minimises is
+# At token $t$ the ratio compares the current policy with the old log-probabilities captured
+# at sampling time (chapter 3),
 #
-# $$\mathcal{L}(\theta) = \frac{1}{P}\sum_{i=1}^{P}\ \frac{1}{G}\sum_{g=1}^{G}\
-#   \frac{1}{|y_{i,g}|}\sum_{t=1}^{|y_{i,g}|}\Big[-\min\big(\rho_{i,g,t}A_{i,g},\
-#   \mathrm{clip}(\rho_{i,g,t}, 1-\epsilon, 1+\epsilon)\,A_{i,g}\big)
-#   + \beta\,\mathrm{KL}_{i,g,t}\Big],$$
+# $$\rho_{i,g,t} = \exp\big(\log\pi_\theta(y_{i,g,t} \mid x_i, y_{i,g,<t}) -
+#   \log\pi_\text{old}(y_{i,g,t} \mid x_i, y_{i,g,<t})\big),$$
+#
+# and $\mathrm{KL}_{i,g,t}$ is the exact KL between the current policy and the frozen
+# reference at that prefix (chapter 4). The loss the optimiser minimises is
+#
+# $$\begin{aligned}
+# \mathcal{L}(\theta) &= \frac{1}{P}\sum_{i=1}^{P}\ \frac{1}{G}\sum_{g=1}^{G}\
+#   \frac{1}{|y_{i,g}|}\sum_{t=1}^{|y_{i,g}|} \ell_{i,g,t}, \\
+# \ell_{i,g,t} &= -\min\big(\rho_{i,g,t}A_{i,g},\
+#   \mathrm{clip}(\rho_{i,g,t}, 1-\epsilon, 1+\epsilon)\,A_{i,g}\big) +
+#   \beta\,\mathrm{KL}_{i,g,t},
+# \end{aligned}$$
 #
 # with $\epsilon = 0.2$ and $\beta = 0.02$: a token mean inside each response, then a mean
-# over the responses of a prompt, then over prompts. Both terms are reduced the same way.
+# over the responses of a prompt, then over prompts. Both terms of the per-token loss
+# $\ell_{i,g,t}$ are reduced the same way.
 #
-# **What this normalisation does not fix.** The specification states two caveats, and the
-# book repeats them. *Length:* dividing by $|y_{i,g}|$ gives every response the same total
+# **What this normalisation does not fix.** [The practical's
+# specification](../../book/references.md), the assignment Part I follows, names two
+# caveats. *Length:* dividing by $|y_{i,g}|$ gives every response the same total
 # weight, so each token of a short response weighs more than a token of a long one; for a
 # negative advantage this penalises a long wrong answer less per token, which can favour
 # longer wrong answers (Dr. GRPO removes the per-response length division for this reason).
 # *Difficulty:* the standard deviation in the advantage (chapter 2) scales up groups of
 # prompts the policy almost always solves or almost always fails. And the penalty differs from
-# the GRPO paper's: the paper estimates the KL from the sampled token with k3 (chapter 4),
+# [the GRPO paper's](../../book/references.md) (DeepSeekMath): the paper estimates the KL from the sampled token with k3 (chapter 4),
 # whose gradient is that of the forward KL; this practical uses the exact reverse KL at the
 # visited prefixes. Part II measures the variants.
 #
@@ -188,10 +197,11 @@ Table(["per-draw success on 200 validation problems", "warm start", "after train
 #
 # What makes this "GRPO" and not a cousin is a handful of choices: how rewards become
 # advantages, whether the ratio is taken per token or per sequence, the clip interval, how
-# token terms are averaged, the KL term and how prompts are sampled. The package keeps each
+# token terms are averaged, the KL term and how prompts are sampled. The code keeps each
 # variant as one frozen entry of a registry, and the training loop reads its choices from
 # the entry. Part I runs `part1`; the other rows are the variants Part II compares. The last
-# column is a SHA-256 of the entry's choices, which a pre-registered study can record.
+# column is a short fingerprint of the entry's choices: a study fixed in advance writes it
+# down, so a variant cannot change afterwards without the change showing.
 
 # %%
 from verifiable_grpo.training.objectives import objective_from_config, registry_table
@@ -224,8 +234,8 @@ Table(["iteration", "mean reward", "zero-var groups", "exact KL", "clip (update 
         h["verify_max_abs_difference"] <= tolerance] for h in live["history"]], digits=3)
 
 # %% [markdown]
-# The first update of every rollout set runs exactly on-policy, so its clip fraction is
-# zero; only the second can clip. One group from the evidence written for the first
+# The first update of every rollout set runs on-policy (every ratio is 1 up to rounding), so
+# its clip fraction is zero; only the second can clip. One group from the evidence written for the first
 # iteration:
 
 # %%
@@ -242,8 +252,8 @@ print("responses consumed:", live["consumed_rollouts"],
 # %% [markdown]
 # ## The recorded tiny run
 #
-# 100 iterations with the specification's counts, learning rate 1e-5 (1e-6 leaves a model
-# of this size frozen: see the tiny base's page). Single iterations hold only 16
+# 100 iterations with the specification's counts, learning rate 1e-5 (its 1e-6 leaves a
+# model of this size frozen: see [the tiny base's page](../../book/tiny-base.md)). Single iterations hold only 16
 # responses, so the reward is noisy; the line is a moving mean.
 
 # %%
@@ -271,13 +281,14 @@ Table(["update of the set", "smallest ratio", "largest ratio", "tokens outside [
         sum(h["updates"][u]["outside_fraction"] for h in history)] for u in (0, 1)], digits=5)
 
 # %% [markdown]
-# ## Why the live run could clip when the recorded run did not
+# ## Does a larger step make the clip act?
 #
-# The live run above and the recorded run start from the same warm-start weights, but they
-# do not take the same steps. The learning rate warms up linearly over the first tenth of the
-# updates: the smoke profile has only a handful of updates, so its warm-up is a single
-# update and its second update, the first that can clip, already runs at the peak rate; the
-# recorded run's second update runs at a fraction of it.
+# Neither run above clipped a single token: over 100 iterations the recorded run's ratios
+# stayed between about 0.88 and 1.10, inside $[0.8, 1.2]$. The live run and the recorded
+# run start from the same warm-start weights but take different steps. The learning rate
+# warms up linearly over the first tenth of the updates: the smoke profile has only a
+# handful of updates, so its second update (the first that can clip) already runs at the
+# peak rate, while the recorded run's second update runs at a fraction of it.
 
 # %%
 from verifiable_grpo.core.schedule import learning_rate
@@ -295,11 +306,11 @@ Table(["profile", "updates", "learning rate of update 1", "update 2", "update 3"
         *(f"{v:.2e}" for v in schedule(c))] for c in (config, tiny_config)])
 
 # %% [markdown]
-# To see whether that is what makes the difference, the live run's first iteration is
-# repeated with one change: its peak learning rate is set so that its second update takes
-# the recorded run's second-update rate. Its rollout set is sampled before any update, from
-# the same seeds, so both runs clip (or not) on the very same tokens and only the step size
-# differs.
+# So the live run takes a ten times larger second step. To see what that step size alone
+# does, the live run's first iteration is repeated with its peak rate lowered so that its
+# second update takes the recorded run's second-update rate. Its rollout set is sampled
+# before any update, from the same seeds, so both runs see the very same tokens and only the
+# step size differs.
 
 # %%
 import copy as _copy
@@ -319,10 +330,11 @@ Table(["live run", "rate of update 2", "tokens clipped (update 2, iteration 1)",
       digits=3)
 
 # %% [markdown]
-# The comparison isolates the step size: the same weights, the same first rollout set, only
-# the rate of the second update differs, and the two rows show what that rate alone does to
-# the clip. In the recorded run the rate reaches its peak only after the warm-up, by which
-# time the table above shows how far the ratios actually went.
+# Both rows read 0: at either rate, one second update moves no ratio outside the interval.
+# In this practical the clip is a safeguard that never has to act. It does act with a much
+# larger rate and more updates per rollout set: chapter 10's sweep measures up to 9.5 % of a
+# batch's tokens clipped at rate $10^{-4}$ with four updates, and chapter 3's widget shows
+# which tokens it then stops.
 #
 # Where the time goes, for the 100 iterations of the continuous run (CPU):
 

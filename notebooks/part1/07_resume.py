@@ -12,6 +12,7 @@
 # ---
 
 # %% [markdown]
+#
 # %% [markdown]
 # # Exact resume
 #
@@ -21,10 +22,14 @@
 # hides real bugs: a random generator re-seeded after it was restored, a data cursor that
 # restarts at zero, a buffered rollout that is lost or consumed twice.
 #
+# You will learn what a training state must hold for a resume to be exact, how to compare
+# two states without fooling yourself, and why a resume must refuse a state that belongs to
+# another run.
+#
 # **Invariant.** For every branch, `continuous` and `interrupt` + `resume` produce states
 # that compare equal tensor by tensor (only wall-clock timings are excluded); a resume
-# refuses a state whose identity (config, data, code, starting weights, thread count)
-# differs from its own.
+# refuses a state whose identity (configuration, data, code, starting weights and number of
+# CPU threads, which sets the order of floating-point sums) differs from its own.
 
 # %% tags=["colab"]
 # On Colab only: fetch the project and install it. Elsewhere the package is already installed.
@@ -66,10 +71,9 @@ print("live profile:", config["profile"])
 # Each starts by seeding every random stream, so no run depends on what the Python process
 # did before.
 #
-# The runs' weight digests (SHA-256 over every tensor) are compared, not printed: they name
-# exact bits, and another CPU, summing in another order, reaches other bits. What a resume
-# promises is equality on the machine that runs it, which is why a state records its thread
-# count.
+# The runs' weights are compared through a fingerprint of every tensor, which is not
+# printed: it names exact bits, and another CPU, adding numbers in another order, reaches
+# other bits. What a resume promises is equality on the machine that runs it.
 
 # %%
 out = tempfile.mkdtemp(prefix="resume-")
@@ -120,7 +124,8 @@ print("same model digest:", verdict["continuous"]["model_digest"] == verdict["re
 # %% [markdown]
 # ## The recorded tiny run: five branches
 #
-# The pipeline ran every branch three ways with the specification's budgets: the warm start
+# The pipeline ran every branch three ways with the budgets of
+# [the practical's specification](../../book/references.md): the warm start
 # and further SFT interrupted after one epoch, GRPO after 40 of its 100 iterations, the two
 # exercise branches after 8 of their 20.
 
@@ -137,7 +142,9 @@ Table(["branch", "equal", "differences", "continuous state MB", "resumed state M
 #
 # A state carries the identity of the run that wrote it. Resuming it under a different
 # configuration (here, only the learning rate changed) would silently splice two runs
-# together; the resume refuses and says which fields differ.
+# together; the resume refuses. Its error names the part of the run's identity that differs:
+# here `config_sha256`, a fingerprint of the whole configuration, so it cannot say which
+# setting changed. Comparing the two configurations finds it.
 
 # %%
 changed = copy.deepcopy(config)
@@ -150,6 +157,17 @@ try:
     sft.run_sft_branch(changed, other, "warmstart", "resume")
 except ValueError as error:
     print("ValueError:", str(error).split(" (")[0])
+
+
+def differing_settings(a, b, prefix=""):
+    """Dotted names of the settings whose values differ between two nested configs."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return [name for key in sorted(set(a) | set(b))
+                for name in differing_settings(a.get(key), b.get(key), f"{prefix}{key}.")]
+    return [] if a == b else [prefix.rstrip(".")]
+
+
+print("settings that differ:", differing_settings(config, changed))
 
 # %% [markdown]
 # ## Exercise: compare two states

@@ -12,6 +12,7 @@
 # ---
 
 # %% [markdown]
+#
 # %% [markdown]
 # # Evaluating a policy, not its best answer
 #
@@ -20,6 +21,10 @@
 # It gives one **greedy** answer per problem (greedy pass@1) and **four sampled** answers
 # with fixed per-problem seeds shared by every policy (per-draw success over all 800). The
 # test answers are read only after every generation is written.
+#
+# You will learn to report a policy's success with its uncertainty, to compare two policies
+# on the same problems with paired intervals and an exact test, and to spot the classic
+# inflation of reporting the best of several answers as if it were one.
 #
 # **Invariant.** 200 problems per policy; 1 + 4 responses per problem; every output is
 # kept, invalid ones included; ID50, OOD100 and ALL are reported separately; generation
@@ -59,18 +64,25 @@ print("problems:", results["problems"], "| populations:", results["populations"]
       "| draws per problem:", results["draws"])
 
 # %% [markdown]
-# ## The headline table (recorded tiny run)
-
-# %%
-Table(plots.RESULTS_COLUMNS, plots.results_rows(merged), digits=3)
+# ## The headline results (recorded tiny run)
+#
+# Each bar is a success rate on the 200 test problems (ALL), and on their two halves of 100:
+# problems like the training ones (ID50) and problems outside that range (OOD100). The black bars
+# mark 95% Wilson intervals; a per-draw rate counts each problem once, because the four draws
+# of one problem are not independent. Where two policies' intervals overlap widely, the plot
+# alone cannot tell them apart: the paired comparisons below can.
 
 # %%
 display(show(plots.plot_results(merged, reference)))
 
 # %% [markdown]
-# The counts behind the rates, and what the outputs looked like:
+# The same rates as numbers, then the counts behind them and what the outputs looked like
+# (unfold the second table):
 
 # %%
+Table(plots.RESULTS_COLUMNS, plots.results_rows(merged), digits=3)
+
+# %% tags=["hide-output"]
 rows = []
 for policy in order_policies(merged["policies"]):
     entry = merged["policies"][policy]
@@ -85,9 +97,10 @@ Table(["policy", "greedy correct", "draws correct", "valid JSON (draws)", "no EO
 # %% [markdown]
 # ## Beside the specification's published figures
 #
-# The specification published its own development observations (Qwen2.5-0.5B-Instruct,
-# its machine, ALL problems only). They are **not** measurements of this project and are
-# shown only for scale.
+# [The practical's specification](../../book/references.md), the assignment Part I
+# follows, publishes its authors' own observations (Qwen2.5-0.5B-Instruct, on their
+# hardware, ALL problems only). They are **not** measurements of this book and are shown only
+# for scale.
 
 # %%
 Table(["policy", "greedy pass@1 (spec.)", "per-draw (spec.)", "greedy pass@1 (ours)",

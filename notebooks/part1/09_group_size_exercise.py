@@ -12,6 +12,7 @@
 # ---
 
 # %% [markdown]
+#
 # %% [markdown]
 # # Exercise: two group sizes
 #
@@ -20,6 +21,10 @@
 # training G = 2 and G = 8 for 20 iterations from the same warm start on the same 80
 # prompt presentations, with the same 40 updates, and evaluating both like the main
 # policies.
+#
+# You will learn to predict, from a probability of success, how often a group carries no
+# signal at all, why a prediction from one pooled probability misses, and what larger groups
+# cost.
 #
 # **Invariant.** A constant group gives advantages and reward gradients of exactly zero;
 # the verifier is not changed to make groups informative; the main run's weights, results
@@ -61,6 +66,15 @@ Table(["G", "rewards", "population std", "advantages", "surrogate loss", "all gr
       [[g["group_size"], str([int(r) for r in g["rewards"]]), g["population_std"],
         ", ".join(f"{a:+.6f}" for a in g["advantages"]), g["surrogate_loss"], g["all_gradients_zero"]]
        for g in exercise.constructed_groups(config)], digits=6)
+
+# %% [markdown]
+# Why is the surrogate loss 0 even where the gradients are not? With every ratio 1, a
+# group's loss is $-\frac{1}{G}\sum_g A_g$, and group-relative advantages sum to zero, so
+# the value is 0 for every group. Its gradient is $-\frac{1}{G}\sum_g A_g \nabla\log\pi(y_g)$:
+# each response is pushed by its own advantage, up for the right answers and down for the
+# wrong ones, and those pushes do not cancel. Only a constant group, whose advantages are
+# all 0, has no gradient at all. The loss value is not a progress signal in GRPO; the
+# gradient is.
 
 # %% [markdown]
 # ## Your task

@@ -143,12 +143,14 @@ def _image(box):
 def test_advantage_widget_reacts_to_its_controls():
     box = widgets.make_advantage_widget()
     text, correction = box.children[0], box.children[1]
-    # No figure in the saved state (the static book shows the chapter's figure once) ...
-    assert "0.5" in _html(box).value and not bytes(_image(box).value)
+    # The default setting's figure is in the saved state (the static book shows it) ...
+    first = bytes(_image(box).value)
+    assert "0.5" in _html(box).value and first.startswith(b"\x89PNG")
     assert "these controls do nothing" in box.children[-1].value
     correction.value = 1
-    # ... and one as soon as a control moves.
-    assert "0.866" in _html(box).value and bytes(_image(box).value).startswith(b"\x89PNG")
+    # ... and a control redraws it.
+    second = bytes(_image(box).value)
+    assert "0.866" in _html(box).value and second.startswith(b"\x89PNG") and second != first
     text.value = "1, 1, 1"
     assert "True" in _html(box).value
     text.value = "1, banana"  # a typing mistake shows an error instead of raising
@@ -165,3 +167,13 @@ def test_clipping_and_kl_widgets_construct_and_update():
     assert f"{exact:.6f}" in _html(kl).value
     kl.children[1].value = "1, 0, 0"
     assert "infinite" in _html(kl).value
+
+
+def test_the_kl_widget_and_the_kl_view_share_one_default():
+    # Chapter 4 shows the widget's saved figure as "the default setting": the same draws as
+    # kl_view's default, not another number of samples.
+    box = widgets.make_kl_widget()
+    slider = next(child for child in box.children if getattr(child, "description", "") == "samples")
+    view = widgets.kl_view([0.5, 0.3, 0.2], [0.2, 0.3, 0.5])
+    assert slider.value == view["samples"] == widgets.KL_DEFAULT_SAMPLES
+    assert f"{view['k1_mean']:.6f}" in _html(box).value

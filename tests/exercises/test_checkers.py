@@ -82,13 +82,16 @@ def test_group_advantages_names_a_missing_epsilon_and_nan_for_constant_groups():
     assert advantages.NO_EPSILON in text and advantages.NAN_FOR_CONSTANT in text
 
 
-def test_group_advantages_names_the_one_ulp_mean_of_a_constant_group():
-    def naive(rewards, epsilon):
+def test_group_advantages_accepts_the_one_ulp_mean_of_a_constant_group():
+    # The textbook formula is correct; on [0.1, 0.1, 0.1] its float mean is one ulp above 0.1
+    # and its advantages are about 1e-9 instead of 0. The checker accepts that, and still
+    # demands exact zeros where the mean is exact (rewards 0 and 1).
+    def textbook(rewards, epsilon):
         centred = rewards - rewards.mean(1, keepdim=True)
         return centred / (centred.square().mean(1, keepdim=True).sqrt() + epsilon)
 
-    text = _failures(exercises.check_group_advantages, naive)
-    assert advantages.ULP_MEAN in text and text.count("rewards [[") == 1
+    assert textbook(torch.tensor([[0.1, 0.1, 0.1]], dtype=torch.float64), 1e-8).abs().max() > 0
+    assert exercises.check_group_advantages(textbook, verbose=False).passed
 
 
 def test_group_advantages_names_one_mean_over_the_batch():
@@ -317,3 +320,22 @@ def test_constant_groups_accepts_the_formula_and_names_the_halves():
     assert group_size.ALL_WRONG_ONLY in _failures(check, lambda p, g: (1 - p) ** g)
     assert group_size.ALL_RIGHT_ONLY in _failures(check, lambda p, g: p ** g)
     assert group_size.COMPLEMENT in _failures(check, lambda p, g: 1 - p ** g - (1 - p) ** g)
+
+
+# --------------------------------------------------------------------------- chapter 10
+def test_reported_difference_accepts_the_reference_and_names_mistakes():
+    from verifiable_grpo.exercises import selection
+
+    assert exercises.check_reported_difference(selection.reported_difference, verbose=False).passed
+
+    def picks_on_test_always(test, validation, warm_test, select_on_test):
+        return selection.reported_difference(test, validation, warm_test, True)
+
+    text = _failures(exercises.check_reported_difference, picks_on_test_always)
+    assert selection.WRONG_SELECTION in text
+
+    def forgets_the_warm_start(test, validation, warm_test, select_on_test):
+        return selection.reported_difference(test, validation, 0 * warm_test, select_on_test)
+
+    assert selection.NO_BASELINE in _failures(exercises.check_reported_difference,
+                                              forgets_the_warm_start)

@@ -68,7 +68,7 @@ def _quoted_speed(text: str) -> list[str]:
     return re.findall(r"\d[\d,]*\.\d+", match.group(1))
 
 
-@pytest.mark.parametrize("page", ["book/provenance.md", "book/part1.md"])
+@pytest.mark.parametrize("page", ["book/provenance.md"])
 def test_the_speed_paragraph_quotes_the_recorded_comparison(side, page):
     elapsed = side["timings"]["elapsed_seconds"]
     first = side["first_recording"]["total_seconds"]

@@ -2,9 +2,8 @@
 optimum, and the probability that a GRPO group carries a task gradient.
 
 Same three layers as widgets.py: pure views (plain dicts), plot_* figures, make_* builders.
-A builder's first render fills its table but leaves its image empty and hidden: the
-chapter shows the static fallback figure once, and the widget draws only after a control
-moves (which needs a live kernel; in the static book the controls do nothing).
+A builder draws its table and figure at once, so the saved widget state holds the default
+setting's figure (what the static book shows); a control redraws both in a live kernel.
 """
 from __future__ import annotations
 
@@ -17,16 +16,15 @@ from verifiable_grpo.part3 import dpo_bandit
 from verifiable_grpo.part3.group_relative import mixed_group_probability
 
 
-def _hidden_image():
-    """An Image widget that takes no room (no broken-image icon) until it gets a figure."""
+def _image():
     import ipywidgets as w
 
-    return w.Image(format="png", layout=w.Layout(display="none"))
+    return w.Image(format="png")
 
 
 def _draw(image, figure) -> None:
     image.value = figure_png(figure)
-    image.layout.display = None
+
 
 # (result key, legend): what the kept candidate scores under the linear proxy, then its
 # true reward under each way of choosing it.
@@ -63,16 +61,14 @@ def make_best_of_n_widget(selection: list[dict], n: int = 64):
     import ipywidgets as w
 
     slider = w.SelectionSlider(options=[row["n"] for row in selection], value=n, description="n")
-    table, image = w.HTML(), _hidden_image()
-    state = {"first": True}
+    table, image = w.HTML(), _image()
 
     def render():
         view = best_of_n_view(selection, slider.value)
         row = view["row"]
         table.value = _table([("KL bound (nats)", f"{row['kl_bound']:.3f}")] +
                              [(label, f"{row[key]:.3f}") for key, label in SELECTION_SERIES])
-        if not state.pop("first", False):
-            _draw(image, plot_best_of_n(view))
+        _draw(image, plot_best_of_n(view))
 
     slider.observe(lambda change: render(), names="value")
     render()
@@ -110,8 +106,7 @@ def make_dpo_beta_widget(fitted: dict[float, list[float]], beta: float = 0.5):
     import ipywidgets as w
 
     slider = w.FloatSlider(value=beta, min=0.05, max=5.0, step=0.05, description="beta")
-    table, image = w.HTML(), _hidden_image()
-    state = {"first": True}
+    table, image = w.HTML(), _image()
 
     def render():
         try:
@@ -122,8 +117,7 @@ def make_dpo_beta_widget(fitted: dict[float, list[float]], beta: float = 0.5):
         table.value = _table([("KL(pi* || pi_ref)", f"{view['kl']:.4f}"),
                               ("E_pi*[r]", f"{view['expected_reward']:.4f}"),
                               ("pi*", ", ".join(f"{p:.3f}" for p in view["optimum"]))])
-        if not state.pop("first", False):
-            _draw(image, plot_dpo_beta(view))
+        _draw(image, plot_dpo_beta(view))
 
     slider.observe(lambda change: render(), names="value")
     render()
@@ -157,17 +151,15 @@ def make_mixed_group_widget(p: float = 0.9, group_size: int = 8):
 
     p_slider = w.FloatSlider(value=p, min=0.0, max=1.0, step=0.01, description="p")
     g_slider = w.IntSlider(value=group_size, min=2, max=32, description="G")
-    table, image = w.HTML(), _hidden_image()
-    state = {"first": True}
+    table, image = w.HTML(), _image()
 
     def render():
         value = mixed_group_probability(p_slider.value, g_slider.value)
         table.value = _table([("P(mixed group)", f"{value:.4f}"),
                               ("P(all fail) = (1-p)^G", f"{(1 - p_slider.value) ** g_slider.value:.4f}"),
                               ("P(all succeed) = p^G", f"{p_slider.value ** g_slider.value:.4f}")])
-        if not state.pop("first", False):
-            view = mixed_group_view(sorted({2, 8, g_slider.value}))
-            _draw(image, plot_mixed_groups(view, (p_slider.value, g_slider.value)))
+        view = mixed_group_view(sorted({2, 8, g_slider.value}))
+        _draw(image, plot_mixed_groups(view, (p_slider.value, g_slider.value)))
 
     for control in (p_slider, g_slider):
         control.observe(lambda change: render(), names="value")

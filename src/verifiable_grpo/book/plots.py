@@ -5,6 +5,8 @@ data/recorded/<profile>/) and returns a Figure; notebooks display it with notebo
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from verifiable_grpo.core.runfolder import order_policies
 from matplotlib.figure import Figure
@@ -71,12 +73,29 @@ def plot_grpo_telemetry(record: dict, window: int = 10) -> Figure:
     return figure
 
 
+def _error_bars(cells: list[dict]) -> np.ndarray:
+    """[2, k] distances from each rate down and up to its 95% Wilson interval, counted as if
+    each problem gave one observation: the draws of one problem are not independent, so a
+    per-draw rate gets the (wider, conservative) interval of its problem count. For greedy
+    pass@1 there is one response per problem and this is the plain Wilson interval."""
+    from verifiable_grpo.evaluation.statistics import Z_95, wilson_interval
+
+    bars = []
+    for cell in cells:
+        z = Z_95 * math.sqrt(cell["responses"] / cell["problems"])
+        low, high = wilson_interval(cell["correct"], cell["responses"], z=z)
+        bars.append((cell["success_rate"] - low, high - cell["success_rate"]))
+    return np.clip(np.array(bars).T, 0.0, None)
+
+
 def plot_results(results: dict, reference: dict | None = None, policies=None) -> Figure:
-    """Greedy pass@1 and per-draw success per policy and population; the specification's
-    published figures (ALL only) as hollow markers when given."""
+    """Greedy pass@1 and per-draw success per policy and population, with 95% intervals;
+    the specification's published figures (ALL only) as hollow markers when given.
+
+    Intervals: _error_bars (Wilson, one observation per problem)."""
     present = [p for p in (policies or order_policies(results["policies"]))
                if p in results["policies"]]
-    figure = Figure(figsize=(11, 3.4), layout="constrained")
+    figure = Figure(figsize=(11, 3.6), layout="constrained")
     axes = figure.subplots(1, 2, sharey=True)
     width = 0.8 / len(POPULATIONS)
     for ax, (key, ref_key, title) in zip(axes, [
@@ -84,14 +103,16 @@ def plot_results(results: dict, reference: dict | None = None, policies=None) ->
             ("per_draw_success", "empirical_per_draw_success", "per-draw success")]):
         x = np.arange(len(present))
         for k, population in enumerate(POPULATIONS):
-            rates = [results["policies"][p][key][population]["success_rate"] for p in present]
-            ax.bar(x + (k - 1) * width, rates, width, label=population)
+            cells = [results["policies"][p][key][population] for p in present]
+            ax.bar(x + (k - 1) * width, [c["success_rate"] for c in cells], width, label=population,
+                   yerr=_error_bars(cells), capsize=2,
+                   error_kw={"elinewidth": 0.8, "ecolor": "black"})
         if reference is not None:
             ref = [reference["metrics"].get(p, {}).get(ref_key, {}).get("success_rate", np.nan)
                    for p in present]
             ax.plot(x - width, ref, "ko", mfc="none", label="specification (ALL)")
         ax.set_xticks(x, present)
-        ax.set(title=title, ylabel="success rate")
+        ax.set(title=f"{title} (bars: 95% intervals)", ylabel="success rate")
         ax.legend(fontsize=8)
     return figure
 

@@ -20,6 +20,8 @@ from matplotlib.figure import Figure
 from verifiable_grpo.training.losses import exact_prefix_kl, group_advantages, sampled_kl_estimators
 
 ESTIMATORS = ("k1", "k2", "k3")
+# One default for chapter 4's figure and its widget, so both show the same draws.
+KL_DEFAULT_SAMPLES = 2000
 
 
 # --------------------------------------------------------------------------- pure functions
@@ -103,7 +105,7 @@ def _distribution(values, what: str) -> np.ndarray:
     return numbers / numbers.sum()
 
 
-def kl_view(p, q, samples: int = 1000, seed: int = 0) -> dict:
+def kl_view(p, q, samples: int = KL_DEFAULT_SAMPLES, seed: int = 0) -> dict:
     """Exact KL(p || q) next to the k1, k2, k3 estimates from `samples` tokens drawn from p.
 
     p and q are normalised (they may be given as weights). Returns the exact value (from
@@ -219,17 +221,16 @@ def _error(error: Exception) -> str:
     return f"<b style='color:#b00'>{html.escape(str(error))}</b>"
 
 
-OFFLINE_NOTE = ("<i>In the static book these controls do nothing: the figure above shows the "
-                "default setting. In Jupyter or on Colab, move a control and the figure for it is "
-                "drawn here.</i>")
+OFFLINE_NOTE = ("<i>In the static book these controls do nothing: the figure shows the default "
+                "setting. In Jupyter or on Colab, move a control and the figure is redrawn.</i>")
 
 
 def _wire(controls, render):
-    """Render the table now and the figure only after a control moves: the saved widget
-    state then holds no PNG, so the static book shows the chapter's fallback figure once."""
+    """Render the table and the figure now, and again whenever a control moves. The saved
+    widget state then holds the default setting's figure, which the static book shows."""
     for control in controls:
         control.observe(lambda change: render(), names="value")
-    render(draw=False)
+    render()
 
 
 def _box(w, children):
@@ -246,7 +247,7 @@ def make_advantage_widget(rewards: str = "1, 0, 1, 0"):
                          value=1e-8, description="epsilon")
     table, image = w.HTML(), w.Image(format="png")
 
-    def render(draw=True):
+    def render():
         try:
             view = advantage_view(parse_numbers(text.value, "rewards"), correction.value, epsilon.value)
         except ValueError as error:
@@ -255,8 +256,7 @@ def make_advantage_widget(rewards: str = "1, 0, 1, 0"):
         table.value = _table([("mean", f"{view['mean']:.6g}"), ("std", f"{view['std']:.6g}"),
                               ("advantages", ", ".join(f"{a:.6g}" for a in view["advantages"])),
                               ("zero variance", view["zero_variance"])])
-        if draw:
-            image.value = figure_png(plot_advantages(view))
+        image.value = figure_png(plot_advantages(view))
 
     _wire([text, correction, epsilon], render)
     return _box(w, [text, correction, epsilon, table, image])
@@ -271,7 +271,7 @@ def make_clipping_widget(advantage: float = 1.0, clip_epsilon: float = 0.2):
     high = w.FloatSlider(value=clip_epsilon, min=0.05, max=0.5, step=0.01, description="epsilon high")
     table, image = w.HTML(), w.Image(format="png")
 
-    def render(draw=True):
+    def render():
         try:
             curves = clipping_curves(adv.value, low.value, high.value)
         except ValueError as error:
@@ -281,28 +281,28 @@ def make_clipping_widget(advantage: float = 1.0, clip_epsilon: float = 0.2):
         table.value = _table([("interval", f"[{lo:.2f}, {hi:.2f}]"),
                               ("share of plotted ratios without gradient",
                                f"{curves['clipped_mask'].mean():.2f}")])
-        if draw:
-            image.value = figure_png(plot_clipping(curves))
+        image.value = figure_png(plot_clipping(curves))
 
     _wire([adv, low, high], render)
     return _box(w, [adv, low, high, table, image])
 
 
-def make_kl_widget(p: str = "0.5, 0.3, 0.2", q: str = "0.2, 0.3, 0.5"):
+def make_kl_widget(p: str = "0.5, 0.3, 0.2", q: str = "0.2, 0.3, 0.5",
+                   samples: int = KL_DEFAULT_SAMPLES):
     """Type two distributions, choose the number of draws and the seed; compare the
     sampled estimators with the exact KL."""
     import ipywidgets as w
 
     p_text = w.Text(value=p, description="p")
     q_text = w.Text(value=q, description="q")
-    samples = w.IntSlider(value=1000, min=10, max=20000, step=10, description="samples")
+    draws = w.IntSlider(value=samples, min=10, max=20000, step=10, description="samples")
     seed = w.IntText(value=0, description="seed")
     table, image = w.HTML(), w.Image(format="png")
 
-    def render(draw=True):
+    def render():
         try:
             view = kl_view(parse_numbers(p_text.value, "p"), parse_numbers(q_text.value, "q"),
-                           samples.value, seed.value)
+                           draws.value, seed.value)
         except ValueError as error:
             table.value = _error(error)
             return
@@ -310,8 +310,7 @@ def make_kl_widget(p: str = "0.5, 0.3, 0.2", q: str = "0.2, 0.3, 0.5"):
         rows += [(f"{n} mean +- stderr", f"{view[f'{n}_mean']:.6f} +- {view[f'{n}_stderr']:.6f}")
                  for n in ESTIMATORS]
         table.value = _table(rows)
-        if draw:
-            image.value = figure_png(plot_kl(view))
+        image.value = figure_png(plot_kl(view))
 
-    _wire([p_text, q_text, samples, seed], render)
-    return _box(w, [p_text, q_text, samples, seed, table, image])
+    _wire([p_text, q_text, draws, seed], render)
+    return _box(w, [p_text, q_text, draws, seed, table, image])

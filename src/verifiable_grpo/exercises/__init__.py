@@ -9,8 +9,10 @@ from verifiable_grpo.exercises.grpo_loss import check_grpo_loss
 from verifiable_grpo.exercises.mcnemar import check_exact_mcnemar
 from verifiable_grpo.exercises.resume import check_resume
 from verifiable_grpo.exercises.reward import check_reward
+from verifiable_grpo.exercises.selection import check_reported_difference
 from verifiable_grpo.exercises.sft_loss import check_sft_loss
 
 __all__ = ["CheckResult", "check_clipped_surrogate", "check_constant_group_probability",
            "check_exact_kl", "check_exact_mcnemar", "check_group_advantages", "check_grpo_loop",
-           "check_grpo_loss", "check_resume", "check_reward", "check_sft_loss"]
+           "check_grpo_loss", "check_reported_difference", "check_resume", "check_reward",
+           "check_sft_loss"]

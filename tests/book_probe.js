@@ -1,0 +1,70 @@
+// Injected into a copy of each built page by tests/book_browser.py. Once MathJax has typeset
+// and the widgets have had time to render, it measures what a reader at this window width
+// sees and appends the result as JSON in <pre id="vg-probe">, which --dump-dom returns.
+(function () {
+  function inScrollBox(el, article) {
+    for (var a = el; a && a !== article.parentElement; a = a.parentElement) {
+      var overflow = getComputedStyle(a).overflowX;
+      if (overflow === "auto" || overflow === "scroll") return true;
+    }
+    return false;
+  }
+  function loaded(img) { return img.complete && img.naturalWidth > 0 && img.naturalHeight > 0; }
+  function snippet(el) { return el.textContent.replace(/\s+/g, " ").trim().slice(0, 70); }
+
+  function measure() {
+    var article = document.querySelector("article.bd-article");
+    var report = {width: window.innerWidth, article: !!article, broken_images: [], clipped: [],
+                  cramped: [], widgets: [], wide_math: [], math_errors: 0};
+    if (!article) return report;
+    var right = article.getBoundingClientRect().right;
+    document.querySelectorAll("img").forEach(function (img) {
+      if (!loaded(img) && getComputedStyle(img).display !== "none")
+        report.broken_images.push((img.getAttribute("src") || "(no src)").slice(0, 60));
+    });
+    // A display equation or table wider than the column must sit in a box that scrolls.
+    article.querySelectorAll('mjx-container[display="true"], div.math, table').forEach(function (el) {
+      var wide = el.scrollWidth > el.clientWidth + 1 || el.getBoundingClientRect().right > right + 1;
+      if (wide && !inScrollBox(el, article))
+        report.clipped.push(el.tagName.toLowerCase() + ": " + snippet(el));
+    });
+    // A display equation should fit the column; a scroll box is the fallback, not the plan.
+    article.querySelectorAll('mjx-container[display="true"]').forEach(function (el) {
+      if (el.scrollWidth > el.clientWidth + 1) report.wide_math.push(snippet(el));
+    });
+    // Neighbouring cells need some room, or a label runs into its value ("stderr0.23").
+    article.querySelectorAll("tr").forEach(function (row) {
+      var cells = row.querySelectorAll("td, th");
+      for (var i = 0; i + 1 < cells.length; i++) {
+        var gap = cells[i + 1].getBoundingClientRect().left - cells[i].getBoundingClientRect().right;
+        var style = getComputedStyle(cells[i]), next = getComputedStyle(cells[i + 1]);
+        var room = gap + parseFloat(style.paddingRight) + parseFloat(next.paddingLeft);
+        if (room < 4 && cells[i].offsetWidth > 0) { report.cramped.push(snippet(row)); break; }
+      }
+    });
+    article.querySelectorAll('script[type="application/vnd.jupyter.widget-view+json"]').forEach(function (s) {
+      var output = s.parentElement;
+      var figures = Array.prototype.filter.call(output.querySelectorAll("img"), function (img) {
+        return loaded(img) && img.offsetWidth > 0;
+      });
+      report.widgets.push({rendered: !!output.querySelector(".jupyter-widgets"), figures: figures.length});
+    });
+    report.math_errors = article.querySelectorAll("mjx-merror").length;
+    return report;
+  }
+
+  function publish() {
+    var pre = document.createElement("pre");
+    pre.id = "vg-probe";
+    try { pre.textContent = JSON.stringify(measure()); }
+    catch (error) { pre.textContent = JSON.stringify({probe_error: String(error)}); }
+    document.body.appendChild(pre);
+    // Inside a narrow iframe (a phone-width check), hand the report to the host page.
+    if (window.parent !== window) window.parent.postMessage(pre.textContent, "*");
+  }
+  window.addEventListener("load", function () {
+    var typeset = (window.MathJax && MathJax.startup && MathJax.startup.promise) || Promise.resolve();
+    // Widgets render asynchronously through require.js; virtual time makes the wait cheap.
+    typeset.then(function () { setTimeout(publish, 4000); }, publish);
+  });
+})();
