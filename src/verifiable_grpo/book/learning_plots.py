@@ -67,3 +67,25 @@ def _before_after(ax, ours: dict, trl: dict | None) -> None:
                label="after, TRL")
     ax.set(title=f"success per trained prompt ({draws} draws)", xlabel="prompt",
            ylim=(0, 1.05), xticks=x)
+
+
+METRICS = (("validation_sample", "validation per-draw (selects)"),
+           ("test_sample", "test per-draw (primary)"), ("test_greedy", "test greedy pass@1"))
+
+
+def plot_lift_intervals(summary: dict) -> Figure:
+    """Paired differences with the warm start and their 95 % intervals, per candidate."""
+    rows = summary["candidates"]
+    figure = Figure(figsize=(9, 1.2 + 0.9 * len(rows)), layout="constrained")
+    axes = figure.subplots(1, len(METRICS), sharey=True)
+    for ax, (key, title) in zip(axes, METRICS):
+        for y, row in enumerate(rows):
+            paired = row["paired"][key]
+            ax.errorbar(paired["difference"], y, xerr=[[paired["difference"] - paired["low"]],
+                                                       [paired["high"] - paired["difference"]]],
+                        fmt="o", color="C0", capsize=4)
+        ax.axvline(0, color="0.5", lw=0.8, ls="--")
+        ax.set(title=title, xlabel="difference from the warm start")
+    axes[0].set(yticks=range(len(rows)), yticklabels=[r["name"] for r in rows],
+                ylim=(-0.6, len(rows) - 0.4))
+    return figure

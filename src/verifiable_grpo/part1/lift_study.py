@@ -174,3 +174,26 @@ def export(base: dict, runs, dest=None) -> Path:
     dest = resolve(RECORDED) if dest is None else Path(dest)
     return files.save_json(dest / "study.json", {"summary": summarise(warm, results),
                                                  "warm_start": warm, "results": results})
+
+
+def recorded(path: str = RECORDED) -> dict:
+    return files.read_json(resolve(path) / "study.json")
+
+
+def table_rows(summary: dict) -> list[list]:
+    """One row per candidate that ran: what the chapter's table prints."""
+    def interval(paired):
+        return f"{paired['difference']:+.3f} [{paired['low']:+.3f}, {paired['high']:+.3f}]"
+
+    rows = []
+    for row in summary["candidates"]:
+        paired = row["paired"]
+        rows.append([row["name"],
+                     f"{row['training_reward_first_fifth']:.3f} -> "
+                     f"{row['training_reward_last_fifth']:.3f}",
+                     f"{row['validation_per_draw']:.3f}", interval(paired["validation_sample"]),
+                     f"{row['test_per_draw']:.3f}", interval(paired["test_sample"]),
+                     f"{row['test_greedy']:.3f}", interval(paired["test_greedy"]),
+                     f"{paired['test_greedy']['mcnemar_p']:.4f}",
+                     "yes" if row["learns"] else "no"])
+    return rows
