@@ -5,6 +5,8 @@
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -12,6 +14,7 @@
 # ---
 
 # %% [markdown]
+#
 # %% [markdown]
 # # GRPO with an exact KL on visited prefixes
 #
@@ -60,8 +63,8 @@ from verifiable_grpo.training import grpo, rollout
 from verifiable_grpo.book import plots
 from verifiable_grpo.core.config import load_config, read_json
 from verifiable_grpo.book.notebook import (Table, choose_profile, live_run_from_recorded_warmstart,
-                                      load_recorded, recorded_policy, round_numbers, show,
-                                      significant)
+                                      live_warmstart_policy, load_recorded, round_numbers, show,
+                                      show_progress, significant)
 
 config = load_config(choose_profile())
 print("live profile:", config["profile"], "| iterations:", config["grpo"]["iterations"],
@@ -126,7 +129,7 @@ Table(*registry_table())
 
 # %%
 out = live_run_from_recorded_warmstart(config)
-live = grpo.run_grpo_branch(config, out, "grpo", "continuous", progress=False)
+live = grpo.run_grpo_branch(config, out, "grpo", "continuous", progress=show_progress())
 tolerance = config["grpo"]["verify_tolerance"]
 Table(["iteration", "mean reward", "zero-var groups", "exact KL", "clip (update 1)",
        "clip (update 2)", f"max |rescore - captured| <= {tolerance:.0e}".replace("e-0", "e-")],
@@ -221,7 +224,7 @@ slow = _copy.deepcopy(config)
 slow["grpo"].update(iterations=2, interrupt_at=1)   # the shortest run allowed; its first set is compared
 slow["grpo"]["learning_rate"] = config["grpo"]["learning_rate"] * schedule(tiny_config)[1] / schedule(slow)[1]
 slow_out = live_run_from_recorded_warmstart(slow)
-slow_run = grpo.run_grpo_branch(slow, slow_out, "grpo", "continuous", progress=False)
+slow_run = grpo.run_grpo_branch(slow, slow_out, "grpo", "continuous", progress=show_progress())
 def clip_counts(run):
     first = run["history"][0]["updates"][1]
     return first["clip_low_fraction"] + first["clip_high_fraction"], first["outside_fraction"]
@@ -263,7 +266,7 @@ print("largest rescoring difference over the run:",
 # by 3e-4:
 
 # %%
-policy, tokenizer, _ = recorded_policy("warmstart", config=load_config("tiny"))
+policy = live_warmstart_policy(config, out)   # the policy these rows were sampled from
 rows = copy.deepcopy(group["responses"])
 check = rollout.verify_captured_logprobs(policy, rows, 2e-4)
 print("as captured: max |difference| <= 2e-4:", check["max_abs_difference"] <= 2e-4)
