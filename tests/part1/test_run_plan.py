@@ -116,3 +116,17 @@ def test_plan_and_dry_run_print_the_same_and_start_nothing(tmp_path):
     assert re.search(r"disk: peak [\d.]+ GB, written \d+ GB", planned.stdout)
     for gpu in run_cost.GPUS:
         assert gpu.name in planned.stdout
+
+
+def test_a_model_of_unknown_shape_is_refused_with_its_key(tmp_path):
+    import yaml
+
+    from verifiable_grpo.core.config import config_path
+
+    profile = yaml.safe_load(config_path("qwen").read_text())
+    profile["model"]["name"] = "someone/another-model"
+    path = tmp_path / "other.yaml"
+    path.write_text(yaml.safe_dump(profile))
+    result = run_cli(["plan", "--config", str(path)])
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.startswith("error: model: the plan knows no shape")

@@ -265,8 +265,10 @@ def command_plan(args) -> int:
     config = load_config(args.config)
     try:
         plan = build_plan(config)
-    except ValueError as err:
-        print(f"error: {err}")
+    except ValueError as err:          # a model whose shape the plan cannot know
+        import sys
+
+        print(f"error: {err}", file=sys.stderr)
         return 2
     print(format_plan(plan))
     return 0
