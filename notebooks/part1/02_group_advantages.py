@@ -37,8 +37,12 @@ if "google.colab" in sys.modules:
         subprocess.run(["git", "clone", "-q", "--depth", "1", repository, clone], check=True)
     # --no-deps: everything the chapters import ships with Colab (see book/colab.py)
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "-e", clone], check=True)
+    # the versions the recorded numbers were computed with; torch stays Colab's CUDA build
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "transformers==5.24.0", "tokenizers==0.23.3", "safetensors==0.8.0"], check=False)
     sys.path.insert(0, os.path.join(clone, "src"))
     os.chdir(os.path.join(clone, "notebooks", "part1"))
+    from verifiable_grpo.book.colab import report_versions
+    report_versions()
 
 # %%
 from verifiable_grpo.book.notebook import quiet

@@ -45,8 +45,12 @@ if "google.colab" in sys.modules:
         subprocess.run(["git", "clone", "-q", "--depth", "1", repository, clone], check=True)
     # --no-deps: everything the chapters import ships with Colab (see book/colab.py)
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "-e", clone], check=True)
+    # the versions the recorded numbers were computed with; torch stays Colab's CUDA build
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "transformers==5.24.0", "tokenizers==0.23.3", "safetensors==0.8.0"], check=False)
     sys.path.insert(0, os.path.join(clone, "src"))
     os.chdir(os.path.join(clone, "notebooks", "part1"))
+    from verifiable_grpo.book.colab import report_versions
+    report_versions()
 
 # %%
 from verifiable_grpo.book.notebook import quiet
@@ -59,8 +63,8 @@ from verifiable_grpo.training import grpo, rollout
 from verifiable_grpo.book import plots
 from verifiable_grpo.core.config import load_config, read_json
 from verifiable_grpo.book.notebook import (Table, choose_profile, live_run_from_recorded_warmstart,
-                                      load_recorded, recorded_policy, round_numbers, show,
-                                      significant)
+                                      live_warmstart_policy, load_recorded, round_numbers, show,
+                                      show_progress, significant)
 
 config = load_config(choose_profile())
 print("live profile:", config["profile"], "| iterations:", config["grpo"]["iterations"],
@@ -223,7 +227,7 @@ Table(*registry_table())
 
 # %%
 out = live_run_from_recorded_warmstart(config)
-live = grpo.run_grpo_branch(config, out, "grpo", "continuous", progress=False)
+live = grpo.run_grpo_branch(config, out, "grpo", "continuous", progress=show_progress())
 tolerance = config["grpo"]["verify_tolerance"]
 Table(["iteration", "mean reward", "zero-var groups", "exact KL", "clip (update 1)",
        "clip (update 2)", f"max |rescore - captured| <= {tolerance:.0e}".replace("e-0", "e-")],
@@ -319,7 +323,7 @@ slow = _copy.deepcopy(config)
 slow["grpo"].update(iterations=2, interrupt_at=1)   # the shortest run allowed; its first set is compared
 slow["grpo"]["learning_rate"] = config["grpo"]["learning_rate"] * schedule(tiny_config)[1] / schedule(slow)[1]
 slow_out = live_run_from_recorded_warmstart(slow)
-slow_run = grpo.run_grpo_branch(slow, slow_out, "grpo", "continuous", progress=False)
+slow_run = grpo.run_grpo_branch(slow, slow_out, "grpo", "continuous", progress=show_progress())
 def clip_counts(run):
     first = run["history"][0]["updates"][1]
     return first["clip_low_fraction"] + first["clip_high_fraction"], first["outside_fraction"]
@@ -362,7 +366,7 @@ print("largest rescoring difference over the run:",
 # by 3e-4:
 
 # %%
-policy, tokenizer, _ = recorded_policy("warmstart", config=load_config("tiny"))
+policy = live_warmstart_policy(config, out)   # the policy these rows were sampled from
 rows = copy.deepcopy(group["responses"])
 check = rollout.verify_captured_logprobs(policy, rows, 2e-4)
 print("as captured: max |difference| <= 2e-4:", check["max_abs_difference"] <= 2e-4)

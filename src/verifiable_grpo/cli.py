@@ -27,6 +27,8 @@ COMMANDS = {
     "evaluate": ("evaluation.evaluate", "command_evaluate", "greedy pass@1 and per-draw success on the test set"),
     "exercise": ("part1.exercise", "command_exercise", "the G=2 / G=8 group-size exercise"),
     "run": ("part1.pipeline", "command_run", "the whole pipeline, resumable"),
+    "plan": ("part1.run_plan", "command_plan",
+             "before a run: planned disk, generated tokens and time per GPU class"),
     "report": ("part1.report", "command_report", "summarise a run folder"),
     "lab": ("part3.labs", "command_lab", "run one Part III lab and record its metrics"),
     "family": ("part2.commands", "command_family",
@@ -156,6 +158,8 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--export", action="store_true",
                            help="then record the finished run in data/recorded/")
             continue
+        if name == "plan":
+            continue
         if name == "sweep":
             p.add_argument("--out", default="runs/tiny-sweep", help="sweep folder (default runs/tiny-sweep)")
             p.add_argument("--settings", nargs="*", default=None, help="only these settings")
@@ -168,6 +172,9 @@ def build_parser() -> argparse.ArgumentParser:
                            help="stages side by side in this many worker processes (default: "
                                 "2, or 1 on a one-core machine); the numbers do not depend "
                                 "on it, only on the profile's threads")
+            p.add_argument("--dry-run", action="store_true",
+                           help="print the plan (disk, generated tokens, time per GPU class) "
+                                "and start nothing")
         if name in ("warmstart", "sft", "grpo"):
             p.add_argument("--mode", choices=list(MODES), default="continuous")
         if name == "grpo":

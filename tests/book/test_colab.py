@@ -35,6 +35,26 @@ def test_the_setup_cell_opens_the_chapter_folder_of_its_part():
         colab.setup_cell_source("part4")
 
 
+def test_the_setup_cell_installs_the_pins_that_matter():
+    pins = colab.pinned_versions()
+    requirements = (ROOT / "requirements.txt").read_text()
+    source = colab.setup_cell_source("part1")
+    for name in colab.PINNED_FOR_NUMBERS:
+        assert f"{name}=={pins[name]}" in requirements
+        assert f'"{name}=={pins[name]}"' in source
+    assert "torch==" not in source          # Colab's CUDA build of torch is kept, only compared
+
+
+def test_versions_that_differ_are_named():
+    pins = colab.pinned_versions()
+    colab_like = dict(pins, torch=pins["torch"] + "+cu126")   # a local build tag is no change
+    assert colab.version_differences(colab_like) == []
+    older = dict(colab_like, transformers="4.57.1", tokenizers=None)
+    assert colab.version_differences(older) == [
+        f"transformers: installed 4.57.1, the recorded numbers used {pins['transformers']}",
+        f"tokenizers: installed none, the recorded numbers used {pins['tokenizers']}"]
+
+
 def test_repository_url_comes_from_config_unless_overridden(monkeypatch):
     monkeypatch.delenv(colab.REPOSITORY_ENV, raising=False)
     url = colab.repository_url()
@@ -135,5 +155,7 @@ def test_chapter_one_runs_on_a_simulated_colab(tmp_path):
                       for o in c.get("outputs", []))
     assert (clone / "src" / "verifiable_grpo" / "book" / "colab.py").is_file()
     assert "distinct normalised problems: 1400" in outputs
+    # the cell installed the pins (satisfied here) and says the versions are the recorded ones
+    assert "library versions as recorded: " in outputs, outputs[:2000]
     installed = _run([python, "-m", "pip", "show", "-f", "verifiable-grpo"], env=env, cwd=tmp_path)
     assert re.search(r"Editable project location: .*verifiable-grpo", installed.stdout), installed.stdout

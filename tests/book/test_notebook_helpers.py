@@ -1,3 +1,6 @@
+import os
+from pathlib import Path
+
 import pytest
 
 from verifiable_grpo.book.notebook import Table, fmt, round_numbers, rounded_prints, significant
@@ -84,3 +87,27 @@ def test_rounded_prints_flushes_when_the_block_raises(capsys):
             print("epoch 1: 1.23456", end="")
             raise RuntimeError("stop")
     assert capsys.readouterr().out == "epoch 1: 1.235"
+
+
+def test_live_profile_and_temporary_folders_go_with_the_kernel(tmp_path):
+    """choose_profile: smoke on a CPU, the profile named in the environment when a test
+    stands in for a GPU; every tempfile folder a chapter makes is removed at exit."""
+    import subprocess
+    import sys
+
+    from verifiable_grpo.core.config import repo_root
+
+    script = ("import tempfile, torch; from verifiable_grpo.book import notebook as n; "
+              "print(n.choose_profile(), n.show_progress()); print(tempfile.mkdtemp(prefix='run-'))")
+    env = {**os.environ, "TMPDIR": str(tmp_path), "PYTHONPATH": str(repo_root() / "src")}
+    env.pop("VERIFIABLE_GRPO_LIVE_PROFILE", None)
+    plain = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                           text=True, check=True).stdout.split()
+    assert plain[:2] == ["smoke", "False"]
+    made = Path(plain[2])
+    assert made.parent.parent == tmp_path and made.parent.name.startswith("verifiable-grpo-")
+    assert not made.exists() and not made.parent.exists()       # gone with the process
+    env["VERIFIABLE_GRPO_LIVE_PROFILE"] = "qwen-live"
+    chosen = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                            text=True, check=True).stdout.split()
+    assert chosen[:2] == ["qwen-live", "True"]

@@ -27,6 +27,60 @@ COLAB_PREINSTALLED = ("IPython", "ipywidgets", "matplotlib", "numpy", "safetenso
 TOOL_ONLY_IMPORTS = ("trl", "datasets", "peft")
 
 
+# The libraries whose version can change a recorded number (kernels, tokenisation, file
+# format). The cell installs the pins of the pure-Python and wheel-only ones over Colab's;
+# torch stays Colab's CUDA build (a CPU pin would replace it) and is only compared.
+PINNED_FOR_NUMBERS = ("transformers", "tokenizers", "safetensors")
+COMPARED_ONLY = ("torch", "numpy")
+
+
+def pinned_versions(names=PINNED_FOR_NUMBERS + COMPARED_ONLY) -> dict[str, str]:
+    """name -> the version requirements.txt pins."""
+    pins = {}
+    for line in (repo_root() / "requirements.txt").read_text().splitlines():
+        name, _, version = line.split("#")[0].strip().partition("==")
+        if version and name in names:
+            pins[name] = version.strip()
+    missing = sorted(set(names) - set(pins))
+    if missing:
+        raise ValueError(f"requirements.txt pins no version of {missing}")
+    return pins
+
+
+def version_differences(installed: dict[str, str | None] | None = None) -> list[str]:
+    """'name: installed X, the recorded numbers used Y' for each library that differs from
+    its pin (a local build suffix such as +cu126 is not a difference)."""
+    from importlib import metadata
+
+    pins = pinned_versions()
+    if installed is None:
+        installed = {}
+        for name in pins:
+            try:
+                installed[name] = metadata.version(name)
+            except metadata.PackageNotFoundError:
+                installed[name] = None
+    out = []
+    for name, pin in pins.items():
+        found = installed.get(name)
+        if found is None or found.split("+")[0] != pin:
+            out.append(f"{name}: installed {found or 'none'}, the recorded numbers used {pin}")
+    return out
+
+
+def report_versions() -> None:
+    """What the Colab cell prints after installing: the pins met, or what differs."""
+    differences = version_differences()
+    if not differences:
+        print("library versions as recorded: " + ", ".join(
+            f"{n} {v}" for n, v in pinned_versions().items()))
+        return
+    print("library versions that differ from the recorded run's (live numbers may differ in "
+          "their last digits; the recorded ones are read from files):")
+    for line in differences:
+        print(f"  {line}")
+
+
 def repository_url() -> str:
     """The repository's URL from _config.yml (repository.url), or the override in
     VERIFIABLE_GRPO_REPOSITORY."""
@@ -48,6 +102,8 @@ def setup_cell_source(part: str = "part1") -> str:
         raise ValueError(f"unknown part {part!r}: the chapters live in notebooks/part1..part3")
     config = yaml.safe_load((repo_root() / "_config.yml").read_text())
     url = config["repository"]["url"]
+    pins = ", ".join(f'"{name}=={version}"'
+                     for name, version in pinned_versions(PINNED_FOR_NUMBERS).items())
     return f'''# On Colab only: fetch the project and install it. Elsewhere the package is already installed.
 import os, subprocess, sys
 
@@ -58,5 +114,9 @@ if "google.colab" in sys.modules:
         subprocess.run(["git", "clone", "-q", "--depth", "1", repository, clone], check=True)
     # --no-deps: everything the chapters import ships with Colab (see book/colab.py)
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "-e", clone], check=True)
+    # the versions the recorded numbers were computed with; torch stays Colab's CUDA build
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", {pins}], check=False)
     sys.path.insert(0, os.path.join(clone, "src"))
-    os.chdir(os.path.join(clone, "notebooks", "{part}"))'''
+    os.chdir(os.path.join(clone, "notebooks", "{part}"))
+    from verifiable_grpo.book.colab import report_versions
+    report_versions()'''

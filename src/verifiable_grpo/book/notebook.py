@@ -32,16 +32,54 @@ def on_colab() -> bool:
     return "google.colab" in sys.modules
 
 
-def choose_profile() -> str:
-    """`qwen` where a CUDA GPU is present (Colab), `smoke` elsewhere."""
+# A chapter's live cells on a GPU: Qwen2.5-0.5B with a few iterations (configs/qwen-live.yaml),
+# never the full qwen budgets (hours; `python -m verifiable_grpo run --config qwen` is for that).
+LIVE_GPU_PROFILE = "qwen-live"
+# A test names another profile here (a qwen-shaped stand-in) to run the GPU path on a CPU.
+LIVE_PROFILE_ENV = "VERIFIABLE_GRPO_LIVE_PROFILE"
+_chapter_folder = None
+
+
+def on_gpu() -> bool:
     import torch
 
-    return "qwen" if torch.cuda.is_available() else "smoke"
+    return torch.cuda.is_available()
+
+
+def choose_profile() -> str:
+    """The profile of a chapter's live cells: `qwen-live` where a CUDA GPU is present (Colab),
+    `smoke` elsewhere. Also sends every temporary folder the chapter makes into one folder of
+    this kernel, removed when the kernel ends (a qwen state is 5.5 GB: none is left in /tmp)."""
+    clean_temporary_folders()
+    chosen = os.environ.get(LIVE_PROFILE_ENV)
+    if chosen:
+        return chosen
+    return LIVE_GPU_PROFILE if on_gpu() else "smoke"
+
+
+def clean_temporary_folders() -> Path:
+    """tempfile's folder becomes a TemporaryDirectory of this process (deleted at exit), so
+    the run folders a chapter makes with tempfile.mkdtemp go with the kernel."""
+    import tempfile
+
+    global _chapter_folder
+    if _chapter_folder is None:
+        _chapter_folder = tempfile.TemporaryDirectory(prefix="verifiable-grpo-chapter-")
+        tempfile.tempdir = _chapter_folder.name
+    return Path(_chapter_folder.name)
+
+
+def show_progress() -> bool:
+    """Progress bars for long live cells: on where they are long (a GPU running Qwen), off
+    where nbval compares the streams (CPU)."""
+    return on_gpu() or bool(os.environ.get(LIVE_PROFILE_ENV))
 
 
 def quiet() -> None:
-    """No progress bars or library chatter in executed notebooks (nbval compares streams)."""
-    os.environ.setdefault("TQDM_DISABLE", "1")
+    """No progress bars or library chatter in executed notebooks (nbval compares streams);
+    on a GPU the bars stay on, the live cells being long there."""
+    if not show_progress():
+        os.environ.setdefault("TQDM_DISABLE", "1")
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     import warnings
@@ -235,6 +273,18 @@ def recorded_policy(name: str, config: dict, profile: str = "tiny"):
     model, metadata = reload_policy(path, config,
                                     expected_sha256=listed[f"policies/{name}.safetensors"])
     return model, load_tokenizer(config), metadata
+
+
+def live_warmstart_policy(config: dict, out):
+    """The warm-start policy of a live run folder (what its first rollouts were sampled
+    from), loaded for `config`'s model: right for any profile's vocabulary."""
+    from verifiable_grpo.core.model import reload_policy
+    from verifiable_grpo.core.runfolder import RunFolder
+
+    folder = RunFolder(out)
+    model, _ = reload_policy(folder.policy("warmstart"), config,
+                             folder.recorded_policy_sha256("warmstart"))
+    return model
 
 
 def live_run_from_recorded_warmstart(config: dict, profile: str = "tiny"):

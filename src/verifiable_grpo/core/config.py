@@ -21,7 +21,7 @@ PACKAGE_DIR = Path(__file__).resolve().parent.parent   # src/verifiable_grpo
 REQUIRED_SECTIONS = ("model", "data", "tokens", "sampling", "warmstart", "sft", "grpo",
                      "exercise", "evaluation")
 # Sections a profile may leave out (each key then reads as its stand-in value).
-OPTIONAL_SECTIONS = ("threads",)
+OPTIONAL_SECTIONS = ("threads", "storage")
 
 
 def repo_root() -> Path:

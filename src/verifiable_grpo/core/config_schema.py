@@ -42,6 +42,9 @@ ARCHITECTURES = ("Qwen2ForCausalLM", "LlamaForCausalLM")
 TRAINABLE = ("full", "adapters")
 # The split each SFT section reads its examples from (sft.BRANCH_SPLITS).
 SFT_SPLITS = {"warmstart": "warmstart", "sft": "train"}
+# all: every full state stays in the run folder; digest: a state stays only until the resume
+# comparison has read it, then its SHA-256 record replaces it (core.state_digests).
+KEEP_STATES = ("all", "digest")
 
 
 from verifiable_grpo.core.schema_checks import (  # noqa: F401  (re-exported)
@@ -183,6 +186,14 @@ class Threads:
 
 
 @dataclass(frozen=True)
+class Storage:
+    """What a run folder keeps on disk (a 0.5B model's full state is about 5.5 GB)."""
+    keep_states: str = key("full training states: all of them, or only until the resume "
+                           "comparison has read them, then their SHA-256 records (digest)",
+                           one_of(*KEEP_STATES), absent="all")
+
+
+@dataclass(frozen=True)
 class Profile:
     profile: str = key("the profile's name", FOLDER_NAME)
     seed: int = key("seed of every training stream (offsets per purpose)", SEED)
@@ -197,6 +208,7 @@ class Profile:
     exercise: Exercise = key("the group-size exercise")
     evaluation: Evaluation = key("the held-out evaluation")
     threads: Threads = key("torch CPU threads per stage", absent={})
+    storage: Storage = key("what the run folder keeps", absent={})
 
 
 @functools.cache

@@ -143,9 +143,9 @@ def train_branch(config: dict, out_dir, group_size: int, mode: str):
 
 
 def verify_branch(config: dict, out_dir, group_size: int):
-    from verifiable_grpo.core.checkpoint import verify_resume
+    from verifiable_grpo.core.state_digests import verify_branch as verify
 
-    return verify_resume(out_dir, branch_name(group_size))
+    return verify(config, out_dir, branch_name(group_size))
 
 
 def evaluate_exercise(config: dict, out_dir) -> dict:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from verifiable_grpo.core import crash, files, interrupts, runlock
+from verifiable_grpo.core import crash, files, interrupts, runlock, state_digests
 from verifiable_grpo.core.runfolder import MODES, RunFolder, exercise_branch, exercise_branches
 from verifiable_grpo.core.config import config_hash, load_config, provenance, read_json, save_json, sections_hash
 from verifiable_grpo.core.config_schema import typed
@@ -112,9 +112,7 @@ def _grpo(mode):
 
 def _verify(branch):
     def run(config, out):
-        from verifiable_grpo.core.checkpoint import verify_resume
-
-        return verify_resume(out, branch)
+        return state_digests.verify_branch(config, out, branch)
     return run
 
 
@@ -154,8 +152,18 @@ def _branch_finished(branch: str, mode: str) -> Callable[[Path], bool]:
     return lambda out: crash.branch_finished(out, branch, mode)
 
 
+def _verify_stage(branch: str, group: str, action, sections, config: dict,
+                  **options) -> Stage:
+    """Compares continuous with resume; under storage.keep_states digest it then reduces
+    the branch's three states to their digest records (core.state_digests)."""
+    return Stage(f"{branch}-verify", group, action,
+                 [f"resume-{branch}.json"] + state_digests.digest_patterns(branch), sections,
+                 needs=(f"{branch}-continuous", f"{branch}-resume"),
+                 reuse=state_digests.reduction_reuse(config, branch), **options)
+
+
 def _branch_stages(branch: str, group: str, action, sections, start: str,
-                   costs: dict[str, float]) -> list[Stage]:
+                   costs: dict[str, float], config: dict) -> list[Stage]:
     """continuous and interrupt start from `start`'s weights; resume continues interrupt's
     state; verify compares continuous with resume."""
     needs = {"continuous": (start,), "interrupt": (start,), "resume": (f"{branch}-interrupt",)}
@@ -164,9 +172,8 @@ def _branch_stages(branch: str, group: str, action, sections, start: str,
                     needs=needs[mode], threads="warmstart" if branch == "warmstart" else "stages",
                     cost=costs[mode])
               for mode in MODES]
-    stages.append(Stage(f"{branch}-verify", group, _verify(branch), [f"resume-{branch}.json"],
-                        sections, needs=(f"{branch}-continuous", f"{branch}-resume"),
-                        threads=stages[0].threads))
+    stages.append(_verify_stage(branch, group, _verify(branch), sections, config,
+                                threads=stages[0].threads))
     return stages
 
 
@@ -210,13 +217,14 @@ def build_stages(config: dict) -> list[Stage]:
               Stage("learning-view", "data", _learning_view, ["learning-data/*"],
                     SECTIONS["data"], needs=("data",))]
     stages += _branch_stages("warmstart", "warmstart", lambda mode: _sft("warmstart", mode),
-                             SECTIONS["warmstart"], "learning-view", _sft_costs(cfg.warmstart))
+                             SECTIONS["warmstart"], "learning-view", _sft_costs(cfg.warmstart),
+                             config)
     stages += _branch_stages("sft", "sft", lambda mode: _sft("sft", mode), SECTIONS["sft"],
-                             "warmstart-resume", _sft_costs(cfg.sft))
+                             "warmstart-resume", _sft_costs(cfg.sft), config)
     g = cfg.grpo
     stages += _branch_stages("grpo", "grpo", _grpo, SECTIONS["grpo"], "warmstart-resume",
                              _grpo_costs(g.iterations, g.interrupt_at,
-                                         g.prompts_per_iteration * g.group_size))
+                                         g.prompts_per_iteration * g.group_size), config)
     evaluated = cfg.evaluation.problems * (1 + cfg.evaluation.draws)
     stages += _inference_stages(MAIN_POLICIES, "evaluate", (), evaluated)
     stages.append(Stage("evaluate", "evaluate", _evaluate_main,
@@ -234,9 +242,8 @@ def build_stages(config: dict) -> list[Stage]:
                          self_recovering=True, cost=costs[mode],
                          needs=("exercise-protect",) if mode != "resume" else (f"{branch}-interrupt",))
                    for mode in MODES]
-        stages.append(Stage(f"{branch}-verify", "exercise", _exercise("verify_branch", size),
-                            [f"resume-{branch}.json"], SECTIONS["exercise-branch"],
-                            needs=(f"{branch}-continuous", f"{branch}-resume")))
+        stages.append(_verify_stage(branch, "exercise", _exercise("verify_branch", size),
+                                    SECTIONS["exercise-branch"], config))
     branches = exercise_branches(config)
     stages += _inference_stages(branches, "exercise", ("exercise-protect",), evaluated)
     stages.append(Stage("exercise-evaluate", "exercise", _exercise("evaluate_exercise"),
@@ -303,6 +310,8 @@ def _check_marker(out: Path, marker: dict, bar=None) -> None:
     """A finished stage's files must still be there with the SHA-256 its marker lists."""
     for rel, entry in marker["outputs"].items():
         path = out / rel
+        if state_digests.vouched_for(out, rel, entry):
+            continue                  # a state reduced to its digest record (keep_states digest)
         if not path.is_file():
             raise HalfDoneStageError(f"{path} (output of finished stage {marker['stage']}) is "
                                      "missing; evidence cannot be rebuilt in place: use a new --out")
@@ -416,7 +425,9 @@ def _end_stage(started: _Started, config: dict, out: Path, others: bool = False,
     if seconds is None:
         seconds = time.perf_counter() - started.started
     after = _snapshot(out)
-    altered = sorted(rel for rel in started.accounted if after.get(rel) != before.get(rel))
+    altered = sorted(rel for rel, entry in started.accounted.items()
+                     if after.get(rel) != before.get(rel)
+                     and not state_digests.vouched_for(out, rel, entry))
     if altered:
         raise RuntimeError(f"stage {stage.name} changed or removed earlier evidence: {altered}")
     # what a crashed run of this stage had written and the stage continued from
@@ -618,6 +629,10 @@ def command_run(args) -> int:
     import sys
 
     config = load_config(args.config)
+    if getattr(args, "dry_run", False):
+        from verifiable_grpo.part1.run_plan import command_plan
+
+        return command_plan(args)
     try:  # a stop (SIGINT/SIGTERM) is reported by the CLI with the command that continues
         timings = run_pipeline(config, args.out, workers=args.workers)
     except USER_ERRORS as err:

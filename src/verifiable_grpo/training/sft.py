@@ -385,10 +385,17 @@ def run_sft_branch(config: dict, out_dir, branch: str, mode: str) -> dict:
         _restore(run, state, f"{branch} interrupt state")
         del state
     resumed_digest = model_digest(run.model)
-    if next(run.model.parameters()).device.type == "cuda":
+    on_cuda = next(run.model.parameters()).device.type == "cuda"
+    deterministic_before = torch.are_deterministic_algorithms_enabled()
+    if on_cuda:  # as in GRPO: a bitwise resume on a GPU needs deterministic kernels
+        torch.use_deterministic_algorithms(True, warn_only=True)
         torch.cuda.reset_peak_memory_stats()
-    _train(run)
-    return _finish(run, resumed_digest, command_start)
+    try:
+        _train(run)
+        return _finish(run, resumed_digest, command_start)
+    finally:
+        if on_cuda:
+            torch.use_deterministic_algorithms(deterministic_before)
 
 
 # ---------------------------------------------------------------- CLI
