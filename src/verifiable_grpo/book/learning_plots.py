@@ -13,9 +13,9 @@ from verifiable_grpo.book.plots import moving_average
 
 
 def _trl_series(trl: dict, key: str) -> tuple[np.ndarray, list]:
-    """TRL logs every optimiser step; a rollout set feeds `updates` steps: x in iterations."""
-    per = trl["setting"]["updates_per_rollout"]
+    """TRL's log entries that carry a reward, one per rollout set: x in iterations."""
     rows = [entry for entry in trl["log"] if key in entry]
+    per = len(trl["log"]) / trl["setting"]["iterations"]
     return np.arange(len(rows)) / per, [entry[key] for entry in rows]
 
 
@@ -36,7 +36,7 @@ def plot_fixed_prompt_run(ours: dict, trl: dict | None = None, window: int = 5) 
         axes[index].set(title=title, xlabel="iteration")
     clip = [h["clip_low_fraction"] + h["clip_high_fraction"] for h in history]
     axes[4].plot(it, clip, color="C0", label="ours")
-    axes[4].set(title="active clip fraction (mean of the 2 updates)", xlabel="iteration")
+    axes[4].set(title="active clip fraction, ours (mean of 2 updates)", xlabel="iteration")
     if trl is not None:
         x, values = _trl_series(trl, "reward")
         axes[0].plot(x, moving_average(values, window * 2), color="C1",
@@ -44,12 +44,11 @@ def plot_fixed_prompt_run(ours: dict, trl: dict | None = None, window: int = 5) 
         for index, _, theirs, _ in panels:
             x, values = _trl_series(trl, theirs)
             axes[index].plot(x, values, color="C1", alpha=0.8, label="TRL")
-        x, values = _trl_series(trl, "clip_ratio/region_mean")
-        axes[4].plot(x, values, color="C1", alpha=0.8, label="TRL")
+        # TRL's kept entries are each set's first update (ratio 1, no clip): not drawn.
     axes[0].set(title="reward on the trained prompts", xlabel="iteration", ylim=(-0.02, 1.02))
     _before_after(axes[1], ours, trl)
     for ax in axes:
-        if ax.get_legend_handles_labels()[0]:
+        if ax.get_legend_handles_labels()[0] and ax.get_legend() is None:
             ax.legend(fontsize=8)
     return figure
 
@@ -66,7 +65,8 @@ def _before_after(ax, ours: dict, trl: dict | None) -> None:
         ax.bar(x + width, [p["after"] / draws for p in trl["prompts"]], width, color="C1",
                label="after, TRL")
     ax.set(title=f"success per trained prompt ({draws} draws)", xlabel="prompt",
-           ylim=(0, 1.05), xticks=x)
+           ylim=(0, 1.3), xticks=x)
+    ax.legend(fontsize=7, loc="upper center", ncol=3)
 
 
 METRICS = (("validation_sample", "validation per-draw (selects)"),

@@ -182,7 +182,8 @@ def summary(result: dict) -> dict:
     def rate(rows):
         return sum(r[2] for r in rows) / len(rows) if rows else None
 
-    history = result["history"]
+    # ours records a history per iteration; TRL's record keeps its log (one entry per set)
+    history = result.get("history") or [{"mean_reward": e["reward"]} for e in result["log"]]
     fifth = max(1, len(history) // 5)
     return {"trained_before": sum(p["before"] for p in prompts) / total,
             "trained_after": sum(p["after"] for p in prompts) / total,
@@ -190,8 +191,8 @@ def summary(result: dict) -> dict:
             "prompts": len(prompts),
             "reward_first_fifth": sum(h["mean_reward"] for h in history[:fifth]) / fifth,
             "reward_last_fifth": sum(h["mean_reward"] for h in history[-fifth:]) / fifth,
-            "validation_before": rate(result["validation_before"]),
-            "validation_after": rate(result["validation_after"])}
+            "validation_before": rate(result.get("validation_before")),
+            "validation_after": rate(result.get("validation_after"))}
 
 
 def recorded(path: str = RECORDED) -> dict:
