@@ -191,30 +191,20 @@ print(f"mean of per-example means (not used):     {float((-sums / counts).mean()
 # %% [markdown]
 # ## On a GPU: what the qwen profile would cost (estimates)
 #
-# On a runtime with a CUDA GPU (Colab), `choose_profile()` picks the `qwen` profile, and the
-# live cells of chapters 4 to 7 train Qwen2.5-0.5B-Instruct instead of the tiny base. The
-# book's runs were made without a GPU, so the times below are **estimates from a cost model**
-# (`part1/cost_model.py`), not measurements: training at 6 FLOPs per parameter and trained
-# token, generation one token at a time reading every FP32 weight once, on the GPU and the
-# sustained fractions of its peak that the table's title names. The token counts are the
-# profile's budgets, with the mean response length of the recorded tiny run and an assumed
-# prompt length. Treat them as orders of magnitude until a run on Colab measures them.
+# On a runtime with a CUDA GPU (Colab), the chapters' live cells use a few iterations of
+# Qwen2.5-0.5B-Instruct (the `qwen-live` profile); the full `qwen` run is one command and
+# takes hours. Before it starts, `python -m verifiable_grpo plan --config qwen` prints what
+# it will take: disk, generated tokens and hours per GPU class. The book's runs were made
+# without a GPU, so the hours are **estimates from a cost model**, whose structure was
+# checked against a qwen-shaped stand-in's measured CPU steps, not measurements. The
+# faithful profile samples one sequence at a time without a KV cache, as the practical
+# does; `qwen-fast` decodes in padded batches with a cache.
 
 # %%
-from verifiable_grpo.part1 import cost_model
+from verifiable_grpo.part1 import run_plan
 
-gpu = cost_model.Gpu()
-qwen = load_config("qwen")
-grpo_costs = load_recorded("learning/grpo-continuous.json")["costs"]
-mean_response = grpo_costs["response_tokens_generated"] / grpo_costs["responses_generated"]
-estimates = cost_model.stage_estimates(qwen, mean_response, gpu)
-print(f"{cost_model.qwen_parameters():,} parameters | mean response {mean_response:.1f} tokens "
-      f"(recorded tiny run) | prompt {gpu.prompt_tokens} tokens (assumed)")
-Table(["stage (pipeline, all runs of it)", "tokens", "estimated minutes"],
-      [[r["stage"], f"{r['tokens']:,.0f}", r["seconds"] / 60] for r in estimates]
-      + [["total", "", sum(r["seconds"] for r in estimates) / 60]], digits=1,
-      title=f"Estimates on {gpu.name} at {gpu.compute_efficiency:.0%} of peak FLOP/s and "
-            f"{gpu.bandwidth_efficiency:.0%} of peak bandwidth")
+for profile in ("qwen", "qwen-fast"):
+    print(run_plan.format_plan(run_plan.build_plan(load_config(profile))), end="\n\n")
 
 # %% [markdown]
 # ## Exercise: the supervised loss of one accumulation

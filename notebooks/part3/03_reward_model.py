@@ -158,13 +158,10 @@ Table(["n", "KL bound", "linear: proxy", "linear: true", "MLP: true", "oracle: t
 # 2.5. Good held-out pair accuracy near the reference (0.818) says little about a model's
 # ranking at the extremes that search reaches.
 
-# %%
-display(show(lab_widgets.plot_best_of_n(lab_widgets.best_of_n_view(lab["selection"], 64))))
-
 # %% [markdown]
 # **Try it.** In a live notebook, the slider moves $n$ along the recorded grid and
-# redraws the marker. In the static book it does nothing: no kernel runs behind it. The
-# figure above is the static view at $n = 64$.
+# redraws the marker. In the static book it does nothing: no kernel runs behind it, and
+# the figure under it stays at $n = 64$.
 
 # %%
 # NBVAL_IGNORE_OUTPUT

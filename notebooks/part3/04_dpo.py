@@ -149,14 +149,13 @@ Table(["response", "true reward (centred)", "implicit reward (centred)"],
 # %% [markdown]
 # ## Try it: beta and the resulting policy
 #
-# The static figure is the analytic optimum at $\beta = 0.5$ beside the reference and the
-# recorded DPO fit. In a live notebook, the slider recomputes $\pi^*$ at any beta. The
+# The figure under the slider is the analytic optimum at $\beta = 0.5$ beside the reference
+# and the recorded DPO fit. In a live notebook, the slider recomputes $\pi^*$ at any beta. The
 # recorded fit is drawn only at the four recorded betas. In the static book, the slider
 # does nothing: no kernel runs behind it.
 
 # %%
 fitted = {r["beta"]: r["fitted"] for r in bandit["rows"]}
-display(show(lab_widgets.plot_dpo_beta(lab_widgets.dpo_beta_view(0.5, fitted))))
 
 # %%
 # NBVAL_IGNORE_OUTPUT

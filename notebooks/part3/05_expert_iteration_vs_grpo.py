@@ -120,13 +120,10 @@ Table(["round", "kept", "covered prompts", "accept rate", "task accuracy", "KL"]
 # It peaks at $p = 1/2$ and vanishes as $p \to 0$ or $p \to 1$. As GRPO improves a policy,
 # more of its groups go silent.
 
-# %%
-display(show(lab_widgets.plot_mixed_groups(lab_widgets.mixed_group_view(), marker=(0.9, 8))))
-
 # %% [markdown]
 # **Try it.** In a live notebook, the sliders move $p$ and $G$ and redraw the curve. In
-# the static book they do nothing: no kernel runs behind them. The figure above is the
-# static view, with the dot at $p = 0.9$, $G = 8$.
+# the static book they do nothing: no kernel runs behind them, and the figure under them
+# keeps the dot at $p = 0.9$, $G = 8$.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
