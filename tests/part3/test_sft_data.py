@@ -143,3 +143,11 @@ def test_answer_threshold_and_penalised_score():
     assert guess["score"] == (3 - 4) / 4
     with pytest.raises(ValueError, match="penalty"):
         sd.answer_threshold(-1)
+
+
+def test_packing_mask_checker_passes_the_answer_and_names_the_naive_mistake(capsys):
+    from verifiable_grpo.exercises.packing_mask import check_packing_mask
+
+    assert check_packing_mask(sd.block_causal_mask, verbose=False).passed
+    naive = check_packing_mask(lambda s: torch.ones(len(s), len(s), dtype=torch.bool).tril())
+    assert not naive.passed and "one causal mask" in capsys.readouterr().out

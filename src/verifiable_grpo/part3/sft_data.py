@@ -262,3 +262,18 @@ def abstention_utility(confidences: list[float], correct: list[bool], penalty: f
     return {"threshold": cut, "answered": sum(answered), "right": right, "wrong": wrong,
             "abstained": len(confidences) - sum(answered),
             "score": (right - penalty * wrong) / len(confidences)}
+
+
+def smollm2_tokenizer():
+    """SmolLM2's tokenizer alone (no weights): the Lab 1 FP32 cache when present, else the
+    GGUF file's metadata."""
+    from transformers import AutoTokenizer
+
+    from verifiable_grpo.core.config import resolve
+    from verifiable_grpo.part3 import lab1_model
+
+    cache = resolve(lab1_model.CACHE)
+    if (cache / "source.json").is_file():
+        return AutoTokenizer.from_pretrained(str(cache))
+    source = lab1_model.gguf_file()
+    return AutoTokenizer.from_pretrained(str(source.parent), gguf_file=source.name)
