@@ -151,3 +151,10 @@ def test_packing_mask_checker_passes_the_answer_and_names_the_naive_mistake(caps
     assert check_packing_mask(sd.block_causal_mask, verbose=False).passed
     naive = check_packing_mask(lambda s: torch.ones(len(s), len(s), dtype=torch.bool).tril())
     assert not naive.passed and "one causal mask" in capsys.readouterr().out
+
+
+def test_padding_and_abstention_refuse_bad_input_naming_the_key():
+    with pytest.raises(ValueError, match="lengths"):
+        sd.padding_waste([700, 2049], 2048)
+    with pytest.raises(ValueError, match="confidences"):
+        sd.abstention_utility([0.9], [True, False], penalty=1)
