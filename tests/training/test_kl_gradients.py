@@ -96,3 +96,17 @@ def test_sampled_gradients_are_seeded():
 def test_bad_input_refused(call, key):
     with pytest.raises(ValueError, match=key):
         call()
+
+
+def test_exercise_checker_accepts_the_correction_and_names_the_plain_k3_mistake(capsys):
+    from verifiable_grpo.exercises.kl_gradients import NO_WEIGHT, check_bias_corrected_k3
+
+    def corrected(p, q):
+        return kg.estimator_losses(p, q)["k3_trl"]
+
+    def plain(p, q):
+        return kg.estimator_losses(p, q)["k3"]
+
+    assert check_bias_corrected_k3(corrected, verbose=False).passed
+    result = check_bias_corrected_k3(plain, verbose=False)
+    assert not result.passed and any(NO_WEIGHT in line for line in result.failures)
