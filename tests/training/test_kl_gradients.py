@@ -110,3 +110,22 @@ def test_exercise_checker_accepts_the_correction_and_names_the_plain_k3_mistake(
     assert check_bias_corrected_k3(corrected, verbose=False).passed
     result = check_bias_corrected_k3(plain, verbose=False)
     assert not result.passed and any(NO_WEIGHT in line for line in result.failures)
+
+
+def test_exact_variance_matches_hand_enumeration_and_monte_carlo():
+    p, q = P[0], Q[0]
+    d = p.log() - q.log()
+    # per-sample gradient of each estimator for token y: c(y) (e_y - p)
+    coefficients = {"k1": torch.ones_like(d), "k2": d, "k3": 1 - torch.exp(-d), "k3_trl": d}
+    variance = kg.exact_gradient_variance(P.log(), Q.log())
+    for name, c in coefficients.items():
+        per_token = c.unsqueeze(-1) * (torch.eye(5, dtype=torch.float64) - p)
+        mean = (p.unsqueeze(-1) * per_token).sum(0)
+        hand = float((p * (per_token - mean).square().sum(-1)).sum())
+        assert float(variance[name][0]) == pytest.approx(hand, abs=1e-14)
+    sampled = kg.gradient_bias_and_variance(P.log(), Q.log(), samples=20000, seed=2)
+    for name in kg.ESTIMATORS:   # Monte Carlo variance within 5 % of the exact one
+        assert sampled[name]["variance"] == pytest.approx(float(variance[name][0]), rel=0.05)
+    bias = kg.per_prefix_relative_bias(P.log(), Q.log())
+    assert float(bias["k3"][0]) == pytest.approx(float(bias["forward"][0]), abs=1e-14)
+    assert float(bias["k2"][0]) < 1e-12 and float(bias["k1"][0]) == pytest.approx(1.0, abs=1e-12)

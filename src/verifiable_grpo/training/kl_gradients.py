@@ -142,3 +142,33 @@ def perturbed_copy(model, relative_noise: float, seed: int):
                 noise = torch.randn(parameter.shape, generator=generator, dtype=torch.float32)
                 parameter.add_(noise.to(parameter) * relative_noise * parameter.float().std().to(parameter))
     return moved
+
+
+def exact_gradient_variance(current_logits, reference_logits) -> dict:
+    """E_{y~p} |grad(y) - E grad|^2 per estimator [N], by enumeration: the per-token gradient
+    of every vocabulary entry y (autograd on one copy of z per y), weighted by p(y)."""
+    _check_pair(current_logits, reference_logits)
+    vocab = current_logits.shape[-1]
+    tokens = torch.arange(vocab).expand(current_logits.shape[0], -1)        # [N, V]: every y
+    p = torch.softmax(current_logits.detach(), -1)
+    log_q = torch.log_softmax(reference_logits.detach(), -1)
+    out = {}
+    for name in ESTIMATORS:
+        leaf = current_logits.detach().unsqueeze(1).expand(-1, vocab, -1).clone().requires_grad_(True)
+        log_p = torch.log_softmax(leaf, -1).gather(-1, tokens.unsqueeze(-1)).squeeze(-1)
+        estimator_losses(log_p, log_q)[name].sum().backward()
+        per_token = leaf.grad                                                 # [N, y, V]
+        mean = (p.unsqueeze(-1) * per_token).sum(1, keepdim=True)
+        out[name] = (p * (per_token - mean).square().sum(-1)).sum(-1)
+    return out
+
+
+def per_prefix_relative_bias(current_logits, reference_logits) -> dict:
+    """|E grad - grad KL(p||q)| / |grad KL(p||q)| per prefix [N], by enumeration, for each
+    estimator and for grad KL(q||p) ("forward")."""
+    _, exact_gradient = exact_kl_and_gradient(current_logits, reference_logits)
+    norm = exact_gradient.norm(dim=-1).clamp_min(torch.finfo(exact_gradient.dtype).tiny)
+    expected = {name: value["gradient"]
+                for name, value in expected_by_enumeration(current_logits, reference_logits).items()}
+    expected["forward"] = forward_kl_gradient(current_logits, reference_logits)
+    return {name: (gradient - exact_gradient).norm(dim=-1) / norm for name, gradient in expected.items()}
