@@ -191,9 +191,12 @@ Table(["estimator", "expected gradient follows", "relative bias (exact)",
 # forward-KL component that no β removes; k1 has no β that works, its expected gradient being
 # zero.
 #
-# The plot shows the same numbers, and, prefix by prefix, how plain k3's gradient bias grows
-# with the KL at that prefix: near the reference the forward and reverse gradients coincide,
-# and where the policy has moved they part.
+# The plot shows the same numbers, and, prefix by prefix, plain k3's relative gradient bias
+# against the exact KL at that prefix (prefixes where the KL is below $10^{-6}$ are left
+# out). "The two gradients agree to first order" needs $\log p/q$ small on *every* token, not
+# a small KL: a rare token whose probability the perturbation multiplied by a large factor
+# keeps the relative gap large even at prefixes whose KL is small. For k2 and TRL's k3 the
+# same quantity is rounding error (below $10^{-13}$ at every prefix), so it is not drawn.
 
 # %%
 bias_per_prefix = kl_gradients.per_prefix_relative_bias(current_logits, reference_logits)
@@ -211,13 +214,15 @@ left.set_xticks(list(positions), [LABELS[n] for n in names])
 left.set_title("gradient of each estimator against grad KL(p||q)")
 left.legend(fontsize=8)
 keep = prefix_kl > 1e-6
-right.loglog(prefix_kl[keep], bias_per_prefix["k3"][keep], "o", ms=4, label="k3")
-right.loglog(prefix_kl[keep], bias_per_prefix["k2"][keep].clamp_min(1e-16), "x", ms=4,
-             label="k2 and TRL's k3 (rounding only)")
+right.semilogx(prefix_kl[keep], bias_per_prefix["k3"][keep], "o", ms=4, label="k3, one prefix")
+right.axhline(report["k3"]["exact_relative_bias"], color="grey", ls="--", label="k3, all prefixes")
+right.set_ylim(bottom=0)
 right.set_xlabel("exact KL(p||q) at the prefix")
-right.set_ylabel("relative bias of E[gradient]")
-right.set_title("per visited prefix")
+right.set_ylabel("relative bias of E[gradient of k3]")
+right.set_title("plain k3, per visited prefix")
 right.legend(fontsize=8)
+print("largest relative bias of k2 / TRL's k3 at any prefix below 1e-13:",
+      bool(max(float(bias_per_prefix[n].max()) for n in ("k2", "k3_trl")) < 1e-13))
 figure.tight_layout()
 display(show(figure))
 
