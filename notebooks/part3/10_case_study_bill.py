@@ -211,13 +211,10 @@ Table(["item", "GPU-hours", "USD (ours)", "USD (module)"],
 # cost more than the GPUs. It is a model of the cost under stated assumptions, not a
 # quote or a measurement.
 
-# %%
-display(show(cw.plot_bill(cw.bill_view())))
-
 # %% [markdown]
-# **Try it.** Move an assumption and the bill is recomputed. In Jupyter or on Colab the
-# widget draws its own figure; in the static book the controls do nothing, and the figure
-# above is the default setting.
+# **Try it.** Move an assumption and the bill and its figure are recomputed. In the
+# static book the controls do nothing (no kernel runs behind them), and the figure under
+# them stays at the default setting.
 
 # %%
 cw.make_bill_widget()

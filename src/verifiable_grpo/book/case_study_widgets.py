@@ -1,14 +1,13 @@
 """The case-study bill as a widget: move an assumption, see the bill and serving memory.
 
-Same layers as lab_widgets: a pure view (a dict), a figure, and a builder whose first
-render fills the table but leaves the image hidden, so the chapter's static figure shows
-once and the widget draws only after a control moves.
+Same layers as lab_widgets: a pure view (a dict), a figure, and a builder that draws the
+default figure at once, so the saved widget state shows it in the static book.
 """
 from __future__ import annotations
 
 from matplotlib.figure import Figure
 
-from verifiable_grpo.book.lab_widgets import _draw, _hidden_image
+from verifiable_grpo.book.lab_widgets import _draw, _image
 from verifiable_grpo.book.widgets import _error, _table
 from verifiable_grpo.part3 import case_study as cs
 
@@ -75,8 +74,7 @@ def make_bill_widget():
         kind = w.IntSlider if isinstance(step, int) else w.FloatSlider
         sliders[key] = kind(value=value, min=low, max=high, step=step, description=label,
                             style={"description_width": "initial"})
-    table, image = w.HTML(), _hidden_image()
-    state = {"first": True}
+    table, image = w.HTML(), _image()
 
     def render():
         try:
@@ -85,8 +83,7 @@ def make_bill_widget():
             table.value = _error(error)
             return
         table.value = _table(bill_rows(view))
-        if not state.pop("first", False):
-            _draw(image, plot_bill(view))
+        _draw(image, plot_bill(view))
 
     for s in sliders.values():
         s.observe(lambda change: render(), names="value")

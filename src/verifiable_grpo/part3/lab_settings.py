@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from verifiable_grpo.core.config_schema import check_settings
-from verifiable_grpo.core.schema_checks import (NON_EMPTY, SEED, above, at_least, each, key,
-                                                one_of)
+from verifiable_grpo.core.schema_checks import (NON_EMPTY, SEED, above, at_least, closed, each,
+                                                key, one_of, open_between)
 
 # Lab 3's best-of-n grid (best_of_n.SIZES; spelled here so that checking needs no numpy).
 GRID = tuple(4 ** k for k in range(8))
@@ -70,9 +70,21 @@ class FaultTreeSettings:
     """The fault-tree exercise has no settings: its fixtures are fixed."""
 
 
+@dataclass(frozen=True)
+class MergingSettings:
+    steps: int = key("SFT steps per fine-tune", POSITIVE, absent=100)
+    seed: int = key("fine-tune A's seed (B: seed + 1; DARE's masks)", SEED, absent=0)
+    density: float = key("TIES: share of each task vector kept", closed(0, 1), absent=0.2)
+    drops: tuple[float, ...] = key("DARE drop probabilities", NON_EMPTY,
+                                   each(open_between(0, 1)), absent=(0.5, 0.9))
+    scales: tuple[float, ...] = key("task-arithmetic scales", NON_EMPTY, absent=(0.25, 0.5))
+    soup_weights: tuple[float, ...] = key("weight on fine-tune A in a two-model soup",
+                                          NON_EMPTY, each(closed(0, 1)), absent=(0.5,))
+
+
 SCHEMAS = {"reward-model": RewardModelSettings, "dpo": DPOSettings,
            "expert-iteration": ExpertIterationSettings, "judge": JudgeSettings,
-           "fault-tree": FaultTreeSettings}
+           "fault-tree": FaultTreeSettings, "merging": MergingSettings}
 
 
 def check(name: str, raw, source: str) -> dict:
