@@ -119,3 +119,18 @@ def test_gradient_gap_reacts_to_other_old_logprobs():
 def test_summary_refuses_misaligned_rows():
     with pytest.raises(ValueError, match="same tokens"):
         mm.log_ratio_summary([torch.zeros(2)], [torch.zeros(3)])
+
+
+def test_exercise_checker_accepts_the_rule_and_names_a_truncation():
+    from verifiable_grpo.exercises.importance_correction import TRUNCATED, check_sequence_mask
+
+    def solution(train, sample, mask, cap):
+        ratio = ((train - sample) * mask).sum(-1, keepdim=True).exp()
+        return torch.where(ratio > cap, torch.zeros_like(ratio), ratio).expand_as(train) * mask
+
+    assert check_sequence_mask(solution, verbose=False).passed
+    truncating = check_sequence_mask(
+        lambda t, s, m, cap: mm.importance_weights(t, s, m, "sequence_truncate", cap),
+        verbose=False)
+    assert not truncating.passed
+    assert any(TRUNCATED in failure for failure in truncating.failures)
