@@ -44,8 +44,6 @@ if "google.colab" in sys.modules:
     report_versions()
 
 # %%
-
-# %%
 from verifiable_grpo.book.notebook import quiet
 
 quiet()
