@@ -152,7 +152,7 @@ plt.show()
 # with the trainer *in the same float32 eager path*: it bounds (a), and the batched variant
 # (b). It says nothing about a sampler in bfloat16, with another attention kernel, or in
 # another engine such as vLLM: there the sampler's log-probs never meet the check, and the
-# mismatch (c) is two to four orders of magnitude above its tolerance.
+# mismatch (c) is nearly three orders of magnitude above its tolerance.
 #
 # ## What it does to the gradient
 #
