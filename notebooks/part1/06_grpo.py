@@ -143,9 +143,10 @@ Table(["per-draw success on 200 validation problems", "warm start", "after train
 # %% [markdown]
 # Success on new problems does not rise; it falls. With nine tokens of JSON and no room to
 # show any working, what GRPO changes for one problem is a memorised answer, and pushing
-# eight answers up pushes the rest of the distribution around. Chapter 10 tries the
-# specification's setting and larger steps on the whole training split and finds no lift on
-# held-out problems either. What would carry over is a skill that recurs across problems,
+# eight answers up pushes the rest of the distribution around. Chapter 10 trains on the
+# whole training split instead: at the specification's shape nothing carries over, and
+# with 512 responses per iteration greedy accuracy on new problems rises clearly while
+# per-draw success rises at most slightly. What would carry over is a skill that recurs across problems,
 # such as one addition at a time, which a model can only reuse if it may write its steps or
 # already computes.
 #

@@ -17,7 +17,7 @@ def _expected() -> list[float]:
     runs = fixed_prompts.recorded()
     ours, trl = (fixed_prompts.summary(runs[k]) for k in ("ours", "trl"))
     study = lift_study.recorded()["summary"]
-    first = study["candidates"][0]
+    first = next(c for c in study["candidates"] if c["name"] == study["selected"])
     warm = study["warm_start"]
     values = [ours["trained_before"], ours["trained_after"], trl["trained_before"],
               trl["trained_after"], ours["validation_before"], ours["validation_after"],

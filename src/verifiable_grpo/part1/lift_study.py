@@ -172,8 +172,10 @@ def export(base: dict, runs, dest=None) -> Path:
     if not results:
         raise ValueError(f"no finished candidate in {runs}")
     dest = resolve(RECORDED) if dest is None else Path(dest)
+    # a record is replaced on purpose (the runs folder keeps the evidence)
     return files.save_json(dest / "study.json", {"summary": summarise(warm, results),
-                                                 "warm_start": warm, "results": results})
+                                                 "warm_start": warm, "results": results},
+                           overwrite=True)
 
 
 def recorded(path: str = RECORDED) -> dict:
