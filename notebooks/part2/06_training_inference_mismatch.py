@@ -74,7 +74,7 @@ pad_id = prompts.eos_id(tokenizer, config)
 # the matrix shapes and hence the kernels' blocking. bfloat16 keeps 8 bits of mantissa
 # instead of float32's 24. Production setups stack all of these: a vLLM sampler in bf16 with
 # its own kernels, a trainer in another precision with another attention. Each engine now
-# corrects for it; TRL's `GRPOTrainer` ([TRL](../../book/references.md#ref-trl)) applies its
+# corrects for it; TRL's `GRPOTrainer` ({ref}`TRL <ref-trl>`) applies its
 # correction by default whenever it samples with vLLM.
 #
 # We draw 16 responses (4 training problems, 4 answers each) from the recorded warm start
