@@ -85,6 +85,26 @@ def compare_numbers(got, expected, tolerance: float) -> str | None:
     return None
 
 
+def gradient_of(fn, current: torch.Tensor, *rest) -> torch.Tensor | None:
+    """The gradient of sum(fn(current, *rest)) with respect to `current` (a fresh leaf;
+    tensors in `rest` are cloned), or None when the learner's result left the graph."""
+    leaf = current.clone().requires_grad_(True)
+    out = fn(leaf, *(r.clone() if isinstance(r, torch.Tensor) else r for r in rest))
+    if not isinstance(out, torch.Tensor) or not out.requires_grad:
+        return None
+    out.sum().backward()
+    return leaf.grad
+
+
+def gradient_comparison(what: str):
+    """A `compare` for Case: a missing gradient names `what` did not reach the graph."""
+    def compare(got, expected, tolerance):
+        if got is None:
+            return f"no gradient reached {what}: keep them in the graph"
+        return compare_numbers(got, expected, tolerance)
+    return compare
+
+
 def compare_exact(got, expected, tolerance: float) -> str | None:
     return None if got == expected else f"expected {expected!r}, got {got!r}"
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import torch
 
-from verifiable_grpo.exercises.checking import Case, compare_numbers, run_cases
+from verifiable_grpo.exercises.checking import (Case, gradient_comparison, gradient_of,
+                                                run_cases)
 
 PER_BLOCK = ("looks like each block was normalised on its own (a softmax inside the block): "
              "normalise every block with the logsumexp of the whole row")
@@ -55,19 +56,7 @@ def _value_case(label, current, reference, block_size):
                 reference_kl(current, reference), tolerance=1e-10, mistakes=mistakes)
 
 
-def _gradient(fn, current, reference, block_size):
-    leaf = current.clone().requires_grad_(True)
-    out = fn(leaf, reference.clone(), block_size)
-    if not isinstance(out, torch.Tensor) or not out.requires_grad:
-        return None
-    out.sum().backward()
-    return leaf.grad
-
-
-def _compare_gradient(got, expected, tolerance):
-    if got is None:
-        return "no gradient reached the current logits: keep them in the graph"
-    return compare_numbers(got, expected, tolerance)
+_compare_gradient = gradient_comparison("the current logits")
 
 
 def cases() -> list[Case]:
@@ -89,7 +78,7 @@ def cases() -> list[Case]:
     zero_case.mistakes[NAN_AT_ZERO] = torch.full((3,), float("nan"))
     out.append(zero_case)
     out.append(Case("gradient w.r.t. the current logits (T=3, V=10, block_size=4)",
-                    lambda fn: _gradient(fn, current, reference, 4),
+                    lambda fn: gradient_of(fn, current, reference, 4),
                     reference_gradient(current, reference), tolerance=1e-10,
                     compare=_compare_gradient))
     return out

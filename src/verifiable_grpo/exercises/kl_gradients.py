@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import torch
 
-from verifiable_grpo.exercises.checking import Case, compare_numbers, run_cases
+from verifiable_grpo.exercises.checking import (Case, gradient_comparison, gradient_of,
+                                                run_cases)
 
 NO_WEIGHT = ("this is plain k3's gradient (the expected gradient of the forward KL): multiply "
              "k3 by the on-policy ratio exp(log p - log p.detach()) and keep it in the graph")
@@ -28,19 +29,7 @@ def _k3(current, reference):
     return torch.expm1(log_r) - log_r
 
 
-def _gradient(fn, current, reference):
-    leaf = current.clone().requires_grad_(True)
-    out = fn(leaf, reference.clone())
-    if not isinstance(out, torch.Tensor) or not out.requires_grad:
-        return None
-    out.sum().backward()
-    return leaf.grad
-
-
-def _compare_gradient(got, expected, tolerance):
-    if got is None:
-        return "no gradient reached current_logprobs: keep them in the graph"
-    return compare_numbers(got, expected, tolerance)
+_compare_gradient = gradient_comparison("current_logprobs")
 
 
 def cases() -> list[Case]:
@@ -52,12 +41,12 @@ def cases() -> list[Case]:
                         _k3(current, reference), tolerance=1e-12,
                         mistakes={WRONG_SIGN: _k3(reference, current)}))
         out.append(Case(f"gradient w.r.t. current_logprobs, seed {seed}",
-                        lambda fn, c=current, r=reference: _gradient(fn, c, r),
+                        lambda fn, c=current, r=reference: gradient_of(fn, c, r),
                         current - reference, tolerance=1e-12, compare=_compare_gradient,
                         mistakes={NO_WEIGHT: -torch.expm1(reference - current)}))
     same = _logprobs(7)
     out.append(Case("current equals reference: value and gradient are 0",
-                    lambda fn: _gradient(fn, same, same), torch.zeros_like(same), tolerance=0.0,
+                    lambda fn: gradient_of(fn, same, same), torch.zeros_like(same), tolerance=0.0,
                     compare=_compare_gradient))
     return out
 
