@@ -58,7 +58,10 @@ def _holder(path: Path) -> dict:
 
 @contextlib.contextmanager
 def locked(out: str | os.PathLike, command: str = "") -> Iterator[dict]:
-    """Hold OUT/.lock; yields {"took_over": previous holder or None}."""
+    """Hold OUT/.lock; yields {"took_over": previous holder or None}. A folder this call
+    created and left holding only the lock (a command refused before writing anything) is
+    removed again, so a refusal leaves nothing behind."""
+    fresh = not Path(out).exists()
     out = usable_folder(out)
     path = out / LOCK_NAME
     handle = open(path, "a+", encoding="utf-8")
@@ -85,6 +88,9 @@ def locked(out: str | os.PathLike, command: str = "") -> Iterator[dict]:
             handle.seek(0)
             handle.truncate()
             handle.flush()
+            if fresh and [p.name for p in out.iterdir()] == [LOCK_NAME]:
+                path.unlink()   # still holding the flock: nobody else is inside
+                out.rmdir()
     finally:
         handle.close()  # closing releases the flock
 
