@@ -28,11 +28,10 @@ from pathlib import Path
 
 import numpy as np
 
-from verifiable_grpo.core import checkpoint, files
+from verifiable_grpo.core import files
 from verifiable_grpo.core import model as model_lib
 from verifiable_grpo.core.config import provenance, resolve
 from verifiable_grpo.core.config_schema import typed
-from verifiable_grpo.core.runfolder import RunFolder
 from verifiable_grpo.evaluation import paired
 from verifiable_grpo.part1 import sweep
 
@@ -99,23 +98,13 @@ def _history(record: dict) -> list[dict]:
 
 def run_candidate(base: dict, candidate: Candidate, runs, progress: bool = True) -> dict:
     """Train (or reuse) one candidate from the recorded warm start and score it."""
-    from verifiable_grpo.training.grpo import run_grpo_branch
-
     config = candidate_config(base, candidate)
     folder = Path(runs) / candidate.name
     done = folder / "result.json"
     if done.is_file():
         return files.read_json(done)
-    sweep.prepare_folder(folder, config)
     started = time.perf_counter()
-    run_folder = RunFolder(folder)
-    trained = run_folder.record("grpo", "continuous")
-    record = (files.read_json(trained) if trained.is_file()
-              else run_grpo_branch(config, folder, "grpo", "continuous", progress=progress))
-    policy, _ = model_lib.reload_policy(run_folder.policy("warmstart"), config)
-    policy.load_state_dict(checkpoint.load_state(run_folder.state("grpo", "continuous"))["model"])
-    policy.eval()
-    scored = sweep.score_policy(policy, model_lib.load_tokenizer(config), config, folder)
+    record, policy, scored = sweep.train_and_score(config, folder, progress)
     result = {"candidate": asdict(candidate), "config_grpo": config["grpo"],
               "final_model_digest": model_lib.model_digest(policy),
               "train_seconds": record["timings"]["total_seconds"],

@@ -147,26 +147,32 @@ def _history(record: dict) -> list[dict]:
     return out
 
 
-def run_setting(base: dict, setting: Setting, runs: Path) -> dict:
-    """Train (or reuse) one setting and score it; returns RUNS/<name>/result.json."""
+def train_and_score(config: dict, folder: Path, progress: bool = True) -> tuple:
+    """GRPO from the recorded warm start in `folder` (continuing a training that stopped,
+    reusing one that finished), then its scores: (learning record, policy, scored rows)."""
     from verifiable_grpo.training.grpo import run_grpo_branch
 
+    prepare_folder(folder, config)
+    run_folder = RunFolder(folder)
+    trained = run_folder.record("grpo", "continuous")
+    record = (files.read_json(trained) if trained.is_file()     # trained, not yet scored
+              else run_grpo_branch(config, folder, "grpo", "continuous", progress=progress))
+    policy, _ = model_lib.reload_policy(run_folder.policy("warmstart"), config)
+    state = checkpoint.load_state(run_folder.state("grpo", "continuous"))
+    policy.load_state_dict(state["model"], strict=True)
+    policy.eval()
+    return record, policy, score_policy(policy, model_lib.load_tokenizer(config), config, folder)
+
+
+def run_setting(base: dict, setting: Setting, runs: Path) -> dict:
+    """Train (or reuse) one setting and score it; returns RUNS/<name>/result.json."""
     folder = runs / setting.name
     done = folder / "result.json"
     if done.is_file():
         return files.read_json(done)
     config = setting_config(base, setting)
-    prepare_folder(folder, config)
     started = time.perf_counter()
-    run_folder = RunFolder(folder)
-    trained = run_folder.record("grpo", "continuous")
-    record = (files.read_json(trained) if trained.is_file()     # trained, not yet scored
-              else run_grpo_branch(config, folder, "grpo", "continuous"))
-    policy, _ = model_lib.reload_policy(run_folder.policy("warmstart"), config)
-    state = checkpoint.load_state(run_folder.state("grpo", "continuous"))
-    policy.load_state_dict(state["model"], strict=True)
-    policy.eval()
-    scored = score_policy(policy, model_lib.load_tokenizer(config), config, folder)
+    record, policy, scored = train_and_score(config, folder)
     result = {"setting": asdict(setting), "config_grpo": config["grpo"],
               "final_model_digest": model_lib.model_digest(policy),
               "train_seconds": record["timings"]["total_seconds"],

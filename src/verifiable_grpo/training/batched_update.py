@@ -129,10 +129,7 @@ def accumulate_gradients(policy, reference, groups: list[dict], config: dict,
         return float((table * torch.tensor(weights, dtype=torch.float64)).sum())
 
     def response_mean(values):  # as the exact KL is reported: response, then prompt
-        if padded:
-            return sum(values) / len(values)
-        return float(losses.reduce_responses_then_prompts(torch.tensor(
-            values, dtype=torch.float64).reshape(len(groups), group_size)))
+        return losses.response_prompt_mean(values, len(groups), group_size, padded)
 
     tokens = counts["tokens"]
     return {

@@ -177,6 +177,15 @@ def reduce_responses_then_prompts(per_response: torch.Tensor, group_size: int | 
 AGGREGATIONS = ("response_mean", "token_sum", "constant_length")
 
 
+def response_prompt_mean(values, groups: int, group_size: int, plain: bool = False) -> float:
+    """Per-response telemetry values (laid out prompt by prompt) reduced as the exact KL is
+    reported: response mean, then prompt mean; `plain` (padded AERO slots): one mean."""
+    if plain:
+        return sum(values) / len(values)
+    return float(reduce_responses_then_prompts(
+        torch.tensor(values, dtype=torch.float64).reshape(groups, group_size)))
+
+
 def aggregation_weights(kind: str, lengths, length: int | None = None,
                         total_tokens: int | None = None) -> list[list[float]]:
     """The multiplier of each response's reduced loss, so that loss = sum_i w_i * l_i.
