@@ -33,7 +33,6 @@ from verifiable_grpo.task import data
 
 RECORDED = "data/recorded/fixed-prompts"
 SELECTION_SEED_BASE = 450000      # draw seeds of the selection and the after-training probe
-VALIDATION_DRAWS = 4
 
 
 @dataclass(frozen=True)
@@ -114,12 +113,7 @@ def _validation(policy, tokenizer, config, learning: Path, problems: int) -> lis
     """[document_id, draw, reward] per validation draw (sweep's seeds), or [] if skipped."""
     if problems == 0:
         return []
-    pages = data.read_examples(learning, "validation")[:problems]
-    selected = list(enumerate(pages))
-    answers = policy_scores.answer(policy, tokenizer, config, selected, VALIDATION_DRAWS,
-                                   sweep.VALIDATION_SEED_BASE)
-    rows = policy_scores.score({"sample": answers["sample"]},
-                               {p["document_id"]: p for p in pages})["sample"]
+    rows = sweep.validation_sample(policy, tokenizer, config, learning, problems)
     return [[r["document_id"], r["draw"], int(r["reward"])] for r in rows]
 
 

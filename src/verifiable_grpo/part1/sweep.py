@@ -107,16 +107,22 @@ def _validation_pages(learning: Path) -> list[tuple[int, dict]]:
     return list(enumerate(data.read_examples(learning, "validation")))
 
 
+def validation_sample(policy, tokenizer, config: dict, learning: Path,
+                      problems: int | None = None) -> list[dict]:
+    """Scored per-draw rows on the first `problems` validation problems (all by default),
+    with the evaluation's draws and this module's validation seeds."""
+    validation = _validation_pages(learning)[:problems]
+    gold = {page["document_id"]: page for _, page in validation}
+    return policy_scores.score(policy_scores.answer(
+        policy, tokenizer, config, validation, typed(config).evaluation.draws,
+        VALIDATION_SEED_BASE), gold)["sample"]
+
+
 def score_policy(policy, tokenizer, config: dict, folder: Path) -> dict:
     """Scored rows: validation per-draw (selection) and test greedy + per-draw (report)."""
-    ev = typed(config).evaluation
-    learning, data_dir = folder / "learning-data", folder / "data"
-    validation = _validation_pages(learning)
-    val_gold = {page["document_id"]: page for _, page in validation}
-    val = policy_scores.score(policy_scores.answer(
-        policy, tokenizer, config, validation, ev.draws, VALIDATION_SEED_BASE), val_gold)
-    _, test = policy_scores.score_test_set(policy, tokenizer, config, data_dir)
-    return {"validation_sample": val["sample"], "test_greedy": test["greedy"],
+    val = validation_sample(policy, tokenizer, config, folder / "learning-data")
+    _, test = policy_scores.score_test_set(policy, tokenizer, config, folder / "data")
+    return {"validation_sample": val, "test_greedy": test["greedy"],
             "test_sample": test["sample"]}
 
 
