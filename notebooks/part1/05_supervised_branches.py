@@ -172,7 +172,7 @@ Table(["branch", "optimisation s", "validation s", "command s", "state MB"],
 # ## Error to diagnose: averaging the averages
 #
 # With 8 examples per update there are two plausible normalisations: the mean over all
-# supervised tokens of the batch (what the specification asks for), or the mean over
+# supervised tokens of the batch (what the practical asks for), or the mean over
 # examples of each example's own token mean. They differ whenever answers have different
 # lengths, and the second silently gives the tokens of short answers more weight.
 
@@ -212,7 +212,7 @@ for profile in ("qwen", "qwen-fast"):
 # Write `my_sft_loss(token_logprobs, mask)`: `token_logprobs` is float64 `[B, T]` (the
 # log-probability of each target token), `mask` is boolean `[B, T]`, True on the supervised
 # positions. Return the negative log-likelihood averaged over **all** supervised tokens of
-# the batch, as the specification asks. Positions outside the mask may hold anything, even
+# the batch, as the practical asks. Positions outside the mask may hold anything, even
 # $-\infty$. The checker names the mean of per-example means from the section above.
 
 # %%

@@ -144,7 +144,7 @@ Table(["per-draw success on 200 validation problems", "warm start", "after train
 # Success on new problems does not rise; it falls. With nine tokens of JSON and no room to
 # show any working, what GRPO changes for one problem is a memorised answer, and pushing
 # eight answers up pushes the rest of the distribution around. Chapter 10 trains on the
-# whole training split instead: at the specification's shape nothing carries over, and
+# whole training split instead: at the practical's shape nothing carries over, and
 # with 512 responses per iteration greedy accuracy on new problems rises clearly while
 # per-draw success rises at most slightly. What would carry over is a skill that recurs across problems,
 # such as one addition at a time, which a model can only reuse if it may write its steps or
@@ -259,7 +259,7 @@ print("responses consumed:", live["consumed_rollouts"],
 # %% [markdown]
 # ## The recorded tiny run
 #
-# 100 iterations with the specification's counts, learning rate 1e-5 (its 1e-6 leaves a
+# 100 iterations with the practical's counts, learning rate 1e-5 (its 1e-6 leaves a
 # model of this size frozen: see [the tiny base's page](../../book/tiny-base.md)). Single iterations hold only 16
 # responses, so the reward is noisy; the line is a moving mean.
 

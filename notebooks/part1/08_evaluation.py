@@ -99,7 +99,7 @@ Table(["policy", "greedy correct", "draws correct", "valid JSON (draws)", "no EO
        "mean tokens", "generation s"], rows, digits=3)
 
 # %% [markdown]
-# ## Beside the specification's published figures
+# ## Beside the practical's published figures
 #
 # [The practical's specification](../../book/references.md), the assignment Part I
 # follows, publishes its authors' own observations (Qwen2.5-0.5B-Instruct, on their
@@ -233,7 +233,7 @@ Table(["GRPO run (recorded)", "value"],
 # With a KL of that order the GRPO policy assigns almost the same probabilities as the warm
 # start at the prefixes it visits (chapter 4 probes the shipped policies directly), so its
 # answers can differ from the warm start's on a few problems only, and the clip, which
-# exists to stop large moves, had nothing to stop. The budget the specification fixes (its
+# exists to stop large moves, had nothing to stop. The budget the practical fixes (its
 # iterations, prompts per iteration, learning rate) moves this model very little.
 #
 # **Why greedy rose for SFT while per-draw fell on OOD100.** Greedy pass@1 reads only the
@@ -289,7 +289,7 @@ Table(["branch", "training s", "responses generated in training", "greedy pass@1
 # %% [markdown]
 # Two things differ from a fair contest and the book does not hide them: further SFT sees
 # labelled examples, GRPO only prompts and a reward, and neither budget is tuned for this
-# model. The specification's own figures for the 0.5B model (table above) show the same
+# model. The practical's own figures for the 0.5B model (table above) show the same
 # ordering of further SFT above GRPO.
 #
 # ## Error to diagnose: the best of four reported as pass@1

@@ -12,7 +12,7 @@
 # ---
 
 # %% [markdown]
-# # Beyond the specification's budget: a measured sweep
+# # Beyond the practical's budget: a measured sweep
 #
 # Chapters 6 and 8 recorded the practical's own GRPO run, and it barely moved the policy:
 # an exact KL of about $10^{-3}$, no clipping, per-draw test success within noise of the
@@ -20,7 +20,7 @@
 # (the assignment chapters 1 to 9 follow) on purpose. It asks whether *some*
 # GRPO setting on the same tiny base, from the same recorded warm start, lifts per-draw
 # test success above the warm start's, and it answers with runs we executed, not with a
-# hope. Everything below is labelled **beyond the specification**: the faithful record
+# hope. Everything below is labelled **beyond the practical's budget**: the faithful record
 # stays the one of chapters 5 to 9.
 #
 # The danger of a sweep is choosing the winner on the very numbers you then report. Try
@@ -163,7 +163,7 @@ print("verdict:", "GRPO learned: the interval lies above zero" if summary["learn
 # %% [markdown]
 # ## More signal per update: a second study, declared before it ran
 #
-# The sweep kept the specification's shape: 4 prompts and 16 responses per iteration.
+# The sweep kept the practical's shape: 4 prompts and 16 responses per iteration.
 # Perhaps the tiny model needs far more signal per update before anything carries to new
 # problems. A second study, with its rules fixed in code and committed before its first run
 # (`verifiable_grpo.part1.lift_study`), asks exactly that:
