@@ -5,7 +5,7 @@ import pytest
 
 from verifiable_grpo import cli
 from verifiable_grpo.core import files
-from verifiable_grpo.part3 import lab1_record
+from verifiable_grpo.part3.smollm2 import records
 from verifiable_grpo.part3.model_labs import MODEL_LABS
 
 
@@ -34,23 +34,23 @@ def test_a_record_carries_provenance_and_exports_once(tmp_path):
     cache = tmp_path / "cache"
     files.save_json(cache / "source.json", {"gguf_file": "x.gguf", "wheel": "w", "gguf_sha256": "0" * 64})
     out = tmp_path / "run"
-    lab1_record.write(out, "lora", {"rank": 8}, {"trainable": 5}, started=lab1_record.start(), cache=cache)
-    record = lab1_record.finished(out, "lora")
+    records.write(out, "lora", {"rank": 8}, {"trainable": 5}, started=records.start(), cache=cache)
+    record = records.finished(out, "lora")
     assert record["trainable"] == 5 and record["settings"] == {"rank": 8}
     for key in ("command", "git_commit", "packages", "device", "settings_sha256", "wall_seconds"):
         assert key in record["provenance"], key
     assert record["provenance"]["model"]["gguf_file"] == "x.gguf"
     with pytest.raises(FileExistsError):  # evidence is never overwritten
-        lab1_record.write(out, "lora", {"rank": 8}, {"trainable": 6}, started=lab1_record.start(), cache=cache)
+        records.write(out, "lora", {"rank": 8}, {"trainable": 6}, started=records.start(), cache=cache)
     dest = tmp_path / "recorded"
-    target = lab1_record.export(out, "lora", dest)
+    target = records.export(out, "lora", dest)
     assert json.loads(target.read_text()) == record
-    assert lab1_record.export(out, "lora", dest) == target  # the same file again is fine
+    assert records.export(out, "lora", dest) == target  # the same file again is fine
     target.write_text("{}")
     with pytest.raises(FileExistsError, match="another recorded run"):
-        lab1_record.export(out, "lora", dest)
+        records.export(out, "lora", dest)
     with pytest.raises(FileNotFoundError, match="lab sft"):
-        lab1_record.export(out, "sft", dest)
+        records.export(out, "sft", dest)
 
 
 @pytest.fixture

@@ -15,12 +15,12 @@ from verifiable_grpo.core import runlock
 
 # lab name -> "module:function" under verifiable_grpo.part3; the function takes the args.
 MODEL_LABS = {
-    "sft": ("lab1_sft:command", "Lab 1: full-weight SFT with the assistant-only masked loss"),
-    "sft-past-turn": ("lab1_past_turn:command",
+    "sft": ("sft_lab.masked_sft:command", "Lab 1: full-weight SFT with the assistant-only masked loss"),
+    "sft-past-turn": ("sft_lab.past_turn:command",
                       "Lab 1, Try this: greedy past <|im_end|>, masked vs --no-mask policies"),
-    "lora": ("lab2_lora:command", "Lab 2: LoRA from scratch, zero-init check, merge"),
-    "suite": ("lab6_suite_run:command", "Lab 6: the 40-item behavioural suite, paired"),
-    "suite-sampled": ("lab6_sampling:command",
+    "lora": ("lora_lab:command", "Lab 2: LoRA from scratch, zero-init check, merge"),
+    "suite": ("suite_lab.greedy:command", "Lab 6: the 40-item behavioural suite, paired"),
+    "suite-sampled": ("suite_lab.sampled:command",
                       "Lab 6, Try this: the suite sampled 5 times per item at temperature 0.7"),
 }
 MODEL_ONLY = ("full", "no_mask", "no_row_init", "policy", "cache")
@@ -54,7 +54,7 @@ def command(args) -> int:
     finally:
         torch.set_num_threads(previous)  # a caller's process keeps its own setting
     if args.export and not code:
-        from verifiable_grpo.part3.lab1_record import export
+        from verifiable_grpo.part3.smollm2.records import export
 
         # recorded under the run folder's name, so an ablation (--out runs/part3/sft-no-mask)
         # does not collide with the default run

@@ -9,7 +9,8 @@ from collections import Counter
 import pytest
 import torch
 
-from verifiable_grpo.part3 import lab1_data as D, lab1_probe as P
+from verifiable_grpo.part3.sft_lab import probe as P
+from verifiable_grpo.part3.smollm2 import chat_data as D
 
 KILO = {"kW": "W", "kg": "g", "MPa": "kPa", "L": "mL", "km": "m", "kN": "N"}  # each x 1000
 

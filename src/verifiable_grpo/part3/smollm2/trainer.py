@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from verifiable_grpo.core import crash
-from verifiable_grpo.part3.lab1_data import batch_loss
+from verifiable_grpo.part3.smollm2.chat_data import batch_loss
 
 BATCH = 16
 

@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from verifiable_grpo.part3 import lab6_suite as S, lab6_suite_run as R, lab6_suite_stats as T
+from verifiable_grpo.part3.suite_lab import catalogue as S, greedy as R, stats as T
 
 
 def item(category, **rule):
@@ -143,7 +143,7 @@ def test_the_suite_command_never_prints_or_saves_a_refuse_completion(tmp_path, m
     fake_transformers.AutoModelForCausalLM = types.SimpleNamespace(
         from_pretrained=lambda path: types.SimpleNamespace(eval=lambda: "tuned model"))
     monkeypatch.setitem(sys.modules, "transformers", fake_transformers)
-    monkeypatch.setattr(R.lab1_model, "load", lambda cache=None: ("model", "tokenizer"))
+    monkeypatch.setattr(R.loader, "load", lambda cache=None: ("model", "tokenizer"))
     monkeypatch.setattr(R, "replies", lambda model, tokenizer, suite: list(canned))
     args = types.SimpleNamespace(out=tmp_path / "out", cache=cache, policy=policy)
     assert R.command(args) == 0

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from verifiable_grpo.evaluation.statistics import percentile_bootstrap
-from verifiable_grpo.part3 import lab6_sampling as L, lab6_suite as S, lab6_suite_stats as T
+from verifiable_grpo.part3.suite_lab import catalogue as S, sampled as L, stats as T
 
 
 def test_whole_items_move_together_in_the_clustered_bootstrap():
@@ -107,7 +107,7 @@ def test_the_sampled_command_never_prints_or_saves_a_refuse_completion(tmp_path,
     fake_transformers.AutoModelForCausalLM = types.SimpleNamespace(
         from_pretrained=lambda path: types.SimpleNamespace(eval=lambda: "tuned model"))
     monkeypatch.setitem(sys.modules, "transformers", fake_transformers)
-    monkeypatch.setattr(L.lab1_model, "load", lambda cache=None: ("model", Tokenizer()))
+    monkeypatch.setattr(L.loader, "load", lambda cache=None: ("model", Tokenizer()))
     monkeypatch.setattr(L, "sampled_ids", stand_in)
     args = types.SimpleNamespace(out=tmp_path / "out", cache=cache, policy=policy)
     assert L.command(args) == 0

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from verifiable_grpo.part3.lab1_data import END_ID, FAMILIES, PAD_ID, batch_loss, render_prompt
+from verifiable_grpo.part3.smollm2.chat_data import END_ID, FAMILIES, PAD_ID, batch_loss, render_prompt
 
 BATCH = 10
 MAX_NEW_TOKENS = 16
