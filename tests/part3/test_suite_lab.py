@@ -7,6 +7,7 @@ from collections import Counter
 
 import pytest
 
+from verifiable_grpo import cli
 from verifiable_grpo.part3.suite_lab import catalogue as S, greedy as R, stats as T
 
 
@@ -145,8 +146,8 @@ def test_the_suite_command_never_prints_or_saves_a_refuse_completion(tmp_path, m
     monkeypatch.setitem(sys.modules, "transformers", fake_transformers)
     monkeypatch.setattr(R.loader, "load", lambda cache=None: ("model", "tokenizer"))
     monkeypatch.setattr(R, "replies", lambda model, tokenizer, suite: list(canned))
-    args = types.SimpleNamespace(out=tmp_path / "out", cache=cache, policy=policy)
-    assert R.command(args) == 0
+    assert cli.main(["lab", "suite", "--out", str(tmp_path / "out"), "--cache", str(cache),
+                     "--policy", str(policy)]) == 0
     written = (tmp_path / "out" / f"{R.NAME}-metrics.json").read_text()
     assert marker not in written and marker not in capsys.readouterr().out
     record = json.loads(written)
@@ -172,3 +173,4 @@ def test_category_table_and_paired_comparison():
     assert (p["difference"], p["only_first"], p["only_second"]) == (0.125, 0, 5)
     assert p["mcnemar_p"] == 0.0625
     assert p["low"] <= 0.125 <= p["high"]
+

@@ -99,13 +99,16 @@ def run(out, cache=None, log=print, **overrides) -> dict:
     return records.finished(out, NAME)
 
 
-def command(args) -> int:
+def run_lab(out, cache=None, no_row_init=False) -> dict:
     """`python -m verifiable_grpo lab lora [--out DIR] [--no-row-init]`."""
-    result = run(args.out, cache=args.cache, init_rows=not args.no_row_init)
-    print(f"adapted loss/stop/exact {result['adapted']['loss']:.4f} {result['adapted']['stop']:.2f} "
-          f"{result['adapted']['exact']:.2f}; merge max logit difference "
-          f"{result['merge_max_logit_difference']:.3e}")
-    return 0
+    return run(out, cache=cache, init_rows=not no_row_init)
+
+
+def summary(metrics: dict) -> str:
+    adapted = metrics["adapted"]
+    return (f"adapted loss/stop/exact {adapted['loss']:.4f} {adapted['stop']:.2f} "
+            f"{adapted['exact']:.2f}; merge max logit difference "
+            f"{metrics['merge_max_logit_difference']:.3e}")
 
 
 # What the post-training module printed for its own run of this lab (SmolLM2-135M BASE at a

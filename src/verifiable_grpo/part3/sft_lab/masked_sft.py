@@ -66,14 +66,15 @@ def run(out, cache=None, log=print, **overrides) -> dict:
     return records.finished(out, NAME)
 
 
-def command(args) -> int:
+def run_lab(out, cache=None, full=False, no_mask=False, no_row_init=False) -> dict:
     """`python -m verifiable_grpo lab sft [--full] [--no-mask] [--no-row-init] [--out DIR]`."""
-    result = run(args.out, cache=args.cache, quick=not args.full, mask=not args.no_mask,
-                 init_rows=not args.no_row_init)
-    b, a = result["before"], result["after"]
-    print(f"loss {b['loss']:.4f} -> {a['loss']:.4f}; stop {b['stop']:.2f} -> {a['stop']:.2f}; "
-          f"exact {b['exact']:.2f} -> {a['exact']:.2f}")
-    return 0
+    return run(out, cache=cache, quick=not full, mask=not no_mask, init_rows=not no_row_init)
+
+
+def summary(metrics: dict) -> str:
+    b, a = metrics["before"], metrics["after"]
+    return (f"loss {b['loss']:.4f} -> {a['loss']:.4f}; stop {b['stop']:.2f} -> {a['stop']:.2f}; "
+            f"exact {b['exact']:.2f} -> {a['exact']:.2f}")
 
 
 # What the post-training module printed for its QUICK run (SmolLM2-135M BASE at a pinned

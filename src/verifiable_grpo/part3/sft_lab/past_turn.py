@@ -69,10 +69,12 @@ def run(out, cache=None, log=print) -> dict:
     return records.finished(out, NAME)
 
 
-def command(args) -> int:
+def run_lab(out, cache=None) -> dict:
     """`python -m verifiable_grpo lab sft-past-turn [--out DIR]` (after lab sft and lab sft --no-mask)."""
-    result = run(args.out, cache=args.cache)
-    for label, r in result["results"].items():
-        print(f"{label}: ended the turn {r['ended_turn']}/{r['n']}, then opened a turn "
-              f"{r['opened_turn']}, a user turn {r['opened_user_turn']}")
-    return 0
+    return run(out, cache=cache)
+
+
+def summary(metrics: dict) -> str:
+    return "\n".join(f"{label}: ended the turn {r['ended_turn']}/{r['n']}, then opened a turn "
+                     f"{r['opened_turn']}, a user turn {r['opened_user_turn']}"
+                     for label, r in metrics["results"].items())

@@ -94,11 +94,13 @@ def run(out, cache=None, policy=None, log=print) -> dict:
     return records.finished(out, NAME)
 
 
-def command(args) -> int:
+def run_lab(out, cache=None, policy=None) -> dict:
     """`python -m verifiable_grpo lab suite [--policy DIR] [--out DIR]`."""
-    result = run(args.out, cache=args.cache, policy=args.policy)
-    p = result["paired"]
-    print(f"paired difference (after SFT - before) {p['difference']:+.3f} "
-          f"[{p['low']:+.3f}, {p['high']:+.3f}], discordant {p['only_second']}/{p['only_first']}, "
-          f"exact McNemar p {p['mcnemar_p']:.4f}")
-    return 0
+    return run(out, cache=cache, policy=policy)
+
+
+def summary(metrics: dict) -> str:
+    p = metrics["paired"]
+    return (f"paired difference (after SFT - before) {p['difference']:+.3f} "
+            f"[{p['low']:+.3f}, {p['high']:+.3f}], discordant {p['only_second']}/{p['only_first']}, "
+            f"exact McNemar p {p['mcnemar_p']:.4f}")

@@ -103,11 +103,12 @@ def run(out, cache=None, policy=None, log=print) -> dict:
     return records.finished(out, NAME)
 
 
-def command(args) -> int:
+def run_lab(out, cache=None, policy=None) -> dict:
     """`python -m verifiable_grpo lab suite-sampled [--policy DIR] [--out DIR]`."""
-    result = run(args.out, cache=args.cache, policy=args.policy)
-    for row in result["categories"]:
-        if row["category"] == "overall":
-            low, high = row["clustered"]
-            print(f"{row['model']}: sampled pass {row['pass']:.3f}, clustered 95 % [{low:.3f}, {high:.3f}]")
-    return 0
+    return run(out, cache=cache, policy=policy)
+
+
+def summary(metrics: dict) -> str:
+    return "\n".join(f"{row['model']}: sampled pass {row['pass']:.3f}, clustered 95 % "
+                     f"[{row['clustered'][0]:.3f}, {row['clustered'][1]:.3f}]"
+                     for row in metrics["categories"] if row["category"] == "overall")
