@@ -136,6 +136,14 @@ def test_labels_cover_the_reply_and_end_of_turn_only():
     assert table[-1]["position"] == len(encoded["ids"]) - 1
 
 
+def test_rows_and_encoded_rows_hold_exactly_their_record_fields():
+    row = D.example("addition", random.Random(0))
+    assert set(row) == set(D.ChatRow.__annotations__) and row["family"] == "addition"
+    encoded = D.encode(CharTokenizer(), row, system="s")
+    assert set(encoded) == set(D.EncodedRow.__annotations__)
+    assert len(encoded["labels"]) == len(encoded["ids"]) > encoded["prompt_length"]
+
+
 def test_a_merge_across_the_boundary_is_refused():
     with pytest.raises(ValueError, match="BPE merge across the prompt/reply seam"):
         D.encode(CharTokenizer(merge="\nab"), {"user": "u", "reply": "ab"})

@@ -174,3 +174,9 @@ def test_category_table_and_paired_comparison():
     assert p["mcnemar_p"] == 0.0625
     assert p["low"] <= 0.125 <= p["high"]
 
+
+def test_every_item_holds_its_record_fields_and_no_other():
+    fields = set(S.SuiteItem.__annotations__)
+    assert set(S.FORMAT_RULES) < fields    # every format rule has its typed field
+    for item in S.SUITE:
+        assert S.SuiteItem.__required_keys__ <= set(item) <= fields, item["prompt"]
