@@ -186,7 +186,7 @@ def _command(args, threads: int) -> list[str]:
 
 
 def command_lab(args) -> int:
-    if args.name in MODEL_LABS:
+    if not LABS[args.name].takes_settings:
         from verifiable_grpo.part3.model_labs import command
 
         return command(args)

@@ -12,15 +12,15 @@ import sys
 from pathlib import Path
 
 from verifiable_grpo.core import runlock
-from verifiable_grpo.part3.labs import LABS, lab_module
+from verifiable_grpo.part3.labs import LABS, MODEL_OPTIONS, lab_module
 
 
 def command(args) -> int:
     """Run one model lab; --export then copies its metrics to data/recorded/part3/."""
     if getattr(args, "settings", None) or getattr(args, "export_only", False):
-        print(f"error: lab {args.name} takes its options on the command line "
-              "(--full, --no-mask, --no-row-init, --policy, --cache), not --settings/--export-only",
-              file=sys.stderr)
+        flags = ", ".join(f"--{option.replace('_', '-')}" for option in MODEL_OPTIONS)
+        print(f"error: lab {args.name} takes its options on the command line ({flags}), "
+              "not --settings/--export-only", file=sys.stderr)
         return 2
     if args.out is None:
         args.out = f"runs/part3/{args.name}"

@@ -11,8 +11,6 @@ are checked in memory and dropped: only PASS/FAIL is kept or printed.
 """
 from __future__ import annotations
 
-from pathlib import Path
-
 from verifiable_grpo.core.config import resolve, shown_path
 from verifiable_grpo.part3.sft_lab import masked_sft
 from verifiable_grpo.part3.smollm2 import evaluation, loader, records
