@@ -39,7 +39,7 @@ def test_every_module_sits_in_a_layer():
 def test_imports_point_down_the_layers():
     wrong = []
     for layer, rank in RANK.items():
-        for path in sorted((PACKAGE / layer).glob("*.py")):
+        for path in sorted((PACKAGE / layer).rglob("*.py")):
             for module in _imports(path):
                 target = _layer(module)
                 if target in RANK and RANK[target] > rank:

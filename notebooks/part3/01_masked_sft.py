@@ -67,10 +67,11 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 from verifiable_grpo.book.notebook import Table, show
-from verifiable_grpo.part3 import lab1_data, lab1_past_turn, lab1_record, lab1_sft, lab1_train
+from verifiable_grpo.part3.sft_lab import masked_sft, past_turn
+from verifiable_grpo.part3.smollm2 import chat_data, records, trainer
 
-recorded = lab1_record.load_recorded("sft")
-course = lab1_sft.MODULE_REPORTS
+recorded = records.load_recorded("sft")
+course = masked_sft.MODULE_REPORTS
 
 # %% [markdown]
 # ## Five families, one rule each
@@ -87,7 +88,7 @@ course = lab1_sft.MODULE_REPORTS
 # never appear in it.
 
 # %%
-train, held_out = lab1_data.split(quick=True)
+train, held_out = chat_data.split(quick=True)
 print("train:", len(train), "| held-out:", len(held_out),
       "| shared prompts:", len({r["user"] for r in train} & {r["user"] for r in held_out}))
 Table(["family", "user", "reply"], [[r["family"], r["user"], r["reply"]] for r in train[:5]])
@@ -99,7 +100,7 @@ Table(["family", "user", "reply"], [[r["family"], r["user"], r["reply"]] for r i
 # without a chat template:
 
 # %%
-print(lab1_data.render_prompt(train[0]["user"]) + train[0]["reply"] + lab1_data.END_OF_TURN)
+print(chat_data.render_prompt(train[0]["user"]) + train[0]["reply"] + chat_data.END_OF_TURN)
 
 # %% [markdown]
 # The labels come from two tokenisations: the prompt alone, and the whole conversation. The
@@ -230,7 +231,7 @@ b, a = recorded["before"], recorded["after"]
 mb, ma = course["before"], course["after"]
 rows = [[k, b[k], a[k], mb[k], ma[k]] for k in ("loss", "stop", "exact")]
 rows += [[f"exact: {f}", b["families"][f], a["families"][f], 0.0, course["families"][f]]
-         for f in lab1_data.FAMILIES]
+         for f in chat_data.FAMILIES]
 Table(["held-out (50)", "ours before", "ours after", "course before", "course after"], rows, digits=4)
 
 # %%
@@ -254,9 +255,9 @@ Table(["expected", "generated after SFT"],
 # set therefore differs in part from QUICK's (its "before" loss is 2.5425, not 2.4340).
 
 # %%
-ours = {"default QUICK": recorded, "no chat-row init": lab1_record.load_recorded("sft-no-row-init"),
-        "no masking": lab1_record.load_recorded("sft-no-mask"),
-        "FULL (50 updates)": lab1_record.load_recorded("sft-full")}
+ours = {"default QUICK": recorded, "no chat-row init": records.load_recorded("sft-no-row-init"),
+        "no masking": records.load_recorded("sft-no-mask"),
+        "FULL (50 updates)": records.load_recorded("sft-full")}
 commands = {"FULL (50 updates)": "lab sft --full", "no chat-row init": "lab sft --no-row-init",
             "no masking": "lab sft --no-mask", "default QUICK": "lab sft"}
 Table(["run", "ours: exact", "ours: stop", "the course reports: exact", "stop", "command"],
@@ -329,7 +330,7 @@ print(f"{len(targets)} targets of {shifted} shifted positions = {len(targets) / 
 # ```
 
 # %% tags=["hide-cell"]
-factor = lab1_train.warmup_cosine(steps=15, warmup=max(1, round(0.05 * 15)))
+factor = trainer.warmup_cosine(steps=15, warmup=max(1, round(0.05 * 15)))
 print(" ".join(f"{factor(s):.3f}" for s in range(15)))
 
 # %% [markdown]
@@ -359,14 +360,14 @@ print(" ".join(f"{factor(s):.3f}" for s in range(15)))
 # ```
 
 # %% tags=["hide-cell"]
-past = lab1_record.load_recorded("sft-past-turn")
+past = records.load_recorded("sft-past-turn")
 Table(["policy", "held-out prompts", "emitted <|im_end|>", "then opened a turn", "opened a user turn"],
       [[label, r["n"], r["ended_turn"], r["opened_turn"], r["opened_user_turn"]]
        for label, r in past["results"].items()])
 
 # %% tags=["hide-cell"]
 unmasked = past["results"]["every token (lab sft --no-mask)"]
-shown = [k for k, text in enumerate(unmasked["continuations"]) if lab1_past_turn.USER_TURN in text][:3]
+shown = [k for k, text in enumerate(unmasked["continuations"]) if past_turn.USER_TURN in text][:3]
 Table(["policy", "prompt", "continuation (first 90 characters)"],
       [[label, past["held_out"][k]["user"], repr(r["continuations"][k][:90])]
        for k in shown for label, r in past["results"].items()])

@@ -67,11 +67,12 @@ import matplotlib.pyplot as plt
 import torch
 
 from verifiable_grpo.book.notebook import Table, show, significant
-from verifiable_grpo.part3 import lab1_record, lab2_lora
+from verifiable_grpo.part3 import lora_lab
+from verifiable_grpo.part3.smollm2 import records
 from verifiable_grpo.training import lora
 
-recorded = lab1_record.load_recorded("lora")
-course = lab2_lora.MODULE_REPORTS
+recorded = records.load_recorded("lora")
+course = lora_lab.MODULE_REPORTS
 
 # %% [markdown]
 # ## Why the first step changes nothing, and moves only $B$
@@ -96,7 +97,7 @@ course = lab2_lora.MODULE_REPORTS
 # and no storage, the build is instant, and no weight file is read.
 
 # %%
-s = lab2_lora.structure(rank=8)
+s = lora_lab.structure(rank=8)
 Table(["quantity", "ours (live, meta device)", "the course reports"], [
     ["frozen base parameters", f"{s['base_parameters']:,}", "134,515,008"],
     ["wrapped projections", s["wrapped"], course["wrapped"]],
@@ -227,12 +228,12 @@ Table(["merge check", "ours", "the course reports"], [
 # ```
 
 # %% tags=["hide-cell"]
-attention = lab2_lora.structure(rank=8, targets=("q_proj", "k_proj", "v_proj", "o_proj"))
+attention = lora_lab.structure(rank=8, targets=("q_proj", "k_proj", "v_proj", "o_proj"))
 print(f"attention only: {attention['wrapped']} layers, {attention['trainable']:,} trainable, "
       f"{attention['trainable_percent']:.2f} %")
 Table(["rank", "trainable", "share", "AdamW moments (MB)"],
       [[r, f"{x['trainable']:,}", f"{x['trainable_percent']:.3f} %", f"{x['adam_moments_mb']:.2f}"]
-       for r, x in ((r, lab2_lora.structure(rank=r)) for r in (2, 8, 32))])
+       for r, x in ((r, lora_lab.structure(rank=r)) for r in (2, 8, 32))])
 
 # %% [markdown]
 # ```{admonition} Worked solution 3
@@ -259,7 +260,7 @@ Table(["rank", "trainable", "share", "AdamW moments (MB)"],
 # ```
 
 # %% tags=["hide-cell"]
-kept = lab1_record.load_recorded("lora-no-row-init")
+kept = records.load_recorded("lora-no-row-init")
 Table(["Lab 2 run", "held-out loss", "stop", "exact", "merge max |logit difference|"],
       [[name, r["adapted"]["loss"], r["adapted"]["stop"], r["adapted"]["exact"],
         f"{r['merge_max_logit_difference']:.3e}"]

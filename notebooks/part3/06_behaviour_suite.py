@@ -73,10 +73,11 @@ import numpy as np
 
 from verifiable_grpo.book.notebook import Table
 from verifiable_grpo.evaluation.statistics import exact_mcnemar, percentile_bootstrap, wilson_interval
-from verifiable_grpo.part3 import lab1_record, lab6_suite, lab6_suite_stats
+from verifiable_grpo.part3.smollm2 import records
+from verifiable_grpo.part3.suite_lab import catalogue, stats
 
-recorded = lab1_record.load_recorded("suite")
-print("suite sizes:", lab6_suite.sizes())
+recorded = records.load_recorded("suite")
+print("suite sizes:", catalogue.sizes())
 
 # %% [markdown]
 # ## Checkers check what they check
@@ -97,13 +98,13 @@ print("suite sizes:", lab6_suite.sizes())
 
 # %%
 probes = [
-    (lab6_suite.FORMAT[5], '{"status": "FAILED, see log"}'),
-    (lab6_suite.BENIGN[9], "Bananas are yellow."),
-    (lab6_suite.ABSTAIN_ITEMS[0], "I do not have the log, but it was probably 83 C."),
-    (lab6_suite.TASK[0], "2500"),
+    (catalogue.FORMAT[5], '{"status": "FAILED, see log"}'),
+    (catalogue.BENIGN[9], "Bananas are yellow."),
+    (catalogue.ABSTAIN_ITEMS[0], "I do not have the log, but it was probably 83 C."),
+    (catalogue.TASK[0], "2500"),
 ]
 Table(["category", "reply", "passes"],
-      [[i["category"], text, lab6_suite.check(i, text)] for i, text in probes])
+      [[i["category"], text, catalogue.check(i, text)] for i, text in probes])
 
 # %% [markdown]
 # The JSON rule looks for the key, not the requested value. The benign rule rewards any
@@ -236,7 +237,7 @@ Table(["category", "prompt", "model", "reply (first 70 characters)", "pass"],
 
 # %%
 toy = [[1] * 5, [0] * 5]
-print("clustered (resample items):", lab6_suite_stats.clustered_bootstrap(toy, np.random.default_rng(0)))
+print("clustered (resample items):", stats.clustered_bootstrap(toy, np.random.default_rng(0)))
 print("completions as items:      ", percentile_bootstrap(np.ravel(toy), np.random.default_rng(0)))
 
 # %% [markdown]
@@ -332,7 +333,7 @@ Table(["item key", "model", "permissive", "strict"],
 # ```
 
 # %% tags=["hide-cell"]
-sampled = lab1_record.load_recorded("suite-sampled")
+sampled = records.load_recorded("suite-sampled")
 greedy = {(r["category"], r["model"]): r["pass"] for r in recorded["categories"]}
 for label, result in sampled["results"].items():
     unanimous = sum(sum(row) in (0, len(row)) for row in result["passed"])

@@ -59,7 +59,8 @@ from verifiable_grpo.book.notebook import quiet
 quiet()
 
 from verifiable_grpo.book.notebook import Table
-from verifiable_grpo.part3 import accounting as acc, lab1_record, quantisation as qz
+from verifiable_grpo.part3 import accounting as acc, quantisation as qz
+from verifiable_grpo.part3.smollm2 import records
 
 CASE, SMOL, QWEN = acc.CASE_STUDY, acc.smollm2_135m(), acc.QWEN2_5_0_5B
 MODELS = (CASE, SMOL, QWEN)
@@ -127,7 +128,7 @@ print(f"64 x (4,096 + 4,096) = {adapter:,} against {4096 ** 2:,} frozen: {adapte
 # Lab 2 counted on the loaded model:
 
 # %%
-lora_record = lab1_record.load_recorded("lora")
+lora_record = records.load_recorded("lora")
 trainable = acc.lora_parameters(SMOL, 8)
 Table(["Lab 2 figure", "calculator", "Lab 2 record"],
       [["frozen base parameters", f"{SMOL.parameters():,}", f"{lora_record['base_parameters']:,}"],

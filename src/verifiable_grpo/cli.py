@@ -111,9 +111,8 @@ def build_parser() -> argparse.ArgumentParser:
             continue
         if name == "lab":
             # No --config: a lab's settings are its own YAML (configs/part3/NAME.yaml).
-            from verifiable_grpo.part3.labs import LABS  # light: the tables only, no torch
-            from verifiable_grpo.part3.model_labs import MODEL_LABS
-            p.add_argument("name", choices=list(LABS) + list(MODEL_LABS))
+            from verifiable_grpo.part3.labs import LABS  # light: the table only, no torch
+            p.add_argument("name", choices=list(LABS))
             p.add_argument("--out", default=None, help="folder (default: runs/part3/NAME)")
             p.add_argument("--settings", default=None, help="settings YAML (default: configs/part3/NAME.yaml)")
             p.add_argument("--threads", type=_positive, default=None,

@@ -57,15 +57,6 @@ def test_full_profile_evaluates_all_200_inputs_in_file_order(tmp_path):
     assert sum(p["population"] == "OOD100" for _, p in chosen) == 100
 
 
-def test_draw_seeds_are_fixed_and_distinct():
-    assert evaluate.draw_seed(480000, 0, 4, 0) == 480000
-    assert evaluate.draw_seed(480000, 3, 4, 2) == 480014
-    seeds = {evaluate.draw_seed(480000, i, 4, d) for i in range(200) for d in range(4)}
-    assert len(seeds) == 800
-    with pytest.raises(ValueError):
-        evaluate.draw_seed(480000, 0, 4, 4)
-
-
 def test_inference_counts_seeds_and_audit(run_dir, config):
     folder = run_dir / "inference" / "warmstart"
     greedy, sample = read_json(folder / "greedy.json"), read_json(folder / "sample.json")

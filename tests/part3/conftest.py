@@ -8,8 +8,8 @@ file)."""
 import pytest
 import torch
 
-MODEL_LAB_MODULES = ("test_lab_model", "test_lab_runs", "test_lab1_train", "test_lab6_suite",
-                     "test_lab1_data", "test_lab_commands")
+MODEL_LAB_MODULES = ("test_smollm2_model", "test_lab_runs", "test_smollm2_trainer",
+                     "test_suite_lab", "test_smollm2_data", "test_lab_commands")
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -25,9 +25,9 @@ def one_thread(request):
 
 @pytest.fixture(scope="session")
 def smollm2():
-    from verifiable_grpo.part3 import lab1_model
+    from verifiable_grpo.part3.smollm2 import loader
 
-    return lab1_model.load()
+    return loader.load()
 
 
 @pytest.fixture(scope="session")
@@ -37,10 +37,10 @@ def smollm2_tokenizer():
     from transformers import AutoTokenizer
 
     from verifiable_grpo.core.config import resolve
-    from verifiable_grpo.part3 import lab1_model
+    from verifiable_grpo.part3.smollm2 import loader
 
-    cache = resolve(lab1_model.CACHE)
+    cache = resolve(loader.CACHE)
     if (cache / "source.json").is_file():
         return AutoTokenizer.from_pretrained(str(cache))
-    source = lab1_model.gguf_file()
+    source = loader.gguf_file()
     return AutoTokenizer.from_pretrained(str(source.parent), gguf_file=source.name)

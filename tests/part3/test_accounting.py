@@ -5,7 +5,8 @@ import math
 import pytest
 
 from verifiable_grpo.part3 import accounting as acc
-from verifiable_grpo.part3 import lab1_record, quantisation as qz
+from verifiable_grpo.part3 import quantisation as qz
+from verifiable_grpo.part3.smollm2 import records
 
 CASE = acc.CASE_STUDY
 
@@ -63,7 +64,7 @@ def test_lora_counts_and_scales():
 
 
 def test_smollm2_matches_lab2_record_and_the_loaded_architecture():
-    recorded_lora = lab1_record.load_recorded("lora")
+    recorded_lora = records.load_recorded("lora")
     shape = acc.smollm2_135m()
     assert shape.parameters() == recorded_lora["base_parameters"] == 134_515_008
     trainable = acc.lora_parameters(shape, 8)
@@ -71,7 +72,7 @@ def test_smollm2_matches_lab2_record_and_the_loaded_architecture():
     assert shape.parameters() + trainable == recorded_lora["total"]
     assert shape.layers * len(acc.PROJECTIONS) == recorded_lora["wrapped"]
     assert f"{8 * trainable / 1e6:.2f} {8 * shape.parameters() / 1e6:.2f}" == "19.54 1076.12"
-    from verifiable_grpo.part3.lab1_model import meta_model
+    from verifiable_grpo.part3.smollm2.loader import meta_model
     model = meta_model()
     loaded = acc.shape_from_config("loaded", model.config)
     assert loaded.projection_shapes() == shape.projection_shapes()

@@ -5,16 +5,39 @@ import pytest
 
 from verifiable_grpo import cli
 from verifiable_grpo.core import files
-from verifiable_grpo.part3 import lab1_record
-from verifiable_grpo.part3.model_labs import MODEL_LABS
+from verifiable_grpo.part3 import lab_settings, labs
+from verifiable_grpo.part3.smollm2 import records
 
 
-def test_every_lab_resolves_to_a_function():
-    import importlib
-    for name, (target, _) in MODEL_LABS.items():
-        module, function = target.split(":")
-        assert callable(getattr(importlib.import_module(f"verifiable_grpo.part3.{module}"),
-                                function)), name
+def test_every_lab_has_the_one_entry_point():
+    import inspect
+
+    assert set(labs.SETTINGS_LABS) == set(lab_settings.SCHEMAS)
+    assert set(labs.SETTINGS_LABS) | set(labs.MODEL_LABS) == set(labs.LABS)
+    for name in labs.MODEL_LABS:
+        module, options = labs.lab_module(name), labs.LABS[name].options
+        assert set(options) <= set(labs.MODEL_OPTIONS), name
+        # run_lab takes the run folder, the model cache and exactly the row's options
+        assert list(inspect.signature(module.run_lab).parameters) == ["out", "cache", *options]
+        assert callable(module.summary), name
+
+
+def test_the_command_line_offers_every_lab_of_the_table():
+    parser = cli.build_parser()
+    for name in labs.LABS:
+        assert parser.parse_args(["lab", name]).name == name
+    with pytest.raises(SystemExit):
+        parser.parse_args(["lab", "sft-lab"])
+    assert labs.MODEL_LABS == ("sft", "sft-past-turn", "lora", "suite", "suite-sampled")
+
+
+def test_a_model_labs_summary_line_from_its_record():
+    from verifiable_grpo.part3.suite_lab import greedy
+
+    p = records.load_recorded("suite")["paired"]
+    line = greedy.summary(records.load_recorded("suite"))
+    assert line.startswith("paired difference (after SFT - before) ")
+    assert f"discordant {p['only_second']}/{p['only_first']}" in line
 
 
 def test_the_suite_without_a_fine_tuned_policy_says_what_to_run(tmp_path, capsys):
@@ -34,23 +57,23 @@ def test_a_record_carries_provenance_and_exports_once(tmp_path):
     cache = tmp_path / "cache"
     files.save_json(cache / "source.json", {"gguf_file": "x.gguf", "wheel": "w", "gguf_sha256": "0" * 64})
     out = tmp_path / "run"
-    lab1_record.write(out, "lora", {"rank": 8}, {"trainable": 5}, started=lab1_record.start(), cache=cache)
-    record = lab1_record.finished(out, "lora")
+    records.write(out, "lora", {"rank": 8}, {"trainable": 5}, started=records.start(), cache=cache)
+    record = records.finished(out, "lora")
     assert record["trainable"] == 5 and record["settings"] == {"rank": 8}
     for key in ("command", "git_commit", "packages", "device", "settings_sha256", "wall_seconds"):
         assert key in record["provenance"], key
     assert record["provenance"]["model"]["gguf_file"] == "x.gguf"
     with pytest.raises(FileExistsError):  # evidence is never overwritten
-        lab1_record.write(out, "lora", {"rank": 8}, {"trainable": 6}, started=lab1_record.start(), cache=cache)
+        records.write(out, "lora", {"rank": 8}, {"trainable": 6}, started=records.start(), cache=cache)
     dest = tmp_path / "recorded"
-    target = lab1_record.export(out, "lora", dest)
+    target = records.export(out, "lora", dest)
     assert json.loads(target.read_text()) == record
-    assert lab1_record.export(out, "lora", dest) == target  # the same file again is fine
+    assert records.export(out, "lora", dest) == target  # the same file again is fine
     target.write_text("{}")
     with pytest.raises(FileExistsError, match="another recorded run"):
-        lab1_record.export(out, "lora", dest)
+        records.export(out, "lora", dest)
     with pytest.raises(FileNotFoundError, match="lab sft"):
-        lab1_record.export(out, "sft", dest)
+        records.export(out, "sft", dest)
 
 
 @pytest.fixture
@@ -61,13 +84,12 @@ def threads_seen_by_a_stand_in_lab(monkeypatch):
 
     import torch
 
-    from verifiable_grpo.part3 import model_labs
-
     seen = []
     stand_in = types.ModuleType("verifiable_grpo.part3.stand_in_lab")
-    stand_in.command = lambda args: seen.append(torch.get_num_threads()) or 0
+    stand_in.run_lab = lambda out, cache=None: seen.append(torch.get_num_threads()) or {"n": 1}
+    stand_in.summary = lambda metrics: f"stand-in ran {metrics['n']}"
     monkeypatch.setitem(sys.modules, stand_in.__name__, stand_in)
-    monkeypatch.setitem(model_labs.MODEL_LABS, "stand-in", ("stand_in_lab:command", "test"))
+    monkeypatch.setitem(labs.LABS, "stand-in", labs.Lab("stand_in_lab", "test", options=()))
     return seen
 
 
@@ -87,13 +109,23 @@ def test_a_model_lab_runs_with_the_requested_threads_and_restores_the_callers(
     assert seen == [target] and torch.get_num_threads() == previous
 
 
+def test_a_new_model_lab_row_is_run_and_prints_its_summary_line(
+        threads_seen_by_a_stand_in_lab, tmp_path, capsys):
+    import types
+
+    args = types.SimpleNamespace(name="stand-in", out=str(tmp_path / "lab"), threads=None,
+                                 export=False)
+    assert labs.command_lab(args) == 0   # the row alone routes it to the model-lab runner
+    assert capsys.readouterr().out == "stand-in ran 1\n"
+
+
 def test_by_default_a_model_lab_keeps_torchs_threads_and_a_synthetic_lab_takes_one(
         threads_seen_by_a_stand_in_lab, monkeypatch, tmp_path):
     import types
 
     import torch
 
-    from verifiable_grpo.part3 import labs, model_labs
+    from verifiable_grpo.part3 import model_labs
 
     # the parser leaves the choice to the kind of lab
     parsed = cli.build_parser().parse_args(["lab", "sft"])

@@ -10,7 +10,10 @@ import torch
 
 from verifiable_grpo.core import files, runlock
 from verifiable_grpo import cli
-from verifiable_grpo.part3 import lab1_record, lab1_sft, lab2_lora, lab6_suite_run
+from verifiable_grpo.part3 import lora_lab
+from verifiable_grpo.part3.sft_lab import masked_sft
+from verifiable_grpo.part3.smollm2 import records
+from verifiable_grpo.part3.suite_lab import greedy
 
 
 @pytest.fixture(scope="module")
@@ -32,28 +35,28 @@ def micro_cache(tmp_path_factory, smollm2_tokenizer):
 
 def test_lab2_runs_merges_and_records(micro_cache, tmp_path):
     out = tmp_path / "lora"
-    result = lab2_lora.run(out, cache=micro_cache, steps=3, log=lambda _: None)
+    result = lora_lab.run(out, cache=micro_cache, steps=3, log=lambda _: None)
     assert result["initial_logit_difference"] == 0.0
     assert result["wrapped"] == 7 and len(result["history"]) == 3
     assert result["merged_parameters"] == result["base_parameters"]
-    assert result["merge_max_logit_difference"] < lab2_lora.MERGE_TOLERANCE
+    assert result["merge_max_logit_difference"] < lora_lab.MERGE_TOLERANCE
     assert result["identical_decoded_outputs"] and result["identical_new_tokens"]
     assert result["train_rows"] == 400 and result["held_out_rows"] == 50
     assert result["chat_rows"]["after"]["cosine"] != result["chat_rows"]["before"]["cosine"]
     assert not (out / "crash").exists() or not any((out / "crash").iterdir())
-    assert lab2_lora.run(out, cache=micro_cache, log=lambda _: None) == result  # not redone
+    assert lora_lab.run(out, cache=micro_cache, log=lambda _: None) == result  # not redone
 
 
 def test_lab1_then_the_suite(micro_cache, tmp_path, monkeypatch):
-    monkeypatch.setattr(lab6_suite_run, "MAX_NEW_TOKENS", 8)  # a micro model: short replies do
-    sft = lab1_sft.run(tmp_path / "sft", cache=micro_cache, log=lambda _: None)
+    monkeypatch.setattr(greedy, "MAX_NEW_TOKENS", 8)  # a micro model: short replies do
+    sft = masked_sft.run(tmp_path / "sft", cache=micro_cache, log=lambda _: None)
     assert sft["steps"] == 15 and len(sft["history"]) == 15 and sft["warmup"] == 1
     assert sft["train_rows"] == 240
     assert [t["token"] for t in sft["token_table"] if t["target"]][-1] == "<|im_end|>"
     assert set(sft["probe"]) == {"addition", "limit"}
     assert sft["after"]["loss"] < sft["before"]["loss"]  # 15 updates on 240 rows do learn
-    policy = tmp_path / "sft" / lab1_sft.POLICY
-    suite = lab6_suite_run.run(tmp_path / "suite", cache=micro_cache, policy=policy,
+    policy = tmp_path / "sft" / masked_sft.POLICY
+    suite = greedy.run(tmp_path / "suite", cache=micro_cache, policy=policy,
                                log=lambda _: None)
     for label, result in suite["results"].items():
         assert len(result["passed"]) == 40
@@ -80,11 +83,11 @@ def test_a_killed_model_lab_continues_to_the_uninterrupted_result(micro_cache, t
     assert whole.returncode == 0, whole.stderr
     killed = tmp_path / "killed"
     assert _lab_lora(micro_cache, killed, "crash-between-state-and-note#2").returncode == -9
-    assert lab1_record.finished(killed, "lora") is None
+    assert records.finished(killed, "lora") is None
     again = _lab_lora(micro_cache, killed)
     assert again.returncode == 0, again.stderr
     assert "continuing lab-lora after update 6 (crash checkpoint)" in again.stdout
-    first, second = (lab1_record.finished(p, "lora") for p in (tmp_path / "whole", killed))
+    first, second = (records.finished(p, "lora") for p in (tmp_path / "whole", killed))
     for key in ("history", "adapted", "merged", "merge_max_logit_difference", "chat_rows"):
         assert second[key] == first[key], key
 
@@ -95,4 +98,4 @@ def test_a_second_model_lab_on_a_held_folder_is_refused(micro_cache, tmp_path, c
                          str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "in use by another process" in err
-    assert lab1_record.finished(tmp_path, "lora") is None
+    assert records.finished(tmp_path, "lora") is None

@@ -56,7 +56,7 @@ def test_a_binary_settings_file_is_refused_in_one_line(tmp_path, capsys):
     assert err.count("\n") == 1 and "not a UTF-8 text file" in err
 
 
-@pytest.mark.parametrize("name", list(labs.LABS))
+@pytest.mark.parametrize("name", list(labs.SETTINGS_LABS))
 def test_the_committed_settings_pass_unchanged_and_keep_their_recorded_hash(name):
     settings, path = labs.load_settings(name)
     assert settings == (files.read_json(repo_root() / labs.RECORDED / f"{name}.json")

@@ -8,10 +8,16 @@ from verifiable_grpo import cli
 from verifiable_grpo.part3 import labs
 
 
-def test_every_lab_resolves_and_has_settings():
-    for name in labs.LABS:
+def test_every_settings_lab_resolves_and_has_settings():
+    for name in labs.SETTINGS_LABS:
         settings, _ = labs.load_settings(name)
         assert callable(labs.lab_function(name)) and isinstance(settings, dict)
+
+
+def test_a_model_lab_has_no_settings_file_or_settings_record():
+    for read in (labs.load_settings, labs.recorded):
+        with pytest.raises(ValueError, match="lab sft takes its options on the command line"):
+            read("sft")
 
 
 def test_unknown_lab_and_unknown_setting(tmp_path):

@@ -7,7 +7,7 @@ from verifiable_grpo.core.config import canonical_json, sha256_bytes
 from verifiable_grpo.part3 import labs
 
 
-@pytest.mark.parametrize("name", sorted(labs.LABS))
+@pytest.mark.parametrize("name", sorted(labs.SETTINGS_LABS))
 def test_recorded_with_the_committed_settings(name):
     record = labs.recorded(name)
     settings, _ = labs.load_settings(name)

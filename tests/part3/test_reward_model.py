@@ -45,7 +45,7 @@ def test_calibration_table_by_hand():
 
 
 def test_lab3_figures():
-    result = best_of_n.run_reward_lab()
+    result = best_of_n.run_lab()
     oracle = result["oracle"]
     assert [f"{oracle[k]:.4f}" for k in ("accuracy", "loss", "expected_bayes_accuracy")] == \
         ["0.8520", "0.3452", "0.8386"]

@@ -6,10 +6,10 @@ import pytest
 
 from verifiable_grpo.core import files
 from verifiable_grpo.core.config import repo_root, resolve
-from verifiable_grpo.part3 import lab1_record
+from verifiable_grpo.part3.smollm2 import records
 
 ONE_THREAD = sorted(p.name.removesuffix("-metrics.json")
-                    for p in resolve(lab1_record.ONE_THREAD).glob("*-metrics.json"))
+                    for p in resolve(records.ONE_THREAD).glob("*-metrics.json"))
 
 
 def test_every_training_lab_has_its_one_thread_twin():
@@ -19,27 +19,27 @@ def test_every_training_lab_has_its_one_thread_twin():
 
 @pytest.mark.parametrize("name", ONE_THREAD)
 def test_one_and_more_threads_give_the_same_record(name):
-    comparison = lab1_record.thread_comparison(name)
+    comparison = records.thread_comparison(name)
     assert comparison["differ"] == []
     threads = {label: run["threads"] for label, run in comparison["runs"].items()}
     assert threads["1 thread"] == 1 and threads["recorded"] > 1
 
 
 def test_a_changed_field_is_named(tmp_path, monkeypatch):
-    record = lab1_record.load_recorded("lora")
+    record = records.load_recorded("lora")
     twin = tmp_path / "data" / "recorded" / "part3" / "one-thread"
     files.save_json(twin / "lora-metrics.json", {**record, "merged_parameters": 1,
                                                  "training_seconds": 1.0})
     files.save_json(twin.parent / "lora-metrics.json", record)
     monkeypatch.setenv("VERIFIABLE_GRPO_ROOT", str(tmp_path))
-    assert lab1_record.thread_comparison("lora")["differ"] == ["merged_parameters"]
+    assert records.thread_comparison("lora")["differ"] == ["merged_parameters"]
 
 
 @pytest.mark.parametrize("page", ["book/provenance.md"])
 def test_the_quick_paragraph_quotes_the_records(page):
     match = re.search(r"<!-- quick -->(.+?)<!-- /quick -->", (repo_root() / page).read_text(), re.S)
     assert match, "the QUICK timing paragraph lost its <!-- quick --> markers"
-    sft, lora = (lab1_record.thread_comparison(n)["runs"] for n in ("sft", "lora"))
+    sft, lora = (records.thread_comparison(n)["runs"] for n in ("sft", "lora"))
     expected = [sft["recorded"]["wall_seconds"], sft["recorded"]["training_seconds"],
                 lora["recorded"]["wall_seconds"], lora["recorded"]["training_seconds"],
                 sft["1 thread"]["wall_seconds"], lora["1 thread"]["wall_seconds"]]

@@ -28,11 +28,11 @@ from verifiable_grpo.core.runfolder import (INFERENCE_MODES, MAIN_BRANCHES, RunF
                                             exercise_group_size)
 from verifiable_grpo.core.config import load_config, provenance, read_json, save_json, sha256_file
 from verifiable_grpo.core.config_schema import typed
+from verifiable_grpo.evaluation.responses import (EVALUATION_BATCH_ROWS, generate_answers,
+                                                  response_jobs)
 
 MAIN_POLICIES = MAIN_BRANCHES
 POPULATIONS = ("ALL", "ID50", "OOD100")
-MODES = INFERENCE_MODES
-INFERENCE_FILES = ("greedy.json", "sample.json", "audit.json")
 
 
 def utc_now() -> str:
@@ -67,13 +67,6 @@ def select_test_pages(pages: list[dict], problems: int) -> list[tuple[int, dict]
         raise ValueError(f"not enough test inputs for a balanced subset of {problems}: "
                          f"missing {want}")
     return chosen
-
-
-def draw_seed(seed_base: int, problem_index: int, draws: int, draw: int) -> int:
-    """Fixed per-(problem, draw) seed, identical for every policy."""
-    if not 0 <= draw < draws:
-        raise ValueError(f"draw {draw} outside 0..{draws - 1}")
-    return seed_base + problem_index * draws + draw
 
 
 # --------------------------------------------------------------------------- label guard
@@ -157,73 +150,20 @@ def _generation_settings(config: dict) -> dict:
     }
 
 
-# Responses decoded together when sampling.batched (bounds the batch's memory).
-EVALUATION_BATCH_ROWS = 64
-
-
-def _answer(out: dict) -> dict:
-    return {key: out[key] for key in ("text", "finish_reason", "tokenization_valid",
-                                      "response_tokens", "seconds")} | {
-        "response_ids": [int(t) for t in out["response_ids"]]}
-
-
-def _respond(model, tokenizer, ids, config, generator, greedy):
-    from verifiable_grpo.training import rollout
-
-    return _answer(rollout.generate(model, tokenizer, ids, config, generator, greedy=greedy))
-
-
-def response_jobs(selected, prompt_ids, mode: str, draws: int, seed_base: int) -> list[tuple]:
-    """(problem index, page, prompt ids, draw, seed) of every response of a mode, in order."""
-    count = 1 if mode == "greedy" else draws
-    return [(index, page, ids, draw,
-             None if mode == "greedy" else draw_seed(seed_base, index, draws, draw))
-            for (index, page), ids in zip(selected, prompt_ids) for draw in range(count)]
-
-
-def generate_answers(model, tokenizer, config, jobs, greedy: bool, device, after_each=None):
-    """The answers to `jobs` (as response_jobs gives them), in order: one at a time, or
-    EVALUATION_BATCH_ROWS at a time when sampling.batched (each sampled row keeps its own
-    per-draw generator either way, so a row's answer does not depend on its batch).
-    `after_each(job, answer)` runs after every answer (progress, interrupts)."""
-    from verifiable_grpo.training import batched_rollout
-
-    batched = typed(config).sampling.batched
-    size = EVALUATION_BATCH_ROWS if batched else 1
-    answers = []
-    for start in range(0, len(jobs), size):
-        chunk = jobs[start:start + size]
-        generators = [None if seed is None else torch.Generator(device=device).manual_seed(seed)
-                      for *_, seed in chunk]
-        if batched:
-            found = [_answer(out) for out in batched_rollout.generate_batch(
-                model, tokenizer, [job[2] for job in chunk], config,
-                None if greedy else generators, greedy=greedy)]
-        else:
-            found = [_respond(model, tokenizer, chunk[0][2], config, generators[0], greedy)]
-        for job, answer in zip(chunk, found):
-            answers.append(answer)
-            if after_each is not None:
-                after_each(job, answer)
-    return answers
-
-
 def _mode_rows(model, tokenizer, config, jobs, mode, device, bar, policy) -> list[dict]:
     """Every response of one mode, as rows of the inference file."""
-    last_draw = max(job[3] for job in jobs)
+    last_draw = max(job.draw for job in jobs)
 
     def after_each(job, answer):
         bar.update()
-        if job[3] == last_draw:
+        if job.draw == last_draw:
             fault_point("inference-after-problem")
             interrupts.check(f"during inference of {policy} (unfinished inference is "
                              "redone on the next run)")
 
     answers = generate_answers(model, tokenizer, config, jobs, mode == "greedy", device,
                                after_each)
-    return [{"document_id": page["document_id"], "population": page["population"],
-             "problem_index": index, "draw": draw, "seed": seed, **answer}
-            for (index, page, _, draw, seed), answer in zip(jobs, answers)]
+    return [job.row(answer) for job, answer in zip(jobs, answers)]
 
 
 def generate_policy(config: dict, out_dir, policy: str) -> dict:
@@ -265,7 +205,7 @@ def generate_policy(config: dict, out_dir, policy: str) -> dict:
         prompt_ids = [prompts.prompt_ids(tokenizer, page["statement"], config)
                       for _, page in selected]
         files, seconds = {}, {}
-        for mode in MODES:
+        for mode in INFERENCE_MODES:
             rows = []
             started = time.perf_counter()
             bar = tqdm(total=len(selected) * (1 if mode == "greedy" else draws),
@@ -413,7 +353,7 @@ def score_policies(config: dict, out_dir, policies, results_path) -> dict:
     for policy in policies:
         folder = inference_dir(out_dir, policy)
         entry = {}
-        for mode in MODES:
+        for mode in INFERENCE_MODES:
             inference = read_json(folder / f"{mode}.json")
             check_counts(inference["rows"], inference["document_ids"],
                          1 if mode == "greedy" else draws)

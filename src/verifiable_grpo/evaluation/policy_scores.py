@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import torch
 
-from verifiable_grpo.evaluation import evaluate
 from verifiable_grpo.core.config_schema import typed
+from verifiable_grpo.core.runfolder import INFERENCE_MODES
+from verifiable_grpo.evaluation import evaluate, responses
 from verifiable_grpo.task import data, prompts
 from verifiable_grpo.training import rollout
 
@@ -22,21 +23,18 @@ ANSWER_KEYS = ("text", "finish_reason", "tokenization_valid", "response_tokens",
 def answer(policy, tokenizer, config: dict, selected: list[tuple[int, dict]], draws: int,
            seed_base: int) -> dict[str, list[dict]]:
     """{"greedy": rows, "sample": rows} for the (index, page) problems: one greedy answer
-    each and `draws` sampled answers with evaluate.draw_seed(seed_base, index, ...)."""
+    each and `draws` sampled answers with responses.draw_seed(seed_base, index, ...)."""
     if policy.training:
         raise ValueError("scoring a policy needs it in eval mode (dropout off)")
     device = rollout.model_device(policy)
     prompt_rows = [prompts.prompt_ids(tokenizer, page["statement"], config)
                    for _, page in selected]
     found = {}
-    for mode in ("greedy", "sample"):
-        jobs = evaluate.response_jobs(selected, prompt_rows, mode, draws, seed_base)
-        answers = evaluate.generate_answers(policy, tokenizer, config, jobs, mode == "greedy",
+    for mode in INFERENCE_MODES:
+        jobs = responses.response_jobs(selected, prompt_rows, mode, draws, seed_base)
+        answers = responses.generate_answers(policy, tokenizer, config, jobs, mode == "greedy",
                                             device)
-        found[mode] = [{"document_id": page["document_id"], "population": page["population"],
-                        "problem_index": index, "draw": draw, "seed": seed,
-                        **{k: a[k] for k in ANSWER_KEYS}}
-                       for (index, page, _, draw, seed), a in zip(jobs, answers)]
+        found[mode] = [job.row({k: a[k] for k in ANSWER_KEYS}) for job, a in zip(jobs, answers)]
     return found
 
 

@@ -267,7 +267,7 @@ QWEN2_5_0_5B = ModelShape(name="Qwen2.5-0.5B", vocab=151_936, hidden=896, layers
 
 
 def smollm2_135m() -> ModelShape:
-    """SmolLM2-135M as the Part III labs load it (lab1_model's config, read from the GGUF file)."""
-    from verifiable_grpo.part3.lab1_model import SMOLLM2_135M
+    """SmolLM2-135M as the Part III labs load it (smollm2.loader's config, read from the GGUF file)."""
+    from verifiable_grpo.part3.smollm2.loader import SMOLLM2_135M
 
     return shape_from_config("SmolLM2-135M", SMOLLM2_135M)

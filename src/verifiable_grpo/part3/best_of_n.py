@@ -79,8 +79,8 @@ def softmax_selection(n: int, temperatures, rng, models, trials: int = 200) -> l
     return results
 
 
-def run_reward_lab(sizes=SIZES, trials: int = 200, seed: int = 0, softmax_n: int | None = 1024,
-                   temperatures=(0.1, 0.3, 1.0, 3.0)) -> dict:
+def run_lab(sizes=SIZES, trials: int = 200, seed: int = 0, softmax_n: int | None = 1024,
+            temperatures=(0.1, 0.3, 1.0, 3.0)) -> dict:
     """Lab 3 end to end. The softmax variant (the third "Try this") runs after the
     module's table, so that the table's draws stay the module's."""
     sizes = check_sizes(sizes)

@@ -223,3 +223,6 @@ def run_exercise() -> dict:
         scored["initial"][name] = initial_reward(COMPONENTS, text)
         scored["revised"][name] = revised_reward(COMPONENTS, text)
     return scored
+
+
+run_lab = run_exercise   # the lab's entry point (part3/labs.py): no settings

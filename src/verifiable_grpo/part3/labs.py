@@ -1,11 +1,19 @@
-"""`python -m verifiable_grpo lab NAME`: run one Part III lab and record its metrics.
+"""`python -m verifiable_grpo lab NAME`: the one table of Part III's labs, and the runner
+of the settings labs.
 
-A lab is one row of LABS: its name, the function that runs it ("module:function" under
-verifiable_grpo.part3) and a one-line description. Its settings come from
-configs/part3/NAME.yaml (keyword arguments of that function; the recorded values), so the
-config SHA-256 in the provenance names exactly what ran. Adding a lab is one line here and
-one YAML file, plus its settings schema in part3/lab_settings.py (checked before any
-compute).
+Every lab is one row of LABS: the module that holds it (under verifiable_grpo.part3) and a
+one-line description. The module's `run_lab(...)` runs the lab and returns its metrics;
+that is the one entry point of every lab. Labs come in two kinds:
+
+- settings labs (synthetic models, seconds to minutes): run_lab's keyword arguments come
+  from configs/part3/NAME.yaml, checked against part3/lab_settings.py before any compute;
+  this module writes the one metrics file at the end, with the config's SHA-256;
+- model labs (SmolLM2-135M, `options` set): run_lab(out, cache, **options) takes the
+  command-line options the row names, saves crash checkpoints, continues from them and
+  writes its own record; the module's `summary(metrics)` is the line the command prints
+  (the runner is part3/model_labs.py).
+
+Adding a lab is one row here and its module; a settings lab adds its YAML and its schema.
 """
 from __future__ import annotations
 
@@ -14,28 +22,73 @@ import shutil
 import signal
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from verifiable_grpo.core import runlock
 from verifiable_grpo.core.config import (ConfigError, canonical_json, provenance, read_json,
                                          read_yaml, repo_root, save_json, sha256_bytes)
 
+
+@dataclass(frozen=True)
+class Lab:
+    module: str                          # under verifiable_grpo.part3; defines run_lab
+    summary: str                         # one line, for --help and the book
+    options: tuple[str, ...] | None = None   # a model lab's command-line options; None: YAML
+
+    @property
+    def takes_settings(self) -> bool:
+        return self.options is None
+
+
+# The options a model lab may take besides --out: what `lab` refuses for a settings lab.
+MODEL_OPTIONS = ("full", "no_mask", "no_row_init", "policy", "cache")
+
 LABS = {
-    "reward-model": ("best_of_n:run_reward_lab", "Lab 3: Bradley-Terry reward model, calibration, best-of-n"),
-    "dpo": ("dpo:run_lab", "Lab 4: DPO on a bandit and on the digit policy"),
-    "expert-iteration": ("group_relative:run_lab", "Lab 5: expert iteration vs GRPO, substring verifier"),
-    "judge": ("judge:simulate_judge", "Lab 6: simulated judge with position and length bias"),
-    "fault-tree": ("fault_tree:run_exercise", "the fault-tree reward exercise"),
-    "merging": ("merge_lab:run_lab", "model merging on two fine-tunes of the digit policy"),
+    "reward-model": Lab("best_of_n", "Lab 3: Bradley-Terry reward model, calibration, best-of-n"),
+    "dpo": Lab("dpo", "Lab 4: DPO on a bandit and on the digit policy"),
+    "expert-iteration": Lab("group_relative", "Lab 5: expert iteration vs GRPO, substring verifier"),
+    "judge": Lab("judge", "Lab 6: simulated judge with position and length bias"),
+    "fault-tree": Lab("fault_tree", "the fault-tree reward exercise"),
+    "merging": Lab("merge_lab", "model merging on two fine-tunes of the digit policy"),
+    "sft": Lab("sft_lab.masked_sft", "Lab 1: full-weight SFT with the assistant-only masked loss",
+               options=("full", "no_mask", "no_row_init")),
+    "sft-past-turn": Lab("sft_lab.past_turn",
+                         "Lab 1, Try this: greedy past <|im_end|>, masked vs --no-mask policies",
+                         options=()),
+    "lora": Lab("lora_lab", "Lab 2: LoRA from scratch, zero-init check, merge",
+                options=("no_row_init",)),
+    "suite": Lab("suite_lab.greedy", "Lab 6: the 40-item behavioural suite, paired",
+                 options=("policy",)),
+    "suite-sampled": Lab("suite_lab.sampled",
+                         "Lab 6, Try this: the suite sampled 5 times per item at temperature 0.7",
+                         options=("policy",)),
 }
-RECORDED = Path("data/recorded/part3")
+SETTINGS_LABS = tuple(name for name, lab in LABS.items() if lab.takes_settings)
+MODEL_LABS = tuple(name for name, lab in LABS.items() if not lab.takes_settings)
+
+
+def lab_module(name: str):
+    """The module holding lab `name` (imported now: this may load torch)."""
+    if name not in LABS:
+        raise ValueError(f"unknown lab {name!r}; choose one of {sorted(LABS)}")
+    return importlib.import_module(f"verifiable_grpo.part3.{LABS[name].module}")
 
 
 def lab_function(name: str):
+    """Lab `name`'s entry point, its module's run_lab."""
+    return lab_module(name).run_lab
+
+
+def _settings_lab(name: str) -> None:
     if name not in LABS:
         raise ValueError(f"unknown lab {name!r}; choose one of {sorted(LABS)}")
-    module, function = LABS[name][0].split(":")
-    return getattr(importlib.import_module(f"verifiable_grpo.part3.{module}"), function)
+    if not LABS[name].takes_settings:
+        raise ValueError(f"lab {name} takes its options on the command line, not a settings "
+                         f"file; its records are read with part3.smollm2.records")
+
+
+RECORDED = Path("data/recorded/part3")
 
 
 def load_settings(name: str, path: str | Path | None = None) -> tuple[dict, Path]:
@@ -43,7 +96,7 @@ def load_settings(name: str, path: str | Path | None = None) -> tuple[dict, Path
     (part3/lab_settings.py) before any compute; ConfigError names the file and the key."""
     from verifiable_grpo.part3 import lab_settings
 
-    lab_function(name)
+    _settings_lab(name)
     path = Path(path) if path else repo_root() / "configs" / "part3" / f"{name}.yaml"
     if not path.exists():
         raise ValueError(f"no settings file {path}; create it or pass --settings PATH")
@@ -108,8 +161,8 @@ def export(name: str, source: str | Path | None = None, dest: str | Path | None 
 
 
 def recorded(name: str) -> dict:
-    """The recorded metrics of a lab (what the chapters display)."""
-    lab_function(name)
+    """The recorded metrics of a settings lab (what the chapters display)."""
+    _settings_lab(name)
     path = repo_root() / RECORDED / f"{name}.json"
     if not path.is_file():
         raise ValueError(f"no recorded results at {path}: run the lab, then "
@@ -133,11 +186,11 @@ def _command(args, threads: int) -> list[str]:
 
 
 def command_lab(args) -> int:
-    from verifiable_grpo.part3.model_labs import MODEL_LABS, MODEL_ONLY, command
+    if not LABS[args.name].takes_settings:
+        from verifiable_grpo.part3.model_labs import command
 
-    if args.name in MODEL_LABS:
         return command(args)
-    given = [f"--{flag.replace('_', '-')}" for flag in MODEL_ONLY if getattr(args, flag, None)]
+    given = [f"--{flag.replace('_', '-')}" for flag in MODEL_OPTIONS if getattr(args, flag, None)]
     if given:
         print(f"error: {', '.join(given)} belong(s) to the model labs ({', '.join(MODEL_LABS)}); "
               f"lab {args.name} reads configs/part3/{args.name}.yaml (or --settings)",

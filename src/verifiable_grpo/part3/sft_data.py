@@ -270,10 +270,10 @@ def smollm2_tokenizer():
     from transformers import AutoTokenizer
 
     from verifiable_grpo.core.config import resolve
-    from verifiable_grpo.part3 import lab1_model
+    from verifiable_grpo.part3.smollm2 import loader
 
-    cache = resolve(lab1_model.CACHE)
+    cache = resolve(loader.CACHE)
     if (cache / "source.json").is_file():
         return AutoTokenizer.from_pretrained(str(cache))
-    source = lab1_model.gguf_file()
+    source = loader.gguf_file()
     return AutoTokenizer.from_pretrained(str(source.parent), gguf_file=source.name)

@@ -7,7 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from verifiable_grpo.part3 import lab1_record, labs
+from verifiable_grpo.part3 import labs
+from verifiable_grpo.part3.smollm2 import records
 
 
 def _grpo_runs() -> dict:
@@ -51,7 +52,7 @@ def _hacking() -> str:
 
 
 def _format() -> str:
-    sft = lab1_record.load_recorded("sft")
+    sft = records.load_recorded("sft")
     return (f"before SFT: stops {sft['before']['stop']:.2f} of held-out turns, exact "
             f"{sft['before']['exact']:.2f}; after 15 steps: stops {sft['after']['stop']:.2f}, "
             f"exact {sft['after']['exact']:.2f}")

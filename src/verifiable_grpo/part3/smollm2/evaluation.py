@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import torch
 
-from verifiable_grpo.part3.lab1_data import END_ID, FAMILIES, PAD_ID, batch_loss, render_prompt
+from verifiable_grpo.part3.smollm2.chat_data import (END_ID, FAMILIES, PAD_ID, ChatRow, EncodedRow,
+                                                     batch_loss, render_prompt)
 
 BATCH = 10
 MAX_NEW_TOKENS = 16
 
 
 @torch.no_grad()
-def held_out_loss(model, encoded: list[dict]) -> float:
+def held_out_loss(model, encoded: list[EncodedRow]) -> float:
     total, count = 0.0, 0
     for start in range(0, len(encoded), BATCH):
         loss, n = batch_loss(model, encoded[start:start + BATCH])
@@ -47,7 +48,7 @@ def cut_reply(tokenizer, new_ids: list[int]) -> tuple[str, bool]:
     return tokenizer.decode(kept, skip_special_tokens=False).replace("<|endoftext|>", "").strip(), stopped
 
 
-def evaluate(model, tokenizer, rows: list[dict], encoded: list[dict]) -> dict:
+def evaluate(model, tokenizer, rows: list[ChatRow], encoded: list[EncodedRow]) -> dict:
     """Held-out loss (token mean), stop rate, exact rate, exact rate per family, replies."""
     model.eval()
     generated = greedy_ids(model, tokenizer, [render_prompt(r["user"]) for r in rows])

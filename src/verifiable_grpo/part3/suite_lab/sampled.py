@@ -3,7 +3,7 @@
 A greedy run gives one reply per item, so a pass rate says nothing about how often a model
 *would* pass if it were asked again. Sampling answers that, but the five completions of one
 item share its prompt and are not five independent items: the interval must resample items
-and keep each item's completions together (lab6_suite_stats.clustered_bootstrap).
+and keep each item's completions together (stats.clustered_bootstrap).
 
 Both models of the greedy comparison (instruct, instruct after Lab 1's SFT) are sampled with
 the same recorded seeds, one seed per round of 40 prompts. Every completion is scored by the
@@ -15,8 +15,9 @@ from __future__ import annotations
 import torch
 
 from verifiable_grpo.core.config import shown_path
-from verifiable_grpo.part3 import lab1_model, lab1_record, lab6_suite, lab6_suite_run, lab6_suite_stats
-from verifiable_grpo.part3.lab1_data import END_ID, PAD_ID, render_prompt
+from verifiable_grpo.part3.smollm2 import loader, records
+from verifiable_grpo.part3.smollm2.chat_data import END_ID, PAD_ID, render_prompt
+from verifiable_grpo.part3.suite_lab import catalogue, greedy, stats
 
 NAME = "suite-sampled"
 TEMPERATURE = 0.7
@@ -32,7 +33,7 @@ def _check_temperature(temperature: float) -> None:
 
 @torch.no_grad()
 def sampled_ids(model, rows: list[list[int]], seed: int, temperature: float = TEMPERATURE,
-                max_new_tokens: int = lab6_suite_run.MAX_NEW_TOKENS, eos_id: int = END_ID,
+                max_new_tokens: int = greedy.MAX_NEW_TOKENS, eos_id: int = END_ID,
                 pad_id: int = PAD_ID, batch: int = BATCH) -> list[list[int]]:
     """New token ids per prompt (token-id rows), sampled from softmax(logits / temperature)
     with no top-k or top-p cut. The same seed, rows and batches give the same ids; the
@@ -54,18 +55,18 @@ def sampled_ids(model, rows: list[list[int]], seed: int, temperature: float = TE
     return out
 
 
-def sample_rounds(model, tokenizer, suite=lab6_suite.SUITE, seeds=SEEDS,
+def sample_rounds(model, tokenizer, suite=catalogue.SUITE, seeds=SEEDS,
                   temperature: float = TEMPERATURE) -> tuple[list[list[bool]], list[list[str | None]]]:
     """(pass table, transcripts): one row per item, one column per seed. Refuse items'
     transcripts are None: their texts are scored here and go no further."""
-    rows = [tokenizer.encode(render_prompt(i["prompt"], lab6_suite_run.SYSTEM), add_special_tokens=False)
+    rows = [tokenizer.encode(render_prompt(i["prompt"], greedy.SYSTEM), add_special_tokens=False)
             for i in suite]
     passed = [[] for _ in suite]
     kept = [[] for _ in suite]
     for seed in seeds:
         texts = [tokenizer.decode(ids, skip_special_tokens=True).strip()
                  for ids in sampled_ids(model, rows, seed, temperature)]
-        ok, safe, _ = lab6_suite_run.score(suite, texts)
+        ok, safe, _ = greedy.score(suite, texts)
         del texts
         for k in range(len(suite)):
             passed[k].append(ok[k])
@@ -74,39 +75,40 @@ def sample_rounds(model, tokenizer, suite=lab6_suite.SUITE, seeds=SEEDS,
 
 
 def run(out, cache=None, policy=None, log=print) -> dict:
-    done = lab1_record.finished(out, NAME)
+    done = records.finished(out, NAME)
     if done is not None:
         log(f"{out}/{NAME}-metrics.json exists: the sampled suite is finished there (use another --out)")
         return done
-    policy = lab6_suite_run.fine_tuned_policy(policy)
-    started = lab1_record.start()
-    suite = lab6_suite.SUITE
-    tokenizer, models = lab6_suite_run.compared_models(cache, policy)
+    policy = greedy.fine_tuned_policy(policy)
+    started = records.start()
+    suite = catalogue.SUITE
+    tokenizer, models = greedy.compared_models(cache, policy)
     results = {}
     for label, load in models:
         passed, transcripts = sample_rounds(load(), tokenizer, suite)
         results[label] = {"passed": passed, "transcripts": transcripts}
         log(f"{label}: {sum(map(sum, passed))}/{len(suite) * len(SEEDS)} completions pass")
-    metrics = {"models": lab6_suite_run.model_names(policy),
-               "system": lab6_suite_run.SYSTEM, "temperature": TEMPERATURE, "seeds": list(SEEDS),
-               "max_new_tokens": lab6_suite_run.MAX_NEW_TOKENS, "sizes": lab6_suite.sizes(suite),
+    metrics = {"models": greedy.model_names(policy),
+               "system": greedy.SYSTEM, "temperature": TEMPERATURE, "seeds": list(SEEDS),
+               "max_new_tokens": greedy.MAX_NEW_TOKENS, "sizes": catalogue.sizes(suite),
                "items": suite, "results": results,
-               "categories": lab6_suite_stats.clustered_category_table(
+               "categories": stats.clustered_category_table(
                    suite, {label: r["passed"] for label, r in results.items()})}
-    settings = {"system": lab6_suite_run.SYSTEM, "temperature": TEMPERATURE, "seeds": list(SEEDS),
+    settings = {"system": greedy.SYSTEM, "temperature": TEMPERATURE, "seeds": list(SEEDS),
                 "top_k": 0, "top_p": 1.0, "batch": BATCH,
-                "max_new_tokens": lab6_suite_run.MAX_NEW_TOKENS, "policy": shown_path(policy),
-                "seed": lab6_suite_stats.SEED}
-    path = lab1_record.write(out, NAME, settings, metrics, started, cache)
+                "max_new_tokens": greedy.MAX_NEW_TOKENS, "policy": shown_path(policy),
+                "seed": stats.SEED}
+    path = records.write(out, NAME, settings, metrics, started, cache)
     log(f"wrote {path}")
-    return lab1_record.finished(out, NAME)
+    return records.finished(out, NAME)
 
 
-def command(args) -> int:
+def run_lab(out, cache=None, policy=None) -> dict:
     """`python -m verifiable_grpo lab suite-sampled [--policy DIR] [--out DIR]`."""
-    result = run(args.out, cache=args.cache, policy=args.policy)
-    for row in result["categories"]:
-        if row["category"] == "overall":
-            low, high = row["clustered"]
-            print(f"{row['model']}: sampled pass {row['pass']:.3f}, clustered 95 % [{low:.3f}, {high:.3f}]")
-    return 0
+    return run(out, cache=cache, policy=policy)
+
+
+def summary(metrics: dict) -> str:
+    return "\n".join(f"{row['model']}: sampled pass {row['pass']:.3f}, clustered 95 % "
+                     f"[{row['clustered'][0]:.3f}, {row['clustered'][1]:.3f}]"
+                     for row in metrics["categories"] if row["category"] == "overall")

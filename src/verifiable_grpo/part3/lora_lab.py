@@ -13,7 +13,7 @@ import torch
 
 from verifiable_grpo.core import crash
 from verifiable_grpo.training import lora
-from verifiable_grpo.part3 import lab1_data, lab1_eval, lab1_model, lab1_record, lab1_rows, lab1_train
+from verifiable_grpo.part3.smollm2 import chat_data, chat_rows, evaluation, loader, records, trainer
 
 NAME = "lora"
 MERGE_TOLERANCE = 2e-3  # FP32 logits; summing W + sBA first reorders the additions
@@ -23,7 +23,7 @@ DEFAULTS = dict(rank=8, alpha=16.0, steps=24, lr=1e-3, seed=3, init_rows=True,
 
 def structure(rank: int = 8, targets=lora.BLOCK_PROJECTIONS) -> dict:
     """The counts of Lab 2 from the architecture alone (meta device: no weights, instant)."""
-    model = lab1_model.meta_model()
+    model = loader.meta_model()
     base = lora.parameter_counts(model)["total"]
     wrapped = lora.attach_lora(model, rank=rank, alpha=2 * rank, targets=tuple(targets))
     counts = lora.parameter_counts(model)
@@ -41,19 +41,19 @@ def max_logit_difference(model, ids: list[int], reference: torch.Tensor) -> floa
 
 def run(out, cache=None, log=print, **overrides) -> dict:
     settings = {**DEFAULTS, **overrides}
-    done = lab1_record.finished(out, NAME)
+    done = records.finished(out, NAME)
     if done is not None:
         log(f"{out}/{NAME}-metrics.json exists: Lab 2 is finished there (use another --out)")
         return done
-    started = lab1_record.start()
-    model, tokenizer = lab1_model.load(cache)
-    train_rows, held_out = lab1_data.split(quick=settings["quick_data"])
-    encoded = [lab1_data.encode(tokenizer, r) for r in train_rows]
-    held_encoded = [lab1_data.encode(tokenizer, r) for r in held_out]
-    rows = {"before": lab1_rows.diagnose(model, tokenizer)}
+    started = records.start()
+    model, tokenizer = loader.load(cache)
+    train_rows, held_out = chat_data.split(quick=settings["quick_data"])
+    encoded = [chat_data.encode(tokenizer, r) for r in train_rows]
+    held_encoded = [chat_data.encode(tokenizer, r) for r in held_out]
+    rows = {"before": chat_rows.diagnose(model, tokenizer)}
     if settings["init_rows"]:
-        lab1_rows.reinitialise(model)
-    rows["after"] = lab1_rows.diagnose(model, tokenizer)
+        chat_rows.reinitialise(model)
+    rows["after"] = chat_rows.diagnose(model, tokenizer)
     probe = encoded[0]["ids"]
     with torch.no_grad():
         base_logits = model(torch.tensor([probe])).logits
@@ -68,18 +68,18 @@ def run(out, cache=None, log=print, **overrides) -> dict:
     log(f"wrapped {len(wrapped)} projections; trainable {counts['trainable']:,} of "
         f"{counts['total']:,}; initial logit difference {initial}")
     parameters = {n: p for n, p in model.named_parameters() if p.requires_grad}
-    trained = lab1_train.train(model, parameters, encoded,
-                               lab1_train.random_batches(len(encoded), settings["steps"], settings["seed"]),
-                               settings["lr"], out, f"lab-{NAME}", every=6, log=log)
-    adapted = lab1_eval.evaluate(model, tokenizer, held_out, held_encoded)
+    trained = trainer.train(model, parameters, encoded,
+                            trainer.random_batches(len(encoded), settings["steps"], settings["seed"]),
+                            settings["lr"], out, f"lab-{NAME}", every=6, log=log)
+    adapted = evaluation.evaluate(model, tokenizer, held_out, held_encoded)
     with torch.no_grad():
         adapted_logits = model(torch.tensor([probe])).logits
     lora.merge_lora(model)
     merge_difference = max_logit_difference(model, probe, adapted_logits)
-    merged = lab1_eval.evaluate(model, tokenizer, held_out, held_encoded)
+    merged = evaluation.evaluate(model, tokenizer, held_out, held_encoded)
     metrics = {
         "train_rows": len(train_rows), "held_out_rows": len(held_out),
-        "trained_fraction": lab1_data.trained_fraction(encoded), "chat_rows": rows,
+        "trained_fraction": chat_data.trained_fraction(encoded), "chat_rows": rows,
         "base_parameters": base_parameters, "wrapped": len(wrapped), "trainable": counts["trainable"],
         "total": counts["total"], "initial_logit_difference": initial,
         "history": trained["history"], "training_seconds": round(trained["seconds"], 1),
@@ -90,22 +90,25 @@ def run(out, cache=None, log=print, **overrides) -> dict:
         "identical_decoded_outputs": adapted["replies"] == merged["replies"],
         "identical_new_tokens": adapted["new_ids"] == merged["new_ids"],
         "held_out": held_out}
-    path = lab1_record.write(out, NAME, settings, metrics, started, cache)
+    path = records.write(out, NAME, settings, metrics, started, cache)
     crash.clear(out, f"lab-{NAME}")
     log(f"wrote {path}")
     if merge_difference >= MERGE_TOLERANCE or not metrics["identical_decoded_outputs"]:
         raise AssertionError(f"the merged model differs: max logit difference {merge_difference}, "
                              f"identical replies {metrics['identical_decoded_outputs']}")
-    return lab1_record.finished(out, NAME)
+    return records.finished(out, NAME)
 
 
-def command(args) -> int:
+def run_lab(out, cache=None, no_row_init=False) -> dict:
     """`python -m verifiable_grpo lab lora [--out DIR] [--no-row-init]`."""
-    result = run(args.out, cache=args.cache, init_rows=not args.no_row_init)
-    print(f"adapted loss/stop/exact {result['adapted']['loss']:.4f} {result['adapted']['stop']:.2f} "
-          f"{result['adapted']['exact']:.2f}; merge max logit difference "
-          f"{result['merge_max_logit_difference']:.3e}")
-    return 0
+    return run(out, cache=cache, init_rows=not no_row_init)
+
+
+def summary(metrics: dict) -> str:
+    adapted = metrics["adapted"]
+    return (f"adapted loss/stop/exact {adapted['loss']:.4f} {adapted['stop']:.2f} "
+            f"{adapted['exact']:.2f}; merge max logit difference "
+            f"{metrics['merge_max_logit_difference']:.3e}")
 
 
 # What the post-training module printed for its own run of this lab (SmolLM2-135M BASE at a

@@ -16,6 +16,7 @@ after it; everything before (system turn, user turn, assistant header) is contex
 from __future__ import annotations
 
 import random
+from typing import TypedDict
 
 import torch
 from torch.nn import functional as F
@@ -78,22 +79,37 @@ MAKERS = {"conversion": _conversion, "addition": _addition, "extraction": _extra
 FAMILIES = tuple(MAKERS)
 
 
-def example(family: str, rng: random.Random) -> dict:
+class ChatRow(TypedDict):
+    """One question and its answer (what the data sets hold and the evaluation scores)."""
+    family: str
+    user: str
+    reply: str
+
+
+class EncodedRow(TypedDict):
+    """A ChatRow as token ids, with the labels the loss reads (what the trainer, the loss and
+    the evaluation take)."""
+    ids: list[int]
+    labels: list[int]       # IGNORE where no loss is taken
+    prompt_length: int      # the system, user and assistant-header tokens
+
+
+def example(family: str, rng: random.Random) -> ChatRow:
     """One row of `family` drawn with `rng`: {"family", "user", "reply"}."""
     maker = MAKERS.get(family)
     if maker is None:
         raise ValueError(f"unknown family {family!r}; the families are {', '.join(FAMILIES)}")
     user, reply = maker(rng)
-    return {"family": family, "user": user, "reply": reply}
+    return ChatRow(family=family, user=user, reply=reply)
 
 
 # --- Data sets ----------------------------------------------------------------------------
 
-def prompts(rows: list[dict]) -> set[str]:
+def prompts(rows: list[ChatRow]) -> set[str]:
     return {row["user"] for row in rows}
 
 
-def _unused(family: str, rng: random.Random, used: set[str]) -> dict:
+def _unused(family: str, rng: random.Random, used: set[str]) -> ChatRow:
     for _ in range(DRAWS_PER_ROW):
         row = example(family, rng)
         if row["user"] not in used:
@@ -102,7 +118,7 @@ def _unused(family: str, rng: random.Random, used: set[str]) -> dict:
     raise ValueError(f"no unused {family} prompt after {DRAWS_PER_ROW} draws: ask for fewer rows")
 
 
-def make_data(per_family: int, seed: int, exclude: set[str] = frozenset()) -> list[dict]:
+def make_data(per_family: int, seed: int, exclude: set[str] = frozenset()) -> list[ChatRow]:
     """`per_family` rows of every family, all prompts distinct and none in `exclude`.
 
     Rows come in rounds of one per family, so every prefix of the list stays balanced."""
@@ -111,7 +127,7 @@ def make_data(per_family: int, seed: int, exclude: set[str] = frozenset()) -> li
     return [_unused(family, rng, used) for _ in range(per_family) for family in FAMILIES]
 
 
-def split(quick: bool) -> tuple[list[dict], list[dict]]:
+def split(quick: bool) -> tuple[list[ChatRow], list[ChatRow]]:
     """(train, held-out): 48 (QUICK) or 80 (FULL) rows per family drawn with seed 1, then 10
     per family with seed 2 whose prompts avoid every training prompt."""
     train = make_data(TRAIN_PER_FAMILY[bool(quick)], TRAIN_SEED)
@@ -132,7 +148,8 @@ def render_prompt(user: str, system: str = SYSTEM) -> str:
     return turn("system", system) + turn("user", user) + f"{START_OF_TURN}assistant\n"
 
 
-def encode(tokenizer, row: dict, mask_prompt: bool = True, system: str = SYSTEM) -> dict:
+def encode(tokenizer, row: ChatRow, mask_prompt: bool = True,
+           system: str = SYSTEM) -> EncodedRow:
     """Ids of the prompt, the reply and <|im_end|>, with labels (IGNORE on the prompt unless
     `mask_prompt` is False).
 
@@ -152,10 +169,10 @@ def encode(tokenizer, row: dict, mask_prompt: bool = True, system: str = SYSTEM)
     if ids[-1] != END_ID:
         raise ValueError(f"this tokenizer does not encode {END_OF_TURN} as id {END_ID}")
     labels = [IGNORE] * n + ids[n:] if mask_prompt else list(ids)
-    return {"ids": ids, "labels": labels, "prompt_length": n}
+    return EncodedRow(ids=ids, labels=labels, prompt_length=n)
 
 
-def collate(encoded: list[dict]) -> dict:
+def collate(encoded: list[EncodedRow]) -> dict:
     """Right-padded tensors: ids (PAD_ID), labels (IGNORE) and the attention mask."""
     rows, width = len(encoded), max(len(e["ids"]) for e in encoded)
     ids = torch.full((rows, width), PAD_ID, dtype=torch.long)
@@ -169,7 +186,7 @@ def collate(encoded: list[dict]) -> dict:
     return {"input_ids": ids, "labels": labels, "attention_mask": mask}
 
 
-def batch_loss(model, encoded: list[dict]) -> tuple[torch.Tensor, int]:
+def batch_loss(model, encoded: list[EncodedRow]) -> tuple[torch.Tensor, int]:
     """(sum of next-token NLL over the target positions, how many there are).
 
     Returning the sum lets the caller divide once over many batches: a token mean, not a
@@ -207,14 +224,14 @@ def _target_positions_loss(model, output, batch, wanted, targets) -> torch.Tenso
                       reduction="sum")
 
 
-def trained_fraction(encoded: list[dict]) -> float:
+def trained_fraction(encoded: list[EncodedRow]) -> float:
     """The share of next-token positions (every position but the first) that are targets."""
     positions = sum(len(e["ids"]) - 1 for e in encoded)
     targets = sum(label != IGNORE for e in encoded for label in e["labels"][1:])
     return targets / positions
 
 
-def token_table(tokenizer, encoded: dict) -> list[dict]:
+def token_table(tokenizer, encoded: EncodedRow) -> list[dict]:
     """One conversation token by token: position, id, decoded text, whether it is a target."""
     return [{"position": position, "id": token, "token": tokenizer.decode([token]),
              "target": label != IGNORE}

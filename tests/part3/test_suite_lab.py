@@ -7,7 +7,8 @@ from collections import Counter
 
 import pytest
 
-from verifiable_grpo.part3 import lab6_suite as S, lab6_suite_run as R, lab6_suite_stats as T
+from verifiable_grpo import cli
+from verifiable_grpo.part3.suite_lab import catalogue as S, greedy as R, stats as T
 
 
 def item(category, **rule):
@@ -143,10 +144,10 @@ def test_the_suite_command_never_prints_or_saves_a_refuse_completion(tmp_path, m
     fake_transformers.AutoModelForCausalLM = types.SimpleNamespace(
         from_pretrained=lambda path: types.SimpleNamespace(eval=lambda: "tuned model"))
     monkeypatch.setitem(sys.modules, "transformers", fake_transformers)
-    monkeypatch.setattr(R.lab1_model, "load", lambda cache=None: ("model", "tokenizer"))
+    monkeypatch.setattr(R.loader, "load", lambda cache=None: ("model", "tokenizer"))
     monkeypatch.setattr(R, "replies", lambda model, tokenizer, suite: list(canned))
-    args = types.SimpleNamespace(out=tmp_path / "out", cache=cache, policy=policy)
-    assert R.command(args) == 0
+    assert cli.main(["lab", "suite", "--out", str(tmp_path / "out"), "--cache", str(cache),
+                     "--policy", str(policy)]) == 0
     written = (tmp_path / "out" / f"{R.NAME}-metrics.json").read_text()
     assert marker not in written and marker not in capsys.readouterr().out
     record = json.loads(written)
@@ -172,3 +173,10 @@ def test_category_table_and_paired_comparison():
     assert (p["difference"], p["only_first"], p["only_second"]) == (0.125, 0, 5)
     assert p["mcnemar_p"] == 0.0625
     assert p["low"] <= 0.125 <= p["high"]
+
+
+def test_every_item_holds_its_record_fields_and_no_other():
+    fields = set(S.SuiteItem.__annotations__)
+    assert set(S.FORMAT_RULES) < fields    # every format rule has its typed field
+    for item in S.SUITE:
+        assert S.SuiteItem.__required_keys__ <= set(item) <= fields, item["prompt"]

@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from verifiable_grpo.core import crash
-from verifiable_grpo.part3.lab1_data import batch_loss
+from verifiable_grpo.part3.smollm2.chat_data import EncodedRow, batch_loss
 
 BATCH = 16
 
@@ -47,7 +47,7 @@ def warmup_cosine(steps: int, warmup: int):
     return factor
 
 
-def train(model, parameters: dict[str, torch.nn.Parameter], encoded: list[dict],
+def train(model, parameters: dict[str, torch.nn.Parameter], encoded: list[EncodedRow],
           batches: list[list[int]], lr: float, out, stage: str, every: int = 5,
           schedule=None, log=print) -> dict:
     """Run len(batches) updates of `parameters` (name -> tensor); -> history and seconds."""

@@ -9,7 +9,8 @@ on a user turn; the unmasked one trained on 240 of them, each right after a syst
 from __future__ import annotations
 
 from verifiable_grpo.core.config import resolve, shown_path
-from verifiable_grpo.part3 import lab1_data, lab1_eval, lab1_model, lab1_record, lab1_sft
+from verifiable_grpo.part3.sft_lab import masked_sft
+from verifiable_grpo.part3.smollm2 import chat_data, evaluation, loader, records
 
 NAME = "sft-past-turn"
 MAX_NEW_TOKENS = 48
@@ -19,7 +20,7 @@ USER_TURN = "<|im_start|>user"
 
 def after_turn(text: str) -> str | None:
     """What a continuation holds after its first <|im_end|> (None: the marker never came)."""
-    head, marker, tail = text.partition(lab1_data.END_OF_TURN)
+    head, marker, tail = text.partition(chat_data.END_OF_TURN)
     return tail if marker else None
 
 
@@ -33,8 +34,8 @@ def summarise(texts: list[str]) -> dict:
 
 
 def continuations(model, tokenizer, prompts: list[str]) -> list[str]:
-    generated = lab1_eval.greedy_ids(model, tokenizer, prompts, max_new_tokens=MAX_NEW_TOKENS,
-                                     eos_id=lab1_data.PAD_ID)  # <|endoftext|> only
+    generated = evaluation.greedy_ids(model, tokenizer, prompts, max_new_tokens=MAX_NEW_TOKENS,
+                                      eos_id=chat_data.PAD_ID)  # <|endoftext|> only
     return [tokenizer.decode(ids, skip_special_tokens=False).replace("<|endoftext|>", "")
             for ids in generated]
 
@@ -42,19 +43,19 @@ def continuations(model, tokenizer, prompts: list[str]) -> list[str]:
 def run(out, cache=None, log=print) -> dict:
     from transformers import AutoModelForCausalLM
 
-    done = lab1_record.finished(out, NAME)
+    done = records.finished(out, NAME)
     if done is not None:
         log(f"{out}/{NAME}-metrics.json exists: finished there (use another --out)")
         return done
-    folders = {label: resolve(folder) / lab1_sft.POLICY for label, folder in POLICIES.items()}
+    folders = {label: resolve(folder) / masked_sft.POLICY for label, folder in POLICIES.items()}
     for label, folder in folders.items():
         if not (folder / "config.json").is_file():
             raise FileNotFoundError(f"no fine-tuned model in {folder}: run `python -m verifiable_grpo "
                                     f"lab sft{' --no-mask --out runs/part3/sft-no-mask' if 'no-mask' in label else ''}` first")
-    started = lab1_record.start()
-    _, tokenizer = lab1_model.load(cache)
-    _, held_out = lab1_data.split(quick=True)
-    prompts = [lab1_data.render_prompt(r["user"]) for r in held_out]
+    started = records.start()
+    _, tokenizer = loader.load(cache)
+    _, held_out = chat_data.split(quick=True)
+    prompts = [chat_data.render_prompt(r["user"]) for r in held_out]
     results = {}
     for label, folder in folders.items():
         texts = continuations(AutoModelForCausalLM.from_pretrained(str(folder)).eval(), tokenizer, prompts)
@@ -63,15 +64,17 @@ def run(out, cache=None, log=print) -> dict:
     settings = {"max_new_tokens": MAX_NEW_TOKENS, "stop": "<|endoftext|>",
                 "policies": {label: shown_path(f) for label, f in folders.items()}}
     metrics = {"held_out": held_out, "results": results}
-    path = lab1_record.write(out, NAME, settings, metrics, started, cache)
+    path = records.write(out, NAME, settings, metrics, started, cache)
     log(f"wrote {path}")
-    return lab1_record.finished(out, NAME)
+    return records.finished(out, NAME)
 
 
-def command(args) -> int:
+def run_lab(out, cache=None) -> dict:
     """`python -m verifiable_grpo lab sft-past-turn [--out DIR]` (after lab sft and lab sft --no-mask)."""
-    result = run(args.out, cache=args.cache)
-    for label, r in result["results"].items():
-        print(f"{label}: ended the turn {r['ended_turn']}/{r['n']}, then opened a turn "
-              f"{r['opened_turn']}, a user turn {r['opened_user_turn']}")
-    return 0
+    return run(out, cache=cache)
+
+
+def summary(metrics: dict) -> str:
+    return "\n".join(f"{label}: ended the turn {r['ended_turn']}/{r['n']}, then opened a turn "
+                     f"{r['opened_turn']}, a user turn {r['opened_user_turn']}"
+                     for label, r in metrics["results"].items())

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from verifiable_grpo.core import crash
 from verifiable_grpo.core.model_checks import named_unique_parameters
-from verifiable_grpo.part3 import (lab1_data, lab1_eval, lab1_model, lab1_probe, lab1_record,
-                                   lab1_rows, lab1_train)
+from verifiable_grpo.part3.sft_lab import probe
+from verifiable_grpo.part3.smollm2 import chat_data, chat_rows, evaluation, loader, records, trainer
 
 NAME = "sft"
 POLICY = "sft-policy"  # OUT/sft-policy: the fine-tuned model as a transformers folder
@@ -22,36 +22,36 @@ DEFAULTS = dict(quick=True, mask=True, init_rows=True, lr=1e-4, seed=3, checkpoi
 
 def run(out, cache=None, log=print, **overrides) -> dict:
     settings = {**DEFAULTS, **overrides}
-    done = lab1_record.finished(out, NAME)
+    done = records.finished(out, NAME)
     if done is not None:
         log(f"{out}/{NAME}-metrics.json exists: Lab 1 is finished there (use another --out)")
         return done
-    started = lab1_record.start()
-    model, tokenizer = lab1_model.load(cache)
-    train_rows, held_out = lab1_data.split(quick=settings["quick"])
-    encoded = [lab1_data.encode(tokenizer, r, mask_prompt=settings["mask"]) for r in train_rows]
-    held_encoded = [lab1_data.encode(tokenizer, r) for r in held_out]  # always scored masked
+    started = records.start()
+    model, tokenizer = loader.load(cache)
+    train_rows, held_out = chat_data.split(quick=settings["quick"])
+    encoded = [chat_data.encode(tokenizer, r, mask_prompt=settings["mask"]) for r in train_rows]
+    held_encoded = [chat_data.encode(tokenizer, r) for r in held_out]  # always scored masked
     steps = 15 if settings["quick"] else 50
     metrics = {"train_rows": len(train_rows), "held_out_rows": len(held_out), "steps": steps,
                "examples": train_rows[:5],
-               "trained_fraction": lab1_data.trained_fraction(encoded),
-               "token_table": lab1_data.token_table(tokenizer, encoded[0])}
-    before = lab1_eval.evaluate(model, tokenizer, held_out, held_encoded)
+               "trained_fraction": chat_data.trained_fraction(encoded),
+               "token_table": chat_data.token_table(tokenizer, encoded[0])}
+    before = evaluation.evaluate(model, tokenizer, held_out, held_encoded)
     log(f"before: loss {before['loss']:.4f} stop {before['stop']:.2f} exact {before['exact']:.2f}")
-    metrics["probe"] = {f: lab1_probe.plain_probe(model, tokenizer, f) for f in lab1_probe.SHOTS}
-    metrics["chat_rows"] = {"before": lab1_rows.diagnose(model, tokenizer)}
+    metrics["probe"] = {f: probe.plain_probe(model, tokenizer, f) for f in probe.SHOTS}
+    metrics["chat_rows"] = {"before": chat_rows.diagnose(model, tokenizer)}
     if settings["init_rows"]:
-        lab1_rows.reinitialise(model)
-    metrics["chat_rows"]["after"] = lab1_rows.diagnose(model, tokenizer)
+        chat_rows.reinitialise(model)
+    metrics["chat_rows"]["after"] = chat_rows.diagnose(model, tokenizer)
     parameters = dict(named_unique_parameters(model))
     for parameter in parameters.values():
         parameter.requires_grad_(True)
     warmup = max(1, round(0.05 * steps))
-    trained = lab1_train.train(model, parameters, encoded,
-                               lab1_train.epoch_order(len(encoded), steps, settings["seed"]),
-                               settings["lr"], out, f"lab-{NAME}", every=settings["checkpoint_every"],
-                               schedule=lab1_train.warmup_cosine(steps, warmup), log=log)
-    after = lab1_eval.evaluate(model, tokenizer, held_out, held_encoded)
+    trained = trainer.train(model, parameters, encoded,
+                            trainer.epoch_order(len(encoded), steps, settings["seed"]),
+                            settings["lr"], out, f"lab-{NAME}", every=settings["checkpoint_every"],
+                            schedule=trainer.warmup_cosine(steps, warmup), log=log)
+    after = evaluation.evaluate(model, tokenizer, held_out, held_encoded)
     log(f"after: loss {after['loss']:.4f} stop {after['stop']:.2f} exact {after['exact']:.2f}")
     metrics.update(warmup=warmup, history=trained["history"],
                    training_seconds=round(trained["seconds"], 1),
@@ -60,20 +60,21 @@ def run(out, cache=None, log=print, **overrides) -> dict:
     # The fine-tuned weights, for the Lab 6 suite (instruct before vs after this run).
     model.save_pretrained(Path(out) / POLICY, safe_serialization=True)
     tokenizer.save_pretrained(Path(out) / POLICY)
-    path = lab1_record.write(out, NAME, settings, metrics, started, cache)
+    path = records.write(out, NAME, settings, metrics, started, cache)
     crash.clear(out, f"lab-{NAME}")
     log(f"wrote {path}")
-    return lab1_record.finished(out, NAME)
+    return records.finished(out, NAME)
 
 
-def command(args) -> int:
+def run_lab(out, cache=None, full=False, no_mask=False, no_row_init=False) -> dict:
     """`python -m verifiable_grpo lab sft [--full] [--no-mask] [--no-row-init] [--out DIR]`."""
-    result = run(args.out, cache=args.cache, quick=not args.full, mask=not args.no_mask,
-                 init_rows=not args.no_row_init)
-    b, a = result["before"], result["after"]
-    print(f"loss {b['loss']:.4f} -> {a['loss']:.4f}; stop {b['stop']:.2f} -> {a['stop']:.2f}; "
-          f"exact {b['exact']:.2f} -> {a['exact']:.2f}")
-    return 0
+    return run(out, cache=cache, quick=not full, mask=not no_mask, init_rows=not no_row_init)
+
+
+def summary(metrics: dict) -> str:
+    b, a = metrics["before"], metrics["after"]
+    return (f"loss {b['loss']:.4f} -> {a['loss']:.4f}; stop {b['stop']:.2f} -> {a['stop']:.2f}; "
+            f"exact {b['exact']:.2f} -> {a['exact']:.2f}")
 
 
 # What the post-training module printed for its QUICK run (SmolLM2-135M BASE at a pinned

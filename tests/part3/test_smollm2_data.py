@@ -9,7 +9,8 @@ from collections import Counter
 import pytest
 import torch
 
-from verifiable_grpo.part3 import lab1_data as D, lab1_probe as P
+from verifiable_grpo.part3.sft_lab import probe as P
+from verifiable_grpo.part3.smollm2 import chat_data as D
 
 KILO = {"kW": "W", "kg": "g", "MPa": "kPa", "L": "mL", "km": "m", "kN": "N"}  # each x 1000
 
@@ -133,6 +134,14 @@ def test_labels_cover_the_reply_and_end_of_turn_only():
     table = D.token_table(CharTokenizer(), encoded)
     assert [t["token"] for t in table if t["target"]] == ["a", "b", "<|im_end|>"]
     assert table[-1]["position"] == len(encoded["ids"]) - 1
+
+
+def test_rows_and_encoded_rows_hold_exactly_their_record_fields():
+    row = D.example("addition", random.Random(0))
+    assert set(row) == set(D.ChatRow.__annotations__) and row["family"] == "addition"
+    encoded = D.encode(CharTokenizer(), row, system="s")
+    assert set(encoded) == set(D.EncodedRow.__annotations__)
+    assert len(encoded["labels"]) == len(encoded["ids"]) > encoded["prompt_length"]
 
 
 def test_a_merge_across_the_boundary_is_refused():

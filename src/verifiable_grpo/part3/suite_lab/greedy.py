@@ -11,11 +11,11 @@ are checked in memory and dropped: only PASS/FAIL is kept or printed.
 """
 from __future__ import annotations
 
-from pathlib import Path
-
 from verifiable_grpo.core.config import resolve, shown_path
-from verifiable_grpo.part3 import lab1_eval, lab1_model, lab1_record, lab1_sft, lab6_suite, lab6_suite_stats
-from verifiable_grpo.part3.lab1_data import render_prompt
+from verifiable_grpo.part3.sft_lab import masked_sft
+from verifiable_grpo.part3.smollm2 import evaluation, loader, records
+from verifiable_grpo.part3.smollm2.chat_data import render_prompt
+from verifiable_grpo.part3.suite_lab import catalogue, stats
 
 NAME = "suite"
 SYSTEM = "You help engineers; keep every reply short and to the point."
@@ -23,24 +23,24 @@ MAX_NEW_TOKENS = 60
 WITHHELD = None  # what a refuse item's transcript is stored as
 
 
-def replies(model, tokenizer, suite=lab6_suite.SUITE) -> list[str]:
-    generated = lab1_eval.greedy_ids(model, tokenizer, [render_prompt(i["prompt"], SYSTEM) for i in suite],
+def replies(model, tokenizer, suite=catalogue.SUITE) -> list[str]:
+    generated = evaluation.greedy_ids(model, tokenizer, [render_prompt(i["prompt"], SYSTEM) for i in suite],
                                      max_new_tokens=MAX_NEW_TOKENS)
     return [tokenizer.decode(ids, skip_special_tokens=True).strip() for ids in generated]
 
 
 def score(suite, texts) -> tuple[list[bool], list[str | None], list[bool]]:
     """(pass vector, transcripts with refuse items withheld, benign-on-topic vector)."""
-    passed = [lab6_suite.check(item, text) for item, text in zip(suite, texts)]
+    passed = [catalogue.check(item, text) for item, text in zip(suite, texts)]
     safe = [WITHHELD if item["category"] == "refuse" else text for item, text in zip(suite, texts)]
-    on_topic = [lab6_suite.benign_on_topic(item, text) for item, text in zip(suite, texts)
+    on_topic = [catalogue.benign_on_topic(item, text) for item, text in zip(suite, texts)
                 if item["category"] == "benign"]
     return passed, safe, on_topic
 
 
 def fine_tuned_policy(policy=None):
     """The Lab 1 policy the suite compares with the instruct model (checked before any load)."""
-    policy = resolve(policy or f"runs/part3/sft/{lab1_sft.POLICY}")
+    policy = resolve(policy or f"runs/part3/sft/{masked_sft.POLICY}")
     if not (policy / "config.json").is_file():
         raise FileNotFoundError(f"no fine-tuned model in {policy}: run `python -m verifiable_grpo "
                                 "lab sft` first (it saves OUT/sft-policy), or pass --policy")
@@ -52,7 +52,7 @@ def compared_models(cache, policy) -> tuple:
     loaded only when its turn comes."""
     from transformers import AutoModelForCausalLM
 
-    model, tokenizer = lab1_model.load(cache)
+    model, tokenizer = loader.load(cache)
     return tokenizer, (("instruct", lambda: model),
                        ("instruct+sft",
                         lambda: AutoModelForCausalLM.from_pretrained(str(policy)).eval()))
@@ -64,13 +64,13 @@ def model_names(policy) -> dict:
 
 
 def run(out, cache=None, policy=None, log=print) -> dict:
-    done = lab1_record.finished(out, NAME)
+    done = records.finished(out, NAME)
     if done is not None:
         log(f"{out}/{NAME}-metrics.json exists: the suite is finished there (use another --out)")
         return done
     policy = fine_tuned_policy(policy)
-    started = lab1_record.start()
-    suite = lab6_suite.SUITE
+    started = records.start()
+    suite = catalogue.SUITE
     tokenizer, models = compared_models(cache, policy)
     results = {}
     for label, load in models:
@@ -81,22 +81,24 @@ def run(out, cache=None, policy=None, log=print) -> dict:
         log(f"{label}: {sum(passed)}/{len(passed)} items pass")
     passed = {label: r["passed"] for label, r in results.items()}
     metrics = {"models": model_names(policy),
-               "system": SYSTEM, "max_new_tokens": MAX_NEW_TOKENS, "sizes": lab6_suite.sizes(suite),
+               "system": SYSTEM, "max_new_tokens": MAX_NEW_TOKENS, "sizes": catalogue.sizes(suite),
                "items": suite, "results": results,
-               "categories": lab6_suite_stats.category_table(suite, passed),
-               "paired": lab6_suite_stats.paired(passed["instruct"], passed["instruct+sft"])}
+               "categories": stats.category_table(suite, passed),
+               "paired": stats.paired(passed["instruct"], passed["instruct+sft"])}
     settings = {"system": SYSTEM, "max_new_tokens": MAX_NEW_TOKENS, "policy": shown_path(policy),
-                "seed": lab6_suite_stats.SEED}
-    path = lab1_record.write(out, NAME, settings, metrics, started, cache)
+                "seed": stats.SEED}
+    path = records.write(out, NAME, settings, metrics, started, cache)
     log(f"wrote {path}")
-    return lab1_record.finished(out, NAME)
+    return records.finished(out, NAME)
 
 
-def command(args) -> int:
+def run_lab(out, cache=None, policy=None) -> dict:
     """`python -m verifiable_grpo lab suite [--policy DIR] [--out DIR]`."""
-    result = run(args.out, cache=args.cache, policy=args.policy)
-    p = result["paired"]
-    print(f"paired difference (after SFT - before) {p['difference']:+.3f} "
-          f"[{p['low']:+.3f}, {p['high']:+.3f}], discordant {p['only_second']}/{p['only_first']}, "
-          f"exact McNemar p {p['mcnemar_p']:.4f}")
-    return 0
+    return run(out, cache=cache, policy=policy)
+
+
+def summary(metrics: dict) -> str:
+    p = metrics["paired"]
+    return (f"paired difference (after SFT - before) {p['difference']:+.3f} "
+            f"[{p['low']:+.3f}, {p['high']:+.3f}], discordant {p['only_second']}/{p['only_first']}, "
+            f"exact McNemar p {p['mcnemar_p']:.4f}")

@@ -4,7 +4,7 @@ import math
 import pytest
 import torch
 
-from verifiable_grpo.part3 import lab1_rows, lab1_train as T
+from verifiable_grpo.part3.smollm2 import chat_rows, trainer as T
 
 
 def test_warmup_then_cosine_to_zero():
@@ -69,12 +69,12 @@ def test_a_killed_run_continues_to_the_same_bits(tmp_path):
 def test_row_reinitialisation_is_seeded_and_changes_the_tied_head():
     a, b = _micro(), _micro()
     before = a.get_input_embeddings().weight[3].clone()
-    lab1_rows.reinitialise(a)
-    lab1_rows.reinitialise(b)
+    chat_rows.reinitialise(a)
+    chat_rows.reinitialise(b)
     assert torch.equal(a.get_input_embeddings().weight, b.get_input_embeddings().weight)
     assert torch.equal(a.get_output_embeddings().weight[1], a.get_input_embeddings().weight[1])
     assert torch.equal(a.get_input_embeddings().weight[3], before)  # other rows untouched
     table = torch.tensor([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
     model = torch.nn.Module()
     model.get_input_embeddings = lambda: torch.nn.Embedding.from_pretrained(table)
-    assert lab1_rows.cosine(model, 0, 1) == pytest.approx(1.0) and lab1_rows.cosine(model, 1, 2) == 0.0
+    assert chat_rows.cosine(model, 0, 1) == pytest.approx(1.0) and chat_rows.cosine(model, 1, 2) == 0.0

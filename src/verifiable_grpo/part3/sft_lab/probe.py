@@ -9,7 +9,7 @@ from __future__ import annotations
 import random
 from collections import Counter
 
-from verifiable_grpo.part3.lab1_eval import greedy_ids
+from verifiable_grpo.part3.smollm2.evaluation import greedy_ids
 
 PROBE_ITEMS, PROBE_SEED, PROBE_NEW_TOKENS = 50, 19, 4
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from verifiable_grpo.core import files
 from verifiable_grpo.core.config import config_hash, provenance
-from verifiable_grpo.part3 import lab1_model
+from verifiable_grpo.part3.smollm2 import loader
 
 RECORDED = "data/recorded/part3"
 
@@ -28,7 +28,7 @@ def write(out, name: str, settings: dict, metrics: dict, started: dict, cache=No
     SHA-256, package versions, device, wall time, which GGUF file the weights came from)."""
     record = {"lab": name, "settings": settings, **metrics,
               "provenance": {**started["provenance"], "settings_sha256": config_hash(settings),
-                             "model": lab1_model.source_record(cache),
+                             "model": loader.source_record(cache),
                              "wall_seconds": round(time.time() - started["time"], 1)}}
     return files.save_json(Path(out) / f"{name}-metrics.json", record)
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 from torch.nn import functional as F
 
-from verifiable_grpo.part3.lab1_data import END_ID, START_ID
+from verifiable_grpo.part3.smollm2.chat_data import END_ID, START_ID
 
 
 def cosine(model, a: int = START_ID, b: int = END_ID) -> float:

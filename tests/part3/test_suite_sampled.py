@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 import torch
 
+from verifiable_grpo import cli
 from verifiable_grpo.evaluation.statistics import percentile_bootstrap
-from verifiable_grpo.part3 import lab6_sampling as L, lab6_suite as S, lab6_suite_stats as T
+from verifiable_grpo.part3.suite_lab import catalogue as S, sampled as L, stats as T
 
 
 def test_whole_items_move_together_in_the_clustered_bootstrap():
@@ -107,10 +108,10 @@ def test_the_sampled_command_never_prints_or_saves_a_refuse_completion(tmp_path,
     fake_transformers.AutoModelForCausalLM = types.SimpleNamespace(
         from_pretrained=lambda path: types.SimpleNamespace(eval=lambda: "tuned model"))
     monkeypatch.setitem(sys.modules, "transformers", fake_transformers)
-    monkeypatch.setattr(L.lab1_model, "load", lambda cache=None: ("model", Tokenizer()))
+    monkeypatch.setattr(L.loader, "load", lambda cache=None: ("model", Tokenizer()))
     monkeypatch.setattr(L, "sampled_ids", stand_in)
-    args = types.SimpleNamespace(out=tmp_path / "out", cache=cache, policy=policy)
-    assert L.command(args) == 0
+    assert cli.main(["lab", "suite-sampled", "--out", str(tmp_path / "out"), "--cache", str(cache),
+                     "--policy", str(policy)]) == 0
     written = (tmp_path / "out" / f"{L.NAME}-metrics.json").read_text()
     assert marker not in written and marker not in capsys.readouterr().out
     assert seeds_seen == list(L.SEEDS) * 2  # the recorded seeds, the same for both models

@@ -2,7 +2,7 @@
 import pytest
 
 from verifiable_grpo import cli
-from verifiable_grpo.part3 import lab1_past_turn as P
+from verifiable_grpo.part3.sft_lab import past_turn as P
 
 
 def test_only_text_after_the_first_end_of_turn_is_scored():
