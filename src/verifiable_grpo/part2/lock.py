@@ -104,7 +104,8 @@ def _arm_entry(name: str) -> dict:
 
 def build_lock(profile: str = "tiny", budget: dict | None = None,
                evaluation: dict | None = None, seeds=SEEDS, arms=ARMS,
-               warm_start: str = WARM_START, locked_at: str = LOCKED_AT) -> dict:
+               warm_start: str = WARM_START, locked_at: str = LOCKED_AT,
+               notes=tuple(NOTES)) -> dict:
     """The lock as the code and the base profile define it today (a pure function)."""
     unknown = [a for a in arms if a not in objectives.OBJECTIVES]
     if unknown:
@@ -159,7 +160,7 @@ def build_lock(profile: str = "tiny", budget: dict | None = None,
             "exclusions": "none: a run that fails (e.g. dynamic sampling exhausts its cap) is "
                           "reported as failed, never rerun with another seed; a regime with a "
                           "failed or missing run gets no verdicts (BH needs all four tests)"},
-        "notes": list(NOTES),
+        "notes": list(notes),
     }
 
 
@@ -171,7 +172,7 @@ def _choices(lock: dict) -> dict:
     """The pre-registered choices of a lock: build_lock's arguments that re-derive it."""
     return {"profile": lock["base_profile"], "seeds": list(lock["seeds"]),
             "arms": list(lock["arms"]), "warm_start": lock["warm_start"]["path"],
-            "budget": lock["budget"], "locked_at": lock["locked_at"],
+            "budget": lock["budget"], "locked_at": lock["locked_at"], "notes": list(lock["notes"]),
             "evaluation": {k: lock["evaluation"][k] for k in ("problems", "draws")}}
 
 
