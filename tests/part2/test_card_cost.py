@@ -84,3 +84,13 @@ def test_bad_input_is_refused_in_one_line_naming_the_key(make, named):
     with pytest.raises(ValueError) as refused:
         make()
     assert named in str(refused.value) and "\n" not in str(refused.value)
+
+
+def test_the_version_table_states_the_installed_trl_defaults():
+    from verifiable_grpo.part2 import trl_versions
+
+    installed = trl_versions.installed_defaults()
+    assert len(installed) == len(trl_versions.INSTALLED_KEYS)
+    for knob, _old, new, *_ in trl_versions.DIFFERENCES:
+        if knob in installed:
+            assert installed[knob] == new, knob
