@@ -43,3 +43,12 @@ def test_bad_input_is_refused_by_name(call, named):
     with pytest.raises(ValueError, match=named.replace("(", r"\(").replace(")", r"\)")
                        .replace("[", r"\[").replace("]", r"\]")):
         call()
+
+
+def test_a_smaller_rate_moves_the_tiny_policys_adapters_less():
+    from verifiable_grpo.part2 import step_demo
+
+    rows = step_demo.lora_movement(rates=(3e-4, 6e-6), steps=3, problems=2)
+    large, small = (row["mean_abs_change"] for row in rows)
+    assert small > 0 and large > 20 * small          # 50x smaller rate: far less movement
+    assert rows[0]["objective_change"] > 0           # the step goes up the objective
