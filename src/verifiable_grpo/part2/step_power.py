@@ -102,3 +102,21 @@ def power_table(effects, step_factors, sigma_train: float, sigma_floor: float,
                          "power": sign_flip_power(factor * effect, spread, seeds, alpha, trials,
                                                   rng_seed=1000 * i + j)})
     return rows
+
+
+def plot_power(rows: list[dict], alpha: float = 0.05):
+    """Power against the step factor (log axis), one line per effect at the full step."""
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(6.4, 3.4), layout="constrained")
+    ax = figure.subplots()
+    for effect in sorted({row["effect"] for row in rows}):
+        mine = sorted((r for r in rows if r["effect"] == effect), key=lambda r: r["step_factor"])
+        ax.plot([r["step_factor"] for r in mine], [r["power"] for r in mine], "o-",
+                label=f"{100 * effect:g} points at the full step")
+    ax.axhline(alpha, ls="--", color="grey", lw=1, label=f"the test's level ({alpha:g})")
+    ax.set_xscale("log")
+    ax.set(xlabel="effective step / appropriate step", ylabel="power with 8 seeds",
+           ylim=(0, 1))
+    ax.legend(fontsize=8, loc="upper left")
+    return figure
