@@ -308,7 +308,8 @@ print("LoRA-rate lock   ", new_sha[:16], "(pinned, not run)")
 #
 # The card ran TRL 1.8.0; this book's parity tests use 1.16 ({ref}`TRL <ref-trl>`). These
 # are the changes in between that can change a number, each checked against TRL's source and
-# pull requests; the 1.16 defaults are read from the installed package.
+# pull requests (1.8.0 was cut on 9 July 2026; every change below was merged after it); the
+# 1.16 defaults are read from the installed package.
 
 # %%
 Table(["knob", "TRL 1.8.0", "TRL 1.16", "what it changes", "the card's run", "source"],

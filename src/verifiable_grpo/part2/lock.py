@@ -5,7 +5,7 @@ relative to grpo, and its TRL 1.16 configuration), the seeds, the two regimes, t
 budgets, the held-out evaluation, the primary metric and the analysis plan with its RNG
 seed. Everything in it is built by `build_lock` from the code and the base profile, so
 the committed file can be re-derived and compared. Its SHA-256 and the choices it was built
-from (budget, seeds, evaluation, arms) are pinned where an edit of the file cannot follow:
+from (budget, seeds, evaluation, arms, notes) are pinned where an edit of the file cannot follow:
 in this module for the committed lock, in a pin file written beside any other. A run refuses
 to start when the file differs from the lock that the code, the profile and the warm start
 build from the pinned choices, field by field, or from the pinned digest (`check_lock`);

@@ -2,7 +2,8 @@
 
 Each entry names the knob, what 1.8 did, what 1.16 does, whether the card's numbers depend
 on it, and the source that dates the change. The 1.16 defaults are read from the installed
-GRPOConfig (a test checks them); the 1.8 side comes from the TRL pull requests named.
+GRPOConfig (a test checks them); the 1.8 side comes from the TRL pull requests named, all
+merged after TRL 1.8.0 was cut on 2026-07-09 (release PR #6346).
 """
 from __future__ import annotations
 
