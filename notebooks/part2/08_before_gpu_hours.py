@@ -127,17 +127,19 @@ Table(["component", "GB"], [[name, size / 1e9] for name, size in card_cost.memor
 # 16 bytes for each of the 8.19 billion, 131 GB before activations: no single GPU below
 # holds it, and it would need ZeRO-3 or FSDP over two or more 80 GB cards.
 #
-# Hours come from the data sheets' peak arithmetic and bandwidth, times the stated
-# efficiencies, for one run on one GPU:
+# The memory column is the total the driver reports, a little below the size on the box
+# (ECC and firmware keep some); hours come from the data sheets' peak arithmetic and
+# bandwidth, times the stated efficiencies, for one run on one GPU:
 
 # %%
 rows = card_cost.gpu_table(plan, assume)
-Table(["GPU", "memory (GB)", "peak need (GB)", "fits", "bf16", "hours per run", "hours per study"],
+Table(["GPU", "memory (GB, as reported)", "peak need (GB)", "fits", "bf16", "hours per run",
+       "hours per study"],
       [[r["gpu"], r["memory_gb"], r["peak_gb"], r["fits"], r["bf16"], r["hours_per_run"],
-        r["hours_per_study"]] for r in rows], digits=[0, 0, 1, 0, 0, 2, 0])
+        r["hours_per_study"]] for r in rows], digits=[0, 1, 1, 0, 0, 2, 0])
 
 # %% [markdown]
-# A T4 cannot hold even the weights (16.4 GB in 16 GB) and has no bf16 units. An L4 holds
+# A T4 cannot hold even the weights (16.4 GB in 16.1 GB) and has no bf16 units. An L4 holds
 # the run with about a gigabyte to spare, but its 300 GB/s of bandwidth makes generation
 # five times slower than on an A100. On the card's A100-40GB the model says about half an
 # hour per run and a day for the study, generation and the held-out evaluation taking most

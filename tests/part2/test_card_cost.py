@@ -107,3 +107,9 @@ def test_the_kv_cache_exercise_accepts_the_formula_and_names_the_usual_mistakes(
     for hint, fn in wrong.items():
         result = kv_cache.check_kv_cache(fn, verbose=False)
         assert not result.passed and any(hint in line for line in result.failures), hint
+
+
+def test_gpu_memory_is_what_the_driver_reports():
+    assert cc.gpu_class("A100-40GB")["memory_gb"] == 40_960 * 2 ** 20 / 1e9
+    with pytest.raises(ValueError, match="assumptions.prompt_tokens must be a whole number"):
+        cc.Assumptions(prompt_tokens=160.0)

@@ -14,13 +14,15 @@ from verifiable_grpo.core.config import ConfigError, resolve
 from verifiable_grpo.part2 import lock as lock_lib, lora_rate_lock, study
 
 
-def test_the_second_lock_is_pinned_and_re_derived_from_the_code():
+def test_the_second_lock_is_pinned_and_re_derived_from_the_code(capsys):
     lock, sha = lock_lib.read_lock(lora_rate_lock.PATH)
     assert sha == lora_rate_lock.PINNED_SHA256
     assert lock_lib.read_pin(lora_rate_lock.PATH)["lock_sha256"] == sha
     assert lock == lora_rate_lock.build()
     lock_lib.check_lock(lock, path=lora_rate_lock.PATH)
     assert lock_lib.read_lock()[1] == lock_lib.COMMITTED_LOCK_SHA256
+    assert cli.main(["family", "lock", "--check", "--lock", lora_rate_lock.PATH]) == 0
+    assert "matches the code" in capsys.readouterr().out
 
 
 def test_it_differs_from_the_committed_lock_only_in_the_trainable_and_the_rate():

@@ -43,15 +43,18 @@ CARD = {"model": "Qwen/Qwen3-8B", "trl": "1.8.0", "gpu": "1x A100-SXM4-40GB (Col
         "lora_rank": 16, "lora_alpha": 32, "beta": 0.0, "temperature": 1.0,
         "checkpoint_every_steps": 5, "wall_time": None, "untrained_heldout_accuracy": None}
 
-# name -> (memory GB, dense 16-bit tensor peak FLOP/s, memory bandwidth B/s, bf16 support),
-# from the vendors' data sheets (SXM parts for A100 and H100; the T4 has no bf16 units).
+# name -> (memory the driver reports in MiB, dense 16-bit tensor peak FLOP/s, memory bandwidth
+# B/s, bf16 support): the totals nvidia-smi shows (ECC and firmware reserve take some of the
+# nominal size), the peaks and bandwidths of the vendors' data sheets (SXM parts for A100
+# and H100); the T4 has no bf16 units.
 GPU_CLASSES = {
-    "A100-40GB": (40.0, 312e12, 1555e9, True),
-    "A100-80GB": (80.0, 312e12, 2039e9, True),
-    "H100-80GB": (80.0, 989e12, 3350e9, True),
-    "L4-24GB": (24.0, 121e12, 300e9, True),
-    "T4-16GB": (16.0, 65e12, 320e9, False),
+    "A100-40GB": (40_960, 312e12, 1555e9, True),
+    "A100-80GB": (81_920, 312e12, 2039e9, True),
+    "H100-80GB": (81_559, 989e12, 3350e9, True),
+    "L4-24GB": (23_034, 121e12, 300e9, True),
+    "T4-16GB": (15_360, 65e12, 320e9, False),
 }
+MIB = 2 ** 20
 METHODS = ("lora", "full")
 
 
@@ -107,11 +110,10 @@ class Assumptions:
 
     def __post_init__(self):
         values = asdict(self)
-        _check_positive("assumptions", {k: v for k, v in values.items() if isinstance(v, int)
-                                        and not isinstance(v, bool)}, integer=True)
-        _check_positive("assumptions", {k: v for k, v in values.items()
-                                        if not isinstance(v, int) or isinstance(v, bool)},
-                        integer=False)
+        whole = {"prompt_tokens", "completion_tokens", "micro_batch", "eval_batch"}
+        _check_positive("assumptions", {k: v for k, v in values.items() if k in whole}, True)
+        _check_positive("assumptions", {k: v for k, v in values.items() if k not in whole},
+                        False)
         for key in ("compute_efficiency", "bandwidth_efficiency"):
             if values[key] > 1:
                 raise ValueError(f"assumptions.{key} is a share of the peak: at most 1, got "
@@ -122,9 +124,9 @@ def gpu_class(name: str) -> dict:
     """The data-sheet numbers of a GPU class; an unknown name is refused with the known ones."""
     if name not in GPU_CLASSES:
         raise ValueError(f"unknown GPU class {name!r}; known: {', '.join(GPU_CLASSES)}")
-    memory, flops, bandwidth, bf16 = GPU_CLASSES[name]
-    return {"name": name, "memory_gb": memory, "peak_flops": flops, "bandwidth": bandwidth,
-            "bf16": bf16}
+    mebibytes, flops, bandwidth, bf16 = GPU_CLASSES[name]
+    return {"name": name, "memory_gb": mebibytes * MIB / GB, "peak_flops": flops,
+            "bandwidth": bandwidth, "bf16": bf16}
 
 
 def parameters(shape: accounting.ModelShape = QWEN3_8B) -> int:
