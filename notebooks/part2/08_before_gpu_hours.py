@@ -79,7 +79,7 @@ Table(["assumption", "value"], [[k, v] for k, v in vars(assume).items()])
 
 # %% [markdown]
 # The completion length is set to the cap on purpose. Qwen3 answers in thinking mode by
-# default and often uses the whole budget; and even when most completions stop early, a
+# default and can easily use the whole budget; and even when most completions stop early, a
 # padded batch keeps decoding until its longest member ends, so the cap is what a batch
 # costs. Token counts per run and per study (40 runs):
 
@@ -127,8 +127,9 @@ Table(["component", "GB"], [[name, size / 1e9] for name, size in card_cost.memor
 # 16 bytes for each of the 8.19 billion, 131 GB before activations: no single GPU below
 # holds it, and it would need ZeRO-3 or FSDP over two or more 80 GB cards.
 #
-# The memory column is the total the driver reports, a little below the size on the box
-# (ECC and firmware keep some); hours come from the data sheets' peak arithmetic and
+# The memory column is the total the driver reports, in decimal GB (a card sold as "40GB"
+# has 40 GiB, 42.9 GB; the L4 and the T4 keep part of theirs for ECC and firmware); hours
+# come from the data sheets' peak arithmetic and
 # bandwidth, times the stated efficiencies, for one run on one GPU:
 
 # %%
@@ -177,8 +178,9 @@ Table(["quantity", "the card", "this cost model"], card_cost.card_beside_ours(pl
 # of $B$ by roughly the learning rate $\eta$, whatever the gradient's size. After 30 steps
 # at $\eta = 10^{-6}$ the entries of $B$ are at most about $3\times10^{-5}$, and the change of
 # the weight is that small matrix multiplied through $A$. Full fine-tuning at the same rate
-# moves every one of the 8.19 billion weights directly; the adapter moves a rank-16 slice
-# of them, through a product that starts at zero. That is why LoRA wants a larger rate:
+# moves every one of the 8.19 billion weights directly; the adapter can change each weight
+# matrix only along 16 directions, through a product that starts at zero. That is why LoRA
+# wants a larger rate:
 # TRL's guide to LoRA for RL ({ref}`LoRA Without Regret <ref-lora-without-regret>`) trains
 # GRPO with 1e-5 for LoRA beside 1e-6 for full fine-tuning, and its own Python example uses
 # 5e-5. The card's 1e-6 is the full-fine-tuning rate, ten to fifty times below that range.
@@ -214,10 +216,11 @@ Table(["learning rate", "step factor", "mean |change of log-prob|", "relative to
 
 # %% [markdown]
 # A ten times smaller rate moves the policy far less than ten times less; fifty times
-# smaller leaves it almost where it started. The movement shrinks faster than the rate
-# because the adapter's change is a product: both $B$ and the direction it is multiplied
-# through are still small after a few small steps. A smaller step is not a slower version of
-# the same study: it is a study whose treatments barely get to act.
+# smaller leaves it almost where it started. The movement shrinks at least in proportion to
+# the rate: the first-order change of the weights is proportional to it, the part that is a
+# product of the updates of $B$ and $A$ shrinks with its square, and at the largest rate the
+# 30 steps compound. A smaller step is not a slower version of the same study: it is a
+# study whose treatments barely get to act.
 #
 # ## What a smaller step does to a study's power
 #
@@ -258,10 +261,10 @@ show(step_power.plot_power(power))
 # 4-point one about three times in four. At a tenth of the step all three effects have
 # shrunk below the floor and the power drops to between a tenth and a third; at a thirtieth
 # or a fiftieth it is the test's level, so the study would report "inconclusive" whatever
-# the arms do. The lock's Benjamini-Hochberg correction over
-# four comparisons lowers every number further. More seeds do not rescue it cheaply: the
-# seeds a test needs grow with the square of spread over effect, so the same power costs
-# this many times the seeds of the full step:
+# the arms do. The lock's Benjamini-Hochberg correction over four comparisons lowers every
+# number further. More seeds do not rescue it cheaply: the seeds a test needs grow with the
+# square of spread over effect, so the same power costs this many times the seeds of the
+# full step:
 
 # %%
 base = power[0]["spread"] / power[0]["shrunken_effect"]
@@ -345,7 +348,7 @@ result = check_kv_cache(my_kv_cache_bytes)
 # %% [markdown]
 # A worked solution (hidden in the book). Each layer stores one key and one value vector per
 # KV head and position, 2 bytes per value; the query heads share them, so they do not enter.
-# For the card's batch that is 2.8 GB.
+# For the card's batch (16 sequences of 160 + 1,024 tokens) that is 2.8 GB.
 
 # %% tags=["hide-input"]
 def solution_kv_cache_bytes(layers, heads, kv_heads, head_dim, sequences, tokens):
@@ -362,6 +365,6 @@ print(f"the card's batch: {solution_kv_cache_bytes(36, 32, 8, 128, 16, 1184) / 1
 #   a day. A T4 cannot hold it; an L4 barely does.
 # - The card trained LoRA adapters at a full-fine-tuning rate. A 10-50x smaller effective
 #   step shrinks every arm's effect below a floor that does not shrink, and eight seeds then
-#   have almost no power: "all arms equal" is what such a study reports whatever is true.
+#   have almost no power: "no arm differs" is what such a study reports whatever is true.
 # - A corrected study is a new pre-registration (`lock-lora-rate.json`), hashed before any
 #   run; and a replication on a newer TRL pins the knobs whose defaults moved.
