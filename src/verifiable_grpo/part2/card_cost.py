@@ -83,7 +83,8 @@ class Plan:
 
     def __post_init__(self):
         if self.method not in METHODS:
-            raise ValueError(f"plan.method must be one of {', '.join(METHODS)}, got {self.method!r}")
+            raise ValueError(f"plan.method must be one of {', '.join(METHODS)}, got "
+                             f"{self.method!r}")
         _check_positive("plan", {f.name: getattr(self, f.name) for f in fields(self)
                                  if f.name != "method"}, integer=True)
 
@@ -187,12 +188,12 @@ def memory_rows(plan: Plan, assume: Assumptions = Assumptions(),
                                      batch=assume.micro_batch, lora_rank=plan.lora_rank)
     activations = accounting.activation_bytes(shape, setup)
     logits = assume.micro_batch * assume.completion_tokens * shape.vocab * 4.0   # FP32
-    rows = [("weights, bf16" + (" (frozen base)" if plan.method == "lora" else "")
-             , weights),
+    rows = [("weights, bf16" + (" (frozen base)" if plan.method == "lora" else ""), weights),
             (f"trained state ({plan.method}: weights, grads, AdamW)", trained),
             (f"KV cache ({plan.completions_per_step} x {sequence} tokens)", kv),
             (f"activations (checkpointed, {assume.micro_batch} x {sequence})", activations),
-            (f"completion logits, FP32 ({assume.micro_batch} x {assume.completion_tokens})", logits),
+            (f"completion logits, FP32 ({assume.micro_batch} x {assume.completion_tokens})",
+             logits),
             ("runtime overhead", assume.runtime_overhead_gb * GB)]
     peak = weights + trained + max(kv, activations + logits) + assume.runtime_overhead_gb * GB
     rows.append(("peak (generation and training do not overlap)", peak))
@@ -213,7 +214,8 @@ def seconds(plan: Plan, gpu: str, assume: Assumptions = Assumptions(),
         return batches * assume.completion_tokens * per_position / bandwidth
 
     generation = decode(plan.steps, plan.completions_per_step)
-    training = flops(plan, assume, shape)["training"] / (card["peak_flops"] * assume.compute_efficiency)
+    sustained = card["peak_flops"] * assume.compute_efficiency
+    training = flops(plan, assume, shape)["training"] / sustained
     heldout = decode(math.ceil(plan.heldout_problems / assume.eval_batch), assume.eval_batch)
     return {"generation": generation, "training": training, "heldout": heldout,
             "total": generation + training + heldout}

@@ -5,11 +5,11 @@ relative to grpo, and its TRL 1.16 configuration), the seeds, the two regimes, t
 budgets, the held-out evaluation, the primary metric and the analysis plan with its RNG
 seed. Everything in it is built by `build_lock` from the code and the base profile, so
 the committed file can be re-derived and compared. Its SHA-256 and the choices it was built
-from (budget, seeds, evaluation, arms, notes) are pinned where an edit of the file cannot follow:
-in this module for the committed lock, in a pin file written beside any other. A run refuses
-to start when the file differs from the lock that the code, the profile and the warm start
-build from the pinned choices, field by field, or from the pinned digest (`check_lock`);
-every run manifest carries the lock's SHA-256.
+from (budget, seeds, evaluation, arms, notes) are pinned where an edit of the file cannot
+follow: in this module for the committed lock, in a pin file written beside any other. A
+run refuses to start when the file differs from the lock that the code, the profile and the
+warm start build from the pinned choices, field by field, or from the pinned digest
+(`check_lock`); every run manifest carries the lock's SHA-256.
 """
 from __future__ import annotations
 
@@ -172,7 +172,8 @@ def _choices(lock: dict) -> dict:
     """The pre-registered choices of a lock: build_lock's arguments that re-derive it."""
     return {"profile": lock["base_profile"], "seeds": list(lock["seeds"]),
             "arms": list(lock["arms"]), "warm_start": lock["warm_start"]["path"],
-            "budget": lock["budget"], "locked_at": lock["locked_at"], "notes": list(lock["notes"]),
+            "budget": lock["budget"], "locked_at": lock["locked_at"],
+            "notes": list(lock["notes"]),
             "evaluation": {k: lock["evaluation"][k] for k in ("problems", "draws")}}
 
 
