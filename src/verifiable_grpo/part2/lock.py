@@ -5,11 +5,11 @@ relative to grpo, and its TRL 1.16 configuration), the seeds, the two regimes, t
 budgets, the held-out evaluation, the primary metric and the analysis plan with its RNG
 seed. Everything in it is built by `build_lock` from the code and the base profile, so
 the committed file can be re-derived and compared. Its SHA-256 and the choices it was built
-from (budget, seeds, evaluation, arms) are pinned where an edit of the file cannot follow:
-in this module for the committed lock, in a pin file written beside any other. A run refuses
-to start when the file differs from the lock that the code, the profile and the warm start
-build from the pinned choices, field by field, or from the pinned digest (`check_lock`);
-every run manifest carries the lock's SHA-256.
+from (budget, seeds, evaluation, arms, notes) are pinned where an edit of the file cannot
+follow: in this module for the committed lock, in a pin file written beside any other. A
+run refuses to start when the file differs from the lock that the code, the profile and the
+warm start build from the pinned choices, field by field, or from the pinned digest
+(`check_lock`); every run manifest carries the lock's SHA-256.
 """
 from __future__ import annotations
 
@@ -104,7 +104,8 @@ def _arm_entry(name: str) -> dict:
 
 def build_lock(profile: str = "tiny", budget: dict | None = None,
                evaluation: dict | None = None, seeds=SEEDS, arms=ARMS,
-               warm_start: str = WARM_START, locked_at: str = LOCKED_AT) -> dict:
+               warm_start: str = WARM_START, locked_at: str = LOCKED_AT,
+               notes=tuple(NOTES)) -> dict:
     """The lock as the code and the base profile define it today (a pure function)."""
     unknown = [a for a in arms if a not in objectives.OBJECTIVES]
     if unknown:
@@ -159,7 +160,7 @@ def build_lock(profile: str = "tiny", budget: dict | None = None,
             "exclusions": "none: a run that fails (e.g. dynamic sampling exhausts its cap) is "
                           "reported as failed, never rerun with another seed; a regime with a "
                           "failed or missing run gets no verdicts (BH needs all four tests)"},
-        "notes": list(NOTES),
+        "notes": list(notes),
     }
 
 
@@ -172,6 +173,7 @@ def _choices(lock: dict) -> dict:
     return {"profile": lock["base_profile"], "seeds": list(lock["seeds"]),
             "arms": list(lock["arms"]), "warm_start": lock["warm_start"]["path"],
             "budget": lock["budget"], "locked_at": lock["locked_at"],
+            "notes": list(lock["notes"]),
             "evaluation": {k: lock["evaluation"][k] for k in ("problems", "draws")}}
 
 
