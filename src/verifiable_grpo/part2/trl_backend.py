@@ -148,28 +148,37 @@ def run_arm_trl(lock_file, config_file, out, arm: str, seed: int, regime: str,
                                  processes, stop_after, progress, started)
 
 
-def _train_and_record(lock, lock_sha, config, fields, folder, arm, seed, regime, processes,
-                      stop_after, progress, started):
+def build_trainer(config: dict, fields: dict, arm: str, seed: int, updates: int, folder,
+                  processes: int = 1, progress: bool = False):
+    """(FamilyGRPOTrainer for this arm, tokenizer): the model, LoRA, data and GRPOConfig."""
     from datasets import Dataset
     from transformers import PrinterCallback, set_seed
 
     from verifiable_grpo.part2.trl_backend_trainer import FamilyGRPOTrainer, GSM8KReward
 
-    identity = _identity(lock_sha, config, arm, seed, regime)
-    resume = _newest_checkpoint(folder, identity)
-    updates = lock["regimes"][regime]["updates_per_rollout"]
     layout = run_config.step_layout(config, processes)
     train = backend_data.examples(config, "train")
     model, tokenizer = _model_and_tokenizer(config)
     set_seed(seed)   # the LoRA A matrices draw from the global generator
     trainer = FamilyGRPOTrainer(
-        model=model, args=grpo_config(config, fields, seed, updates, layout, folder, progress),
+        model=model, args=grpo_config(config, fields, seed, updates, layout, Path(folder),
+                                      progress),
         train_dataset=Dataset.from_list(train), processing_class=tokenizer,
         peft_config=_lora(config), objective=objectives.get_objective(arm), seed=seed,
         pool=train, reward=GSM8KReward())
-    trainer.add_callback(TelemetryCheckpoint(trainer, identity))
     if not progress:
         trainer.remove_callback(PrinterCallback)   # no per-step log dicts on stdout
+    return trainer, tokenizer
+
+
+def _train_and_record(lock, lock_sha, config, fields, folder, arm, seed, regime, processes,
+                      stop_after, progress, started):
+    identity = _identity(lock_sha, config, arm, seed, regime)
+    resume = _newest_checkpoint(folder, identity)
+    updates = lock["regimes"][regime]["updates_per_rollout"]
+    trainer, tokenizer = build_trainer(config, fields, arm, seed, updates, folder, processes,
+                                       progress)
+    trainer.add_callback(TelemetryCheckpoint(trainer, identity))
     if stop_after is not None:
         trainer.add_callback(StopAfter(stop_after * updates))
     if resume is not None:

@@ -31,6 +31,12 @@ CURATION_SEED_OFFSET = 700
 TELEMETRY_FILE = "family_telemetry.json"
 
 
+def step_generator(seed: int, step: int, offset: int) -> torch.Generator:
+    """A generator for one step's refills (REFILL_SEED_OFFSET) or curation picks
+    (CURATION_SEED_OFFSET): a function of (seed, step) only, so a resume redraws it."""
+    return torch.Generator().manual_seed(seed * 1_000_003 + offset + 7919 * step)
+
+
 def _text(completion) -> str:
     """A completion as text (TRL passes conversational ones as a message list)."""
     return completion[-1]["content"] if isinstance(completion, list) else completion
@@ -62,8 +68,7 @@ class TrainerSource:
 
     def __init__(self, trainer: "FamilyGRPOTrainer", first: list[dict], step: int):
         self.trainer, self.first, self.calls = trainer, list(first), 0
-        self.refill = torch.Generator().manual_seed(
-            trainer.family_seed * 1_000_003 + REFILL_SEED_OFFSET + 7919 * step)
+        self.refill = step_generator(trainer.family_seed, step, REFILL_SEED_OFFSET)
 
     def prompts(self, count: int) -> list[dict]:
         self.calls += 1
@@ -132,8 +137,7 @@ class FamilyGRPOTrainer(GRPOTrainer):
     def _sampled_batch(self, inputs, step: int, started: float) -> dict:
         size = self.num_generations
         first = [inputs[i] for i in range(0, len(inputs), size)]
-        curation = torch.Generator().manual_seed(
-            self.family_seed * 1_000_003 + CURATION_SEED_OFFSET + 7919 * step)
+        curation = step_generator(self.family_seed, step, CURATION_SEED_OFFSET)
         batch = samplers.collect(TrainerSource(self, first, step), self.family_objective.sampler,
                                  len(first), size, step, curation)
         groups = [objectives.with_advantages(
