@@ -34,7 +34,7 @@ from verifiable_grpo.training import objectives, trl_parity
 
 SCHEMA = "verifiable-grpo-family-run-v1"
 LOGGED = ("loss", "grad_norm", "learning_rate", "clip_ratio/region_mean",
-          "clip_ratio/low_mean", "clip_ratio/high_mean", "entropy")
+          "clip_ratio/low_mean", "clip_ratio/high_mean", "entropy", "step_time")
 
 
 def arm_fields(lock: dict, arm: str) -> dict:
@@ -230,7 +230,9 @@ def _mean(values) -> float:
 
 
 def _summary(telemetry: list, result: dict) -> dict:
-    times = [t["generation_seconds"] for t in telemetry]
+    # TRL's step_time covers generation, scoring and the update of an optimizer step
+    times = [sum(t["step_time"]) if None not in t["step_time"] else t["generation_seconds"]
+             for t in telemetry]
     return {
         "heldout_greedy_all": result["greedy"]["ALL"]["success_rate"],
         "last10_mean_reward": _mean(t["mean_reward"] for t in telemetry[-10:]),
