@@ -137,15 +137,18 @@ def run_arm_trl(lock_file, config_file, out, arm: str, seed: int, regime: str,
     processes = run_config.world_size()
     lock, lock_sha, config, fields = check_request(lock_file, config_file, arm, seed, regime,
                                                    processes)
+    folder = study.run_dir(out, regime, arm, seed)
+    if (folder / "run_manifest.json").is_file():
+        raise FileExistsError(f"{folder / 'run_manifest.json'} exists: this run is finished "
+                              "and evidence is never overwritten (use a new --out folder)")
+    work = (lock, lock_sha, config, fields, folder, arm, seed, regime, processes, stop_after,
+            progress, started)
+    if run_config.process_rank() != 0:   # the main process holds the folder and writes
+        return _train_and_record(*work)
     out = runlock.usable_folder(out)
     study.bind_study_folder(out, lock_sha, str(lock_file))
-    folder = study.run_dir(out, regime, arm, seed)
     with runlock.locked(folder, f"family run --backend trl --arm {arm} --seed {seed}"):
-        if (folder / "run_manifest.json").is_file():
-            raise FileExistsError(f"{folder / 'run_manifest.json'} exists: this run is finished "
-                                  "and evidence is never overwritten (use a new --out folder)")
-        return _train_and_record(lock, lock_sha, config, fields, folder, arm, seed, regime,
-                                 processes, stop_after, progress, started)
+        return _train_and_record(*work)
 
 
 def build_trainer(config: dict, fields: dict, arm: str, seed: int, updates: int, folder,
@@ -189,7 +192,11 @@ def _train_and_record(lock, lock_sha, config, fields, folder, arm, seed, regime,
     final = folder / "final"
     trainer.save_model(str(final))
     tokenizer.save_pretrained(str(final))
+    # every process evaluates (a sharded model generates only with all of them); the main
+    # one writes the manifest. On several processes the telemetry is the main process's.
     result = backend_data.heldout_accuracy(trainer.model, tokenizer, config)
+    if run_config.process_rank() != 0:
+        return None
     telemetry = _with_updates(trainer.family_telemetry, trainer.state.log_history, updates)
     manifest = {
         "schema": SCHEMA, "backend": "trl", "arm": arm, "seed": seed, "regime": regime,

@@ -59,6 +59,8 @@ def run(args) -> int:
     manifest = trl_backend.run_arm_trl(args.lock, args.trl_config, args.out, args.arm,
                                        args.seed, regime, stop_after=args.stop_after,
                                        progress=True)
+    if manifest is None and run_config.process_rank() != 0:
+        return 0   # another process of the launch: the main one reports
     if manifest is None:
         print(f"stopped after step {args.stop_after}; continue with the same command")
         return 0

@@ -149,3 +149,8 @@ def check_machine(config: dict, processes: int, sampler_kind: str, cuda_count=No
 def world_size() -> int:
     """The process count of the current launch (accelerate sets WORLD_SIZE)."""
     return int(os.environ.get("WORLD_SIZE", "1"))
+
+
+def process_rank() -> int:
+    """This process's rank in the launch (0 alone or when not launched by accelerate)."""
+    return int(os.environ.get("RANK", "0"))

@@ -206,6 +206,8 @@ class TelemetryCheckpoint(TrainerCallback):
         self.trainer, self.identity = trainer, identity
 
     def on_save(self, args, state, control, **kwargs):
+        if not state.is_world_process_zero:
+            return control
         folder = f"{args.output_dir}/checkpoint-{state.global_step}"
         files.save_json(f"{folder}/{TELEMETRY_FILE}",
                         {"identity": self.identity, "global_step": state.global_step,
