@@ -222,3 +222,13 @@ def test_trainer_groups_equal_our_samplers(trainer, monkeypatch, arm, first):
     else:               # one-rollout groups keep a posterior advantage, padded to 4 slots
         assert any(s.startswith("single") for s in record["strategies"])
         assert not all(a == 0.0 for a in expected)
+
+
+def test_a_study_folder_keeps_one_run_configuration(tmp_path):
+    smoke = run_config.load_run_config(SMOKE)
+    trl_backend.bind_run_config(tmp_path, smoke)
+    trl_backend.bind_run_config(tmp_path, copy.deepcopy(smoke))   # the same content: fine
+    other = copy.deepcopy(smoke)
+    other["budget"]["learning_rate"] = 1e-6
+    with pytest.raises(ConfigError, match="a study keeps one configuration"):
+        trl_backend.bind_run_config(tmp_path, other)

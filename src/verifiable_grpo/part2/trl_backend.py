@@ -58,6 +58,23 @@ def _identity(lock_sha, config, arm, seed, regime) -> dict:
             "objective_sha256": objectives.get_objective(arm).sha256()}
 
 
+def bind_run_config(out, config: dict) -> None:
+    """The first TRL run binds OUT to its run configuration's hash; another is refused
+    (one study, one model and budget, as one lock)."""
+    path = Path(out) / "trl-run-config.json"
+    digest = config_hash(config)
+    if not path.is_file():
+        files.save_json(path, {"run_config_sha256": digest,
+                               "source_file": config["_source_file"],
+                               "config": config})
+        return
+    bound = files.read_json(path)
+    if bound["run_config_sha256"] != digest:
+        raise ConfigError([f"{out} holds runs of the configuration {bound['source_file']} "
+                           f"({bound['run_config_sha256'][:12]}...), not {config['_source_file']} "
+                           f"({digest[:12]}...): a study keeps one configuration; use a new --out"])
+
+
 def _newest_checkpoint(folder: Path, identity: dict) -> Path | None:
     found = sorted((folder / "checkpoints").glob("checkpoint-*"),
                    key=lambda p: int(p.name.split("-")[1]))
@@ -147,6 +164,7 @@ def run_arm_trl(lock_file, config_file, out, arm: str, seed: int, regime: str,
         return _train_and_record(*work)
     out = runlock.usable_folder(out)
     study.bind_study_folder(out, lock_sha, str(lock_file))
+    bind_run_config(out, config)
     with runlock.locked(folder, f"family run --backend trl --arm {arm} --seed {seed}"):
         return _train_and_record(*work)
 

@@ -66,7 +66,7 @@ def load_run_config(path) -> dict:
                 raise ConfigError([f"{name}: {section}.{key}: wrong type "
                                    f"{type(config[section][key]).__name__}"])
     _check_sections(config, name)
-    config["source_file"] = str(path)
+    config["_source_file"] = str(path)
     return config
 
 
