@@ -24,7 +24,7 @@ from pathlib import Path
 
 import torch
 
-from verifiable_grpo.core import files, runlock
+from verifiable_grpo.core import files, interrupts, runlock
 from verifiable_grpo.core.config import ConfigError, config_hash, provenance, sha256_bytes
 from verifiable_grpo.part2 import lock as lock_lib, study, trl_backend_config as run_config
 from verifiable_grpo.part2 import trl_backend_data as backend_data
@@ -105,7 +105,8 @@ def grpo_config(config, fields, seed, updates, layout, folder, progress):
         logging_steps=1, report_to="none", seed=seed, data_seed=seed, use_cpu=not cuda,
         bf16=cuda and config["model"]["dtype"] == "bfloat16",
         activation_checkpointing=budget["gradient_checkpointing"], disable_tqdm=not progress,
-        dataloader_num_workers=0, log_completions=False)
+        dataloader_num_workers=0, log_completions=False,
+        chat_template_kwargs=config["data"]["chat_template_kwargs"])
 
 
 def _model_and_tokenizer(config: dict):
@@ -200,12 +201,13 @@ def _train_and_record(lock, lock_sha, config, fields, folder, arm, seed, regime,
     trainer, tokenizer = build_trainer(config, fields, arm, seed, updates, folder, processes,
                                        progress)
     trainer.add_callback(TelemetryCheckpoint(trainer, identity))
-    if stop_after is not None:
-        trainer.add_callback(StopAfter(stop_after * updates))
+    trainer.add_callback(StopAfter(stop_after * updates if stop_after is not None else None))
     if resume is not None:
         trainer.family_telemetry = files.read_json(resume / TELEMETRY_FILE)["telemetry"]
     trainer.train(resume_from_checkpoint=str(resume) if resume is not None else None)
     if trainer.state.global_step < trainer.state.max_steps:
+        interrupts.check(f"after step {trainer.state.global_step // updates} of {regime}/{arm}/"
+                         f"seed {seed} (checkpoint saved)")
         return None
     final = folder / "final"
     trainer.save_model(str(final))

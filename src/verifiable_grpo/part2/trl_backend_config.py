@@ -80,6 +80,8 @@ def _check_sections(config: dict, name: str) -> None:
     if data["source"] not in DATA_KEYS:
         raise ConfigError([f"{name}: data.source: one of {tuple(DATA_KEYS)}, got "
                            f"{data['source']!r}"])
+    if not isinstance(data.setdefault("chat_template_kwargs", {}), dict):
+        raise ConfigError([f"{name}: data.chat_template_kwargs: must be a mapping"])
     missing = [k for k in DATA_KEYS[data["source"]] if k not in data]
     if missing:
         raise ConfigError([f"{name}: data.{missing[0]}: missing for source {data['source']!r}"])

@@ -48,7 +48,9 @@ def heldout_accuracy(model, tokenizer, config: dict) -> dict:
     for start in range(0, len(items), spec["batch_size"]):
         chunk = items[start:start + spec["batch_size"]]
         texts = [tokenizer.apply_chat_template(e["prompt"], tokenize=False,
-                                               add_generation_prompt=True) for e in chunk]
+                                               add_generation_prompt=True,
+                                               **config["data"]["chat_template_kwargs"])
+                 for e in chunk]
         encoded = tokenizer(texts, return_tensors="pt", padding=True, padding_side="left",
                             add_special_tokens=False).to(device)
         generated = model.generate(**encoded, do_sample=False, max_new_tokens=spec["max_new_tokens"],

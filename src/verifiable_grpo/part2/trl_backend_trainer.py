@@ -22,7 +22,7 @@ import torch
 from transformers import TrainerCallback
 from trl import GRPOTrainer
 
-from verifiable_grpo.core import files
+from verifiable_grpo.core import files, interrupts
 from verifiable_grpo.part2 import gsm8k
 from verifiable_grpo.training import objectives, samplers
 
@@ -216,13 +216,15 @@ class TelemetryCheckpoint(TrainerCallback):
 
 
 class StopAfter(TrainerCallback):
-    """Stop (with a checkpoint) after `steps` optimizer steps: the rerun continues."""
+    """Stop with a checkpoint after `steps` optimizer steps (None: never), or after the
+    step in flight when a SIGINT/SIGTERM arrived (core.interrupts): the rerun continues."""
 
-    def __init__(self, steps: int):
+    def __init__(self, steps: int | None):
         self.steps = steps
 
     def on_step_end(self, args, state, control, **kwargs):
-        if state.global_step >= self.steps and state.global_step < state.max_steps:
+        asked = self.steps is not None and state.global_step >= self.steps
+        if (asked or interrupts.requested()) and state.global_step < state.max_steps:
             control.should_save = True
             control.should_training_stop = True
         return control
