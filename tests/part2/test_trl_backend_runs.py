@@ -30,13 +30,14 @@ def study(tmp_path_factory):
     lock, _ = lock_lib.read_lock(LOCK)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(backend_trainer.gsm8k, "reward", _hash_reward)
+        base = trl_backend.base_heldout(LOCK, SMOKE, out)
         manifests = {arm: trl_backend.run_arm_trl(LOCK, SMOKE, out, arm, SEED, "on_policy")
                      for arm in lock["arms"]}
         resumed_out = tmp_path_factory.mktemp("trl-resumed")
         stopped = trl_backend.run_arm_trl(LOCK, SMOKE, resumed_out, "dapo", SEED, "on_policy",
                                           stop_after=1)
         resumed = trl_backend.run_arm_trl(LOCK, SMOKE, resumed_out, "dapo", SEED, "on_policy")
-    return {"out": out, "manifests": manifests, "stopped": stopped, "resumed": resumed,
+    return {"out": out, "base": base, "manifests": manifests, "stopped": stopped, "resumed": resumed,
             "resumed_out": resumed_out}
 
 
@@ -78,7 +79,10 @@ def test_family_analyse_reads_the_trl_study(study, capsys):
     assert not result["regimes"]["on_policy"]["complete"]   # 7 seeds per arm not run
     assert cli.main(["family", "analyse", "--out", str(study["out"])]) == 0
     assert "regime on_policy" in capsys.readouterr().out
-    assert files.read_json(study["out"] / "analysis.json")["lock_sha256"] == sha
+    written = files.read_json(study["out"] / "analysis.json")
+    assert written["lock_sha256"] == sha
+    assert written["warm_start"] == study["base"]["heldout"]["greedy"]["ALL"]   # the base, once
+    assert written["warm_start"]["problems"] == 4
 
 
 def test_resumed_run_equals_the_uninterrupted_run(study):

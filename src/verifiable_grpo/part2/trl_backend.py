@@ -231,6 +231,30 @@ def _train_and_record(lock, lock_sha, config, fields, folder, arm, seed, regime,
     return manifest
 
 
+def base_heldout(lock_file, config_file, out) -> dict:
+    """The untrained base's held-out accuracy (a LoRA adapter starts as the base: B = 0),
+    measured once per study folder as OUT/warmstart-heldout.json, which `family analyse`
+    reports beside the arms (the card's manifests do not store it)."""
+    path = Path(out) / "warmstart-heldout.json"
+    if path.is_file():
+        return files.read_json(path)
+    lock, lock_sha = lock_lib.read_lock(lock_file)
+    lock_lib.check_lock(lock, path=lock_file)
+    config = run_config.load_run_config(config_file)
+    run_config.check_machine(config, 1, "plain")
+    study.bind_study_folder(out, lock_sha, str(lock_file))
+    bind_run_config(out, config)
+    model, tokenizer = _model_and_tokenizer(config)
+    if config["device"] == "cuda":
+        model.to("cuda")
+    result = backend_data.heldout_accuracy(model, tokenizer, config)
+    record = {"policy": f"untrained base {config['model']['name_or_path']}",
+              "lock_sha256": lock_sha, "run_config_sha256": config_hash(config),
+              "heldout": result, "versions": _versions(), "provenance": provenance()}
+    files.save_json(path, record)
+    return record
+
+
 def _study_view(config: dict, updates: int) -> dict:
     """The run's counts under the names the tiny study's manifests use (analysis reads them)."""
     budget = config["budget"]
@@ -245,9 +269,12 @@ def _with_updates(telemetry: list, log_history: list, updates: int) -> list:
     joined = []
     for record in telemetry:
         steps = [record["step"] * updates + u + 1 for u in range(updates)]
-        joined.append({**record, **{key.replace("/", "_"): [logged.get(s, {}).get(key)
-                                                             for s in steps]
-                                    for key in LOGGED}})
+        values = {key.replace("/", "_"): [logged.get(s, {}).get(key) for s in steps]
+                  for key in LOGGED}
+        # the names our runner's telemetry uses for the same quantities
+        values["clip_low_fraction"] = values["clip_ratio_low_mean"]
+        values["clip_high_fraction"] = values["clip_ratio_high_mean"]
+        joined.append({**record, **values})
     return joined
 
 

@@ -75,6 +75,8 @@ def run_study(args, runs: list[tuple[str, str, int]]) -> int:
                  if args.accelerate_config else 1)
     for regime, arm, seed in runs:   # every refusal before the first run starts
         trl_backend.check_request(args.lock, args.trl_config, arm, seed, regime, processes)
+    base = trl_backend.base_heldout(args.lock, args.trl_config, args.out)
+    print(f"untrained base: held-out greedy {base['heldout']['greedy']['ALL']['success_rate']:.3f}")
     for regime, arm, seed in runs:
         if study.manifest_path(args.out, regime, arm, seed).is_file():
             continue
