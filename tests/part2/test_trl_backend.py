@@ -232,3 +232,18 @@ def test_a_study_folder_keeps_one_run_configuration(tmp_path):
     other["budget"]["learning_rate"] = 1e-6
     with pytest.raises(ConfigError, match="a study keeps one configuration"):
         trl_backend.bind_run_config(tmp_path, other)
+
+
+def test_off_policy_regime_gets_old_logprobs_from_the_policy(trainer, monkeypatch):
+    """two_updates (num_iterations 2): the batch carries the policy's log-probs at
+    sampling time, so TRL's second update has a ratio to clip."""
+    monkeypatch.setattr(trainer, "family_objective", objectives.get_objective("dapo"))
+    monkeypatch.setattr(trainer, "family_telemetry", [])
+    monkeypatch.setattr(trainer, "_generate", _fake_generate(trainer, _Script()))
+    monkeypatch.setattr(trainer, "num_iterations", 2)
+    examples = [trainer.family_pool[i] for i in (2, 3)]
+    output = trainer._sampled_batch([e for e in examples for _ in range(4)], 0, 0.0)
+    old = output["old_per_token_logps"]
+    assert old.shape == output["completion_ids"].shape
+    real = output["completion_mask"].bool()
+    assert bool((old[real] < 0).all())   # log-probabilities of sampled tokens
