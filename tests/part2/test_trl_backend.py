@@ -75,6 +75,7 @@ def test_process_count_must_fit_the_gpus_and_the_batch():
     (lambda c: c["data"].pop("revision"), "data.revision: missing"),
     (lambda c: c["budget"].update(temperature=0.7), "budget.temperature"),
     (lambda c: c.update(device="tpu"), "device must be"),
+    (lambda c: c["trl_pins"].update(beta=0.04), "trl_pins.beta: set by the lock"),
 ])
 def test_bad_run_configuration_names_the_key(tmp_path, edit, message):
     config = yaml.safe_load(resolve(CARD).read_text())

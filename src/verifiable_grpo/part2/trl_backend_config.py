@@ -35,6 +35,14 @@ DTYPES = ("float32", "bfloat16", "float16")
 SINGLE_PROCESS_SAMPLERS = ("dynamic", "aero")
 
 
+# GRPOConfig fields the backend sets from the lock or the budget: never from trl_pins.
+RESERVED_PINS = ("loss_type", "scale_rewards", "importance_sampling_level", "epsilon",
+                 "epsilon_high", "beta", "num_iterations", "num_generations", "temperature",
+                 "learning_rate", "max_steps", "max_completion_length", "seed", "save_steps",
+                 "per_device_train_batch_size", "gradient_accumulation_steps",
+                 "steps_per_generation", "output_dir", "chat_template_kwargs")
+
+
 def _typed(value, kind) -> bool:
     if kind is float:
         return isinstance(value, (int, float)) and not isinstance(value, bool)
@@ -89,6 +97,10 @@ def _check_sections(config: dict, name: str) -> None:
                 "checkpoint_every_steps"):
         if budget[key] < 1:
             raise ConfigError([f"{name}: budget.{key}: must be >= 1, got {budget[key]}"])
+    clash = [k for k in config["trl_pins"] if k in RESERVED_PINS]
+    if clash:
+        raise ConfigError([f"{name}: trl_pins.{clash[0]}: set by the lock or the budget, "
+                           "not pinned here"])
     if budget["group_size"] < 2:
         raise ConfigError([f"{name}: budget.group_size: must be >= 2"])
     if budget["temperature"] != 1.0:
