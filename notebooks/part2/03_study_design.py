@@ -166,6 +166,47 @@ print(f"pre-registered runs: {planned}; recorded: {len(record['runs'])}, "
 # checkpoint; `family status` lists what is missing; `family analyse` applies the plan
 # above and refuses verdicts while any pre-registered run is missing.
 #
+# ## Running the study on TRL
+#
+# The card ran its arms on TRL's `GRPOTrainer` with an 8B model on a GPU. A reader with
+# GPUs can do the same from this project: `family run --backend trl` takes the same lock,
+# the same seeds and the same arm names, trains a LoRA adapter through `GRPOTrainer`, and
+# writes the same `run_manifest.json`, so `family analyse` reads a GPU study exactly as it
+# reads ours. Three of the five arms are nothing but `GRPOConfig` settings, and so is
+# `dapo`'s clip-higher; the lock already stores them, next to what TRL cannot do by itself:
+
+# %%
+base_fields = lock["arms"]["grpo"]["trl"]["config"]
+Table(["arm", "GRPOConfig fields that differ from grpo's", "added by our GRPOTrainer subclass"], [
+    [arm, ", ".join(f"{k}={v}" for k, v in entry["trl"]["config"].items()
+                    if base_fields.get(k) != v) or "(none)",
+     "dynamic sampling" if entry["trl"]["subclass"] and arm == "dapo" else
+     "AERO rescue, curation, posterior advantages" if entry["trl"]["subclass"] else "-"]
+    for arm, entry in lock["arms"].items()
+])
+
+# %% [markdown]
+# For `dapo` and `aero` the subclass hands each step to the same sampler our runner uses,
+# drawing every completion through TRL's own generation, so the groups it trains on are
+# the ones our sampler would pick from the same rewards (a test checks this row by row).
+# The card's set-up is a configuration file, launched with one command per run:
+#
+# ```bash
+# python -m verifiable_grpo family run --backend trl \
+#     --config configs/part2/card-qwen3-8b-gsm8k.yaml \
+#     --accelerate-config configs/accelerate/one-gpu.yaml --arm drgrpo --seed 107
+# ```
+#
+# A run checkpoints every 5 steps and the same command continues it. What comes back and
+# what is redone: TRL's checkpoint restores the adapter, the optimizer, the learning-rate
+# schedule, the step counter and log, and the random states; it does not store the order of
+# the prompts or the completions of the step in flight, so it replays the seeded prompt
+# order and generates the next step's completions again. Since the random states are
+# restored, the regenerated steps are the ones the uninterrupted run drew: on a CPU, at
+# smoke size, a run stopped after one step and resumed ends with the same adapter, bit for
+# bit. Before any model loads, the command refuses an arm TRL cannot express, a changed
+# lock, a GPU configuration on a machine without a GPU, and more processes than GPUs.
+#
 # ## Exercise
 #
 # The card's run (`drgrpo`, seed 107) logged a mean ZVF of 0.783 with a training reward

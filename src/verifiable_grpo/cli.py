@@ -61,7 +61,8 @@ def _family_arguments(p) -> None:
         if name == "run":
             q.add_argument("--arm", required=True)
             q.add_argument("--seed", type=int, required=True)
-            q.add_argument("--regime", required=True, help="on_policy or two_updates")
+            q.add_argument("--regime", default=None,
+                           help="on_policy or two_updates (--backend trl: default on_policy)")
             q.add_argument("--stop-after", type=int, default=None,
                            help="stop after this many steps (the rerun continues)")
         if name in ("study", "status"):
@@ -72,11 +73,23 @@ def _family_arguments(p) -> None:
             q.add_argument("--workers", type=_positive, default=2,
                            help="child processes of one CPU thread each, the seeds split "
                                 "between them (default 2; 1: this process, its threads)")
+        if name in ("run", "study"):
+            _backend_arguments(q)
         if name == "status":
             q.add_argument("--verbose", action="store_true", help="list finished runs too")
         if name == "export":
             q.add_argument("--to", default="data/recorded/part2",
                            help="record folder, replaced whole (default data/recorded/part2)")
+
+
+def _backend_arguments(q) -> None:
+    """family run/study on our trainer (default) or TRL's GRPOTrainer (part2/trl_backend)."""
+    q.add_argument("--backend", choices=("ours", "trl"), default="ours",
+                   help="ours (the tiny study's trainer) or trl (TRL's GRPOTrainer)")
+    q.add_argument("--config", dest="trl_config", default=None,
+                   help="--backend trl: run configuration (configs/part2/card-*.yaml, trl-*.yaml)")
+    q.add_argument("--accelerate-config", default=None,
+                   help="--backend trl: run each run under `accelerate launch` with this file")
 
 
 def _positive(text: str) -> int:

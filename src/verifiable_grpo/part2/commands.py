@@ -41,6 +41,12 @@ def _runs_of(lock, args):
 
 
 def _run(args):
+    if getattr(args, "backend", "ours") == "trl":
+        from verifiable_grpo.part2 import trl_backend_commands
+
+        return trl_backend_commands.run(args)
+    if args.regime is None:
+        raise ConfigError(["family run needs --regime (on_policy or two_updates)"])
     started = time.perf_counter()
     manifest = study.run_arm(args.lock, args.out, args.arm, args.seed, args.regime,
                              stop_after=args.stop_after, progress=True)
@@ -63,6 +69,10 @@ def _pending(lock, args) -> list[tuple[str, str, int]]:
 
 
 def _study(args):
+    if getattr(args, "backend", "ours") == "trl":
+        from verifiable_grpo.part2 import trl_backend_commands
+
+        return trl_backend_commands.run_study(args, trl_backend_commands.runs_of(args))
     lock, sha = lock_lib.read_lock(args.lock)
     lock_lib.check_lock(lock, path=args.lock)
     for regime, arm, seed in _runs_of(lock, args):   # every requested run, before any compute
@@ -141,7 +151,7 @@ def _status(args):
         folder = study.run_dir(args.out, regime, arm, seed)
         if (folder / "run_manifest.json").is_file():
             state = "finished"
-        elif any((folder / "checkpoints").glob("checkpoint-*.pt")):
+        elif any((folder / "checkpoints").glob("checkpoint-*")):   # ours: .pt; TRL: folders
             state = "in flight"
         else:
             state = "not started"

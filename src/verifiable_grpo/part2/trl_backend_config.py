@@ -1,0 +1,170 @@
+"""The TRL backend's run configuration (configs/part2/card-*.yaml, trl-*.yaml) and the
+checks that must pass before any model loads.
+
+A run configuration fixes the model (base, revision, dtype, LoRA shape), the data
+(GSM8K from the Hub at a pinned revision, or a JSON-lines file of GSM8K-format items),
+the budgets and the held-out evaluation; the treatment lock fixes the arms, the seeds and
+the analysis. Every refusal is one line naming the key (ConfigError: exit 2).
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from verifiable_grpo.core.config import ConfigError, read_yaml, resolve
+
+SCHEMA = "verifiable-grpo-trl-run-v1"
+SECTIONS = {
+    "model": {"name_or_path": str, "revision": (str, type(None)), "dtype": str, "lora": dict},
+    "data": {"source": str, "instruction": str},
+    "budget": {"steps": int, "prompts_per_step": int, "group_size": int,
+               "micro_batch_rows": int, "learning_rate": float, "lr_scheduler": str,
+               "warmup_steps": int, "weight_decay": float, "max_grad_norm": float,
+               "beta": float, "temperature": float,
+               "max_completion_length": int, "checkpoint_every_steps": int,
+               "gradient_checkpointing": bool},
+    "heldout": {"problems": int, "max_new_tokens": int, "batch_size": int},
+    "trl_pins": {},
+}
+DATA_KEYS = {"hub": ("name", "subset", "revision", "train_split", "test_split"),
+             "jsonl": ("train", "test")}
+LORA_KEYS = ("r", "alpha", "dropout", "target_modules")
+DTYPES = ("float32", "bfloat16", "float16")
+# Arms whose sampler draws a reward-dependent number of generation batches: every
+# process would call TRL's collective gathers a different number of times.
+SINGLE_PROCESS_SAMPLERS = ("dynamic", "aero")
+
+
+# GRPOConfig fields the backend sets from the lock or the budget: never from trl_pins.
+RESERVED_PINS = ("loss_type", "scale_rewards", "importance_sampling_level", "epsilon",
+                 "epsilon_high", "beta", "num_iterations", "num_generations", "temperature",
+                 "learning_rate", "max_steps", "max_completion_length", "seed", "save_steps",
+                 "per_device_train_batch_size", "gradient_accumulation_steps",
+                 "steps_per_generation", "output_dir", "chat_template_kwargs")
+
+
+def _typed(value, kind) -> bool:
+    if kind is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if kind is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, kind)
+
+
+def load_run_config(path) -> dict:
+    """The checked run configuration at `path` (a file name, or a name under configs/part2)."""
+    target = resolve(path)
+    if not target.is_file() and not str(path).endswith(".yaml"):
+        target = resolve(f"configs/part2/{path}.yaml")
+    if not target.is_file():
+        raise ConfigError([f"no TRL run configuration at {path}"])
+    config = read_yaml(target)
+    name = target.name
+    if not isinstance(config, dict) or config.get("schema") != SCHEMA:
+        raise ConfigError([f"{name}: schema must be {SCHEMA!r}"])
+    if config.get("device") not in ("cpu", "cuda"):
+        raise ConfigError([f"{name}: device must be 'cpu' or 'cuda', got {config.get('device')!r}"])
+    for section, keys in SECTIONS.items():
+        if not isinstance(config.get(section), dict):
+            raise ConfigError([f"{name}: {section}: missing section"])
+        for key, kind in keys.items():
+            if key not in config[section]:
+                raise ConfigError([f"{name}: {section}.{key}: missing"])
+            if not _typed(config[section][key], kind):
+                raise ConfigError([f"{name}: {section}.{key}: wrong type "
+                                   f"{type(config[section][key]).__name__}"])
+    _check_sections(config, name)
+    config["_source_file"] = str(path)
+    return config
+
+
+def _check_sections(config: dict, name: str) -> None:
+    model, data, budget = config["model"], config["data"], config["budget"]
+    if model["dtype"] not in DTYPES:
+        raise ConfigError([f"{name}: model.dtype: one of {DTYPES}, got {model['dtype']!r}"])
+    missing = [k for k in LORA_KEYS if k not in model["lora"]]
+    if missing:
+        raise ConfigError([f"{name}: model.lora.{missing[0]}: missing"])
+    if data["source"] not in DATA_KEYS:
+        raise ConfigError([f"{name}: data.source: one of {tuple(DATA_KEYS)}, got "
+                           f"{data['source']!r}"])
+    if not isinstance(data.setdefault("chat_template_kwargs", {}), dict):
+        raise ConfigError([f"{name}: data.chat_template_kwargs: must be a mapping"])
+    missing = [k for k in DATA_KEYS[data["source"]] if k not in data]
+    if missing:
+        raise ConfigError([f"{name}: data.{missing[0]}: missing for source {data['source']!r}"])
+    for key in ("steps", "prompts_per_step", "micro_batch_rows", "max_completion_length",
+                "checkpoint_every_steps"):
+        if budget[key] < 1:
+            raise ConfigError([f"{name}: budget.{key}: must be >= 1, got {budget[key]}"])
+    clash = [k for k in config["trl_pins"] if k in RESERVED_PINS]
+    if clash:
+        raise ConfigError([f"{name}: trl_pins.{clash[0]}: set by the lock or the budget, "
+                           "not pinned here"])
+    if budget["group_size"] < 2:
+        raise ConfigError([f"{name}: budget.group_size: must be >= 2"])
+    if budget["temperature"] != 1.0:
+        raise ConfigError([f"{name}: budget.temperature: the study samples at 1.0"])
+
+
+def step_layout(config: dict, processes: int) -> dict:
+    """GRPOConfig's batch fields for `processes` processes: one generation batch of
+    prompts x group_size rows per optimizer step, split into micro-batches."""
+    budget = config["budget"]
+    rows = budget["prompts_per_step"] * budget["group_size"]
+    micro = budget["micro_batch_rows"]
+    if rows % (processes * micro) or (rows // processes) % budget["group_size"]:
+        raise ConfigError([f"{config.get('name')}: budget: {rows} rows per step do not split "
+                           f"into whole groups of {budget['group_size']} and micro-batches of "
+                           f"{micro} over {processes} processes; change "
+                           "accelerate's num_processes or budget.micro_batch_rows"])
+    accumulation = rows // (processes * micro)
+    return {"per_device_train_batch_size": micro, "gradient_accumulation_steps": accumulation,
+            "steps_per_generation": accumulation,
+            "num_generations": budget["group_size"]}
+
+
+def read_process_count(accelerate_file) -> int:
+    """num_processes of an accelerate config file (1 when absent)."""
+    path = resolve(accelerate_file)
+    if not path.is_file():
+        raise ConfigError([f"no accelerate config at {accelerate_file}"])
+    found = read_yaml(path) or {}
+    count = found.get("num_processes", 1)
+    if not _typed(count, int) or count < 1:
+        raise ConfigError([f"{Path(path).name}: num_processes must be a positive integer"])
+    return count
+
+
+def check_machine(config: dict, processes: int, sampler_kind: str, cuda_count=None) -> None:
+    """Before any model loads: a CUDA config needs CUDA, the process count must fit the
+    GPUs, and an arm that samples per process refuses several processes."""
+    if cuda_count is None:
+        import torch
+
+        cuda_count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    name = config.get("name")
+    if config["device"] == "cuda" and cuda_count == 0:
+        raise ConfigError([f"{name}: device 'cuda' but this machine has no CUDA GPU; nothing "
+                           f"was loaded (run {config['model']['name_or_path']} on a GPU "
+                           "machine, or use a device: cpu config such as trl-smoke)"])
+    if config["device"] == "cuda" and processes > cuda_count:
+        raise ConfigError([f"{name}: accelerate num_processes is {processes} but this machine "
+                           f"has {cuda_count} CUDA GPU(s): set num_processes <= {cuda_count}"])
+    if config["device"] == "cpu" and processes > 1:
+        raise ConfigError([f"{name}: device 'cpu' runs in one process, not {processes}"])
+    if processes > 1 and sampler_kind in SINGLE_PROCESS_SAMPLERS:
+        raise ConfigError([f"{name}: the {sampler_kind} sampler draws a reward-dependent number "
+                           f"of generation batches, which TRL cannot split over {processes} "
+                           "processes: run this arm with configs/accelerate/one-gpu.yaml"])
+    step_layout(config, processes)
+
+
+def world_size() -> int:
+    """The process count of the current launch (accelerate sets WORLD_SIZE)."""
+    return int(os.environ.get("WORLD_SIZE", "1"))
+
+
+def process_rank() -> int:
+    """This process's rank in the launch (0 alone or when not launched by accelerate)."""
+    return int(os.environ.get("RANK", "0"))
