@@ -27,6 +27,7 @@ LABS = {
     "judge": ("judge:simulate_judge", "Lab 6: simulated judge with position and length bias"),
     "fault-tree": ("fault_tree:run_exercise", "the fault-tree reward exercise"),
     "merging": ("merge_lab:run_lab", "model merging on two fine-tunes of the digit policy"),
+    "try-this": ("try_this:run_lab", "the course's Try-this variants of Labs 3 to 6 that fit a CPU"),
 }
 RECORDED = Path("data/recorded/part3")
 
