@@ -7,7 +7,8 @@ INVENTORY has one row per variant, in the course's order (Labs 1 to 6). A row's 
 - "partial": part of the variant is shown (counted, or run in part), the rest is not;
 - "not run": nothing yet.
 `needs` says what the missing part would take. The tests hold every "recorded" row to an
-existing record.
+existing record. Lab 6's strict checkers (try_this_checkers.py) rescore the recorded
+suite's transcripts live, so they need no run of their own.
 """
 from __future__ import annotations
 
@@ -77,10 +78,8 @@ INVENTORY = (
             "05_expert_iteration_vs_grpo", "try-this:grpo"),
     Variant(5, "the repaired (exact) against the substring verifier over several seeds", "recorded",
             "05_expert_iteration_vs_grpo", "try-this:grpo"),
-    Variant(6, "strict checkers: full JSON, value types, topic relevance", "partial",
-            "06_behaviour_suite", "suite",
-            "strict JSON and the on-topic benign check are shown; typed checks for the other "
-            "format items are a checker to write, applied to the recorded transcripts"),
+    Variant(6, "strict checkers: full JSON, value types, topic relevance", "recorded",
+            "06_behaviour_suite", "suite"),
     Variant(6, "five prompts for each of five failure families (false completion, verdicts "
             "without evidence, destructive edits, over-refusal, sycophancy)", "not run", "", "",
             "25 new items with checkers that can see each failure, then a suite run of both "
