@@ -136,8 +136,9 @@ def test_recorded_variants_say_what_the_chapters_say():
         last = flawed["records"][-1]
         assert last["verifier_reward"] > last["accuracy"] + 0.05          # the checker is gamed
         assert exact["records"][-1]["accuracy"] > last["accuracy"]
-    biased = m["reward"]["label_bias"]["mlp_top"]
-    assert abs(biased[0] - 2.0) < 0.5 and abs(biased[1] - 1.5) < 0.5      # the biased utility's top
+    hardest = m["reward"]["label_bias"]["where"][-1]
+    assert hardest["labeller"]["x2"] > hardest["true"]["x2"] + 0.2          # pulled towards 1.5
+    assert hardest["labeller"]["true_reward"] < m["reward"]["biased_top_true_reward"] < hardest["true"]["true_reward"]
     assert m["suite"]["ngram"][0]["n"] == 13 and m["suite"]["ngram"][0]["checkable"] < 40
 
 

@@ -5,8 +5,9 @@
   learned reward peaks (the n whose kept candidate has the highest true reward).
 - Label bias: the labeller judges r*(x) + bias * x2 rather than r*(x), a systematic
   preference for large x2. The learned reward then models the biased utility, whose top
-  moves from (2, 1) to (2, 1 + bias); no amount of data or search undoes that, and
-  best-of-n converges on the biased top, whose true reward is 2.5 - bias^2 / 2.
+  moves from (2, 1) to (2, 1 + bias); no amount of data or search undoes that: even a
+  perfect fit to the labels, searched hard, converges on the biased top, whose true
+  reward is 2.5 - bias^2 / 2 (`where_selection_goes` shows where each selector goes).
 
 Draws follow reward_model.fit_both (pairs, test pairs, fresh points, then candidates
 from one numpy Generator), so `label_bias=0, train_pairs=4000, seed=0` is the lab's run.
@@ -51,8 +52,9 @@ def fit_and_search(seed: int = 0, train_pairs: int = 4000, label_bias: float = 0
     rows = [selection_row(n, rng, models, trials) for n in sizes]
     return {"seed": seed, "train_pairs": train_pairs, "label_bias": label_bias, "mlp_ece": ece,
             "models": {name: rm.model_metrics(model, test, fresh) for name, model in models.items()},
-            "mlp_top": top_of(models["mlp"]), "selection": rows,
-            "peak": {key: peak(rows, key) for key in ("linear_true", "mlp_true")}}
+            "selection": rows, "peak": {key: peak(rows, key) for key in ("linear_true", "mlp_true")},
+            # after the table, so that the table's candidates are the lab's
+            "where": where_selection_goes(rng, models["mlp"], label_bias) if label_bias else None}
 
 
 def peak(rows: list[dict], key: str) -> dict:
@@ -61,13 +63,22 @@ def peak(rows: list[dict], key: str) -> dict:
     return {"n": best["n"], "true_reward": best[key]}
 
 
-def top_of(network, half_width: float = 4.0, points: int = 161) -> list[float]:
-    """Where the learned reward is highest on a grid over [-4, 4]^2 (step 0.05)."""
-    axis = np.linspace(-half_width, half_width, points, dtype=np.float32)
-    grid = np.stack(np.meshgrid(axis, axis, indexing="ij"), -1)
-    scores = rm.predict(network, grid)
-    i, j = np.unravel_index(int(np.argmax(scores)), scores.shape)
-    return [float(axis[i]), float(axis[j])]
+def where_selection_goes(rng, network, bias: float, sizes=(16, 256, 4096), trials: int = 200) -> list[dict]:
+    """Best-of-n by three scores on fresh candidates: the learned reward, the labeller's own
+    utility r* + bias * x2 (a perfect fit to the biased labels) and r* itself. For each,
+    the mean true reward and the mean x2 of the kept candidates."""
+    rows = []
+    for n in sizes:
+        points = rng.normal(size=(trials, n, 2)).astype(np.float32)
+        truth = rm.true_reward(points)
+        scores = {"learned": rm.predict(network, points), "labeller": truth + bias * points[..., 1],
+                  "true": truth}
+        row = {"n": n}
+        for name, score in scores.items():
+            kept = np.take_along_axis(points, score.argmax(1)[:, None, None], axis=1)[:, 0]
+            row[name] = {"true_reward": float(rm.true_reward(kept).mean()), "x2": float(kept[:, 1].mean())}
+        rows.append(row)
+    return rows
 
 
 def run_variants(seeds=(0, 1, 2), small: int = 200, label_bias: float = 0.5,

@@ -46,7 +46,7 @@ def overlap(suite: list[str], training: list[str], n: int) -> dict:
     return {"n": n, "checkable": len(checkable), "flagged": flagged}
 
 
-def overlap_report(suite: list[str], training: list[str], sizes=(13, 8, 5, 3)) -> dict:
+def overlap_report(suite: list[str], training: list[str], sizes=(13, 8, 5, 3, 2)) -> dict:
     """Duplicate hashes, then the n-gram check at each n in `sizes`."""
     trained = {prompt_hash(t) for t in training}
     duplicates = [i for i, p in enumerate(suite) if prompt_hash(p) in trained]
@@ -56,7 +56,7 @@ def overlap_report(suite: list[str], training: list[str], sizes=(13, 8, 5, 3)) -
             "ngram": [overlap(suite, training, n) for n in sizes]}
 
 
-def run_suite_check(quick: bool = True, sizes=(13, 8, 5, 3)) -> dict:
+def run_suite_check(quick: bool = True, sizes=(13, 8, 5, 3, 2)) -> dict:
     """Lab 6's suite against the training prompts of Lab 1's fine-tune (QUICK: 240 rows)."""
     from verifiable_grpo.part3 import lab1_data, lab6_suite
 
