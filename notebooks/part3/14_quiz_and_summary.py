@@ -95,10 +95,10 @@ print(quiz.report(quiz.check_quiz(quiz.PART3, [q.answer for q in quiz.PART3])), 
 # every one, in the course's order, with where this book shows it. "Recorded" means a run
 # we executed and recorded, shown in the chapter named. Most of the Lab 3, 4 and 5
 # variants come from one recorded run,
-# `python -m verifiable_grpo lab try-this` (about a minute on one core of a quiet
-# machine). "Partial" and "not run" rows say what the missing part would take. All of
-# them need the 135M model of Labs 1, 2 and 6, because every variant of the synthetic
-# labs fits a CPU and is recorded.
+# `python -m verifiable_grpo lab try-this` (a few minutes on one core). "Partial" and
+# "not run" rows say what the missing part would take. Every one of them needs runs of
+# the 135M model of Labs 1, 2 and 6: all the variants of the synthetic labs fit a CPU,
+# and all are recorded.
 
 # %%
 from verifiable_grpo.book.notebook import Table

@@ -158,3 +158,15 @@ def test_strict_checkers_keep_the_permissive_rule_and_add_content():
         assert all(r["strict"] + len(r["lost"]) == r["permissive"] for r in table.values())
     with pytest.raises(ValueError, match="39 transcripts and 40 verdicts"):
         tc.rescore([""] * 39, [True] * 40)
+
+
+def test_bad_try_this_settings_are_refused_before_any_compute(tmp_path):
+    from verifiable_grpo.part3 import labs
+
+    bad = tmp_path / "try-this.yaml"
+    bad.write_text("grpo_seeds: []\n")
+    with pytest.raises(ValueError, match="try-this.yaml: grpo_seeds"):
+        labs.load_settings("try-this", bad)
+    bad.write_text("sft_weight: -1\n")
+    with pytest.raises(ValueError, match="try-this.yaml: sft_weight"):
+        labs.load_settings("try-this", bad)
