@@ -5,6 +5,8 @@
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -283,7 +285,7 @@ Table(["seed", "exact checker: accuracy", "substring checker: accuracy", "its ac
 
 # %% [markdown]
 # At every seed, the substring checker ends accepting about 98 % of samples while 78 %
-# to 83 % are exactly right. The gap of 0.15 to 0.20 is what the policy learned to
+# to 83 % are exactly right. The gap of 0.14 to 0.20 is what the policy learned to
 # exploit. Its replies grow longer (1.65 to 1.74 digits, against 1.45 with the exact checker).
 # The exact checker ends at 0.963 to 0.969 at all three seeds. The size of the
 # exploit varies with the seed, but it is there at every seed: the failure is the
