@@ -97,10 +97,16 @@ class TryThisSettings:
                             absent=1.0)
 
 
+@dataclass(frozen=True)
+class PackingSettings:
+    row_length: int = key("slots per packed row", at_least(16), absent=256)
+    batch: int = key("conversations per padded batch", POSITIVE, absent=10)
+
+
 SCHEMAS = {"reward-model": RewardModelSettings, "dpo": DPOSettings,
            "expert-iteration": ExpertIterationSettings, "judge": JudgeSettings,
            "fault-tree": FaultTreeSettings, "merging": MergingSettings,
-           "try-this": TryThisSettings}
+           "try-this": TryThisSettings, "sft-packing": PackingSettings}
 
 
 def check(name: str, raw, source: str) -> dict:

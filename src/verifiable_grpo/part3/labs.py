@@ -28,6 +28,8 @@ LABS = {
     "fault-tree": ("fault_tree:run_exercise", "the fault-tree reward exercise"),
     "merging": ("merge_lab:run_lab", "model merging on two fine-tunes of the digit policy"),
     "try-this": ("try_this:run_lab", "the course's Try-this variants of Labs 3 to 6 that fit a CPU"),
+    "sft-packing": ("try_this_packing:run_packing_lab",
+                    "Lab 1, Try this: padded vs packed conversations on SmolLM2-135M (loss, slots)"),
 }
 RECORDED = Path("data/recorded/part3")
 
