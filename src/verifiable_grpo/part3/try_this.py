@@ -44,9 +44,7 @@ INVENTORY = (
             "not run", "", "",
             "a letter-counting generator in lab1_data and " + _CPU_MODEL_RUN.format(lab=1)),
     Variant(1, "pack conversations with a block-diagonal mask and reset positions; compare "
-            "slots and losses", "partial", "15_sft_data_and_tools", "",
-            "the masks and slot counts are shown; the loss comparison needs packed batches "
-            "(a 4-D attention mask) in the Lab 1 trainer and " + _CPU_MODEL_RUN.format(lab=1)),
+            "slots and losses", "recorded", "15_sft_data_and_tools", "sft-packing"),
     Variant(2, "skip the chat-row re-draw under a frozen base", "recorded", "02_lora",
             "lora-no-row-init"),
     Variant(2, "adapters on q, k, v, o only, at the same budget", "partial", "02_lora", "",
