@@ -11,16 +11,16 @@ from verifiable_grpo.part3 import lab1_data, try_this_packing as tp
 def test_block_packing_keeps_the_padded_loss_and_naive_packing_does_not(smollm2):
     model, tokenizer = smollm2
     _, held_out = lab1_data.split(quick=True)
-    result = tp.compare(model, tokenizer, held_out[:3], row_length=128, batch=3)
+    result = tp.compare(model, tokenizer, held_out[:2], row_length=128, batch=2)
     padded, packed, naive = (result[k] for k in ("padded", "packed", "naive"))
     assert padded["targets"] == packed["targets"] == naive["targets"] > 0
     assert packed["rows"] == 1 and packed["slots"] == 128
     # same context for every target: equal up to float summation order
     assert packed["loss"] == pytest.approx(padded["loss"], rel=1e-4)
-    # the later conversations now read the earlier ones
+    # the second conversation now reads the first
     assert abs(naive["loss"] - padded["loss"]) > 1e-3
     with pytest.raises(ValueError, match="shorter than the longest conversation"):
-        tp.compare(model, tokenizer, held_out[:3], row_length=8)
+        tp.compare(model, tokenizer, held_out[:2], row_length=8)
 
 
 def test_the_recorded_run_agrees():
