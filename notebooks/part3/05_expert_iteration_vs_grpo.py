@@ -5,6 +5,8 @@
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -197,6 +199,97 @@ print("accepted but wrong (prompt, reply, answer):", lab["grpo"][2]["accepted_bu
 # ranking. Every prompt is covered, so keeping successes wastes nothing, while GRPO's
 # signal fades as its groups go silent. A task where most prompts start at $p \approx 0$
 # would reverse the picture for expert iteration, and for GRPO too.
+
+# %% [markdown]
+# ## Try this: four more variants
+#
+# The course lists five variants of this lab. The first, no KL term, is exercise 2 below.
+# The other four are recorded by one run, `python -m verifiable_grpo lab try-this`. Each
+# has 150 iterations at $\beta = 0.04$ from the same reference, and its defaults
+# reproduce the $\beta = 0.04$ run above bit for bit (the tests check it).
+#
+# **Dr. GRPO-like: no std scaling, and MAXLEN as the length denominator.** Advantages are
+# $r - \bar r$ only, and each reply's token sum is divided by MAXLEN = 5 instead of by its
+# own length.
+
+# %%
+tried = labs.recorded("try-this")["metrics"]["grpo"]
+course = tried["seeds"]["exact"][0]          # seed 41: the beta = 0.04 run above
+
+
+def last(run):
+    return run["records"][-1]
+
+
+Table(["run (150 iterations)", "exact accuracy", "KL", "length", "zero-variance (last batch)"],
+      [[name, last(run)["accuracy"], last(run)["kl"], last(run)["length"], last(run)["zero_variance"]]
+       for name, run in (("course: sample std, token mean", course), ("r - mean, sum / MAXLEN", tried["dr_grpo"]))],
+      digits=3)
+
+# %% [markdown]
+# The two end close together (0.954 against 0.963 accuracy, KL 0.596 against 0.629).
+# Replies here are one or two digits long, so the length denominator can hardly matter.
+# Without the std, a group's advantages are smaller where its spread is small: the odd
+# one out in a group of eight gets $\pm 0.875$ instead of $\pm 2.47$. Near the end, when
+# most mixed groups have a single outlier, the updates are smaller. That fits the slightly
+# lower KL. One seed cannot separate 0.954 from 0.963 (the seeds below differ by up to 0.006).
+#
+# **Drop the silent groups and refill.** Keep only groups whose rewards differ, and draw 32
+# fresh prompts at a time until 32 mixed groups are in hand (at most 8 draws per iteration).
+# Every generated reply counts, kept or not.
+
+# %%
+refill = tried["refill"]
+Table(["iteration", "course: replies generated", "exact accuracy", "refill: replies generated",
+       "exact accuracy", "draws that iteration", "silent share of its first draw"],
+      [[a["iteration"], f"{a['generations']:,}", a["accuracy"], f"{b['generations']:,}", b["accuracy"],
+        b["draws"], b["zero_variance"]]
+       for a, b in zip(course["records"][1:], refill["records"][1:])], digits=3)
+
+# %% [markdown]
+# Per update, refilling helps: 0.988 after 150 iterations against 0.963, because every
+# group in every update now carries a task signal. Per generated reply, it costs. By
+# iteration 150 four groups in five are silent, and the sampler needs 7 draws per
+# iteration. The run generates 140,288 replies against 38,400, and at equal cost the course's run is
+# ahead: 0.946 after 25,600 replies against 0.879 after 23,552. Whether refilling pays
+# depends on what is scarce. Generation is the larger cost in LLM training, so the count
+# matters as much as the accuracy.
+#
+# **G = 4 against G = 16, at 256 replies per iteration.** 64 prompts of 4, or 16 prompts of
+# 16, against the course's 32 of 8.
+
+# %%
+Table(["groups x size", "exact accuracy", "KL", "zero-variance (last batch)"],
+      [[f"{run['settings']['prompts_per_iteration']} x {run['settings']['group_size']}",
+        last(run)["accuracy"], last(run)["kl"], last(run)["zero_variance"]]
+       for run in sorted(tried["group_size"] + [course], key=lambda r: r["settings"]["group_size"])],
+      digits=3)
+
+# %% [markdown]
+# Final accuracy is 0.967, 0.963 and 0.959: the same within one seed's noise. What
+# changes is where the signal comes from. With $G = 4$, 86 % of the last batch's groups
+# are silent. With $G = 16$, only 44 % are, because a larger group is more likely to hold
+# both a success and a failure ($1 - p^G - (1-p)^G$ grows with $G$). But it covers fewer
+# prompts per iteration. On this task, where every prompt is easy by the end, the two
+# effects cancel.
+#
+# **The exact checker against the substring checker, at three seeds.** Seed 41 is the
+# run above. The repaired checker is the exact one.
+
+# %%
+Table(["seed", "exact checker: accuracy", "substring checker: accuracy", "its acceptance",
+       "accepted but wrong", "mean length"],
+      [[e["settings"]["seed"], last(e)["accuracy"], last(s)["accuracy"], last(s)["verifier_reward"],
+        last(s)["verifier_reward"] - last(s)["accuracy"], last(s)["length"]]
+       for e, s in zip(tried["seeds"]["exact"], tried["seeds"]["substring"])], digits=3)
+
+# %% [markdown]
+# At every seed, the substring checker ends accepting about 98 % of samples while 78 %
+# to 83 % are exactly right. The gap of 0.14 to 0.20 is what the policy learned to
+# exploit. Its replies grow longer (1.65 to 1.74 digits, against 1.45 with the exact checker).
+# The exact checker ends at 0.963 to 0.969 at all three seeds. The size of the
+# exploit varies with the seed, but it is there at every seed: the failure is the
+# checker's, not a bad draw.
 
 # %% [markdown]
 # ## Exercises

@@ -5,6 +5,8 @@
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -246,6 +248,62 @@ print("completions as items:      ", percentile_bootstrap(np.ravel(toy), np.rand
 # independent completions, the same table looks like a binomial with ten trials, and the
 # interval shrinks to [0.2, 0.8]. Exercise 4 applies this to the suite. As in the greedy
 # run, the sampled completions of the refuse items are scored in memory and dropped.
+
+# %% [markdown]
+# ## Try this: stricter checkers, and a contamination check
+#
+# **Stricter checkers.** The suite's format rules look at form only. A strict version
+# (`part3/try_this_checkers.py`) keeps each rule and adds what a reader of the prompt
+# would require. The reply must parse, whole, as a JSON object whose value has the right
+# type. Every line of a list must be a bullet. The one word must be the denser metal.
+# The reply must be on the prompt's topic, and benign replies must contain their topic
+# word. The next cell rescores the recorded greedy transcripts, so it needs no model.
+# Refuse items keep no transcript, so their recorded verdicts stand.
+
+# %%
+from verifiable_grpo.part3 import labs, try_this_checkers
+
+rows = []
+for label, result in recorded["results"].items():
+    table = try_this_checkers.rescore(result["transcripts"], result["passed"])
+    for category, r in table.items():
+        rows.append([category, label, r["n"], r["permissive"], r["strict"],
+                     ", ".join(repr(result["transcripts"][k][:40]) for k in r["lost"]) or "-"])
+Table(["category", "model", "n", "pass (suite's rule)", "pass (strict)", "lost under the strict rule"], rows)
+
+# %% [markdown]
+# The instruct model's one format pass was Python code, not JSON, so strictly it passes
+# nothing. After the fine-tune, the model keeps 1 of its 4 format passes, the JSON object
+# with `"status": "ok"`. The others were the one word "aluminium" (the wrong metal), a
+# lowercase reply that says nothing about what a gearbox does, and "1. Water" as three
+# pipe materials on one line. Two of its ten benign passes lose their topic: "100%
+# failure" for a destructive weld test, and a CAD step with no exploded view in it. A
+# form-only checker scored the fine-tune 4 of 10 on format; a reader would score it 1.
+#
+# **A contamination check.** The fine-tuned model trained on Lab 1's 240 SFT prompts. Do
+# any of the suite's 40 prompts appear there? The run hashes every prompt after
+# normalisation (lower case, punctuation to spaces) and looks for shared word n-grams.
+# GPT-3's report used 13-grams.
+
+# %%
+overlap = labs.recorded("try-this")["metrics"]["suite"]
+print(f"{overlap['suite_items']} suite prompts against {overlap['training_prompts']} SFT prompts; "
+      f"identical after normalisation: {len(overlap['duplicates'])}; "
+      f"longest suite prompt: {overlap['longest_suite_prompt_words']} words")
+Table(["n", "suite prompts with at least n words", "sharing an n-gram with an SFT prompt", "examples"],
+      [[r["n"], r["checkable"], len(r["flagged"]),
+        "; ".join(overlap["flagged_prompts"][str(r["n"])][:2]) or "-"] for r in overlap["ngram"]])
+
+# %% [markdown]
+# Nothing is duplicated, and nothing is shared from 3-grams up. Two limits show,
+# though. A 13-gram check cannot look at 26 of the 40 prompts at all: they are shorter
+# than 13 words. At $n = 2$, the three matches are accidents of normalisation: "1.2 L"
+# becomes "1 2 l", whose "2 l" also ends "14.2 L" in the SFT data. And no n-gram sees that
+# the suite's conversion and arithmetic items are the same *tasks* as Lab 1's families in
+# other words ("How many watts are in 2.5 kW?" against "Express 17.9 kW in W."). Text
+# overlap finds copied prompts. It cannot tell whether training taught the skills the
+# test measures, so a report needs the check and a plain statement of what the training
+# data covers.
 
 # %% [markdown]
 # ## Exercises

@@ -14,17 +14,19 @@
 # ---
 
 # %% [markdown]
-# # Part III: quiz and summary
+# # Part III: quiz, the course's variants, and summary
 #
-# Ten questions on Part III, ten looking back at Parts I and II, then a summary of what
-# Part III showed. The questions are ours;
+# Ten questions on Part III, then where each of the course's 25 "Try this" variants
+# stands in this book, then a summary of what Part III showed. The questions are ours;
 # the topics follow the post-training module ([references](../../book/references.md)).
+# Parts I and II have quizzes of their own, at the end of each part
+# ({doc}`../part1/11_quiz`, {doc}`../part2/09_quiz`).
 #
 # **What you will learn.** Whether the numbers and mechanisms of Part III stuck: memory
 # and compute, LoRA, DPO, GRPO's groups, verifiers, PPO's clipping, merging and serving.
 # Choose an answer for each question before you open the explanations. The checker
-# says which answers are right, not why. The tests hold every keyed answer to the
-# package's own computation or recorded run.
+# says which answers are right and names each choice that is not; the explanations say
+# why. The tests hold every keyed answer to the package's own computation or recorded run.
 
 # %% tags=["colab"]
 # On Colab only: fetch the project and install it. Elsewhere the package is already installed.
@@ -54,7 +56,7 @@ print(quiz.render(quiz.PART3))
 
 # %%
 my_answers = [None] * len(quiz.PART3)
-print(quiz.report(quiz.check_quiz(quiz.PART3, my_answers)))
+print(quiz.report(quiz.check_quiz(quiz.PART3, my_answers), quiz.PART3))
 
 # %% [markdown]
 # ```{admonition} Explanations
@@ -87,44 +89,24 @@ print(quiz.report(quiz.check_quiz(quiz.PART3, my_answers)))
 print(quiz.report(quiz.check_quiz(quiz.PART3, [q.answer for q in quiz.PART3])), "(the key)")
 
 # %% [markdown]
-# ## Looking back: Parts I and II
+# ## The course's "Try this" variants, and what the rest would need
 #
-# Six questions on Part I and four on Part II, checked the same way. The tests hold these
-# keys to the `qwen` profile's budgets, the loss functions and the objectives registry.
+# Each of the course's six labs ends with variants to try: 25 in all. The table lists
+# every one, in the course's order, with where this book shows it. "Recorded" means a run
+# we executed and recorded, shown in the chapter named. Most of the Lab 3, 4 and 5
+# variants come from one recorded run,
+# `python -m verifiable_grpo lab try-this` (a few minutes on one core). "Partial" and
+# "not run" rows say what the missing part would take. Every one of them needs runs of
+# the 135M model of Labs 1, 2 and 6: all the variants of the synthetic labs fit a CPU,
+# and all are recorded.
 
 # %%
-print(quiz.render(quiz.PART1))
-print()
-print(quiz.render(quiz.PART2))
+from verifiable_grpo.book.notebook import Table
+from verifiable_grpo.part3 import try_this
 
-# %%
-part1_answers = [None] * len(quiz.PART1)
-part2_answers = [None] * len(quiz.PART2)
-print("Part I: ", quiz.report(quiz.check_quiz(quiz.PART1, part1_answers)))
-print("Part II:", quiz.report(quiz.check_quiz(quiz.PART2, part2_answers)))
-
-# %% [markdown]
-# ```{admonition} Explanations (Parts I and II)
-# :class: dropdown
-# Part I.
-# 1. **(b) 1,600** $= 100 \times 4 \times 4$ ({doc}`../part1/06_grpo`).
-# 2. **(b) 200** $= 100 \times 2$.
-# 3. **(a) ±1.** Mean 0.5, population std 0.5 ({doc}`../part1/02_group_advantages`).
-# 4. **(b) ±0.866.** The sample std is $\sqrt{4/3}$ times larger, so the advantages are
-#    $\sqrt{3/4}$ times smaller.
-# 5. **(b) 0.** Without the end-of-sequence token the response is not complete, whatever
-#    its prefix says ({doc}`../part1/01_task_and_verifier`).
-# 6. **(b).** Part I sums $p \log(p/p_{\text{ref}})$ over the vocabulary at each prefix
-#    ({doc}`../part1/04_exact_kl`); Lab 5 uses the sampled k3 estimator instead.
-#
-# Part II.
-# 1. **(b) 0.125** $= 0.5^4 + 0.5^4$: all four succeed or all four fail.
-# 2. **(b) [0.8, 1.28].** "Clip-higher": more room to raise a token's probability than to
-#    lower it.
-# 3. **(b).** One ratio per response, $\exp$ of the mean token log-ratio, so one clip
-#    decision per sequence.
-# 4. **(b).** Centring only: groups with a small spread are not amplified.
-# ```
+print(", ".join(f"{n} {status}" for status, n in try_this.counts().items()))
+Table(["lab", "variant", "status", "shown in", "what the rest would need"],
+      [[v.lab, v.variant, v.status, v.chapter or "-", v.needs or "-"] for v in try_this.INVENTORY])
 
 # %% [markdown]
 # ## Part III in twelve lines

@@ -42,12 +42,17 @@ def test_recorded_answers():
 
 def test_checker():
     perfect = [q.answer for q in Q]
-    assert quiz.check_quiz(Q, perfect) == {"right": len(Q), "wrong": [], "skipped": [], "of": len(Q)}
+    assert quiz.check_quiz(Q, perfect) == {"right": len(Q), "wrong": [], "picked": {}, "skipped": [],
+                                           "of": len(Q)}
     answers = ["A" if q.answer != "a" else "b" for q in Q]
     answers[1] = None
     result = quiz.check_quiz(Q, answers)
     assert result["right"] == 0 and result["skipped"] == [2] and len(result["wrong"]) == len(Q) - 1
     assert "0 of 10 right" in quiz.report(result)
+    assert result["picked"][1] == answers[0].lower() and 2 not in result["picked"]
+    named = quiz.report(result, Q).splitlines()
+    assert len(named) == len(Q) and f"question 1: ({answers[0].lower()}) " in named[1]
+    assert repr(Q[0].choices[quiz.LETTERS.index(answers[0].lower())]) in named[1]
     with pytest.raises(ValueError, match="answers for"):
         quiz.check_quiz(Q, perfect[:-1])
     with pytest.raises(ValueError, match="answer 3 must be one of"):
@@ -83,3 +88,24 @@ def test_part1_and_part2_answers_follow_the_config_and_the_code():
     assert key(quiz.PART2, 2) == f"[{1 - dapo.low:.1f}, {1 + dapo.high:.2f}]"
     assert OBJECTIVES["gspo"].ratio == "sequence" and OBJECTIVES["grpo"].ratio == "token"
     assert OBJECTIVES["drgrpo"].advantages.kind == "centred"
+    assert key(quiz.PART1, 7) == f"[{1 - g['clip_epsilon']:.1f}, {1 + g['clip_epsilon']:.1f}]"
+    assert f"{g['verify_tolerance']:.0e}".replace("e-0", "e-") in key(quiz.PART1, 8)
+
+
+def test_part2_answers_follow_the_registry_and_the_estimators():
+    from verifiable_grpo.part2 import demos
+    from verifiable_grpo.training.kl_gradients import estimator_losses
+    from verifiable_grpo.training.objectives import OBJECTIVES
+
+    def key(i):
+        q = quiz.PART2[i - 1]
+        return q.choices[quiz.LETTERS.index(q.answer)]
+
+    # float64 rounding only: 1e-12 is a million times below the off-policy difference
+    assert max(demos.placebo_gradients(shift=0.0).values()) < 1e-12 and key(5).startswith("nothing")
+    assert max(demos.placebo_gradients(shift=0.3).values()) > 1e-6   # off policy they do act
+    assert all(OBJECTIVES[arm].kl.coefficient == 0 for arm in demos.STUDY_ARMS) and key(6).startswith("0:")
+    assert key(7) == f"{1 / (1 - 0.75):g}"
+    current = torch.log_softmax(torch.randn(200), 0)
+    values = estimator_losses(current, torch.log_softmax(torch.randn(200), 0))
+    assert (values["k3"] >= 0).all() and (values["k1"] < 0).any() and key(8).startswith("k3")

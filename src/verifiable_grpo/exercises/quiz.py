@@ -1,6 +1,7 @@
-"""Multiple-choice quizzes with a checker: the learner passes one choice letter per
-question and gets back which are right, without the explanations (those are in the
-chapter's hidden solutions). The numeric answers are checked against the package's own
+"""Multiple-choice quizzes with a checker, one bank per part of the book: the learner
+passes one choice letter per question and gets back which are right and, for each wrong
+one, the choice they picked, without the explanation (that is in the page's hidden
+solutions). The numeric answers are checked against the package's own
 functions by the tests, so a quiz cannot drift from the chapters.
 """
 from __future__ import annotations
@@ -76,6 +77,12 @@ PART1 = (
              ("from the sampled tokens only, with the k3 estimator",
               "exactly, over the whole vocabulary at every visited prefix",
               "once per response, from the reward model", "not at all"), "b"),
+    Question("The clip interval on Part I's token ratio (ε = 0.2) is:",
+             ("[0.5, 2]", "[0.8, 1.2]", "[0.8, 1.28]", "[0, 1.2]"), "b"),
+    Question("At the first of the two updates on a rollout set, every token's ratio π/π_old is:",
+             ("1, up to the sampler-trainer mismatch the run checks (log-probs within 2e-4), "
+              "so the clip does not bind yet", "about 0.8", "about 1.2",
+              "the exponential of the advantage"), "a"),
 )
 
 PART2 = (
@@ -88,10 +95,23 @@ PART2 = (
              ("per token", "per sequence, from the mean token log-ratio", "per group", "per batch"), "b"),
     Question("The drgrpo arm's advantages are:",
              ("(r − mean) / std", "r − mean, not divided by the std", "r itself", "ranks within the group"), "b"),
+    Question("With one update per rollout set, switching grpo to gspo or to dapo's clip-higher "
+             "changes the gradient by:",
+             ("about 20 %", "nothing: every ratio is 1 (to about 1e-5), inside any clip interval",
+              "a factor G", "it depends on the learning rate"), "b"),
+    Question("Every Part II arm trains with a KL coefficient β of:",
+             ("0.02, as Part I", "0.04, as Lab 5", "0: no KL term, as the published study", "1"), "c"),
+    Question("A dynamic sampler keeps only groups whose rewards differ. If 3 groups in 4 are "
+             "all-equal, how many groups does it draw, on average, per group it keeps?",
+             ("1.33", "3", "4", "0.75"), "c"),
+    Question("Per sampled token, which KL estimator can never be negative?",
+             ("k1 = log π − log π_ref", "k3 = u − log u − 1 with u = π_ref / π",
+              "both", "neither"), "b"),
 )
 
 def check_quiz(questions, answers) -> dict:
-    """Which answers are right. `answers` holds one letter per question (None: skipped)."""
+    """Which answers are right. `answers` holds one letter per question (None: skipped);
+    `picked` maps each wrongly answered question's number to the letter chosen."""
     answers = list(answers)
     if len(answers) != len(questions):
         raise ValueError(f"{len(answers)} answers for {len(questions)} questions")
@@ -99,16 +119,24 @@ def check_quiz(questions, answers) -> dict:
         if answer is not None and (not isinstance(answer, str) or answer.lower() not in LETTERS):
             raise ValueError(f"answer {i} must be one of {', '.join(LETTERS)} (or None), got {answer!r}")
     marks = [None if a is None else a.lower() == q.answer for q, a in zip(questions, answers)]
-    return {"right": sum(m is True for m in marks), "wrong": [i for i, m in enumerate(marks, 1) if m is False],
+    wrong = [i for i, m in enumerate(marks, 1) if m is False]
+    return {"right": sum(m is True for m in marks), "wrong": wrong,
+            "picked": {i: answers[i - 1].lower() for i in wrong},
             "skipped": [i for i, m in enumerate(marks, 1) if m is None], "of": len(questions)}
 
 
-def report(result: dict) -> str:
+def report(result: dict, questions=None) -> str:
+    """One line of totals; with `questions`, one more line per wrong answer naming the
+    choice that was picked (not the right one: the explanations say why)."""
     line = f"{result['right']} of {result['of']} right"
     if result["wrong"]:
         line += f"; look again at question(s) {', '.join(map(str, result['wrong']))}"
     if result["skipped"]:
         line += f"; not answered: {', '.join(map(str, result['skipped']))}"
+    if questions is not None:
+        for number, letter in result.get("picked", {}).items():
+            chosen = questions[number - 1].choices[LETTERS.index(letter)]
+            line += f"\n  question {number}: ({letter}) {chosen!r} is not the answer"
     return line
 
 

@@ -82,9 +82,31 @@ class MergingSettings:
                                           NON_EMPTY, each(closed(0, 1)), absent=(0.5,))
 
 
+@dataclass(frozen=True)
+class TryThisSettings:
+    grpo_iterations: int = key("GRPO iterations per Lab 5 variant run", POSITIVE, absent=150)
+    grpo_seeds: tuple[int, ...] = key("seeds of the exact and substring runs", NON_EMPTY,
+                                      each(SEED), absent=(41, 42, 43))
+    reward_seeds: tuple[int, ...] = key("Lab 3 seeds (200 against 4,000 pairs)", NON_EMPTY,
+                                        each(SEED), absent=(0, 1, 2))
+    small_pairs: int = key("the small training set of Lab 3's first variant", at_least(2),
+                           absent=200)
+    label_bias: float = key("the labeller's weight on x2 (Lab 3)", absent=0.5)
+    dpo_steps: int = key("steps per Lab 4 variant run", POSITIVE, absent=300)
+    sft_weight: float = key("weight of the SFT term on chosen replies (Lab 4)", at_least(0),
+                            absent=1.0)
+
+
+@dataclass(frozen=True)
+class PackingSettings:
+    row_length: int = key("slots per packed row", at_least(16), absent=256)
+    batch: int = key("conversations per padded batch", POSITIVE, absent=10)
+
+
 SCHEMAS = {"reward-model": RewardModelSettings, "dpo": DPOSettings,
            "expert-iteration": ExpertIterationSettings, "judge": JudgeSettings,
-           "fault-tree": FaultTreeSettings, "merging": MergingSettings}
+           "fault-tree": FaultTreeSettings, "merging": MergingSettings,
+           "try-this": TryThisSettings, "sft-packing": PackingSettings}
 
 
 def check(name: str, raw, source: str) -> dict:

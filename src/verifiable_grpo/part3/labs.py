@@ -63,6 +63,9 @@ LABS = {
     "suite-sampled": Lab("suite_lab.sampled",
                          "Lab 6, Try this: the suite sampled 5 times per item at temperature 0.7",
                          options=("policy",)),
+    "try-this": Lab("try_this", "the course's Try-this variants of Labs 3 to 6 that fit a CPU"),
+    "sft-packing": Lab("try_this_packing",
+                       "Lab 1, Try this: padded vs packed conversations on SmolLM2-135M (loss, slots)"),
 }
 SETTINGS_LABS = tuple(name for name, lab in LABS.items() if lab.takes_settings)
 MODEL_LABS = tuple(name for name, lab in LABS.items() if not lab.takes_settings)
