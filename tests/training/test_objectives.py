@@ -26,7 +26,7 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 # --------------------------------------------------------------------------- the registry
 def test_registry_holds_part_one_and_the_part_two_arms():
     assert list(OBJECTIVES) == ["part1", "grpo", "drgrpo", "dapo", "gspo", "aero", "bnpo",
-                                "dr_grpo", "dapo_token"]
+                                "dr_grpo", "dapo_token"] + NEWER
     for name, objective in OBJECTIVES.items():
         assert objective.name == name and "\n" not in objective.description
     part1 = OBJECTIVES["part1"]
@@ -43,7 +43,8 @@ def test_registry_holds_part_one_and_the_part_two_arms():
                for n in ("grpo", "drgrpo", "dapo", "gspo", "aero"))
     # Each Part II arm changes only what it names relative to grpo.
     base = OBJECTIVES["grpo"].mechanics()
-    changed = {name: sorted(k for k, v in OBJECTIVES[name].mechanics().items() if v != base[k])
+    changed = {name: sorted(k for k, v in OBJECTIVES[name].mechanics().items()
+                            if v != base.get(k))
                for name in OBJECTIVES if name != "grpo"}
     assert changed["drgrpo"] == ["advantages"]
     assert changed["dapo"] == ["clip", "sampler"]
@@ -51,6 +52,17 @@ def test_registry_holds_part_one_and_the_part_two_arms():
     assert changed["aero"] == ["advantages", "sampler"]
     assert changed["bnpo"] == changed["dapo_token"] == ["aggregation"]
     assert changed["dr_grpo"] == ["advantages", "aggregation"]
+    assert changed["cispo"] == ["aggregation", "surrogate"]
+    assert changed["gmpo"] == ["clip", "surrogate"] and changed["sapo"] == ["surrogate"]
+    assert changed["rloo"] == changed["reinforce_pp"] == ["advantages"]
+    assert changed["reinforce"] == changed["reinforce_baseline"] == ["advantages", "surrogate"]
+    assert changed["grpo_tis"] == changed["grpo_mis"] == ["correction"]
+    # The parts added after schema v1 are hashed only where an entry sets them.
+    assert "surrogate" not in base and "correction" not in base
+
+
+NEWER = ["cispo", "gmpo", "sapo", "rloo", "reinforce_pp", "reinforce", "reinforce_baseline",
+         "grpo_tis", "grpo_mis"]
 
 
 @pytest.mark.parametrize("profile", ["smoke", "tiny", "qwen"])
@@ -93,8 +105,8 @@ def test_get_objective_names_the_known_ones():
     assert get_objective("gspo") is OBJECTIVES["gspo"]
     with pytest.raises(ValueError, match=r"unknown objective 'gpro' \(did you mean [^)]*'grpo'") as err:
         get_objective("gpro")
-    assert "known objectives: part1, grpo, drgrpo, dapo, gspo, aero, bnpo, dr_grpo, dapo_token" \
-        in str(err.value)
+    assert ("known objectives: part1, grpo, drgrpo, dapo, gspo, aero, bnpo, dr_grpo, "
+            "dapo_token, cispo") in str(err.value)
     with pytest.raises(ValueError, match="unknown objective 'ppo'; known objectives: part1"):
         get_objective("ppo")
 
@@ -152,10 +164,15 @@ def test_specs_are_frozen():
 # --------------------------------------------------------------------------- advantages
 EXPECTED_ADVANTAGE = {"part1": POPULATION_A, "grpo": SAMPLE_A, "drgrpo": 0.5, "dapo": SAMPLE_A,
                       "gspo": SAMPLE_A, "aero": SAMPLE_A, "bnpo": SAMPLE_A, "dr_grpo": 0.5,
-                      "dapo_token": SAMPLE_A}
+                      "dapo_token": SAMPLE_A, "cispo": SAMPLE_A, "gmpo": SAMPLE_A,
+                      "sapo": SAMPLE_A, "grpo_tis": SAMPLE_A, "grpo_mis": SAMPLE_A,
+                      # r_i - mean of the other three: 1 - 1/3, 0 - 2/3
+                      "rloo": 2 / 3, "reinforce_baseline": 0.5,
+                      # centred +-0.5 over a batch std of 0.5 (one group is the batch)
+                      "reinforce_pp": 0.5 / (0.5 + 1e-8)}
 
 
-@pytest.mark.parametrize("name", list(OBJECTIVES))
+@pytest.mark.parametrize("name", [n for n in OBJECTIVES if n != "reinforce"])
 def test_every_entry_computes_its_hand_computed_advantages(name):
     result = objectives.advantages(OBJECTIVES[name],
                                    torch.tensor([[1.0, 0.0, 1.0, 0.0]], dtype=torch.float64))
