@@ -74,8 +74,8 @@ class Objective:
             value = getattr(self, axis.name)
             if axis.name in ("name", "description"):
                 continue
-            if axis.name not in V1_AXES and value == axis.default_factory():
-                continue  # a part added after v1, left at its default: not hashed
+            if axis.name not in V1_AXES and _at_defaults(value):
+                continue  # a part added after v1, left at its defaults: not hashed
             spec[axis.name] = (_part_mechanics(value, axis.name)
                                if dataclasses.is_dataclass(value) else value)
         return {"schema": SCHEMA, **spec}
@@ -103,6 +103,10 @@ V1_FIELDS = {"advantages": ("kind", "correction", "epsilon", "prior"),
                          "rescue_budget", "rejection_k", "max_rollouts"),
              "surrogate": ("kind", "cap", "temperature_positive", "temperature_negative"),
              "correction": ("kind", "clip_min", "clip_max")}
+
+
+def _at_defaults(part) -> bool:
+    return all(getattr(part, item.name) == item.default for item in dataclasses.fields(part))
 
 
 def _part_mechanics(part, axis: str) -> dict:

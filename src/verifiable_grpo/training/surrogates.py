@@ -63,7 +63,10 @@ def sapo_tokens(current, old, advantages, mask, temperature_positive: float,
     as TRL 1.16, A = 0 takes the negative one). The clip interval is only reported."""
     old, adv, mask = _inputs(current, old, advantages, mask)
     ratio = losses.importance_ratio(current, old, mask, ratio_level)
-    tau = torch.where(adv > 0, temperature_positive, temperature_negative).to(current.dtype)
+    # Built in the log-probs' dtype: torch.where on two python floats would round tau to
+    # float32 (1.05 -> 1.0499999523), which TRL 1.16 does.
+    tau = torch.where(adv > 0, torch.tensor(temperature_positive, dtype=current.dtype),
+                      torch.tensor(temperature_negative, dtype=current.dtype))
     gate = torch.sigmoid(tau * (ratio - 1)) * 4 / tau
     per_token = _masked(-gate * adv, mask)
     return per_token, losses.ratio_audit(ratio, adv, mask, *clip_interval, ratio_level,
