@@ -227,11 +227,8 @@ def test_behaviour_weights_truncate_and_mask_as_trl_does():
     for (mode, low, high), expected in cases.items():
         got = surrogates.behaviour_weights(trainer, sampler, mask, mode, low, high)
         assert got[0].tolist() == pytest.approx(expected, rel=1e-12), mode
-    # The same numbers as the mismatch chapter's implementation (finite padding).
-    finite = sampler.nan_to_num(0.0)
-    for mode in surrogates.CORRECTION_MODES:
-        torch.testing.assert_close(surrogates.behaviour_weights(trainer, finite, mask, mode),
-                                   mismatch.importance_weights(trainer, finite, mask, mode))
+    # The mismatch chapter's measurements use this very function (TRL's default cap 3).
+    assert mismatch.importance_weights(trainer, sampler, mask)[0].tolist() == [0.0] * 4
     with pytest.raises(ValueError, match="not one of"):
         surrogates.behaviour_weights(trainer, sampler, mask, "token_clip")
 
@@ -283,3 +280,15 @@ def test_bnpo_per_step_and_per_micro_batch():
                 == objectives.response_weights(OBJECTIVES[name], lengths))
     with pytest.raises(ValueError, match="dividing the 4 responses"):
         objectives.response_weights(OBJECTIVES["bnpo"], lengths, micro_batches=3)
+
+
+def test_masked_normalize_sums_active_entries_over_a_constant():
+    from verifiable_grpo.training import losses
+
+    values = torch.tensor([[1.0, 2.0, float("nan")], [3.0, float("inf"), 4.0]])
+    mask = torch.tensor([[True, True, False], [True, False, True]])
+    assert losses.masked_normalize(values, mask, 4.0).item() == 2.5
+    assert losses.masked_normalize(values, mask, 2.0, dim=1).tolist() == [1.5, 3.5]
+    assert losses.masked_normalize(values, mask, 2.0, dim=0).tolist() == [2.0, 1.0, 2.0]
+    with pytest.raises(ValueError, match="normalize_constant must be positive"):
+        losses.masked_normalize(values, mask, 0.0)

@@ -1,8 +1,10 @@
-"""The GRPO objective, piece by piece: group advantages (group std, centred only, a Beta
-posterior for one-rollout groups), the importance ratio (token or sequence level), the
-clipped surrogate with an asymmetric interval, the exact KL on visited prefixes, the
-sampled KL estimators, and the reductions that turn per-token terms into one scalar loss
-(token mean per response then mean; token sum over the batch; sum over a constant length).
+"""The GRPO objective, piece by piece: group advantages (the group std here; the other
+baselines in baselines.py, re-exported), the importance ratio (token or sequence level),
+the clipped surrogate with an asymmetric interval and the audit of what the ratio did,
+the exact KL on visited prefixes, the sampled KL estimators, and the reductions that turn
+per-token terms into one scalar loss (token mean per response then mean; token sum over
+the batch or each micro-batch; sum over a constant length). The other surrogates (CISPO,
+GMPO, SAPO, REINFORCE) and the behaviour corrections live in surrogates.py.
 
 Which of these a run combines is data: see objectives.py.
 
@@ -21,6 +23,7 @@ __all__ = [
     "posterior_advantages",
     "masked_token_mean",
     "masked_token_sum",
+    "masked_normalize",
     "reduce_responses_then_prompts",
     "aggregation_weights",
     "importance_ratio",
@@ -96,6 +99,20 @@ def masked_token_sum(values: torch.Tensor, mask) -> torch.Tensor:
     """Sum of each row's active tokens: [B, T] -> [B] (inactive tokens never leak in)."""
     mask = _check_mask(values, mask)
     return torch.where(mask, values, torch.zeros_like(values)).sum(dim=1)
+
+
+def masked_normalize(values: torch.Tensor, mask, normalize_constant: float, dim=None):
+    """Sum of the active entries (along `dim`, or all) divided by a constant: the reduction
+    of a Dr. GRPO-style constant-length loss (CS336 A5's masked_normalize). Inactive
+    entries never leak in, even when they hold inf or NaN."""
+    mask = torch.as_tensor(mask, device=values.device).bool()
+    if mask.shape != values.shape:
+        raise ValueError(f"mask shape {tuple(mask.shape)} differs from values shape "
+                         f"{tuple(values.shape)}")
+    if not normalize_constant > 0:
+        raise ValueError(f"normalize_constant must be positive, got {normalize_constant!r}")
+    kept = torch.where(mask, values, torch.zeros_like(values))
+    return (kept.sum() if dim is None else kept.sum(dim=dim)) / normalize_constant
 
 
 def reduce_responses_then_prompts(per_response: torch.Tensor, group_size: int | None = None) -> torch.Tensor:

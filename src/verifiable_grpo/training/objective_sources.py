@@ -1,6 +1,6 @@
 """The paper behind each entry of the objectives registry, kept apart from the entries.
 
-An Objective's identity hash covers every dataclass field but its name and description
+An Objective's identity hash covers its arithmetic, not its name and description
 (`Objective.mechanics`), and Part II's treatment lock pins those hashes; a citation is
 not arithmetic, so it lives here, keyed by registry name. Each value names the anchor of
 the work in book/references.md and says what the entry takes from it.

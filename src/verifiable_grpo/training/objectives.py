@@ -2,7 +2,9 @@
 
 An objective says how rewards become advantages, at which level the importance ratio is
 taken, the clip interval, how per-token terms are aggregated into one loss, the KL term
-and its coefficient, and which sampler fills a batch. The sampler returns rewards; the
+and its coefficient, which sampler fills a batch, and (axes added after schema v1, hashed
+only where an entry sets them) the surrogate and a correction for the sampler's own
+log-probs. The parts are defined in objective_parts.py. The sampler returns rewards; the
 objective turns them into advantages (`with_advantages`) and into the loss
 (`response_losses` + `response_weights`, or `objective_loss` for a whole batch). Part I's
 GRPO is one entry ("part1", built from the config by `objective_from_config`); Part II's
