@@ -38,21 +38,20 @@ def baseline_table(groups, names=BASELINE_ENTRIES) -> dict[str, list[list[float]
 
 def ratio_weights(ratios, advantage: float, names=SURROGATE_ENTRIES) -> dict[str, list[float]]:
     """d(-loss)/d log p of one token at each ratio, for a one-token response with advantage
-    `advantage`: what each surrogate does to a token the policy has already moved."""
-    ratios = torch.as_tensor(ratios, dtype=torch.float64)
+    `advantage`: what each surrogate does to a token the policy has already moved. All
+    ratios go through the loss at once as N one-token responses, each weighted 1 / N by
+    every reduction, hence the factor N."""
+    ratios = torch.as_tensor(ratios, dtype=torch.float64).reshape(-1, 1)
+    count = ratios.shape[0]
     table = {}
     for name in names:
-        objective = objectives.get_objective(name)
-        weights = []
-        for ratio in ratios:
-            current = torch.log(ratio).reshape(1, 1).clone().requires_grad_(True)
-            loss, _ = objectives.objective_loss(
-                objective, current, torch.zeros(1, 1, dtype=torch.float64),
-                torch.tensor([advantage], dtype=torch.float64),
-                torch.ones(1, 1, dtype=torch.bool), None, group_size=1, max_length=1)
-            loss.backward()
-            weights.append(float(-current.grad))
-        table[name] = weights
+        current = torch.log(ratios).clone().requires_grad_(True)
+        loss, _ = objectives.objective_loss(
+            objectives.get_objective(name), current, torch.zeros_like(ratios),
+            torch.full((count,), advantage, dtype=torch.float64),
+            torch.ones_like(ratios, dtype=torch.bool), None, group_size=1, max_length=1)
+        loss.backward()
+        table[name] = (-current.grad[:, 0] * count).tolist()
     return table
 
 
