@@ -123,3 +123,14 @@ def test_a_loss_type_reduced_otherwise_or_an_unknown_field_is_refused():
     with pytest.raises(trl_parity.NotExpressibleInTRL, match="no mapping here for "
                                                              "surrogate.delta"):
         trl_parity.trl_arm(two_sided)
+
+
+def test_a_kind_added_to_the_registry_later_is_refused_until_mapped(monkeypatch):
+    from verifiable_grpo.training import objective_parts
+
+    monkeypatch.setattr(objective_parts, "SURROGATE_KINDS",
+                        objective_parts.SURROGATE_KINDS + ("vespo",))
+    vespo = dataclasses.replace(OBJECTIVES["grpo"], name="vespo", surrogate=Surrogate("vespo"))
+    with pytest.raises(trl_parity.NotExpressibleInTRL,
+                       match="vespo: .*no mapping here for the surrogate 'vespo'"):
+        trl_parity.trl_arm(vespo)

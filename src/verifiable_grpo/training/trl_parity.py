@@ -55,7 +55,9 @@ MAPPED_FIELDS = {axis: set(names) for axis, names in objectives.V1_FIELDS.items(
 # The surrogates TRL 1.16 has a loss_type for, and the reduction that loss_type applies.
 SURROGATE_LOSS_TYPES = {"cispo": ("cispo", ("token_sum", "generation_batch")),
                         "sapo": ("sapo", ("response_mean", None))}
-UNSCALED_TRL = ("centred",)   # scale_rewards="none": r - the group mean
+KNOWN_ADVANTAGES = ("group_std", "centred", "posterior")
+# TRL 1.16's vllm_importance_sampling_mode values.
+TRL_CORRECTION_MODES = ("token_truncate", "token_mask", "sequence_truncate", "sequence_mask")
 
 
 def _refuse_unmapped(objective: objectives.Objective) -> None:
@@ -74,6 +76,19 @@ def _refuse_unmapped(objective: objectives.Objective) -> None:
                else f"has no {rule.kind} advantage rule ({rule.describe()})")
     if surrogate.kind in ("gmpo", "reinforce"):
         refuse(f"has no {surrogate.kind} loss_type")
+    # Every kind below is known by name: a kind added to the registry later is refused
+    # here until someone maps it, never run as an ordinary clipped loss.
+    for part, kind, mapped in (("advantage rule", rule.kind, KNOWN_ADVANTAGES),
+                               ("surrogate", surrogate.kind, ("clipped_ratio",)
+                                + tuple(SURROGATE_LOSS_TYPES)),
+                               ("aggregation", (objective.aggregation.kind,
+                                                objective.aggregation.tokens), _LOSS_TYPES),
+                               ("KL term", objective.kl.kind, ("exact_prefix", "k3", "none")),
+                               ("sampler", objective.sampler.kind, ("plain", "dynamic", "aero")),
+                               ("behaviour correction", objective.correction.kind,
+                                ("none",) + TRL_CORRECTION_MODES)):
+        if kind not in mapped:
+            refuse(f"has no mapping here for the {part} {kind!r}")
     if surrogate.kind in SURROGATE_LOSS_TYPES:
         loss_type, reduction = SURROGATE_LOSS_TYPES[surrogate.kind]
         aggregation = objective.aggregation
