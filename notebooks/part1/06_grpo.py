@@ -206,15 +206,17 @@ Table(["per-draw success on 200 validation problems", "warm start", "after train
 # advantages, whether the ratio is taken per token or per sequence, the clip interval, how
 # token terms are averaged, the KL term and how prompts are sampled. The code keeps each
 # variant as one frozen entry of a registry, and the training loop reads its choices from
-# the entry. Part I runs `part1`; the other rows are the variants Part II compares. The last
+# the entry. Part I runs `part1`; the other rows are the variants Part II compares
+# (chapter II.7 adds newer ones). The last
 # column is a short fingerprint of the entry's choices: a study fixed in advance writes it
 # down, so a variant cannot change afterwards without the change showing.
 
 # %%
-from verifiable_grpo.training.objectives import objective_from_config, registry_table
+from verifiable_grpo.training.objectives import get_objective, objective_from_config, registry_table
 
 print("this profile's objective:", objective_from_config(config).name)
-Table(*registry_table())
+Table(*registry_table([get_objective(name) for name in (
+    "part1", "grpo", "drgrpo", "dapo", "gspo", "aero", "bnpo", "dr_grpo", "dapo_token")]))
 
 # %% [markdown]
 # ## A live run

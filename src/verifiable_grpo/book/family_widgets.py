@@ -25,8 +25,32 @@ def plot_token_weights(rewards, lengths, names=STUDY_ARMS + TRL_REDUCTIONS):
     return figure
 
 
-def make_token_weight_widget(rewards: str = "1, 0, 1, 0", lengths: str = "3, 5, 2, 7"):
-    """Type a group's rewards and response lengths; see every arm's per-token weights."""
+def plot_ratio_weights(ratios, names=None):
+    """Lines: a token's gradient weight against its ratio, one panel per sign of A."""
+    from matplotlib.figure import Figure
+
+    from verifiable_grpo.part2.newer_objectives import SURROGATE_ENTRIES, ratio_weights
+
+    names = SURROGATE_ENTRIES if names is None else names
+    figure = Figure(figsize=(8, 3.2))
+    for ax, advantage in zip(figure.subplots(1, 2, sharey=True), (1.0, -1.0)):
+        table = ratio_weights(ratios, advantage, names)
+        for name in names:
+            ax.plot(list(ratios), table[name], label=name, linewidth=1.4)
+        ax.axhline(0, color="black", linewidth=0.6)
+        ax.axvline(1, color="grey", linewidth=0.6, linestyle=":")
+        ax.set_xlabel("ratio p_cur / p_old of the token")
+        ax.set_title(f"A = {advantage:+g}", fontsize=9)
+    figure.axes[0].set_ylabel("weight d(-loss)/d log p")
+    figure.axes[1].legend(fontsize=7, loc="best")
+    figure.tight_layout()
+    return figure
+
+
+def make_token_weight_widget(rewards: str = "1, 0, 1, 0", lengths: str = "3, 5, 2, 7",
+                             names=STUDY_ARMS + TRL_REDUCTIONS):
+    """Type a group's rewards and response lengths; see each entry's per-token weights
+    (`names`: the registry entries shown, by default the study's arms and TRL's reductions)."""
     import ipywidgets as w
 
     reward_box = w.Text(value=rewards, description="rewards")
@@ -37,7 +61,7 @@ def make_token_weight_widget(rewards: str = "1, 0, 1, 0", lengths: str = "3, 5, 
         try:
             r = parse_numbers(reward_box.value, "rewards")
             n = [int(x) for x in parse_numbers(length_box.value, "lengths")]
-            image.value = figure_png(plot_token_weights(r, n))
+            image.value = figure_png(plot_token_weights(r, n, names))
             message.value = ""
         except ValueError as error:
             message.value = f"<b style='color:#b00'>{error}</b>"

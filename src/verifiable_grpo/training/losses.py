@@ -1,8 +1,10 @@
-"""The GRPO objective, piece by piece: group advantages (group std, centred only, a Beta
-posterior for one-rollout groups), the importance ratio (token or sequence level), the
-clipped surrogate with an asymmetric interval, the exact KL on visited prefixes, the
-sampled KL estimators, and the reductions that turn per-token terms into one scalar loss
-(token mean per response then mean; token sum over the batch; sum over a constant length).
+"""The GRPO objective, piece by piece: group advantages (the group std here; the other
+baselines in baselines.py, re-exported), the importance ratio (token or sequence level),
+the clipped surrogate with an asymmetric interval and the audit of what the ratio did,
+the exact KL on visited prefixes, the sampled KL estimators, and the reductions that turn
+per-token terms into one scalar loss (token mean per response then mean; token sum over
+the batch or each micro-batch; sum over a constant length). The other surrogates (CISPO,
+GMPO, SAPO, REINFORCE) and the behaviour corrections live in surrogates.py.
 
 Which of these a run combines is data: see objectives.py.
 
@@ -12,21 +14,25 @@ from __future__ import annotations
 
 import torch
 
+# Re-exported: the baselines other than the group std live in baselines.py.
+from verifiable_grpo.training.baselines import centred_advantages, posterior_advantages
+
 __all__ = [
     "group_advantages",
     "centred_advantages",
     "posterior_advantages",
     "masked_token_mean",
     "masked_token_sum",
+    "masked_normalize",
     "reduce_responses_then_prompts",
     "aggregation_weights",
     "importance_ratio",
     "clipped_surrogate_tokens",
+    "ratio_audit",
     "clipped_group_surrogate",
     "exact_prefix_kl",
     "sampled_kl_estimators",
     "grpo_objective",
-    "grpo_loss",
 ]
 
 
@@ -67,64 +73,6 @@ def group_advantages(rewards, epsilon: float = 1e-8, correction: int = 0):
     return advantages, mean, std
 
 
-def _check_rewards(rewards) -> torch.Tensor:
-    rewards = torch.as_tensor(rewards).detach()
-    if not rewards.is_floating_point():
-        rewards = rewards.to(torch.get_default_dtype())
-    if rewards.dim() != 2 or 0 in rewards.shape:
-        raise ValueError(f"rewards must be a non-empty 2-D [prompts, group], got shape "
-                         f"{tuple(rewards.shape)}")
-    if not torch.isfinite(rewards).all():
-        raise ValueError("rewards must be finite")
-    return rewards
-
-
-def centred_advantages(rewards):
-    """A = r - group mean, no scaling (Dr. GRPO's "no std"). rewards [P, G];
-    returns (advantages[P, G], mean[P, 1]). A constant group gives exactly 0.0."""
-    rewards = _check_rewards(rewards)
-    mean = rewards.mean(dim=1, keepdim=True)
-    constant = (rewards == rewards[:, :1]).all(dim=1, keepdim=True)
-    mean = torch.where(constant, rewards[:, :1], mean)  # exact zeros, as in group_advantages
-    return rewards - mean, mean
-
-
-def posterior_advantages(rewards, successes, observations, prior=(1.0, 1.0),
-                         epsilon: float = 1e-4):
-    """One-rollout groups scored against a Beta posterior of the prompt's success rate.
-
-    rewards [P, 1] binary (the one kept rollout of each prompt); successes and
-    observations [P] count EVERY rollout generated for the prompt (kept or not).
-    p = (successes + a) / (observations + a + b) for prior Beta(a, b), and
-    A = (r - p) / (sqrt(p (1 - p)) + epsilon). Returns (advantages[P, 1], p[P, 1],
-    sqrt(p (1 - p))[P, 1]). E.g. 3/3 correct: p = 0.8, A = +0.2 / 0.4001.
-    """
-    rewards = _check_rewards(rewards)
-    if rewards.shape[1] != 1:
-        raise ValueError(f"the posterior rule scores one-rollout groups, got {rewards.shape[1]} "
-                         "rollouts per prompt")
-    if not ((rewards == 0) | (rewards == 1)).all():
-        raise ValueError("the posterior rule needs binary rewards (0 or 1)")
-    successes = torch.as_tensor(successes, dtype=rewards.dtype).reshape(-1, 1)
-    observations = torch.as_tensor(observations, dtype=rewards.dtype).reshape(-1, 1)
-    if successes.shape != rewards.shape or observations.shape != rewards.shape:
-        raise ValueError(f"successes and observations need one count per prompt "
-                         f"({rewards.shape[0]}), got {successes.numel()} and {observations.numel()}")
-    if not ((observations >= 1).all() and (successes >= 0).all()
-            and (successes <= observations).all()):
-        raise ValueError("counts must satisfy 0 <= successes <= observations, observations >= 1")
-    if not (successes >= rewards).all() or not (observations - successes >= 1 - rewards).all():
-        raise ValueError("the kept rollout must be among the counted observations")
-    a, b = (float(x) for x in prior)
-    if not (a > 0 and b > 0):
-        raise ValueError(f"the Beta prior needs positive parameters, got {prior!r}")
-    if not epsilon > 0:
-        raise ValueError(f"epsilon must be positive, got {epsilon!r}")
-    p = (successes + a) / (observations + a + b)
-    scale = (p * (1 - p)).sqrt()
-    return (rewards - p) / (scale + epsilon), p, scale
-
-
 # --------------------------------------------------------------------------- reductions
 def _check_mask(values: torch.Tensor, mask) -> torch.Tensor:
     if values.dim() != 2:
@@ -151,6 +99,20 @@ def masked_token_sum(values: torch.Tensor, mask) -> torch.Tensor:
     """Sum of each row's active tokens: [B, T] -> [B] (inactive tokens never leak in)."""
     mask = _check_mask(values, mask)
     return torch.where(mask, values, torch.zeros_like(values)).sum(dim=1)
+
+
+def masked_normalize(values: torch.Tensor, mask, normalize_constant: float, dim=None):
+    """Sum of the active entries (along `dim`, or all) divided by a constant: the reduction
+    of a Dr. GRPO-style constant-length loss (CS336 A5's masked_normalize). Inactive
+    entries never leak in, even when they hold inf or NaN."""
+    mask = torch.as_tensor(mask, device=values.device).bool()
+    if mask.shape != values.shape:
+        raise ValueError(f"mask shape {tuple(mask.shape)} differs from values shape "
+                         f"{tuple(values.shape)}")
+    if not normalize_constant > 0:
+        raise ValueError(f"normalize_constant must be positive, got {normalize_constant!r}")
+    kept = torch.where(mask, values, torch.zeros_like(values))
+    return (kept.sum() if dim is None else kept.sum(dim=dim)) / normalize_constant
 
 
 def reduce_responses_then_prompts(per_response: torch.Tensor, group_size: int | None = None) -> torch.Tensor:
@@ -187,7 +149,8 @@ def response_prompt_mean(values, groups: int, group_size: int, plain: bool = Fal
 
 
 def aggregation_weights(kind: str, lengths, length: int | None = None,
-                        total_tokens: int | None = None) -> list[list[float]]:
+                        total_tokens: int | None = None,
+                        micro_batches: int | None = None) -> list[list[float]]:
     """The multiplier of each response's reduced loss, so that loss = sum_i w_i * l_i.
 
     lengths: [P][G] active tokens per response (prompt by prompt, every prompt G).
@@ -196,6 +159,9 @@ def aggregation_weights(kind: str, lengths, length: int | None = None,
     token_sum: l_i = token sum, w_i = 1 / total_tokens (default: the tokens of `lengths`;
       pass the whole generation batch's count for a global normaliser).
     constant_length: l_i = token sum, w_i = 1 / (P * G * length) (Dr. GRPO's constant).
+    micro_batches k (token_sum without total_tokens only): TRL's bnpo convention, the
+    responses split in order into k equal micro-batches, w_i = 1 / (k * the tokens of
+    i's micro-batch); the other kinds give the same weights under any split.
     Returned as python floats: a float32 loss times a python float stays float32.
     """
     if kind not in AGGREGATIONS:
@@ -208,6 +174,10 @@ def aggregation_weights(kind: str, lengths, length: int | None = None,
     responses = len(rows) * len(rows[0])
     if kind == "response_mean":
         weight = 1.0 / responses
+    elif kind == "token_sum" and micro_batches is not None:
+        if total_tokens is not None:
+            raise ValueError("give total_tokens (one normaliser) or micro_batches, not both")
+        return _micro_batch_weights(rows, micro_batches)
     elif kind == "token_sum":
         tokens = sum(map(sum, rows)) if total_tokens is None else total_tokens
         if type(tokens) is not int or tokens < sum(map(sum, rows)):
@@ -222,8 +192,21 @@ def aggregation_weights(kind: str, lengths, length: int | None = None,
     return [[weight] * len(row) for row in rows]
 
 
+def _micro_batch_weights(rows: list[list[int]], micro_batches) -> list[list[float]]:
+    """1 / (k * tokens of the micro-batch) per response, micro-batches taken in order."""
+    flat = [n for row in rows for n in row]
+    if type(micro_batches) is not int or micro_batches < 1 or len(flat) % micro_batches:
+        raise ValueError(f"micro_batches must be a positive integer dividing the "
+                         f"{len(flat)} responses, got {micro_batches!r}")
+    size = len(flat) // micro_batches
+    weights = [1.0 / (micro_batches * sum(flat[i - i % size:i - i % size + size]))
+               for i in range(len(flat))]
+    width = len(rows[0])
+    return [weights[p * width:(p + 1) * width] for p in range(len(rows))]
+
+
 # --------------------------------------------------------------------------- surrogate
-def _check_surrogate_inputs(current, old, advantages, mask, clip_low, clip_high):
+def check_surrogate_inputs(current, old, advantages, mask, clip_low, clip_high):
     if current.dim() != 2:
         raise ValueError(f"current log-probs must be [B, T], got {tuple(current.shape)}")
     old = torch.as_tensor(old, device=current.device)
@@ -262,25 +245,16 @@ def importance_ratio(current, old, mask, level: str = "token") -> torch.Tensor:
     return torch.exp(log_ratio)
 
 
-def clipped_surrogate_tokens(current, old, advantages, mask, clip_epsilon: float = 0.2,
-                             clip_epsilon_high: float | None = None, ratio_level: str = "token"):
-    """Per token, -min(rho * A, clip(rho, 1 - eps, 1 + eps_high) * A): [B, T], 0.0 on
-    inactive tokens. rho is the token or the sequence ratio (importance_ratio).
-    Returns (per_token, audit); the audit is described in clipped_group_surrogate."""
-    old, advantages, high, mask = _check_surrogate_inputs(current, old, advantages, mask,
-                                                          clip_epsilon, clip_epsilon_high)
-    adv = advantages.detach().to(current.dtype).unsqueeze(1)
-    ratio = importance_ratio(current, old, mask, ratio_level)
-    low_bound, high_bound = 1.0 - clip_epsilon, 1.0 + high
-    unclipped = ratio * adv
-    clipped = torch.clamp(ratio, low_bound, high_bound) * adv
-    per_token = torch.where(mask, -torch.minimum(unclipped, clipped), torch.zeros_like(current))
-
+def ratio_audit(ratio, adv, mask, low_bound: float, high_bound: float, ratio_level: str,
+                clips: bool = True) -> dict:
+    """What the ratio did, detached: see clipped_group_surrogate. `clips` False (a
+    surrogate that removes no token's gradient): the clip fractions are 0, while
+    "outside_fraction" still counts ratios outside [low_bound, high_bound]."""
     with torch.no_grad():
         r = ratio.detach()
         below, above = r < low_bound, r > high_bound
-        clip_low = below & (adv < 0) & mask
-        clip_high = above & (adv > 0) & mask
+        clip_low = below & (adv < 0) & mask & clips
+        clip_high = above & (adv > 0) & mask & clips
         outside = (below | above) & mask
         counts = mask.sum(dim=1).to(r.dtype)
         total = counts.sum()
@@ -288,7 +262,7 @@ def clipped_surrogate_tokens(current, old, advantages, mask, clip_epsilon: float
         def per_row(flags):
             return flags.sum(dim=1).to(r.dtype) / counts
 
-        audit = {
+        return {
             "ratios": r,
             "ratio_level": ratio_level,
             "mean_ratio": float(torch.where(mask, r, 0).sum() / total),
@@ -302,6 +276,23 @@ def clipped_surrogate_tokens(current, old, advantages, mask, clip_epsilon: float
             "active_clip_fraction_per_response": per_row(clip_low | clip_high),
             "outside_fraction_per_response": per_row(outside),
         }
+
+
+def clipped_surrogate_tokens(current, old, advantages, mask, clip_epsilon: float = 0.2,
+                             clip_epsilon_high: float | None = None, ratio_level: str = "token"):
+    """Per token, -min(rho * A, clip(rho, 1 - eps, 1 + eps_high) * A): [B, T], 0.0 on
+    inactive tokens. rho is the token or the sequence ratio (importance_ratio).
+    Returns (per_token, audit); the audit is described in clipped_group_surrogate."""
+    old, advantages, high, mask = check_surrogate_inputs(current, old, advantages, mask,
+                                                          clip_epsilon, clip_epsilon_high)
+    adv = advantages.detach().to(current.dtype).unsqueeze(1)
+    ratio = importance_ratio(current, old, mask, ratio_level)
+    low_bound, high_bound = 1.0 - clip_epsilon, 1.0 + high
+    unclipped = ratio * adv
+    clipped = torch.clamp(ratio, low_bound, high_bound) * adv
+    per_token = torch.where(mask, -torch.minimum(unclipped, clipped), torch.zeros_like(current))
+
+    audit = ratio_audit(ratio, adv, mask, low_bound, high_bound, ratio_level)
     return per_token, audit
 
 
@@ -470,5 +461,3 @@ def grpo_objective(current_logprobs, old_logprobs, advantages, mask, kl_per_toke
                  loss=float(loss.detach()), surrogate_per_response=surrogate_per_response.detach())
     return loss, audit
 
-
-grpo_loss = grpo_objective

@@ -14,14 +14,13 @@ clip_min None; trainer/grpo_trainer.py, the block that builds vllm_importance_sa
 from __future__ import annotations
 
 import contextlib
-import math
 
 import torch
 
-from verifiable_grpo.training import batched_scoring, losses
+from verifiable_grpo.training import batched_scoring, losses, surrogates
 from verifiable_grpo.training.rollout import model_device
 
-MODES = ("token_truncate", "token_mask", "sequence_truncate", "sequence_mask")
+MODES = surrogates.CORRECTION_MODES
 TRL_CLIP_MAX = 3.0  # TRL 1.16 GRPOConfig.vllm_importance_sampling_clip_max default
 
 
@@ -117,21 +116,10 @@ def importance_weights(train: torch.Tensor, sample: torch.Tensor, mask: torch.Te
     [clip_min, clip_max] (TIS); *_mask sets it to 0 outside that interval (MIS). Inactive
     tokens get weight 0. Pure; train and sample [B, T], mask [B, T] bool.
     """
-    if mode not in MODES:
-        raise ValueError(f"mode {mode!r} is not one of {MODES}")
     if not train.shape == sample.shape == mask.shape:
         raise ValueError("train, sample and mask must have the same shape")
-    diff = (train - sample) * mask
-    if mode.startswith("sequence"):
-        diff = diff.sum(dim=-1, keepdim=True)
-    ratio = diff.exp()
-    if mode.endswith("truncate"):
-        ratio = ratio.clamp(min=clip_min, max=clip_max)
-    else:
-        low = -math.inf if clip_min is None else clip_min
-        high = math.inf if clip_max is None else clip_max
-        ratio = ratio.masked_fill((ratio < low) | (ratio > high), 0.0)
-    return ratio.expand_as(train) * mask
+    # One implementation: the registry's behaviour corrections use the same function.
+    return surrogates.behaviour_weights(train, sample, mask, mode, clip_min, clip_max)
 
 
 # --------------------------------------------------------------------------- gradients

@@ -1,6 +1,6 @@
 """The paper behind each entry of the objectives registry, kept apart from the entries.
 
-An Objective's identity hash covers every dataclass field but its name and description
+An Objective's identity hash covers its arithmetic, not its name and description
 (`Objective.mechanics`), and Part II's treatment lock pins those hashes; a citation is
 not arithmetic, so it lives here, keyed by registry name. Each value names the anchor of
 the work in book/references.md and says what the entry takes from it.
@@ -34,6 +34,24 @@ SOURCES: dict[str, Source] = {
     "dr_grpo": Source("ref-drgrpo", "Liu et al. 2025 (Dr. GRPO)",
                       "the full loss: no std, a constant length divisor"),
     "dapo_token": Source("ref-dapo", "Yu et al. 2025 (DAPO)", "the token-level loss"),
+    "cispo": Source("ref-cispo", "MiniMax 2025 (CISPO)",
+                    "the clipped, stop-gradient importance weight on -A log p; the cap 5 "
+                    "is ScaleRL's (Khatri et al. 2025)"),
+    "gmpo": Source("ref-gmpo", "Zhao et al. 2025 (GMPO)",
+                   "the geometric mean of token ratios, clipped in log space to [-0.4, 0.4]"),
+    "sapo": Source("ref-sapo", "Gao et al. 2025 (SAPO)",
+                   "the sigmoid gate and its two temperatures (TRL's defaults 1 and 1.05)"),
+    "rloo": Source("ref-rloo", "Ahmadian et al. 2024 (RLOO)", "the leave-one-out baseline"),
+    "reinforce_pp": Source("ref-reinforce-pp", "Hu 2025 (REINFORCE++)",
+                           "the group baseline scaled by the batch's spread"),
+    "reinforce": Source("ref-reinforce", "Williams 1992 (REINFORCE)",
+                        "the plain score-function loss -r log p"),
+    "reinforce_baseline": Source("ref-reinforce", "Williams 1992 (REINFORCE)",
+                                 "-(r - b) log p with the group mean as the baseline b"),
+    "grpo_tis": Source("ref-trl", "TRL", "vllm_importance_sampling_mode='token_truncate', "
+                                         "cap 3 (truncated importance sampling)"),
+    "grpo_mis": Source("ref-trl", "TRL", "vllm_importance_sampling_mode='sequence_mask', "
+                                         "cap 3 (masked importance sampling; TRL's default)"),
 }
 
 

@@ -2,7 +2,9 @@
 
 An objective says how rewards become advantages, at which level the importance ratio is
 taken, the clip interval, how per-token terms are aggregated into one loss, the KL term
-and its coefficient, and which sampler fills a batch. The sampler returns rewards; the
+and its coefficient, which sampler fills a batch, and (axes added after schema v1, hashed
+only where an entry sets them) the surrogate and a correction for the sampler's own
+log-probs. The parts are defined in objective_parts.py. The sampler returns rewards; the
 objective turns them into advantages (`with_advantages`) and into the loss
 (`response_losses` + `response_weights`, or `objective_loss` for a whole batch). Part I's
 GRPO is one entry ("part1", built from the config by `objective_from_config`); Part II's
@@ -15,175 +17,20 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
-from verifiable_grpo.training import losses
 from verifiable_grpo.core.config import canonical_json, sha256_bytes
 from verifiable_grpo.core.config_schema import typed
+from verifiable_grpo.training import baselines, losses
+
+from verifiable_grpo.training import surrogates
+from verifiable_grpo.training.objective_parts import (  # noqa: F401  (the parts, re-exported)
+    ADVANTAGE_KINDS, KL_KINDS, SAMPLER_KINDS, TOKEN_COUNTS, Aggregation, AdvantageRule,
+    BehaviourCorrection, ClipInterval, KLTerm, Sampler, Surrogate, _require)
 
 SCHEMA = "verifiable-grpo-objective-v1"
-ADVANTAGE_KINDS = ("group_std", "centred", "posterior")
-TOKEN_COUNTS = ("micro_batch", "generation_batch")
-KL_KINDS = ("exact_prefix", "k3", "none")
-SAMPLER_KINDS = ("plain", "dynamic", "aero")
-
-
-def _require(condition: bool, message: str) -> None:
-    if not condition:
-        raise ValueError(message)
-
-
-def _number(value) -> bool:
-    return type(value) in (int, float)
-
-
-def _count(value) -> bool:
-    return type(value) is int and value >= 1
-
-
-# --------------------------------------------------------------------------- the parts
-@dataclass(frozen=True)
-class AdvantageRule:
-    """group_std: (r - mean) / (std + epsilon), std with `correction` (0 population,
-    1 sample). centred: r - mean. posterior: groups of two or more as group_std; a
-    one-rollout group as (r - p) / (sqrt(p (1 - p)) + epsilon), p the Beta(`prior`)
-    posterior mean of the prompt's success rate over all of its generated rollouts."""
-    kind: str = "group_std"
-    correction: int | None = 0
-    epsilon: float | None = 1e-8
-    prior: tuple[float, float] | None = None
-
-    def __post_init__(self):
-        _require(self.kind in ADVANTAGE_KINDS,
-                 f"advantage rule {self.kind!r} is unknown: use one of {ADVANTAGE_KINDS}")
-        if self.kind == "centred":
-            _require(self.correction is None and self.epsilon is None and self.prior is None,
-                     "a centred advantage rule takes no correction, epsilon or prior")
-            return
-        _require(self.correction in (0, 1),
-                 f"{self.kind}: correction must be 0 (population) or 1 (sample), got "
-                 f"{self.correction!r}")
-        _require(_number(self.epsilon) and self.epsilon > 0,
-                 f"{self.kind}: epsilon must be a positive number, got {self.epsilon!r}")
-        if self.kind == "group_std":
-            _require(self.prior is None, "a group_std rule takes no prior")
-        else:
-            _require(isinstance(self.prior, tuple) and len(self.prior) == 2
-                     and all(_number(x) and x > 0 for x in self.prior),
-                     f"posterior: prior must be a pair (a, b) > 0, got {self.prior!r}")
-
-    def describe(self) -> str:
-        if self.kind == "centred":
-            return "r - mean"
-        std = f"{('population', 'sample')[self.correction]} std + {self.epsilon:g}"
-        if self.kind == "group_std":
-            return std
-        a, b = self.prior
-        return f"{std}; 1 rollout: Beta({a:g},{b:g}) posterior"
-
-
-@dataclass(frozen=True)
-class ClipInterval:
-    """Ratios are clipped to [1 - low, 1 + high]."""
-    low: float = 0.2
-    high: float = 0.2
-
-    def __post_init__(self):
-        _require(_number(self.low) and 0 < self.low < 1,
-                 f"clip low must lie in (0, 1), got {self.low!r}")
-        _require(_number(self.high) and self.high > 0,
-                 f"clip high must be positive, got {self.high!r}")
-
-    def describe(self) -> str:
-        return f"[{1 - self.low:g}, {1 + self.high:g}]"
-
-
-@dataclass(frozen=True)
-class Aggregation:
-    """response_mean: token mean per response, then mean over responses and prompts.
-    token_sum: token sum / tokens counted over `tokens` (the micro-batch, bnpo; or the
-    whole generation batch, dapo). constant_length: token sum / (responses * `length`),
-    `length` None meaning the run's tokens.max_response."""
-    kind: str = "response_mean"
-    tokens: str | None = None
-    length: int | None = None
-
-    def __post_init__(self):
-        _require(self.kind in losses.AGGREGATIONS,
-                 f"aggregation {self.kind!r} is unknown: use one of {losses.AGGREGATIONS}")
-        _require((self.tokens in TOKEN_COUNTS) == (self.kind == "token_sum"),
-                 f"{self.kind}: tokens must be one of {TOKEN_COUNTS} for token_sum and None "
-                 f"otherwise, got {self.tokens!r}")
-        _require(self.length is None or (self.kind == "constant_length" and _count(self.length)),
-                 f"{self.kind}: length must be None, or a positive integer for constant_length; "
-                 f"got {self.length!r}")
-
-    def describe(self) -> str:
-        if self.kind == "response_mean":
-            return "token mean / response, mean"
-        if self.kind == "token_sum":
-            return f"token sum / {self.tokens.replace('_', ' ')} tokens"
-        return f"token sum / (B x {self.length or 'max_response'})"
-
-
-@dataclass(frozen=True)
-class KLTerm:
-    """exact_prefix: the exact KL to the reference on every visited prefix; k3: the k3
-    estimate on the sampled token; none. Added per token as coefficient * KL and
-    aggregated like the surrogate."""
-    kind: str = "exact_prefix"
-    coefficient: float = 0.02
-
-    def __post_init__(self):
-        _require(self.kind in KL_KINDS, f"KL term {self.kind!r} is unknown: use one of {KL_KINDS}")
-        _require(_number(self.coefficient) and self.coefficient >= 0,
-                 f"KL coefficient must be a number >= 0, got {self.coefficient!r}")
-        _require(self.kind != "none" or self.coefficient == 0,
-                 f"KL term none needs coefficient 0, got {self.coefficient!r}")
-
-    def describe(self) -> str:
-        return "none" if self.kind == "none" else f"{self.kind.replace('_', ' ')} x {self.coefficient:g}"
-
-
-@dataclass(frozen=True)
-class Sampler:
-    """plain: one generation batch as drawn. dynamic: keep only groups whose rewards
-    vary, refilling with fresh generation batches, at most `max_generation_batches`, else
-    fail. aero: `exploration_rollouts` per prompt, one more at a time for all-wrong prompts
-    from a `rescue_budget` shared by the batch, keep the correct ones plus `rejection_k`
-    incorrect per correct, at most `max_rollouts` slots per prompt."""
-    kind: str = "plain"
-    max_generation_batches: int | None = None
-    exploration_rollouts: int | None = None
-    rescue_budget: int | None = None
-    rejection_k: int | None = None
-    max_rollouts: int | None = None
-
-    def __post_init__(self):
-        _require(self.kind in SAMPLER_KINDS,
-                 f"sampler {self.kind!r} is unknown: use one of {SAMPLER_KINDS}")
-        aero = ("exploration_rollouts", "rescue_budget", "rejection_k", "max_rollouts")
-        wanted = {"plain": (), "dynamic": ("max_generation_batches",), "aero": aero}[self.kind]
-        for name in ("max_generation_batches",) + aero:
-            value = getattr(self, name)
-            if name in wanted:
-                _require(_count(value), f"sampler {self.kind}: {name} must be a positive "
-                                        f"integer, got {value!r}")
-            else:
-                _require(value is None, f"sampler {self.kind} takes no {name}")
-        if self.kind == "aero":
-            _require(self.exploration_rollouts <= self.max_rollouts,
-                     "sampler aero: exploration_rollouts exceeds max_rollouts")
-
-    def describe(self) -> str:
-        if self.kind == "plain":
-            return "plain"
-        if self.kind == "dynamic":
-            return f"dynamic (<= {self.max_generation_batches} batches)"
-        return (f"aero ({self.exploration_rollouts} explore, rescue {self.rescue_budget}, "
-                f"k={self.rejection_k}, <= {self.max_rollouts})")
 
 
 @dataclass(frozen=True)
@@ -196,6 +43,8 @@ class Objective:
     aggregation: Aggregation
     kl: KLTerm
     sampler: Sampler
+    surrogate: Surrogate = field(default_factory=Surrogate)
+    correction: BehaviourCorrection = field(default_factory=BehaviourCorrection)
 
     def __post_init__(self):
         _require(isinstance(self.name, str) and self.name.isidentifier(),
@@ -207,9 +56,13 @@ class Objective:
                  f"objective {self.name}: ratio level {self.ratio!r} is unknown: use one of "
                  f"{losses.RATIO_LEVELS}")
         for field, kind in (("advantages", AdvantageRule), ("clip", ClipInterval),
-                            ("aggregation", Aggregation), ("kl", KLTerm), ("sampler", Sampler)):
+                            ("aggregation", Aggregation), ("kl", KLTerm), ("sampler", Sampler),
+                            ("surrogate", Surrogate), ("correction", BehaviourCorrection)):
             _require(isinstance(getattr(self, field), kind),
                      f"objective {self.name}: {field} must be a {kind.__name__}")
+        _require(self.surrogate.kind not in ("gmpo", "reinforce") or self.ratio == "token",
+                 f"objective {self.name}: surrogate {self.surrogate.kind} takes the token "
+                 "ratio level (it builds its own ratio, or none)")
 
     def mechanics(self) -> dict:
         """Everything that decides the arithmetic (name and description left out, so two
@@ -220,9 +73,11 @@ class Objective:
         changes no existing hash (Part I's pinned hash, Part II's lock)."""
         spec = {}
         for axis in dataclasses.fields(self):
+            value = getattr(self, axis.name)
             if axis.name in ("name", "description"):
                 continue
-            value = getattr(self, axis.name)
+            if axis.name not in V1_AXES and _at_defaults(value):
+                continue  # a part added after v1, left at its defaults: not hashed
             spec[axis.name] = (_part_mechanics(value, axis.name)
                                if dataclasses.is_dataclass(value) else value)
         return {"schema": SCHEMA, **spec}
@@ -235,24 +90,34 @@ class Objective:
         return {"name": self.name, "advantages": self.advantages.describe(), "ratio": self.ratio,
                 "clip": self.clip.describe(), "aggregation": self.aggregation.describe(),
                 "KL": self.kl.describe(), "sampler": self.sampler.describe(),
+                "surrogate": self.surrogate.describe(), "correction": self.correction.describe(),
                 "sha256": self.sha256()[:12], "description": self.description}
 
 
-# The fields each part had when SCHEMA v1 was written: always hashed.
+# The axes of SCHEMA v1: always hashed. A part added later (surrogate, correction) enters
+# an entry's hash only when the entry sets it away from its default.
+V1_AXES = ("advantages", "ratio", "clip", "aggregation", "kl", "sampler")
+# The fields each part had when it entered the schema: hashed whenever the part is.
 V1_FIELDS = {"advantages": ("kind", "correction", "epsilon", "prior"),
              "clip": ("low", "high"), "aggregation": ("kind", "tokens", "length"),
              "kl": ("kind", "coefficient"),
              "sampler": ("kind", "max_generation_batches", "exploration_rollouts",
-                         "rescue_budget", "rejection_k", "max_rollouts")}
+                         "rescue_budget", "rejection_k", "max_rollouts"),
+             "surrogate": ("kind", "cap", "temperature_positive", "temperature_negative"),
+             "correction": ("kind", "clip_min", "clip_max")}
+
+
+def _at_defaults(part) -> bool:
+    return all(getattr(part, item.name) == item.default for item in dataclasses.fields(part))
 
 
 def _part_mechanics(part, axis: str) -> dict:
-    """A part's v1 fields, plus any later field whose value differs from its default."""
+    """A part's founding fields, plus any later field whose value differs from its default."""
     out = {}
-    for field in dataclasses.fields(part):
-        value = getattr(part, field.name)
-        if field.name in V1_FIELDS[axis] or value != field.default:
-            out[field.name] = list(value) if isinstance(value, tuple) else value
+    for item in dataclasses.fields(part):
+        value = getattr(part, item.name)
+        if item.name in V1_FIELDS[axis] or value != item.default:
+            out[item.name] = list(value) if isinstance(value, tuple) else value
     return out
 
 
@@ -263,9 +128,10 @@ _CENTRED = AdvantageRule("centred", None, None)
 
 def _entry(name, description, advantages=_SAMPLE_STD, ratio="token",
            clip=ClipInterval(0.2, 0.2), aggregation=Aggregation(), kl=KLTerm("none", 0.0),
-           sampler=Sampler()):
+           sampler=Sampler(), surrogate=Surrogate(), correction=BehaviourCorrection()):
     """An entry that differs from the Part II grpo arm only where it says so."""
-    return Objective(name, description, advantages, ratio, clip, aggregation, kl, sampler)
+    return Objective(name, description, advantages, ratio, clip, aggregation, kl, sampler,
+                     surrogate, correction)
 
 OBJECTIVES: dict[str, Objective] = {o.name: o for o in (
     _entry("part1", "Part I (seed 000): population std + 1e-8, exact KL on prefixes x 0.02",
@@ -292,6 +158,29 @@ OBJECTIVES: dict[str, Objective] = {o.name: o for o in (
            advantages=_CENTRED, aggregation=Aggregation("constant_length")),
     _entry("dapo_token", "TRL loss_type dapo: token sum / the generation batch's token count",
            aggregation=Aggregation("token_sum", tokens="generation_batch")),
+    # Newer objectives (chapter II.7), each otherwise the grpo arm.
+    _entry("cispo", "CISPO: -sg(min(rho, 5)) A log p, token sum / the generation batch's tokens",
+           surrogate=Surrogate("cispo", cap=5.0),
+           aggregation=Aggregation("token_sum", tokens="generation_batch")),
+    _entry("gmpo", "GMPO: -A x the geometric mean of token ratios, log-ratios clipped to "
+                   "[-0.4, 0.4]", clip=ClipInterval(0.4, 0.4), surrogate=Surrogate("gmpo")),
+    _entry("sapo", "SAPO: a sigmoid gate on the ratio instead of a hard clip (tau+ 1, tau- 1.05)",
+           surrogate=Surrogate("sapo", temperature_positive=1.0, temperature_negative=1.05)),
+    _entry("rloo", "RLOO: each reward minus the mean of the group's other rewards, PPO clip",
+           advantages=AdvantageRule("leave_one_out", None, None)),
+    _entry("reinforce_pp", "REINFORCE++ (group baseline): r - group mean, / the batch's std "
+                           "+ 1e-8, PPO clip", advantages=AdvantageRule("batch_normalised", 0, 1e-8)),
+    _entry("reinforce", "Plain REINFORCE: -r log p, no baseline, no ratio",
+           advantages=AdvantageRule("none", None, None), surrogate=Surrogate("reinforce")),
+    _entry("reinforce_baseline", "REINFORCE with the group-mean baseline: -(r - mean) log p",
+           advantages=_CENTRED, surrogate=Surrogate("reinforce")),
+    # The grpo arm with a correction for the sampler's log-probs (TRL's two defaults' kinds).
+    _entry("grpo_tis", "grpo with truncated importance sampling: per-token weight "
+                       "min(p_train / p_sample, 3)",
+           correction=BehaviourCorrection("token_truncate", clip_max=3.0)),
+    _entry("grpo_mis", "grpo with masked importance sampling: a response whose sequence ratio "
+                       "exceeds 3 gets weight 0",
+           correction=BehaviourCorrection("sequence_mask", clip_max=3.0)),
 )}
 
 
@@ -347,9 +236,15 @@ def advantages(objective: Objective, rewards, successes=None, observations=None)
     rule's one-rollout groups (G = 1) also need `successes` and `observations` [P]: the
     counts over every rollout generated for each prompt."""
     rule = objective.advantages
-    if rule.kind == "centred":
-        values, mean = losses.centred_advantages(rewards)
+    if rule.kind in ("centred", "leave_one_out", "none"):
+        rule_function = {"centred": baselines.centred_advantages,
+                         "leave_one_out": baselines.leave_one_out_advantages,
+                         "none": baselines.no_baseline_advantages}[rule.kind]
+        values, mean = rule_function(rewards)
         return GroupAdvantages(values, mean, None)
+    if rule.kind == "batch_normalised":
+        return GroupAdvantages(*baselines.batch_normalised_advantages(
+            rewards, rule.epsilon, rule.correction))
     if rule.kind == "posterior" and torch.as_tensor(rewards).shape[-1:] == (1,):
         if successes is None or observations is None:
             raise ValueError(f"objective {objective.name}: one-rollout groups need the "
@@ -363,32 +258,54 @@ def advantages(objective: Objective, rewards, successes=None, observations=None)
 def with_advantages(group: dict, objective: Objective, successes=None, observations=None) -> dict:
     """A sampled group (rollout.sample_group) with the objective's advantages added:
     "advantages" (floats), "reward_mean", "reward_std" (None for an unscaled rule)."""
+    if objective.advantages.batch_level:
+        raise ValueError(f"objective {objective.name}: {objective.advantages.kind} advantages "
+                         "depend on the whole batch; use batch_with_advantages(groups, ...)")
     rewards = torch.tensor([group["rewards"]], dtype=torch.float64)
     if successes is not None:
         successes, observations = [successes], [observations]
-    result = advantages(objective, rewards, successes, observations)
+    return _scored(group, advantages(objective, rewards, successes, observations), 0)
+
+
+def batch_with_advantages(groups: list[dict], objective: Objective) -> list[dict]:
+    """Every group of a rollout set with its advantages, for any rule whose groups have
+    two or more rollouts (a batch-level rule sees all groups at once)."""
+    if not objective.advantages.batch_level:
+        return [with_advantages(group, objective) for group in groups]
+    result = advantages(objective, torch.tensor([g["rewards"] for g in groups],
+                                                dtype=torch.float64))
+    return [_scored(group, result, i) for i, group in enumerate(groups)]
+
+
+def _scored(group: dict, result: GroupAdvantages, row: int) -> dict:
     scored = {k: v for k, v in group.items() if k != "zero_variance"}
-    scored.update(advantages=[float(a) for a in result.values[0]],
-                  reward_mean=result.mean.item(),
-                  reward_std=None if result.std is None else result.std.item())
+    scored.update(advantages=[float(a) for a in result.values[row]],
+                  reward_mean=result.mean[row].item(),
+                  reward_std=None if result.std is None else result.std[row].item())
     scored["zero_variance"] = group["zero_variance"]  # kept last, where it always was
     return scored
 
 
 # --------------------------------------------------------------------------- the loss
 def response_weights(objective: Objective, lengths, max_length: int | None = None,
-                     total_tokens: int | None = None) -> list[list[float]]:
+                     total_tokens: int | None = None,
+                     micro_batches: int | None = None) -> list[list[float]]:
     """The multiplier of each response's reduced loss ([P][G] python floats): the loss of
     a batch is sum_i w_i * response_losses_i. max_length resolves a constant-length
     aggregation without its own length; total_tokens is the generation batch's token
-    count for aggregation over generation-batch tokens (default: these responses')."""
+    count for aggregation over generation-batch tokens (default: these responses').
+
+    Micro-batch tokens (bnpo): by default the whole optimizer step is one micro-batch
+    (this book's convention). micro_batches=k gives TRL's: the step's responses split in
+    order into k equal micro-batches, each normalised by its own token count, / k."""
     aggregation = objective.aggregation
     length = aggregation.length if aggregation.length is not None else max_length
     if aggregation.kind == "constant_length" and length is None:
         raise ValueError(f"objective {objective.name}: a constant-length aggregation needs "
                          "max_length (the run's tokens.max_response)")
     tokens = total_tokens if aggregation.tokens == "generation_batch" else None
-    return losses.aggregation_weights(aggregation.kind, lengths, length, tokens)
+    split = micro_batches if aggregation.tokens == "micro_batch" else None
+    return losses.aggregation_weights(aggregation.kind, lengths, length, tokens, split)
 
 
 def token_weights(objective: Objective, lengths, max_length: int | None = None,
@@ -417,12 +334,47 @@ def kl_per_token(objective: Objective, current_logits, reference_logits, targets
     return losses.sampled_kl_estimators(current, reference)["k3"]
 
 
-def response_losses(objective: Objective, current, old, advantages, mask, kl_per_token=None):
-    """Each response's loss [B] before the batch weights: surrogate + coefficient * KL,
+def policy_tokens(objective: Objective, current, old, advantages, mask):
+    """The objective's per-token policy term [B, T] (0.0 on inactive tokens) and its audit,
+    `old` the log-probs the ratio divides by."""
+    kind, clip = objective.surrogate.kind, objective.clip
+    if kind == "clipped_ratio":
+        return losses.clipped_surrogate_tokens(current, old, advantages, mask, clip.low,
+                                               clip.high, objective.ratio)
+    if kind == "cispo":
+        return surrogates.cispo_tokens(current, old, advantages, mask, objective.surrogate.cap,
+                                       objective.ratio)
+    if kind == "gmpo":
+        return surrogates.gmpo_tokens(current, old, advantages, mask, clip.low, clip.high)
+    interval = (1.0 - clip.low, 1.0 + clip.high)
+    if kind == "sapo":
+        s = objective.surrogate
+        return surrogates.sapo_tokens(current, old, advantages, mask, s.temperature_positive,
+                                      s.temperature_negative, objective.ratio, interval)
+    return surrogates.reinforce_tokens(current, old, advantages, mask, interval)
+
+
+def response_losses(objective: Objective, current, old, advantages, mask, kl_per_token=None,
+                    trainer_old=None):
+    """Each response's loss [B] before the batch weights: policy term + coefficient * KL,
     both reduced over the response's tokens the objective's way (mean, or sum).
-    Returns (loss[B], audit): the surrogate's audit plus "surrogate", "kl" and "loss" [B]."""
-    per_token, audit = losses.clipped_surrogate_tokens(
-        current, old, advantages, mask, objective.clip.low, objective.clip.high, objective.ratio)
+
+    `old` holds the sampler's log-probs. With a behaviour correction the ratio divides by
+    the trainer's log-probs at the rollout's parameters instead, `trainer_old` (default:
+    `current` detached, exact on the first update of a rollout set), and each token's
+    policy term is weighted by the correction (the KL term is not).
+    Returns (loss[B], audit): the surrogate's audit plus "surrogate", "kl" and "loss" [B]
+    (and "behaviour_weights" [B, T] with a correction)."""
+    correction = objective.correction
+    if correction.kind == "none":
+        per_token, audit = policy_tokens(objective, current, old, advantages, mask)
+    else:
+        trainer = current.detach() if trainer_old is None else torch.as_tensor(trainer_old)
+        weights = surrogates.behaviour_weights(trainer, old, mask, correction.kind,
+                                               correction.clip_min, correction.clip_max)
+        per_token, audit = policy_tokens(objective, current, trainer, advantages, mask)
+        per_token = per_token * weights.to(per_token.dtype)
+        audit = dict(audit, behaviour_weights=weights)
     reduce = (losses.masked_token_mean if objective.aggregation.kind == "response_mean"
               else losses.masked_token_sum)
     surrogate = reduce(per_token, mask)
@@ -443,16 +395,18 @@ def response_losses(objective: Objective, current, old, advantages, mask, kl_per
 
 def objective_loss(objective: Objective, current, old, advantages, mask, kl_per_token,
                    group_size: int, max_length: int | None = None,
-                   total_tokens: int | None = None):
+                   total_tokens: int | None = None, micro_batches: int | None = None,
+                   trainer_old=None):
     """The scalar loss of a batch [B = P * G, T] laid out prompt by prompt:
-    sum_i w_i * loss_i with the objective's weights. Returns (loss, audit)."""
+    sum_i w_i * loss_i with the objective's weights (micro_batches: response_weights;
+    trainer_old: response_losses). Returns (loss, audit)."""
     per_response, audit = response_losses(objective, current, old, advantages, mask,
-                                          kl_per_token)
+                                          kl_per_token, trainer_old)
     if type(group_size) is not int or group_size < 1 or per_response.numel() % group_size:
         raise ValueError(f"{per_response.numel()} responses do not split into groups of "
                          f"{group_size!r}")
     lengths = torch.as_tensor(mask).bool().sum(dim=1).reshape(-1, group_size).tolist()
-    weights = response_weights(objective, lengths, max_length, total_tokens)
+    weights = response_weights(objective, lengths, max_length, total_tokens, micro_batches)
     flat = torch.tensor([w for row in weights for w in row], dtype=per_response.dtype,
                         device=per_response.device)
     loss = (per_response * flat).sum()

@@ -8,7 +8,11 @@ log-probs it would compute are handed over directly), so a test can compare loss
 gradients with `objectives.objective_loss` on identical inputs.
 
 What TRL cannot express is refused by name before anything runs: the exact prefix KL
-(TRL only has the sampled k3 estimate) and Part I's population-std advantages.
+(TRL only has the sampled k3 estimate), Part I's population-std advantages, baselines
+other than the group mean (leave-one-out, batch-normalised, none), the GMPO and REINFORCE
+surrogates, a CISPO or SAPO entry reduced otherwise than TRL reduces that loss type, and
+any field of a part that this mapping does not know (a later axis set away from its
+default): refusing is safer than running an ordinary clipped loss in its place.
 trl is an optional peer dependency, imported only when a comparison runs.
 """
 from __future__ import annotations
@@ -18,7 +22,7 @@ from types import SimpleNamespace
 
 import torch
 
-from verifiable_grpo.training import objectives
+from verifiable_grpo.training import objectives, surrogates
 
 TRL_VERSION = "1.16.0"
 # TRL's per-group advantages: sample std (Bessel), plus 1e-4 outside the square root.
@@ -46,8 +50,57 @@ _LOSS_TYPES = {("response_mean", None): "grpo", ("token_sum", "micro_batch"): "b
                ("token_sum", "generation_batch"): "dapo", ("constant_length", None): "dr_grpo"}
 
 
+# Per part, the fields this mapping translates; anything else set on an entry is refused.
+MAPPED_FIELDS = {axis: set(names) for axis, names in objectives.V1_FIELDS.items()}
+# The surrogates TRL 1.16 has a loss_type for, and the reduction that loss_type applies.
+SURROGATE_LOSS_TYPES = {"cispo": ("cispo", ("token_sum", "generation_batch")),
+                        "sapo": ("sapo", ("response_mean", None))}
+KNOWN_ADVANTAGES = ("group_std", "centred", "posterior")
+# TRL 1.16's vllm_importance_sampling_mode values.
+TRL_CORRECTION_MODES = ("token_truncate", "token_mask", "sequence_truncate", "sequence_mask")
+
+
+def _refuse_unmapped(objective: objectives.Objective) -> None:
+    """NotExpressibleInTRL for every part of `objective` no GRPOConfig field reproduces."""
+    def refuse(why: str):
+        raise NotExpressibleInTRL(f"objective {objective.name}: TRL {TRL_VERSION}'s "
+                                  f"GRPOTrainer {why}")
+    for axis, spec in objective.mechanics().items():
+        unknown = sorted(set(spec) - MAPPED_FIELDS[axis]) if isinstance(spec, dict) else []
+        if unknown:
+            refuse(f"has no mapping here for {axis}.{unknown[0]}")
+    rule, surrogate = objective.advantages, objective.surrogate
+    if rule.kind in ("leave_one_out", "batch_normalised", "none"):
+        refuse(f"has no {rule.kind} advantage rule (its scale_rewards='batch' divides r - "
+               "the group mean by the std of the raw rewards)" if rule.kind == "batch_normalised"
+               else f"has no {rule.kind} advantage rule ({rule.describe()})")
+    if surrogate.kind in ("gmpo", "reinforce"):
+        refuse(f"has no {surrogate.kind} loss_type")
+    # Every kind below is known by name: a kind added to the registry later is refused
+    # here until someone maps it, never run as an ordinary clipped loss.
+    for part, kind, mapped in (("advantage rule", rule.kind, KNOWN_ADVANTAGES),
+                               ("surrogate", surrogate.kind, ("clipped_ratio",)
+                                + tuple(SURROGATE_LOSS_TYPES)),
+                               ("aggregation", (objective.aggregation.kind,
+                                                objective.aggregation.tokens), _LOSS_TYPES),
+                               ("KL term", objective.kl.kind, ("exact_prefix", "k3", "none")),
+                               ("sampler", objective.sampler.kind, ("plain", "dynamic", "aero")),
+                               ("behaviour correction", objective.correction.kind,
+                                ("none",) + TRL_CORRECTION_MODES)):
+        if kind not in mapped:
+            refuse(f"has no mapping here for the {part} {kind!r}")
+    if surrogate.kind in SURROGATE_LOSS_TYPES:
+        loss_type, reduction = SURROGATE_LOSS_TYPES[surrogate.kind]
+        aggregation = objective.aggregation
+        if (aggregation.kind, aggregation.tokens) != reduction:
+            refuse(f"reduces loss_type {loss_type!r} as {reduction[0]}"
+                   f"{'' if reduction[1] is None else ' / ' + reduction[1] + ' tokens'}, "
+                   f"not as {aggregation.describe()}")
+
+
 def trl_arm(objective: objectives.Objective) -> TRLArm:
     """The GRPOConfig fields (and subclass, if needed) that run `objective` in TRL 1.16."""
+    _refuse_unmapped(objective)
     rule, kl = objective.advantages, objective.kl
     if kl.kind == "exact_prefix":
         raise NotExpressibleInTRL(
@@ -64,6 +117,19 @@ def trl_arm(objective: objectives.Objective) -> TRLArm:
               "epsilon": objective.clip.low, "epsilon_high": objective.clip.high,
               "beta": kl.coefficient}
     notes = []
+    surrogate = objective.surrogate
+    if surrogate.kind == "cispo":
+        config.update(loss_type="cispo", epsilon_high=surrogate.cap)  # TRL's cap on the ratio
+    elif surrogate.kind == "sapo":
+        config.update(loss_type="sapo", sapo_temperature_pos=surrogate.temperature_positive,
+                      sapo_temperature_neg=surrogate.temperature_negative)
+    correction = objective.correction
+    if correction.kind != "none":
+        config.update(vllm_importance_sampling_correction=True,
+                      vllm_importance_sampling_mode=correction.kind,
+                      vllm_importance_sampling_clip_min=correction.clip_min,
+                      vllm_importance_sampling_clip_max=correction.clip_max)
+        notes.append("TRL applies the correction only to vLLM samples (use_vllm=True)")
     if kl.kind == "k3":
         config["use_bias_correction_kl"] = False   # TRL's default multiplies k3 by the ratio
     if aggregation.kind == "constant_length" and aggregation.length is not None:
@@ -101,6 +167,7 @@ def _stand_in(arm: TRLArm, max_completion_length: int, micro_batches: int):
                          "generation_batch_size": None, "steps_per_generation": micro_batches,
                          "max_completion_length": max_completion_length, **arm.config})
     metrics = {"train": _Metrics(), "eval": _Metrics()}
+    corrected = bool(arm.config.get("vllm_importance_sampling_correction", False))
     accelerator = SimpleNamespace(num_processes=1, sync_gradients=True,
                                   reduce=lambda t, reduction="sum": t, gather=lambda t: t,
                                   gather_for_metrics=lambda t: t)
@@ -112,7 +179,8 @@ def _stand_in(arm: TRLArm, max_completion_length: int, micro_batches: int):
         max_completion_length=args.max_completion_length,
         top_entropy_quantile=args.top_entropy_quantile,
         off_policy_mask_threshold=args.off_policy_mask_threshold,
-        use_vllm=False, vllm_importance_sampling_correction=False,
+        # GRPOConfig turns the correction on by default; TRL applies it only with vLLM.
+        use_vllm=corrected, vllm_importance_sampling_correction=corrected,
         aux_loss_enabled=False, _entropy_bonus_enabled=False,
         current_gradient_accumulation_steps=micro_batches,
         model=SimpleNamespace(training=True), accelerator=accelerator, _metrics=metrics)
@@ -132,6 +200,10 @@ def trl_loss(objective: objectives.Objective, current, old, advantages, mask,
     finite values); advantages [B]; mask [B, T]; ref_logprobs [B, T] for a k3 term.
     micro_batches: list of row-index lists (default: one micro-batch of all rows); dapo's
     normaliser is the token count of all of them, as TRL's num_items_in_batch.
+    With a behaviour correction, `old` is the sampler's log-probs: TRL's old log-probs are
+    the trainer's at the rollout's parameters (here `current` detached, the first update)
+    and its importance_sampling_ratio is built from the two as _generate_and_score_
+    completions builds it (surrogates.behaviour_weights, unit-tested by hand).
     """
     from trl.trainer.grpo_trainer import GRPOTrainer
 
@@ -140,6 +212,13 @@ def trl_loss(objective: objectives.Objective, current, old, advantages, mask,
     micro_batches = [list(range(rows))] if micro_batches is None else micro_batches
     trainer = _stand_in(arm, max_completion_length, len(micro_batches))
     mask = torch.as_tensor(mask).to(current.dtype)
+    correction = objective.correction
+    sampler_logprobs = None
+    if correction.kind != "none":
+        sampler_logprobs, old = old, current.detach()
+        weights = surrogates.behaviour_weights(old, sampler_logprobs, mask.bool(),
+                                               correction.kind, correction.clip_min,
+                                               correction.clip_max)
     total = None
     for indices in micro_batches:
         index = torch.tensor(indices)
@@ -154,6 +233,8 @@ def trl_loss(objective: objectives.Objective, current, old, advantages, mask,
                   "num_items_in_batch": mask.sum()}
         if ref_logprobs is not None:
             inputs["ref_per_token_logps"] = ref_logprobs[index]
+        if sampler_logprobs is not None:
+            inputs["importance_sampling_ratio"] = weights[index]
         loss = GRPOTrainer._compute_loss(trainer, None, inputs)
         total = loss if total is None else total + loss
     return total
