@@ -27,6 +27,8 @@ COMMANDS = {
     "evaluate": ("evaluation.evaluate", "command_evaluate", "greedy pass@1 and per-draw success on the test set"),
     "exercise": ("part1.exercise", "command_exercise", "the G=2 / G=8 group-size exercise"),
     "run": ("part1.pipeline", "command_run", "the whole pipeline, resumable"),
+    "config": ("core.config", "command_config",
+               "print a profile as resolved: its base merged in, with its SHA-256"),
     "plan": ("part1.run_plan", "command_plan",
              "before a run: planned disk, generated tokens and time per GPU class"),
     "report": ("part1.report", "command_report", "summarise a run folder"),
@@ -158,7 +160,7 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--export", action="store_true",
                            help="then record the finished run in data/recorded/")
             continue
-        if name == "plan":
+        if name in ("plan", "config"):
             continue
         if name == "sweep":
             p.add_argument("--out", default="runs/tiny-sweep", help="sweep folder (default runs/tiny-sweep)")
