@@ -19,8 +19,8 @@ from verifiable_grpo.core.config_schema import typed
 COMMANDS = {
     "data": ("task.data", "command_data", "write StockArithmetic-v1 (pages, labels, SHA-256 manifest)"),
     "build-tiny-base": ("task.tinybase", "command_build", "build the tiny CPU base model and tokenizer"),
-    "warmstart": ("training.sft", "command_warmstart", "warm-start SFT (128 examples x 3 epochs)"),
-    "sft": ("training.sft", "command_sft", "further SFT from the warm start (872 examples x 2 epochs)"),
+    "warmstart": ("training.sft", "command_warmstart", "warm-start SFT (counts: the profile's warmstart section)"),
+    "sft": ("training.sft", "command_sft", "further SFT from the warm start (counts: the profile's sft section)"),
     "grpo": ("training.grpo", "command_grpo", "GRPO with exact prefix KL from the warm start"),
     "verify-resume": ("core.checkpoint", "command_verify_resume",
                       "prove continuous == resumed state, bit for bit"),
@@ -181,7 +181,7 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--mode", choices=list(MODES), default="continuous")
         if name == "grpo":
             p.add_argument("--branch", default="grpo",
-                           help="grpo (the main G=4 run) or grpo-gN (an exercise group size)")
+                           help="grpo (the main run, G = grpo.group_size) or grpo-gN (an exercise group size)")
         if name == "verify-resume":
             p.add_argument("--branch", required=True,
                            help="a branch of the profile: warmstart, sft, grpo or grpo-gN "
