@@ -6,14 +6,13 @@ modules are imported only when their command runs, so `--help` needs no model.
 from __future__ import annotations
 
 import argparse
-import os
 import importlib
+import os
 import sys
-
-from verifiable_grpo.core.runfolder import MODES
 
 from verifiable_grpo.core.config import ConfigError, load_config  # light: no model, no torch
 from verifiable_grpo.core.config_schema import typed
+from verifiable_grpo.core.runfolder import MODES
 
 # command -> (module, handler, help)
 COMMANDS = {

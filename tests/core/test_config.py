@@ -3,8 +3,8 @@ import json
 
 import pytest
 
-from verifiable_grpo.core import config as cfg
 from verifiable_grpo.cli import build_parser
+from verifiable_grpo.core import config as cfg
 
 
 def resolved_text(profile: str) -> str:
@@ -283,7 +283,6 @@ def test_files_that_are_not_a_profile(tmp_path):
 
 @pytest.mark.parametrize("profile", ["qwen", "tiny", "smoke"])
 def test_shipped_profiles_load_unchanged(profile):
-    import yaml
 
     config = cfg.load_config(profile)
     assert config.pop("_path") == str(cfg.config_path(profile))

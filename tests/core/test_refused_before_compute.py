@@ -4,10 +4,9 @@ a study seed the lock does not hold (before the warm start's evaluation)."""
 from __future__ import annotations
 
 import pytest
-import yaml
 
 from verifiable_grpo import cli
-from verifiable_grpo.core.config import profile_settings, repo_root
+from verifiable_grpo.core.config import profile_settings
 from verifiable_grpo.core.config_schema import validate
 
 

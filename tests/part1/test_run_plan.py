@@ -6,10 +6,10 @@ import re
 
 import pytest
 
+from shared_helpers import run_cli
 from verifiable_grpo.core.config import load_config, read_json, repo_root
 from verifiable_grpo.core.runfolder import MODES
 from verifiable_grpo.part1 import run_cost, run_plan
-from shared_helpers import run_cli
 
 RECORDED = repo_root() / "data" / "recorded" / "tiny"
 

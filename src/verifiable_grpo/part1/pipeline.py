@@ -18,17 +18,24 @@ from __future__ import annotations
 import fnmatch
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from verifiable_grpo.core import crash, files, interrupts, runlock, state_digests
-from verifiable_grpo.core.runfolder import MODES, RunFolder, exercise_branch, exercise_branches
-from verifiable_grpo.core.config import config_hash, load_config, provenance, read_json, save_json, sections_hash
+from verifiable_grpo.core.config import (
+    config_hash,
+    load_config,
+    provenance,
+    read_json,
+    save_json,
+    sections_hash,
+)
 from verifiable_grpo.core.config_schema import typed
-from verifiable_grpo.evaluation.evaluate import MAIN_POLICIES, utc_now
 from verifiable_grpo.core.faults import fault_point
 from verifiable_grpo.core.progress import tqdm
+from verifiable_grpo.core.runfolder import MODES, RunFolder, exercise_branch, exercise_branches
+from verifiable_grpo.evaluation.evaluate import MAIN_POLICIES, utc_now
 from verifiable_grpo.part1.side_by_side import WorkerDied, run_side_by_side
 
 STAGES_DIR = "stages"

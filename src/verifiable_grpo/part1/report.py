@@ -9,11 +9,18 @@ import shutil
 import sys
 from pathlib import Path
 
-from verifiable_grpo.core.config import (config_hash, load_config, provenance, read_json, repo_root, save_json,
-                     sha256_file)
+from verifiable_grpo.core.config import (
+    config_hash,
+    load_config,
+    provenance,
+    read_json,
+    repo_root,
+    save_json,
+    sha256_file,
+)
 from verifiable_grpo.core.config_schema import typed
-from verifiable_grpo.evaluation.evaluate import POPULATIONS
 from verifiable_grpo.core.runfolder import SFT_BRANCHES, exercise_group_size, order_policies
+from verifiable_grpo.evaluation.evaluate import POPULATIONS
 
 REFERENCE = "data/recorded/reference-r001.json"
 

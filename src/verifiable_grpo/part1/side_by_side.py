@@ -24,7 +24,7 @@ import concurrent.futures as futures
 import multiprocessing
 import os
 import signal
-from typing import Callable
+from collections.abc import Callable
 
 from verifiable_grpo.core import interrupts, runlock
 
