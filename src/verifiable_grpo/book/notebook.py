@@ -29,10 +29,6 @@ from verifiable_grpo.core.config_schema import typed
 RECORDED = Path("data") / "recorded"
 
 
-def on_colab() -> bool:
-    return "google.colab" in sys.modules
-
-
 # A chapter's live cells on a GPU: Qwen2.5-0.5B with a few iterations (configs/qwen-live.yaml),
 # never the full qwen budgets (hours; `python -m verifiable_grpo run --config qwen` is for that).
 LIVE_GPU_PROFILE = "qwen-live"

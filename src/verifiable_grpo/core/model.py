@@ -44,7 +44,6 @@ from verifiable_grpo.core.model_sources import (  # noqa: F401
     random_model_config,
 )
 
-ARCHITECTURE = DEFAULT_ARCHITECTURE  # the class a profile without model.architecture declares
 POLICY_FORMAT = "verifiable-grpo-policy-v2"   # v2: the architecture has its own digest
 LEGACY_POLICY_FORMATS = ("verifiable-grpo-policy-v1",)  # read only with the file's SHA-256
 HEADER_KEYS = ("format", "model_digest", "model_config", "architecture_sha256")
