@@ -74,6 +74,16 @@ QUOTES = [
      r"(\d+) prompts x G = (\d+), at most (\d+) new tokens",
      lambda c: (c["grpo"]["prompts_per_iteration"], c["grpo"]["group_size"],
                 c["tokens"]["max_response"])),
+    ("book/tiny-base.md", r"cannot write the JSON after (\d+) updates",
+     lambda c: (_updates(c["warmstart"]),)),
+    ("README.md",
+     r"crash checkpoint every (\d+) SFT updates and every (\d+) GRPO iterations",
+     lambda c: (load_config("qwen")["sft"]["checkpoint_every_updates"],
+                load_config("qwen")["grpo"]["checkpoint_every_iterations"])),
+    ("README.md", r"iterations \(tiny: (\d+) and (\d+); qwen: (\d+) and (\d+)\)",
+     lambda c: (c["sft"]["checkpoint_every_updates"], c["grpo"]["checkpoint_every_iterations"],
+                load_config("qwen")["sft"]["checkpoint_every_updates"],
+                load_config("qwen")["grpo"]["checkpoint_every_iterations"])),
     ("src/verifiable_grpo/exercises/quiz.py",
      r"runs (\d+) iterations of (\d+) prompts with G = (\d+) responses",
      lambda c: (c["grpo"]["iterations"], c["grpo"]["prompts_per_iteration"],
@@ -85,8 +95,15 @@ def _number(text: str) -> float:
     return float(text.replace(",", ""))
 
 
+def test_the_sweeps_specification_is_the_profiles():
+    from verifiable_grpo.part1.sweep import SPEC
+
+    grpo = load_config("tiny")["grpo"]
+    assert SPEC == {key: grpo[key] for key in SPEC}
+
+
 @pytest.mark.parametrize("path, pattern, expected", QUOTES,
-                         ids=[f"{p.rsplit('/', 1)[1]}:{i}" for i, (p, _, _) in enumerate(QUOTES)])
+                         ids=[f"{p.rsplit('/', 1)[-1]}:{i}" for i, (p, _, _) in enumerate(QUOTES)])
 def test_each_quoted_budget_is_the_profiles(path, pattern, expected):
     text = (repo_root() / path).read_text()
     found = list(re.finditer(pattern, text, flags=re.S))
