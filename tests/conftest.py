@@ -8,11 +8,10 @@ import copy
 
 import pytest
 
-from verifiable_grpo.core.config import load_config, repo_root
-
 # Plain helpers live in shared_helpers.py: test modules import them from there, because
 # `from conftest import ...` finds whichever conftest.py (tests/part3 has one) was loaded last.
 from shared_helpers import TINY_BASE, run_cli, tiny_base_has_weights  # noqa: F401
+from verifiable_grpo.core.config import load_config
 
 
 @pytest.fixture

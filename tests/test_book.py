@@ -10,10 +10,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-import book_browser
 import jupytext
 import pytest
 import yaml
+
+import book_browser
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
@@ -76,7 +77,7 @@ def built_book():
                           capture_output=True, text=True, timeout=600)
     log = proc.stdout + proc.stderr
     assert proc.returncode == 0, log[-4000:]
-    assert "WARNING" not in log, [l for l in log.splitlines() if "WARNING" in l]
+    assert "WARNING" not in log, [line for line in log.splitlines() if "WARNING" in line]
     yield out / "_build" / "html"
     shutil.rmtree(out, ignore_errors=True)
 

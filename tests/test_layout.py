@@ -9,7 +9,8 @@ import verifiable_grpo
 
 PACKAGE = Path(verifiable_grpo.__file__).parent
 
-RANK = {"core": 0, "task": 1, "training": 2, "evaluation": 3, "part1": 4, "part2": 4, "part3": 4, "book": 5, "exercises": 5}
+RANK = {"core": 0, "task": 1, "training": 2, "evaluation": 3, "part1": 4, "part2": 4,
+        "part3": 4, "book": 5, "exercises": 5}
 
 
 def _layer(module: str) -> str | None:

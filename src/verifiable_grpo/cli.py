@@ -6,27 +6,28 @@ modules are imported only when their command runs, so `--help` needs no model.
 from __future__ import annotations
 
 import argparse
-import os
 import importlib
+import os
 import sys
-
-from verifiable_grpo.core.runfolder import MODES
 
 from verifiable_grpo.core.config import ConfigError, load_config  # light: no model, no torch
 from verifiable_grpo.core.config_schema import typed
+from verifiable_grpo.core.runfolder import MODES
 
 # command -> (module, handler, help)
 COMMANDS = {
     "data": ("task.data", "command_data", "write StockArithmetic-v1 (pages, labels, SHA-256 manifest)"),
     "build-tiny-base": ("task.tinybase", "command_build", "build the tiny CPU base model and tokenizer"),
-    "warmstart": ("training.sft", "command_warmstart", "warm-start SFT (128 examples x 3 epochs)"),
-    "sft": ("training.sft", "command_sft", "further SFT from the warm start (872 examples x 2 epochs)"),
+    "warmstart": ("training.sft", "command_warmstart", "warm-start SFT (counts: the profile's warmstart section)"),
+    "sft": ("training.sft", "command_sft", "further SFT from the warm start (counts: the profile's sft section)"),
     "grpo": ("training.grpo", "command_grpo", "GRPO with exact prefix KL from the warm start"),
     "verify-resume": ("core.checkpoint", "command_verify_resume",
                       "prove continuous == resumed state, bit for bit"),
     "evaluate": ("evaluation.evaluate", "command_evaluate", "greedy pass@1 and per-draw success on the test set"),
     "exercise": ("part1.exercise", "command_exercise", "the G=2 / G=8 group-size exercise"),
     "run": ("part1.pipeline", "command_run", "the whole pipeline, resumable"),
+    "config": ("core.config", "command_config",
+               "print a profile as resolved: its base merged in, with its SHA-256"),
     "plan": ("part1.run_plan", "command_plan",
              "before a run: planned disk, generated tokens and time per GPU class"),
     "report": ("part1.report", "command_report", "summarise a run folder"),
@@ -102,106 +103,136 @@ def _positive(text: str) -> int:
     return value
 
 
+def _data_arguments(p) -> None:
+    p.add_argument("--out", required=True, help="folder to write the dataset into")
+    p.add_argument("--seed", type=int, default=None,
+                   help="generation seed (default: the config's data.seed)")
+    p.add_argument("--config", default="tiny")
+
+
+def _tiny_base_arguments(p) -> None:
+    p.add_argument("--out", default="data/tiny-base")
+    p.add_argument("--force", action="store_true", help="replace an existing base")
+    p.add_argument("--minutes", type=float, default=None,
+                   help="pretraining budget override (default: the build recipe's)")
+
+
+def _lab_arguments(p) -> None:
+    # No --config: a lab's settings are its own YAML (configs/part3/NAME.yaml).
+    from verifiable_grpo.part3.labs import LABS  # light: the table only, no torch
+    p.add_argument("name", choices=list(LABS))
+    p.add_argument("--out", default=None, help="folder (default: runs/part3/NAME)")
+    p.add_argument("--settings", default=None, help="settings YAML (default: configs/part3/NAME.yaml)")
+    p.add_argument("--threads", type=_positive, default=None,
+                   help="torch threads (default: 1 for the synthetic labs, whose models are "
+                        "tiny; every core for the model labs, whose QUICK runs then fit in "
+                        "5 minutes on 2 cores; the bits are the same either way)")
+    p.add_argument("--export", action="store_true", help="then copy metrics.json to data/recorded/part3/NAME.json")
+    p.add_argument("--export-only", action="store_true", help="only copy an existing run's metrics")
+    # the model labs (sft, lora, suite: SmolLM2-135M) take these instead of --settings
+    p.add_argument("--full", action="store_true", help="sft: the FULL budget instead of QUICK")
+    p.add_argument("--no-mask", action="store_true", help="sft: loss on every token")
+    p.add_argument("--no-row-init", action="store_true",
+                   help="sft, lora: keep the chat rows of the embedding as loaded")
+    p.add_argument("--policy", default=None,
+                   help="suite, suite-sampled: the fine-tuned model (default: runs/part3/sft/sft-policy)")
+    p.add_argument("--cache", default=None,
+                   help="FP32 cache of the GGUF model (default: runs/part3/smollm2-fp32)")
+
+
+def _bench_arguments(p) -> None:
+    p.add_argument("what", choices=["grpo", "pipeline"],
+                   help="grpo: one rollout set, ours against TRL; pipeline: a finished "
+                        "run folder (--run) against the recorded tiny run")
+    p.add_argument("--run", default=None, help="pipeline: the finished run folder")
+    p.add_argument("--sets", type=int, default=5, help="timed rollout sets per arm")
+    p.add_argument("--warmup", type=int, default=1, help="untimed rollout sets first")
+    p.add_argument("--no-trl", action="store_true", help="skip the TRL arm")
+    p.add_argument("--no-kl", action="store_true", help="skip the exact-KL memory probe")
+    p.add_argument("--runs", nargs="*", default=["data/recorded/tiny"],
+                   help="run folders whose timings.json to print (stage wall times)")
+    p.add_argument("--save", default=None,
+                   help="also write the result as JSON here (e.g. data/recorded/bench/"
+                        "grpo.json)")
+
+
+def _config_argument(p) -> None:
+    p.add_argument("--config", default="tiny", help="profile name or YAML path (default: tiny)")
+
+
+def _learn_arguments(p) -> None:
+    _config_argument(p)
+    p.add_argument("what", choices=["fixed-prompts", "fixed-prompts-trl", "lift"],
+                   help="fixed-prompts: GRPO on 8 fixed prompts; fixed-prompts-trl: "
+                        "TRL on the same prompts; lift: the declared held-out study")
+    p.add_argument("--out", default="runs/learn", help="folder (default runs/learn)")
+    p.add_argument("--candidates", nargs="*", default=None,
+                   help="lift: only these declared candidates")
+    p.add_argument("--export", action="store_true",
+                   help="then record the finished run in data/recorded/")
+
+
+def _sweep_arguments(p) -> None:
+    _config_argument(p)
+    p.add_argument("--out", default="runs/tiny-sweep", help="sweep folder (default runs/tiny-sweep)")
+    p.add_argument("--settings", nargs="*", default=None, help="only these settings")
+    p.add_argument("--export", action="store_true",
+                   help="then record the finished sweep in data/recorded/tiny-sweep")
+
+
+def _stage_arguments(name: str, p) -> None:
+    """The pipeline's own commands: a profile, a run folder and the command's options."""
+    _config_argument(p)
+    p.add_argument("--out", default=None, help="run folder (default: runs/<profile>)")
+    if name == "run":
+        p.add_argument("--workers", type=_positive, default=min(2, os.cpu_count() or 1),
+                       help="stages side by side in this many worker processes (default: "
+                            "2, or 1 on a one-core machine); the numbers do not depend "
+                            "on it, only on the profile's threads")
+        p.add_argument("--dry-run", action="store_true",
+                       help="print the plan (disk, generated tokens, time per GPU class) "
+                            "and start nothing")
+    if name in ("warmstart", "sft", "grpo"):
+        p.add_argument("--mode", choices=list(MODES), default="continuous")
+    if name == "grpo":
+        p.add_argument("--branch", default="grpo",
+                       help="grpo (the main run, G = grpo.group_size) or grpo-gN (an "
+                            "exercise group size)")
+    if name == "verify-resume":
+        p.add_argument("--branch", required=True,
+                       help="a branch of the profile: warmstart, sft, grpo or grpo-gN "
+                            "(N in exercise.group_sizes)")
+    if name == "evaluate":
+        p.add_argument("--policy", default=None, help="one policy (default: all trained)")
+    if name == "report":
+        p.add_argument("--export", nargs="?", const="default", default=None,
+                       help="also copy a small summary (no checkpoints) to this folder "
+                            "(default: data/recorded/<profile>)")
+
+
+# command -> its arguments, where they are not _stage_arguments'
+ARGUMENTS = {
+    "data": _data_arguments,
+    "family": _family_arguments,
+    "build-tiny-base": _tiny_base_arguments,
+    "lab": _lab_arguments,
+    "bench": _bench_arguments,
+    "learn": _learn_arguments,
+    "plan": _config_argument,
+    "config": _config_argument,
+    "sweep": _sweep_arguments,
+}
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m verifiable_grpo", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     for name, (_, _, text) in COMMANDS.items():
         p = sub.add_parser(name, help=text, description=text)
-        if name == "data":
-            p.add_argument("--out", required=True, help="folder to write the dataset into")
-            p.add_argument("--seed", type=int, default=None,
-                           help="generation seed (default: the config's data.seed)")
-            p.add_argument("--config", default="tiny")
-            continue
-        if name == "family":
-            _family_arguments(p)
-            continue
-        if name == "build-tiny-base":
-            p.add_argument("--out", default="data/tiny-base")
-            p.add_argument("--force", action="store_true", help="replace an existing base")
-            p.add_argument("--minutes", type=float, default=None,
-                           help="pretraining budget override (default: the build recipe's)")
-            continue
-        if name == "lab":
-            # No --config: a lab's settings are its own YAML (configs/part3/NAME.yaml).
-            from verifiable_grpo.part3.labs import LABS  # light: the table only, no torch
-            p.add_argument("name", choices=list(LABS))
-            p.add_argument("--out", default=None, help="folder (default: runs/part3/NAME)")
-            p.add_argument("--settings", default=None, help="settings YAML (default: configs/part3/NAME.yaml)")
-            p.add_argument("--threads", type=_positive, default=None,
-                           help="torch threads (default: 1 for the synthetic labs, whose models are "
-                                "tiny; every core for the model labs, whose QUICK runs then fit in "
-                                "5 minutes on 2 cores; the bits are the same either way)")
-            p.add_argument("--export", action="store_true", help="then copy metrics.json to data/recorded/part3/NAME.json")
-            p.add_argument("--export-only", action="store_true", help="only copy an existing run's metrics")
-            # the model labs (sft, lora, suite: SmolLM2-135M) take these instead of --settings
-            p.add_argument("--full", action="store_true", help="sft: the FULL budget instead of QUICK")
-            p.add_argument("--no-mask", action="store_true", help="sft: loss on every token")
-            p.add_argument("--no-row-init", action="store_true",
-                           help="sft, lora: keep the chat rows of the embedding as loaded")
-            p.add_argument("--policy", default=None,
-                           help="suite, suite-sampled: the fine-tuned model (default: runs/part3/sft/sft-policy)")
-            p.add_argument("--cache", default=None,
-                           help="FP32 cache of the GGUF model (default: runs/part3/smollm2-fp32)")
-            continue
-        if name == "bench":
-            p.add_argument("what", choices=["grpo", "pipeline"],
-                           help="grpo: one rollout set, ours against TRL; pipeline: a finished "
-                                "run folder (--run) against the recorded tiny run")
-            p.add_argument("--run", default=None, help="pipeline: the finished run folder")
-            p.add_argument("--sets", type=int, default=5, help="timed rollout sets per arm")
-            p.add_argument("--warmup", type=int, default=1, help="untimed rollout sets first")
-            p.add_argument("--no-trl", action="store_true", help="skip the TRL arm")
-            p.add_argument("--no-kl", action="store_true", help="skip the exact-KL memory probe")
-            p.add_argument("--runs", nargs="*", default=["data/recorded/tiny"],
-                           help="run folders whose timings.json to print (stage wall times)")
-            p.add_argument("--save", default=None,
-                           help="also write the result as JSON here (e.g. data/recorded/bench/"
-                                "grpo.json)")
-            continue
-        p.add_argument("--config", default="tiny", help="profile name or YAML path (default: tiny)")
-        if name == "learn":
-            p.add_argument("what", choices=["fixed-prompts", "fixed-prompts-trl", "lift"],
-                           help="fixed-prompts: GRPO on 8 fixed prompts; fixed-prompts-trl: "
-                                "TRL on the same prompts; lift: the declared held-out study")
-            p.add_argument("--out", default="runs/learn", help="folder (default runs/learn)")
-            p.add_argument("--candidates", nargs="*", default=None,
-                           help="lift: only these declared candidates")
-            p.add_argument("--export", action="store_true",
-                           help="then record the finished run in data/recorded/")
-            continue
-        if name == "plan":
-            continue
-        if name == "sweep":
-            p.add_argument("--out", default="runs/tiny-sweep", help="sweep folder (default runs/tiny-sweep)")
-            p.add_argument("--settings", nargs="*", default=None, help="only these settings")
-            p.add_argument("--export", action="store_true",
-                           help="then record the finished sweep in data/recorded/tiny-sweep")
-            continue
-        p.add_argument("--out", default=None, help="run folder (default: runs/<profile>)")
-        if name == "run":
-            p.add_argument("--workers", type=_positive, default=min(2, os.cpu_count() or 1),
-                           help="stages side by side in this many worker processes (default: "
-                                "2, or 1 on a one-core machine); the numbers do not depend "
-                                "on it, only on the profile's threads")
-            p.add_argument("--dry-run", action="store_true",
-                           help="print the plan (disk, generated tokens, time per GPU class) "
-                                "and start nothing")
-        if name in ("warmstart", "sft", "grpo"):
-            p.add_argument("--mode", choices=list(MODES), default="continuous")
-        if name == "grpo":
-            p.add_argument("--branch", default="grpo",
-                           help="grpo (the main G=4 run) or grpo-gN (an exercise group size)")
-        if name == "verify-resume":
-            p.add_argument("--branch", required=True,
-                           help="a branch of the profile: warmstart, sft, grpo or grpo-gN "
-                                "(N in exercise.group_sizes)")
-        if name == "evaluate":
-            p.add_argument("--policy", default=None, help="one policy (default: all trained)")
-        if name == "report":
-            p.add_argument("--export", nargs="?", const="default", default=None,
-                           help="also copy a small summary (no checkpoints) to this folder "
-                                "(default: data/recorded/<profile>)")
+        if name in ARGUMENTS:
+            ARGUMENTS[name](p)
+        else:
+            _stage_arguments(name, p)
     return parser
 
 

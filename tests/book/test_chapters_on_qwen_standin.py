@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from verifiable_grpo.book import notebook
-from verifiable_grpo.core.config import config_path, repo_root
+from verifiable_grpo.core.config import profile_settings, repo_root
 
 CHAPTERS = ("04_exact_kl", "05_supervised_branches", "06_grpo", "07_resume")
 VOCABULARY = 151_936
@@ -37,7 +37,7 @@ def standin_profile(tmp_path_factory):
     model.save_pretrained(folder)
     for name in ("tokenizer.json", "tokenizer_config.json"):
         shutil.copy(repo_root() / "data" / "tiny-base" / name, folder / name)
-    profile = yaml.safe_load(config_path(notebook.LIVE_GPU_PROFILE).read_text())
+    profile = profile_settings(notebook.LIVE_GPU_PROFILE)
     profile["device"] = "cpu"
     profile["model"].update(path=str(folder), expected_unique_parameters=None, eos_token_id=None)
     profile["threads"] = {"warmstart": 1, "stages": 1}

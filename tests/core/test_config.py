@@ -3,8 +3,20 @@ import json
 
 import pytest
 
-from verifiable_grpo.core import config as cfg
 from verifiable_grpo.cli import build_parser
+from verifiable_grpo.core import config as cfg
+
+
+def resolved_text(profile: str) -> str:
+    """A shipped profile written out whole (its base merged in): a copy to edit line by line."""
+    import yaml
+
+    class FlowLists(yaml.SafeDumper):   # [2, 8] on one line, as the profiles write lists
+        pass
+
+    FlowLists.add_representer(list, lambda dumper, items: dumper.represent_sequence(
+        "tag:yaml.org,2002:seq", items, flow_style=True))
+    return yaml.dump(cfg.profile_settings(profile), Dumper=FlowLists, sort_keys=False)
 
 SEED_COUNTS = {
     ("warmstart", "examples"): 128, ("warmstart", "epochs"): 3, ("warmstart", "batch_size"): 8,
@@ -56,7 +68,7 @@ def test_profiles_share_their_keys():
 
 
 def test_truncated_sampling_is_refused(tmp_path):
-    text = cfg.config_path("smoke").read_text().replace("top_k: 0", "top_k: 50")
+    text = resolved_text("smoke").replace("top_k: 0", "top_k: 50")
     bad = tmp_path / "bad.yaml"
     bad.write_text(text)
     with pytest.raises(ValueError, match="full vocabulary"):
@@ -71,9 +83,9 @@ def test_unknown_profile_names_the_known_ones():
 def test_config_hash_tracks_content_not_location(tmp_path):
     smoke = cfg.load_config("smoke")
     copy = tmp_path / "copy.yaml"
-    copy.write_text(cfg.config_path("smoke").read_text())
+    copy.write_text(resolved_text("smoke"))
     assert cfg.config_hash(cfg.load_config(copy)) == cfg.config_hash(smoke)
-    copy.write_text(cfg.config_path("smoke").read_text().replace("draws: 4", "draws: 5"))
+    copy.write_text(resolved_text("smoke").replace("draws: 4", "draws: 5"))
     assert cfg.config_hash(cfg.load_config(copy)) != cfg.config_hash(smoke)
 
 
@@ -100,7 +112,7 @@ def test_cli_lists_every_stage():
 def edited_profile(tmp_path, edits: dict, profile: str = "smoke"):
     """A copy of a shipped profile where each 'section.key' (or top-level 'key') line is
     replaced by the given 'key: value' text, or dropped for None."""
-    lines = cfg.config_path(profile).read_text().splitlines()
+    lines = resolved_text(profile).splitlines()
     section, found = None, set()
     for index, line in enumerate(lines):
         if line and not line[0].isspace() and not line.startswith("#"):
@@ -247,7 +259,7 @@ def test_hub_models_need_a_pinned_revision(tmp_path):
 
 
 def test_nested_keys_are_checked_too(tmp_path):
-    text = cfg.config_path("smoke").read_text().replace("num_key_value_heads: 1",
+    text = resolved_text("smoke").replace("num_key_value_heads: 1",
                                                         "num_key_value_heads: 3\n    depth: 2")
     path = tmp_path / "nested.yaml"
     path.write_text(text)
@@ -271,11 +283,10 @@ def test_files_that_are_not_a_profile(tmp_path):
 
 @pytest.mark.parametrize("profile", ["qwen", "tiny", "smoke"])
 def test_shipped_profiles_load_unchanged(profile):
-    import yaml
 
     config = cfg.load_config(profile)
     assert config.pop("_path") == str(cfg.config_path(profile))
-    assert config == yaml.safe_load(cfg.config_path(profile).read_text())
+    assert config == cfg.profile_settings(profile)
 
 
 def test_typed_profile_is_frozen_and_complete(smoke_config):

@@ -4,15 +4,14 @@ a study seed the lock does not hold (before the warm start's evaluation)."""
 from __future__ import annotations
 
 import pytest
-import yaml
 
 from verifiable_grpo import cli
-from verifiable_grpo.core.config import repo_root
+from verifiable_grpo.core.config import profile_settings
 from verifiable_grpo.core.config_schema import validate
 
 
 def _smoke(**changes) -> dict:
-    raw = yaml.safe_load((repo_root() / "configs" / "smoke.yaml").read_text())
+    raw = profile_settings("smoke")
     for path, value in changes.items():
         section, _, name = path.rpartition("__")
         (raw[section] if section else raw)[name] = value

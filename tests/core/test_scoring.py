@@ -4,8 +4,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from verifiable_grpo.task import prompts as P
 from verifiable_grpo.core import scoring as S
+from verifiable_grpo.task import prompts as P
 from verifiable_grpo.task.statements import canonical_response, render_statement
 
 PROBLEMS = [{"initial": 48, "deliveries": [8, 37], "withdrawals": [3, 21]},

@@ -9,8 +9,15 @@ import pytest
 import torch
 
 from verifiable_grpo import exercises
-from verifiable_grpo.exercises import advantages, clipping, exact_kl, group_size, grpo_loss
-from verifiable_grpo.exercises import mcnemar, resume, reward, sft_loss
+from verifiable_grpo.exercises import (
+    advantages,
+    clipping,
+    exact_kl,
+    group_size,
+    grpo_loss,
+    mcnemar,
+    sft_loss,
+)
 
 
 def _failures(check, fn):

@@ -64,7 +64,7 @@ def test_checker():
 
 def test_part1_and_part2_answers_follow_the_config_and_the_code():
     import yaml
-    from verifiable_grpo.core.config import resolve
+    from verifiable_grpo.core.config import load_config, resolve
     from verifiable_grpo.part2.analysis import iid_zvf
     from verifiable_grpo.task.verifier import parse_generated_json
     from verifiable_grpo.training.losses import exact_prefix_kl, group_advantages
@@ -74,7 +74,7 @@ def test_part1_and_part2_answers_follow_the_config_and_the_code():
         q = bank[i - 1]
         return q.choices[quiz.LETTERS.index(q.answer)]
 
-    g = yaml.safe_load(resolve("configs/qwen.yaml").read_text())["grpo"]
+    g = load_config("qwen")["grpo"]
     assert key(quiz.PART1, 1) == f"{g['iterations'] * g['prompts_per_iteration'] * g['group_size']:,}"
     assert key(quiz.PART1, 2) == f"{g['iterations'] * g['updates_per_rollout']:,}"
     rewards = torch.tensor([[1.0, 0.0, 1.0, 0.0]])

@@ -12,10 +12,9 @@ import signal
 
 import pytest
 
+from shared_helpers import run_cli
 from verifiable_grpo.core import checkpoint
 from verifiable_grpo.core.config import read_json
-
-from shared_helpers import run_cli
 
 # (fault point[#nth][:signal], what the run must have left behind when it died)
 CHAIN = [

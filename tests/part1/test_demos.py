@@ -85,8 +85,8 @@ def test_nudged_copy_moves_only_the_copy():
     import torch
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
-    from verifiable_grpo.part1.demos import nudged_copy
     from verifiable_grpo.core.model import model_digest
+    from verifiable_grpo.part1.demos import nudged_copy
 
     torch.manual_seed(0)
     model = Qwen2ForCausalLM(Qwen2Config(vocab_size=16, hidden_size=8, intermediate_size=16,
@@ -124,13 +124,12 @@ def test_dropout_makes_two_scorings_differ_and_eval_does_not():
 
 def test_update_on_one_group_moves_probability_toward_positive_advantage():
     from verifiable_grpo.core.config import load_config
-    from verifiable_grpo.part1.demos import update_on_one_group
     from verifiable_grpo.core.model import model_digest
+    from verifiable_grpo.part1.demos import update_on_one_group
 
     model = _micro_model()
     config = load_config("smoke")
     import torch
-    logp = torch.log_softmax(model(torch.tensor([[1, 2, 3, 4]])).logits[0], -1)
     rows = []
     for member, response in enumerate([[5, 6], [7, 8]]):
         ids = [1, 2] + response

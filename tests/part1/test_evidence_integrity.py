@@ -9,12 +9,11 @@ import shutil
 import pytest
 import torch
 
+from shared_helpers import run_cli
 from verifiable_grpo.core import checkpoint, files
-from verifiable_grpo.training import sft
 from verifiable_grpo.core import model as model_lib
 from verifiable_grpo.core.config import load_config, read_json
-
-from shared_helpers import run_cli
+from verifiable_grpo.training import sft
 
 
 class _Payload:

@@ -6,9 +6,9 @@ import shutil
 
 import pytest
 
+from verifiable_grpo.core.config import load_config
 from verifiable_grpo.part1 import exercise
 from verifiable_grpo.task import verifier
-from verifiable_grpo.core.config import load_config, read_json
 
 
 # ------------------------------------------------------------------ constructed groups

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import pytest
 
+from shared_helpers import tiny_base_has_weights
 from verifiable_grpo.core import checkpoint, crash, state_digests
 from verifiable_grpo.core.config import load_config
 from verifiable_grpo.core.files import read_json, save_json
 from verifiable_grpo.core.runfolder import MODES, RunFolder
 from verifiable_grpo.part1 import pipeline
 from verifiable_grpo.training import sft
-from shared_helpers import tiny_base_has_weights
 
 BRANCHES = ("warmstart", "sft", "grpo", "grpo-g2", "grpo-g8")
 

@@ -7,9 +7,9 @@ import time
 
 import pytest
 
+from verifiable_grpo.core.config import load_config, read_json, repo_root
 from verifiable_grpo.part1 import pipeline
 from verifiable_grpo.part1 import report as report_module
-from verifiable_grpo.core.config import load_config, read_json, repo_root
 from verifiable_grpo.part1.pipeline import HalfDoneStageError, Stage
 
 

@@ -6,10 +6,10 @@ import re
 
 import pytest
 
+from shared_helpers import run_cli
 from verifiable_grpo.core.config import load_config, read_json, repo_root
 from verifiable_grpo.core.runfolder import MODES
 from verifiable_grpo.part1 import run_cost, run_plan
-from shared_helpers import run_cli
 
 RECORDED = repo_root() / "data" / "recorded" / "tiny"
 
@@ -121,9 +121,9 @@ def test_plan_and_dry_run_print_the_same_and_start_nothing(tmp_path):
 def test_a_model_of_unknown_shape_is_refused_with_its_key(tmp_path):
     import yaml
 
-    from verifiable_grpo.core.config import config_path
+    from verifiable_grpo.core.config import profile_settings
 
-    profile = yaml.safe_load(config_path("qwen").read_text())
+    profile = profile_settings("qwen")
     profile["model"]["name"] = "someone/another-model"
     path = tmp_path / "other.yaml"
     path.write_text(yaml.safe_dump(profile))

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from shared_helpers import run_cli
 from verifiable_grpo.core.config import load_config, read_json
 from verifiable_grpo.part1 import pipeline
-from verifiable_grpo.part1.side_by_side import WorkerDied, remaining_work, run_side_by_side
-
-from shared_helpers import run_cli
+from verifiable_grpo.part1.side_by_side import remaining_work, run_side_by_side
 
 DIAMOND = {"a": set(), "b": {"a"}, "c": {"a"}, "d": {"b", "c"}}
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from verifiable_grpo.part2 import analysis, lock as lock_lib
+from verifiable_grpo.part2 import analysis
+from verifiable_grpo.part2 import lock as lock_lib
 
 SEEDS = [11, 23, 37, 53, 71, 89, 107, 131]
 E1 = {  # per-seed held-out accuracy, notes section 7.1 (the seed-003 study's numbers)

@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from verifiable_grpo.part2 import lock as lock_lib, record, study
+from verifiable_grpo.part2 import lock as lock_lib
+from verifiable_grpo.part2 import record, study
 
 
 def _trace():

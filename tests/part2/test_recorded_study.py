@@ -6,7 +6,8 @@ import pytest
 
 from verifiable_grpo.core import files
 from verifiable_grpo.core.config import resolve
-from verifiable_grpo.part2 import analysis, lock as lock_lib, record, results
+from verifiable_grpo.part2 import analysis, record, results
+from verifiable_grpo.part2 import lock as lock_lib
 
 DEST = resolve(record.RECORDED)
 pytestmark = pytest.mark.skipif(not (DEST / "analysis.json").is_file(),

@@ -16,7 +16,8 @@ import pytest
 
 from verifiable_grpo import cli
 from verifiable_grpo.core import runlock
-from verifiable_grpo.part2 import lock as lock_lib, study
+from verifiable_grpo.part2 import lock as lock_lib
+from verifiable_grpo.part2 import study
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 SEEDS = [131, 23]

@@ -81,12 +81,11 @@ def test_smollm2_matches_lab2_record_and_the_loaded_architecture():
 
 
 def test_qwen_matches_the_profile_and_the_core_counter():
-    import yaml
     from types import SimpleNamespace
-    from verifiable_grpo.core.config import resolve
+    from verifiable_grpo.core.config import load_config
     from verifiable_grpo.core.model_checks import qwen2_parameter_count
 
-    profile = yaml.safe_load(resolve("configs/qwen.yaml").read_text())
+    profile = load_config("qwen")
     assert acc.QWEN2_5_0_5B.parameters() == profile["model"]["expected_unique_parameters"]
     config = SimpleNamespace(vocab_size=151_936, hidden_size=896, intermediate_size=4864,
                              num_hidden_layers=24, num_attention_heads=14, num_key_value_heads=2,

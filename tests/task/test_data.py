@@ -4,10 +4,14 @@ import re
 
 import pytest
 
-from verifiable_grpo.task import data
 from verifiable_grpo.cli import main
+from verifiable_grpo.task import data
 from verifiable_grpo.task.statements import TEMPLATES, canonical_response, render_statement
-from verifiable_grpo.task.verifier import compute_final_stock, normalized_problem, score_generated_json
+from verifiable_grpo.task.verifier import (
+    compute_final_stock,
+    normalized_problem,
+    score_generated_json,
+)
 
 SEED = 20261130
 FILES = ["MANIFEST.json", "input/pages.json", "labels/gold.json", "labels/train.json",

@@ -7,8 +7,8 @@ import random
 import pytest
 from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
-from verifiable_grpo.task import statements, tiny_tokenizer
 from verifiable_grpo.core.config import repo_root, sha256_file
+from verifiable_grpo.task import statements, tiny_tokenizer
 
 BASE = repo_root() / "data" / "tiny-base"
 
@@ -155,8 +155,8 @@ def test_build_is_deterministic(tmp_path):
 
 
 def test_pretraining_never_sees_the_task_key_or_dataset_problems():
-    from verifiable_grpo.task import tinybase, verifier
     from verifiable_grpo.core.config import load_config
+    from verifiable_grpo.task import tinybase, verifier
 
     excluded = tinybase.dataset_problems(load_config("tiny")["data"]["seed"])
     assert len(excluded) == 1400

@@ -4,8 +4,13 @@ import random
 import pytest
 
 from verifiable_grpo.task.verifier import (
-    MAX_RESPONSE_CHARS, compute_final_stock, generate_problem, normalized_problem,
-    parse_generated_json, score_generated_json)
+    MAX_RESPONSE_CHARS,
+    compute_final_stock,
+    generate_problem,
+    normalized_problem,
+    parse_generated_json,
+    score_generated_json,
+)
 
 PROBLEM = {"initial": 10, "deliveries": [5, 7], "withdrawals": [3, 4]}  # 10+5+7-3-4 = 15
 RIGHT = '{"final_stock": 15}'

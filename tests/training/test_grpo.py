@@ -297,8 +297,7 @@ def test_command_line_runs_an_exercise_branch(tmp_path, learning_view_dir, capsy
     config = micro_config()
     make_run_folder(tmp_path, learning_view_dir, config)
     config_file = tmp_path / "micro.yaml"
-    text = (repo_root() / "configs" / "smoke.yaml").read_text()
-    config_file.write_text(text.replace("source: local", "source: random", 1))
+    config_file.write_text("extends: smoke\nmodel:\n  source: random\n")
     assert main(["grpo", "--config", str(config_file), "--out", str(tmp_path),
                  "--branch", "grpo-g2", "--mode", "interrupt"]) == 0
     record = read_json(tmp_path / "learning" / "grpo-g2-interrupt.json")

@@ -14,7 +14,7 @@ def plot_per_seed(by_regime: dict[str, dict[str, list]], warm_start: float,
     figure = Figure(figsize=(10, 3.4), layout="constrained")
     axes = np.atleast_1d(figure.subplots(1, len(by_regime), sharey=True))
     for ax, (regime, values) in zip(axes, by_regime.items()):
-        for x, (arm, seeds) in enumerate(values.items()):
+        for x, seeds in enumerate(values.values()):
             jitter = np.linspace(-0.15, 0.15, len(seeds))
             ax.plot(x + jitter, seeds, "o", alpha=0.6, ms=4)
             ax.plot([x - 0.25, x + 0.25], [np.mean(seeds)] * 2, "k-", lw=2)

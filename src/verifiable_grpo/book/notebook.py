@@ -18,18 +18,15 @@ import math
 import os
 import re
 import sys
+from collections.abc import Iterable, Sequence
 from decimal import ROUND_HALF_EVEN, Decimal
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from verifiable_grpo.core.config import read_json, repo_root
 from verifiable_grpo.core.config_schema import typed
 
 RECORDED = Path("data") / "recorded"
-
-
-def on_colab() -> bool:
-    return "google.colab" in sys.modules
 
 
 # A chapter's live cells on a GPU: Qwen2.5-0.5B with a few iterations (configs/qwen-live.yaml),
@@ -235,7 +232,10 @@ class Table:
     def __repr__(self) -> str:
         widths = [max(len(str(c)), *(len(r[i]) for r in self.rows)) if self.rows else len(c)
                   for i, c in enumerate(self.columns)]
-        line = lambda cells: "  ".join(str(c).ljust(w) for c, w in zip(cells, widths)).rstrip()
+
+        def line(cells) -> str:
+            return "  ".join(str(c).ljust(w) for c, w in zip(cells, widths)).rstrip()
+
         out = [self.title] if self.title else []
         out += [line(self.columns), line("-" * w for w in widths)]
         out += [line(r) for r in self.rows]

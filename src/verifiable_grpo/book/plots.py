@@ -8,8 +8,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from verifiable_grpo.core.runfolder import order_policies
 from matplotlib.figure import Figure
+
+from verifiable_grpo.core.runfolder import order_policies
 
 POPULATIONS = ("ALL", "ID50", "OOD100")
 

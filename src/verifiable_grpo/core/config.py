@@ -1,6 +1,8 @@
 """Profiles (configs/*.yaml), repository paths, hashing and provenance.
 
-Code branches on config values, never on a profile's name.
+Code branches on config values, never on a profile's name. A profile file may start from
+another (`extends: base`): it then states only what it changes, and the loader merges it
+over the file it names (sections key by key, anything else replaced whole).
 """
 from __future__ import annotations
 
@@ -22,6 +24,10 @@ REQUIRED_SECTIONS = ("model", "data", "tokens", "sampling", "warmstart", "sft", 
                      "exercise", "evaluation")
 # Sections a profile may leave out (each key then reads as its stand-in value).
 OPTIONAL_SECTIONS = ("threads", "storage")
+# The key naming the profile a file starts from, and files under configs/ that are a start
+# for profiles but not profiles themselves.
+EXTENDS = "extends"
+BASES = ("base",)
 
 
 def repo_root() -> Path:
@@ -65,9 +71,15 @@ def config_path(name_or_path: str | os.PathLike) -> Path:
     else:
         p = repo_root() / "configs" / f"{name_or_path}.yaml"
     if not p.is_file():
-        known = sorted(x.stem for x in (repo_root() / "configs").glob("*.yaml"))
-        raise FileNotFoundError(f"No config {name_or_path!r}; known profiles: {known}")
+        raise FileNotFoundError(
+            f"No config {name_or_path!r}; known profiles: {known_profiles()}")
     return p
+
+
+def known_profiles() -> list[str]:
+    """The profile names under configs/ (a base that profiles extend is not one)."""
+    names = (x.stem for x in (repo_root() / "configs").glob("*.yaml"))
+    return sorted(name for name in names if name not in BASES)
 
 
 class ConfigError(ValueError):
@@ -96,19 +108,62 @@ def read_yaml(path: str | os.PathLike) -> Any:
         raise ConfigError([f"{path} is a folder, not a settings file"]) from None
 
 
+def merged(base: dict, changes: dict) -> dict:
+    """`changes` over `base`: mappings merge key by key, any other value replaces whole."""
+    out = dict(base)
+    for key, value in changes.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = merged(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def profile_settings(name_or_path: str | os.PathLike, _chain: tuple = ()) -> Any:
+    """A profile as YAML gives it with the files it extends merged under it, unchecked.
+    `extends` names a profile or base under configs/ (or a YAML path), so a copy of a
+    profile anywhere still finds its base."""
+    path = config_path(name_or_path)
+    raw = read_yaml(path)
+    if not isinstance(raw, dict) or EXTENDS not in raw:
+        return raw
+    parent = raw.pop(EXTENDS)
+    if not isinstance(parent, str) or not parent:
+        raise ConfigError([f"{path}: {EXTENDS}: must name a profile or base, got {parent!r}"])
+    if str(path.resolve()) in _chain:
+        raise ConfigError([f"{path}: {EXTENDS}: {parent!r} leads back to this file"])
+    try:
+        base = profile_settings(parent, (*_chain, str(path.resolve())))
+    except FileNotFoundError:
+        raise ConfigError([f"{path}: {EXTENDS}: no profile or base {parent!r}; "
+                           f"known: {sorted([*BASES, *known_profiles()])}"]) from None
+    if not isinstance(base, dict):
+        raise ConfigError([f"{path}: {EXTENDS}: {parent!r} is not a mapping of keys"])
+    return merged(base, raw)
+
+
 def load_config(name_or_path: str | os.PathLike = "tiny") -> dict[str, Any]:
     """The profile as a plain dict plus `_path`, checked whole before anything runs.
 
-    Raises ConfigError listing every problem. The only change to what YAML gave is that
-    YAML-1.1 float strings such as "2e-4" become floats; no defaults are added.
+    Raises ConfigError listing every problem. The only changes to what YAML gave are the
+    merge over the file it extends and that YAML-1.1 float strings such as "2e-4" become
+    floats; no defaults are added.
     """
     # Imported here: the schema reads split sizes from `data`, which imports this module.
     from verifiable_grpo.core.config_schema import checked
 
     path = config_path(name_or_path)
-    config = checked(read_yaml(path), str(path))
+    config = checked(profile_settings(path), str(path))
     config["_path"] = str(path)
     return config
+
+
+def command_config(args) -> int:
+    """`config --config NAME`: the profile as the code reads it, its bases merged in."""
+    config = load_config(args.config)
+    print(f"# {shown_path(config.pop('_path'))}, resolved; SHA-256 {config_hash(config)}")
+    print(yaml.safe_dump(config, sort_keys=False), end="")
+    return 0
 
 
 def canonical_json(value: Any) -> bytes:

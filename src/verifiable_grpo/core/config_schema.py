@@ -19,10 +19,33 @@ import math
 import re
 import types
 import typing
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from verifiable_grpo.core.config import ConfigError
+from verifiable_grpo.core.schema_checks import (  # noqa: F401  (re-exported)
+    A_GROUP,
+    DISTINCT,
+    FOLDER_NAME,
+    FULL_VOCABULARY,
+    INT64,
+    NON_EMPTY,
+    RESUMED_EPOCH,
+    RESUMED_ITERATION,
+    SEED,
+    Check,
+    above,
+    at_least,
+    closed,
+    each,
+    exactly,
+    key,
+    one_of,
+    open_between,
+    span,
+)
+
 # StockArithmetic-v1's split sizes: part of the profile contract (a budget may not ask for
 # more examples than a split holds); task.data generates exactly these.
 COUNTS = {"warmstart": 128, "train": 872, "validation": 200, "test": 200}
@@ -45,12 +68,6 @@ SFT_SPLITS = {"warmstart": "warmstart", "sft": "train"}
 # all: every full state stays in the run folder; digest: a state stays only until the resume
 # comparison has read it, then its SHA-256 record replaces it (core.state_digests).
 KEEP_STATES = ("all", "digest")
-
-
-from verifiable_grpo.core.schema_checks import (  # noqa: F401  (re-exported)
-    A_GROUP, DISTINCT, FULL_VOCABULARY, FOLDER_NAME, INT64, NON_EMPTY, RESUMED_EPOCH,
-    RESUMED_ITERATION, SEED, Check, above, at_least, closed, each, exactly, key, one_of,
-    open_between, span)
 
 
 # --------------------------------------------------------------------------- the sections

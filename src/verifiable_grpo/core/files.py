@@ -13,8 +13,9 @@ import hashlib
 import json
 import os
 import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 TEMP_PREFIX = ".tmp-"
 

@@ -23,14 +23,27 @@ import torch
 from verifiable_grpo.core import files
 from verifiable_grpo.core.config import canonical_json, sha256_bytes, sha256_file
 from verifiable_grpo.core.config_schema import typed
-from verifiable_grpo.core.model_checks import (ARCHITECTURES, DEFAULT_ARCHITECTURE, all_unique_parameters,  # noqa: F401
-                           architecture_report, architecture_spec, decoder_parameter_count,
-                           expected_parameter_count, is_adapter_parameter, qwen2_parameter_count,
-                           trainable_mode, unique_parameters)
-from verifiable_grpo.core.model_sources import (ModelUnavailableError, build_random_model, load_source,  # noqa: F401
-                            load_tokenizer, random_model_config)
+from verifiable_grpo.core.model_checks import (  # noqa: F401
+    ARCHITECTURES,
+    DEFAULT_ARCHITECTURE,
+    all_unique_parameters,
+    architecture_report,
+    architecture_spec,
+    decoder_parameter_count,
+    expected_parameter_count,
+    is_adapter_parameter,
+    qwen2_parameter_count,
+    trainable_mode,
+    unique_parameters,
+)
+from verifiable_grpo.core.model_sources import (  # noqa: F401
+    ModelUnavailableError,
+    build_random_model,
+    load_source,
+    load_tokenizer,
+    random_model_config,
+)
 
-ARCHITECTURE = DEFAULT_ARCHITECTURE  # the class a profile without model.architecture declares
 POLICY_FORMAT = "verifiable-grpo-policy-v2"   # v2: the architecture has its own digest
 LEGACY_POLICY_FORMATS = ("verifiable-grpo-policy-v1",)  # read only with the file's SHA-256
 HEADER_KEYS = ("format", "model_digest", "model_config", "architecture_sha256")

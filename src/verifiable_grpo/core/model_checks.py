@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+
 import torch
 
 from verifiable_grpo.core.config import resolve

@@ -13,9 +13,9 @@ import os
 import socket
 import threading
 import time
+from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterator
 
 LOCK_NAME = ".lock"
 

@@ -6,7 +6,7 @@ Log-softmax runs in float32 over the full vocabulary.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 

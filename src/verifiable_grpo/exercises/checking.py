@@ -9,8 +9,9 @@ Passing cases print nothing but a count, so a report is the same on every CPU.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import torch
 

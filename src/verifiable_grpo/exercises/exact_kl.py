@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from verifiable_grpo.exercises.checking import (Case, gradient_comparison, gradient_of,
-                                                run_cases)
+from verifiable_grpo.exercises.checking import Case, gradient_comparison, gradient_of, run_cases
 
 PER_BLOCK = ("looks like each block was normalised on its own (a softmax inside the block): "
              "normalise every block with the logsumexp of the whole row")

@@ -19,7 +19,7 @@ loop reproduces; otherwise it says where the two loops first part.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 
 import torch
 
@@ -180,7 +180,7 @@ def _run_loop(iteration_fn, iterations: int) -> Trace:
     return trace
 
 
-@lru_cache(maxsize=None)
+@cache
 def reference_trace(mistake: str | None = None) -> Trace:
     """The package's loop (with `mistake` seeded in); cached: it depends on nothing else."""
     def iteration(*args, **kwargs):

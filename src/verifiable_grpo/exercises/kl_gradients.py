@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import torch
 
-from verifiable_grpo.exercises.checking import (Case, gradient_comparison, gradient_of,
-                                                run_cases)
+from verifiable_grpo.exercises.checking import Case, gradient_comparison, gradient_of, run_cases
 
 NO_WEIGHT = ("this is plain k3's gradient (the expected gradient of the forward KL): multiply "
              "k3 by the on-policy ratio exp(log p - log p.detach()) and keep it in the graph")

@@ -57,10 +57,6 @@ def _flip_byte(rng_state):
     return out
 
 
-def _nan_weights(_):
-    return torch.tensor([float("nan"), 1.0])
-
-
 PAIRS = [
     ("an exact copy", lambda s: None, "an identical state must match"),
     ("a weight one ulp larger", _set(("model", "layer.weight"), _ulp),

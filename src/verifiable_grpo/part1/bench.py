@@ -29,12 +29,12 @@ from pathlib import Path
 
 import torch
 
-from verifiable_grpo.core import model as model_lib, schedule
+from verifiable_grpo.core import model as model_lib
+from verifiable_grpo.core import schedule
 from verifiable_grpo.core.config import load_config, provenance, read_json, repo_root, save_json
 from verifiable_grpo.core.config_schema import typed
 from verifiable_grpo.task import data, prompts, verifier
-from verifiable_grpo.training import (batched_rollout, batched_scoring, grpo, objectives,
-                                      rollout)
+from verifiable_grpo.training import batched_rollout, batched_scoring, grpo, objectives, rollout
 
 BENCH_SHAPE = {"prompts": 4, "group_size": 4, "max_new_tokens": 64, "updates_per_rollout": 2,
                "kl_coefficient": 0.02, "temperature": 1.0}
@@ -179,9 +179,9 @@ def run_ours(config: dict, examples: list[dict], sets: int, warmup: int, batched
 # --------------------------------------------------------------------------- TRL
 def run_trl(config: dict, examples: list[dict], sets: int, warmup: int) -> dict:
     """TRL's GRPOTrainer on the same warm start and rendered prompts, timed from inside."""
+    import trl
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
-    import trl
 
     cfg = typed(config)
     tokenizer = model_lib.load_tokenizer(config)

@@ -136,8 +136,8 @@ def sampled_estimates_at_prefixes(current_logits, reference_logits, samples: int
 
 def response_logprob_sums(model, group: dict) -> list[float]:
     """Sum of the log-probs of each response of a group under `model` (teacher forcing)."""
-    from verifiable_grpo.training.rollout import model_device, response_slice
     from verifiable_grpo.core.scoring import token_logprobs
+    from verifiable_grpo.training.rollout import model_device, response_slice
 
     sums = []
     with torch.no_grad():

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import torch
 
-from verifiable_grpo.core.runfolder import MODES, check_mode
 from verifiable_grpo.core.config import load_config, read_json, save_json, sha256_file
 from verifiable_grpo.core.config_schema import typed
+from verifiable_grpo.core.runfolder import MODES, check_mode
 from verifiable_grpo.evaluation.evaluate import MAIN_POLICIES, utc_now
 
 CONSTRUCTED_LABEL = "constructed, not model outputs"

@@ -56,9 +56,9 @@ def _grpo_args(out: str, setting, cfg, device) -> object:
 
 def run_trl(base: dict, ours_folder, out, setting=fixed_prompts.RECORDED_SETTING) -> dict:
     """Train with TRL on the prompts `ours_folder`'s run selected; returns OUT/result.json."""
+    import trl
     from datasets import Dataset
     from trl import GRPOTrainer
-    import trl
 
     ours_folder, out = Path(ours_folder), Path(out)
     done = out / "result.json"

@@ -9,11 +9,18 @@ import shutil
 import sys
 from pathlib import Path
 
-from verifiable_grpo.core.config import (config_hash, load_config, provenance, read_json, repo_root, save_json,
-                     sha256_file)
+from verifiable_grpo.core.config import (
+    config_hash,
+    load_config,
+    provenance,
+    read_json,
+    repo_root,
+    save_json,
+    sha256_file,
+)
 from verifiable_grpo.core.config_schema import typed
-from verifiable_grpo.evaluation.evaluate import POPULATIONS
 from verifiable_grpo.core.runfolder import SFT_BRANCHES, exercise_group_size, order_policies
+from verifiable_grpo.evaluation.evaluate import POPULATIONS
 
 REFERENCE = "data/recorded/reference-r001.json"
 
@@ -65,8 +72,9 @@ def collect(out_dir) -> dict:
             "group_size": _read_optional(out / "exercise" / "group-size.json")}
 
 
-def render(evidence: dict, config: dict | None = None) -> str:
-    lines = ["# Run report", ""]
+def _run_lines(evidence: dict, config: dict | None) -> list[str]:
+    """Which profile and folder; commit, config, data and device of the evidence."""
+    lines = []
     source = evidence["main"] or evidence["exercise"]
     if config is not None:
         lines += [f"Profile `{typed(config).profile}`, run folder `{evidence['out']}`.", ""]
@@ -75,6 +83,12 @@ def render(evidence: dict, config: dict | None = None) -> str:
         lines += [f"Git commit `{prov['git_commit']}`, config SHA-256 `{prov['config_sha256'][:16]}...`, "
                   f"dataset SHA-256 `{source['dataset_sha256'][:16]}...`, device {prov['device']}.",
                   ""]
+    return lines
+
+
+def _policy_lines(evidence: dict) -> list[str]:
+    """Success per policy and population; validity, stops and cost of the answers."""
+    lines = []
     policies = evidence["policies"]
     if policies:
         first = next(iter(policies.values()))
@@ -116,6 +130,12 @@ def render(evidence: dict, config: dict | None = None) -> str:
         if any(v is not None for v in peaks.values()):
             lines += ["Peak CUDA memory during generation: " + ", ".join(
                 f"{n} {v / 2**20:.0f} MiB" for n, v in peaks.items() if v is not None), ""]
+    return lines
+
+
+def _training_lines(evidence: dict) -> list[str]:
+    """GRPO's histories at a glance, the resume verdicts and the state sizes."""
+    lines = []
     if evidence["grpo"]:
         lines += ["## GRPO training at a glance", "",
                   "From the continuous runs' histories: reward of the sampled groups, fraction "
@@ -138,6 +158,12 @@ def render(evidence: dict, config: dict | None = None) -> str:
     if evidence["state_sizes"]:
         lines += ["## State sizes", ""]
         lines += _table(["file", "bytes"], [[n, f"{b:,}"] for n, b in evidence["state_sizes"].items()])
+    return lines
+
+
+def _exercise_and_time_lines(evidence: dict) -> list[str]:
+    """The group-size exercise's budgets and the wall time by stage."""
+    lines = []
     summary = evidence["group_size"]
     if summary:
         lines += ["## Group-size exercise", ""]
@@ -155,6 +181,12 @@ def render(evidence: dict, config: dict | None = None) -> str:
                         + [["total", f"{timings['total_seconds']:.1f}"]])
         lines += _table(["stage", "seconds"],
                         [[name, f"{s:.1f}"] for name, s in timings["stages"].items()])
+    return lines
+
+
+def _reference_lines(policies: dict) -> list[str]:
+    """The specification's published figures, for scale (not measured here)."""
+    lines = []
     reference = repo_root() / REFERENCE
     if reference.is_file() and policies:
         ref = read_json(reference)
@@ -165,6 +197,13 @@ def render(evidence: dict, config: dict | None = None) -> str:
                  _pct(m["empirical_per_draw_success"]["success_rate"])]
                 for n, m in ref["metrics"].items()]
         lines += _table(["policy", "greedy pass@1 (ALL)", "per-draw (ALL)"], rows)
+    return lines
+
+
+def render(evidence: dict, config: dict | None = None) -> str:
+    lines = ["# Run report", ""] + _run_lines(evidence, config) + _policy_lines(evidence)
+    lines += _training_lines(evidence) + _exercise_and_time_lines(evidence)
+    lines += _reference_lines(evidence["policies"])
     return "\n".join(lines).rstrip() + "\n"
 
 

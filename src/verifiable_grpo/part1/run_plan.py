@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from pathlib import Path
 
 from verifiable_grpo.core.config import read_json, repo_root
 from verifiable_grpo.core.config_schema import typed

@@ -24,7 +24,7 @@ import concurrent.futures as futures
 import multiprocessing
 import os
 import signal
-from typing import Callable
+from collections.abc import Callable
 
 from verifiable_grpo.core import interrupts, runlock
 
@@ -59,6 +59,34 @@ def _signal_workers(pool, number: int) -> None:
             os.kill(process.pid, number)
         except ProcessLookupError:
             pass
+
+
+def _collect(ended, running: dict, end, done: set[str], broken: list[str],
+             errors: list[BaseException]) -> None:
+    """Write the marker of each stage that ended well; note a dead worker or an error."""
+    for future in ended:
+        name, token = running.pop(future)
+        try:
+            seconds = future.result()
+            end(name, token, seconds)
+            done.add(name)
+        except futures.process.BrokenProcessPool:
+            broken.append(name)
+        except BaseException as err:   # a stage's error or stop ends the run
+            errors.append(err)
+
+
+def _raise_what_ended_the_run(broken: list[str], errors: list[BaseException]) -> None:
+    """A dead worker first, then a stage's failure, then a requested stop."""
+    if broken:
+        raise WorkerDied(
+            f"a worker process died (killed, or out of memory) while stages "
+            f"{', '.join(sorted(broken))} ran; the pool stopped them all. Run the same command "
+            "again: each unfinished stage continues from its crash checkpoint")
+    if errors:
+        stops = [e for e in errors if isinstance(e, interrupts.StopRequested)]
+        failures = [e for e in errors if not isinstance(e, interrupts.StopRequested)]
+        raise (failures or stops)[0]
 
 
 def run_side_by_side(order: list[str], needs: dict[str, set[str]], finished: set[str],
@@ -123,29 +151,12 @@ def run_side_by_side(order: list[str], needs: dict[str, set[str]], finished: set
             if interrupts.requested() and forwarded is None:
                 forwarded = getattr(signal, interrupts.requested())
                 _signal_workers(pool, forwarded)
-            for future in ended:
-                name, token = running.pop(future)
-                try:
-                    seconds = future.result()
-                    end(name, token, seconds)
-                    done.add(name)
-                except futures.process.BrokenProcessPool:
-                    broken.append(name)
-                except BaseException as err:   # a stage's error or stop ends the run
-                    errors.append(err)
+            _collect(ended, running, end, done, broken, errors)
     except KeyboardInterrupt:
         _signal_workers(pool, signal.SIGINT)   # second signal: the workers stop at once
         pool.shutdown(wait=True, cancel_futures=True)
         raise
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
-    if broken:
-        raise WorkerDied(
-            f"a worker process died (killed, or out of memory) while stages "
-            f"{', '.join(sorted(broken))} ran; the pool stopped them all. Run the same command "
-            "again: each unfinished stage continues from its crash checkpoint")
-    if errors:
-        stops = [e for e in errors if isinstance(e, interrupts.StopRequested)]
-        failures = [e for e in errors if not isinstance(e, interrupts.StopRequested)]
-        raise (failures or stops)[0]
+    _raise_what_ended_the_run(broken, errors)
     interrupts.check("between stages")

@@ -139,7 +139,10 @@ def analyse(lock: dict, runs: list[dict], lock_sha: str | None = None,
 
 def format_analysis(result: dict, digits: int = 4) -> str:
     """Fixed-width text tables of `analyse`'s result."""
-    f = lambda x: f"{x:.{digits}f}"
+
+    def f(x) -> str:
+        return f"{x:.{digits}f}"
+
     lines = []
     for regime, part in result["regimes"].items():
         lines.append(f"regime {regime} (metric {result['metric']})")

@@ -105,7 +105,10 @@ def dynamic_sampling_cost(rates, steps: int = 200, prompts: int = 4, group_size:
             continue
         generated.append(batch.cost.rollouts_generated)
         discarded.append(batch.cost.rollouts_discarded)
-    mean = lambda xs: sum(xs) / len(xs) if xs else float("nan")
+
+    def mean(xs) -> float:
+        return sum(xs) / len(xs) if xs else float("nan")
+
     return {"rollouts_per_step": mean(generated), "discarded_per_step": mean(discarded),
             "plain_rollouts_per_step": prompts * group_size, "failed_steps": failed,
             "steps": steps}

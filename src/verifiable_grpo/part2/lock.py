@@ -18,8 +18,14 @@ import json
 from pathlib import Path
 
 from verifiable_grpo.core import files
-from verifiable_grpo.core.config import (ConfigError, canonical_json, load_config, resolve,
-                                         sections_hash, sha256_bytes)
+from verifiable_grpo.core.config import (
+    ConfigError,
+    canonical_json,
+    load_config,
+    resolve,
+    sections_hash,
+    sha256_bytes,
+)
 from verifiable_grpo.core.config_schema import typed
 from verifiable_grpo.training import objectives, trl_parity
 

@@ -18,7 +18,8 @@ from pathlib import Path
 
 from verifiable_grpo.core import files
 from verifiable_grpo.core.config import canonical_json, provenance, sha256_bytes
-from verifiable_grpo.part2 import analysis, lock as lock_lib
+from verifiable_grpo.part2 import analysis
+from verifiable_grpo.part2 import lock as lock_lib
 
 RECORDED = "data/recorded/part2"
 TRIMMED_SCHEMA = "verifiable-grpo-family-run-recorded-v1"

@@ -35,9 +35,9 @@ import torch  # noqa: E402
 import torch.nn.functional as F
 from tqdm import tqdm
 
-from verifiable_grpo.task import statements, tiny_tokenizer, verifier
 from verifiable_grpo.core.config import load_config, package_versions, resolve, sha256_file
 from verifiable_grpo.core.config_schema import typed
+from verifiable_grpo.task import statements, tiny_tokenizer, verifier
 
 RECIPE = {
     "seed": 20261201,

@@ -30,7 +30,6 @@ COMPLETION_WITHOUT_EOS = "completion_without_eos"
 OVERSIZED_OR_NONTEXT = "oversized_or_nontext"
 INVALID_JSON_SCHEMA = "invalid_json_schema"
 UNDECODABLE_TOKEN = "undecodable_token"
-REASONS = (COMPLETION_WITHOUT_EOS, OVERSIZED_OR_NONTEXT, INVALID_JSON_SCHEMA, UNDECODABLE_TOKEN)
 
 
 # ---------------------------------------------------------------------------------------
