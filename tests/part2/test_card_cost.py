@@ -101,9 +101,9 @@ def test_the_kv_cache_exercise_accepts_the_formula_and_names_the_usual_mistakes(
 
     assert kv_cache.check_kv_cache(kv_cache.kv_cache_bytes, verbose=False).passed
     assert kv_cache.kv_cache_bytes(36, 32, 8, 128, 1, 1) == cc.kv_bytes_per_token()
-    wrong = {kv_cache.ONLY_ONE: lambda l, h, k, d, s, t: l * k * d * 2 * s * t,
-             kv_cache.QUERY_HEADS: lambda l, h, k, d, s, t: 2 * l * h * d * 2 * s * t,
-             kv_cache.FOUR_BYTES: lambda l, h, k, d, s, t: 2 * l * k * d * 4 * s * t}
+    wrong = {kv_cache.ONLY_ONE: lambda layers, h, k, d, s, t: layers * k * d * 2 * s * t,
+             kv_cache.QUERY_HEADS: lambda layers, h, k, d, s, t: 2 * layers * h * d * 2 * s * t,
+             kv_cache.FOUR_BYTES: lambda layers, h, k, d, s, t: 2 * layers * k * d * 4 * s * t}
     for hint, fn in wrong.items():
         result = kv_cache.check_kv_cache(fn, verbose=False)
         assert not result.passed and any(hint in line for line in result.failures), hint

@@ -11,7 +11,8 @@ import pytest
 from verifiable_grpo import cli
 from verifiable_grpo.core import files
 from verifiable_grpo.core.config import ConfigError, resolve
-from verifiable_grpo.part2 import lock as lock_lib, lora_rate_lock, study
+from verifiable_grpo.part2 import lock as lock_lib
+from verifiable_grpo.part2 import lora_rate_lock, study
 
 
 def test_the_second_lock_is_pinned_and_re_derived_from_the_code(capsys):

@@ -8,7 +8,8 @@ from safetensors.torch import load_file
 
 from verifiable_grpo import cli
 from verifiable_grpo.core import files
-from verifiable_grpo.part2 import analysis, lock as lock_lib, trl_backend
+from verifiable_grpo.part2 import analysis, trl_backend
+from verifiable_grpo.part2 import lock as lock_lib
 from verifiable_grpo.part2 import trl_backend_trainer as backend_trainer
 
 LOCK = "configs/part2/lock.json"

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import torch
 
-from verifiable_grpo.exercises.checking import (Case, gradient_comparison, gradient_of,
-                                                run_cases)
+from verifiable_grpo.exercises.checking import Case, gradient_comparison, gradient_of, run_cases
 from verifiable_grpo.training import surrogates
 
 NO_STOP_GRADIENT = ("the weight carries a gradient of its own: detach min(rho, cap) so that "

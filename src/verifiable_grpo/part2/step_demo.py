@@ -15,7 +15,8 @@ import torch
 
 from verifiable_grpo.core import model as model_lib
 from verifiable_grpo.core.config import load_config, resolve
-from verifiable_grpo.part2 import lock as lock_lib, study
+from verifiable_grpo.part2 import lock as lock_lib
+from verifiable_grpo.part2 import study
 from verifiable_grpo.task import data, prompts, statements, verifier
 from verifiable_grpo.training import batched_scoring
 

@@ -26,10 +26,11 @@ import torch
 
 from verifiable_grpo.core import files, interrupts, runlock
 from verifiable_grpo.core.config import ConfigError, config_hash, provenance, sha256_bytes
-from verifiable_grpo.part2 import lock as lock_lib, study, trl_backend_config as run_config
+from verifiable_grpo.part2 import lock as lock_lib
+from verifiable_grpo.part2 import study
+from verifiable_grpo.part2 import trl_backend_config as run_config
 from verifiable_grpo.part2 import trl_backend_data as backend_data
-from verifiable_grpo.part2.trl_backend_trainer import (TELEMETRY_FILE, StopAfter,
-                                                       TelemetryCheckpoint)
+from verifiable_grpo.part2.trl_backend_trainer import TELEMETRY_FILE, StopAfter, TelemetryCheckpoint
 from verifiable_grpo.training import objectives, trl_parity
 
 SCHEMA = "verifiable-grpo-family-run-v1"

@@ -12,7 +12,8 @@ import subprocess
 import sys
 
 from verifiable_grpo.core.config import ConfigError
-from verifiable_grpo.part2 import lock as lock_lib, study, trl_backend
+from verifiable_grpo.part2 import lock as lock_lib
+from verifiable_grpo.part2 import study, trl_backend
 from verifiable_grpo.part2 import trl_backend_config as run_config
 
 LAUNCHED_ENV = "VERIFIABLE_GRPO_TRL_LAUNCHED"

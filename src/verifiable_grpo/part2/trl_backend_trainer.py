@@ -66,7 +66,7 @@ class GSM8KReward:
 class TrainerSource:
     """samplers.RolloutSource over a GRPOTrainer: rollouts from TRL's own `_generate`."""
 
-    def __init__(self, trainer: "FamilyGRPOTrainer", first: list[dict], step: int):
+    def __init__(self, trainer: FamilyGRPOTrainer, first: list[dict], step: int):
         self.trainer, self.first, self.calls = trainer, list(first), 0
         self.refill = step_generator(trainer.family_seed, step, REFILL_SEED_OFFSET)
 

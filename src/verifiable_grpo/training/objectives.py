@@ -55,11 +55,11 @@ class Objective:
         _require(self.ratio in losses.RATIO_LEVELS,
                  f"objective {self.name}: ratio level {self.ratio!r} is unknown: use one of "
                  f"{losses.RATIO_LEVELS}")
-        for field, kind in (("advantages", AdvantageRule), ("clip", ClipInterval),
-                            ("aggregation", Aggregation), ("kl", KLTerm), ("sampler", Sampler),
-                            ("surrogate", Surrogate), ("correction", BehaviourCorrection)):
-            _require(isinstance(getattr(self, field), kind),
-                     f"objective {self.name}: {field} must be a {kind.__name__}")
+        for part, kind in (("advantages", AdvantageRule), ("clip", ClipInterval),
+                           ("aggregation", Aggregation), ("kl", KLTerm), ("sampler", Sampler),
+                           ("surrogate", Surrogate), ("correction", BehaviourCorrection)):
+            _require(isinstance(getattr(self, part), kind),
+                     f"objective {self.name}: {part} must be a {kind.__name__}")
         _require(self.surrogate.kind not in ("gmpo", "reinforce") or self.ratio == "token",
                  f"objective {self.name}: surrogate {self.surrogate.kind} takes the token "
                  "ratio level (it builds its own ratio, or none)")
