@@ -28,7 +28,7 @@ from pathlib import Path
 
 import torch
 
-from verifiable_grpo.core import checkpoint, files, interrupts, runlock, schedule
+from verifiable_grpo.core import checkpoint, code_identity, files, interrupts, runlock, schedule
 from verifiable_grpo.core import model as model_lib
 from verifiable_grpo.core.config import (ConfigError, config_hash, provenance, resolve,
                                          sha256_bytes)
@@ -43,8 +43,8 @@ from verifiable_grpo.training import (batched_rollout, batched_scoring, grpo, lo
 
 SAMPLER_SEED_OFFSET = 400        # grpo.py uses 200 (generation) and 300 (prompt order)
 LORA_SEED_OFFSET = 500           # the adapters' A matrices (trainable: lora)
-STUDY_MODULES = grpo.TRAINING_MODULES + ("training/samplers.py", "part2/study.py",
-                                         "part2/lock.py", "part2/heldout.py")
+# The code a study checkpoint depends on: this module and everything it imports.
+CODE_ENTRY = "part2/study.py"
 
 
 # --------------------------------------------------------------------------- folders
@@ -164,7 +164,7 @@ def _identity(run: StudyRun, warm_sha: str, learning_sha: str) -> dict:
     return {"lock_sha256": run.lock_sha, "arm": run.arm, "seed": run.seed,
             "regime": run.regime, "objective_sha256": run.objective.sha256(),
             "config_sha256": config_hash(run.config),
-            "code_sha256": checkpoint.modules_sha256(STUDY_MODULES),
+            "code_sha256": code_identity.entry_code_sha256(CODE_ENTRY),
             "warm_start_sha256": warm_sha, "learning_data_sha256": learning_sha}
 
 

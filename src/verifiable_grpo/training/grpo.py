@@ -33,7 +33,8 @@ from pathlib import Path
 import torch
 from verifiable_grpo.core.progress import tqdm
 
-from verifiable_grpo.core import checkpoint, crash, files, interrupts, schedule, scoring
+from verifiable_grpo.core import (checkpoint, code_identity, crash, files, interrupts, schedule,
+                                  scoring)
 from verifiable_grpo.task import data, prompts
 from verifiable_grpo.training import (batched_rollout, batched_scoring, batched_update, losses,
                                       rollout)
@@ -48,13 +49,9 @@ from verifiable_grpo.core.faults import fault_point
 # Offsets from the profile's seed: one independent stream per purpose.
 GENERATION_SEED_OFFSET = 200
 PROMPT_ORDER_SEED_OFFSET = 300
-# The modules whose code decides the numbers of a GRPO run: a resume refuses other code.
-TRAINING_MODULES = ("training/grpo.py", "training/rollout.py", "training/losses.py",
-                    "training/batched_rollout.py", "training/batched_scoring.py",
-                    "training/batched_update.py", "training/objectives.py", "core/scoring.py", "core/model.py",
-                    "core/model_checks.py", "core/model_sources.py", "core/schedule.py",
-                    "core/checkpoint.py", "task/prompts.py", "task/verifier.py",
-                    "task/statements.py", "task/data.py")
+# The code a GRPO state depends on: this module and everything it imports (a resume
+# refuses a state written by other code).
+CODE_ENTRY = "training/grpo.py"
 
 
 # --------------------------------------------------------------------------- budget
@@ -320,7 +317,7 @@ def _identity(config, cfg, budget, paths, tokenizer, initial_digest, reference_d
                                   "updates_per_rollout", "total_updates")},
         "config_sections": list(sections),
         "config_sha256": sections_hash(config, sections),
-        "code_sha256": checkpoint.modules_sha256(TRAINING_MODULES),
+        "code_sha256": code_identity.entry_code_sha256(CODE_ENTRY),
         "warmstart_sha256": sha256_file(paths["warmstart"]),
         "initial_model_digest": initial_digest,
         "reference_model_digest": reference_digest,

@@ -21,6 +21,7 @@ import torch
 from verifiable_grpo.core.progress import tqdm
 
 from verifiable_grpo.core import crash, interrupts
+from verifiable_grpo.core.code_identity import imported_modules
 from verifiable_grpo.task import data
 from verifiable_grpo.core.checkpoint import (capture_rng, check_identity, load_state, restore_rng, run_identity,
                          save_state, seed_everything)
@@ -36,10 +37,9 @@ from verifiable_grpo.core.scoring import masked_sums, response_logprob_rows, tok
 
 BRANCH_SPLITS = {"warmstart": "warmstart", "sft": "train"}
 SAMPLER_SEED_OFFSET = {"warmstart": 101, "sft": 102}  # distinct example orders per branch
-# The code an SFT state depends on: a resume refuses a state written by other code.
-SFT_MODULES = ("training/sft.py", "core/model.py", "core/model_checks.py", "core/model_sources.py",
-               "core/scoring.py", "core/schedule.py", "core/checkpoint.py", "core/config.py",
-               "task/prompts.py", "task/statements.py", "task/data.py", "task/verifier.py")
+# The code an SFT state depends on: this module and everything it imports (a resume
+# refuses a state written by other code).
+CODE_ENTRY = "training/sft.py"
 
 
 # ---------------------------------------------------------------- data
@@ -182,7 +182,7 @@ def _prepare(config: dict, out: Path, branch: str, mode: str, paths: dict) -> SF
     sections = IDENTITY_SECTIONS + (branch,)
     identity = run_identity(
         config, data.dataset_sha256(view), initial_digest, template_identity(tokenizer, config),
-        modules=SFT_MODULES, sections=sections, branch=branch, start=start,
+        modules=imported_modules(CODE_ENTRY), sections=sections, branch=branch, start=start,
         examples=[r["document_id"] for r in rows],
         validation_examples=[r["document_id"] for r in val_rows], total_updates=total_updates,
         compute=compute_identity(device))
