@@ -152,6 +152,8 @@ def test_module_hash_covers_exactly_the_named_modules(random_config):
     from verifiable_grpo.core.config import code_hash
 
     assert C.run_identity(random_config, "d", "m", template)["code_sha256"] == code_hash()
+    given = C.run_identity(random_config, "d", "m", template, code_sha256="c" * 64)
+    assert given["code_sha256"] == "c" * 64
 
 
 def test_resume_identities_hash_the_code_their_entry_points_import():
@@ -168,3 +170,8 @@ def test_resume_identities_hash_the_code_their_entry_points_import():
             "core/checkpoint.py", "task/verifier.py"} <= set(grpo_code)
     assert "training/grpo.py" not in sft_code and "training/sft.py" in sft_code
     assert set(grpo_code) <= set(study_code) and "training/samplers.py" in study_code
+    assert grpo.GRPORun.code_sha256() == code_identity.modules_sha256(grpo_code)
+    assert sft.SFTRun.code_sha256() == code_identity.modules_sha256(sft_code)
+    assert study.StudyRun.code_sha256() == code_identity.modules_sha256(study_code)
+    assert len({grpo.GRPORun.code_sha256(), sft.SFTRun.code_sha256(),
+                study.StudyRun.code_sha256()}) == 3

@@ -197,12 +197,15 @@ def compare_states(a: Any, b: Any, ignore: Iterable[str] = ("timings",), path: s
 # ---------------------------------------------------------------- run identity
 def run_identity(config: dict, data_sha256: str, initial_model_digest: str, template: dict,
                  modules: Iterable[str] | None = None, sections: Iterable[str] | None = None,
-                 **extra: Any) -> dict:
-    """What a resumed run must share with the run that saved the state (modules: the package
-    files whose code counts, e.g. code_identity.imported_modules(entry), None = the whole
-    package; sections: the config parts it reads,
-    None = the whole config)."""
-    code = code_hash() if modules is None else modules_sha256(modules)
+                 code_sha256: str | None = None, **extra: Any) -> dict:
+    """What a resumed run must share with the run that saved the state (code_sha256: the
+    hash of the run's code, e.g. ResumableRun.code_sha256(); else modules: the package
+    files whose code counts, None = the whole package; sections: the config parts it
+    reads, None = the whole config)."""
+    if code_sha256 is not None:
+        code = code_sha256
+    else:
+        code = code_hash() if modules is None else modules_sha256(modules)
     config_sha = config_hash(config) if sections is None else sections_hash(config, sections)
     return {"config_sha256": config_sha, "data_sha256": data_sha256,
             "code_sha256": code, "initial_model_digest": initial_model_digest,
