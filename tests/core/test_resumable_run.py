@@ -105,3 +105,15 @@ def test_deterministic_kernels_leave_a_cpu_run_alone():
     before = torch.are_deterministic_algorithms_enabled()
     with deterministic_kernels(torch.device("cpu")):
         assert torch.are_deterministic_algorithms_enabled() == before
+
+
+def test_a_state_keeps_its_declared_key_order_and_names_every_key():
+    run = fresh()
+    assert list(run.state())[:2] == ["identity", "model"]          # the skeleton's order
+    order = ("losses", "step", "noise", "identity", "model", "optimizer", "scheduler",
+             "system_rng")
+    run.STATE_ORDER = order
+    assert tuple(run.state()) == order
+    run.STATE_ORDER = order[1:]
+    with pytest.raises(ValueError, match="STATE_ORDER"):
+        run.state()

@@ -18,8 +18,9 @@ skeleton owns the steps that are the same for all of them:
                fields are the run's own (config sections, data, weights, seeds...)
 
 A run supplies `run_state()` (its position, streams and history as plain data and
-tensors), `load_run_state(state)`, optionally `check_boundary(what)`, and CODE_ENTRY,
-its module (relative to the package). RNG_KEY names where the process's streams live in
+tensors), `load_run_state(state)`, optionally `check_boundary(what)`, CODE_ENTRY,
+its module (relative to the package), and STATE_ORDER, the order of a state's keys (a
+notebook lists them; states written before the skeleton keep theirs). RNG_KEY names where the process's streams live in
 the state (SFT's states call it "rng").
 """
 from __future__ import annotations
@@ -38,6 +39,7 @@ class ResumableRun:
 
     RNG_KEY = "system_rng"
     CODE_ENTRY = ""                 # e.g. "training/grpo.py"
+    STATE_ORDER: tuple = ()         # the state's keys in the order its files keep them
 
     # ------------------------------------------------------------------ identity
     @classmethod
@@ -73,12 +75,18 @@ class ResumableRun:
     def state(self, **extra) -> dict:
         """The full state at a boundary; `extra` adds or replaces entries (wall times go
         under "timings", which the state comparison ignores)."""
-        return {"identity": self.identity,
-                "model": self.policy.state_dict(),  # tied tensors keep sharing storage
-                "optimizer": self.optimizer.state_dict(),
-                "scheduler": self.scheduler.state_dict(),
-                self.RNG_KEY: checkpoint.capture_rng(),
-                **self.run_state(), **extra}
+        state = {"identity": self.identity,
+                 "model": self.policy.state_dict(),  # tied tensors keep sharing storage
+                 "optimizer": self.optimizer.state_dict(),
+                 "scheduler": self.scheduler.state_dict(),
+                 self.RNG_KEY: checkpoint.capture_rng(),
+                 **self.run_state(), **extra}
+        if not self.STATE_ORDER:
+            return state
+        if set(self.STATE_ORDER) != set(state):
+            raise ValueError(f"{type(self).__name__}.STATE_ORDER {sorted(self.STATE_ORDER)} "
+                             f"does not name the state's keys {sorted(state)}")
+        return {key: state[key] for key in self.STATE_ORDER}
 
     def restore(self, state: dict, what: str) -> None:
         """Load a saved state over the freshly prepared run (the process's RNG last)."""

@@ -131,6 +131,8 @@ class PolicySource:
 @dataclass
 class StudyRun(ResumableRun):
     CODE_ENTRY = CODE_ENTRY
+    STATE_ORDER = ("identity", "step", "model", "optimizer", "scheduler", "prompt_order",
+                   "generation_rng", "sampler_rng", "system_rng", "telemetry", "timings")
     config: dict
     lock: dict
     lock_sha: str

@@ -133,6 +133,9 @@ def _identity(config, cfg, budget, paths, tokenizer, initial_digest, reference_d
 class GRPORun(ResumableRun):
     """Everything one branch-and-mode run shares between its steps."""
     CODE_ENTRY = CODE_ENTRY
+    STATE_ORDER = ("identity", "iteration", "updates", "model", "optimizer", "scheduler",
+                   "prompt_order", "generation_rng", "system_rng", "consumed_rollout_ids",
+                   "history", "timings")
     config: dict                           # the carrier (hashes, provenance, callees)
     cfg: Profile                           # how its values are read
     budget: dict

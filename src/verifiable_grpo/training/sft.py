@@ -127,6 +127,9 @@ class SFTRun(ResumableRun):
     """Everything one branch-and-mode SFT run shares between its steps."""
     RNG_KEY = "rng"                # where its states keep the process's RNG streams
     CODE_ENTRY = CODE_ENTRY
+    STATE_ORDER = ("identity", "branch", "epoch", "updates", "position", "model", "optimizer",
+                   "scheduler", "sampler", "rng", "history", "validation_history",
+                   "model_digest", "timings")
     config: dict                   # the carrier (hashes, provenance, callees)
     cfg: Profile                   # how its values are read
     branch: str
