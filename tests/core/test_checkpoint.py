@@ -152,13 +152,26 @@ def test_module_hash_covers_exactly_the_named_modules(random_config):
     from verifiable_grpo.core.config import code_hash
 
     assert C.run_identity(random_config, "d", "m", template)["code_sha256"] == code_hash()
+    given = C.run_identity(random_config, "d", "m", template, code_sha256="c" * 64)
+    assert given["code_sha256"] == "c" * 64
 
 
-def test_resume_identities_name_modules_that_exist():
-    """A module list naming a moved or deleted file would fail only when a run starts."""
-    from verifiable_grpo.core.config import PACKAGE_DIR
-    from verifiable_grpo.training.grpo import TRAINING_MODULES
-    from verifiable_grpo.training.sft import SFT_MODULES
+def test_resume_identities_hash_the_code_their_entry_points_import():
+    """GRPO, SFT and the family study hash what they import (entropy.py, once missing from
+    the hand-kept GRPO list, included); SFT does not depend on the GRPO loop."""
+    from verifiable_grpo.core import code_identity
+    from verifiable_grpo.part2 import study
+    from verifiable_grpo.training import grpo, sft
 
-    for name in TRAINING_MODULES + SFT_MODULES:
-        assert (PACKAGE_DIR / name).is_file(), name
+    grpo_code = code_identity.imported_modules(grpo.CODE_ENTRY)
+    sft_code = code_identity.imported_modules(sft.CODE_ENTRY)
+    study_code = code_identity.imported_modules(study.CODE_ENTRY)
+    assert {"training/grpo.py", "training/entropy.py", "training/objectives.py",
+            "core/checkpoint.py", "task/verifier.py"} <= set(grpo_code)
+    assert "training/grpo.py" not in sft_code and "training/sft.py" in sft_code
+    assert set(grpo_code) <= set(study_code) and "training/samplers.py" in study_code
+    assert grpo.GRPORun.code_sha256() == code_identity.modules_sha256(grpo_code)
+    assert sft.SFTRun.code_sha256() == code_identity.modules_sha256(sft_code)
+    assert study.StudyRun.code_sha256() == code_identity.modules_sha256(study_code)
+    assert len({grpo.GRPORun.code_sha256(), sft.SFTRun.code_sha256(),
+                study.StudyRun.code_sha256()}) == 3

@@ -12,7 +12,6 @@ from verifiable_grpo.core.config import load_config
 from verifiable_grpo.core.files import read_json, save_json
 from verifiable_grpo.core.runfolder import MODES, RunFolder
 from verifiable_grpo.part1 import pipeline
-from verifiable_grpo.training import sft
 
 BRANCHES = ("warmstart", "sft", "grpo", "grpo-g2", "grpo-g8")
 
@@ -61,8 +60,7 @@ def digest_run(tmp_path_factory):
         return saved
 
     patch = pytest.MonkeyPatch()
-    patch.setattr(checkpoint, "save_state", watching)   # GRPO's final states (and crash.save's)
-    patch.setattr(sft, "save_state", watching)          # SFT's final states
+    patch.setattr(checkpoint, "save_state", watching)   # every final state (and crash.save's)
     patch.setattr(crash, "save", watching_crash)
     try:
         pipeline.run_pipeline(config, out)

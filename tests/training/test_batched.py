@@ -11,7 +11,7 @@ import torch
 from verifiable_grpo.core import model as model_lib, scoring
 from verifiable_grpo.core.config import read_json, repo_root
 from verifiable_grpo.task import data, prompts
-from verifiable_grpo.training import (batched_rollout, batched_scoring, batched_update, grpo,
+from verifiable_grpo.training import (batched_rollout, batched_scoring, gradients, grpo,
                                       objectives, rollout)
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -265,8 +265,8 @@ def test_batched_gradient_equals_the_one_at_a_time_gradient_in_float64(random_co
     def gradient(run_config, **options):
         policy.zero_grad(set_to_none=True)
         if options:
-            telemetry = batched_update.accumulate_gradients(policy, reference, groups, run_config,
-                                                            objective, **options)
+            telemetry = gradients.accumulate_gradients(policy, reference, groups, run_config,
+                                                       objective, **options)
         else:
             telemetry = grpo.accumulate_gradients(policy, reference, groups, run_config, objective)
         return [p.grad.clone() for p in parameters], telemetry
@@ -339,8 +339,8 @@ def test_reference_memo_gives_the_recomputed_gradient_bit_for_bit(random_config,
 
     def gradient(**options):
         policy.zero_grad(set_to_none=True)
-        telemetry = batched_update.accumulate_gradients(policy, reference, groups, config,
-                                                        rows_per_pass=4, **options)
+        telemetry = gradients.accumulate_gradients(policy, reference, groups, config,
+                                                   rows_per_pass=4, **options)
         return [p.grad.clone() for p in parameters], telemetry
 
     memo: dict = {}
@@ -355,7 +355,7 @@ def test_reference_memo_gives_the_recomputed_gradient_bit_for_bit(random_config,
     assert all(torch.equal(a, b) for a, b in zip(kept, fresh))
     assert kept_telemetry["mean_exact_kl"] == fresh_telemetry["mean_exact_kl"] > 0
     assert not all(torch.equal(a, b) for a, b in zip(first, fresh))
-    monkeypatch.setattr(batched_update, "REFERENCE_MEMO_BYTES", 0)
+    monkeypatch.setattr(gradients, "REFERENCE_MEMO_BYTES", 0)
     small: dict = {}
     gradient(reference_memo=small)
     assert small == {}                                  # over the limit: recomputed

@@ -8,7 +8,6 @@ stored under "timings", are the only thing left out).
 from __future__ import annotations
 
 import gzip
-import hashlib
 import math
 import os
 import pickle
@@ -24,8 +23,9 @@ import numpy as np
 import torch
 
 from verifiable_grpo.core import files
+from verifiable_grpo.core.code_identity import modules_sha256
 from verifiable_grpo.core.faults import fault_point
-from verifiable_grpo.core.config import (PACKAGE_DIR, code_hash, config_hash, load_config, save_json, sections_hash,
+from verifiable_grpo.core.config import (code_hash, config_hash, load_config, save_json, sections_hash,
                      sha256_file)
 
 
@@ -195,23 +195,17 @@ def compare_states(a: Any, b: Any, ignore: Iterable[str] = ("timings",), path: s
 
 
 # ---------------------------------------------------------------- run identity
-def modules_sha256(names: Iterable[str]) -> str:
-    """SHA-256 over the named package modules (name and bytes): the code a run depends on.
-    Narrower than config.code_hash, so editing an unrelated module (a notebook helper)
-    does not make a saved state unresumable."""
-    digest = hashlib.sha256()
-    for name in sorted(set(names)):
-        digest.update(name.encode() + b"\0" + (PACKAGE_DIR / name).read_bytes())
-    return digest.hexdigest()
-
-
 def run_identity(config: dict, data_sha256: str, initial_model_digest: str, template: dict,
                  modules: Iterable[str] | None = None, sections: Iterable[str] | None = None,
-                 **extra: Any) -> dict:
-    """What a resumed run must share with the run that saved the state (modules: the package
-    files whose code counts, None = the whole package; sections: the config parts it reads,
-    None = the whole config)."""
-    code = code_hash() if modules is None else modules_sha256(modules)
+                 code_sha256: str | None = None, **extra: Any) -> dict:
+    """What a resumed run must share with the run that saved the state (code_sha256: the
+    hash of the run's code, e.g. ResumableRun.code_sha256(); else modules: the package
+    files whose code counts, None = the whole package; sections: the config parts it
+    reads, None = the whole config)."""
+    if code_sha256 is not None:
+        code = code_sha256
+    else:
+        code = code_hash() if modules is None else modules_sha256(modules)
     config_sha = config_hash(config) if sections is None else sections_hash(config, sections)
     return {"config_sha256": config_sha, "data_sha256": data_sha256,
             "code_sha256": code, "initial_model_digest": initial_model_digest,

@@ -28,12 +28,13 @@ from pathlib import Path
 
 import torch
 
-from verifiable_grpo.core import checkpoint, files, interrupts, runlock, schedule
+from verifiable_grpo.core import checkpoint, files, interrupts, runlock
 from verifiable_grpo.core import model as model_lib
 from verifiable_grpo.core.config import (ConfigError, config_hash, provenance, resolve,
                                          sha256_bytes)
 from verifiable_grpo.core.config_schema import typed
 from verifiable_grpo.core.faults import fault_point
+from verifiable_grpo.core.resumable_run import ResumableRun
 from verifiable_grpo.core.progress import tqdm
 from verifiable_grpo.core.runfolder import compute_identity
 from verifiable_grpo.part2 import heldout, lock as lock_lib
@@ -43,8 +44,8 @@ from verifiable_grpo.training import (batched_rollout, batched_scoring, grpo, lo
 
 SAMPLER_SEED_OFFSET = 400        # grpo.py uses 200 (generation) and 300 (prompt order)
 LORA_SEED_OFFSET = 500           # the adapters' A matrices (trainable: lora)
-STUDY_MODULES = grpo.TRAINING_MODULES + ("training/samplers.py", "part2/study.py",
-                                         "part2/lock.py", "part2/heldout.py")
+# The code a study checkpoint depends on: this module and everything it imports.
+CODE_ENTRY = "part2/study.py"
 
 
 # --------------------------------------------------------------------------- folders
@@ -128,7 +129,10 @@ class PolicySource:
 
 # --------------------------------------------------------------------------- the run
 @dataclass
-class StudyRun:
+class StudyRun(ResumableRun):
+    CODE_ENTRY = CODE_ENTRY
+    STATE_ORDER = ("identity", "step", "model", "optimizer", "scheduler", "prompt_order",
+                   "generation_rng", "sampler_rng", "system_rng", "telemetry", "timings")
     config: dict
     lock: dict
     lock_sha: str
@@ -159,37 +163,41 @@ class StudyRun:
     def updates_per_rollout(self) -> int:
         return self.lock["regimes"][self.regime]["updates_per_rollout"]
 
+    def run_state(self) -> dict:
+        return {"step": self.step, "prompt_order": self.order.state(),
+                "generation_rng": self.generator.get_state(),
+                "sampler_rng": self.sampler_rng.get_state(), "telemetry": self.telemetry,
+                "timings": {"per_step": list(self.times)}}
+
+    def load_run_state(self, state: dict) -> None:
+        self.order.load(state["prompt_order"])
+        self.generator.set_state(state["generation_rng"])
+        self.sampler_rng.set_state(state["sampler_rng"])
+        self.step = int(state["step"])
+        self.telemetry = list(state["telemetry"])
+        self.times = list(state["timings"]["per_step"])
+
+    def check_boundary(self, what: str) -> None:
+        if len(self.telemetry) != self.step:
+            raise ValueError(f"{what} is not at a completed step boundary")
+
 
 def _identity(run: StudyRun, warm_sha: str, learning_sha: str) -> dict:
     return {"lock_sha256": run.lock_sha, "arm": run.arm, "seed": run.seed,
             "regime": run.regime, "objective_sha256": run.objective.sha256(),
             "config_sha256": config_hash(run.config),
-            "code_sha256": checkpoint.modules_sha256(STUDY_MODULES),
+            "code_sha256": run.code_sha256(),
             "warm_start_sha256": warm_sha, "learning_data_sha256": learning_sha}
 
 
 def _prepare(run: StudyRun) -> None:
-    cfg = typed(run.config)
-    parameters = model_lib.unique_parameters(run.policy)
-    run.optimizer = torch.optim.AdamW(parameters, lr=cfg.grpo.learning_rate,
-                                      weight_decay=cfg.grpo.weight_decay)
-    run.scheduler = schedule.make_scheduler(
-        run.optimizer, run.budget["steps"] * run.updates_per_rollout,
-        cfg.grpo.warmup_fraction, cfg.grpo.final_lr_fraction)
+    run.prepare_optimizer(typed(run.config).grpo, run.budget["steps"] * run.updates_per_rollout)
     run.order = grpo.PromptOrder(len(run.examples), run.seed + grpo.PROMPT_ORDER_SEED_OFFSET)
     device = rollout.model_device(run.policy)
     run.generator = torch.Generator(device=device).manual_seed(
         run.seed + grpo.GENERATION_SEED_OFFSET)
     run.sampler_rng = torch.Generator().manual_seed(run.seed + SAMPLER_SEED_OFFSET)
     checkpoint.seed_everything(run.seed)
-
-
-def _state(run: StudyRun) -> dict:
-    return {"identity": run.identity, "step": run.step, "model": run.policy.state_dict(),
-            "optimizer": run.optimizer.state_dict(), "scheduler": run.scheduler.state_dict(),
-            "prompt_order": run.order.state(), "generation_rng": run.generator.get_state(),
-            "sampler_rng": run.sampler_rng.get_state(), "system_rng": checkpoint.capture_rng(),
-            "telemetry": run.telemetry, "timings": {"per_step": list(run.times)}}
 
 
 def _checkpoints(run: StudyRun) -> list[Path]:
@@ -219,19 +227,7 @@ def _restore(run: StudyRun) -> bool:
                          f"(arm {run.arm} seed {run.seed} regime {run.regime}): a run resumes "
                          "only from its own folder's checkpoints; move the file back to its "
                          "own run folder")
-    checkpoint.check_identity(mine, theirs, f"checkpoint {path}")
-    run.policy.load_state_dict(state["model"], strict=True)
-    run.optimizer.load_state_dict(state["optimizer"])
-    run.scheduler.load_state_dict(state["scheduler"])
-    run.order.load(state["prompt_order"])
-    run.generator.set_state(state["generation_rng"])
-    run.sampler_rng.set_state(state["sampler_rng"])
-    checkpoint.restore_rng(state["system_rng"])   # after seeding, never before
-    run.step = int(state["step"])
-    run.telemetry = list(state["telemetry"])
-    run.times = list(state["timings"]["per_step"])
-    if len(run.telemetry) != run.step:
-        raise ValueError(f"{path} is not at a completed step boundary")
+    run.restore(state, f"checkpoint {path}")
     return True
 
 
@@ -245,7 +241,7 @@ def _save_checkpoint(run: StudyRun) -> None:
     for path in (record, target):   # the same step redone after a crash
         if path.exists():
             path.unlink()
-    saved = checkpoint.save_state(target, _state(run), compress=False)  # gzip costs seconds
+    saved = checkpoint.save_state(target, run.state(), compress=False)  # gzip costs seconds
     files.save_json(record, {"step": run.step, "sha256": saved["sha256"],
                              "bytes": saved["bytes"]})
     fault_point("family-after-checkpoint")
@@ -272,12 +268,8 @@ def _step(run: StudyRun) -> None:
         groups.append(objectives.with_advantages(
             g, objective, g["successes"] if one else None, g["observations"] if one else None))
     rows = [r for g in groups for r in g["responses"]]
-    tolerance = typed(run.config).grpo.verify_tolerance
-    if typed(run.config).sampling.batched:  # one padded rescoring pass
-        verification = batched_scoring.verify_captured_logprobs(
-            run.policy, rows, tolerance, prompts.eos_id(run.tokenizer, run.config))
-    else:
-        verification = rollout.verify_captured_logprobs(run.policy, rows, tolerance)
+    # run_config keeps grpo.share_prompts false: the recorded study reruns as recorded.
+    verification = batched_scoring.verify_rollout_set(run.policy, rows, run.config, run.tokenizer)
     tick = time.perf_counter()
     slots = budget["group_size"] if objective.sampler.kind == "aero" else None
     updates = [grpo.grpo_update(run.policy, run.reference, run.optimizer, run.scheduler,

@@ -201,6 +201,14 @@ def generate_batch(model, tokenizer, prompt_rows: list[list[int]], config: dict,
     synchronize(device)
     seconds = time.perf_counter() - start
 
+    return _response_rows(tokenizer, prompt_rows, tokens, behaviour, lengths, eos,
+                          {"seconds": seconds / batch, "greedy": bool(greedy),
+                           "kv_cache": use_cache, "policy_digest": policy_digest})
+
+
+def _response_rows(tokenizer, prompt_rows, tokens, behaviour, lengths, eos,
+                   shared: dict) -> list[dict]:
+    """The decoded batch as rollout.generate's rows (`shared`: what every row repeats)."""
     rows = []
     for row, prompt in enumerate(prompt_rows):
         n = int(lengths[row])
@@ -216,10 +224,7 @@ def generate_batch(model, tokenizer, prompt_rows: list[list[int]], config: dict,
             "tokenization_valid": decoded["tokenization_valid"],
             "undecodable_ids": decoded["undecodable_ids"],
             "response_tokens": n,
-            "seconds": seconds / batch,
-            "greedy": bool(greedy),
-            "kv_cache": use_cache,
-            "policy_digest": policy_digest,
+            **shared,
         })
     return rows
 

@@ -24,7 +24,10 @@ import torch
 
 from verifiable_grpo.training.batched_rollout import (distinct_prompts, full_forward_mask,
                                                       left_padded, positions)
-from verifiable_grpo.training.rollout import model_device
+from verifiable_grpo.core.config_schema import typed
+from verifiable_grpo.task import prompts
+from verifiable_grpo.training.rollout import captured_verdict, model_device
+from verifiable_grpo.training.rollout import verify_captured_logprobs as verify_sequentially
 
 
 def rollout_batch(rows: list[dict], pad_id: int, device, share_prompts: bool = False) -> dict:
@@ -115,11 +118,15 @@ def verify_captured_logprobs(model, rows: list[dict], tolerance: float, pad_id: 
     rescored = token_logprobs(response_logits(model, batch), batch["targets"]).double().cpu()
     gap = (rescored - batch["old"].double().cpu()).abs()
     differences = [float(gap[i, :n].max()) for i, n in enumerate(batch["lengths"])]
-    worst = max(differences)
-    if not worst <= tolerance:
-        index = differences.index(worst)
-        raise ValueError(f"captured behaviour log-probs disagree with full-sequence rescoring: "
-                         f"max |difference| {worst:.3e} > tolerance {tolerance:g} "
-                         f"(response {rows[index].get('rollout_id', index)})")
-    return {"max_abs_difference": worst, "tolerance": tolerance, "responses": len(rows),
-            "per_response": differences}
+    return captured_verdict(differences, rows, tolerance)
+
+
+def verify_rollout_set(model, rows: list[dict], config: dict, tokenizer) -> dict:
+    """The captured log-prob check on the config's path (sampling.batched: one padded pass,
+    grpo.share_prompts as configured; else one response at a time)."""
+    cfg = typed(config)
+    tolerance = cfg.grpo.verify_tolerance
+    if cfg.sampling.batched:
+        return verify_captured_logprobs(model, rows, tolerance, prompts.eos_id(tokenizer, config),
+                                        cfg.grpo.share_prompts)
+    return verify_sequentially(model, rows, tolerance)

@@ -33,237 +33,32 @@ from pathlib import Path
 import torch
 from verifiable_grpo.core.progress import tqdm
 
-from verifiable_grpo.core import checkpoint, crash, files, interrupts, schedule, scoring
+from verifiable_grpo.core import checkpoint, crash, files, interrupts
 from verifiable_grpo.task import data, prompts
-from verifiable_grpo.training import (batched_rollout, batched_scoring, batched_update, losses,
-                                      rollout)
-from verifiable_grpo.training import entropy, objectives
+from verifiable_grpo.training import batched_rollout, batched_scoring, objectives, rollout
+from verifiable_grpo.training.gradients import accumulate_gradients  # noqa: F401 (re-exported)
+from verifiable_grpo.training.grpo_plan import (  # noqa: F401 (re-exported)
+    GENERATION_SEED_OFFSET, PROMPT_ORDER_SEED_OFFSET, PromptOrder, branch_budget)
+from verifiable_grpo.training.grpo_record import history_entry
 from verifiable_grpo.core import model as model_lib
-from verifiable_grpo.core.runfolder import (RunFolder, check_mode, compute_identity,
-                                            exercise_group_size, stage_name)
+from verifiable_grpo.core.runfolder import RunFolder, check_mode, compute_identity, stage_name
 from verifiable_grpo.core.config import ConfigError, load_config, provenance, sections_hash, sha256_file
 from verifiable_grpo.core.config_schema import Profile, typed
 from verifiable_grpo.core.faults import fault_point
+from verifiable_grpo.core.resumable_run import ResumableRun, deterministic_kernels
 
-# Offsets from the profile's seed: one independent stream per purpose.
-GENERATION_SEED_OFFSET = 200
-PROMPT_ORDER_SEED_OFFSET = 300
-# The modules whose code decides the numbers of a GRPO run: a resume refuses other code.
-TRAINING_MODULES = ("training/grpo.py", "training/rollout.py", "training/losses.py",
-                    "training/batched_rollout.py", "training/batched_scoring.py",
-                    "training/batched_update.py", "training/objectives.py", "core/scoring.py", "core/model.py",
-                    "core/model_checks.py", "core/model_sources.py", "core/schedule.py",
-                    "core/checkpoint.py", "task/prompts.py", "task/verifier.py",
-                    "task/statements.py", "task/data.py")
-
-
-# --------------------------------------------------------------------------- budget
-def branch_budget(config: dict, branch: str = "grpo", group_size: int | None = None,
-                  iterations: int | None = None, interrupt_at: int | None = None) -> dict:
-    """Group size, iterations and interrupt point of a branch (explicit values win).
-
-    "grpo" reads config.grpo; "grpo-gN" is an exercise branch (N in exercise.group_sizes)
-    reading exercise.iterations and exercise.interrupt_at. The config's values are checked
-    when it is read; the checks here are for the explicit values.
-    """
-    cfg = typed(config)
-    sizes = list(cfg.exercise.group_sizes)
-    if branch == "grpo":
-        defaults = (cfg.grpo.group_size, cfg.grpo.iterations, cfg.grpo.interrupt_at)
-    else:
-        named = exercise_group_size(branch)
-        if named is None:
-            raise ValueError(f"unknown GRPO branch {branch!r}: use 'grpo' or 'grpo-gN' with N in "
-                             f"exercise.group_sizes {sizes}")
-        if named not in sizes:
-            raise ValueError(f"branch {branch!r}: group size {named} is not in "
-                             f"exercise.group_sizes {sizes}")
-        if group_size is not None and group_size != named:
-            raise ValueError(f"branch {branch!r} names group size {named}, got {group_size}")
-        defaults = (named, cfg.exercise.iterations, cfg.exercise.interrupt_at)
-    g = defaults[0] if group_size is None else group_size
-    n = defaults[1] if iterations is None else iterations
-    k = defaults[2] if interrupt_at is None else interrupt_at
-    if group_size is not None and (type(g) is not int or g < 2):
-        raise ValueError(f"group_size must be an integer >= 2, got {g!r}")
-    if iterations is not None and (type(n) is not int or n < 1):
-        raise ValueError(f"iterations must be a positive integer, got {n!r}")
-    # An explicit iterations can leave the config's interrupt point past the end.
-    if (iterations, interrupt_at) != (None, None) and (type(k) is not int or not 1 <= k < n):
-        raise ValueError(f"interrupt_at must be an integer in [1, {n - 1}], got {k!r}")
-    updates = cfg.grpo.updates_per_rollout
-    return {"branch": branch, "group_size": g, "iterations": n, "interrupt_at": k,
-            "prompts_per_iteration": cfg.grpo.prompts_per_iteration,
-            "updates_per_rollout": updates, "total_updates": n * updates}
-
-
-# --------------------------------------------------------------------------- prompt order
-class PromptOrder:
-    """Prompts without replacement: a seeded permutation read with a cursor, reshuffled
-    (from the same generator) when a pass is exhausted."""
-
-    def __init__(self, size: int, seed: int):
-        if size < 1:
-            raise ValueError("no training prompts")
-        self.size = size
-        self.generator = torch.Generator().manual_seed(seed)
-        self.permutation: list[int] = []
-        self.cursor = 0
-        self.passes = 0
-
-    def take(self, count: int) -> list[int]:
-        chosen = []
-        while len(chosen) < count:
-            if self.cursor >= len(self.permutation):
-                self.permutation = torch.randperm(self.size, generator=self.generator).tolist()
-                self.cursor = 0
-                self.passes += 1
-            chosen.append(self.permutation[self.cursor])
-            self.cursor += 1
-        return chosen
-
-    def state(self) -> dict:
-        return {"size": self.size, "permutation": list(self.permutation), "cursor": self.cursor,
-                "passes": self.passes, "generator": self.generator.get_state()}
-
-    def load(self, state: dict) -> None:
-        if state["size"] != self.size:
-            raise ValueError(f"saved prompt order covers {state['size']} prompts, not {self.size}")
-        self.permutation = list(state["permutation"])
-        self.cursor = int(state["cursor"])
-        self.passes = int(state["passes"])
-        self.generator.set_state(state["generator"])
+# The code a GRPO state depends on: this module and everything it imports (a resume
+# refuses a state written by other code).
+CODE_ENTRY = "training/grpo.py"
 
 
 # --------------------------------------------------------------------------- one update
-def _response_logits(model, prompt_ids: list[int], response_ids: list[int]) -> torch.Tensor:
-    """Float32 logits [1, R, V] at the R prefixes that predicted the response tokens."""
-    device = rollout.model_device(model)
-    ids = torch.tensor([prompt_ids + response_ids], dtype=torch.long, device=device)
-    logits = scoring.forward_logits(model, ids, torch.ones_like(ids))
-    return logits[:, rollout.response_slice(len(prompt_ids), len(response_ids))]
-
-
-def accumulate_gradients(policy, reference, groups: list[dict], config: dict,
-                         objective: objectives.Objective | None = None,
-                         slots: int | None = None, reference_memo: dict | None = None) -> dict:
-    """Backpropagate the objective's loss of a rollout set into policy .grad; returns telemetry.
-
-    Responses go through the network one at a time (memory stays that of one sequence);
-    each adds w_i * loss_i to the gradient, with loss_i and w_i from the objective (Part
-    I's by default: token means, w_i = 1 / (P * G), which sums to the token -> response ->
-    prompt mean of losses.grpo_objective because every prompt has G responses). The
-    exact prefix KL is always measured ("mean_exact_kl"), whatever KL term the loss uses.
-
-    slots (Part II's AERO): prompts may keep 1..slots responses; each prompt is padded to
-    `slots` rows that carry no loss but count in the mean, so every kept response gets
-    w_i = 1 / (P * slots) (TRL's per-micro-batch row mean over a padded batch).
-    With sampling.batched the same sum is taken over padded batches (batched_update).
-    """
-    cfg = typed(config)
-    objective = objectives.objective_from_config(config) if objective is None else objective
-    group_size = len(groups[0]["responses"])
-    if slots is not None:
-        if objective.aggregation.kind != "response_mean":
-            raise ValueError("padded slots need the per-response token mean aggregation")
-        if any(not 1 <= len(g["responses"]) <= slots for g in groups):
-            raise ValueError(f"every prompt needs 1..{slots} responses with {slots} slots")
-        weights = [[1.0 / (len(groups) * slots)] * len(g["responses"]) for g in groups]
-    elif any(len(g["responses"]) != group_size for g in groups):
-        raise ValueError("every prompt of a rollout set needs the same number of responses")
-    else:
-        weights = objectives.response_weights(
-            objective, [[len(r["response_ids"]) for r in g["responses"]] for g in groups],
-            max_length=cfg.tokens.max_response)
-    if cfg.sampling.batched:
-        return batched_update.accumulate_gradients(policy, reference, groups, config, objective,
-                                                   weights=weights, padded=slots is not None,
-                                                   reference_memo=reference_memo)
-    exact_term = objective.kl.kind == "exact_prefix"
-    device = rollout.model_device(policy)
-    losses_, surrogates, kls, entropies, audits = [], [], [], [], []
-    counts = {"tokens": 0, "clip_low": 0.0, "clip_high": 0.0, "outside": 0.0}
-    ratio_min, ratio_max = float("inf"), float("-inf")
-    for index, group in enumerate(groups):
-        for member, row in enumerate(group["responses"]):
-            response = row["response_ids"]
-            with torch.no_grad():
-                reference_logits = _response_logits(reference, row["prompt_ids"], response)
-            current_logits = _response_logits(policy, row["prompt_ids"], response)
-            targets = torch.tensor([response], dtype=torch.long, device=device)
-            current = torch.log_softmax(current_logits, dim=-1).gather(
-                -1, targets.unsqueeze(-1)).squeeze(-1)
-            old = torch.tensor([row["behaviour_logprobs"]], dtype=torch.float32, device=device)
-            advantage = torch.tensor([group["advantages"][member]], dtype=torch.float32,
-                                     device=device)
-            mask = torch.ones_like(targets, dtype=torch.bool)
-            kl = objectives.kl_per_token(objective, current_logits, reference_logits, targets,
-                                         block_size=cfg.grpo.kl_block_size)
-            loss, audit = objectives.response_losses(objective, current, old, advantage, mask, kl)
-            if not torch.isfinite(loss).all():
-                raise ValueError(f"non-finite GRPO loss on {row['rollout_id']}")
-            (loss[0] * weights[index][member]).backward()
-            if exact_term:
-                exact = kl.detach()
-            else:  # the yardstick, measured but not optimised
-                with torch.no_grad():
-                    exact = losses.exact_prefix_kl(current_logits, reference_logits,
-                                                   block_size=cfg.grpo.kl_block_size)
-            # The token mean, whatever the objective's own KL reduction (a token-sum
-            # objective's audit["kl"] is a sum): the batched path reports the same.
-            exact_mean = float(losses.masked_token_mean(exact, mask)[0])
-            entropies.append(float(entropy.masked_mean_entropy(
-                current_logits, mask, cfg.grpo.kl_block_size)[0]))
-            tokens = audit["active_tokens"]
-            counts["tokens"] += tokens
-            counts["clip_low"] += audit["clip_low_fraction"] * tokens
-            counts["clip_high"] += audit["clip_high_fraction"] * tokens
-            counts["outside"] += audit["outside_fraction"] * tokens
-            ratios = audit["ratios"][0]
-            ratio_min = min(ratio_min, float(ratios.min()))
-            ratio_max = max(ratio_max, float(ratios.max()))
-            losses_.append(float(audit["loss"][0]))
-            surrogates.append(float(audit["surrogate"][0]))
-            kls.append(exact_mean)
-            audits.append({"rollout_id": row["rollout_id"], "ratios": ratios.tolist(),
-                           "exact_kl": exact[0].tolist(), "surrogate": surrogates[-1],
-                           "kl": float(audit["kl"][0])})
-            del current_logits, reference_logits, current, kl, loss, exact
-
-    def reduced(values):  # as the loss reduces them
-        if slots is not None:
-            flat = [w for row in weights for w in row]
-            return float(sum(w * v for w, v in zip(flat, values)))
-        table = torch.tensor(values, dtype=torch.float64).reshape(len(groups), group_size)
-        if objective.aggregation.kind == "response_mean":  # token -> response -> prompt
-            return float(losses.reduce_responses_then_prompts(table))
-        return float((table * torch.tensor(weights, dtype=torch.float64)).sum())
-
-    def response_mean(values):  # response, then prompt (a plain mean with slots)
-        return losses.response_prompt_mean(values, len(groups), group_size, slots is not None)
-
-    tokens = counts["tokens"]
-    return {
-        "loss": reduced(losses_),
-        "surrogate": reduced(surrogates),
-        "mean_exact_kl": response_mean(kls),
-        "mean_entropy": response_mean(entropies),
-        "clip_low_fraction": counts["clip_low"] / tokens,
-        "clip_high_fraction": counts["clip_high"] / tokens,
-        "outside_fraction": counts["outside"] / tokens,
-        "ratio_min": ratio_min,
-        "ratio_max": ratio_max,
-        "tokens": tokens,
-        "responses": audits,
-    }
-
-
 def grpo_update(policy, reference, optimizer, scheduler, groups: list[dict], config: dict,
                 objective: objectives.Objective | None = None, slots: int | None = None,
                 reference_memo: dict | None = None) -> dict:
     """One AdamW update on every response of a rollout set (Part I's objective unless
-    another is given; `slots` as in accumulate_gradients; `reference_memo` as in
-    batched_update); returns its telemetry."""
+    another is given; `slots` and `reference_memo` as in gradients.accumulate_gradients);
+    returns its telemetry."""
     if policy.training or reference.training:
         raise ValueError("dropout must stay off: policy and reference in eval mode")
     learning_rate = optimizer.param_groups[0]["lr"]
@@ -320,7 +115,7 @@ def _identity(config, cfg, budget, paths, tokenizer, initial_digest, reference_d
                                   "updates_per_rollout", "total_updates")},
         "config_sections": list(sections),
         "config_sha256": sections_hash(config, sections),
-        "code_sha256": checkpoint.modules_sha256(TRAINING_MODULES),
+        "code_sha256": GRPORun.code_sha256(),
         "warmstart_sha256": sha256_file(paths["warmstart"]),
         "initial_model_digest": initial_digest,
         "reference_model_digest": reference_digest,
@@ -333,25 +128,14 @@ def _identity(config, cfg, budget, paths, tokenizer, initial_digest, reference_d
     }
 
 
-def _group_record(group: dict) -> dict:
-    """The part of a group that enters the history (no times, no token lists)."""
-    return {"group_id": group["group_id"], "document_id": group["document_id"],
-            "rewards": group["rewards"], "advantages": group["advantages"],
-            "reward_std": group["reward_std"], "zero_variance": group["zero_variance"],
-            "finish_reasons": [r["finish_reason"] for r in group["responses"]],
-            "response_tokens": [r["response_tokens"] for r in group["responses"]],
-            "tokenization_valid": [r["tokenization_valid"] for r in group["responses"]]}
-
-
-def _mean(values) -> float:
-    values = list(values)
-    return sum(values) / len(values)
-
-
 # --------------------------------------------------------------------------- run context
 @dataclass
-class GRPORun:
+class GRPORun(ResumableRun):
     """Everything one branch-and-mode run shares between its steps."""
+    CODE_ENTRY = CODE_ENTRY
+    STATE_ORDER = ("identity", "iteration", "updates", "model", "optimizer", "scheduler",
+                   "prompt_order", "generation_rng", "system_rng", "consumed_rollout_ids",
+                   "history", "timings")
     config: dict                           # the carrier (hashes, provenance, callees)
     cfg: Profile                           # how its values are read
     budget: dict
@@ -393,6 +177,27 @@ class GRPORun:
     def stop(self) -> int:
         return self.budget["interrupt_at"] if self.mode == "interrupt" else self.budget["iterations"]
 
+    def run_state(self) -> dict:
+        """The GRPO part of a state at an iteration boundary."""
+        return {"iteration": self.iteration, "updates": self.updates_done,
+                "prompt_order": self.order.state(), "generation_rng": self.generator.get_state(),
+                "consumed_rollout_ids": list(self.consumed), "history": self.history}
+
+    def load_run_state(self, state: dict) -> None:
+        self.order.load(state["prompt_order"])
+        self.generator.set_state(state["generation_rng"])
+        self.iteration, self.consumed = state["iteration"], list(state["consumed_rollout_ids"])
+        self.history = list(state["history"])
+        self.updates_done = state["updates"]
+
+    def check_boundary(self, what: str) -> None:
+        if self.updates_done != self.iteration * self.budget["updates_per_rollout"] \
+                or len(self.history) != self.iteration:
+            raise ValueError(f"{what} is not at a completed iteration boundary")
+
+    def timings(self, loop_seconds: float) -> dict:
+        return {"loop_seconds": loop_seconds, "per_iteration": list(self.times)}
+
 
 def _prepare(run: GRPORun) -> None:
     """Digests, identity, optimizer, schedule, prompt order and RNG streams of a fresh run."""
@@ -400,64 +205,22 @@ def _prepare(run: GRPORun) -> None:
     run.reference_digest = model_lib.model_digest(run.reference)
     run.identity = _identity(run.config, run.cfg, run.budget, run.paths, run.tokenizer,
                              run.initial_digest, run.reference_digest, run.device)
-    parameters = model_lib.unique_parameters(run.policy)
-    run.optimizer = torch.optim.AdamW(parameters, lr=run.section.learning_rate,
-                                      weight_decay=run.section.weight_decay)
-    run.scheduler = schedule.make_scheduler(run.optimizer, run.budget["total_updates"],
-                                            run.section.warmup_fraction,
-                                            run.section.final_lr_fraction)
+    run.prepare_optimizer(run.section, run.budget["total_updates"])
     run.order = PromptOrder(len(run.examples), run.cfg.seed + PROMPT_ORDER_SEED_OFFSET)
     run.generator = torch.Generator(device=run.device).manual_seed(
         run.cfg.seed + GENERATION_SEED_OFFSET)
     checkpoint.seed_everything(run.cfg.seed)  # the run never depends on the process's RNG
 
 
-def _state(run: GRPORun, loop_seconds: float) -> dict:
-    """The full state at an iteration boundary (wall times under "timings" only)."""
-    return {
-        "identity": run.identity,
-        "iteration": run.iteration,
-        "updates": run.updates_done,
-        "model": run.policy.state_dict(),  # tied tensors keep sharing storage: saved once
-        "optimizer": run.optimizer.state_dict(),
-        "scheduler": run.scheduler.state_dict(),
-        "prompt_order": run.order.state(),
-        "generation_rng": run.generator.get_state(),
-        "system_rng": checkpoint.capture_rng(),
-        "consumed_rollout_ids": list(run.consumed),
-        "history": run.history,
-        "timings": {"loop_seconds": loop_seconds, "per_iteration": list(run.times)},
-    }
-
-
-def _restore(run: GRPORun, state: dict, what: str) -> None:
-    """Load a saved state over the freshly prepared run (RNG streams last)."""
-    checkpoint.check_identity(run.identity, state["identity"], what)
-    run.policy.load_state_dict(state["model"], strict=True)
-    run.optimizer.load_state_dict(state["optimizer"])
-    run.scheduler.load_state_dict(state["scheduler"])
-    run.order.load(state["prompt_order"])
-    run.generator.set_state(state["generation_rng"])
-    checkpoint.restore_rng(state["system_rng"])  # after seeding, never before
-    run.iteration, run.consumed = state["iteration"], list(state["consumed_rollout_ids"])
-    run.history = list(state["history"])
-    run.updates_done = state["updates"]
-    if run.updates_done != run.iteration * run.budget["updates_per_rollout"] \
-            or len(run.history) != run.iteration:
-        raise ValueError(f"{what} is not at a completed iteration boundary")
-
-
 def _continue_after_crash(run: GRPORun) -> bool:
     """Continue from the newest crash checkpoint if there is one; move whatever the run
     wrote after it into OUT/aborted. Returns whether a crash checkpoint was used."""
     out = run.paths["out"]
-    found = crash.latest(out, run.stage)
-    existing = {p.relative_to(out).as_posix(): p for p in _outputs(run.paths, run.mode)}
+    existing = [p.relative_to(out).as_posix() for p in _outputs(run.paths, run.mode)]
+    found = run.continue_after_crash(out, run.stage, existing)
     if found is None:
-        crash.move_aside(out, run.stage, existing, "no crash checkpoint: the stage restarts")
         return False
     state, note = found
-    _restore(run, state, f"crash checkpoint of {run.stage} ({note['state']})")
     run.times = list(state["timings"]["per_iteration"])
     run.loop_seconds_before = float(state["timings"]["loop_seconds"])
     run.evidence = dict(note["evidence"])
@@ -500,13 +263,7 @@ def _sample(run: GRPORun, iteration: int) -> tuple[list, str, float]:
 def _verify(run: GRPORun, rows: list) -> tuple[dict, float]:
     model_lib.synchronize(run.device)
     tick = time.perf_counter()
-    if run.cfg.sampling.batched:
-        verification = batched_scoring.verify_captured_logprobs(
-            run.policy, rows, run.section.verify_tolerance,
-            prompts.eos_id(run.tokenizer, run.config), run.cfg.grpo.share_prompts)
-    else:
-        verification = rollout.verify_captured_logprobs(run.policy, rows,
-                                                        run.section.verify_tolerance)
+    verification = batched_scoring.verify_rollout_set(run.policy, rows, run.config, run.tokenizer)
     model_lib.synchronize(run.device)
     return verification, time.perf_counter() - tick
 
@@ -540,27 +297,8 @@ def _record(run: GRPORun, iteration: int, groups: list, behaviour_digest: str,
     path = files.save_json(run.paths["rollouts"] / f"iteration-{iteration:04d}.json", evidence)
     run.evidence[path.relative_to(run.paths["out"]).as_posix()] = sha256_file(path)
     evidence_seconds = time.perf_counter() - tick
-    summaries = [{k: v for k, v in u.items() if k != "responses"} for u in updates]
-    run.history.append({
-        "iteration": iteration,
-        "document_ids": [g["document_id"] for g in groups],
-        "policy_digest": behaviour_digest,
-        "mean_reward": _mean(r for g in groups for r in g["rewards"]),
-        "zero_variance_fraction": _mean(g["zero_variance"] for g in groups),
-        "mean_exact_kl": _mean(u["mean_exact_kl"] for u in summaries),
-        "mean_entropy": _mean(u["mean_entropy"] for u in summaries),
-        "mean_response_tokens": _mean(r["response_tokens"] for r in rows),
-        "clip_low_fraction": _mean(u["clip_low_fraction"] for u in summaries),
-        "clip_high_fraction": _mean(u["clip_high_fraction"] for u in summaries),
-        "grad_norm": _mean(u["grad_norm"] for u in summaries),
-        "learning_rate": summaries[0]["learning_rate"],
-        "loss": _mean(u["loss"] for u in summaries),
-        "responses_without_eos": sum(r["finish_reason"] != "eos" for r in rows),
-        "response_tokens": sum(r["response_tokens"] for r in rows),
-        "verify_max_abs_difference": verification["max_abs_difference"],
-        "updates": summaries,
-        "groups": [_group_record(g) for g in groups],
-    })
+    run.history.append(history_entry(iteration, groups, behaviour_digest, verification,
+                                     updates))
     return evidence_seconds
 
 
@@ -583,8 +321,8 @@ def _iterate(run: GRPORun, iteration: int) -> None:
 
 
 def _save_crash(run: GRPORun, loop_seconds: float) -> None:
-    saved = crash.save(run.paths["out"], run.stage, _state(run, loop_seconds), run.iteration,
-                       run.evidence)
+    saved = run.save_crash(run.paths["out"], run.stage, run.iteration, run.evidence,
+                           timings=run.timings(loop_seconds))
     run.crash_saves.append({"iteration": run.iteration, "seconds": saved["seconds"],
                             "bytes": saved["bytes"]})
 
@@ -625,7 +363,7 @@ def _finish(run: GRPORun, loop_seconds: float) -> dict:
     if any(p.grad is not None for p in run.reference.parameters()):
         raise ValueError("the frozen reference holds gradients")
     final_digest = model_lib.model_digest(run.policy)
-    saved = checkpoint.save_state(run.paths["state"], _state(run, loop_seconds))
+    saved = run.save_final(run.paths["state"], timings=run.timings(loop_seconds))
     fault_point("grpo-after-final-state")
     weights = None
     if run.mode == "resume":
@@ -676,7 +414,7 @@ def _finish(run: GRPORun, loop_seconds: float) -> dict:
     }
     files.save_json(run.paths["record"], record)
     fault_point("after-record")
-    crash.clear(run.paths["out"], run.stage)  # finished: the crash copy has served
+    run.finished(run.paths["out"], run.stage)
     return record
 
 
@@ -718,13 +456,9 @@ def run_grpo_branch(config: dict, out_dir, branch: str = "grpo", mode: str = "co
     reference.eval()
     reference.requires_grad_(False)
     device = rollout.model_device(policy)
-    deterministic_before = torch.are_deterministic_algorithms_enabled()
-    if device.type == "cuda":  # bitwise resume on a GPU needs deterministic kernels
-        torch.use_deterministic_algorithms(True, warn_only=True)
-        torch.cuda.reset_peak_memory_stats(device)
     run = GRPORun(config, cfg, budget, branch, mode, paths, examples, tokenizer, policy,
                   reference, device, progress, command_start)
-    try:
+    with deterministic_kernels(device):
         _prepare(run)
         if not run.initial_digest == run.reference_digest == reference_meta["model_digest"]:
             raise ValueError("policy and reference must both be the warm start as saved "
@@ -733,12 +467,9 @@ def run_grpo_branch(config: dict, out_dir, branch: str = "grpo", mode: str = "co
         if not _continue_after_crash(run) and mode == "resume":
             state = checkpoint.load_state(paths["interrupt_state"],
                                           RunFolder(out_dir).recorded_state_sha256(branch, "interrupt"))
-            _restore(run, state, f"GRPO state {paths['interrupt_state']}")
+            run.restore(state, f"GRPO state {paths['interrupt_state']}")
             del state
         return _finish(run, _loop(run))
-    finally:
-        if device.type == "cuda":
-            torch.use_deterministic_algorithms(deterministic_before)
 
 
 def command_grpo(args) -> int:

@@ -181,6 +181,12 @@ def verify_captured_logprobs(model, rows: list[dict], tolerance: float) -> dict:
         rescored = rescored[response_slice(len(prompt), len(response))].double().cpu()
         captured = torch.tensor(row["behaviour_logprobs"], dtype=torch.float64)
         differences.append(float((rescored - captured).abs().max()))
+    return captured_verdict(differences, rows, tolerance)
+
+
+def captured_verdict(differences: list[float], rows: list[dict], tolerance: float) -> dict:
+    """The check's report from each response's max |rescored - captured|; raises a
+    ValueError naming the worst response when it exceeds `tolerance` (both paths)."""
     worst = max(differences)
     if not worst <= tolerance:
         index = differences.index(worst)

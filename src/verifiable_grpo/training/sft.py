@@ -22,24 +22,22 @@ from verifiable_grpo.core.progress import tqdm
 
 from verifiable_grpo.core import crash, interrupts
 from verifiable_grpo.task import data
-from verifiable_grpo.core.checkpoint import (capture_rng, check_identity, load_state, restore_rng, run_identity,
-                         save_state, seed_everything)
+from verifiable_grpo.core.checkpoint import load_state, run_identity, seed_everything
 from verifiable_grpo.core.runfolder import MODES, RunFolder, compute_identity, stage_name
-from verifiable_grpo.core.config import load_config, provenance, read_json, save_json, sha256_file
+from verifiable_grpo.core.config import load_config, provenance, save_json, sha256_file
 from verifiable_grpo.core.config_schema import SFT, Profile, typed
 from verifiable_grpo.core.faults import fault_point
+from verifiable_grpo.core.resumable_run import ResumableRun, deterministic_kernels
 from verifiable_grpo.core.model import (load_base, load_tokenizer, model_digest, reload_policy, save_policy,
                     synchronize, unique_parameters)
 from verifiable_grpo.task.prompts import check_row_rendering, collate, completion_row, template_identity
-from verifiable_grpo.core.schedule import make_scheduler
 from verifiable_grpo.core.scoring import masked_sums, response_logprob_rows, token_logprobs
 
 BRANCH_SPLITS = {"warmstart": "warmstart", "sft": "train"}
 SAMPLER_SEED_OFFSET = {"warmstart": 101, "sft": 102}  # distinct example orders per branch
-# The code an SFT state depends on: a resume refuses a state written by other code.
-SFT_MODULES = ("training/sft.py", "core/model.py", "core/model_checks.py", "core/model_sources.py",
-               "core/scoring.py", "core/schedule.py", "core/checkpoint.py", "core/config.py",
-               "task/prompts.py", "task/statements.py", "task/data.py", "task/verifier.py")
+# The code an SFT state depends on: this module and everything it imports (a resume
+# refuses a state written by other code).
+CODE_ENTRY = "training/sft.py"
 
 
 # ---------------------------------------------------------------- data
@@ -125,8 +123,13 @@ def _starting_policy(config: dict, branch: str, paths: dict) -> tuple:
 
 
 @dataclass
-class SFTRun:
+class SFTRun(ResumableRun):
     """Everything one branch-and-mode SFT run shares between its steps."""
+    RNG_KEY = "rng"                # where its states keep the process's RNG streams
+    CODE_ENTRY = CODE_ENTRY
+    STATE_ORDER = ("identity", "branch", "epoch", "updates", "position", "model", "optimizer",
+                   "scheduler", "sampler", "rng", "history", "validation_history",
+                   "model_digest", "timings")
     config: dict                   # the carrier (hashes, provenance, callees)
     cfg: Profile                   # how its values are read
     branch: str
@@ -139,9 +142,9 @@ class SFTRun:
     identity: dict
     initial_digest: str
     parameters: list
-    optimizer: object
-    scheduler: object
     sampler: torch.Generator
+    optimizer: object = None       # prepare_optimizer
+    scheduler: object = None
     epoch: int = 0                 # epochs finished
     updates: int = 0
     epoch_order: list | None = None  # the current epoch's example order (None: not drawn)
@@ -166,6 +169,27 @@ class SFTRun:
         epochs = self.section.epochs
         return self.section.interrupt_after_epochs if self.mode == "interrupt" else epochs
 
+    @property
+    def policy(self):
+        return self.model
+
+    def run_state(self) -> dict:
+        """The SFT part of a state (a final state adds the weights' digest; a crash state,
+        written every few updates, leaves it None: its file's SHA-256, in its note, is
+        what a continuation checks)."""
+        return {"branch": self.branch, "epoch": self.epoch, "updates": self.updates,
+                "position": {"epoch_order": self.epoch_order, "offset": self.offset},
+                "sampler": self.sampler.get_state(), "history": self.history,
+                "validation_history": self.validation_history, "model_digest": None,
+                "timings": dict(self.timings)}
+
+    def load_run_state(self, state: dict) -> None:
+        self.sampler.set_state(state["sampler"])
+        self.epoch, self.updates = state["epoch"], state["updates"]
+        self.epoch_order = state["position"]["epoch_order"]
+        self.offset = state["position"]["offset"]
+        self.history, self.validation_history = state["history"], state["validation_history"]
+
 
 def _prepare(config: dict, out: Path, branch: str, mode: str, paths: dict) -> SFTRun:
     cfg = typed(config)
@@ -182,46 +206,16 @@ def _prepare(config: dict, out: Path, branch: str, mode: str, paths: dict) -> SF
     sections = IDENTITY_SECTIONS + (branch,)
     identity = run_identity(
         config, data.dataset_sha256(view), initial_digest, template_identity(tokenizer, config),
-        modules=SFT_MODULES, sections=sections, branch=branch, start=start,
+        code_sha256=SFTRun.code_sha256(), sections=sections, branch=branch, start=start,
         examples=[r["document_id"] for r in rows],
         validation_examples=[r["document_id"] for r in val_rows], total_updates=total_updates,
         compute=compute_identity(device))
-    parameters = unique_parameters(model)
-    optimizer = torch.optim.AdamW(parameters, lr=section.learning_rate,
-                                  weight_decay=section.weight_decay)
-    scheduler = make_scheduler(optimizer, total_updates, section.warmup_fraction,
-                               section.final_lr_fraction)
     sampler = torch.Generator().manual_seed(cfg.seed + SAMPLER_SEED_OFFSET[branch])
-    return SFTRun(config, cfg, branch, mode, paths, model, rows, val_rows,
-                  tokenizer.pad_token_id, identity, initial_digest, parameters, optimizer,
-                  scheduler, sampler)
-
-
-def _state(run: SFTRun, digest: str | None) -> dict:
-    """The full state; `digest` is the weights' digest for a final state (a crash state,
-    written every few updates, skips hashing every tensor again: its file's SHA-256, in
-    its note, is what a continuation checks)."""
-    return {"identity": run.identity, "branch": run.branch, "epoch": run.epoch,
-            "updates": run.updates,
-            "position": {"epoch_order": run.epoch_order, "offset": run.offset},
-            "model": run.model.state_dict(), "optimizer": run.optimizer.state_dict(),
-            "scheduler": run.scheduler.state_dict(), "sampler": run.sampler.get_state(),
-            "rng": capture_rng(), "history": run.history,
-            "validation_history": run.validation_history,
-            "model_digest": digest, "timings": dict(run.timings)}
-
-
-def _restore(run: SFTRun, state: dict, what: str) -> None:
-    check_identity(run.identity, state["identity"], what=what)
-    run.model.load_state_dict(state["model"], strict=True)
-    run.optimizer.load_state_dict(state["optimizer"])
-    run.scheduler.load_state_dict(state["scheduler"])
-    run.sampler.set_state(state["sampler"])
-    restore_rng(state["rng"])  # last: nothing may draw between restoring and training
-    run.epoch, run.updates = state["epoch"], state["updates"]
-    run.epoch_order = state["position"]["epoch_order"]
-    run.offset = state["position"]["offset"]
-    run.history, run.validation_history = state["history"], state["validation_history"]
+    run = SFTRun(config, cfg, branch, mode, paths, model, rows, val_rows,
+                 tokenizer.pad_token_id, identity, initial_digest, unique_parameters(model),
+                 sampler)
+    run.prepare_optimizer(section, total_updates)
+    return run
 
 
 def _continue_after_crash(run: SFTRun) -> bool:
@@ -231,20 +225,16 @@ def _continue_after_crash(run: SFTRun) -> bool:
     existing = [p.relative_to(out).as_posix()
                 for p in (run.paths["state"], run.paths["record"])
                 + ((run.paths["policy"],) if run.mode == "resume" else ()) if p.exists()]
-    found = crash.latest(out, run.stage)
-    reason = ("written after the crash checkpoint" if found else
-              "no crash checkpoint: the stage restarts")
-    crash.move_aside(out, run.stage, existing, reason)
+    found = run.continue_after_crash(out, run.stage, existing)
     if found is None:
         return False
-    state, note = found
-    _restore(run, state, f"crash checkpoint of {run.stage} ({note['state']})")
-    run.timings = dict(state["timings"])
+    crash.move_aside(out, run.stage, existing, "written after the crash checkpoint")
+    run.timings = dict(found[0]["timings"])
     return True
 
 
 def _save_crash(run: SFTRun) -> None:
-    saved = crash.save(run.paths["out"], run.stage, _state(run, None), run.updates)
+    saved = run.save_crash(run.paths["out"], run.stage, run.updates)
     run.crash_saves.append({"updates": run.updates, "seconds": saved["seconds"]})
 
 
@@ -327,7 +317,7 @@ def _finish(run: SFTRun, resumed_digest: str, command_start: float) -> dict:
     final_digest = model_digest(run.model)
     if final_digest == resumed_digest and run.epoch > 0:  # a continued run has >= 1 update left
         raise ValueError("SFT ran but no weight changed")
-    saved = save_state(run.paths["state"], _state(run, final_digest))
+    saved = run.save_final(run.paths["state"], model_digest=final_digest)
     fault_point("sft-after-final-state")
     policy = None
     if run.mode == "resume":
@@ -355,7 +345,7 @@ def _finish(run: SFTRun, resumed_digest: str, command_start: float) -> dict:
     }
     save_json(run.paths["record"], record)
     fault_point("after-record")
-    crash.clear(run.paths["out"], run.stage)  # finished: the crash copy has served
+    run.finished(run.paths["out"], run.stage)
     return record
 
 
@@ -382,20 +372,12 @@ def run_sft_branch(config: dict, out_dir, branch: str, mode: str) -> dict:
         state = load_state(paths["interrupt"],
                            RunFolder(out).recorded_state_sha256(branch, "interrupt"))
         run.timings["state_load_seconds"] = time.perf_counter() - begin
-        _restore(run, state, f"{branch} interrupt state")
+        run.restore(state, f"{branch} interrupt state")
         del state
     resumed_digest = model_digest(run.model)
-    on_cuda = next(run.model.parameters()).device.type == "cuda"
-    deterministic_before = torch.are_deterministic_algorithms_enabled()
-    if on_cuda:  # as in GRPO: a bitwise resume on a GPU needs deterministic kernels
-        torch.use_deterministic_algorithms(True, warn_only=True)
-        torch.cuda.reset_peak_memory_stats()
-    try:
+    with deterministic_kernels(next(run.model.parameters()).device):
         _train(run)
         return _finish(run, resumed_digest, command_start)
-    finally:
-        if on_cuda:
-            torch.use_deterministic_algorithms(deterministic_before)
 
 
 # ---------------------------------------------------------------- CLI
