@@ -18,9 +18,6 @@ MAX_MODULE_LINES = 500
 # path relative to the package -> over-limit names still to split ("<module>": the file)
 ALLOWED = {
     "part1/bench.py": {"run_trl"},
-    "training/batched_rollout.py": {"generate_batch"},
-    "training/batched_update.py": {"accumulate_gradients"},
-    "training/grpo.py": {"<module>", "accumulate_gradients"},
 }
 
 

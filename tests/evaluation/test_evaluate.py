@@ -5,10 +5,10 @@ import json
 
 import pytest
 
-from verifiable_grpo.task import data
-from verifiable_grpo.evaluation import evaluate
 from verifiable_grpo.core import model as model_lib
 from verifiable_grpo.core.config import load_config, read_json, sha256_file
+from verifiable_grpo.evaluation import evaluate
+from verifiable_grpo.task import data
 from verifiable_grpo.task.statements import canonical_response
 
 PROBLEMS, DRAWS = 4, 2

@@ -1,12 +1,12 @@
 """The Part III quiz: its keyed answers agree with the package's own computations and
 recorded runs, and the checker refuses malformed answers."""
-import math
 
 import pytest
 import torch
 
 from verifiable_grpo.exercises import quiz
-from verifiable_grpo.part3 import accounting as acc, labs, merging, ppo_rlhf
+from verifiable_grpo.part3 import accounting as acc
+from verifiable_grpo.part3 import labs, merging, ppo_rlhf
 from verifiable_grpo.part3.best_of_n import kl_bound
 from verifiable_grpo.part3.group_relative import mixed_group_probability
 
@@ -63,8 +63,7 @@ def test_checker():
 
 
 def test_part1_and_part2_answers_follow_the_config_and_the_code():
-    import yaml
-    from verifiable_grpo.core.config import load_config, resolve
+    from verifiable_grpo.core.config import load_config
     from verifiable_grpo.part2.analysis import iid_zvf
     from verifiable_grpo.task.verifier import parse_generated_json
     from verifiable_grpo.training.losses import exact_prefix_kl, group_advantages

@@ -10,7 +10,8 @@ import pytest
 
 from verifiable_grpo.core import files
 from verifiable_grpo.core.config import ConfigError
-from verifiable_grpo.part2 import lock as lock_lib, study
+from verifiable_grpo.part2 import lock as lock_lib
+from verifiable_grpo.part2 import study
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -82,6 +82,7 @@ def test_smollm2_matches_lab2_record_and_the_loaded_architecture():
 
 def test_qwen_matches_the_profile_and_the_core_counter():
     from types import SimpleNamespace
+
     from verifiable_grpo.core.config import load_config
     from verifiable_grpo.core.model_checks import qwen2_parameter_count
 
@@ -133,5 +134,5 @@ def test_summary_and_table_units():
     assert rows[-1]["component"] == "total"
     assert math.isclose(rows[-1]["GB"] * 1e9, rows[-1]["GiB"] * 2 ** 30)
     info = acc.summary(CASE, setup)
-    assert info["trained"] == acc.lora_parameters(CASE, 64) 
+    assert info["trained"] == acc.lora_parameters(CASE, 64)
     assert info["trained_fraction"] == 195_821_568 / 9_550_729_216

@@ -2,7 +2,8 @@
 accounting functions, and refusals of bad assumptions."""
 import pytest
 
-from verifiable_grpo.part3 import accounting as acc, case_study as cs
+from verifiable_grpo.part3 import accounting as acc
+from verifiable_grpo.part3 import case_study as cs
 
 
 def test_bill_matches_the_module_within_its_rounding():

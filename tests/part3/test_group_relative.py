@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from verifiable_grpo.part3 import digit_policy as dp
-from verifiable_grpo.part3 import expert_iteration, group_relative as gr, labs
+from verifiable_grpo.part3 import expert_iteration, labs
+from verifiable_grpo.part3 import group_relative as gr
 
 
 def test_sample_std_advantages_by_hand():

@@ -8,8 +8,8 @@ import sys
 import pytest
 import torch
 
-from verifiable_grpo.core import files, runlock
 from verifiable_grpo import cli
+from verifiable_grpo.core import files, runlock
 from verifiable_grpo.part3 import lora_lab
 from verifiable_grpo.part3.sft_lab import masked_sft
 from verifiable_grpo.part3.smollm2 import records

@@ -2,7 +2,8 @@
 chapter says about it."""
 import torch
 
-from verifiable_grpo.part3 import digit_policy as dp, labs, merge_lab
+from verifiable_grpo.part3 import digit_policy as dp
+from verifiable_grpo.part3 import labs, merge_lab
 
 
 def test_fine_tune_raises_the_exact_answer_probability_on_its_half():

@@ -1,5 +1,4 @@
 """SFT data: mixture arithmetic, packing masks, the tool-call round trip, refusal scoring."""
-import math
 
 import pytest
 import torch

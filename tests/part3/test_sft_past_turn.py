@@ -1,5 +1,4 @@
 """Lab 1's past-the-turn probe: what counts as ending a turn and opening the next one."""
-import pytest
 
 from verifiable_grpo import cli
 from verifiable_grpo.part3.sft_lab import past_turn as P

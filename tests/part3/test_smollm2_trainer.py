@@ -4,7 +4,8 @@ import math
 import pytest
 import torch
 
-from verifiable_grpo.part3.smollm2 import chat_rows, trainer as T
+from verifiable_grpo.part3.smollm2 import chat_rows
+from verifiable_grpo.part3.smollm2 import trainer as T
 
 
 def test_warmup_then_cosine_to_zero():

@@ -8,7 +8,9 @@ from collections import Counter
 import pytest
 
 from verifiable_grpo import cli
-from verifiable_grpo.part3.suite_lab import catalogue as S, greedy as R, stats as T
+from verifiable_grpo.part3.suite_lab import catalogue as S
+from verifiable_grpo.part3.suite_lab import greedy as R
+from verifiable_grpo.part3.suite_lab import stats as T
 
 
 def item(category, **rule):

@@ -10,7 +10,9 @@ import torch
 
 from verifiable_grpo import cli
 from verifiable_grpo.evaluation.statistics import percentile_bootstrap
-from verifiable_grpo.part3.suite_lab import catalogue as S, sampled as L, stats as T
+from verifiable_grpo.part3.suite_lab import catalogue as S
+from verifiable_grpo.part3.suite_lab import sampled as L
+from verifiable_grpo.part3.suite_lab import stats as T
 
 
 def test_whole_items_move_together_in_the_clustered_bootstrap():

@@ -8,11 +8,18 @@ import copy
 import pytest
 import torch
 
-from verifiable_grpo.core import model as model_lib, scoring
+from verifiable_grpo.core import model as model_lib
+from verifiable_grpo.core import scoring
 from verifiable_grpo.core.config import read_json, repo_root
 from verifiable_grpo.task import data, prompts
-from verifiable_grpo.training import (batched_rollout, batched_scoring, gradients, grpo,
-                                      objectives, rollout)
+from verifiable_grpo.training import (
+    batched_rollout,
+    batched_scoring,
+    gradients,
+    grpo,
+    objectives,
+    rollout,
+)
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -10,10 +10,10 @@ import pytest
 import torch
 
 from verifiable_grpo.core import checkpoint, schedule
-from verifiable_grpo.training import grpo, losses, rollout
 from verifiable_grpo.core import model as model_lib
-from verifiable_grpo.core.config import load_config, read_json, repo_root, save_json
+from verifiable_grpo.core.config import load_config, read_json, save_json
 from verifiable_grpo.core.runfolder import MODES
+from verifiable_grpo.training import grpo, losses, rollout
 
 WARMSTART = "checkpoints/warmstart-resume.safetensors"
 

@@ -10,11 +10,18 @@ import math
 import pytest
 import torch
 
-from verifiable_grpo.training import grpo, losses, objectives, rollout
 from verifiable_grpo.core import model as model_lib
 from verifiable_grpo.core.config import load_config
-from verifiable_grpo.training.objectives import (OBJECTIVES, AdvantageRule, Aggregation, ClipInterval,
-                                        KLTerm, Sampler, get_objective)
+from verifiable_grpo.training import grpo, losses, objectives, rollout
+from verifiable_grpo.training.objectives import (
+    OBJECTIVES,
+    AdvantageRule,
+    Aggregation,
+    ClipInterval,
+    KLTerm,
+    Sampler,
+    get_objective,
+)
 
 SAMPLE_A = 0.5 / (math.sqrt(1 / 3) + 1e-4)     # sample std + 1e-4 for [1, 0, 1, 0]: 0.86588
 POPULATION_A = 0.5 / (0.5 + 1e-8)               # Part I: population std + 1e-8

@@ -11,8 +11,12 @@ import pytest
 import torch
 
 from verifiable_grpo.training import baselines, mismatch, objectives, surrogates
-from verifiable_grpo.training.objectives import (OBJECTIVES, AdvantageRule, BehaviourCorrection,
-                                                 Surrogate)
+from verifiable_grpo.training.objectives import (
+    OBJECTIVES,
+    AdvantageRule,
+    BehaviourCorrection,
+    Surrogate,
+)
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -7,9 +7,8 @@ import copy
 import pytest
 import torch
 
-from verifiable_grpo.training import objectives, rollout
 from verifiable_grpo.task import prompts, verifier
-
+from verifiable_grpo.training import objectives, rollout
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

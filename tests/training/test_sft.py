@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import copy
-import json
 import os
 import subprocess
 import sys
@@ -11,13 +10,13 @@ import pytest
 import torch
 import yaml
 
-from verifiable_grpo.training import sft
 from verifiable_grpo.core.checkpoint import load_state, verify_resume
 from verifiable_grpo.core.config import ConfigError, load_config, read_json, repo_root
 from verifiable_grpo.core.model import reload_policy
-from verifiable_grpo.task.prompts import collate, completion_row
 from verifiable_grpo.core.schedule import learning_rate
 from verifiable_grpo.core.scoring import forward_logits
+from verifiable_grpo.task.prompts import collate, completion_row
+from verifiable_grpo.training import sft
 
 
 def micro_config() -> dict:

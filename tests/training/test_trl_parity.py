@@ -73,7 +73,7 @@ def test_two_micro_batches_separate_bnpo_from_dapo():
     split = [[0, 1], [2, 3]]
     weights = {}
     for name in ("bnpo", "dapo_token", "grpo"):
-        _, grad = _grad(lambda c: trl_parity.trl_loss(OBJECTIVES[name], c, c.detach(),
+        _, grad = _grad(lambda c, name=name: trl_parity.trl_loss(OBJECTIVES[name], c, c.detach(),
                                                       advantages, mask, micro_batches=split), logp)
         weights[name] = (-grad)
     # bnpo: Â / (8 tokens x 2 micro-batches), Â / (9 x 2); dapo: Â / 17 everywhere.

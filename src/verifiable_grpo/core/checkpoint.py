@@ -16,17 +16,24 @@ import shutil
 import tempfile
 import time
 import zlib
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 import torch
 
 from verifiable_grpo.core import files
 from verifiable_grpo.core.code_identity import modules_sha256
+from verifiable_grpo.core.config import (
+    code_hash,
+    config_hash,
+    load_config,
+    save_json,
+    sections_hash,
+    sha256_file,
+)
 from verifiable_grpo.core.faults import fault_point
-from verifiable_grpo.core.config import (code_hash, config_hash, load_config, save_json, sections_hash,
-                     sha256_file)
 
 
 # ---------------------------------------------------------------- RNG streams

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import ast
 import hashlib
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 PACKAGE = "verifiable_grpo"
 PACKAGE_DIR = Path(__file__).resolve().parent.parent   # src/verifiable_grpo

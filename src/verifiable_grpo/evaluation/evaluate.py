@@ -20,16 +20,23 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import torch
-from verifiable_grpo.core.progress import tqdm
 
 from verifiable_grpo.core import interrupts
-from verifiable_grpo.core.faults import fault_point
-from verifiable_grpo.core.runfolder import (INFERENCE_MODES, MAIN_BRANCHES, RunFolder,
-                                            exercise_group_size)
 from verifiable_grpo.core.config import load_config, provenance, read_json, save_json, sha256_file
 from verifiable_grpo.core.config_schema import typed
-from verifiable_grpo.evaluation.responses import (EVALUATION_BATCH_ROWS, generate_answers,
-                                                  response_jobs)
+from verifiable_grpo.core.faults import fault_point
+from verifiable_grpo.core.progress import tqdm
+from verifiable_grpo.core.runfolder import (
+    INFERENCE_MODES,
+    MAIN_BRANCHES,
+    RunFolder,
+    exercise_group_size,
+)
+from verifiable_grpo.evaluation.responses import (
+    EVALUATION_BATCH_ROWS,
+    generate_answers,
+    response_jobs,
+)
 
 MAIN_POLICIES = MAIN_BRANCHES
 POPULATIONS = ("ALL", "ID50", "OOD100")
@@ -171,8 +178,8 @@ def generate_policy(config: dict, out_dir, policy: str) -> dict:
 
     Refuses if the policy's inference folder exists (evidence is never overwritten).
     """
-    from verifiable_grpo.task import data, prompts
     from verifiable_grpo.core import model as model_lib
+    from verifiable_grpo.task import data, prompts
 
     out_dir = Path(out_dir)
     folder = inference_dir(out_dir, policy)
@@ -251,7 +258,7 @@ def check_inference(out_dir, policy: str) -> dict | None:
         raise ValueError(f"{folder} is half-written (no audit.json): remove it or use a new "
                          "--out; inference files are never overwritten")
     audit = read_json(audit_path)
-    for mode, entry in audit["files"].items():
+    for entry in audit["files"].values():
         path = folder / entry["file"]
         if not path.is_file() or sha256_file(path) != entry["sha256"]:
             raise ValueError(f"{path} is missing or differs from its audit")

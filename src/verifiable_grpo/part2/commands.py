@@ -16,7 +16,8 @@ from pathlib import Path
 
 from verifiable_grpo.core import files, runlock
 from verifiable_grpo.core.config import ConfigError, provenance, resolve
-from verifiable_grpo.part2 import analysis, lock as lock_lib, record, study
+from verifiable_grpo.part2 import analysis, record, study
+from verifiable_grpo.part2 import lock as lock_lib
 from verifiable_grpo.training import samplers
 
 

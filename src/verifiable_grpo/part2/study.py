@@ -10,7 +10,8 @@ Resume boundary: after a step. Every `checkpoint_every_steps` steps the full sta
 (weights, AdamW, scheduler, prompt order, generation, sampler and system RNGs, the
 telemetry so far) goes to RUN/checkpoints/checkpoint-NNNN.pt with its SHA-256 in
 checkpoint-NNNN.json (the newest pair kept); a checkpoint whose bytes no longer have that
-SHA-256 is refused before it is unpickled. A run started again continues from it and ends in the same bits as an uninterrupted run (the
+SHA-256 is refused before it is unpickled. A run started again continues from it and ends
+in the same bits as an uninterrupted run (the
 steps after it are redone from the restored RNG states). The run folder belongs to one
 arm, seed and regime: a checkpoint of another is refused.
 
@@ -30,17 +31,24 @@ import torch
 
 from verifiable_grpo.core import checkpoint, files, interrupts, runlock
 from verifiable_grpo.core import model as model_lib
-from verifiable_grpo.core.config import (ConfigError, config_hash, provenance, resolve,
-                                         sha256_bytes)
+from verifiable_grpo.core.config import ConfigError, config_hash, provenance, resolve, sha256_bytes
 from verifiable_grpo.core.config_schema import typed
 from verifiable_grpo.core.faults import fault_point
-from verifiable_grpo.core.resumable_run import ResumableRun
 from verifiable_grpo.core.progress import tqdm
+from verifiable_grpo.core.resumable_run import ResumableRun
 from verifiable_grpo.core.runfolder import compute_identity
-from verifiable_grpo.part2 import heldout, lock as lock_lib
+from verifiable_grpo.part2 import heldout
+from verifiable_grpo.part2 import lock as lock_lib
 from verifiable_grpo.task import data, prompts, verifier
-from verifiable_grpo.training import (batched_rollout, batched_scoring, grpo, lora,
-                                      objectives, rollout, samplers)
+from verifiable_grpo.training import (
+    batched_rollout,
+    batched_scoring,
+    grpo,
+    lora,
+    objectives,
+    rollout,
+    samplers,
+)
 
 SAMPLER_SEED_OFFSET = 400        # grpo.py uses 200 (generation) and 300 (prompt order)
 LORA_SEED_OFFSET = 500           # the adapters' A matrices (trainable: lora)
@@ -91,7 +99,7 @@ class PolicySource:
     batch (batched_rollout.generate_batch, one generator stream, rows in request then
     member order); otherwise one response at a time, in the same order."""
 
-    def __init__(self, run: "StudyRun"):
+    def __init__(self, run: StudyRun):
         self.run = run
 
     def prompts(self, count: int) -> list[dict]:

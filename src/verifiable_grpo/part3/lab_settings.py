@@ -11,8 +11,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from verifiable_grpo.core.config_schema import check_settings
-from verifiable_grpo.core.schema_checks import (NON_EMPTY, SEED, above, at_least, closed, each,
-                                                key, one_of, open_between)
+from verifiable_grpo.core.schema_checks import (
+    NON_EMPTY,
+    SEED,
+    above,
+    at_least,
+    closed,
+    each,
+    key,
+    one_of,
+    open_between,
+)
 
 # Lab 3's best-of-n grid (best_of_n.SIZES; spelled here so that checking needs no numpy).
 GRID = tuple(4 ** k for k in range(8))

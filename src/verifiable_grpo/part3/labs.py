@@ -26,8 +26,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from verifiable_grpo.core import runlock
-from verifiable_grpo.core.config import (ConfigError, canonical_json, provenance, read_json,
-                                         read_yaml, repo_root, save_json, sha256_bytes)
+from verifiable_grpo.core.config import (
+    ConfigError,
+    canonical_json,
+    provenance,
+    read_json,
+    read_yaml,
+    repo_root,
+    save_json,
+    sha256_bytes,
+)
 
 
 @dataclass(frozen=True)
@@ -123,7 +131,7 @@ def run(name: str, out: str | Path | None = None, settings_path=None, threads: i
 
 
 def _run_held(name, settings, path, target, threads, command) -> Path:
-    import torch   # here, not at the top: `--help` must not load torch
+    import torch  # here, not at the top: `--help` must not load torch
 
     previous = torch.get_num_threads()
     torch.set_num_threads(threads)

@@ -8,12 +8,11 @@ and the same greedy replies on the held-out set.
 """
 from __future__ import annotations
 
-
 import torch
 
 from verifiable_grpo.core import crash
-from verifiable_grpo.training import lora
 from verifiable_grpo.part3.smollm2 import chat_data, chat_rows, evaluation, loader, records, trainer
+from verifiable_grpo.training import lora
 
 NAME = "lora"
 MERGE_TOLERANCE = 2e-3  # FP32 logits; summing W + sBA first reorders the additions

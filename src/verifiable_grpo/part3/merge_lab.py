@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import torch
 
-from verifiable_grpo.part3 import digit_policy as dp, merging
+from verifiable_grpo.part3 import digit_policy as dp
+from verifiable_grpo.part3 import merging
 
 HALVES = {"low (a = 0-4)": dp.ALL_PROMPTS[dp.ALL_PROMPTS[:, 0] < 5],
           "high (a = 5-9)": dp.ALL_PROMPTS[dp.ALL_PROMPTS[:, 0] >= 5]}

@@ -4,8 +4,8 @@ table stays true if a lab is re-recorded.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from verifiable_grpo.part3 import labs
 from verifiable_grpo.part3.smollm2 import records

@@ -8,7 +8,7 @@ an error, because silently cutting it would train on a different task.
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any
 
 import torch
 

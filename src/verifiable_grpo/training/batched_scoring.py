@@ -22,10 +22,14 @@ from __future__ import annotations
 
 import torch
 
-from verifiable_grpo.training.batched_rollout import (distinct_prompts, full_forward_mask,
-                                                      left_padded, positions)
 from verifiable_grpo.core.config_schema import typed
 from verifiable_grpo.task import prompts
+from verifiable_grpo.training.batched_rollout import (
+    distinct_prompts,
+    full_forward_mask,
+    left_padded,
+    positions,
+)
 from verifiable_grpo.training.rollout import captured_verdict, model_device
 from verifiable_grpo.training.rollout import verify_captured_logprobs as verify_sequentially
 

@@ -31,21 +31,31 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
-from verifiable_grpo.core.progress import tqdm
 
 from verifiable_grpo.core import checkpoint, crash, files, interrupts
+from verifiable_grpo.core import model as model_lib
+from verifiable_grpo.core.config import (
+    ConfigError,
+    load_config,
+    provenance,
+    sections_hash,
+    sha256_file,
+)
+from verifiable_grpo.core.config_schema import Profile, typed
+from verifiable_grpo.core.faults import fault_point
+from verifiable_grpo.core.progress import tqdm
+from verifiable_grpo.core.resumable_run import ResumableRun, deterministic_kernels
+from verifiable_grpo.core.runfolder import RunFolder, check_mode, compute_identity, stage_name
 from verifiable_grpo.task import data, prompts
 from verifiable_grpo.training import batched_rollout, batched_scoring, objectives, rollout
 from verifiable_grpo.training.gradients import accumulate_gradients  # noqa: F401 (re-exported)
 from verifiable_grpo.training.grpo_plan import (  # noqa: F401 (re-exported)
-    GENERATION_SEED_OFFSET, PROMPT_ORDER_SEED_OFFSET, PromptOrder, branch_budget)
+    GENERATION_SEED_OFFSET,
+    PROMPT_ORDER_SEED_OFFSET,
+    PromptOrder,
+    branch_budget,
+)
 from verifiable_grpo.training.grpo_record import history_entry
-from verifiable_grpo.core import model as model_lib
-from verifiable_grpo.core.runfolder import RunFolder, check_mode, compute_identity, stage_name
-from verifiable_grpo.core.config import ConfigError, load_config, provenance, sections_hash, sha256_file
-from verifiable_grpo.core.config_schema import Profile, typed
-from verifiable_grpo.core.faults import fault_point
-from verifiable_grpo.core.resumable_run import ResumableRun, deterministic_kernels
 
 # The code a GRPO state depends on: this module and everything it imports (a resume
 # refuses a state written by other code).
@@ -285,7 +295,6 @@ def _record(run: GRPORun, iteration: int, groups: list, behaviour_digest: str,
             verification: dict, updates: list) -> float:
     """Write the iteration's evidence file and append its history entry."""
     tick = time.perf_counter()
-    rows = [r for g in groups for r in g["responses"]]
     evidence = {
         "branch": run.branch, "mode": run.mode, "iteration": iteration,
         "policy_digest": behaviour_digest, "reference_digest": run.reference_digest,

@@ -23,12 +23,21 @@ import torch
 
 from verifiable_grpo.core.config import canonical_json, sha256_bytes
 from verifiable_grpo.core.config_schema import typed
-from verifiable_grpo.training import baselines, losses
-
-from verifiable_grpo.training import surrogates
+from verifiable_grpo.training import baselines, losses, surrogates
 from verifiable_grpo.training.objective_parts import (  # noqa: F401  (the parts, re-exported)
-    ADVANTAGE_KINDS, KL_KINDS, SAMPLER_KINDS, TOKEN_COUNTS, Aggregation, AdvantageRule,
-    BehaviourCorrection, ClipInterval, KLTerm, Sampler, Surrogate, _require)
+    ADVANTAGE_KINDS,
+    KL_KINDS,
+    SAMPLER_KINDS,
+    TOKEN_COUNTS,
+    AdvantageRule,
+    Aggregation,
+    BehaviourCorrection,
+    ClipInterval,
+    KLTerm,
+    Sampler,
+    Surrogate,
+    _require,
+)
 
 SCHEMA = "verifiable-grpo-objective-v1"
 

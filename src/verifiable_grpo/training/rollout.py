@@ -13,10 +13,10 @@ import time
 
 import torch
 
-from verifiable_grpo.task import prompts, verifier
 from verifiable_grpo.core import scoring
 from verifiable_grpo.core.config_schema import typed
 from verifiable_grpo.core.model import synchronize
+from verifiable_grpo.task import prompts, verifier
 
 
 def model_device(model) -> torch.device:

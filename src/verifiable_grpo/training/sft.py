@@ -18,20 +18,32 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
-from verifiable_grpo.core.progress import tqdm
 
 from verifiable_grpo.core import crash, interrupts
-from verifiable_grpo.task import data
 from verifiable_grpo.core.checkpoint import load_state, run_identity, seed_everything
-from verifiable_grpo.core.runfolder import MODES, RunFolder, compute_identity, stage_name
 from verifiable_grpo.core.config import load_config, provenance, save_json, sha256_file
 from verifiable_grpo.core.config_schema import SFT, Profile, typed
 from verifiable_grpo.core.faults import fault_point
+from verifiable_grpo.core.model import (
+    load_base,
+    load_tokenizer,
+    model_digest,
+    reload_policy,
+    save_policy,
+    synchronize,
+    unique_parameters,
+)
+from verifiable_grpo.core.progress import tqdm
 from verifiable_grpo.core.resumable_run import ResumableRun, deterministic_kernels
-from verifiable_grpo.core.model import (load_base, load_tokenizer, model_digest, reload_policy, save_policy,
-                    synchronize, unique_parameters)
-from verifiable_grpo.task.prompts import check_row_rendering, collate, completion_row, template_identity
+from verifiable_grpo.core.runfolder import MODES, RunFolder, compute_identity, stage_name
 from verifiable_grpo.core.scoring import masked_sums, response_logprob_rows, token_logprobs
+from verifiable_grpo.task import data
+from verifiable_grpo.task.prompts import (
+    check_row_rendering,
+    collate,
+    completion_row,
+    template_identity,
+)
 
 BRANCH_SPLITS = {"warmstart": "warmstart", "sft": "train"}
 SAMPLER_SEED_OFFSET = {"warmstart": 101, "sft": 102}  # distinct example orders per branch

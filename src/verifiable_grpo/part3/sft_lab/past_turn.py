@@ -50,8 +50,9 @@ def run(out, cache=None, log=print) -> dict:
     folders = {label: resolve(folder) / masked_sft.POLICY for label, folder in POLICIES.items()}
     for label, folder in folders.items():
         if not (folder / "config.json").is_file():
-            raise FileNotFoundError(f"no fine-tuned model in {folder}: run `python -m verifiable_grpo "
-                                    f"lab sft{' --no-mask --out runs/part3/sft-no-mask' if 'no-mask' in label else ''}` first")
+            options = " --no-mask --out runs/part3/sft-no-mask" if "no-mask" in label else ""
+            raise FileNotFoundError(f"no fine-tuned model in {folder}: run `python -m "
+                                    f"verifiable_grpo lab sft{options}` first")
     started = records.start()
     _, tokenizer = loader.load(cache)
     _, held_out = chat_data.split(quick=True)

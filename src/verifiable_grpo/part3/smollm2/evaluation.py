@@ -8,8 +8,15 @@ from __future__ import annotations
 
 import torch
 
-from verifiable_grpo.part3.smollm2.chat_data import (END_ID, FAMILIES, PAD_ID, ChatRow, EncodedRow,
-                                                     batch_loss, render_prompt)
+from verifiable_grpo.part3.smollm2.chat_data import (
+    END_ID,
+    FAMILIES,
+    PAD_ID,
+    ChatRow,
+    EncodedRow,
+    batch_loss,
+    render_prompt,
+)
 
 BATCH = 10
 MAX_NEW_TOKENS = 16

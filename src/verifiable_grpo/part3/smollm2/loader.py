@@ -17,8 +17,13 @@ import torch
 
 from verifiable_grpo.core import files
 from verifiable_grpo.core.config import resolve
-from verifiable_grpo.core.model_sources import (GGUF_INSTALL, GGUF_WHEEL, GGUF_WHEEL_FILE,
-                                                GGUF_WHEEL_MODULE, ModelUnavailableError)
+from verifiable_grpo.core.model_sources import (
+    GGUF_INSTALL,
+    GGUF_WHEEL,
+    GGUF_WHEEL_FILE,
+    GGUF_WHEEL_MODULE,
+    ModelUnavailableError,
+)
 
 CACHE = "runs/part3/smollm2-fp32"
 # The architecture the GGUF file holds (read from its metadata once; tested against the file).

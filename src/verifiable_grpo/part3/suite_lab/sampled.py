@@ -15,7 +15,7 @@ from __future__ import annotations
 import torch
 
 from verifiable_grpo.core.config import shown_path
-from verifiable_grpo.part3.smollm2 import loader, records
+from verifiable_grpo.part3.smollm2 import records
 from verifiable_grpo.part3.smollm2.chat_data import END_ID, PAD_ID, render_prompt
 from verifiable_grpo.part3.suite_lab import catalogue, greedy, stats
 

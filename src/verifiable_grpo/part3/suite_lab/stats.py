@@ -11,8 +11,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from verifiable_grpo.evaluation.statistics import (exact_mcnemar, paired_bootstrap,
-                                                   percentile_bootstrap, wilson_interval)
+from verifiable_grpo.evaluation.statistics import (
+    exact_mcnemar,
+    paired_bootstrap,
+    percentile_bootstrap,
+    wilson_interval,
+)
 from verifiable_grpo.part3.suite_lab.catalogue import CATEGORIES
 
 SEED = 10
