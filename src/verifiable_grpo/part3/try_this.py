@@ -23,7 +23,7 @@ class Variant:
     variant: str
     status: str
     chapter: str         # the notebook under notebooks/part3/ that shows it ("" if none)
-    record: str = ""     # recorded file (without .json), or "try-this:KEY"
+    record: str = ""     # recorded file (without .json), or "try-this:KEY"; several: commas
     needs: str = ""
 
     def __post_init__(self):
