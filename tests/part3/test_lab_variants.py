@@ -24,8 +24,9 @@ def test_a_rank_variant_changes_rank_and_alpha_only(rank, alpha):
                        if lora_lab.DEFAULTS[k] != v}
     assert record["trainable"] == lora_lab.structure(rank=rank)["trainable"]
     assert len(record["history"]) == lora_lab.DEFAULTS["steps"]
-    row = lv.rank_rows()[rank, alpha]
-    assert row["scale"] == alpha / rank and row["exact"] == record["adapted"]["exact"]
+    rows = [r for r in lv.rank_rows() if (r["rank"], r["alpha"]) == (rank, alpha)]
+    assert len(rows) == (2 if (rank, alpha) == (8, 16) else 1)   # the default is in both series
+    assert rows[0]["scale"] == alpha / rank and rows[0]["exact"] == record["adapted"]["exact"]
 
 
 def test_the_attention_only_variant():
@@ -55,4 +56,6 @@ def test_the_twenty_update_variant():
 def test_the_variants_are_named_consistently():
     assert lv.LORA_RANKS[8, 16] == lv.LORA_TARGETS["all seven projections"][0] == "lora"
     assert set(lv.ATTENTION) < set(BLOCK_PROJECTIONS)
+    assert {key for keys in lv.RANK_SERIES.values() for key in keys} == set(lv.LORA_RANKS)
+    assert all(alpha == 2 * rank for rank, alpha in lv.RANK_SERIES["alpha = 2r"])
     assert "lora" not in lv.missing() and "sft-no-row-init" not in lv.missing()
