@@ -5,6 +5,8 @@
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -294,9 +296,10 @@ Table(["run", "ours: exact", "ours: stop", "the course reports: exact", "stop", 
 #
 # The course asks for one more run of the setting that keeps the chat rows as loaded:
 # stop after 20 updates instead of 15 (`lab sft --no-row-init --steps 20`). The first 15
-# batches are the same rows in the same order; the learning-rate schedule is stretched
-# over 20 updates, so the two runs part from the second update on. The last five updates
-# start a second pass over the 240 conversations.
+# batches are the same rows in the same order, and both runs take their first two updates
+# at the full learning rate; from the third on, the cosine of the longer run decays more
+# slowly, so the two runs part there. The last five updates start a second pass over the
+# 240 conversations.
 
 # %%
 from verifiable_grpo.part3 import lab_variants
@@ -304,9 +307,9 @@ from verifiable_grpo.part3 import lab_variants
 updates = lab_variants.sft_rows()
 Table(["updates (rows kept as loaded)", "last training loss", "held-out loss", "stop", "exact",
        *course["families"]],
-      [[n, r["final_loss"], r["loss"], r["stop"], r["exact"],
-        *(r["families"][f] for f in course["families"])] for n, r in sorted(updates.items())],
-      digits=4)
+      [[n, r["final_loss"], r["loss"], f"{r['stop']:.2f}", f"{r['exact']:.2f}",
+        *(f"{r['families'][f]:.1f}" for f in course["families"])]
+       for n, r in sorted(updates.items())], digits=4)
 
 # %% [markdown]
 # SFT20_PROSE

@@ -5,6 +5,8 @@
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -284,8 +286,8 @@ print(f"gate, up and down hold {mlp:,} of the default adapter's {recorded['train
       f"parameters ({100 * mlp / recorded['trainable']:.0f} %)")
 Table(["targets", "wrapped", "trainable", "last training loss", "held-out loss", "stop",
        "exact", "command"],
-      [[label, r["wrapped"], f"{r['trainable']:,}", r["final_loss"], r["loss"], r["stop"],
-        r["exact"], r["command"]] for label, r in lab_variants.target_rows().items()], digits=4)
+      [[label, r["wrapped"], f"{r['trainable']:,}", r["final_loss"], r["loss"],
+        f"{r['stop']:.2f}", f"{r['exact']:.2f}", r["command"]] for label, r in lab_variants.target_rows().items()], digits=4)
 
 # %% [markdown]
 # Wrapping only q, k, v and o trains 921,600 parameters, 38 % of the default's 2,442,240,
@@ -311,7 +313,8 @@ print("not recorded yet:", ", ".join(n for n in lab_variants.missing() if n.star
 Table(["series", "rank", "alpha", "scale alpha/r", "trainable", "last training loss",
        "held-out loss", "stop", "exact"],
       [[r["series"], r["rank"], f"{r['alpha']:g}", f"{r['scale']:g}", f"{r['trainable']:,}",
-        r["final_loss"], r["loss"], r["stop"], r["exact"]] for r in ranks], digits=4)
+        r["final_loss"], r["loss"], f"{r['stop']:.2f}", f"{r['exact']:.2f}"] for r in ranks],
+      digits=4)
 
 # %% [markdown]
 # RANKS_PROSE
