@@ -312,7 +312,15 @@ Table(["updates (rows kept as loaded)", "last training loss", "held-out loss", "
        for n, r in sorted(updates.items())], digits=4)
 
 # %% [markdown]
-# SFT20_PROSE
+# On the course's base model this setting barely stopped at all after 15 updates, and the
+# course asks whether 20 change that. On the instruct model the question does not arise:
+# both runs stop on all 50 held-out prompts. Five more updates lower the held-out loss
+# from 0.3235 to 0.2460 and raise exact match from 0.62 to 0.68; the whole gain is in
+# conversion (0.6 to 0.9), and every other family scores the same. Three items out of 50,
+# in one seed, are within what another draw could change. The training losses show the
+# shared start: the same values at updates 1 to 3, apart from update 4 on, and at update 15
+# the longer run is at 0.1729 where the shorter one ended at 0.2021, because its learning
+# rate was still higher.
 
 # %% [markdown]
 # ## Exercises

@@ -36,9 +36,8 @@ _CPU_MODEL_RUN = "one more SmolLM2-135M run of Lab {lab} (about 3 to 5 minutes o
 INVENTORY = (
     Variant(1, "loss on every token; read what follows an ignored end-of-turn", "recorded",
             "01_masked_sft", "sft-past-turn"),
-    Variant(1, "keep the chat rows as loaded; stopping after 15 and after 20 updates", "partial",
-            "01_masked_sft", "sft-no-row-init",
-            "the 20-update run: a --steps option for `lab sft` and " + _CPU_MODEL_RUN.format(lab=1)),
+    Variant(1, "keep the chat rows as loaded; stopping after 15 and after 20 updates", "recorded",
+            "01_masked_sft", "sft-no-row-init,sft-no-row-init-20"),
     Variant(1, "the FULL budget, family by family", "recorded", "01_masked_sft", "sft-full"),
     Variant(1, "a sixth family (count the letters of a word) with its own held-out prompts",
             "not run", "", "",
