@@ -319,8 +319,8 @@ Table(["updates (rows kept as loaded)", "last training loss", "held-out loss", "
 # conversion (0.6 to 0.9), and every other family scores the same. Three items out of 50,
 # in one seed, are within what another draw could change. The training losses show the
 # shared start: the same values at updates 1 to 3, apart from update 4 on, and at update 15
-# the longer run is at 0.1729 where the shorter one ended at 0.2021, because its learning
-# rate was still higher.
+# the longer run is at 0.1729 where the shorter one ended at 0.2021: its learning rate
+# decays more slowly.
 
 # %% [markdown]
 # ## Exercises
