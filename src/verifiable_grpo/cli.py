@@ -114,7 +114,7 @@ def _positive_float(text: str) -> float:
 
 def _projections(text: str) -> list[str]:
     """A comma-separated subset of a Llama block's projections, in the block's order."""
-    from verifiable_grpo.training.lora import BLOCK_PROJECTIONS  # light: no model is loaded
+    from verifiable_grpo.training.lora import BLOCK_PROJECTIONS  # here: it loads torch
 
     names = [name.strip() for name in text.split(",") if name.strip()]
     unknown = sorted(set(names) - set(BLOCK_PROJECTIONS))
