@@ -10,7 +10,6 @@ from verifiable_grpo.part3.smollm2 import records
 from verifiable_grpo.training.lora import BLOCK_PROJECTIONS
 
 
-
 def _only_changed(settings: dict, defaults: dict) -> dict:
     assert set(settings) >= set(defaults)
     return {k: v for k, v in settings.items() if defaults.get(k, object()) != v}
