@@ -95,10 +95,11 @@ print(quiz.report(quiz.check_quiz(quiz.PART3, [q.answer for q in quiz.PART3])), 
 # every one, in the course's order, with where this book shows it. "Recorded" means a run
 # we executed and recorded, shown in the chapter named. Most of the Lab 3, 4 and 5
 # variants come from one recorded run,
-# `python -m verifiable_grpo lab try-this` (a few minutes on one core). "Partial" and
-# "not run" rows say what the missing part would take. Every one of them needs runs of
-# the 135M model of Labs 1, 2 and 6: all the variants of the synthetic labs fit a CPU,
-# and all are recorded.
+# `python -m verifiable_grpo lab try-this` (a few minutes on one core); the Lab 1 and 2
+# variants on the 135M model are each a lab command with one option changed. The "not run"
+# rows say what they would take. Each needs new code as well as runs of the 135M model
+# (a new task family, a wrapper for the tied chat rows, a DPO loop on the instruct model,
+# new suite items with their checkers); every variant of the synthetic labs is recorded.
 
 # %%
 from verifiable_grpo.book.notebook import Table

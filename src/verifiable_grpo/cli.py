@@ -103,6 +103,28 @@ def _positive(text: str) -> int:
     return value
 
 
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}")
+    return value
+
+
+def _projections(text: str) -> list[str]:
+    """A comma-separated subset of a Llama block's projections, in the block's order."""
+    from verifiable_grpo.training.lora import BLOCK_PROJECTIONS  # here: it loads torch
+
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    unknown = sorted(set(names) - set(BLOCK_PROJECTIONS))
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(f"unknown projection(s) {unknown or [text]}; choose from "
+                                         f"{','.join(BLOCK_PROJECTIONS)}")
+    return [name for name in BLOCK_PROJECTIONS if name in names]
+
+
 def _data_arguments(p) -> None:
     p.add_argument("--out", required=True, help="folder to write the dataset into")
     p.add_argument("--seed", type=int, default=None,
@@ -134,6 +156,14 @@ def _lab_arguments(p) -> None:
     p.add_argument("--no-mask", action="store_true", help="sft: loss on every token")
     p.add_argument("--no-row-init", action="store_true",
                    help="sft, lora: keep the chat rows of the embedding as loaded")
+    p.add_argument("--steps", type=_positive, default=None,
+                   help="sft: this many updates instead of the budget's (15 QUICK, 50 FULL)")
+    p.add_argument("--rank", type=_positive, default=None, help="lora: adapter rank (default 8)")
+    p.add_argument("--alpha", type=_positive_float, default=None,
+                   help="lora: adapter alpha, the update scaled by alpha/rank (default 16)")
+    p.add_argument("--targets", type=_projections, default=None,
+                   help="lora: comma-separated projections to wrap, e.g. q_proj,k_proj,"
+                        "v_proj,o_proj (default: all seven of each block)")
     p.add_argument("--policy", default=None,
                    help="suite, suite-sampled: the fine-tuned model (default: runs/part3/sft/sft-policy)")
     p.add_argument("--cache", default=None,

@@ -99,3 +99,58 @@ def test_a_second_model_lab_on_a_held_folder_is_refused(micro_cache, tmp_path, c
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "in use by another process" in err
     assert records.finished(tmp_path, "lora") is None
+
+
+def test_lab_options_override_only_what_is_given(monkeypatch):
+    """An option not given leaves the settings (and so the recorded hashes) as they were."""
+    seen = []
+    monkeypatch.setattr(lora_lab, "run", lambda out, **kw: seen.append(kw))
+    monkeypatch.setattr(masked_sft, "run", lambda out, **kw: seen.append(kw))
+    lora_lab.run_lab("x")
+    masked_sft.run_lab("x")
+    lora_lab.run_lab("x", rank=2, alpha=4, targets=("q_proj", "o_proj"))
+    masked_sft.run_lab("x", no_row_init=True, steps=20)
+    assert seen[0] == {"cache": None, "init_rows": True}
+    assert "steps" not in seen[1]
+    assert seen[2]["rank"] == 2 and seen[2]["alpha"] == 4.0 and type(seen[2]["alpha"]) is float
+    assert seen[2]["targets"] == ["q_proj", "o_proj"]
+    assert seen[3]["steps"] == 20 and seen[3]["init_rows"] is False
+    # the default runs recorded before these options existed have the defaults' settings
+    assert records.load_recorded("lora")["settings"] == lora_lab.DEFAULTS
+    assert records.load_recorded("sft")["settings"] == masked_sft.DEFAULTS
+
+
+def test_lab_option_parsing_and_refusals(capsys):
+    parsed = cli.build_parser().parse_args(["lab", "lora", "--targets", "o_proj, q_proj",
+                                            "--rank", "2", "--alpha", "4"])
+    assert parsed.targets == ["q_proj", "o_proj"] and parsed.rank == 2 and parsed.alpha == 4.0
+    for bad in (["--targets", "q_proj,attn"], ["--rank", "0"], ["--alpha", "-1"],
+                ["--alpha", "nan"]):
+        with pytest.raises(SystemExit) as stop:
+            cli.build_parser().parse_args(["lab", "lora", *bad])
+        assert stop.value.code == 2, bad
+    capsys.readouterr()
+    assert cli.main(["lab", "suite", "--rank", "3"]) == 2   # an option of another lab
+    assert capsys.readouterr().err == "error: lab suite does not take --rank\n"
+
+
+def test_lab2_on_attention_only_at_rank_2(micro_cache, tmp_path):
+    attention = ["q_proj", "k_proj", "v_proj", "o_proj"]
+    result = lora_lab.run(tmp_path / "qkvo", cache=micro_cache, steps=2, rank=2, alpha=4.0,
+                          targets=attention, log=lambda _: None)
+    assert result["wrapped"] == 4 and result["settings"]["targets"] == attention
+    # rank x (in + out) per projection of the micro model: q, o 16->16; k, v 16->8 (one KV head)
+    assert result["trainable"] == 2 * ((16 + 16) * 2 + (16 + 8) * 2)
+    assert result["merge_max_logit_difference"] < lora_lab.MERGE_TOLERANCE
+
+
+def test_lab1_with_its_own_number_of_updates(micro_cache, tmp_path, monkeypatch):
+    split = masked_sft.chat_data.split
+    monkeypatch.setattr(masked_sft.chat_data, "split",    # 5 held-out rows: seconds saved
+                        lambda quick: (split(quick)[0], split(quick)[1][:5]))
+    items = masked_sft.probe.probe_items
+    monkeypatch.setattr(masked_sft.probe, "probe_items", lambda family: items(family, n=5))
+    sft = masked_sft.run(tmp_path / "sft", cache=micro_cache, steps=3, init_rows=False,
+                         log=lambda _: None)
+    assert sft["steps"] == 3 and len(sft["history"]) == 3 and sft["settings"]["steps"] == 3
+    assert sft["chat_rows"]["after"] == sft["chat_rows"]["before"]   # rows kept as loaded

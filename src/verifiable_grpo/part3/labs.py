@@ -50,7 +50,8 @@ class Lab:
 
 
 # The options a model lab may take besides --out: what `lab` refuses for a settings lab.
-MODEL_OPTIONS = ("full", "no_mask", "no_row_init", "policy", "cache")
+MODEL_OPTIONS = ("full", "no_mask", "no_row_init", "steps", "rank", "alpha", "targets", "policy",
+                 "cache")
 
 LABS = {
     "reward-model": Lab("best_of_n", "Lab 3: Bradley-Terry reward model, calibration, best-of-n"),
@@ -60,12 +61,12 @@ LABS = {
     "fault-tree": Lab("fault_tree", "the fault-tree reward exercise"),
     "merging": Lab("merge_lab", "model merging on two fine-tunes of the digit policy"),
     "sft": Lab("sft_lab.masked_sft", "Lab 1: full-weight SFT with the assistant-only masked loss",
-               options=("full", "no_mask", "no_row_init")),
+               options=("full", "no_mask", "no_row_init", "steps")),
     "sft-past-turn": Lab("sft_lab.past_turn",
                          "Lab 1, Try this: greedy past <|im_end|>, masked vs --no-mask policies",
                          options=()),
     "lora": Lab("lora_lab", "Lab 2: LoRA from scratch, zero-init check, merge",
-                options=("no_row_init",)),
+                options=("no_row_init", "rank", "alpha", "targets")),
     "suite": Lab("suite_lab.greedy", "Lab 6: the 40-item behavioural suite, paired",
                  options=("policy",)),
     "suite-sampled": Lab("suite_lab.sampled",

@@ -98,9 +98,14 @@ def run(out, cache=None, log=print, **overrides) -> dict:
     return records.finished(out, NAME)
 
 
-def run_lab(out, cache=None, no_row_init=False) -> dict:
-    """`python -m verifiable_grpo lab lora [--out DIR] [--no-row-init]`."""
-    return run(out, cache=cache, init_rows=not no_row_init)
+def run_lab(out, cache=None, no_row_init=False, rank=None, alpha=None, targets=None) -> dict:
+    """`python -m verifiable_grpo lab lora [--out DIR] [--no-row-init] [--rank R] [--alpha A]
+    [--targets q_proj,k_proj,...]`; an option not given keeps the default (so the default
+    run's settings, and their hash, are what they were before these options existed)."""
+    given = {"rank": rank, "alpha": None if alpha is None else float(alpha),
+             "targets": None if targets is None else list(targets)}
+    return run(out, cache=cache, init_rows=not no_row_init,
+               **{key: value for key, value in given.items() if value is not None})
 
 
 def summary(metrics: dict) -> str:

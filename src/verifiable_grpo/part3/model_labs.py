@@ -22,6 +22,12 @@ def command(args) -> int:
         print(f"error: lab {args.name} takes its options on the command line ({flags}), "
               "not --settings/--export-only", file=sys.stderr)
         return 2
+    foreign = [f"--{option.replace('_', '-')}" for option in MODEL_OPTIONS
+               if option != "cache" and option not in LABS[args.name].options
+               and getattr(args, option, None) not in (None, False)]
+    if foreign:
+        print(f"error: lab {args.name} does not take {', '.join(foreign)}", file=sys.stderr)
+        return 2
     if args.out is None:
         args.out = f"runs/part3/{args.name}"
     options = {option: getattr(args, option, None) for option in LABS[args.name].options}

@@ -23,7 +23,7 @@ class Variant:
     variant: str
     status: str
     chapter: str         # the notebook under notebooks/part3/ that shows it ("" if none)
-    record: str = ""     # recorded file (without .json), or "try-this:KEY"
+    record: str = ""     # recorded file (without .json), or "try-this:KEY"; several: commas
     needs: str = ""
 
     def __post_init__(self):
@@ -36,9 +36,8 @@ _CPU_MODEL_RUN = "one more SmolLM2-135M run of Lab {lab} (about 3 to 5 minutes o
 INVENTORY = (
     Variant(1, "loss on every token; read what follows an ignored end-of-turn", "recorded",
             "01_masked_sft", "sft-past-turn"),
-    Variant(1, "keep the chat rows as loaded; stopping after 15 and after 20 updates", "partial",
-            "01_masked_sft", "sft-no-row-init",
-            "the 20-update run: a --steps option for `lab sft` and " + _CPU_MODEL_RUN.format(lab=1)),
+    Variant(1, "keep the chat rows as loaded; stopping after 15 and after 20 updates", "recorded",
+            "01_masked_sft", "sft-no-row-init,sft-no-row-init-20"),
     Variant(1, "the FULL budget, family by family", "recorded", "01_masked_sft", "sft-full"),
     Variant(1, "a sixth family (count the letters of a word) with its own held-out prompts",
             "not run", "", "",
@@ -47,10 +46,10 @@ INVENTORY = (
             "slots and losses", "recorded", "15_sft_data_and_tools", "sft-packing"),
     Variant(2, "skip the chat-row re-draw under a frozen base", "recorded", "02_lora",
             "lora-no-row-init"),
-    Variant(2, "adapters on q, k, v, o only, at the same budget", "partial", "02_lora", "",
-            "counted in the chapter; training it is " + _CPU_MODEL_RUN.format(lab=2)),
-    Variant(2, "ranks 2, 8, 32 with alpha = 2r, then alpha fixed at 16", "partial", "02_lora", "",
-            "counted in the chapter; six Lab 2 runs, about 25 CPU minutes, better on a GPU"),
+    Variant(2, "adapters on q, k, v, o only, at the same budget", "recorded", "02_lora",
+            "lora-qkvo,lora"),
+    Variant(2, "ranks 2, 8, 32 with alpha = 2r, then alpha fixed at 16", "recorded", "02_lora",
+            "lora-r2-a4,lora,lora-r32-a64,lora-r2-a16,lora-r32-a16"),
     Variant(2, "a trainable delta on the two chat rows, shared by lookup and tied head",
             "not run", "", "",
             "a small module wrapping the tied embedding, and " + _CPU_MODEL_RUN.format(lab=2)),

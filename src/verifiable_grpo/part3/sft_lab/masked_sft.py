@@ -31,7 +31,8 @@ def run(out, cache=None, log=print, **overrides) -> dict:
     train_rows, held_out = chat_data.split(quick=settings["quick"])
     encoded = [chat_data.encode(tokenizer, r, mask_prompt=settings["mask"]) for r in train_rows]
     held_encoded = [chat_data.encode(tokenizer, r) for r in held_out]  # always scored masked
-    steps = 15 if settings["quick"] else 50
+    # the budget's updates unless `steps` is given (a setting only then: older hashes hold)
+    steps = settings.get("steps") or (15 if settings["quick"] else 50)
     metrics = {"train_rows": len(train_rows), "held_out_rows": len(held_out), "steps": steps,
                "examples": train_rows[:5],
                "trained_fraction": chat_data.trained_fraction(encoded),
@@ -66,9 +67,12 @@ def run(out, cache=None, log=print, **overrides) -> dict:
     return records.finished(out, NAME)
 
 
-def run_lab(out, cache=None, full=False, no_mask=False, no_row_init=False) -> dict:
-    """`python -m verifiable_grpo lab sft [--full] [--no-mask] [--no-row-init] [--out DIR]`."""
-    return run(out, cache=cache, quick=not full, mask=not no_mask, init_rows=not no_row_init)
+def run_lab(out, cache=None, full=False, no_mask=False, no_row_init=False, steps=None) -> dict:
+    """`python -m verifiable_grpo lab sft [--full] [--no-mask] [--no-row-init] [--steps N]
+    [--out DIR]`; --steps replaces the budget's number of updates (the schedule follows)."""
+    extra = {} if steps is None else {"steps": steps}
+    return run(out, cache=cache, quick=not full, mask=not no_mask, init_rows=not no_row_init,
+               **extra)
 
 
 def summary(metrics: dict) -> str:

@@ -1,0 +1,56 @@
+"""The recorded Try-this runs of Labs 1 and 2: each is its lab's default command with only
+the option its name says changed (same data, seed, steps and learning rate: the same
+budget), and its counts are the ones the architecture gives."""
+import pytest
+
+from verifiable_grpo.part3 import lab_variants as lv
+from verifiable_grpo.part3 import lora_lab
+from verifiable_grpo.part3.sft_lab import masked_sft
+from verifiable_grpo.part3.smollm2 import records
+from verifiable_grpo.training.lora import BLOCK_PROJECTIONS
+
+
+def _only_changed(settings: dict, defaults: dict) -> dict:
+    assert set(settings) >= set(defaults)
+    return {k: v for k, v in settings.items() if defaults.get(k, object()) != v}
+
+
+@pytest.mark.parametrize("rank, alpha", sorted(lv.LORA_RANKS))
+def test_a_rank_variant_changes_rank_and_alpha_only(rank, alpha):
+    record = records.load_recorded(lv.LORA_RANKS[rank, alpha])
+    changed = _only_changed(record["settings"], lora_lab.DEFAULTS)
+    assert changed == {k: v for k, v in {"rank": rank, "alpha": float(alpha)}.items()
+                       if lora_lab.DEFAULTS[k] != v}
+    assert record["trainable"] == lora_lab.structure(rank=rank)["trainable"]
+    assert len(record["history"]) == lora_lab.DEFAULTS["steps"]
+    rows = [r for r in lv.rank_rows() if (r["rank"], r["alpha"]) == (rank, alpha)]
+    assert len(rows) == (2 if (rank, alpha) == (8, 16) else 1)   # the default is in both series
+    assert rows[0]["scale"] == alpha / rank and rows[0]["exact"] == record["adapted"]["exact"]
+
+
+def test_the_attention_only_variant():
+    record = records.load_recorded("lora-qkvo")
+    assert _only_changed(record["settings"], lora_lab.DEFAULTS) == {"targets": list(lv.ATTENTION)}
+    expected = lora_lab.structure(rank=8, targets=lv.ATTENTION)
+    assert (record["wrapped"], record["trainable"]) == (expected["wrapped"], expected["trainable"])
+    assert record["wrapped"] == 30 * 4 and record["trainable"] == 921_600   # the chapter's count
+    rows = lv.target_rows()
+    assert rows["q, k, v, o only"]["trainable"] < rows["all seven projections"]["trainable"]
+
+
+def test_the_twenty_update_variant():
+    record = records.load_recorded("sft-no-row-init-20")
+    assert _only_changed(record["settings"], masked_sft.DEFAULTS) == {"init_rows": False,
+                                                                     "steps": 20}
+    assert record["steps"] == 20 and len(record["history"]) == 20 and record["warmup"] == 1
+    fifteen = records.load_recorded("sft-no-row-init")
+    assert record["chat_rows"] == fifteen["chat_rows"]   # rows kept as loaded in both
+    assert set(lv.sft_rows()) == {15, 20}
+
+
+def test_the_variants_are_named_consistently():
+    assert lv.LORA_RANKS[8, 16] == lv.LORA_TARGETS["all seven projections"][0] == "lora"
+    assert set(lv.ATTENTION) < set(BLOCK_PROJECTIONS)
+    assert {key for keys in lv.RANK_SERIES.values() for key in keys} == set(lv.LORA_RANKS)
+    assert all(alpha == 2 * rank for rank, alpha in lv.RANK_SERIES["alpha = 2r"])
+    assert lv.missing() == []   # every variant the chapters show is recorded
