@@ -1,0 +1,85 @@
+"""The lift study's SmolLM2 candidate: its config, its refusals, its own-warm-start pairing
+and its record (no SmolLM2 weights needed: CI has none)."""
+from __future__ import annotations
+
+import pytest
+
+from verifiable_grpo.core import files
+from verifiable_grpo.core.config import load_config
+from verifiable_grpo.part1 import lift_study, smollm2_candidate
+from verifiable_grpo.part3 import lab1_model
+
+SMOLLM2 = next(c for c in lift_study.CANDIDATES if c.model == smollm2_candidate.MODEL)
+
+
+def test_smollm2_config_is_the_tiny_profile_with_the_declared_model_and_recipe():
+    base = load_config("tiny")
+    config = lift_study.candidate_config(base, SMOLLM2)
+    model, grpo = config["model"], config["grpo"]
+    assert (model["source"], model["architecture"]) == ("local", "LlamaForCausalLM")
+    assert model["path"] == lab1_model.CACHE
+    assert model["expected_unique_parameters"] == lab1_model.PARAMETERS
+    assert model["eos_token_id"] == lab1_model.SPECIAL_TOKENS["<|im_end|>"]
+    assert (grpo["prompts_per_iteration"], grpo["group_size"], grpo["iterations"]) == (4, 4, 60)
+    assert (grpo["learning_rate"], grpo["kl_coefficient"], grpo["updates_per_rollout"]) == (
+        1e-5, 0.02, 2)
+    assert grpo["interrupt_at"] < grpo["iterations"]
+    assert {k: config["warmstart"][k] for k in smollm2_candidate.WARM_START} == \
+        smollm2_candidate.WARM_START
+    # what pairs it with the tiny candidates stays the tiny profile's
+    for section in ("data", "tokens", "evaluation", "sampling", "seed"):
+        assert config[section] == base[section]
+    assert base["model"]["source"] == "local" and base["model"]["path"] == "data/tiny-base"
+
+
+def test_smollm2_config_refuses_other_models_and_working_stays_refused():
+    tiny = lift_study.CANDIDATES[0]
+    with pytest.raises(ValueError, match="is not 'smollm2-135m-instruct'"):
+        smollm2_candidate.smollm2_config(load_config("tiny"), tiny)
+    working = next(c for c in lift_study.CANDIDATES if c.model == "tiny-with-working")
+    with pytest.raises(ValueError, match="not runnable"):
+        lift_study.candidate_config(load_config("tiny"), working)
+
+
+def test_missing_weights_are_named_before_any_work(tmp_path):
+    config = lift_study.candidate_config(load_config("tiny"), SMOLLM2)
+    config["model"]["path"] = str(tmp_path / "no-such-folder")
+    with pytest.raises(FileNotFoundError, match="lab1_model.load"):
+        smollm2_candidate.prepare_folder(tmp_path / "run", config)
+    assert not (tmp_path / "run").exists()
+
+
+def _rows(rewards, seed_base=0):
+    return [[f"p{i}", k, seed_base + 10 * i + k, r] for i, draws in enumerate(rewards)
+            for k, r in enumerate(draws)]
+
+
+def _scored(validation, test):
+    return {"validation_sample": _rows(validation, 1000), "test_sample": _rows(test),
+            "test_greedy": _rows([[t[0]] for t in test])}
+
+
+def _smollm2_result(warm, validation, test):
+    return {"candidate": lift_study.asdict(SMOLLM2), "warm_start": warm, "train_seconds": 1.0,
+            "history": [{"mean_reward": 0.25}, {"mean_reward": 0.75}],
+            **_scored(validation, test)}
+
+
+def test_own_warm_start_pairing_and_record(tmp_path):
+    # its own warm start solves half of the validation draws: the candidate at 1.0 gains
+    # +0.5 against it, whatever the tiny warm start did
+    warm = _scored([[1, 0]] * 40, [[0, 0]] * 40)
+    result = _smollm2_result(warm, [[1, 1]] * 40, [[0, 1]] * 40)
+    row = lift_study.summarise_own_warm_start(result)["candidates"][0]
+    assert row["paired"]["validation_sample"]["difference"] == pytest.approx(0.5)
+    assert row["learns"] is True and row["test_per_draw"] == 0.5
+    assert (row["training_reward_first_fifth"], row["training_reward_last_fifth"]) == (0.25, 0.75)
+    flat = lift_study.summarise_own_warm_start(_smollm2_result(warm, [[1, 0]] * 40, [[0, 0]] * 40))
+    assert flat["candidates"][0]["learns"] is False
+    runs, dest = tmp_path / "lift", tmp_path / "recorded"
+    files.save_json(runs / SMOLLM2.name / "result.json", result)
+    path = lift_study.export_own_warm_start(runs, dest=dest)
+    assert path == dest / "smollm2.json"
+    assert files.read_json(path)["summaries"][0]["candidates"][0]["name"] == SMOLLM2.name
+    with pytest.raises(ValueError, match="no finished"):
+        lift_study.export_own_warm_start(tmp_path / "empty", dest=dest)
