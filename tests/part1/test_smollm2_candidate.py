@@ -83,3 +83,53 @@ def test_own_warm_start_pairing_and_record(tmp_path):
     assert files.read_json(path)["summaries"][0]["candidates"][0]["name"] == SMOLLM2.name
     with pytest.raises(ValueError, match="no finished"):
         lift_study.export_own_warm_start(tmp_path / "empty", dest=dest)
+
+
+def _micro_llama_folder(folder, tokenizer):
+    """A saved micro Llama on the tiny tokenizer, shaped like lab1_model's FP32 folder."""
+    from verifiable_grpo.core import model_sources
+
+    config = load_config("smoke")
+    config["model"].update(source="random", architecture="LlamaForCausalLM")
+    model = model_sources.build_random_model(config, tokenizer)
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    files.save_json(folder / "source.json", {"gguf_file": "stand-in"})
+    return sum(p.numel() for p in model.parameters())
+
+
+def test_warm_start_then_grpo_then_scores_on_a_micro_llama(tmp_path, monkeypatch, tokenizer,
+                                                           dataset_dir, learning_view_dir,
+                                                           one_thread):
+    """The whole candidate path (warm start interrupt + resume, scoring, GRPO, scoring) on
+    a micro Llama stand-in with a few problems: each stage hands the next what it needs."""
+    import shutil
+    from dataclasses import replace
+
+    from verifiable_grpo.part1 import sweep
+
+    folder = tmp_path / "weights"
+    count = _micro_llama_folder(folder, tokenizer)
+    monkeypatch.setattr(smollm2_candidate, "SMOLLM2_MODEL", {
+        **smollm2_candidate.SMOLLM2_MODEL, "path": str(folder), "attn_implementation": "eager",
+        "expected_unique_parameters": count, "eos_token_id": None})
+    monkeypatch.setattr(smollm2_candidate, "WARM_START", {
+        **smollm2_candidate.WARM_START, "examples": 8, "batch_size": 4, "validation_examples": 4})
+    monkeypatch.setattr(sweep, "_validation_pages", lambda learning: list(enumerate(
+        smollm2_candidate.data.read_examples(learning, "validation")))[:3])
+    base = load_config("tiny")
+    base["evaluation"].update(problems=3, draws=2)
+    base["tokens"].update(max_response=12, max_total=268)   # short answers: a quick test
+    candidate = replace(SMOLLM2, iterations=2)
+    run = tmp_path / "lift" / SMOLLM2.name          # the session's dataset, not a new one
+    shutil.copytree(dataset_dir, run / "data")
+    shutil.copytree(learning_view_dir, run / "learning-data")
+    result = lift_study.run_candidate(base, candidate, tmp_path / "lift")
+    warm = result["warm_start"]
+    assert len(warm["validation_sample"]) == len(result["validation_sample"]) == 3 * 2
+    assert len(result["test_greedy"]) == 3 and len(result["test_sample"]) == 3 * 2
+    assert [h["iteration"] for h in result["history"]] == [0, 1]
+    assert result["final_model_digest"] != warm["model_digest"]     # GRPO changed the policy
+    assert result["config_grpo"]["group_size"] == 4
+    again = lift_study.run_candidate(base, candidate, tmp_path / "lift")   # finished: reused
+    assert again == files.read_json(tmp_path / "lift" / SMOLLM2.name / "result.json")
