@@ -162,3 +162,39 @@ def run_smollm2(base: dict, candidate, runs, history, progress: bool = True) -> 
               "provenance": provenance(config)}
     files.save_json(done, result)
     return result
+
+
+def _mean(values) -> float:
+    values = list(values)
+    return sum(values) / len(values)
+
+
+def history_so_far(folder: Path) -> list[dict]:
+    """Per-iteration telemetry of a GRPO run still going (or cut short), read from its
+    rollout evidence files with the trainer's own formulas (training/grpo.py history)."""
+    rows = []
+    for path in sorted((Path(folder) / "rollouts" / "grpo-continuous").glob("iteration-*.json")):
+        evidence = files.read_json(path)
+        groups, updates = evidence["groups"], evidence["updates"]
+        rows.append({"iteration": evidence["iteration"],
+                     "mean_reward": _mean(r for g in groups for r in g["rewards"]),
+                     "zero_variance_fraction": _mean(g["zero_variance"] for g in groups),
+                     "mean_exact_kl": _mean(u["mean_exact_kl"] for u in updates),
+                     "mean_entropy": _mean(u["mean_entropy"] for u in updates),
+                     "mean_response_tokens": _mean(len(r["response_ids"]) for g in groups
+                                                   for r in g["responses"])})
+    return rows
+
+
+def partial_record(folder: Path, candidate) -> dict:
+    """Where an unfinished candidate stands: its warm start (scored when that finished),
+    the warm start's training record, and the GRPO iterations done so far."""
+    folder = Path(folder)
+    warm = folder / "warmstart-result.json"
+    learning = files.read_json(RunFolder(folder).record("warmstart", "resume"))
+    return {"candidate": asdict(candidate), "finished": False,
+            "warm_start": files.read_json(warm) if warm.is_file() else None,
+            "warm_start_training": {k: learning.get(k) for k in
+                                    ("updates", "total_updates", "validation_history",
+                                     "timings")},
+            "history": history_so_far(folder)}
