@@ -133,3 +133,21 @@ def test_warm_start_then_grpo_then_scores_on_a_micro_llama(tmp_path, monkeypatch
     assert result["config_grpo"]["group_size"] == 4
     again = lift_study.run_candidate(base, candidate, tmp_path / "lift")   # finished: reused
     assert again == files.read_json(tmp_path / "lift" / SMOLLM2.name / "result.json")
+
+
+def test_curves_of_two_candidates_share_panels_and_keep_their_lengths():
+    from verifiable_grpo.book import learning_plots
+
+    def result(name, rewards):
+        return {"candidate": {"name": name},
+                "history": [{"mean_reward": r, "mean_exact_kl": r / 10, "mean_entropy": 1 - r}
+                            for r in rewards]}
+
+    figure = learning_plots.plot_lift_curves([result("tiny", [0.1, 0.2, 0.3]),
+                                              result("smollm2", [0.0, 0.5])], window=2)
+    axes = figure.axes
+    assert len(axes) == len(learning_plots.CURVES)
+    # per candidate: the raw line and its moving average, each as long as its history
+    assert [len(line.get_xdata()) for line in axes[0].get_lines()] == [3, 3, 2, 2]
+    assert list(axes[0].get_lines()[3].get_ydata()) == [0.0, 0.25]
+    assert [t.get_text() for t in axes[0].get_legend().get_texts()] == ["tiny", "smollm2"]

@@ -202,6 +202,11 @@ def recorded(path: str = RECORDED) -> dict:
     return files.read_json(resolve(path) / "study.json")
 
 
+def recorded_own_warm_start(path: str = RECORDED) -> dict:
+    """smollm2.json: the SmolLM2 candidates, each paired with its own warm start."""
+    return files.read_json(resolve(path) / "smollm2.json")
+
+
 def table_rows(summary: dict) -> list[list]:
     """One row per candidate that ran: what the chapter's table prints."""
     def interval(paired):
