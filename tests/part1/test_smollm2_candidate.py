@@ -131,6 +131,13 @@ def test_warm_start_then_grpo_then_scores_on_a_micro_llama(tmp_path, monkeypatch
     assert [h["iteration"] for h in result["history"]] == [0, 1]
     assert result["final_model_digest"] != warm["model_digest"]     # GRPO changed the policy
     assert result["config_grpo"]["group_size"] == 4
+    # a run still going is read from its evidence with the trainer's own formulas
+    so_far = smollm2_candidate.history_so_far(run)
+    assert len(so_far) == len(result["history"])
+    for mine, trainer in zip(so_far, result["history"]):
+        assert mine == pytest.approx({k: trainer[k] for k in mine}, rel=1e-12)
+    partial = smollm2_candidate.partial_record(run, candidate)
+    assert partial["finished"] is False and partial["warm_start_training"]["updates"] == 4
     again = lift_study.run_candidate(base, candidate, tmp_path / "lift")   # finished: reused
     assert again == files.read_json(tmp_path / "lift" / SMOLLM2.name / "result.json")
 
