@@ -76,10 +76,10 @@ def test_lift_rule_selects_on_validation_only():
     assert summary["candidates"][0]["paired"]["test_sample"]["difference"] == 0.0
 
 
-def test_lift_candidates_are_declared_and_non_tiny_ones_refused():
+def test_lift_candidates_are_declared_and_working_ones_refused():
     names = [c.name for c in lift_study.CANDIDATES]
     assert len(set(names)) == len(names) and lift_study.CANDIDATES[0].model == "tiny"
     config = lift_study.candidate_config(load_config("tiny"), lift_study.CANDIDATES[0])
     assert (config["grpo"]["prompts_per_iteration"], config["grpo"]["group_size"]) == (64, 8)
     with pytest.raises(ValueError, match="not runnable"):
-        lift_study.candidate_config(load_config("tiny"), lift_study.CANDIDATES[1])
+        lift_study.candidate_config(load_config("tiny"), lift_study.CANDIDATES[2])

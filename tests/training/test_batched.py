@@ -87,6 +87,27 @@ def test_batched_log_probs_agree_with_one_sequence_rescoring(micro_model, random
     assert all(r["kv_cache"] is use_kv_cache for r in rows)
 
 
+@pytest.mark.parametrize("share_prompts", [False, True])
+def test_llama_batched_log_probs_agree_with_one_sequence_rescoring(random_config, examples,
+                                                                   share_prompts):
+    """Llama's forward takes the 4D mask itself (Qwen2 a mapping): left-padded rows must
+    still score as their unpadded selves (SmolLM2's path)."""
+    config = _config(random_config)
+    config["model"]["architecture"] = "LlamaForCausalLM"
+    config["grpo"]["share_prompts"] = share_prompts
+    model, tokenizer = model_lib.load_base(config)
+    assert type(model).__name__ == "LlamaForCausalLM"
+    groups = batched_rollout.sample_groups(model, tokenizer, examples, config,
+                                           torch.Generator().manual_seed(3), 2,
+                                           ["a", "b", "c"])
+    rows = [r for g in groups for r in g["responses"]]
+    assert len({len(r["prompt_ids"]) for r in rows}) > 1  # left padding is exercised
+    assert rollout.verify_captured_logprobs(model, rows, 2e-4)["max_abs_difference"] <= 2e-4
+    assert batched_scoring.verify_captured_logprobs(model, rows, 2e-4, pad_id=0,
+                                                    share_prompts=share_prompts
+                                                    )["max_abs_difference"] <= 2e-4
+
+
 def test_rows_and_groups_have_the_sequential_layout(micro_model, random_config, examples):
     model, tokenizer = micro_model
     config = _config(random_config)

@@ -89,3 +89,24 @@ def plot_lift_intervals(summary: dict) -> Figure:
     axes[0].set(yticks=range(len(rows)), yticklabels=[r["name"] for r in rows],
                 ylim=(-0.6, len(rows) - 0.4))
     return figure
+
+
+CURVES = (("mean_reward", "training reward (trained prompts)"),
+          ("mean_exact_kl", "exact KL to its warm start"),
+          ("mean_entropy", "entropy per token (nats)"))
+
+
+def plot_lift_curves(results: list[dict], window: int = 10) -> Figure:
+    """Per-iteration training telemetry of lift-study candidates side by side (moving
+    average over `window` iterations): what each trained on, against its own warm start."""
+    figure = Figure(figsize=(10, 3), layout="constrained")
+    axes = figure.subplots(1, len(CURVES))
+    for ax, (key, title) in zip(axes, CURVES):
+        for colour, result in enumerate(results):
+            values = [h[key] for h in result["history"]]
+            ax.plot(np.arange(len(values)), values, color=f"C{colour}", alpha=0.25, lw=0.8)
+            ax.plot(np.arange(len(values)), moving_average(values, window), color=f"C{colour}",
+                    label=result["candidate"]["name"])
+        ax.set(title=title, xlabel="iteration")
+    axes[0].legend(fontsize=7)
+    return figure

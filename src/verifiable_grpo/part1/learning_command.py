@@ -6,7 +6,7 @@ from pathlib import Path
 
 from verifiable_grpo.core import files, runlock
 from verifiable_grpo.core.config import ConfigError, load_config, resolve
-from verifiable_grpo.part1 import fixed_prompts, fixed_prompts_trl, lift_study
+from verifiable_grpo.part1 import fixed_prompts, fixed_prompts_trl, lift_study, smollm2_candidate
 
 
 def _print_fixed(name: str, result: dict) -> None:
@@ -46,10 +46,21 @@ def _learn(args, base: dict, out: Path) -> int:
     else:
         for candidate in lift_study.CANDIDATES:
             if args.candidates is None and candidate.model != "tiny":
-                print(f"{candidate.name}: declared, not runnable yet ({candidate.model})")
+                print(f"{candidate.name}: declared; {candidate.model} runs only when named "
+                      "in --candidates")
                 continue
             if args.candidates is None or candidate.name in args.candidates:
                 lift_study.run_candidate(base, candidate, out / "lift")
         if args.export:
-            print(f"recorded {lift_study.export(base, out / 'lift')}")
+            _export_lift(base, out / "lift")
     return 0
+
+
+def _export_lift(base: dict, runs: Path) -> None:
+    """study.json from the tiny candidates, smollm2.json from the SmolLM2 ones (each when
+    one of them finished in `runs`)."""
+    finished = {c.model for c in lift_study.CANDIDATES if (runs / c.name / "result.json").is_file()}
+    if "tiny" in finished:
+        print(f"recorded {lift_study.export(base, runs)}")
+    if smollm2_candidate.MODEL in finished:
+        print(f"recorded {lift_study.export_own_warm_start(runs)}")

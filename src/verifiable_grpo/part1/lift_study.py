@@ -15,9 +15,12 @@ first run:
 - every candidate that ran is recorded, learner or not, with its training reward (the
   prompts it trained on) beside held-out success (memorisation against generalisation).
 
-A candidate whose `model` is not "tiny" needs machinery this package does not have yet
-(a SmolLM2 warm start on the task, or responses that show their working); it is declared
-here so that the order is fixed, and run_candidate refuses it.
+The SmolLM2-135M-Instruct candidates run through part1/smollm2_candidate.py: their own
+warm start on the task, scored like the tiny one, and each is paired with THAT warm start.
+They are recorded in their own file (smollm2.json), so that study.json, whose bootstrap
+streams follow the tiny candidates' order, keeps every number it had. A candidate whose
+responses show their working needs machinery this package does not have yet; it is
+declared here so that the order is fixed, and run_candidate refuses it.
 """
 from __future__ import annotations
 
@@ -33,7 +36,7 @@ from verifiable_grpo.core import model as model_lib
 from verifiable_grpo.core.config import provenance, resolve
 from verifiable_grpo.core.config_schema import typed
 from verifiable_grpo.evaluation import paired
-from verifiable_grpo.part1 import sweep
+from verifiable_grpo.part1 import smollm2_candidate, sweep
 
 RECORDED = "data/recorded/lift-study"
 ANALYSIS_SEED = 20261202
@@ -74,6 +77,8 @@ CANDIDATES = (
 
 
 def candidate_config(base: dict, candidate: Candidate) -> dict:
+    if candidate.model == smollm2_candidate.MODEL:
+        return smollm2_candidate.smollm2_config(base, candidate)
     if candidate.model != "tiny":
         raise ValueError(f"candidate {candidate.name}: model {candidate.model!r} is declared "
                          "but not runnable in this package yet")
@@ -97,7 +102,9 @@ def _history(record: dict) -> list[dict]:
 
 
 def run_candidate(base: dict, candidate: Candidate, runs, progress: bool = True) -> dict:
-    """Train (or reuse) one candidate from the recorded warm start and score it."""
+    """Train (or reuse) one candidate from its warm start and score it."""
+    if candidate.model == smollm2_candidate.MODEL:
+        return smollm2_candidate.run_smollm2(base, candidate, runs, _history, progress)
     config = candidate_config(base, candidate)
     folder = Path(runs) / candidate.name
     done = folder / "result.json"
@@ -157,7 +164,7 @@ def export(base: dict, runs, dest=None) -> Path:
     warm = sweep.warm_start_result(base, runs)
     sweep.check_warm_start(warm)
     results = [files.read_json(runs / c.name / "result.json") for c in CANDIDATES
-               if (runs / c.name / "result.json").is_file()]
+               if c.model == "tiny" and (runs / c.name / "result.json").is_file()]
     if not results:
         raise ValueError(f"no finished candidate in {runs}")
     dest = resolve(RECORDED) if dest is None else Path(dest)
@@ -167,8 +174,37 @@ def export(base: dict, runs, dest=None) -> Path:
                            overwrite=True)
 
 
+def summarise_own_warm_start(result: dict) -> dict:
+    """A candidate with its own warm start (SmolLM2), paired with that warm start; its
+    bootstrap stream is its declared position, so it needs no other candidate."""
+    names = [c.name for c in CANDIDATES]
+    warm = result["warm_start"]
+    return {"rule": RULE,
+            "warm_start": {k: _rate(warm[k]) for k in
+                           ("validation_sample", "test_sample", "test_greedy")},
+            "candidates": [compare(warm, result, names.index(result["candidate"]["name"]))]}
+
+
+def export_own_warm_start(runs, model: str = smollm2_candidate.MODEL, dest=None) -> Path:
+    """data/recorded/lift-study/smollm2.json from the finished candidates of `model`."""
+    runs = Path(runs)
+    results = [files.read_json(runs / c.name / "result.json") for c in CANDIDATES
+               if c.model == model and (runs / c.name / "result.json").is_file()]
+    if not results:
+        raise ValueError(f"no finished {model} candidate in {runs}")
+    summaries = [summarise_own_warm_start(r) for r in results]
+    dest = resolve(RECORDED) if dest is None else Path(dest)
+    return files.save_json(dest / "smollm2.json", {"summaries": summaries, "results": results},
+                           overwrite=True)
+
+
 def recorded(path: str = RECORDED) -> dict:
     return files.read_json(resolve(path) / "study.json")
+
+
+def recorded_own_warm_start(path: str = RECORDED) -> dict:
+    """smollm2.json: the SmolLM2 candidates, each paired with its own warm start."""
+    return files.read_json(resolve(path) / "smollm2.json")
 
 
 def table_rows(summary: dict) -> list[list]:

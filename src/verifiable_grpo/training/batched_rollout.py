@@ -62,7 +62,12 @@ def positions(mask: torch.Tensor) -> torch.Tensor:
     return (mask.long().cumsum(dim=1) - 1).clamp(min=0)
 
 
-def full_forward_mask(mask: torch.Tensor, dtype) -> dict:
+# Model types whose forward takes a prepared {layer type: mask} mapping (Qwen2). Llama's
+# forward hands its mask to transformers' mask builder, which takes the 4D tensor as it is.
+MASK_MAPPING_TYPES = ("qwen2",)
+
+
+def full_forward_mask(mask: torch.Tensor, dtype, model=None) -> dict | torch.Tensor:
     """The additive [B, 1, T, T] attention mask of a forward over whole padded rows: causal,
     padding keys hidden, and each padding position attending to itself only.
 
@@ -77,6 +82,8 @@ def full_forward_mask(mask: torch.Tensor, dtype) -> dict:
     allowed = allowed | torch.eye(width, dtype=torch.bool, device=mask.device)[None]
     additive = torch.zeros(allowed.shape, dtype=dtype, device=mask.device)
     additive = additive.masked_fill(~allowed, torch.finfo(dtype).min)[:, None]
+    if model is not None and model.config.model_type not in MASK_MAPPING_TYPES:
+        return additive
     return {"full_attention": additive, "sliding_attention": additive}
 
 
@@ -155,7 +162,7 @@ def generate_batch(model, tokenizer, prompt_rows: list[list[int]], config: dict,
     dtype = next(model.parameters()).dtype
     shared = use_cache and share_prompts   # step 0 then reads the distinct prompts instead
     step_ids, step_positions = ids, position
-    step_mask = None if shared else full_forward_mask(mask, dtype)
+    step_mask = None if shared else full_forward_mask(mask, dtype, model)
     tokens = torch.empty((batch, 0), dtype=torch.long, device=device)
     behaviour = torch.empty((batch, 0), dtype=torch.float32, device=device)
     finished = torch.zeros(batch, dtype=torch.bool, device=device)
@@ -172,7 +179,7 @@ def generate_batch(model, tokenizer, prompt_rows: list[list[int]], config: dict,
                         logits_to_keep=1)
             logits = out.logits[:, -1].float()
         else:
-            out = model(input_ids=ids, attention_mask=full_forward_mask(mask, dtype),
+            out = model(input_ids=ids, attention_mask=full_forward_mask(mask, dtype, model),
                         position_ids=position, use_cache=False, logits_to_keep=1)
             logits = out.logits[:, -1].float()
         live = ~finished
@@ -235,7 +242,7 @@ def _shared_prefill(model, prompt_rows, pad_id, dtype, cache) -> torch.Tensor:
     distinct, row_prompt = distinct_prompts(prompt_rows)
     device = model_device(model)
     ids, mask, position = left_padded(distinct, pad_id, device)
-    out = model(input_ids=ids, attention_mask=full_forward_mask(mask, dtype),
+    out = model(input_ids=ids, attention_mask=full_forward_mask(mask, dtype, model),
                 position_ids=position, cache=cache, use_cache=True, logits_to_keep=1)
     index = torch.tensor(row_prompt, dtype=torch.long, device=device)
     cache.reorder_cache(index)

@@ -81,7 +81,7 @@ def response_logits(model, batch: dict) -> torch.Tensor:
     width = batch["targets"].shape[1]
     dtype = next(model.parameters()).dtype
     if "row_prompt" not in batch:
-        mask = full_forward_mask(batch["attention_mask"], dtype)
+        mask = full_forward_mask(batch["attention_mask"], dtype, model)
         out = model(input_ids=batch["input_ids"], attention_mask=mask,
                     position_ids=batch["position_ids"], use_cache=False,
                     logits_to_keep=width + 1)
@@ -90,7 +90,7 @@ def response_logits(model, batch: dict) -> torch.Tensor:
 
     cache = DynamicCache(config=model.config)
     prompt = model(input_ids=batch["prompt_ids"],
-                   attention_mask=full_forward_mask(batch["prompt_mask"], dtype),
+                   attention_mask=full_forward_mask(batch["prompt_mask"], dtype, model),
                    position_ids=batch["prompt_positions"], cache=cache, use_cache=True,
                    logits_to_keep=1)
     first = prompt.logits[:, -1:].float().index_select(0, batch["row_prompt"])
