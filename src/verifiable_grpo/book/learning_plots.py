@@ -31,7 +31,7 @@ def plot_fixed_prompt_run(ours: dict, trl: dict | None = None, window: int = 5) 
     panels = [(2, "mean_exact_kl", "kl", "KL to the reference"),
               (3, "mean_entropy", "entropy", "entropy per token (nats)"),
               (5, "mean_response_tokens", "completions/mean_length", "response length (tokens)")]
-    for index, mine, theirs, title in panels:
+    for index, mine, _theirs, title in panels:
         axes[index].plot(it, [h[mine] for h in history], color="C0", label="ours")
         axes[index].set(title=title, xlabel="iteration")
     clip = [h["clip_low_fraction"] + h["clip_high_fraction"] for h in history]
