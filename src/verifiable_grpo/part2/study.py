@@ -358,14 +358,10 @@ def warmstart_heldout(lock: dict, out, lock_sha: str, progress: bool = False) ->
     return record
 
 
-def _summary(telemetry: list, times: list, result: dict) -> dict:
-    """The manifest's summary: held-out accuracy and the telemetry's means and sums."""
+def telemetry_summary(telemetry: list) -> dict:
+    """The telemetry's means and sums every manifest summary holds (either backend)."""
     last = telemetry[-10:]
     return {
-        "heldout_greedy_all": result["greedy"]["ALL"]["success_rate"],
-        "heldout_greedy_id50": result["greedy"]["ID50"]["success_rate"],
-        "heldout_greedy_ood100": result["greedy"]["OOD100"]["success_rate"],
-        "heldout_per_draw_all": result["per_draw"]["ALL"]["success_rate"],
         "last10_mean_reward": _mean(t["mean_reward"] for t in last),
         "mean_zvf": _mean(t["zvf"] for t in telemetry),
         "mean_gu": _mean(t["gu"] for t in telemetry),
@@ -374,6 +370,17 @@ def _summary(telemetry: list, times: list, result: dict) -> dict:
         "rollouts_generated": sum(t["rollouts_generated"] for t in telemetry),
         "rollouts_discarded": sum(t["rollouts_discarded"] for t in telemetry),
         "tokens_generated": sum(t["tokens_generated"] for t in telemetry),
+    }
+
+
+def _summary(telemetry: list, times: list, result: dict) -> dict:
+    """The manifest's summary: held-out accuracy and the telemetry's means and sums."""
+    return {
+        "heldout_greedy_all": result["greedy"]["ALL"]["success_rate"],
+        "heldout_greedy_id50": result["greedy"]["ID50"]["success_rate"],
+        "heldout_greedy_ood100": result["greedy"]["OOD100"]["success_rate"],
+        "heldout_per_draw_all": result["per_draw"]["ALL"]["success_rate"],
+        **telemetry_summary(telemetry),
         "seconds_per_step": _mean(t["step_seconds"] for t in times),
     }
 

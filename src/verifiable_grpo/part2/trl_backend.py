@@ -288,17 +288,8 @@ def _summary(telemetry: list, result: dict) -> dict:
     # TRL's step_time covers generation, scoring and the update of an optimizer step
     times = [sum(t["step_time"]) if None not in t["step_time"] else t["generation_seconds"]
              for t in telemetry]
-    return {
-        "heldout_greedy_all": result["greedy"]["ALL"]["success_rate"],
-        "last10_mean_reward": _mean(t["mean_reward"] for t in telemetry[-10:]),
-        "mean_zvf": _mean(t["zvf"] for t in telemetry),
-        "mean_gu": _mean(t["gu"] for t in telemetry),
-        "mean_zvf_drawn": _mean(t["zvf_drawn"] for t in telemetry),
-        "mean_reward_drawn": _mean(t["mean_reward_drawn"] for t in telemetry),
-        "rollouts_generated": sum(t["rollouts_generated"] for t in telemetry),
-        "rollouts_discarded": sum(t["rollouts_discarded"] for t in telemetry),
-        "tokens_generated": sum(t["tokens_generated"] for t in telemetry),
-        "seconds_per_step": _mean(times)}
+    return {"heldout_greedy_all": result["greedy"]["ALL"]["success_rate"],
+            **study.telemetry_summary(telemetry), "seconds_per_step": _mean(times)}
 
 
 def _versions() -> dict:
