@@ -94,3 +94,13 @@ def test_a_lock_without_its_pin_is_refused(tmp_path, capsys):
     assert "has no pinned digest" in capsys.readouterr().err
     with pytest.raises(FileExistsError, match="never rewritten"):
         lock_lib.write_lock(lock_lib.read_lock()[0], path)
+
+
+def test_an_arm_on_a_newer_axis_names_that_axis_as_its_treatment():
+    # the baseline leaves the surrogate and correction axes at their defaults, so they are
+    # absent from its mechanics; an arm that sets one must still name it
+    from verifiable_grpo.part2.lock import _treatment_changes
+
+    assert "surrogate" in _treatment_changes("cispo")
+    assert _treatment_changes("grpo_tis") == ["correction"]
+    assert _treatment_changes("dapo") == ["clip", "sampler"]

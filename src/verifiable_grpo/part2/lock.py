@@ -97,7 +97,9 @@ NOTES = [
 def _treatment_changes(name: str) -> list[str]:
     base = objectives.get_objective(BASELINE).mechanics()
     spec = objectives.get_objective(name).mechanics()
-    return sorted(k for k, v in spec.items() if v != base[k])
+    # an axis the baseline leaves at its default is absent from its mechanics (hash growth)
+    return sorted(set(spec) ^ set(base) | {k for k in spec.keys() & base.keys()
+                                            if spec[k] != base[k]})
 
 
 def _arm_entry(name: str) -> dict:
