@@ -100,9 +100,19 @@ def test_a_tool_only_package_imported_at_module_level_is_caught(tmp_path):
     assert "trl" in _imported_top_modules(eager) and "trl" not in _imported_top_modules(lazy)
 
 
+def test_no_chapter_imports_a_tool_only_module():
+    for chapter in EVERY_CHAPTER:
+        imported = {alias.name.split(".")[-1] for node in ast.walk(ast.parse(chapter.read_text()))
+                    if isinstance(node, ast.ImportFrom) for alias in node.names}
+        imported |= {node.module.split(".")[-1] for node in ast.walk(ast.parse(chapter.read_text()))
+                     if isinstance(node, ast.ImportFrom) and node.module}
+        assert not imported & set(colab.TOOL_ONLY_MODULES), chapter.name
+
+
 def test_every_import_the_chapters_need_ships_with_colab():
     files = EVERY_CHAPTER + [p for layer in LAYERS_THE_CHAPTERS_USE
-                        for p in (ROOT / "src" / "verifiable_grpo" / layer).glob("*.py")]
+                        for p in (ROOT / "src" / "verifiable_grpo" / layer).glob("*.py")
+                        if p.stem not in colab.TOOL_ONLY_MODULES]
     third_party = {}
     for path in files:
         for name in _imported_top_modules(path):

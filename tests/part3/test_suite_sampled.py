@@ -110,7 +110,9 @@ def test_the_sampled_command_never_prints_or_saves_a_refuse_completion(tmp_path,
     fake_transformers.AutoModelForCausalLM = types.SimpleNamespace(
         from_pretrained=lambda path: types.SimpleNamespace(eval=lambda: "tuned model"))
     monkeypatch.setitem(sys.modules, "transformers", fake_transformers)
-    monkeypatch.setattr(L.loader, "load", lambda cache=None: ("model", Tokenizer()))
+    from verifiable_grpo.part3.smollm2 import loader
+
+    monkeypatch.setattr(loader, "load", lambda cache=None: ("model", Tokenizer()))
     monkeypatch.setattr(L, "sampled_ids", stand_in)
     assert cli.main(["lab", "suite-sampled", "--out", str(tmp_path / "out"), "--cache", str(cache),
                      "--policy", str(policy)]) == 0
