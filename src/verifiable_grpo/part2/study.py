@@ -358,7 +358,7 @@ def warmstart_heldout(lock: dict, out, lock_sha: str, progress: bool = False) ->
     return record
 
 
-def telemetry_summary(telemetry: list) -> dict:
+def telemetry_summary(telemetry: list, step_seconds: list) -> dict:
     """The telemetry's means and sums every manifest summary holds (either backend)."""
     last = telemetry[-10:]
     return {
@@ -370,6 +370,7 @@ def telemetry_summary(telemetry: list) -> dict:
         "rollouts_generated": sum(t["rollouts_generated"] for t in telemetry),
         "rollouts_discarded": sum(t["rollouts_discarded"] for t in telemetry),
         "tokens_generated": sum(t["tokens_generated"] for t in telemetry),
+        "seconds_per_step": _mean(step_seconds),
     }
 
 
@@ -380,8 +381,7 @@ def _summary(telemetry: list, times: list, result: dict) -> dict:
         "heldout_greedy_id50": result["greedy"]["ID50"]["success_rate"],
         "heldout_greedy_ood100": result["greedy"]["OOD100"]["success_rate"],
         "heldout_per_draw_all": result["per_draw"]["ALL"]["success_rate"],
-        **telemetry_summary(telemetry),
-        "seconds_per_step": _mean(t["step_seconds"] for t in times),
+        **telemetry_summary(telemetry, [t["step_seconds"] for t in times]),
     }
 
 

@@ -279,17 +279,12 @@ def _with_updates(telemetry: list, log_history: list, updates: int) -> list:
     return joined
 
 
-def _mean(values) -> float:
-    values = list(values)
-    return sum(values) / len(values) if values else float("nan")
-
-
 def _summary(telemetry: list, result: dict) -> dict:
     # TRL's step_time covers generation, scoring and the update of an optimizer step
     times = [sum(t["step_time"]) if None not in t["step_time"] else t["generation_seconds"]
              for t in telemetry]
     return {"heldout_greedy_all": result["greedy"]["ALL"]["success_rate"],
-            **study.telemetry_summary(telemetry), "seconds_per_step": _mean(times)}
+            **study.telemetry_summary(telemetry, times)}
 
 
 def _versions() -> dict:
