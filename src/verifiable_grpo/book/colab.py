@@ -25,9 +25,6 @@ COLAB_PREINSTALLED = ("IPython", "ipywidgets", "matplotlib", "numpy", "safetenso
 # Imported only inside the functions of tools that no chapter runs (the TRL parity test,
 # `bench grpo`): not on Colab, and never needed there, as long as the import stays lazy.
 TOOL_ONLY_IMPORTS = ("trl", "datasets", "peft", "accelerate")
-# Command-line-only modules that subclass TRL's trainer, so import it at module level: the
-# `family --backend trl` runner. No chapter may import them (tests/book/test_colab.py).
-TOOL_ONLY_MODULES = ("trl_backend", "trl_backend_trainer")
 
 
 # The libraries whose version can change a recorded number (kernels, tokenisation, file

@@ -57,7 +57,8 @@ def _absolute(node: ast.ImportFrom, current: str, is_package: bool) -> str:
 def direct_imports(path: Path, root: Path = PACKAGE_DIR) -> set[Path]:
     """The project files one module imports (anywhere in it), as paths under `root`."""
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-    current = _dotted(path, root)
+    # a file outside the package (a chapter, a script) has only absolute imports
+    current = _dotted(path, root) if path.is_relative_to(root) else PACKAGE
     found: set[Path] = set()
     for node in ast.walk(tree):
         names: list[str] = []
@@ -103,6 +104,15 @@ def imported_modules(entry: str, root: Path = PACKAGE_DIR) -> tuple[str, ...]:
             todo.extend(_with_packages(found, root) - seen)
         todo.extend(_with_packages(path, root) - seen)
     return tuple(sorted(p.relative_to(root).as_posix() for p in seen))
+
+
+def modules_imported_by(path: Path, root: Path = PACKAGE_DIR) -> tuple[str, ...]:
+    """Every project module a file outside the package (a chapter) imports, directly or not:
+    sorted relative POSIX paths, as imported_modules gives them."""
+    found: set[str] = set()
+    for target in direct_imports(Path(path).resolve(), root):
+        found.update(imported_modules(target.relative_to(root).as_posix(), root))
+    return tuple(sorted(found))
 
 
 def modules_sha256(names: Iterable[str], root: Path = PACKAGE_DIR) -> str:
