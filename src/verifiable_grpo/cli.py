@@ -192,9 +192,12 @@ def _config_argument(p) -> None:
 
 def _learn_arguments(p) -> None:
     _config_argument(p)
-    p.add_argument("what", choices=["fixed-prompts", "fixed-prompts-trl", "lift"],
+    p.add_argument("what", choices=["fixed-prompts", "fixed-prompts-trl", "objectives", "lift"],
                    help="fixed-prompts: GRPO on 8 fixed prompts; fixed-prompts-trl: "
-                        "TRL on the same prompts; lift: the declared held-out study")
+                        "TRL on the same prompts; objectives: chapter II.7's objectives on "
+                        "them; lift: the declared held-out study")
+    p.add_argument("--objectives", nargs="*", default=None,
+                   help="objectives: only these registry entries (default: all nine)")
     p.add_argument("--out", default="runs/learn", help="folder (default runs/learn)")
     p.add_argument("--candidates", nargs="*", default=None,
                    help="lift: only these declared candidates")

@@ -167,6 +167,9 @@ class GRPO:
                                   above(0))
     interrupt_at: int = key("iteration after which the resume check stops", at_least(1))
     checkpoint_every_iterations: int = key("a crash checkpoint every N iterations", at_least(1))
+    objective: str | None = key("a registry entry (training/objectives.py) whose own mechanics "
+                                "replace Part I's GRPO where the entry differs from the Part II "
+                                "grpo arm (null: Part I's GRPO)", absent=None)
     share_prompts: bool = key("batched path (sampling.batched): each distinct prompt of a rollout "
                               "set goes through a model once per pass and its keys/values serve "
                               "its G responses, when sampling, rescoring and in both models of "

@@ -106,7 +106,15 @@ def _history(record: dict) -> list[dict]:
     """What the chapter plots, per iteration."""
     keys = ("mean_reward", "zero_variance_fraction", "mean_exact_kl", "mean_entropy",
             "mean_response_tokens", "clip_low_fraction", "clip_high_fraction", "loss")
-    return [{"iteration": h["iteration"], **{k: h[k] for k in keys}} for h in record["history"]]
+    corrected = ("behaviour_weight_mean", "behaviour_weight_zero_fraction",
+                 "behaviour_weight_min", "behaviour_weight_max")  # objectives with a correction
+
+    def update_means(h):
+        found = [k for k in corrected if k in h["updates"][0]]
+        return {k: sum(u[k] for u in h["updates"]) / len(h["updates"]) for k in found}
+
+    return [{"iteration": h["iteration"], **{k: h[k] for k in keys}, **update_means(h)}
+            for h in record["history"]]
 
 
 def _validation(policy, tokenizer, config, learning: Path, problems: int) -> list[list]:

@@ -6,7 +6,13 @@ from pathlib import Path
 
 from verifiable_grpo.core import files, runlock
 from verifiable_grpo.core.config import ConfigError, load_config, resolve
-from verifiable_grpo.part1 import fixed_prompts, fixed_prompts_trl, lift_study, smollm2_candidate
+from verifiable_grpo.part1 import (
+    fixed_prompt_objectives,
+    fixed_prompts,
+    fixed_prompts_trl,
+    lift_study,
+    smollm2_candidate,
+)
 
 
 def _print_fixed(name: str, result: dict) -> None:
@@ -23,6 +29,11 @@ def command_learn(args) -> int:
     if unknown:   # refused before any folder is touched
         raise ConfigError([f"--candidates: unknown {unknown}; choose from "
                            f"{[c.name for c in lift_study.CANDIDATES]}"])
+    names = getattr(args, "objectives", None)
+    try:
+        fixed_prompt_objectives.check_names(names or [])
+    except ValueError as err:
+        raise ConfigError([f"--objectives: {err}"]) from None
     try:
         out = runlock.usable_folder(args.out)
         with runlock.locked(out, f"learn {args.what}"):
@@ -43,6 +54,8 @@ def _learn(args, base: dict, out: Path) -> int:
         _print_fixed("TRL", result)
         if args.export:
             print(f"recorded {files.save_json(dest / 'trl.json', result)}")
+    elif args.what == "objectives":
+        _learn_objectives(args, base, out / "objectives")
     else:
         for candidate in lift_study.CANDIDATES:
             if args.candidates is None and candidate.model != "tiny":
@@ -64,3 +77,10 @@ def _export_lift(base: dict, runs: Path) -> None:
         print(f"recorded {lift_study.export(base, runs)}")
     if smollm2_candidate.MODEL in finished:
         print(f"recorded {lift_study.export_own_warm_start(runs)}")
+
+
+def _learn_objectives(args, base: dict, runs: Path) -> None:
+    for name in args.objectives or fixed_prompt_objectives.OBJECTIVES_RUN:
+        _print_fixed(name, fixed_prompt_objectives.run_objective(base, runs, name))
+    if args.export:
+        print(f"recorded {fixed_prompt_objectives.export(runs)}")

@@ -113,6 +113,7 @@ class _Tally:
                                                   "clip_high": 0.0, "outside": 0.0})
     ratio_min: float = float("inf")
     ratio_max: float = float("-inf")
+    weight_range: tuple = (float("inf"), float("-inf"))  # behaviour weights, if corrected
     audits: list = field(default_factory=list)
 
     def add(self, chunk: list[dict], step: dict, audit: dict, exact: torch.Tensor,
@@ -124,6 +125,12 @@ class _Tally:
         self.counts["tokens"] += tokens
         for name in ("clip_low", "clip_high", "outside"):
             self.counts[name] += audit[f"{name}_fraction"] * tokens
+        if "behaviour_weights" in audit:  # only objectives with a correction report it
+            weights = audit["behaviour_weights"][mask]
+            self.counts["weight_zero"] = self.counts.get("weight_zero", 0) + int((weights == 0).sum())
+            self.counts["weight_sum"] = self.counts.get("weight_sum", 0.0) + float(weights.sum())
+            self.weight_range = (min(self.weight_range[0], float(weights.min())),
+                                 max(self.weight_range[1], float(weights.max())))
         ratios = audit["ratios"]
         active = ratios[mask]
         self.ratio_min = min(self.ratio_min, float(active.min()))
@@ -155,7 +162,12 @@ class _Tally:
             return losses.response_prompt_mean(values, len(groups), group_size, padded)
 
         tokens = self.counts["tokens"]
-        return {"loss": reduced(self.per["loss"]), "surrogate": reduced(self.per["surrogate"]),
+        corrected = ({"behaviour_weight_mean": self.counts["weight_sum"] / tokens,
+                      "behaviour_weight_zero_fraction": self.counts["weight_zero"] / tokens,
+                      "behaviour_weight_min": self.weight_range[0],
+                      "behaviour_weight_max": self.weight_range[1]}
+                     if "weight_sum" in self.counts else {})
+        return {**corrected, "loss": reduced(self.per["loss"]), "surrogate": reduced(self.per["surrogate"]),
                 "mean_exact_kl": response_mean(self.per["exact"]),
                 "mean_entropy": response_mean(self.per["entropy"]),
                 "clip_low_fraction": self.counts["clip_low"] / tokens,
@@ -166,6 +178,27 @@ class _Tally:
 
 
 # --------------------------------------------------------------------------- the loop
+def _trainer_old(objective, current, tensors: dict, chunk: list[dict], memo: dict | None):
+    """With a behaviour correction, the trainer's own log-probs at the rollout's parameters
+    (the ratio's denominator): the first update of a rollout set computes them (its
+    `current`, detached) and keeps them per response in `memo` for the later updates.
+    Without a memo every update uses its own `current` (exact for the first update only)."""
+    if objective.correction.kind == "none":
+        return None
+    keys = [("trainer_old", row["rollout_id"]) for row in chunk]
+    if memo is not None and all(k in memo for k in keys):
+        padded = torch.zeros_like(current)
+        for i, (k, n) in enumerate(zip(keys, tensors["lengths"])):
+            padded[i, :n] = memo[k]
+        return padded
+    detached = current.detach()
+    if memo is not None:
+        for i, (k, n) in enumerate(zip(keys, tensors["lengths"])):
+            memo[k] = detached[i, :n].clone()
+    return detached
+
+
+
 def accumulate_gradients(policy, reference, groups: list[dict], config: dict,
                          objective: objectives.Objective | None = None,
                          slots: int | None = None, reference_memo: dict | None = None,
@@ -204,8 +237,9 @@ def accumulate_gradients(policy, reference, groups: list[dict], config: dict,
                                  device=device)
         kl = objectives.kl_per_token(objective, current_logits, reference_logits,
                                      tensors["targets"], block_size=block)
+        trainer_old = _trainer_old(objective, current, tensors, chunk, reference_memo)
         loss, audit = objectives.response_losses(objective, current, tensors["old"], advantage,
-                                                 tensors["mask"], kl)
+                                                 tensors["mask"], kl, trainer_old)
         if not torch.isfinite(loss).all():
             bad = (~torch.isfinite(loss)).nonzero().flatten().tolist()
             raise ValueError(f"non-finite GRPO loss on {chunk[bad[0]]['rollout_id']}")

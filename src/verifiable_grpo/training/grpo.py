@@ -260,7 +260,7 @@ def _sample(run: GRPORun, iteration: int) -> tuple[list, str, float]:
                                         run.config, run.generator, run.budget["group_size"],
                                         group_id=group_id, policy_digest=behaviour_digest)
                    for index, group_id in zip(indices, group_ids)]
-    groups = [objectives.with_advantages(group, objective) for group in sampled]
+    groups = objectives.batch_with_advantages(sampled, objective)
     rows = [r for g in groups for r in g["responses"]]
     ids = [r["rollout_id"] for r in rows]
     consumed = set(run.consumed)
@@ -444,6 +444,10 @@ def run_grpo_branch(config: dict, out_dir, branch: str = "grpo", mode: str = "co
     if cfg.grpo.share_prompts and not cfg.sampling.batched:
         raise ConfigError(["grpo.share_prompts: needs sampling.batched (the one-at-a-time path "
                            "has no prompt to share); set it to false"])
+    try:
+        objectives.objective_from_config(config)
+    except ValueError as error:
+        raise ConfigError([f"grpo.objective: {error}"]) from None
     budget = branch_budget(config, branch, group_size, iterations, interrupt_at)
     out_dir = Path(out_dir)
     paths = _paths(out_dir, branch, mode)

@@ -205,14 +205,41 @@ def get_objective(name: str) -> Objective:
 
 def objective_from_config(config: dict) -> Objective:
     """Part I's objective with the config's grpo.advantage_epsilon, clip_epsilon and
-    kl_coefficient (the shipped profiles reproduce the registry's "part1" exactly)."""
+    kl_coefficient (the shipped profiles reproduce the registry's "part1" exactly); with
+    grpo.objective set, that entry's own mechanics laid over it (`on_part1`)."""
     grpo = typed(config).grpo
     base = OBJECTIVES["part1"]
-    return dataclasses.replace(
+    part1 = dataclasses.replace(
         base,
         advantages=dataclasses.replace(base.advantages, epsilon=grpo.advantage_epsilon),
         clip=ClipInterval(grpo.clip_epsilon, grpo.clip_epsilon),
         kl=KLTerm("exact_prefix", grpo.kl_coefficient))
+    if grpo.objective is None or grpo.objective == "part1":
+        return part1
+    return on_part1(get_objective(grpo.objective), part1)
+
+
+# The axes an entry may carry over to Part I's loop; the sampler is not one of them (the
+# loop samples G answers per prompt, nothing else).
+TRANSPLANTED_AXES = ("advantages", "ratio", "clip", "aggregation", "kl", "surrogate",
+                     "correction")
+
+
+def on_part1(entry: Objective, part1: Objective | None = None) -> Objective:
+    """Part I's GRPO (exact prefix KL, population std) with `entry`'s own mechanics: every
+    axis on which the entry differs from the Part II grpo arm (the entries are written as
+    "the grpo arm except ..."), so one comparison changes one idea at a time. Entries with
+    their own sampler are refused: Part I's loop samples a fixed G per prompt."""
+    part1 = OBJECTIVES["part1"] if part1 is None else part1
+    arm = OBJECTIVES["grpo"]
+    if entry.sampler != arm.sampler:
+        raise ValueError(f"objective {entry.name}: its sampler ({entry.sampler.describe()}) "
+                         "needs Part II's loop; Part I's samples G answers per prompt")
+    own = {axis: getattr(entry, axis) for axis in TRANSPLANTED_AXES
+           if getattr(entry, axis) != getattr(arm, axis)}
+    return dataclasses.replace(part1, name=f"part1_{entry.name}",
+                               description=f"Part I's GRPO with {entry.name}'s "
+                                           f"{', '.join(own) or 'nothing'}", **own)
 
 
 COLUMNS = ("name", "advantages", "ratio", "clip", "aggregation", "KL", "sampler", "sha256")

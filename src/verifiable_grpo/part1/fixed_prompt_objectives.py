@@ -1,0 +1,117 @@
+"""The newer objectives of chapter II.7, each trained where GRPO visibly learns.
+
+The setting is Part I's fixed-prompt run (fixed_prompts.RECORDED_SETTING: the same eight
+prompts, G = 8, lr 1e-4, 60 iterations, the same seeds) with one change per run: the
+objective. Each run uses `objectives.on_part1(entry)`, Part I's GRPO (population std,
+exact prefix KL x 0.02) with the entry's own mechanics (its surrogate, baseline,
+aggregation, clip or behaviour correction), so each comparison changes one idea. The
+recorded Part I run (data/recorded/fixed-prompts/ours.json) is the GRPO column: its
+prompts, their success before training and the probe's draw seeds are shared by every
+run, so the differences are paired prompt by prompt. No validation probe: chapter 10
+showed the setting does not carry to new problems.
+
+Declared before the runs (this module's first commit): the nine entries of OBJECTIVES_RUN,
+the setting, and the summary: success after training on the eight prompts (32 draws each)
+with a Wilson interval, and its difference from GRPO's with a 95 % bootstrap interval
+over the eight prompts.
+"""
+from __future__ import annotations
+
+import copy
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+
+from verifiable_grpo.core import files
+from verifiable_grpo.core.config import resolve
+from verifiable_grpo.evaluation import statistics
+from verifiable_grpo.part1 import fixed_prompts
+from verifiable_grpo.training import objectives
+
+OBJECTIVES_RUN = ("cispo", "gmpo", "sapo", "rloo", "reinforce_pp", "reinforce",
+                  "reinforce_baseline", "grpo_tis", "grpo_mis")
+SETTING = dataclasses.replace(fixed_prompts.RECORDED_SETTING, name="objectives",
+                              validation_problems=0)
+RECORDED = "data/recorded/fixed-prompts/objectives.json"
+BOOTSTRAP_SEED = 2026
+
+
+def check_names(names) -> list[str]:
+    """The names, each a registry entry that Part I's loop can run (else ValueError)."""
+    for name in names:
+        objectives.on_part1(objectives.get_objective(name))
+    return list(names)
+
+
+def objective_config(base: dict, name: str) -> dict:
+    config = copy.deepcopy(base)
+    config["grpo"]["objective"] = name
+    return config
+
+
+def seed_selection(out: Path, recorded: dict) -> None:
+    """The recorded run's prompts as this run's selection (the same warm start and draw
+    seeds would choose them again; reading them saves the 32-draw scan)."""
+    selection = out / "selection.json"
+    if not selection.is_file():
+        out.mkdir(parents=True, exist_ok=True)
+        files.save_json(selection, [{"document_id": p["document_id"], "before": p["before"]}
+                                    for p in recorded["prompts"]])
+
+
+def run_objective(base: dict, runs: Path, name: str, progress: bool = True) -> dict:
+    """One objective's run in RUNS/NAME (continued where it stopped); its result."""
+    check_names([name])
+    out = Path(runs) / name
+    seed_selection(out, fixed_prompts.recorded()["ours"])
+    result = fixed_prompts.run(objective_config(base, name), out, SETTING, progress=progress)
+    return {"objective": name, **result}
+
+
+def export(runs: Path, names=OBJECTIVES_RUN) -> Path:
+    """RECORDED from every finished run in RUNS (histories kept, provenance kept)."""
+    found = {}
+    for name in names:
+        done = Path(runs) / name / "result.json"
+        if done.is_file():
+            found[name] = files.read_json(done)
+    if not found:
+        raise FileNotFoundError(f"no finished objective run under {runs}")
+    return files.save_json(resolve(RECORDED), {"setting": dataclasses.asdict(SETTING),
+                                               "runs": found})
+
+
+def recorded(path: str = RECORDED) -> dict:
+    return files.read_json(resolve(path))
+
+
+def _rates(result: dict, key: str) -> np.ndarray:
+    draws = result["setting"]["draws"]
+    return np.array([p[key] / draws for p in result["prompts"]], dtype=np.float64)
+
+
+def comparison(runs: dict, grpo: dict, resamples: int = 10_000) -> list[dict]:
+    """One row per run (GRPO first): success after training with its Wilson interval, and
+    the paired difference from GRPO with a bootstrap interval over the prompts."""
+    ids = [p["document_id"] for p in grpo["prompts"]]
+    rows = []
+    for name, result in {"grpo (part1)": grpo, **runs}.items():
+        if [p["document_id"] for p in result["prompts"]] != ids:
+            raise ValueError(f"{name}: trained on other prompts than the GRPO run")
+        after = _rates(result, "after")
+        total = result["setting"]["draws"] * len(ids)
+        hits = sum(p["after"] for p in result["prompts"])
+        rng = np.random.default_rng(BOOTSTRAP_SEED)
+        paired = statistics.paired_bootstrap(after, _rates(grpo, "after"), rng, resamples)
+        summary = fixed_prompts.summary(result)
+        rows.append({"objective": name, "after": hits / total,
+                     "after_interval": statistics.wilson_interval(hits, total),
+                     "difference": paired["difference"],
+                     "difference_interval": (paired["low"], paired["high"]),
+                     "prompts_improved": summary["prompts_improved"],
+                     "reward_first_fifth": summary["reward_first_fifth"],
+                     "reward_last_fifth": summary["reward_last_fifth"],
+                     "final_exact_kl": result["history"][-1]["mean_exact_kl"],
+                     "final_entropy": result["history"][-1]["mean_entropy"]})
+    return rows
