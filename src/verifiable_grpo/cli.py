@@ -198,6 +198,8 @@ def _learn_arguments(p) -> None:
                         "them; lift: the declared held-out study")
     p.add_argument("--objectives", nargs="*", default=None,
                    help="objectives: only these registry entries (default: all nine)")
+    p.add_argument("--mismatch", action="store_true",
+                   help="objectives: then Part I's GRPO, TIS and MIS with a bfloat16 sampler")
     p.add_argument("--out", default="runs/learn", help="folder (default runs/learn)")
     p.add_argument("--candidates", nargs="*", default=None,
                    help="lift: only these declared candidates")

@@ -128,6 +128,10 @@ class Sampling:
     batched: bool = key("decode every response of a rollout set (and of an evaluation pass) in "
                         "one padded batch, and score them in padded batches (false: one "
                         "sequence at a time, the specification's path)", absent=False)
+    precision: str = key("number format of the sampler's forward passes: float32 (the "
+                         "trainer's), or bfloat16 autocast to make the sampler differ from the "
+                         "trainer on purpose (chapter II.6's mismatch, on a run)",
+                         one_of("float32", "bfloat16"), absent="float32")
 
 
 @dataclass(frozen=True)
@@ -256,6 +260,12 @@ def rule(cls: type, *needs: str):
         RULES.setdefault(cls, []).append((needs, function))
         return function
     return register
+
+
+@rule(Sampling, "precision", "batched")
+def _bfloat16_sampler_is_batched(s, _section):
+    if s["precision"] != "float32" and not s["batched"]:
+        yield "precision", f"{s['precision']} sampling needs batched: true (the batched sampler)"
 
 
 @rule(Model, "source", "name", "revision", "path")

@@ -33,6 +33,13 @@ OBJECTIVES_RUN = ("cispo", "gmpo", "sapo", "rloo", "reinforce_pp", "reinforce",
                   "reinforce_baseline", "grpo_tis", "grpo_mis")
 SETTING = dataclasses.replace(fixed_prompts.RECORDED_SETTING, name="objectives",
                               validation_problems=0)
+# The mismatch made on purpose (chapter II.6 on a run): the sampler decodes under bfloat16
+# autocast, the trainer stays float32; Part I's GRPO without a correction, with TIS and
+# with MIS. The captured-vs-rescored check cannot hold (that gap is the point), so its
+# tolerance is set out of the way; the probes sample in float32 as before.
+MISMATCH_RUNS = ("part1", "grpo_tis", "grpo_mis")
+MISMATCH_PRECISION = "bfloat16"
+MISMATCH_VERIFY_TOLERANCE = 100.0
 RECORDED = "data/recorded/fixed-prompts/objectives.json"
 BOOTSTRAP_SEED = 2026
 
@@ -40,7 +47,8 @@ BOOTSTRAP_SEED = 2026
 def check_names(names) -> list[str]:
     """The names, each a registry entry that Part I's loop can run (else ValueError)."""
     for name in names:
-        objectives.on_part1(objectives.get_objective(name))
+        if name != "part1":
+            objectives.on_part1(objectives.get_objective(name))
     return list(names)
 
 
@@ -48,6 +56,17 @@ def objective_config(base: dict, name: str) -> dict:
     config = copy.deepcopy(base)
     config["grpo"]["objective"] = name
     return config
+
+
+def mismatch_config(base: dict, name: str) -> dict:
+    config = objective_config(base, name)
+    config["sampling"]["precision"] = MISMATCH_PRECISION
+    config["grpo"]["verify_tolerance"] = MISMATCH_VERIFY_TOLERANCE
+    return config
+
+
+def run_name(name: str, mismatch: bool) -> str:
+    return f"{MISMATCH_PRECISION}-sampler-{name}" if mismatch else name
 
 
 def seed_selection(out: Path, recorded: dict) -> None:
@@ -60,19 +79,24 @@ def seed_selection(out: Path, recorded: dict) -> None:
                                     for p in recorded["prompts"]])
 
 
-def run_objective(base: dict, runs: Path, name: str, progress: bool = True) -> dict:
-    """One objective's run in RUNS/NAME (continued where it stopped); its result."""
+def run_objective(base: dict, runs: Path, name: str, progress: bool = True,
+                  mismatch: bool = False) -> dict:
+    """One objective's run in RUNS/NAME (continued where it stopped); its result. mismatch:
+    the bfloat16 sampler (MISMATCH_RUNS)."""
     check_names([name])
-    out = Path(runs) / name
+    out = Path(runs) / run_name(name, mismatch)
     seed_selection(out, fixed_prompts.recorded()["ours"])
-    result = fixed_prompts.run(objective_config(base, name), out, SETTING, progress=progress)
+    config = mismatch_config(base, name) if mismatch else objective_config(base, name)
+    result = fixed_prompts.run(config, out, SETTING, progress=progress)
     return {"objective": name, **result}
 
 
 def export(runs: Path, names=OBJECTIVES_RUN) -> Path:
-    """RECORDED from every finished run in RUNS (histories kept, provenance kept)."""
+    """RECORDED from every finished run in RUNS (histories kept, provenance kept): the
+    objectives' runs, and the mismatch runs under their run names."""
     found = {}
-    for name in names:
+    wanted = list(names) + [run_name(n, True) for n in MISMATCH_RUNS]
+    for name in wanted:
         done = Path(runs) / name / "result.json"
         if done.is_file():
             found[name] = files.read_json(done)

@@ -72,6 +72,14 @@ def setting_config(base: dict, setting: FixedPromptSetting) -> dict:
     return config
 
 
+def probe_config(config: dict) -> dict:
+    """The config the probes sample with: the trainer's float32 path, whatever sampler
+    precision training used (the selection measured success that way)."""
+    probe = copy.deepcopy(config)
+    probe["sampling"].pop("precision", None)
+    return probe
+
+
 def success_counts(policy, tokenizer, config: dict, examples: list[dict], draws: int,
                    seed_base: int = SELECTION_SEED_BASE) -> list[int]:
     """Sampled successes out of `draws` for each example (draw seeds fixed per position)."""
@@ -159,7 +167,8 @@ def run(base: dict, out, setting: FixedPromptSetting = RECORDED_SETTING,
     policy.load_state_dict(checkpoint.load_state(folder.state("grpo", "continuous"))["model"])
     policy.eval()
     trained_examples = data.read_examples(train / "learning-data", "train")
-    after = success_counts(policy, tokenizer, config, trained_examples, setting.draws)
+    after = success_counts(policy, tokenizer, probe_config(config), trained_examples,
+                           setting.draws)
     learning = out / "base" / "learning-data"
     result = {"setting": asdict(setting), "config_grpo": config["grpo"],
               "prompts": [{**c, "after": a} for c, a in zip(chosen, after)],

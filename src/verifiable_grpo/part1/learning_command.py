@@ -82,5 +82,9 @@ def _export_lift(base: dict, runs: Path) -> None:
 def _learn_objectives(args, base: dict, runs: Path) -> None:
     for name in args.objectives or fixed_prompt_objectives.OBJECTIVES_RUN:
         _print_fixed(name, fixed_prompt_objectives.run_objective(base, runs, name))
+    if args.mismatch:
+        for name in fixed_prompt_objectives.MISMATCH_RUNS:
+            result = fixed_prompt_objectives.run_objective(base, runs, name, mismatch=True)
+            _print_fixed(fixed_prompt_objectives.run_name(name, True), result)
     if args.export:
         print(f"recorded {fixed_prompt_objectives.export(runs)}")

@@ -29,6 +29,7 @@ the batch's wall time: the rows of a batch sum to it.
 """
 from __future__ import annotations
 
+import contextlib
 import time
 
 import torch
@@ -153,6 +154,29 @@ def generate_batch(model, tokenizer, prompt_rows: list[list[int]], config: dict,
 
     synchronize(device)
     start = time.perf_counter()
+    with _sampler_precision(cfg.sampling.precision, device):
+        tokens, behaviour, lengths = _decode(model, prompt_rows, cfg, generator, greedy, eos,
+                                             share_prompts, device)
+    synchronize(device)
+    seconds = time.perf_counter() - start
+
+    return _response_rows(tokenizer, prompt_rows, tokens, behaviour, lengths, eos,
+                          {"seconds": seconds / batch, "greedy": bool(greedy),
+                           "kv_cache": use_cache, "policy_digest": policy_digest})
+
+
+def _sampler_precision(precision: str, device):
+    """bfloat16: autocast the sampler's forward passes (its log-probs then differ from the
+    float32 trainer's: a training-inference mismatch made on purpose)."""
+    if precision == "float32":
+        return contextlib.nullcontext()
+    return torch.autocast(torch.device(device).type, dtype=torch.bfloat16)
+
+
+def _decode(model, prompt_rows, cfg, generator, greedy, eos, share_prompts, device):
+    """The token-by-token loop: (tokens, behaviour log-probs, lengths), each [B, ...]."""
+    batch = len(prompt_rows)
+    use_cache = cfg.sampling.use_kv_cache
     ids, mask, position = left_padded(prompt_rows, eos, device)
     cache = None
     if use_cache:
@@ -205,12 +229,7 @@ def generate_batch(model, tokenizer, prompt_rows: list[list[int]], config: dict,
         mask = torch.cat([mask, torch.ones_like(step_ids)], dim=1)
         step_mask = mask  # a real query: the plain [B, T] mask is safe from here on
         position = torch.cat([position, step_positions], dim=1)
-    synchronize(device)
-    seconds = time.perf_counter() - start
-
-    return _response_rows(tokenizer, prompt_rows, tokens, behaviour, lengths, eos,
-                          {"seconds": seconds / batch, "greedy": bool(greedy),
-                           "kv_cache": use_cache, "policy_digest": policy_digest})
+    return tokens, behaviour, lengths
 
 
 def _response_rows(tokenizer, prompt_rows, tokens, behaviour, lengths, eos,
