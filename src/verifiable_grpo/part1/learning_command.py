@@ -80,7 +80,8 @@ def _export_lift(base: dict, runs: Path) -> None:
 
 
 def _learn_objectives(args, base: dict, runs: Path) -> None:
-    for name in args.objectives or fixed_prompt_objectives.OBJECTIVES_RUN:
+    names = fixed_prompt_objectives.OBJECTIVES_RUN if args.objectives is None else args.objectives
+    for name in names:  # --objectives with no names: none (e.g. only --mismatch)
         _print_fixed(name, fixed_prompt_objectives.run_objective(base, runs, name))
     if args.mismatch:
         for name in fixed_prompt_objectives.MISMATCH_RUNS:
