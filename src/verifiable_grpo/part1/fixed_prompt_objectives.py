@@ -25,6 +25,7 @@ import numpy as np
 
 from verifiable_grpo.core import files
 from verifiable_grpo.core.config import resolve
+from verifiable_grpo.core.runfolder import RunFolder
 from verifiable_grpo.evaluation import statistics
 from verifiable_grpo.part1 import fixed_prompts
 from verifiable_grpo.training import objectives
@@ -99,11 +100,20 @@ def export(runs: Path, names=OBJECTIVES_RUN) -> Path:
     for name in wanted:
         done = Path(runs) / name / "result.json"
         if done.is_file():
-            found[name] = files.read_json(done)
+            found[name] = {**files.read_json(done),
+                           "first_update_clip_fraction": _first_update_clip(Path(runs) / name)}
     if not found:
         raise FileNotFoundError(f"no finished objective run under {runs}")
     return files.save_json(resolve(RECORDED), {"setting": dataclasses.asdict(SETTING),
                                                "runs": found})
+
+
+def _first_update_clip(out: Path) -> list[float]:
+    """Per iteration, the clipped share of tokens in its first update (where the policy
+    still is the rollout's, so any clipping comes from the sampler/trainer gap)."""
+    record = files.read_json(RunFolder(out / "train").record("grpo", "continuous"))
+    return [h["updates"][0]["clip_low_fraction"] + h["updates"][0]["clip_high_fraction"]
+            for h in record["history"]]
 
 
 def recorded(path: str = RECORDED) -> dict:
