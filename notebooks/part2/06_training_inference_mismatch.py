@@ -237,6 +237,36 @@ print("each correction moves the gradient by more than 1%:",
 # by several percent on 16 responses: a correction removes the sampler's bias in
 # expectation and pays for it in variance.
 #
+# ## The mismatch on a training run
+#
+# One gradient is a snapshot; a run compounds it. Three runs repeat chapter I.6's
+# fixed-prompt GRPO (eight prompts, G = 8, 60 iterations, the same seeds) with a sampler
+# that decodes under bfloat16 autocast while the trainer stays float32: Part I's GRPO with
+# the sampler's log-probs as old (no correction), the same with token-level truncation
+# (`grpo_tis`, $C = 3$), and with the sequence mask (`grpo_mis`, TRL's default). The
+# book's $2\times10^{-4}$ check would stop every update of such a run, so its tolerance is
+# set aside for these three; after training, every policy is probed with the float32
+# sampler that measured the prompts before. "Clipped in first updates" is the share of
+# tokens PPO's clip cut in the first update of each rollout set, where the policy still
+# *is* the sampler's, so every clipped token there is the mismatch's doing; the weights
+# are the corrections' over all 120 updates.
+
+# %%
+from verifiable_grpo.book import objective_plots
+from verifiable_grpo.part1 import fixed_prompt_objectives, fixed_prompts
+
+recorded_runs = fixed_prompt_objectives.recorded()
+grpo_run = fixed_prompts.recorded()["ours"]
+mismatch_names = [fixed_prompt_objectives.run_name(n, True)
+                  for n in fixed_prompt_objectives.MISMATCH_RUNS]
+mismatch_comparison = fixed_prompt_objectives.comparison(
+    {name: recorded_runs["runs"][name] for name in mismatch_names}, grpo_run)
+Table(list(objective_plots.MISMATCH_COLUMNS),
+      objective_plots.mismatch_rows(recorded_runs, grpo_run, mismatch_comparison), digits=3)
+
+# %% [markdown]
+# MISMATCH_PROSE
+#
 # ## Exercise: TRL's default correction
 #
 # Write `my_sequence_mask(train, sample, mask, cap)` for float64 log-probs `[B, T]` and a

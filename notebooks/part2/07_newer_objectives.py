@@ -222,6 +222,36 @@ Table(*newer_objectives.trl_rows())
 # whole optimizer step as one micro-batch. The two agree with a single micro-batch;
 # `objectives.response_weights(..., micro_batches=k)` gives TRL's convention.
 #
+# ## Each objective, trained
+#
+# Tables of weights say what an objective *would* do to a token. To see what it does to a
+# policy, each entry above was trained where chapter I.6 watched GRPO learn: the same eight
+# training prompts (warm-start success between 10 and 50 %), G = 8, learning rate
+# $10^{-4}$, 60 iterations of two updates, the exact prefix KL with $\beta = 0.02$, and the
+# same seeds. One thing changes per run: the entry's own part (its baseline, surrogate,
+# aggregation or correction) replaces Part I's in `objectives.on_part1`, and everything
+# else stays Part I's GRPO, which is the black curve and the first row. After training,
+# every policy answers each prompt 32 times with the draw seeds that measured it before,
+# so each run's success is paired with GRPO's prompt by prompt. The interval on a
+# difference resamples the eight prompts (a prompt is the unit that varies), so it is wide:
+# eight prompts can show a large effect, not a small one.
+
+# %%
+from verifiable_grpo.book import objective_plots
+from verifiable_grpo.part1 import fixed_prompt_objectives, fixed_prompts
+
+recorded_runs = fixed_prompt_objectives.recorded()["runs"]
+grpo_run = fixed_prompts.recorded()["ours"]
+objective_runs = {name: recorded_runs[name] for name in fixed_prompt_objectives.OBJECTIVES_RUN}
+comparison = fixed_prompt_objectives.comparison(objective_runs, grpo_run)
+Table(*objective_plots.comparison_table(comparison), digits=3)
+
+# %%
+display(show(objective_plots.plot_objective_runs(grpo_run, objective_runs, comparison)))
+
+# %% [markdown]
+# RESULTS_PROSE
+#
 # ## Exercise: CISPO's per-token loss
 #
 # Write `my_cispo(current, old, advantages, cap)` for float64 log-probabilities `[B, T]`

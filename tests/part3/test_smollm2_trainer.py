@@ -67,6 +67,21 @@ def test_a_killed_run_continues_to_the_same_bits(tmp_path):
         assert torch.equal(a, b), n
 
 
+def test_a_crash_state_keeps_only_the_trained_tensors_and_refuses_another_run(tmp_path):
+    from verifiable_grpo.core import crash
+
+    batches = T.random_batches(len(ROWS), 4, batch=4)
+    model = _micro()
+    trained = {"model.embed_tokens.weight": model.get_input_embeddings().weight}
+    T.train(model, trained, ROWS, batches, 1e-2, tmp_path, "t", every=2, log=lambda _: None)
+    state, _ = crash.latest(tmp_path, "t")
+    assert list(state["model"]) == ["tensors.model:embed_tokens:weight"]
+    assert state["step"] == 2 and len(state["history"]) == 2
+    with pytest.raises(ValueError, match="refusing to resume.*learning_rate"):
+        T.train(_micro(), {"model.embed_tokens.weight": _micro().get_input_embeddings().weight},
+                ROWS, batches, 5e-3, tmp_path, "t", every=2, log=lambda _: None)
+
+
 def test_row_reinitialisation_is_seeded_and_changes_the_tied_head():
     a, b = _micro(), _micro()
     before = a.get_input_embeddings().weight[3].clone()

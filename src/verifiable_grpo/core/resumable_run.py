@@ -1,4 +1,5 @@
-"""The skeleton every resumable training run shares: SFT, GRPO and the family study.
+"""The skeleton every resumable training run shares: SFT, GRPO, the family study and the
+model labs (part3.smollm2.trainer).
 
 A run holds an identity (what a resumed run must share with the one that saved the state),
 a trained policy, AdamW and its schedule, and its own position and random streams. The

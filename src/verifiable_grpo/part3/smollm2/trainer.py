@@ -2,19 +2,24 @@
 AdamW, gradient clipping at 1.0, an optional warmup + cosine schedule; crash-safe.
 
 The batch order is fixed in advance from a seeded generator, and the model has no dropout,
-so a run's state is just (trained tensors, AdamW, scheduler, history). Every `every` steps
-that state goes to OUT/crash/<stage>/ (core.crash); a rerun after a kill continues from the
-newest complete one and ends in the same bits as an uninterrupted run.
+so a run's state is just (trained tensors, AdamW, scheduler, history): a `LabRun` on the
+skeleton SFT, GRPO and the study share (core.resumable_run). Every `every` steps that state
+goes to OUT/crash/<stage>/ (core.crash); a rerun after a kill continues from the newest
+complete one, after checking it belongs to this run, and ends in the same bits as an
+uninterrupted run.
 """
 from __future__ import annotations
 
 import math
 import time
+from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import torch
 
-from verifiable_grpo.core import crash
+from verifiable_grpo.core.config import canonical_json, sha256_bytes
+from verifiable_grpo.core.resumable_run import ResumableRun
 from verifiable_grpo.part3.smollm2.chat_data import EncodedRow, batch_loss
 
 BATCH = 16
@@ -47,25 +52,65 @@ def warmup_cosine(steps: int, warmup: int):
     return factor
 
 
+class _Trained(torch.nn.Module):
+    """The trained tensors as one module, so a lab's state holds what it trains (a LoRA's
+    adapters, two embedding rows) and not the frozen 135M weights. The parameters are the
+    model's own objects: loading a state writes into the model."""
+
+    def __init__(self, parameters: dict[str, torch.nn.Parameter]):
+        super().__init__()
+        self.tensors = torch.nn.ParameterDict(
+            {name.replace(".", ":"): p for name, p in parameters.items()})
+
+
+@dataclass
+class LabRun(ResumableRun):
+    """A model lab's update loop on core.resumable_run's skeleton: identity, trained
+    tensors, AdamW and its schedule, and the loop's position and history."""
+    identity: dict
+    policy: torch.nn.Module
+    optimizer: torch.optim.Optimizer
+    scheduler: object
+    history: list = field(default_factory=list)
+    done: int = 0
+    seconds: float = 0.0
+
+    CODE_ENTRY = "part3/smollm2/trainer.py"
+
+    def run_state(self) -> dict:
+        return {"step": self.done, "seconds": self.seconds, "history": self.history}
+
+    def load_run_state(self, state: dict) -> None:
+        self.done, self.seconds, self.history = state["step"], state["seconds"], state["history"]
+
+    def check_boundary(self, what: str) -> None:
+        if len(self.history) != self.done:
+            raise ValueError(f"{what}: {len(self.history)} updates in the history at step "
+                             f"{self.done}")
+
+
+def lab_identity(parameters: dict, batches: list[list[int]], lr: float, stage: str) -> dict:
+    """What a continued lab run must share with the one that saved the state."""
+    return {"stage": stage, "learning_rate": lr, "updates": len(batches),
+            "batches_sha256": sha256_bytes(canonical_json(batches)),
+            "trained": {name: list(p.shape) for name, p in parameters.items()},
+            "code_sha256": LabRun.code_sha256()}
+
+
 def train(model, parameters: dict[str, torch.nn.Parameter], encoded: list[EncodedRow],
           batches: list[list[int]], lr: float, out, stage: str, every: int = 5,
           schedule=None, log=print) -> dict:
-    """Run len(batches) updates of `parameters` (name -> tensor); -> history and seconds."""
+    """Run len(batches) updates of `parameters` (name -> tensor); -> history and seconds.
+    A crash checkpoint every `every` updates; a rerun continues from the newest one (and
+    refuses one from another run: other batches, rate, tensors or code)."""
     optimizer = torch.optim.AdamW(list(parameters.values()), lr=lr, weight_decay=0.0)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule or (lambda s: 1.0))
-    history, done, seconds = [], 0, 0.0
-    found = crash.latest(out, stage)
-    if found is not None:
-        state, _ = found
-        with torch.no_grad():
-            for name, tensor in state["parameters"].items():
-                parameters[name].copy_(tensor)
-        optimizer.load_state_dict(state["optimizer"])
-        scheduler.load_state_dict(state["scheduler"])
-        history, done, seconds = state["history"], state["step"], state["seconds"]
-        log(f"continuing {stage} after update {done} (crash checkpoint)")
+    run = LabRun(lab_identity(parameters, batches, lr, stage), _Trained(parameters),
+                 optimizer, scheduler)
+    if run.continue_after_crash(Path(out), stage, outputs=[]) is not None:
+        log(f"continuing {stage} after update {run.done} (crash checkpoint)")
     model.eval()  # no dropout: the update is a function of the batch alone
-    for step in range(done, len(batches)):
+    for step in range(run.done, len(batches)):
         begin = time.perf_counter()
         loss, count = batch_loss(model, [encoded[i] for i in batches[step]])
         loss = loss / count
@@ -74,13 +119,11 @@ def train(model, parameters: dict[str, torch.nn.Parameter], encoded: list[Encode
         torch.nn.utils.clip_grad_norm_(list(parameters.values()), 1.0)
         optimizer.step()
         scheduler.step()
-        seconds += time.perf_counter() - begin
+        run.seconds += time.perf_counter() - begin
         value = float(loss.detach())
-        history.append({"step": step + 1, "loss": value})
+        run.history.append({"step": step + 1, "loss": value})
+        run.done = step + 1
         log(f"{stage} update {step + 1}/{len(batches)}: loss {value:.4f}")
-        if (step + 1) % every == 0 and step + 1 < len(batches):
-            crash.save(out, stage, {"step": step + 1, "seconds": seconds, "history": history,
-                                    "parameters": {n: p.detach().clone() for n, p in parameters.items()},
-                                    "optimizer": optimizer.state_dict(),
-                                    "scheduler": scheduler.state_dict()}, position=step + 1)
-    return {"history": history, "seconds": seconds}
+        if run.done % every == 0 and run.done < len(batches):
+            run.save_crash(Path(out), stage, position=run.done)
+    return {"history": run.history, "seconds": run.seconds}
