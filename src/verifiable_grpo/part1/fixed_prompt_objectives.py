@@ -92,9 +92,17 @@ def run_objective(base: dict, runs: Path, name: str, progress: bool = True,
     return {"objective": name, **result}
 
 
-def export(runs: Path, names=OBJECTIVES_RUN) -> Path:
+def export(runs: Path, names=OBJECTIVES_RUN, reference: Path | None = None) -> Path:
     """RECORDED from every finished run in RUNS (histories kept, provenance kept): the
-    objectives' runs, and the mismatch runs under their run names."""
+    objectives' runs, and the mismatch runs under their run names. `reference`: the
+    folder of the recorded GRPO run (its first-update clipping is kept too, after its
+    final weights are checked against the record)."""
+    extra = {}
+    if reference is not None:
+        if (files.read_json(Path(reference) / "result.json")["final_model_digest"]
+                != fixed_prompts.recorded()["ours"]["final_model_digest"]):
+            raise ValueError(f"{reference} is not the recorded GRPO run")
+        extra["grpo_first_update_clip_fraction"] = _first_update_clip(Path(reference))
     found = {}
     wanted = list(names) + [run_name(n, True) for n in MISMATCH_RUNS]
     for name in wanted:
@@ -105,7 +113,7 @@ def export(runs: Path, names=OBJECTIVES_RUN) -> Path:
     if not found:
         raise FileNotFoundError(f"no finished objective run under {runs}")
     return files.save_json(resolve(RECORDED), {"setting": dataclasses.asdict(SETTING),
-                                               "runs": found})
+                                               "runs": found, **extra})
 
 
 def _first_update_clip(out: Path) -> list[float]:

@@ -88,4 +88,6 @@ def _learn_objectives(args, base: dict, runs: Path) -> None:
             result = fixed_prompt_objectives.run_objective(base, runs, name, mismatch=True)
             _print_fixed(fixed_prompt_objectives.run_name(name, True), result)
     if args.export:
-        print(f"recorded {fixed_prompt_objectives.export(runs)}")
+        reference = runs.parent / "fixed-prompts"   # `learn fixed-prompts` with this --out
+        found = reference if (reference / "result.json").is_file() else None
+        print(f"recorded {fixed_prompt_objectives.export(runs, reference=found)}")
