@@ -68,3 +68,20 @@ def test_the_command_refuses_an_objective_before_any_folder(tmp_path, capsys, na
     assert stop.value.code == 2
     error = capsys.readouterr().err
     assert "--objectives" in error and message in error and not out.exists()
+
+
+def test_the_record_holds_every_declared_run_on_the_recorded_prompts():
+    record = fpo.recorded()
+    grpo = fpo.fixed_prompts.recorded()["ours"]
+    mismatch = [fpo.run_name(n, True) for n in fpo.MISMATCH_RUNS]
+    assert list(record["runs"]) == list(fpo.OBJECTIVES_RUN) + mismatch
+    ids = [p["document_id"] for p in grpo["prompts"]]
+    for name, result in record["runs"].items():
+        assert result["setting"] == record["setting"]
+        assert [p["document_id"] for p in result["prompts"]] == ids
+        assert [p["before"] for p in result["prompts"]] == [p["before"] for p in grpo["prompts"]]
+        assert result["config_grpo"]["objective"] == name.removeprefix("bfloat16-sampler-")
+        assert len(result["history"]) == len(result["first_update_clip_fraction"]) == 60
+    assert len(record["grpo_first_update_clip_fraction"]) == 60
+    corrected = [h for n in mismatch[1:] for h in record["runs"][n]["history"]]
+    assert corrected and all("behaviour_weight_max" in h for h in corrected)
