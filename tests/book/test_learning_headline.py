@@ -1,6 +1,6 @@
 """Where GRPO learned and where it did not: the sentence the intro, the README and Part I's
 landing page quote is tied to the recorded runs (fixed prompts, ours and TRL's, and the
-held-out lift study, and the SmolLM2 candidate), so re-recording a run without updating the sentence fails here."""
+held-out lift study, the SmolLM2 candidate, and the registry's objectives), so re-recording a run without updating the sentence fails here."""
 from __future__ import annotations
 
 import re
@@ -8,7 +8,7 @@ import re
 import pytest
 
 from verifiable_grpo.core.config import repo_root
-from verifiable_grpo.part1 import fixed_prompts, lift_study
+from verifiable_grpo.part1 import fixed_prompt_objectives, fixed_prompts, lift_study
 
 MARK = "**Where GRPO learned, and where it did not.**"
 
@@ -25,6 +25,10 @@ def _expected() -> list[float]:
               first["test_per_draw"]]
     own = lift_study.recorded_own_warm_start()["summaries"][0]
     values += [own["warm_start"]["test_sample"], own["candidates"][0]["test_per_draw"]]
+    objectives = fixed_prompt_objectives.recorded()["runs"]
+    after = [fixed_prompts.summary(objectives[n])["trained_after"]
+             for n in fixed_prompt_objectives.OBJECTIVES_RUN]
+    values += [min(after), max(after)]
     return [round(v, 3) for v in values]
 
 
