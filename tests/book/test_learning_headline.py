@@ -1,6 +1,7 @@
 """Where GRPO learned and where it did not: the sentence the intro, the README and Part I's
-landing page quote is tied to the recorded runs (fixed prompts, ours and TRL's, and the
-held-out lift study, the SmolLM2 candidate, and the registry's objectives), so re-recording a run without updating the sentence fails here."""
+landing page quote is tied to the recorded runs (fixed prompts, ours and TRL's, the held-out
+lift study, the SmolLM2 candidate, and the registry's objectives), so re-recording a run
+without updating the sentence fails here."""
 from __future__ import annotations
 
 import re
