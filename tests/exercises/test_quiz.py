@@ -64,7 +64,7 @@ def test_checker():
 
 def test_part1_and_part2_answers_follow_the_config_and_the_code():
     from verifiable_grpo.core.config import load_config
-    from verifiable_grpo.part2.analysis import iid_zvf
+    from verifiable_grpo.part2.analysis import iid_zero_variance_fraction
     from verifiable_grpo.task.verifier import parse_generated_json
     from verifiable_grpo.training.losses import exact_prefix_kl, group_advantages
     from verifiable_grpo.training.objectives import OBJECTIVES
@@ -82,7 +82,7 @@ def test_part1_and_part2_answers_follow_the_config_and_the_code():
     assert parse_generated_json('{"final_stock": 5}', "length")["reason"] == "completion_without_eos"
     logits = torch.randn(2, 3, 7)
     assert (exact_prefix_kl(logits, torch.randn(2, 3, 7)) >= 0).all() and "whole vocabulary" in key(quiz.PART1, 6)
-    assert key(quiz.PART2, 1) == f"{iid_zvf(0.5, 4):.3f}"
+    assert key(quiz.PART2, 1) == f"{iid_zero_variance_fraction(0.5, 4):.3f}"
     dapo = OBJECTIVES["dapo"].clip
     assert key(quiz.PART2, 2) == f"[{1 - dapo.low:.1f}, {1 + dapo.high:.2f}]"
     assert OBJECTIVES["gspo"].ratio == "sequence" and OBJECTIVES["grpo"].ratio == "token"
