@@ -6,9 +6,10 @@ import torch
 
 from verifiable_grpo.exercises import quiz
 from verifiable_grpo.part3 import accounting as acc
-from verifiable_grpo.part3 import labs, merging, ppo_rlhf
-from verifiable_grpo.part3.best_of_n import kl_bound
-from verifiable_grpo.part3.group_relative import mixed_group_probability
+from verifiable_grpo.part3 import labs, ppo_rlhf
+from verifiable_grpo.part3.expert_iteration_lab.group_relative import mixed_group_probability
+from verifiable_grpo.part3.merge_lab import merging
+from verifiable_grpo.part3.reward_lab.best_of_n import kl_bound
 
 Q = quiz.PART3
 
