@@ -58,6 +58,8 @@ def test_interrupt_and_resume_equal_a_continuous_run(shared, arm):
     assert resumed["final_model_digest"] == continuous["final_model_digest"]
     assert _without_times(resumed) == _without_times(continuous)
     assert resumed["final_model_digest"] != resumed["initial_model_digest"]
+    shared_fields = study.StudyRun.shared_identity(continuous["config"])
+    assert {k: continuous["identity"][k] for k in shared_fields} == shared_fields
     telemetry = continuous["telemetry"]
     assert [len(t["loss"]) for t in telemetry] == [2, 2]          # two updates per rollout set
     for t in telemetry:   # the first update sees the sampling policy (ratio 1 within the

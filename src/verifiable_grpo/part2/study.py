@@ -31,7 +31,7 @@ import torch
 
 from verifiable_grpo.core import checkpoint, files, interrupts, runlock
 from verifiable_grpo.core import model as model_lib
-from verifiable_grpo.core.config import ConfigError, config_hash, provenance, resolve, sha256_bytes
+from verifiable_grpo.core.config import ConfigError, provenance, resolve, sha256_bytes
 from verifiable_grpo.core.config_schema import typed
 from verifiable_grpo.core.faults import fault_point
 from verifiable_grpo.core.progress import tqdm
@@ -193,8 +193,7 @@ class StudyRun(ResumableRun):
 def _identity(run: StudyRun, warm_sha: str, learning_sha: str) -> dict:
     return {"lock_sha256": run.lock_sha, "arm": run.arm, "seed": run.seed,
             "regime": run.regime, "objective_sha256": run.objective.sha256(),
-            "config_sha256": config_hash(run.config),
-            "code_sha256": run.code_sha256(),
+            **run.shared_identity(run.config),     # the whole config: no sections
             "warm_start_sha256": warm_sha, "learning_data_sha256": learning_sha}
 
 
