@@ -42,7 +42,7 @@ NAMED = [
     ("src/verifiable_grpo/part2/demos.py", "STUDY_ARMS = "),
     ("src/verifiable_grpo/part3/labs.py", "LABS = "),
     ("src/verifiable_grpo/part3/lab_settings.py", "SCHEMAS = "),
-    ("src/verifiable_grpo/part3/merge_lab.py", "def run_lab("),
+    ("src/verifiable_grpo/part3/merge_lab/digit_merges.py", "def run_lab("),
     ("tests/core/test_profiles.py", "RESOLVED_SHA256 = "),
 ]
 

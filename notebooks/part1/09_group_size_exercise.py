@@ -5,6 +5,8 @@
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -174,10 +176,11 @@ records = {b: load_recorded(f"learning/{b}-continuous.json") for b in ("grpo-g2"
 rows = []
 for branch, record in records.items():
     b = summary["budgets"][branch]
-    zvf = sum(h["zero_variance_fraction"] for h in record["history"]) / len(record["history"])
-    reward = sum(h["mean_reward"] for h in record["history"]) / len(record["history"])
-    rows.append([branch, b["iterations"], b["updates"], b["prompts"], b["rollouts"], reward, zvf,
-                 b["seconds"]])
+    history = record["history"]
+    zero_variance = sum(h["zero_variance_fraction"] for h in history) / len(history)
+    reward = sum(h["mean_reward"] for h in history) / len(history)
+    rows.append([branch, b["iterations"], b["updates"], b["prompts"], b["rollouts"], reward,
+                 zero_variance, b["seconds"]])
 first20 = main["history"][:20]
 rows.append(["grpo (G=4, first 20 of 100)", 20, 40, sum(len(h["document_ids"]) for h in first20),
              sum(len(g["rewards"]) for h in first20 for g in h["groups"]),

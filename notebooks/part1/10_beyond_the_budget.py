@@ -71,10 +71,9 @@ import numpy as np
 
 from verifiable_grpo.book import plots
 from verifiable_grpo.book.notebook import Table, show
-from verifiable_grpo.core.config import read_json, resolve
 from verifiable_grpo.part1 import sweep
 
-recorded = read_json(resolve(sweep.RECORDED) / "sweep.json")
+recorded = sweep.load_recorded()
 summary = recorded["summary"]
 
 # %% [markdown]

@@ -5,6 +5,8 @@
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -225,6 +227,7 @@ Table(["arm", "GRPOConfig fields that differ from grpo's", "added by our GRPOTra
 # ```
 
 # %%
-print("iid ZVF at p = 0.64:", round(analysis.iid_zvf(0.64, 4), 3))
-mixture = 0.64 * analysis.iid_zvf(0.95, 4) + 0.36 * analysis.iid_zvf(0.05, 4)
+iid = analysis.iid_zero_variance_fraction
+print("iid ZVF at p = 0.64:", round(iid(0.64, 4), 3))
+mixture = 0.64 * iid(0.95, 4) + 0.36 * iid(0.05, 4)
 print("mixture of easy and hopeless prompts:", round(mixture, 3))

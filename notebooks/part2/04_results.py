@@ -5,6 +5,8 @@
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -99,8 +101,9 @@ for regime in regimes:
                    "discarded / run", "ZVF logged", "ZVF if i.i.d."],
                   [[row["arm"], row["seeds"], f"{row['mean']:.4f}",
                     f"[{row['low']:.4f}, {row['high']:.4f}]", f"{row['rollouts_generated']:.0f}",
-                    f"{row['rollouts_discarded']:.0f}", f"{row['zvf_logged']:.3f}",
-                    f"{row['zvf_iid']:.3f}"] for row in part["arms"]]))
+                    f"{row['rollouts_discarded']:.0f}",
+                    f"{row['zero_variance_fraction_logged']:.3f}",
+                    f"{row['zero_variance_fraction_iid']:.3f}"] for row in part["arms"]]))
 
 # %% [markdown]
 # ## The pre-registered comparisons

@@ -74,7 +74,8 @@ from matplotlib.figure import Figure
 
 from verifiable_grpo.book import lab_widgets
 from verifiable_grpo.book.notebook import Table, show
-from verifiable_grpo.part3 import best_of_n, labs
+from verifiable_grpo.part3 import labs
+from verifiable_grpo.part3.reward_lab import best_of_n
 
 lab = labs.recorded("reward-model")["metrics"]
 print(labs.provenance_line("reward-model"))

@@ -65,7 +65,8 @@ from IPython.display import display
 
 from verifiable_grpo.book import lab_widgets
 from verifiable_grpo.book.notebook import Table, show
-from verifiable_grpo.part3 import dpo_bandit, labs
+from verifiable_grpo.part3 import labs
+from verifiable_grpo.part3.dpo_lab import dpo_bandit
 
 record = labs.recorded("dpo")
 bandit, digits = record["metrics"]["bandit"], record["metrics"]["digits"]

@@ -72,7 +72,8 @@ from matplotlib.figure import Figure
 
 from verifiable_grpo.book import lab_widgets
 from verifiable_grpo.book.notebook import Table, show
-from verifiable_grpo.part3 import group_relative as gr, labs
+from verifiable_grpo.part3 import labs
+from verifiable_grpo.part3.expert_iteration_lab import group_relative as gr
 
 record = labs.recorded("expert-iteration")
 lab = record["metrics"]

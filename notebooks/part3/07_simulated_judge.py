@@ -5,6 +5,8 @@
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -63,7 +65,8 @@ import numpy as np
 
 from verifiable_grpo.book.notebook import Table
 from verifiable_grpo.evaluation import statistics as st
-from verifiable_grpo.part3 import judge, labs
+from verifiable_grpo.part3 import labs
+from verifiable_grpo.part3.judge_lab import judge
 
 recorded = labs.recorded("judge")
 print(labs.record_line("judge"))

@@ -5,6 +5,8 @@
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -53,7 +55,8 @@ if "google.colab" in sys.modules:
 import json
 
 from verifiable_grpo.book.notebook import Table
-from verifiable_grpo.part3 import fault_tree as ft, labs
+from verifiable_grpo.part3 import labs
+from verifiable_grpo.part3.fault_tree_lab import fault_tree as ft
 
 print(labs.record_line("fault-tree"))
 

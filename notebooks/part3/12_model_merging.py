@@ -61,7 +61,8 @@ quiet()
 import torch
 
 from verifiable_grpo.book.notebook import Table
-from verifiable_grpo.part3 import labs, merging
+from verifiable_grpo.part3 import labs
+from verifiable_grpo.part3.merge_lab import merging
 
 lab = labs.recorded("merging")["metrics"]
 

@@ -58,7 +58,7 @@ quiet()
 
 from verifiable_grpo.book.notebook import Table
 from verifiable_grpo.part3 import labs, troubleshooting as ts
-from verifiable_grpo.part3.group_relative import mixed_group_probability
+from verifiable_grpo.part3.expert_iteration_lab.group_relative import mixed_group_probability
 
 rows = ts.diagnostic_rows()
 

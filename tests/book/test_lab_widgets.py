@@ -3,7 +3,7 @@ setting's figure at once (the static book shows it) and redraw when a control mo
 import pytest
 
 from verifiable_grpo.book import lab_widgets as lw
-from verifiable_grpo.part3.best_of_n import kl_bound
+from verifiable_grpo.part3.reward_lab.best_of_n import kl_bound
 
 # three rows of a best-of-n grid; the proxy reward counts the rows so each is recognisable
 SELECTION = [{"n": size, "kl_bound": kl_bound(size), "linear_proxy": float(row),

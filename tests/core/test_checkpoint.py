@@ -95,17 +95,16 @@ def test_compare_states_reports_paths():
     assert C.compare_states(a, b) == [".history[0].lr: 0.0001 != 0.0002"]
 
 
-def test_identity_refusal_lists_what_differs(random_config):
-    template = {"sha256": "t" * 64, "ids": [1, 2]}
-    expected = C.run_identity(random_config, "d" * 64, "m" * 64, template, branch="warmstart")
-    assert set(expected) >= {"config_sha256", "data_sha256", "code_sha256",
-                             "initial_model_digest", "template_sha256"}
-    C.check_identity(expected, json.loads(json.dumps(expected)))
-    other_config = json.loads(json.dumps(random_config))
-    other_config["warmstart"]["learning_rate"] = 1e-3
-    found = C.run_identity(other_config, "e" * 64, "m" * 64, template, branch="warmstart")
+def test_identity_refusal_lists_what_differs():
+    expected = {"config_sha256": "c" * 64, "data_sha256": "d" * 64, "code_sha256": "k" * 64,
+                "template": {"sha256": "t" * 64, "ids": [1, 2]}, "branch": "warmstart"}
+    C.check_identity(expected, json.loads(json.dumps(expected)))     # a JSON round trip
+    found = dict(expected, config_sha256="e" * 64, data_sha256="f" * 64)
     with pytest.raises(ValueError, match="differing identity fields: config_sha256, data_sha256"):
         C.check_identity(expected, found)
+    nested = dict(expected, template={"sha256": "t" * 64, "ids": [1, 3]})
+    with pytest.raises(ValueError, match="differing identity fields: template"):
+        C.check_identity(expected, nested)
 
 
 def test_verify_resume_writes_the_evidence(tmp_path, random_config):
@@ -144,16 +143,12 @@ def test_seed_everything_fixes_every_stream():
     assert draws() != first
 
 
-def test_module_hash_covers_exactly_the_named_modules(random_config):
-    template = {"sha256": "t" * 64}
-    narrow = C.run_identity(random_config, "d", "m", template, modules=["core/model.py", "training/sft.py"])
-    assert narrow["code_sha256"] == C.modules_sha256(["training/sft.py", "core/model.py"])
-    assert narrow["code_sha256"] != C.modules_sha256(["core/model.py"])
-    from verifiable_grpo.core.config import code_hash
+def test_module_hash_covers_exactly_the_named_modules():
+    from verifiable_grpo.core.code_identity import modules_sha256
 
-    assert C.run_identity(random_config, "d", "m", template)["code_sha256"] == code_hash()
-    given = C.run_identity(random_config, "d", "m", template, code_sha256="c" * 64)
-    assert given["code_sha256"] == "c" * 64
+    named = modules_sha256(["core/model.py", "training/sft.py"])
+    assert named == modules_sha256(["training/sft.py", "core/model.py"])    # order-free
+    assert named != modules_sha256(["core/model.py"])
 
 
 def test_resume_identities_hash_the_code_their_entry_points_import():

@@ -117,3 +117,27 @@ def test_a_state_keeps_its_declared_key_order_and_names_every_key():
     run.STATE_ORDER = order[1:]
     with pytest.raises(ValueError, match="STATE_ORDER"):
         run.state()
+
+
+class EntryRun(ToyRun):
+    CODE_ENTRY = "core/checkpoint.py"
+
+
+def test_the_shared_identity_fields_hash_the_config_it_reads_and_the_code():
+    from verifiable_grpo.core import code_identity
+    from verifiable_grpo.core.config import config_hash
+
+    config = {"seed": 1, "sft": {"learning_rate": 1e-4}, "grpo": {"group_size": 4}}
+    whole = EntryRun.shared_identity(config)
+    assert whole == {"config_sha256": config_hash(config),
+                     "code_sha256": code_identity.entry_code_sha256("core/checkpoint.py")}
+    narrow = EntryRun.shared_identity(config, ("seed", "sft"))
+    assert narrow["config_sections"] == ["seed", "sft"]
+    assert narrow["code_sha256"] == whole["code_sha256"]
+    # a section the run does not read leaves its identity; one it reads changes it
+    other_grpo = dict(config, grpo={"group_size": 8})
+    assert EntryRun.shared_identity(other_grpo, ("seed", "sft")) == narrow
+    assert EntryRun.shared_identity(other_grpo) != whole
+    other_sft = dict(config, sft={"learning_rate": 2e-4})
+    assert EntryRun.shared_identity(other_sft, ("seed", "sft"))["config_sha256"] != \
+        narrow["config_sha256"]

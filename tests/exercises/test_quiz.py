@@ -6,9 +6,10 @@ import torch
 
 from verifiable_grpo.exercises import quiz
 from verifiable_grpo.part3 import accounting as acc
-from verifiable_grpo.part3 import labs, merging, ppo_rlhf
-from verifiable_grpo.part3.best_of_n import kl_bound
-from verifiable_grpo.part3.group_relative import mixed_group_probability
+from verifiable_grpo.part3 import labs, ppo_rlhf
+from verifiable_grpo.part3.expert_iteration_lab.group_relative import mixed_group_probability
+from verifiable_grpo.part3.merge_lab import merging
+from verifiable_grpo.part3.reward_lab.best_of_n import kl_bound
 
 Q = quiz.PART3
 
@@ -64,7 +65,7 @@ def test_checker():
 
 def test_part1_and_part2_answers_follow_the_config_and_the_code():
     from verifiable_grpo.core.config import load_config
-    from verifiable_grpo.part2.analysis import iid_zvf
+    from verifiable_grpo.part2.analysis import iid_zero_variance_fraction
     from verifiable_grpo.task.verifier import parse_generated_json
     from verifiable_grpo.training.losses import exact_prefix_kl, group_advantages
     from verifiable_grpo.training.objectives import OBJECTIVES
@@ -82,7 +83,7 @@ def test_part1_and_part2_answers_follow_the_config_and_the_code():
     assert parse_generated_json('{"final_stock": 5}', "length")["reason"] == "completion_without_eos"
     logits = torch.randn(2, 3, 7)
     assert (exact_prefix_kl(logits, torch.randn(2, 3, 7)) >= 0).all() and "whole vocabulary" in key(quiz.PART1, 6)
-    assert key(quiz.PART2, 1) == f"{iid_zvf(0.5, 4):.3f}"
+    assert key(quiz.PART2, 1) == f"{iid_zero_variance_fraction(0.5, 4):.3f}"
     dapo = OBJECTIVES["dapo"].clip
     assert key(quiz.PART2, 2) == f"[{1 - dapo.low:.1f}, {1 + dapo.high:.2f}]"
     assert OBJECTIVES["gspo"].ratio == "sequence" and OBJECTIVES["grpo"].ratio == "token"

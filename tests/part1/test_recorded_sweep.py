@@ -16,7 +16,7 @@ pytestmark = pytest.mark.skipif(not PATH.is_file(), reason="no recorded sweep")
 
 @pytest.fixture(scope="module")
 def recorded():
-    return read_json(PATH)
+    return sweep.load_recorded()
 
 
 def test_the_recorded_settings_are_the_declared_ones(recorded):
@@ -40,3 +40,12 @@ def test_the_summary_is_recomputed_exactly(recorded):
     assert json.loads(json.dumps(again)) == recorded["summary"]
     rates = [r["validation_per_draw"]["rate"] for r in recorded["summary"]["settings"]]
     assert recorded["summary"]["selected"] == sweep.SETTINGS[rates.index(max(rates))].name
+
+
+def test_the_histories_read_under_the_current_name():
+    raw = read_json(PATH)                      # recorded when a history said `zvf`
+    loaded = sweep.load_recorded()
+    for old, new in zip(raw["results"], loaded["results"]):
+        assert [h["zvf"] for h in old["history"]] == \
+            [h["zero_variance_fraction"] for h in new["history"]]
+        assert all("zvf" not in h for h in new["history"])

@@ -19,7 +19,7 @@ def _result(name, validation, test, index):
     return {"setting": {**sweep.asdict(setting), "name": name},
             "validation_sample": _rows(validation, 1000), "test_greedy": _rows([[t[0]] for t in test]),
             "test_sample": _rows(test), "train_seconds": 1.0,
-            "history": [{"iteration": 0, "mean_reward": 0.5, "zvf": 0.5, "kl": 1e-3, "clip": 0.0}]}
+            "history": [{"iteration": 0, "mean_reward": 0.5, "zero_variance_fraction": 0.5, "kl": 1e-3, "clip": 0.0}]}
 
 
 def test_a_setting_changes_only_the_swept_values():

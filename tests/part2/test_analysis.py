@@ -28,7 +28,8 @@ def _runs(values, regime="on_policy", **extra):
              "group_size": 4, "heldout_greedy_all": v, "mean_reward_drawn": 0.5,
              "rollouts_generated": 480 if arm != "dapo" else 1200, "rollouts_discarded":
              0 if arm != "dapo" else 720, "tokens_generated": 1000, "seconds_per_step": 1.0,
-             "mean_zvf": 0.0 if arm == "dapo" else 0.6, "mean_zvf_drawn": 0.6, **extra}
+             "mean_zero_variance_fraction": 0.0 if arm == "dapo" else 0.6,
+             "mean_zero_variance_fraction_drawn": 0.6, **extra}
             for arm, per_seed in values.items() for seed, v in zip(SEEDS, per_seed)]
 
 
@@ -43,12 +44,12 @@ def test_the_exact_sign_flip_pvalue(differences, expected):
     assert analysis.sign_flip_pvalue(differences) == expected
 
 
-def test_the_iid_zvf_prediction():
-    assert analysis.iid_zvf(0.5, 4) == 0.125
-    assert analysis.iid_zvf(0.0, 4) == 1.0
-    assert analysis.iid_zvf(0.64, 4) == pytest.approx(0.64 ** 4 + 0.36 ** 4)
+def test_the_iid_zero_variance_fraction_prediction():
+    assert analysis.iid_zero_variance_fraction(0.5, 4) == 0.125
+    assert analysis.iid_zero_variance_fraction(0.0, 4) == 1.0
+    assert analysis.iid_zero_variance_fraction(0.64, 4) == pytest.approx(0.64 ** 4 + 0.36 ** 4)
     with pytest.raises(ValueError, match="p must lie in"):
-        analysis.iid_zvf(1.5, 4)
+        analysis.iid_zero_variance_fraction(1.5, 4)
 
 
 def test_verdicts_follow_bh_and_the_interval(lock):
@@ -69,8 +70,9 @@ def test_verdicts_follow_bh_and_the_interval(lock):
     assert by_arm["drgrpo"]["difference"] == pytest.approx(0.05)
     assert by_arm["drgrpo"]["low"] == pytest.approx(0.05) == by_arm["drgrpo"]["high"]
     rows = {r["arm"]: r for r in result["arms"]}
-    assert rows["dapo"]["rollouts_discarded"] == 720 and rows["dapo"]["zvf_logged"] == 0.0
-    assert rows["grpo"]["zvf_iid"] == 0.125 and rows["grpo"]["zvf_drawn"] == 0.6
+    assert rows["dapo"]["rollouts_discarded"] == 720 and rows["dapo"]["zero_variance_fraction_logged"] == 0.0
+    assert rows["grpo"]["zero_variance_fraction_iid"] == 0.125
+    assert rows["grpo"]["zero_variance_fraction_drawn"] == 0.6
 
 
 def test_the_e1_card_as_a_worked_case(lock):

@@ -58,6 +58,8 @@ def test_interrupt_and_resume_equal_a_continuous_run(shared, arm):
     assert resumed["final_model_digest"] == continuous["final_model_digest"]
     assert _without_times(resumed) == _without_times(continuous)
     assert resumed["final_model_digest"] != resumed["initial_model_digest"]
+    shared_fields = study.StudyRun.shared_identity(continuous["config"])
+    assert {k: continuous["identity"][k] for k in shared_fields} == shared_fields
     telemetry = continuous["telemetry"]
     assert [len(t["loss"]) for t in telemetry] == [2, 2]          # two updates per rollout set
     for t in telemetry:   # the first update sees the sampling policy (ratio 1 within the
@@ -66,7 +68,7 @@ def test_interrupt_and_resume_equal_a_continuous_run(shared, arm):
         assert t["clip_high_fraction"][0] == 0.0 and t["ratio_range"][1] != [low, high]
     assert all(t["rollouts_generated"] >= (6 if arm == "aero" else 8) for t in telemetry)
     if arm == "dapo":   # seed 131 needs a refill at step 0 and discards what it cannot use
-        assert telemetry[0]["generation_batches"] >= 2 and telemetry[0]["zvf"] == 0.0
+        assert telemetry[0]["generation_batches"] >= 2 and telemetry[0]["zero_variance_fraction"] == 0.0
         assert telemetry[0]["rollouts_discarded"] > 0
     if arm == "aero":   # seed 131 rescues an all-wrong prompt at step 0
         assert "rescued" in telemetry[0]["strategies"]

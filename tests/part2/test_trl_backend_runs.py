@@ -50,7 +50,7 @@ def test_every_arm_writes_the_family_manifest(study):
         assert m["config"]["trl_fields"] == lock["arms"][arm]["trl"]["config"]
         assert [t["step"] for t in m["telemetry"]] == [0, 1]
         for t in m["telemetry"]:
-            assert t["gu"] == pytest.approx(1 - t["zvf"])
+            assert t["gu"] == pytest.approx(1 - t["zero_variance_fraction"])
             assert len(t["loss"]) == 1 and t["loss"][0] is not None
         assert {k for row in m["heldout"]["trace"] for k in row} == TRACE_KEYS
         assert len(m["stack_fingerprint"]) == 64
@@ -62,7 +62,7 @@ def test_every_arm_writes_the_family_manifest(study):
             assert {"optimizer.pt", "scheduler.pt", "rng_state.pth", "trainer_state.json",
                     backend_trainer.TELEMETRY_FILE} <= {p.name for p in saved.iterdir()}
     dapo = study["manifests"]["dapo"]["telemetry"]
-    assert all(t["zvf"] == 0.0 for t in dapo)          # only varied groups are trained
+    assert all(t["zero_variance_fraction"] == 0.0 for t in dapo)          # only varied groups are trained
     aero = study["manifests"]["aero"]["telemetry"]
     assert all(len(r) <= 4 for t in aero for r in t["rewards"])
 

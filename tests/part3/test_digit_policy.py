@@ -1,7 +1,7 @@
 """The digit policy's text <-> ids conventions, its EOS mask and its sampler, by hand."""
 import torch
 
-from verifiable_grpo.part3 import digit_policy as dp
+from verifiable_grpo.part3.digits import policy as dp
 
 
 def test_prompts_are_a_major_and_answers_are_their_sums():

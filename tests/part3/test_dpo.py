@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from verifiable_grpo.part3 import digit_policy as dp
-from verifiable_grpo.part3 import dpo, dpo_bandit
+from verifiable_grpo.part3.digits import policy as dp
+from verifiable_grpo.part3.dpo_lab import dpo, dpo_bandit
 
 
 def test_optimum_maximises_the_regularised_objective():

@@ -5,9 +5,10 @@ import math
 import pytest
 import torch
 
-from verifiable_grpo.part3 import digit_policy as dp
-from verifiable_grpo.part3 import expert_iteration, labs
-from verifiable_grpo.part3 import group_relative as gr
+from verifiable_grpo.part3 import labs
+from verifiable_grpo.part3.digits import policy as dp
+from verifiable_grpo.part3.expert_iteration_lab import expert_iteration
+from verifiable_grpo.part3.expert_iteration_lab import group_relative as gr
 
 
 def test_sample_std_advantages_by_hand():

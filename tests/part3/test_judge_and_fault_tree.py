@@ -5,8 +5,8 @@ import json
 import numpy as np
 import pytest
 
-from verifiable_grpo.part3 import fault_tree as ft
-from verifiable_grpo.part3 import judge
+from verifiable_grpo.part3.fault_tree_lab import fault_tree as ft
+from verifiable_grpo.part3.judge_lab import judge
 
 
 def test_judge_reproduces_the_module_rates():

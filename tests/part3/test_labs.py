@@ -1,17 +1,36 @@
 """The `lab` command: the name table, settings checked against the lab, provenance, and
 evidence that is never overwritten."""
+import ast
 import json
+from pathlib import Path
 
 import pytest
 
 from verifiable_grpo import cli
 from verifiable_grpo.part3 import labs
 
+PART3 = Path(labs.__file__).parent
+# labs still kept as one flat module each (Lab 2 and the Try-this runners)
+FLAT_LABS = {"lora_lab", "try_this", "try_this_packing"}
+
 
 def test_every_settings_lab_resolves_and_has_settings():
     for name in labs.SETTINGS_LABS:
         settings, _ = labs.load_settings(name)
         assert callable(labs.lab_function(name)) and isinstance(settings, dict)
+
+
+def test_every_lab_lives_in_its_folder_whose_docstring_names_it():
+    for name, lab in labs.LABS.items():
+        if lab.module in FLAT_LABS:
+            continue
+        folder, module = lab.module.split(".")
+        assert folder.endswith("_lab") and (PART3 / folder / f"{module}.py").is_file(), name
+        about = ast.get_docstring(ast.parse((PART3 / folder / "__init__.py").read_text()))
+        # the folder's docstring says which module is which lab
+        assert f"{module}:" in about and f"`lab {name}`" in about, f"{folder}/__init__.py"
+    flat = {p.stem for p in PART3.glob("*.py")} & {lab.module for lab in labs.LABS.values()}
+    assert flat == FLAT_LABS
 
 
 def test_a_model_lab_has_no_settings_file_or_settings_record():

@@ -2,20 +2,21 @@
 chapter says about it."""
 import torch
 
-from verifiable_grpo.part3 import digit_policy as dp
-from verifiable_grpo.part3 import labs, merge_lab
+from verifiable_grpo.part3 import labs
+from verifiable_grpo.part3.digits import policy as dp
+from verifiable_grpo.part3.merge_lab import digit_merges
 
 
 def test_fine_tune_raises_the_exact_answer_probability_on_its_half():
     torch.manual_seed(0)
     start = dp.DigitPolicy().eval()
-    low = merge_lab.HALVES["low (a = 0-4)"]
-    before = merge_lab.answer_probability(start, low)
-    tuned = merge_lab.fine_tune(start, low, steps=30, batch=32)
-    assert merge_lab.answer_probability(tuned, low) > before + 0.05
+    low = digit_merges.HALVES["low (a = 0-4)"]
+    before = digit_merges.answer_probability(start, low)
+    tuned = digit_merges.fine_tune(start, low, steps=30, batch=32)
+    assert digit_merges.answer_probability(tuned, low) > before + 0.05
     state = {k: v.clone() for k, v in tuned.state_dict().items()}
-    again = merge_lab.with_state(start, state)
-    assert merge_lab.answer_probability(again, low) == merge_lab.answer_probability(tuned, low)
+    again = digit_merges.with_state(start, state)
+    assert digit_merges.answer_probability(again, low) == digit_merges.answer_probability(tuned, low)
 
 
 def test_recorded_run_supports_the_chapter():

@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from verifiable_grpo.part3 import merging as mg
+from verifiable_grpo.part3.merge_lab import merging as mg
 
 
 def state(*values):

@@ -5,7 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from verifiable_grpo.part3 import best_of_n, labs, reward_model
+from verifiable_grpo.part3 import labs
+from verifiable_grpo.part3.reward_lab import best_of_n, reward_model
 
 # The MLP's 1,500 AdamW steps amplify last-bit differences between CPU kernels (Intel and
 # AMD, ATen's default or AVX-512 paths, one or two threads). Reruns on one AMD EPYC under

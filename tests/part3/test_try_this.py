@@ -7,14 +7,15 @@ import pytest
 import torch
 
 from verifiable_grpo.core.config import repo_root
-from verifiable_grpo.part3 import digit_policy as dp
-from verifiable_grpo.part3 import dpo, try_this
-from verifiable_grpo.part3 import group_relative as gr
-from verifiable_grpo.part3 import reward_model as rm
+from verifiable_grpo.part3 import try_this
 from verifiable_grpo.part3 import try_this_dpo as td
 from verifiable_grpo.part3 import try_this_grpo as tg
 from verifiable_grpo.part3 import try_this_reward as tr
 from verifiable_grpo.part3 import try_this_suite as ts
+from verifiable_grpo.part3.digits import policy as dp
+from verifiable_grpo.part3.dpo_lab import dpo
+from verifiable_grpo.part3.expert_iteration_lab import group_relative as gr
+from verifiable_grpo.part3.reward_lab import reward_model as rm
 
 RECORDED = repo_root() / "data" / "recorded" / "part3"
 

@@ -131,6 +131,8 @@ def test_records_hold_the_schedule_order_and_validation(sft_run):
     from verifiable_grpo.training.sft import IDENTITY_SECTIONS
     assert record["identity"]["config_sha256"] == sections_hash(
         config, IDENTITY_SECTIONS + ("warmstart",))
+    shared = sft.SFTRun.shared_identity(config, IDENTITY_SECTIONS + ("warmstart",))
+    assert {k: record["identity"][k] for k in shared} == shared
 
 
 def test_evidence_is_never_overwritten(sft_run):

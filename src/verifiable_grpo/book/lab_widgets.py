@@ -12,8 +12,8 @@ import torch
 from matplotlib.figure import Figure
 
 from verifiable_grpo.book.widgets import _error, _table, figure_png
-from verifiable_grpo.part3 import dpo_bandit
-from verifiable_grpo.part3.group_relative import mixed_group_probability
+from verifiable_grpo.part3.dpo_lab import dpo_bandit
+from verifiable_grpo.part3.expert_iteration_lab.group_relative import mixed_group_probability
 
 
 def _image():

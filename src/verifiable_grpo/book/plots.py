@@ -54,9 +54,9 @@ def plot_grpo_telemetry(record: dict, window: int = 10) -> Figure:
     axes[0].plot(it, reward, ".", alpha=0.4, label="per iteration (16 responses)")
     axes[0].plot(it, moving_average(reward, window), label=f"mean of last {window}")
     axes[0].set(title="mean reward", xlabel="iteration")
-    zvf = [h["zero_variance_fraction"] for h in history]
-    axes[1].plot(it, zvf, ".", alpha=0.4)
-    axes[1].plot(it, moving_average(zvf, window))
+    zero_variance = [h["zero_variance_fraction"] for h in history]
+    axes[1].plot(it, zero_variance, ".", alpha=0.4)
+    axes[1].plot(it, moving_average(zero_variance, window))
     axes[1].set(title="zero-variance groups (fraction)", xlabel="iteration", ylim=(-0.05, 1.05))
     axes[2].plot(it, [h["mean_exact_kl"] for h in history])
     axes[2].set(title="mean exact KL to the reference", xlabel="iteration")
@@ -146,7 +146,7 @@ def plot_sweep_histories(results: list[dict], window: int = 10, highlight: str |
         style = {"lw": 2.2} if name == highlight else {"lw": 1.0, "alpha": 0.8}
         axes[0].plot(it, moving_average([h["mean_reward"] for h in history], window),
                      label=name, **style)
-        axes[1].plot(it, moving_average([h["zvf"] for h in history], window), **style)
+        axes[1].plot(it, moving_average([h["zero_variance_fraction"] for h in history], window), **style)
         axes[2].plot(it, [max(h["kl"], 1e-9) for h in history], **style)
         axes[3].plot(it, moving_average([h["clip"] for h in history], window), **style)
     axes[0].set(title=f"training reward (mean of last {window})", xlabel="iteration")

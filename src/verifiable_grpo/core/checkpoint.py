@@ -24,15 +24,7 @@ import numpy as np
 import torch
 
 from verifiable_grpo.core import files
-from verifiable_grpo.core.code_identity import modules_sha256
-from verifiable_grpo.core.config import (
-    code_hash,
-    config_hash,
-    load_config,
-    save_json,
-    sections_hash,
-    sha256_file,
-)
+from verifiable_grpo.core.config import load_config, save_json, sha256_file
 from verifiable_grpo.core.faults import fault_point
 
 
@@ -202,23 +194,6 @@ def compare_states(a: Any, b: Any, ignore: Iterable[str] = ("timings",), path: s
 
 
 # ---------------------------------------------------------------- run identity
-def run_identity(config: dict, data_sha256: str, initial_model_digest: str, template: dict,
-                 modules: Iterable[str] | None = None, sections: Iterable[str] | None = None,
-                 code_sha256: str | None = None, **extra: Any) -> dict:
-    """What a resumed run must share with the run that saved the state (code_sha256: the
-    hash of the run's code, e.g. ResumableRun.code_sha256(); else modules: the package
-    files whose code counts, None = the whole package; sections: the config parts it
-    reads, None = the whole config)."""
-    if code_sha256 is not None:
-        code = code_sha256
-    else:
-        code = code_hash() if modules is None else modules_sha256(modules)
-    config_sha = config_hash(config) if sections is None else sections_hash(config, sections)
-    return {"config_sha256": config_sha, "data_sha256": data_sha256,
-            "code_sha256": code, "initial_model_digest": initial_model_digest,
-            "template_sha256": template["sha256"], "template": template, **extra}
-
-
 def identity_differences(expected: dict, found: dict) -> list[str]:
     return compare_states(expected, found, ignore=(), path="identity")
 

@@ -14,9 +14,11 @@ skeleton owns the steps that are the same for all of them:
                between), then the run's boundary check
   crash-save   `save_crash()` / `continue_after_crash()`: core.crash's state-and-note pairs
   finish       `save_final()`: the final state, then the crash copy is cleared
-  identity     `code_sha256()`: the hash of what the run's CODE_ENTRY imports
-               (core.code_identity), the code part of every run's identity; the other
-               fields are the run's own (config sections, data, weights, seeds...)
+  identity     `shared_identity(config, sections)`: the fields every run's identity
+               holds under one name each, the config's hash (of the sections the run
+               reads) and `code_sha256()`, the hash of what the run's CODE_ENTRY imports
+               (core.code_identity); the other fields are the run's own (data, weights,
+               seeds...)
 
 A run supplies `run_state()` (its position, streams and history as plain data and
 tensors), `load_run_state(state)`, optionally `check_boundary(what)`, CODE_ENTRY,
@@ -27,11 +29,13 @@ the state (SFT's states call it "rng").
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterable
 from pathlib import Path
 
 import torch
 
 from verifiable_grpo.core import checkpoint, code_identity, crash, schedule
+from verifiable_grpo.core.config import config_hash, sections_hash
 from verifiable_grpo.core.model import unique_parameters
 
 
@@ -48,6 +52,16 @@ class ResumableRun:
         """SHA-256 of every project module the run's entry point imports (a resume refuses
         a state written by other code)."""
         return code_identity.entry_code_sha256(cls.CODE_ENTRY)
+
+    @classmethod
+    def shared_identity(cls, config: dict, sections: Iterable[str] | None = None) -> dict:
+        """The identity fields every run type holds: the SHA-256 of the config (of the named
+        top-level sections only, listed beside it, when the run reads just those; else of
+        the whole config) and of the run's code. A run adds its own fields to these."""
+        if sections is None:
+            return {"config_sha256": config_hash(config), "code_sha256": cls.code_sha256()}
+        return {"config_sections": list(sections), "config_sha256": sections_hash(config, sections),
+                "code_sha256": cls.code_sha256()}
 
     # ------------------------------------------------------------------ hooks
     def run_state(self) -> dict:

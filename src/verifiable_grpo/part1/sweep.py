@@ -33,6 +33,7 @@ from verifiable_grpo.core import checkpoint, files
 from verifiable_grpo.core import model as model_lib
 from verifiable_grpo.core.config import provenance, resolve, sha256_file
 from verifiable_grpo.core.config_schema import typed
+from verifiable_grpo.core.record_names import with_current_names
 from verifiable_grpo.core.runfolder import RunFolder
 from verifiable_grpo.evaluation import paired, policy_scores
 from verifiable_grpo.task import data
@@ -147,7 +148,7 @@ def _history(record: dict) -> list[dict]:
     for h in record["history"]:
         updates = h.get("updates") or [{}]
         out.append({"iteration": h["iteration"], "mean_reward": h["mean_reward"],
-                    "zvf": h["zero_variance_fraction"], "kl": h["mean_exact_kl"],
+                    "zero_variance_fraction": h["zero_variance_fraction"], "kl": h["mean_exact_kl"],
                     "clip": max(u.get("clip_low_fraction", 0.0) + u.get("clip_high_fraction",
                                                                         0.0) for u in updates)})
     return out
@@ -174,8 +175,8 @@ def run_setting(base: dict, setting: Setting, runs: Path) -> dict:
     """Train (or reuse) one setting and score it; returns RUNS/<name>/result.json."""
     folder = runs / setting.name
     done = folder / "result.json"
-    if done.is_file():
-        return files.read_json(done)
+    if done.is_file():   # written by this or an earlier version (`zvf`)
+        return with_current_names(files.read_json(done))
     config = setting_config(base, setting)
     started = time.perf_counter()
     record, policy, scored = train_and_score(config, folder)
@@ -268,9 +269,17 @@ def export(base: dict, runs, dest=None) -> Path:
                          "run `python -m verifiable_grpo sweep` first")
     warm = files.read_json(runs / "warmstart" / "result.json")
     check_warm_start(warm)
-    results = [files.read_json(runs / s.name / "result.json") for s in SETTINGS]
+    results = [with_current_names(files.read_json(runs / s.name / "result.json"))
+               for s in SETTINGS]
     if dest.exists():
         shutil.rmtree(dest)
     files.save_json(dest / "sweep.json", {"summary": summarise(warm, results),
                                           "warm_start": warm, "results": results})
     return dest / "sweep.json"
+
+
+def load_recorded(dest=None) -> dict:
+    """The recorded sweep, with its histories' keys under their current names (it was
+    recorded when a history said `zvf`; the file itself is never rewritten)."""
+    dest = resolve(RECORDED) if dest is None else Path(dest)
+    return with_current_names(files.read_json(dest / "sweep.json"))

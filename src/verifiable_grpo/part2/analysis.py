@@ -20,13 +20,15 @@ from pathlib import Path
 import numpy as np
 
 from verifiable_grpo.core import files
+from verifiable_grpo.core.record_names import with_current_names
 from verifiable_grpo.evaluation import statistics
 
 PRIMARY = "heldout_greedy_all"
 # Summary fields of a run manifest behind the cost and ZVF columns (absent in published
 # per-seed numbers, which then get the accuracy columns only).
 COST_KEYS = ("mean_reward_drawn", "rollouts_generated", "rollouts_discarded",
-             "tokens_generated", "seconds_per_step", "mean_zvf", "mean_zvf_drawn", "group_size")
+             "tokens_generated", "seconds_per_step", "mean_zero_variance_fraction",
+             "mean_zero_variance_fraction_drawn", "group_size")
 PURPOSE = {"per_arm": 0, "paired": 1}
 
 
@@ -34,7 +36,7 @@ def load_manifests(out) -> list[dict]:
     """The summaries of every finished run under OUT/runs."""
     found = []
     for path in sorted(Path(out).glob("runs/*/*/run_manifest.json")):
-        m = files.read_json(path)
+        m = with_current_names(files.read_json(path))   # recorded runs say `zvf`
         found.append({"arm": m["arm"], "seed": m["seed"], "regime": m["regime"],
                       "lock_sha256": m["lock_sha256"], "group_size": m["config"]["grpo"]
                       ["group_size"], **m["summary"]})
@@ -55,7 +57,7 @@ def sign_flip_pvalue(differences) -> float:
     return float(np.mean(sums >= observed - 1e-12 * max(1.0, observed)))
 
 
-def iid_zvf(p: float, group_size: int) -> float:
+def iid_zero_variance_fraction(p: float, group_size: int) -> float:
     """ZVF expected when every reward of a group is an independent Bernoulli(p)."""
     if not 0 <= p <= 1:
         raise ValueError(f"p must lie in [0, 1], got {p!r}")
@@ -107,10 +109,13 @@ def analyse(lock: dict, runs: list[dict], lock_sha: str | None = None,
                     "rollouts_discarded": float(np.mean([d["rollouts_discarded"] for d in done])),
                     "tokens_generated": float(np.mean([d["tokens_generated"] for d in done])),
                     "seconds_per_step": float(np.mean([d["seconds_per_step"] for d in done])),
-                    "zvf_logged": float(np.mean([d["mean_zvf"] for d in done])),
-                    "zvf_drawn": float(np.mean([d["mean_zvf_drawn"] for d in done])),
+                    "zero_variance_fraction_logged": float(np.mean(
+                        [d["mean_zero_variance_fraction"] for d in done])),
+                    "zero_variance_fraction_drawn": float(np.mean(
+                        [d["mean_zero_variance_fraction_drawn"] for d in done])),
                     "reward_drawn": p,
-                    "zvf_iid": iid_zvf(p, done[0]["group_size"])})
+                    "zero_variance_fraction_iid": iid_zero_variance_fraction(
+                        p, done[0]["group_size"])})
             rows.append(row)
         comparisons = []
         complete = not missing
@@ -158,8 +163,8 @@ def format_analysis(result: dict, digits: int = 4) -> str:
                 continue
             lines.append(f"{row['arm']:8} {row['seeds']:>5} {f(row['mean']):>8} "
                          f"[{f(row['low'])}, {f(row['high'])}] {row['rollouts_generated']:>9.1f} "
-                         f"{row['rollouts_discarded']:>9.1f} {row['zvf_logged']:>6.3f} "
-                         f"{row['zvf_iid']:>7.3f}")
+                         f"{row['rollouts_discarded']:>9.1f} {row['zero_variance_fraction_logged']:>6.3f} "
+                         f"{row['zero_variance_fraction_iid']:>7.3f}")
         if not part["complete"]:
             lines.append(f"no verdicts: {len(part['missing'])} pre-registered runs missing "
                          f"(e.g. {', '.join(part['missing'][:3])})")

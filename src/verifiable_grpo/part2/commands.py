@@ -58,7 +58,7 @@ def _run(args):
     print(f"{args.regime} {args.arm} seed {args.seed}: held-out greedy "
           f"{s['heldout_greedy_all']:.3f} (ID50 {s['heldout_greedy_id50']:.3f}, OOD100 "
           f"{s['heldout_greedy_ood100']:.3f}), per-draw {s['heldout_per_draw_all']:.3f}, mean "
-          f"ZVF {s['mean_zvf']:.3f}, rollouts {s['rollouts_generated']} "
+          f"ZVF {s['mean_zero_variance_fraction']:.3f}, rollouts {s['rollouts_generated']} "
           f"({s['rollouts_discarded']} discarded), {s['seconds_per_step']:.2f} s/step, "
           f"{time.perf_counter() - started:.1f} s")
     return 0

@@ -163,6 +163,7 @@ def build_lock(profile: str = "tiny", budget: dict | None = None,
             "verdicts": {"better": "BH rejects and the 95% interval lies above 0",
                          "worse": "BH rejects and the 95% interval lies below 0",
                          "inconclusive": "anything else"},
+            # "zvf": a key of the pre-registered lock, frozen with its digest
             "zvf": "observed ZVF vs the i.i.d. prediction p^G + (1-p)^G with p the mean "
                    "reward of the drawn groups; not comparable across arms",
             "exclusions": "none: a run that fails (e.g. dynamic sampling exhausts its cap) is "

@@ -14,6 +14,7 @@ import numpy as np
 
 from verifiable_grpo.core import files
 from verifiable_grpo.core.config import resolve
+from verifiable_grpo.core.record_names import with_current_names
 from verifiable_grpo.part2.record import RECORDED
 
 
@@ -22,12 +23,12 @@ def load(dest=None) -> dict:
     dest = resolve(RECORDED) if dest is None else Path(dest)
     runs = {}
     for path in sorted(dest.glob("runs/*/*/run_manifest.json")):
-        m = files.read_json(path)
+        m = with_current_names(files.read_json(path))
         runs[(m["regime"], m["arm"], m["seed"])] = m
     if not runs:
         raise FileNotFoundError(f"no recorded study in {dest}: run `python -m verifiable_grpo "
                                 "family study` and `family export`")
-    return {"analysis": files.read_json(dest / "analysis.json"),
+    return {"analysis": with_current_names(files.read_json(dest / "analysis.json")),
             "warm_start": files.read_json(dest / "warmstart-heldout.json"), "runs": runs}
 
 

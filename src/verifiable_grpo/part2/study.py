@@ -31,7 +31,7 @@ import torch
 
 from verifiable_grpo.core import checkpoint, files, interrupts, runlock
 from verifiable_grpo.core import model as model_lib
-from verifiable_grpo.core.config import ConfigError, config_hash, provenance, resolve, sha256_bytes
+from verifiable_grpo.core.config import ConfigError, provenance, resolve, sha256_bytes
 from verifiable_grpo.core.config_schema import typed
 from verifiable_grpo.core.faults import fault_point
 from verifiable_grpo.core.progress import tqdm
@@ -193,8 +193,7 @@ class StudyRun(ResumableRun):
 def _identity(run: StudyRun, warm_sha: str, learning_sha: str) -> dict:
     return {"lock_sha256": run.lock_sha, "arm": run.arm, "seed": run.seed,
             "regime": run.regime, "objective_sha256": run.objective.sha256(),
-            "config_sha256": config_hash(run.config),
-            "code_sha256": run.code_sha256(),
+            **run.shared_identity(run.config),     # the whole config: no sections
             "warm_start_sha256": warm_sha, "learning_data_sha256": learning_sha}
 
 
@@ -285,7 +284,7 @@ def _step(run: StudyRun) -> None:
                for _ in range(run.updates_per_rollout)]
     update_seconds = time.perf_counter() - tick
     drawn = [r for group in batch.drawn for r in group]
-    zvf = _mean(g["zero_variance"] for g in groups)
+    zero_variance_fraction = _mean(g["zero_variance"] for g in groups)
     run.telemetry.append({
         "step": step,
         "document_ids": [g["document_id"] for g in groups],
@@ -294,8 +293,8 @@ def _step(run: StudyRun) -> None:
         "strategies": [g["strategy"] for g in groups],
         "mean_reward": _mean(r for g in groups for r in g["rewards"]),
         "mean_reward_drawn": _mean(drawn),
-        "zvf": zvf, "gu": 1.0 - zvf,
-        "zvf_drawn": _mean(len(set(d)) == 1 for d in batch.drawn),
+        "zero_variance_fraction": zero_variance_fraction, "gu": 1.0 - zero_variance_fraction,
+        "zero_variance_fraction_drawn": _mean(len(set(d)) == 1 for d in batch.drawn),
         **batch.cost.as_dict(),
         "tokens_trained": sum(r["response_tokens"] for r in rows),
         "verify_max_abs_difference": verification["max_abs_difference"],
@@ -363,9 +362,10 @@ def telemetry_summary(telemetry: list, step_seconds: list) -> dict:
     last = telemetry[-10:]
     return {
         "last10_mean_reward": _mean(t["mean_reward"] for t in last),
-        "mean_zvf": _mean(t["zvf"] for t in telemetry),
+        "mean_zero_variance_fraction": _mean(t["zero_variance_fraction"] for t in telemetry),
         "mean_gu": _mean(t["gu"] for t in telemetry),
-        "mean_zvf_drawn": _mean(t["zvf_drawn"] for t in telemetry),
+        "mean_zero_variance_fraction_drawn": _mean(t["zero_variance_fraction_drawn"]
+                                                   for t in telemetry),
         "mean_reward_drawn": _mean(t["mean_reward_drawn"] for t in telemetry),
         "rollouts_generated": sum(t["rollouts_generated"] for t in telemetry),
         "rollouts_discarded": sum(t["rollouts_discarded"] for t in telemetry),

@@ -26,6 +26,7 @@ import torch
 
 from verifiable_grpo.core import files, interrupts, runlock
 from verifiable_grpo.core.config import ConfigError, config_hash, provenance, sha256_bytes
+from verifiable_grpo.core.record_names import with_current_names
 from verifiable_grpo.part2 import lock as lock_lib
 from verifiable_grpo.part2 import study
 from verifiable_grpo.part2 import trl_backend_config as run_config
@@ -204,7 +205,9 @@ def _train_and_record(lock, lock_sha, config, fields, folder, arm, seed, regime,
     trainer.add_callback(TelemetryCheckpoint(trainer, identity))
     trainer.add_callback(StopAfter(stop_after * updates if stop_after is not None else None))
     if resume is not None:
-        trainer.family_telemetry = files.read_json(resume / TELEMETRY_FILE)["telemetry"]
+        # a checkpoint written before the rename says `zvf` (no code hash guards this resume)
+        trainer.family_telemetry = with_current_names(
+            files.read_json(resume / TELEMETRY_FILE)["telemetry"])
     trainer.train(resume_from_checkpoint=str(resume) if resume is not None else None)
     if trainer.state.global_step < trainer.state.max_steps:
         interrupts.check(f"after step {trainer.state.global_step // updates} of {regime}/{arm}/"

@@ -48,7 +48,7 @@ def _launch(args, arm: str, seed: int, regime: str) -> int:
 def _report(manifest: dict) -> None:
     s = manifest["summary"]
     print(f"trl {manifest['regime']} {manifest['arm']} seed {manifest['seed']}: held-out greedy "
-          f"{s['heldout_greedy_all']:.3f}, mean ZVF {s['mean_zvf']:.3f}, rollouts "
+          f"{s['heldout_greedy_all']:.3f}, mean ZVF {s['mean_zero_variance_fraction']:.3f}, rollouts "
           f"{s['rollouts_generated']} ({s['rollouts_discarded']} discarded)")
 
 

@@ -182,7 +182,7 @@ class FamilyGRPOTrainer(GRPOTrainer):
 
     def _record(self, step, groups, drawn, strategies, cost, started) -> None:
         rewards = [[float(r["reward"]) for r in g] for g in groups]
-        zvf = sum(len(set(r)) == 1 for r in rewards) / len(rewards)
+        zero_variance_fraction = sum(len(set(r)) == 1 for r in rewards) / len(rewards)
         flat = [r for g in rewards for r in g]
         flat_drawn = [r for d in drawn for r in d]
         self.family_telemetry.append({
@@ -190,8 +190,8 @@ class FamilyGRPOTrainer(GRPOTrainer):
             "rewards": rewards, "strategies": strategies,
             "mean_reward": sum(flat) / len(flat),
             "mean_reward_drawn": sum(flat_drawn) / len(flat_drawn),
-            "zvf": zvf, "gu": 1.0 - zvf,
-            "zvf_drawn": sum(len(set(d)) == 1 for d in drawn) / len(drawn),
+            "zero_variance_fraction": zero_variance_fraction, "gu": 1.0 - zero_variance_fraction,
+            "zero_variance_fraction_drawn": sum(len(set(d)) == 1 for d in drawn) / len(drawn),
             **cost.as_dict(),
             "tokens_trained": sum(r["response_tokens"] for g in groups for r in g),
             "completion_sha256": [[r["completion_sha256"] for r in g] for g in groups],

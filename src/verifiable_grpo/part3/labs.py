@@ -54,12 +54,15 @@ MODEL_OPTIONS = ("full", "no_mask", "no_row_init", "steps", "rank", "alpha", "ta
                  "cache")
 
 LABS = {
-    "reward-model": Lab("best_of_n", "Lab 3: Bradley-Terry reward model, calibration, best-of-n"),
-    "dpo": Lab("dpo", "Lab 4: DPO on a bandit and on the digit policy"),
-    "expert-iteration": Lab("group_relative", "Lab 5: expert iteration vs GRPO, substring verifier"),
-    "judge": Lab("judge", "Lab 6: simulated judge with position and length bias"),
-    "fault-tree": Lab("fault_tree", "the fault-tree reward exercise"),
-    "merging": Lab("merge_lab", "model merging on two fine-tunes of the digit policy"),
+    "reward-model": Lab("reward_lab.best_of_n",
+                        "Lab 3: Bradley-Terry reward model, calibration, best-of-n"),
+    "dpo": Lab("dpo_lab.dpo", "Lab 4: DPO on a bandit and on the digit policy"),
+    "expert-iteration": Lab("expert_iteration_lab.group_relative",
+                            "Lab 5: expert iteration vs GRPO, substring verifier"),
+    "judge": Lab("judge_lab.judge", "Lab 6: simulated judge with position and length bias"),
+    "fault-tree": Lab("fault_tree_lab.fault_tree", "the fault-tree reward exercise"),
+    "merging": Lab("merge_lab.digit_merges",
+                   "model merging on two fine-tunes of the digit policy"),
     "sft": Lab("sft_lab.masked_sft", "Lab 1: full-weight SFT with the assistant-only masked loss",
                options=("full", "no_mask", "no_row_init", "steps")),
     "sft-past-turn": Lab("sft_lab.past_turn",

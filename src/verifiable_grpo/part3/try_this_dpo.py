@@ -14,9 +14,9 @@ from __future__ import annotations
 import torch
 from torch.nn.utils import clip_grad_norm_
 
-from verifiable_grpo.part3 import digit_policy as dp
-from verifiable_grpo.part3 import dpo
-from verifiable_grpo.part3.dpo_bandit import check_beta
+from verifiable_grpo.part3.digits import policy as dp
+from verifiable_grpo.part3.dpo_lab import dpo
+from verifiable_grpo.part3.dpo_lab.dpo_bandit import check_beta
 
 LOSSES = ("dpo", "ipo")
 

@@ -18,8 +18,8 @@ from __future__ import annotations
 import torch
 from torch.nn.utils import clip_grad_norm_
 
-from verifiable_grpo.part3 import digit_policy as dp
-from verifiable_grpo.part3 import group_relative as gr
+from verifiable_grpo.part3.digits import policy as dp
+from verifiable_grpo.part3.expert_iteration_lab import group_relative as gr
 
 ADVANTAGES = ("sample_std", "centred")
 DENOMINATORS = ("tokens", "maxlen")

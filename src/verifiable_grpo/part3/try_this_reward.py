@@ -18,8 +18,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from verifiable_grpo.part3 import reward_model as rm
-from verifiable_grpo.part3.best_of_n import check_sizes, selection_row
+from verifiable_grpo.part3.reward_lab import reward_model as rm
+from verifiable_grpo.part3.reward_lab.best_of_n import check_sizes, selection_row
 
 
 def biased_pairs(n: int, rng: np.random.Generator, bias: float = 0.0):

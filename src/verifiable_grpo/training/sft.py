@@ -20,7 +20,7 @@ from pathlib import Path
 import torch
 
 from verifiable_grpo.core import crash, interrupts
-from verifiable_grpo.core.checkpoint import load_state, run_identity, seed_everything
+from verifiable_grpo.core.checkpoint import load_state, seed_everything
 from verifiable_grpo.core.config import load_config, provenance, save_json, sha256_file
 from verifiable_grpo.core.config_schema import SFT, Profile, typed
 from verifiable_grpo.core.faults import fault_point
@@ -215,13 +215,14 @@ def _prepare(config: dict, out: Path, branch: str, mode: str, paths: dict) -> SF
     per_epoch = math.ceil(len(rows) / section.batch_size)
     total_updates = per_epoch * section.epochs
     initial_digest = model_digest(model)
-    sections = IDENTITY_SECTIONS + (branch,)
-    identity = run_identity(
-        config, data.dataset_sha256(view), initial_digest, template_identity(tokenizer, config),
-        code_sha256=SFTRun.code_sha256(), sections=sections, branch=branch, start=start,
-        examples=[r["document_id"] for r in rows],
-        validation_examples=[r["document_id"] for r in val_rows], total_updates=total_updates,
-        compute=compute_identity(device))
+    template = template_identity(tokenizer, config)
+    identity = {
+        **SFTRun.shared_identity(config, IDENTITY_SECTIONS + (branch,)),
+        "data_sha256": data.dataset_sha256(view), "initial_model_digest": initial_digest,
+        "template_sha256": template["sha256"], "template": template, "branch": branch,
+        "start": start, "examples": [r["document_id"] for r in rows],
+        "validation_examples": [r["document_id"] for r in val_rows],
+        "total_updates": total_updates, "compute": compute_identity(device)}
     sampler = torch.Generator().manual_seed(cfg.seed + SAMPLER_SEED_OFFSET[branch])
     run = SFTRun(config, cfg, branch, mode, paths, model, rows, val_rows,
                  tokenizer.pad_token_id, identity, initial_digest, unique_parameters(model),

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from verifiable_grpo.part3 import digit_policy as dp
+from verifiable_grpo.part3.digits import policy as dp
 
 
 def _require_positive_ints(**named) -> None:

@@ -1,6 +1,6 @@
 """Merging two fine-tunes of the GRU digit policy: one taught exact sums on prompts whose
 first digit is 0-4, one on 5-9, both from Lab 4's reference. The merges of
-verifiable_grpo.part3.merging are scored by the probability each model gives the exact
+verifiable_grpo.part3.merge_lab.merging are scored by the probability each model gives the exact
 answer (teacher-forced, EOS included), averaged over each half of the 100 prompts: a
 smooth score that greedy decoding's ties cannot flip on another CPU.
 """
@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import torch
 
-from verifiable_grpo.part3 import digit_policy as dp
-from verifiable_grpo.part3 import merging
+from verifiable_grpo.part3.digits import policy as dp
+from verifiable_grpo.part3.merge_lab import merging
 
 HALVES = {"low (a = 0-4)": dp.ALL_PROMPTS[dp.ALL_PROMPTS[:, 0] < 5],
           "high (a = 5-9)": dp.ALL_PROMPTS[dp.ALL_PROMPTS[:, 0] >= 5]}

@@ -18,7 +18,7 @@ from __future__ import annotations
 import torch
 from torch.nn.utils import clip_grad_norm_
 
-from verifiable_grpo.part3 import digit_policy as dp
+from verifiable_grpo.part3.digits import policy as dp
 
 
 def group_advantages_sample_std(rewards: torch.Tensor, epsilon: float = 1e-6, correction: int = 1):
@@ -149,7 +149,7 @@ def run_lab(betas=(0.04, 0.5), substring_beta: float = 0.04, iterations: int = 1
     """Lab 5 whole: expert iteration, GRPO at each beta and GRPO on the substring checker.
     `variants` adds two runs the module does not make: Part I's population std (beta
     0.04) and no KL term at all (beta 0, the first "Try this")."""
-    from verifiable_grpo.part3.expert_iteration import expert_iteration
+    from verifiable_grpo.part3.expert_iteration_lab.expert_iteration import expert_iteration
 
     reference = dp.train_reference()
     settings = {"iterations": iterations, "group_size": group_size}

@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from verifiable_grpo.part3.lab_settings import GRID as SIZES  # 1, 4, ..., 16384: recorded
-from verifiable_grpo.part3.reward_model import fit_both, predict, true_reward
+from verifiable_grpo.part3.reward_lab.reward_model import fit_both, predict, true_reward
 
 
 def kl_bound(n: int) -> float:

@@ -15,8 +15,8 @@ import torch
 from torch.nn.functional import logsigmoid
 from torch.nn.utils import clip_grad_norm_
 
-from verifiable_grpo.part3 import digit_policy as dp
-from verifiable_grpo.part3.dpo_bandit import check_beta
+from verifiable_grpo.part3.digits import policy as dp
+from verifiable_grpo.part3.dpo_lab.dpo_bandit import check_beta
 
 
 def dpo_loss(policy_chosen, policy_rejected, reference_chosen, reference_rejected,
@@ -163,7 +163,7 @@ def run_digit_dpo(beta: float = 0.1, steps: int = 300, variant_beta: float | Non
 def run_lab(betas=(0.25, 0.5, 1.0, 2.0), pairs: int = 20_000, bandit_steps: int = 1000,
             beta: float = 0.1, steps: int = 300, variant_beta: float | None = 0.5) -> dict:
     """Lab 4 whole: the bandit (part A), then the digit policy (part B)."""
-    from verifiable_grpo.part3.dpo_bandit import run_bandit
+    from verifiable_grpo.part3.dpo_lab.dpo_bandit import run_bandit
 
     return {"bandit": run_bandit(betas, pairs, bandit_steps),
             "digits": run_digit_dpo(beta, steps, variant_beta)}

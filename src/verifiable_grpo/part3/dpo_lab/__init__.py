@@ -1,0 +1,5 @@
+"""Lab 4: DPO, first on a bandit with an exact answer, then on the digit policy.
+
+dpo_bandit: eight responses, DPO against the KL-regularised optimum;
+dpo: the lab (`lab dpo`), on-policy and off-policy losers on the digit policy.
+"""

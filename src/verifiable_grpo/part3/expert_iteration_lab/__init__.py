@@ -1,0 +1,5 @@
+"""Lab 5: expert iteration against GRPO on the digit policy, with a substring verifier.
+
+expert_iteration: SFT on verified successes only;
+group_relative: the lab (`lab expert-iteration`), the course's GRPO beside it.
+"""

@@ -1,0 +1,5 @@
+"""Model merging on two fine-tunes of the digit policy.
+
+merging: the methods on state dicts (soups, task arithmetic, TIES, DARE, adapters);
+digit_merges: the lab (`lab merging`), two half-experts merged and scored.
+"""
