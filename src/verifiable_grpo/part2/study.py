@@ -31,17 +31,16 @@ import torch
 
 from verifiable_grpo.core import checkpoint, files, interrupts, runlock
 from verifiable_grpo.core import model as model_lib
-from verifiable_grpo.core.config import ConfigError, provenance, resolve, sha256_bytes
+from verifiable_grpo.core.config import ConfigError, provenance, resolve
 from verifiable_grpo.core.config_schema import typed
 from verifiable_grpo.core.faults import fault_point
 from verifiable_grpo.core.progress import tqdm
 from verifiable_grpo.core.resumable_run import ResumableRun
-from verifiable_grpo.core.runfolder import compute_identity
-from verifiable_grpo.part2 import heldout
+from verifiable_grpo.part2 import heldout, study_records
 from verifiable_grpo.part2 import lock as lock_lib
-from verifiable_grpo.task import data, prompts, verifier
+from verifiable_grpo.part2.policy_source import PolicySource
+from verifiable_grpo.task import data
 from verifiable_grpo.training import (
-    batched_rollout,
     batched_scoring,
     grpo,
     lora,
@@ -89,50 +88,6 @@ def prepare_data(out, config: dict) -> tuple[Path, Path]:
         data.write_learning_view(data_dir, learning)
     data.assert_learning_only(learning)
     return data_dir, learning
-
-
-# --------------------------------------------------------------------------- the source
-class PolicySource:
-    """Fresh training prompts (a seeded permutation) and scored responses from the policy.
-
-    With sampling.batched every request of a `draw_many` call is decoded in one padded
-    batch (batched_rollout.generate_batch, one generator stream, rows in request then
-    member order); otherwise one response at a time, in the same order."""
-
-    def __init__(self, run: StudyRun):
-        self.run = run
-
-    def prompts(self, count: int) -> list[dict]:
-        return [self.run.examples[i] for i in self.run.order.take(count)]
-
-    def draw(self, example: dict, count: int, group_id: str) -> list[dict]:
-        return self.draw_many([(example, count, group_id)])[0]
-
-    def draw_many(self, requests: list[tuple[dict, int, str]]) -> list[list[dict]]:
-        run = self.run
-        jobs = []   # (example, prompt ids, rollout id) of every row
-        for example, count, group_id in requests:
-            prompt = prompts.prompt_ids(run.tokenizer, example["statement"], run.config)
-            jobs += [(example, prompt, f"{group_id}/response-{m:02d}") for m in range(count)]
-        if typed(run.config).sampling.batched:
-            generated = batched_rollout.generate_batch(
-                run.policy, run.tokenizer, [prompt for _, prompt, _ in jobs], run.config,
-                run.generator, greedy=False)
-        else:
-            generated = [rollout.generate(run.policy, run.tokenizer, prompt, run.config,
-                                          run.generator, greedy=False) for _, prompt, _ in jobs]
-        rows = []
-        for (example, _, rollout_id), row in zip(jobs, generated):
-            row["rollout_id"] = rollout_id
-            verdict = verifier.score_generated_json(row["text"], row["finish_reason"],
-                                                    example["problem"], row["tokenization_valid"])
-            row["reward"] = float(verdict["reward"])
-            rows.append(row)
-        found, start = [], 0
-        for _, count, _ in requests:
-            found.append(rows[start:start + count])
-            start += count
-        return found
 
 
 # --------------------------------------------------------------------------- the run
@@ -256,11 +211,6 @@ def _save_checkpoint(run: StudyRun) -> None:
         path.unlink()
 
 
-def _mean(values) -> float:
-    values = list(values)
-    return sum(values) / len(values) if values else float("nan")
-
-
 def _step(run: StudyRun) -> None:
     started = time.perf_counter()
     step = run.step
@@ -284,17 +234,17 @@ def _step(run: StudyRun) -> None:
                for _ in range(run.updates_per_rollout)]
     update_seconds = time.perf_counter() - tick
     drawn = [r for group in batch.drawn for r in group]
-    zero_variance_fraction = _mean(g["zero_variance"] for g in groups)
+    zero_variance_fraction = study_records.mean(g["zero_variance"] for g in groups)
     run.telemetry.append({
         "step": step,
         "document_ids": [g["document_id"] for g in groups],
         "rewards": [g["rewards"] for g in groups],
         "advantages": [g["advantages"] for g in groups],
         "strategies": [g["strategy"] for g in groups],
-        "mean_reward": _mean(r for g in groups for r in g["rewards"]),
-        "mean_reward_drawn": _mean(drawn),
+        "mean_reward": study_records.mean(r for g in groups for r in g["rewards"]),
+        "mean_reward_drawn": study_records.mean(drawn),
         "zero_variance_fraction": zero_variance_fraction, "gu": 1.0 - zero_variance_fraction,
-        "zero_variance_fraction_drawn": _mean(len(set(d)) == 1 for d in batch.drawn),
+        "zero_variance_fraction_drawn": study_records.mean(len(set(d)) == 1 for d in batch.drawn),
         **batch.cost.as_dict(),
         "tokens_trained": sum(r["response_tokens"] for r in rows),
         "verify_max_abs_difference": verification["max_abs_difference"],
@@ -309,12 +259,6 @@ def _step(run: StudyRun) -> None:
     run.times.append({"step": step, "generation_seconds": generation_seconds,
                       "update_seconds": update_seconds,
                       "step_seconds": time.perf_counter() - started})
-
-
-def _stack_fingerprint(config: dict) -> str:
-    versions = provenance(config)["packages"]
-    return sha256_bytes(repr((sorted(versions.items()), torch.__config__.parallel_info()
-                              .splitlines()[:1], compute_identity(torch.device("cpu")))).encode())
 
 
 def attach_adapters(policy, budget: dict, seed: int) -> list[str]:
@@ -355,34 +299,6 @@ def warmstart_heldout(lock: dict, out, lock_sha: str, progress: bool = False) ->
               "provenance": provenance(config)}
     files.save_json(path, record)
     return record
-
-
-def telemetry_summary(telemetry: list, step_seconds: list) -> dict:
-    """The telemetry's means and sums every manifest summary holds (either backend)."""
-    last = telemetry[-10:]
-    return {
-        "last10_mean_reward": _mean(t["mean_reward"] for t in last),
-        "mean_zero_variance_fraction": _mean(t["zero_variance_fraction"] for t in telemetry),
-        "mean_gu": _mean(t["gu"] for t in telemetry),
-        "mean_zero_variance_fraction_drawn": _mean(t["zero_variance_fraction_drawn"]
-                                                   for t in telemetry),
-        "mean_reward_drawn": _mean(t["mean_reward_drawn"] for t in telemetry),
-        "rollouts_generated": sum(t["rollouts_generated"] for t in telemetry),
-        "rollouts_discarded": sum(t["rollouts_discarded"] for t in telemetry),
-        "tokens_generated": sum(t["tokens_generated"] for t in telemetry),
-        "seconds_per_step": _mean(step_seconds),
-    }
-
-
-def _summary(telemetry: list, times: list, result: dict) -> dict:
-    """The manifest's summary: held-out accuracy and the telemetry's means and sums."""
-    return {
-        "heldout_greedy_all": result["greedy"]["ALL"]["success_rate"],
-        "heldout_greedy_id50": result["greedy"]["ID50"]["success_rate"],
-        "heldout_greedy_ood100": result["greedy"]["OOD100"]["success_rate"],
-        "heldout_per_draw_all": result["per_draw"]["ALL"]["success_rate"],
-        **telemetry_summary(telemetry, [t["step_seconds"] for t in times]),
-    }
 
 
 def run_arm(lock_file, out, arm: str, seed: int, regime: str, stop_after: int | None = None,
@@ -454,21 +370,8 @@ def _train_and_record(lock, lock_sha, config, out, folder, arm, seed, regime, st
         "arm": arm, "seed": seed, "regime": regime, "steps": steps, "lock_sha256": lock_sha,
         "trainable": run.budget["trainable"]})
     result = heldout.heldout_accuracy(policy, tokenizer, config, data_dir)
-    telemetry = run.telemetry
-    manifest = {
-        "schema": "verifiable-grpo-family-run-v1",
-        "arm": arm, "seed": seed, "regime": regime, "lock_sha256": lock_sha,
-        "identity": run.identity, "resumed_from_step": resumed_from,
-        "config": config, "provenance": provenance(config),
-        "stack_fingerprint": _stack_fingerprint(config),
-        "initial_model_digest": initial_digest, "final_model_digest": final_digest,
-        "trainable": {"mode": run.budget["trainable"], "adapters": len(adapters),
-                      **lora.parameter_counts(policy)},
-        "final_weights_sha256": weights_sha,
-        "telemetry": telemetry, "times": run.times,
-        "summary": _summary(telemetry, run.times, result),
-        "heldout": result,
-        "wall_seconds": time.perf_counter() - command_start,
-    }
+    manifest = study_records.manifest(run, result, adapters, weights_sha,
+                                      (initial_digest, final_digest), resumed_from,
+                                      time.perf_counter() - command_start)
     files.save_json(folder / "run_manifest.json", manifest)
     return manifest

@@ -28,7 +28,7 @@ from verifiable_grpo.core import files, interrupts, runlock
 from verifiable_grpo.core.config import ConfigError, config_hash, provenance, sha256_bytes
 from verifiable_grpo.core.record_names import with_current_names
 from verifiable_grpo.part2 import lock as lock_lib
-from verifiable_grpo.part2 import study
+from verifiable_grpo.part2 import study, study_records
 from verifiable_grpo.part2 import trl_backend_config as run_config
 from verifiable_grpo.part2 import trl_backend_data as backend_data
 from verifiable_grpo.part2.trl_backend_trainer import TELEMETRY_FILE, StopAfter, TelemetryCheckpoint
@@ -287,7 +287,7 @@ def _summary(telemetry: list, result: dict) -> dict:
     times = [sum(t["step_time"]) if None not in t["step_time"] else t["generation_seconds"]
              for t in telemetry]
     return {"heldout_greedy_all": result["greedy"]["ALL"]["success_rate"],
-            **study.telemetry_summary(telemetry, times)}
+            **study_records.telemetry_summary(telemetry, times)}
 
 
 def _versions() -> dict:
