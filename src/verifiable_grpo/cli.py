@@ -165,7 +165,7 @@ def _lab_arguments(p) -> None:
                    help="lora: comma-separated projections to wrap, e.g. q_proj,k_proj,"
                         "v_proj,o_proj (default: all seven of each block)")
     p.add_argument("--policy", default=None,
-                   help="suite, suite-sampled: the fine-tuned model (default: runs/part3/sft/sft-policy)")
+                   help="suite, suite-sampled, suite-families: the fine-tuned model (default: runs/part3/sft/sft-policy)")
     p.add_argument("--cache", default=None,
                    help="FP32 cache of the GGUF model (default: runs/part3/smollm2-fp32)")
 
