@@ -158,6 +158,8 @@ def _lab_arguments(p) -> None:
                    help="sft, lora: keep the chat rows of the embedding as loaded")
     p.add_argument("--steps", type=_positive, default=None,
                    help="sft: this many updates instead of the budget's (15 QUICK, 50 FULL)")
+    p.add_argument("--letters", action="store_true",
+                   help="sft: add a sixth family, letter counting, with its own held-out words")
     p.add_argument("--rank", type=_positive, default=None, help="lora: adapter rank (default 8)")
     p.add_argument("--alpha", type=_positive_float, default=None,
                    help="lora: adapter alpha, the update scaled by alpha/rank (default 16)")

@@ -50,7 +50,7 @@ class Lab:
 
 
 # The options a model lab may take besides --out: what `lab` refuses for a settings lab.
-MODEL_OPTIONS = ("full", "no_mask", "no_row_init", "steps", "rank", "alpha", "targets", "policy",
+MODEL_OPTIONS = ("full", "no_mask", "no_row_init", "steps", "letters", "rank", "alpha", "targets", "policy",
                  "cache")
 
 LABS = {
@@ -61,7 +61,7 @@ LABS = {
     "fault-tree": Lab("fault_tree", "the fault-tree reward exercise"),
     "merging": Lab("merge_lab", "model merging on two fine-tunes of the digit policy"),
     "sft": Lab("sft_lab.masked_sft", "Lab 1: full-weight SFT with the assistant-only masked loss",
-               options=("full", "no_mask", "no_row_init", "steps")),
+               options=("full", "no_mask", "no_row_init", "steps", "letters")),
     "sft-past-turn": Lab("sft_lab.past_turn",
                          "Lab 1, Try this: greedy past <|im_end|>, masked vs --no-mask policies",
                          options=()),
