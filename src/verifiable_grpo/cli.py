@@ -166,6 +166,8 @@ def _lab_arguments(p) -> None:
     p.add_argument("--targets", type=_projections, default=None,
                    help="lora: comma-separated projections to wrap, e.g. q_proj,k_proj,"
                         "v_proj,o_proj (default: all seven of each block)")
+    p.add_argument("--row-delta", action="store_true",
+                   help="lora: a trainable delta on the two chat rows, in lookup and tied head")
     p.add_argument("--policy", default=None,
                    help="suite, suite-sampled, suite-families: the fine-tuned model (default: runs/part3/sft/sft-policy)")
     p.add_argument("--cache", default=None,

@@ -47,6 +47,17 @@ def test_lab2_runs_merges_and_records(micro_cache, tmp_path):
     assert lora_lab.run(out, cache=micro_cache, log=lambda _: None) == result  # not redone
 
 
+
+def test_lab2_with_a_chat_row_delta_folds_it_before_the_merge(micro_cache, tmp_path):
+    result = lora_lab.run(tmp_path / "delta", cache=micro_cache, steps=2, init_rows=False,
+                          row_delta=True, log=lambda _: None)
+    assert result["settings"]["row_delta"] is True and result["initial_logit_difference"] == 0.0
+    rows = result["chat_rows"]
+    assert len(rows["delta_norms"]) == 2 and min(rows["delta_norms"]) > 0   # both rows moved
+    assert rows["folded"]["cosine"] != rows["after"]["cosine"]             # W + D written
+    assert result["merged_parameters"] == result["base_parameters"]        # nothing left over
+    assert result["identical_decoded_outputs"]
+
 def test_lab1_then_the_suite(micro_cache, tmp_path, monkeypatch):
     monkeypatch.setattr(greedy, "MAX_NEW_TOKENS", 8)  # a micro model: short replies do
     sft = masked_sft.run(tmp_path / "sft", cache=micro_cache, log=lambda _: None)

@@ -50,7 +50,7 @@ class Lab:
 
 
 # The options a model lab may take besides --out: what `lab` refuses for a settings lab.
-MODEL_OPTIONS = ("full", "no_mask", "no_row_init", "steps", "letters", "rank", "alpha", "targets", "policy",
+MODEL_OPTIONS = ("full", "no_mask", "no_row_init", "steps", "letters", "row_delta", "rank", "alpha", "targets", "policy",
                  "cache")
 
 LABS = {
@@ -66,7 +66,7 @@ LABS = {
                          "Lab 1, Try this: greedy past <|im_end|>, masked vs --no-mask policies",
                          options=()),
     "lora": Lab("lora_lab", "Lab 2: LoRA from scratch, zero-init check, merge",
-                options=("no_row_init", "rank", "alpha", "targets")),
+                options=("no_row_init", "rank", "alpha", "targets", "row_delta")),
     "suite": Lab("suite_lab.greedy", "Lab 6: the 40-item behavioural suite, paired",
                  options=("policy",)),
     "suite-sampled": Lab("suite_lab.sampled",
