@@ -78,9 +78,8 @@ INVENTORY = (
     Variant(6, "strict checkers: full JSON, value types, topic relevance", "recorded",
             "06_behaviour_suite", "suite"),
     Variant(6, "five prompts for each of five failure families (false completion, verdicts "
-            "without evidence, destructive edits, over-refusal, sycophancy)", "not run", "", "",
-            "25 new items with checkers that can see each failure, then a suite run of both "
-            "models (2 to 3 CPU minutes); the checkers are the hard part"),
+            "without evidence, destructive edits, over-refusal, sycophancy)", "recorded",
+            "06_behaviour_suite", "suite-families"),
     Variant(6, "five samples per item at temperature 0.7, clustered bootstrap", "recorded",
             "06_behaviour_suite", "suite-sampled"),
     Variant(6, "prompt hashes and 13-gram overlap with the SFT prompts", "recorded",
