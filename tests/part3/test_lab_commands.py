@@ -29,7 +29,7 @@ def test_the_command_line_offers_every_lab_of_the_table():
     with pytest.raises(SystemExit):
         parser.parse_args(["lab", "sft-lab"])
     assert labs.MODEL_LABS == ("sft", "sft-past-turn", "lora", "suite", "suite-sampled",
-                               "suite-families")
+                               "suite-families", "dpo-smollm2")
 
 
 def test_a_model_labs_summary_line_from_its_record():
