@@ -323,6 +323,41 @@ Table(["updates (rows kept as loaded)", "last training loss", "held-out loss", "
 # decays more slowly.
 
 # %% [markdown]
+# ### Try this, recorded: a sixth family that counts letters
+#
+# The course suggests a new family, letter counting, with its own evaluation prompts, and
+# warns that a new template does not bring a new skill with it. Our generator
+# (`chat_data.letters_split`) asks "How many letters are in the word W?" for 64
+# engineering words. A seeded shuffle holds 10 of them out, and the training rows use
+# others only, so no held-out word is ever trained on. The run adds one letters row after
+# each round of the five families (288 conversations) and trains one epoch, 18 updates,
+# with everything else as in QUICK (`lab sft --letters`). Held out: the 50 prompts of
+# QUICK and the 10 letter words.
+#
+# Two things are scored separately for the new family. **Format**: the reply is a bare
+# number. **Correctness**: it is the right number.
+
+# %%
+letters = records.load_recorded("sft-letters")
+print(f"{letters['train_rows']} training conversations, {letters['held_out_rows']} held out, "
+      f"{letters['steps']} updates; {letters['training_seconds']:.0f} s of training, "
+      f"{letters['provenance']['wall_seconds']:.0f} s for the whole command")
+Table(["held-out family", "default QUICK: exact after", "with letters: exact before",
+       "with letters: exact after"],
+      [[f, recorded["after"]["families"].get(f, "-"), letters["before"]["families"][f],
+        letters["after"]["families"][f]] for f in letters["after"]["families"]], digits=2)
+
+# %%
+asked = [(row, reply) for row, reply in zip(letters["held_out"], letters["after"]["replies"])
+         if row["family"] == "letters"]
+word = lambda row: row["user"].rsplit(" ", 1)[1].rstrip("?")
+Table(["held-out word", "letters", "reply after SFT", "a bare number", "right"],
+      [[word(row), row["reply"], reply, reply.isdigit(), reply == row["reply"]]
+       for row, reply in asked])
+print(f"format: {sum(r.isdigit() for _, r in asked)} of {len(asked)}; "
+      f"correct: {sum(r == row['reply'] for row, r in asked)} of {len(asked)}")
+
+# %% [markdown]
 # ## Exercises
 #
 # 1. In the first conversation, which shifted positions are trained? Count them, and say why

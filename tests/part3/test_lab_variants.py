@@ -54,3 +54,30 @@ def test_the_variants_are_named_consistently():
     assert {key for keys in lv.RANK_SERIES.values() for key in keys} == set(lv.LORA_RANKS)
     assert all(alpha == 2 * rank for rank, alpha in lv.RANK_SERIES["alpha = 2r"])
     assert lv.missing() == []   # every variant the chapters show is recorded
+
+
+def test_the_letters_variant_adds_the_sixth_family_only():
+    from verifiable_grpo.part3.smollm2 import chat_data
+
+    record = records.load_recorded("sft-letters")
+    assert _only_changed(record["settings"], masked_sft.DEFAULTS) == {"letters": True}
+    _, held_out = chat_data.split_with_letters(quick=True)
+    assert record["held_out"] == held_out                  # the generator as it is now
+    assert record["train_rows"] == 288 and len(record["history"]) == record["steps"] == 18
+    assert list(record["after"]["families"]) == [*chat_data.FAMILIES, "letters"]
+    letters = [r for r in held_out if r["family"] == "letters"]
+    assert len(letters) == 10 and record["after"]["families"]["letters"] == sum(
+        reply == row["reply"] for row, reply in zip(held_out, record["after"]["replies"])
+        if row["family"] == "letters") / 10
+
+
+def test_the_row_delta_variant_keeps_the_rows_and_adds_1152_trainable_values():
+    record = records.load_recorded("lora-row-delta")
+    assert _only_changed(record["settings"], lora_lab.DEFAULTS) == {"init_rows": False,
+                                                                   "row_delta": True}
+    assert record["trainable"] == lora_lab.structure()["trainable"] + 2 * 576
+    as_loaded = records.load_recorded("lora-no-row-init")["chat_rows"]["after"]["cosine"]
+    assert record["chat_rows"]["after"]["cosine"] == pytest.approx(as_loaded, abs=1e-6)
+    assert len(record["chat_rows"]["delta_norms"]) == 2 and min(record["chat_rows"]["delta_norms"]) > 0
+    assert record["merge_max_logit_difference"] < lora_lab.MERGE_TOLERANCE
+    assert record["identical_decoded_outputs"] and record["initial_logit_difference"] == 0.0

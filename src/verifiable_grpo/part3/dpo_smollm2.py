@@ -2,7 +2,8 @@
 
 The digit-policy lab (dpo.py) shows that a low pairwise loss need not mean a better
 generator; this run asks the same of a real instruct model. Pairs come from the model's
-own samples on Lab 1's training prompts, scored by a checker (smollm2/preference.py). The
+own samples (six per prompt) on Lab 1's FULL training prompts, taken in order until 64
+have given a pair, scored by a checker (smollm2/preference.py). The held-out set is FULL's. The
 loss is the package's DPO loss (dpo.dpo_loss) on sequence log-probabilities, with the
 reference's log-probabilities computed once before training (the reference is the model
 as loaded, so no second copy is kept). Full-weight AdamW, `epochs` passes over the pairs
@@ -19,7 +20,7 @@ from verifiable_grpo.part3.dpo import dpo_loss
 from verifiable_grpo.part3.smollm2 import chat_data, evaluation, loader, preference, records, trainer
 
 NAME = "dpo-smollm2"
-DEFAULTS = dict(pairs=64, samples=4, temperature=1.0, max_new_tokens=16, beta=0.1, lr=5e-6,
+DEFAULTS = dict(pairs=64, samples=6, temperature=1.0, max_new_tokens=16, beta=0.1, lr=5e-6,
                 epochs=2, batch=8, seed=5)
 
 
@@ -81,7 +82,7 @@ def run(out, cache=None, log=print, **overrides) -> dict:
         return done
     started = records.start()
     model, tokenizer = loader.load(cache)
-    train_rows, held_out = chat_data.split(quick=True)
+    train_rows, held_out = chat_data.split(quick=False)   # FULL's 400 prompts: a larger pool
     held_encoded = [chat_data.encode(tokenizer, r) for r in held_out]
     before = held_out_scores(model, tokenizer, held_out, held_encoded)
     log(f"before: exact {before['exact']:.2f}, answer given {before['answer_given']:.2f}")
