@@ -351,11 +351,21 @@ Table(["held-out family", "default QUICK: exact after", "with letters: exact bef
 asked = [(row, reply) for row, reply in zip(letters["held_out"], letters["after"]["replies"])
          if row["family"] == "letters"]
 word = lambda row: row["user"].rsplit(" ", 1)[1].rstrip("?")
+print(f"format: {sum(r.isdigit() for _, r in asked)} of {len(asked)}; "
+      f"correct: {sum(r == row['reply'] for row, r in asked)} of {len(asked)}")
 Table(["held-out word", "letters", "reply after SFT", "a bare number", "right"],
       [[word(row), row["reply"], reply, reply.isdigit(), reply == row["reply"]]
        for row, reply in asked])
-print(f"format: {sum(r.isdigit() for _, r in asked)} of {len(asked)}; "
-      f"correct: {sum(r == row['reply'] for row, r in asked)} of {len(asked)}")
+
+# %% [markdown]
+# The template took, the skill did not. After 18 updates every held-out letters reply is a
+# bare number that stops, where before the fine-tune the model wrote sentences ("The word
+# "relay" has 1 letters."). But the numbers are mostly 6, the length the model guesses for
+# almost any word, so only the two six-letter words come out right: 0.2 exact. The model
+# sees tokens, not letters, and 48 examples of the answer's form do not teach it to count
+# the characters inside a token. The five old families score about as they did after QUICK
+# (the table above: 34 of their 50 items right, against 35); one seed and 10 items per
+# family cannot say whether the sixth family cost the others anything.
 
 # %% [markdown]
 # ## Exercises

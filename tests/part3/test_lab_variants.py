@@ -81,3 +81,16 @@ def test_the_row_delta_variant_keeps_the_rows_and_adds_1152_trainable_values():
     assert len(record["chat_rows"]["delta_norms"]) == 2 and min(record["chat_rows"]["delta_norms"]) > 0
     assert record["merge_max_logit_difference"] < lora_lab.MERGE_TOLERANCE
     assert record["identical_decoded_outputs"] and record["initial_logit_difference"] == 0.0
+
+
+def test_the_letters_chapter_prose():
+    """Chapter III.1: every letters reply a bare number, the two six-letter words right."""
+    record = records.load_recorded("sft-letters")
+    asked = [(row, reply) for row, reply in zip(record["held_out"], record["after"]["replies"])
+             if row["family"] == "letters"]
+    assert all(reply.isdigit() for _, reply in asked)
+    right = [row["reply"] for row, reply in asked if reply == row["reply"]]
+    assert right == ["6", "6"] and record["after"]["families"]["letters"] == 0.2
+    assert [reply for _, reply in asked].count("6") > len(asked) / 2
+    five = lambda r: round(10 * sum(v for f, v in r["after"]["families"].items() if f != "letters"))
+    assert (five(record), five(records.load_recorded("sft"))) == (34, 35)
