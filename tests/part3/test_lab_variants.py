@@ -94,3 +94,15 @@ def test_the_letters_chapter_prose():
     assert [reply for _, reply in asked].count("6") > len(asked) / 2
     five = lambda r: round(10 * sum(v for f, v in r["after"]["families"].items() if f != "letters"))
     assert (five(record), five(records.load_recorded("sft"))) == (34, 35)
+
+
+def test_the_row_delta_chapter_prose():
+    """Chapter III.2: exact 0.74 / 0.76 / 0.78, every run stops, cosine 0.990 -> 0.986."""
+    delta, default, kept = (records.load_recorded(n) for n in
+                            ("lora-row-delta", "lora", "lora-no-row-init"))
+    assert [r["adapted"]["exact"] for r in (delta, default, kept)] == [0.74, 0.76, 0.78]
+    assert all(r["adapted"]["stop"] == 1.0 for r in (delta, default, kept))
+    rows = delta["chat_rows"]
+    assert (round(rows["after"]["cosine"], 3), round(rows["folded"]["cosine"], 3)) == (0.990, 0.986)
+    low, high = sorted(rows["delta_norms"])
+    assert high < 1.2 * low                                  # "by about the same amount"
