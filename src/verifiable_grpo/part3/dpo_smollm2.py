@@ -17,7 +17,14 @@ from __future__ import annotations
 import torch
 
 from verifiable_grpo.part3.dpo import dpo_loss
-from verifiable_grpo.part3.smollm2 import chat_data, evaluation, loader, preference, records, trainer
+from verifiable_grpo.part3.smollm2 import (
+    chat_data,
+    evaluation,
+    loader,
+    preference,
+    records,
+    trainer,
+)
 
 NAME = "dpo-smollm2"
 DEFAULTS = dict(pairs=64, samples=6, temperature=1.0, max_new_tokens=16, beta=0.1, lr=5e-6,

@@ -50,8 +50,8 @@ class Lab:
 
 
 # The options a model lab may take besides --out: what `lab` refuses for a settings lab.
-MODEL_OPTIONS = ("full", "no_mask", "no_row_init", "steps", "letters", "row_delta", "rank", "alpha", "targets", "policy",
-                 "cache")
+MODEL_OPTIONS = ("full", "no_mask", "no_row_init", "steps", "letters", "row_delta", "rank", "alpha",
+                 "targets", "policy", "cache")
 
 LABS = {
     "reward-model": Lab("best_of_n", "Lab 3: Bradley-Terry reward model, calibration, best-of-n"),
