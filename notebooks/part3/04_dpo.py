@@ -251,6 +251,51 @@ Table(["run (step 300)", "gap h", "pair acc.", "chosen log-ratio", "rejected log
 # slope). The comparison shows what each loss does, not which is better in general.
 
 # %% [markdown]
+# ## Try this, recorded: DPO on a 135M instruct model
+#
+# The course's last variant takes the same sequence-level loss to a real model:
+# SmolLM2-135M-Instruct and 64 short on-policy pairs. Our run
+# (`python -m verifiable_grpo lab dpo-smollm2`, code in `part3/dpo_smollm2.py`) works as
+# follows:
+#
+# - **Pairs.** The model samples six replies (temperature 1, at most 16 tokens) to each of
+#   Lab 1's training prompts, taken in order. A checker scores every reply: it must stop
+#   and contain the expected answer as a whole word. (Lab 1's exact match is too strict
+#   for the untuned model, which almost never gives the bare answer.) A prompt with a
+#   passing and a failing sample gives one pair. Collection stops at 64 pairs.
+# - **Loss.** The package's DPO loss, $\beta = 0.1$, on sequence log-probabilities: the
+#   sum of the log-probabilities of a reply's sampled tokens. The reference's values are
+#   computed once, before training, from the model as loaded.
+# - **Updates.** Full-weight AdamW at learning rate $5 \times 10^{-6}$, batches of 8 pairs,
+#   two passes over the 64 pairs (16 updates).
+#
+# Before and after, the held-out prompts of Lab 1 (FULL's 50) are answered greedily and
+# scored by the checker and by Lab 1's exact match.
+
+# %%
+from verifiable_grpo.part3.smollm2 import records as model_records
+
+real = model_records.load_recorded("dpo-smollm2")
+final = real["final"]
+mean = lambda values: sum(values) / len(values)
+print(f"{len(real['pairs'])} pairs from {real['prompts_sampled']} prompts")
+print(f"on the training pairs after DPO: pair accuracy {final['accuracy']:.3f}; mean change "
+      f"of log-probability: chosen {mean(final['chosen_gain']):+.3f}, rejected "
+      f"{mean(final['rejected_gain']):+.3f} nats")
+Table(["held-out (50)", "before DPO", "after DPO"],
+      [[k, real["before"][k], real["after"][k]] for k in ("loss", "stop", "exact", "answer_given")],
+      digits=4)
+
+# %%
+Table(["update", "loss", "pair acc. (batch)", "chosen gain", "rejected gain"],
+      [[h["step"], h["loss"], h["accuracy"], h["chosen_gain"], h["rejected_gain"]]
+       for h in real["history"]], digits=4)
+
+# %%
+Table(["prompt", "expected", "chosen (passes)", "rejected (fails)"],
+      [[p["user"][:50], p["expected"], p["chosen"][:60], p["rejected"][:60]] for p in real["pairs"][:8]])
+
+# %% [markdown]
 # ## Exercises
 #
 # **1. (by hand)** At $\beta = 2$, why do the fitted and exact KL agree to four decimals,

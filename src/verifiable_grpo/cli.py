@@ -169,7 +169,7 @@ def _lab_arguments(p) -> None:
     p.add_argument("--row-delta", action="store_true",
                    help="lora: a trainable delta on the two chat rows, in lookup and tied head")
     p.add_argument("--policy", default=None,
-                   help="suite, suite-sampled, suite-families: the fine-tuned model "
+                   help="suite, suite-sampled, suite-families, dpo-smollm2: the fine-tuned model "
                         "(default: runs/part3/sft/sft-policy)")
     p.add_argument("--cache", default=None,
                    help="FP32 cache of the GGUF model (default: runs/part3/smollm2-fp32)")

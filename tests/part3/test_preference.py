@@ -18,6 +18,12 @@ def test_the_checker_wants_the_answer_as_a_whole_word_and_a_stop():
     assert preference.answer_given("3500 g", "That is 3500 g.", stopped=True)
 
 
+def test_the_pair_checker_is_lab_1s_exact_match():
+    assert preference.exact_answer("60", "60", stopped=True)
+    assert not preference.exact_answer("60", "60", stopped=False)
+    assert not preference.exact_answer("60", "18 + 42 = 60.", stopped=True)
+
+
 def test_cut_keeps_the_stop_token_and_nothing_after():
     assert preference.cut([5, 6, END_ID, 0, 0]) == ([5, 6, END_ID], True)
     assert preference.cut([5, 6, 7]) == ([5, 6, 7], False)

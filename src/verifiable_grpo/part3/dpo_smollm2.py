@@ -1,30 +1,34 @@
 """Lab 4, Try this: DPO on SmolLM2-135M-Instruct with 64 on-policy preference pairs.
 
 The digit-policy lab (dpo.py) shows that a low pairwise loss need not mean a better
-generator; this run asks the same of a real instruct model. Pairs come from the model's
-own samples (six per prompt) on Lab 1's FULL training prompts, taken in order until 64
-have given a pair, scored by a checker (smollm2/preference.py). The held-out set is FULL's. The
-loss is the package's DPO loss (dpo.dpo_loss) on sequence log-probabilities, with the
-reference's log-probabilities computed once before training (the reference is the model
-as loaded, so no second copy is kept). Full-weight AdamW, `epochs` passes over the pairs
+generator; this run asks the same of a real instruct model. It starts from Lab 1's
+fine-tuned instruct model (SFT, then preferences: the usual order), because the model as
+loaded almost never gives Lab 1's bare answers, so its samples hold too few passing
+replies to pair. Pairs come from the policy's own samples (six per prompt) on Lab 1's
+QUICK training prompts, taken in order until 64 have given a pair, scored by Lab 1's
+exact match (smollm2/preference.py); the held-out set is QUICK's 50. The loss is the
+package's DPO loss (dpo.dpo_loss) on sequence log-probabilities, with the reference's
+log-probabilities computed once before training (the reference is the policy as loaded,
+so no second copy is kept). Full-weight AdamW, `epochs` passes over the pairs
 in batches of `batch`. Before and after: Lab 1's held-out loss, stop and exact rates, and
 the checker's rate on the held-out greedy replies; and, on the training pairs, how the
 log-probability of each side moved (DPO can widen the margin while both sides fall).
-`python -m verifiable_grpo lab dpo-smollm2 [--out DIR] --export`.
+`python -m verifiable_grpo lab dpo-smollm2 [--policy DIR] [--out DIR] --export`.
 """
 from __future__ import annotations
 
 import torch
 
+from verifiable_grpo.core.config import shown_path
 from verifiable_grpo.part3.dpo import dpo_loss
 from verifiable_grpo.part3.smollm2 import (
     chat_data,
     evaluation,
-    loader,
     preference,
     records,
     trainer,
 )
+from verifiable_grpo.part3.suite_lab import greedy
 
 NAME = "dpo-smollm2"
 DEFAULTS = dict(pairs=64, samples=6, temperature=1.0, max_new_tokens=16, beta=0.1, lr=5e-6,
@@ -81,15 +85,19 @@ def train(model, pairs, reference, settings, log=print) -> list[dict]:
     return history
 
 
-def run(out, cache=None, log=print, **overrides) -> dict:
-    settings = {**DEFAULTS, **overrides}
+def run(out, cache=None, policy=None, log=print, **overrides) -> dict:
     done = records.finished(out, NAME)
     if done is not None:
         log(f"{out}/{NAME}-metrics.json exists: this run is finished there (use another --out)")
         return done
+    policy = greedy.fine_tuned_policy(policy)      # checked before any load
+    settings = {**DEFAULTS, **overrides, "policy": shown_path(policy)}
     started = records.start()
-    model, tokenizer = loader.load(cache)
-    train_rows, held_out = chat_data.split(quick=False)   # FULL's 400 prompts: a larger pool
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(policy))   # Lab 1 saved it with the weights
+    model = AutoModelForCausalLM.from_pretrained(str(policy)).eval()
+    train_rows, held_out = chat_data.split(quick=True)
     held_encoded = [chat_data.encode(tokenizer, r) for r in held_out]
     before = held_out_scores(model, tokenizer, held_out, held_encoded)
     log(f"before: exact {before['exact']:.2f}, answer given {before['answer_given']:.2f}")
@@ -116,9 +124,9 @@ def run(out, cache=None, log=print, **overrides) -> dict:
     return records.finished(out, NAME)
 
 
-def run_lab(out, cache=None) -> dict:
-    """`python -m verifiable_grpo lab dpo-smollm2 [--out DIR]`."""
-    return run(out, cache=cache)
+def run_lab(out, cache=None, policy=None) -> dict:
+    """`python -m verifiable_grpo lab dpo-smollm2 [--policy DIR] [--out DIR]`."""
+    return run(out, cache=cache, policy=policy)
 
 
 def summary(metrics: dict) -> str:

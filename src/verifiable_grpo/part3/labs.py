@@ -77,7 +77,7 @@ LABS = {
                           options=("policy",)),
     "dpo-smollm2": Lab("dpo_smollm2",
                        "Lab 4, Try this: DPO on SmolLM2-135M-Instruct, 64 on-policy pairs",
-                       options=()),
+                       options=("policy",)),
     "try-this": Lab("try_this", "the course's Try-this variants of Labs 3 to 6 that fit a CPU"),
     "sft-packing": Lab("try_this_packing",
                        "Lab 1, Try this: padded vs packed conversations on SmolLM2-135M (loss, slots)"),

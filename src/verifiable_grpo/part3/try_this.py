@@ -31,8 +31,6 @@ class Variant:
             raise ValueError(f"status must be one of {STATUSES}, got {self.status!r}")
 
 
-_CPU_MODEL_RUN = "one more SmolLM2-135M run of Lab {lab} (about 3 to 5 minutes on 2 CPU cores)"
-
 INVENTORY = (
     Variant(1, "loss on every token; read what follows an ignored end-of-turn", "recorded",
             "01_masked_sft", "sft-past-turn"),

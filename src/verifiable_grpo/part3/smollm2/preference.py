@@ -3,9 +3,8 @@
 The model samples several replies to each of Lab 1's training prompts; a checker scores
 each reply; a prompt with at least one passing and one failing sample gives one pair
 (the first passing sample is chosen, the first failing one rejected). The checker is
-`answer_given`: the reply stops (<|im_end|>) and contains the expected answer as a whole
-word (Lab 1's exact match is too strict for the untuned model, which almost never gives
-the bare answer; this one asks only that the answer is there).
+Lab 1's exact match (`exact_answer`: the reply stops and is the expected answer); a
+looser one (`answer_given`: the answer appears as a whole word) is reported beside it.
 
 A pair keeps the sampled token ids as they were generated, so the log-probabilities DPO
 compares are those of the very sequences the model produced: a sample that did not stop
@@ -46,6 +45,11 @@ def answer_given(expected: str, text: str, stopped: bool) -> bool:
     return stopped and re.search(pattern, text) is not None
 
 
+def exact_answer(expected: str, text: str, stopped: bool) -> bool:
+    """The pair checker, Lab 1's rule: the reply stopped and is exactly the answer."""
+    return stopped and text == expected
+
+
 def check_pairs(pairs: list[Pair]) -> None:
     """Refuse malformed pairs before any training: no pairs, an empty reply, identical
     replies, or a chosen reply that fails (or a rejected one that passes) the checker."""
@@ -58,7 +62,7 @@ def check_pairs(pairs: list[Pair]) -> None:
             raise ValueError(f"pair {index} ({pair['user']!r}): chosen and rejected are identical")
         for role, wanted in (("chosen", True), ("rejected", False)):
             ids = pair[f"{role}_ids"]
-            if answer_given(pair["expected"], pair[role], ids[-1] == END_ID) != wanted:
+            if exact_answer(pair["expected"], pair[role], ids[-1] == END_ID) != wanted:
                 raise ValueError(f"pair {index} ({pair['user']!r}): the {role} reply "
                                  f"{pair[role]!r} {'fails' if wanted else 'passes'} the checker")
 
@@ -95,7 +99,7 @@ def collect_pairs(model, tokenizer, rows: list[ChatRow], wanted: int, samples: i
         for new_ids in replies:
             ids, stopped = cut(new_ids)
             text = tokenizer.decode(ids[:-1] if stopped else ids, skip_special_tokens=False).strip()
-            scored.append((ids, text, answer_given(row["reply"], text, stopped)))
+            scored.append((ids, text, exact_answer(row["reply"], text, stopped)))
         good = [s for s in scored if s[2]]
         bad = [s for s in scored if not s[2]]
         if good and bad and good[0][0] != bad[0][0]:
