@@ -258,19 +258,22 @@ Table(["run (step 300)", "gap h", "pair acc.", "chosen log-ratio", "rejected log
 # (`python -m verifiable_grpo lab dpo-smollm2`, code in `part3/dpo_smollm2.py`) works as
 # follows:
 #
-# - **Pairs.** The model samples six replies (temperature 1, at most 16 tokens) to each of
-#   Lab 1's training prompts, taken in order. A checker scores every reply: it must stop
-#   and contain the expected answer as a whole word. (Lab 1's exact match is too strict
-#   for the untuned model, which almost never gives the bare answer.) A prompt with a
-#   passing and a failing sample gives one pair. Collection stops at 64 pairs.
+# - **Which model.** DPO starts from the instruct model after Lab 1's fine-tune, the usual
+#   order (SFT, then preferences). The model as loaded writes sentences, not Lab 1's bare
+#   answers: greedy, it gets none of the 50 held-out prompts exactly right (Lab 1's
+#   "before" column), so its own samples would give few passing replies to pair.
+# - **Pairs.** The policy samples six replies (temperature 1, at most 16 tokens) to each
+#   of Lab 1's training prompts, taken in order. Lab 1's exact match is the checker: the
+#   reply must stop and be the expected answer. A prompt with a passing and a failing
+#   sample gives one pair; collection stops at 64 pairs.
 # - **Loss.** The package's DPO loss, $\beta = 0.1$, on sequence log-probabilities: the
 #   sum of the log-probabilities of a reply's sampled tokens. The reference's values are
-#   computed once, before training, from the model as loaded.
+#   computed once, before training, from the policy as loaded.
 # - **Updates.** Full-weight AdamW at learning rate $5 \times 10^{-6}$, batches of 8 pairs,
 #   two passes over the 64 pairs (16 updates).
 #
-# Before and after, the held-out prompts of Lab 1 (FULL's 50) are answered greedily and
-# scored by the checker and by Lab 1's exact match.
+# Before and after, Lab 1's 50 held-out prompts are answered greedily and scored by exact
+# match and, more loosely, by whether the answer appears in the reply at all.
 
 # %%
 from verifiable_grpo.part3.smollm2 import records as model_records
