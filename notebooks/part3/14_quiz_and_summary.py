@@ -100,8 +100,8 @@ print(quiz.report(quiz.check_quiz(quiz.PART3, [q.answer for q in quiz.PART3])), 
 # new code as well as a run of the 135M model: a letter-counting family for Lab 1
 # (`lab sft --letters`), a delta on the tied chat rows for Lab 2 (`lab lora --no-row-init
 # --row-delta`), a DPO loop on the instruct model for Lab 4 (`lab dpo-smollm2`) and 25
-# failure-family items with their checkers for Lab 6 (`lab suite-families`). A row still
-# "not run" says what it would take.
+# failure-family items with their checkers for Lab 6 (`lab suite-families`). The count
+# below says how many rows are recorded; a row not yet run would say what it needs.
 
 # %%
 from verifiable_grpo.book.notebook import Table

@@ -106,3 +106,31 @@ def test_the_row_delta_chapter_prose():
     assert (round(rows["after"]["cosine"], 3), round(rows["folded"]["cosine"], 3)) == (0.990, 0.986)
     low, high = sorted(rows["delta_norms"])
     assert high < 1.2 * low                                  # "by about the same amount"
+
+
+def test_the_dpo_on_smollm2_record_and_its_prose():
+    """Chapter III.4: 64 pairs checked by Lab 1's rule; the numbers its prose quotes."""
+    from verifiable_grpo.part3 import dpo_smollm2
+    from verifiable_grpo.part3.smollm2 import preference
+
+    record = records.load_recorded("dpo-smollm2")
+    assert {k: v for k, v in record["settings"].items() if k != "policy"} == dpo_smollm2.DEFAULTS
+    assert len(record["pairs"]) == 64 and len(record["history"]) == 16
+    for pair in record["pairs"]:
+        assert preference.exact_answer(pair["expected"], pair["chosen"], True)
+        assert not preference.exact_answer(pair["expected"], pair["rejected"], True) or \
+            pair["rejected"] == pair["expected"]    # same text, cut by the token limit
+    assert record["before"]["exact"] == records.load_recorded("sft")["after"]["exact"] == 0.7
+    assert (record["after"]["exact"], record["after"]["stop"]) == (0.64, 1.0)
+    final = record["final"]
+    mean = lambda values: sum(values) / len(values)
+    assert round(100 * final["accuracy"]) == 80                      # 51 of 64
+    assert (round(mean(final["rejected_gain"]), 2), round(mean(final["chosen_gain"]), 2)) == (-3.28, -0.04)
+    conversion = [p for p in record["pairs"] if p["family"] == "conversion"]
+    too_many = [p for p in conversion
+                if p["rejected"].split()[0] == p["expected"].split()[0] + "0"]
+    assert 2 * len(too_many) > len(conversion)                        # "most"
+    lost_a_zero = [row for row, before, after in zip(record["held_out"], record["before"]["replies"],
+                                                     record["after"]["replies"])
+                   if before == row["reply"] and after.split()[0] + "0" == row["reply"].split()[0]]
+    assert len(lost_a_zero) >= 2 and any(r["reply"] == "24500 mL" for r in lost_a_zero)

@@ -58,10 +58,8 @@ INVENTORY = (
     Variant(4, "off-policy pairs plus an SFT term on the chosen replies", "recorded", "04_dpo",
             "try-this:dpo"),
     Variant(4, "IPO's squared loss with a fixed target margin", "recorded", "04_dpo", "try-this:dpo"),
-    Variant(4, "DPO on a 135M instruct model with 64 on-policy pairs", "not run", "", "",
-            "SmolLM2-135M-Instruct (the GGUF stand-in or the pinned checkpoint on Colab), a "
-            "pair collector with a checker, and a DPO loop over sequence log-probabilities "
-            "(minutes on a CPU)"),
+    Variant(4, "DPO on a 135M instruct model with 64 on-policy pairs", "recorded", "04_dpo",
+            "dpo-smollm2"),
     Variant(5, "no KL term", "recorded", "05_expert_iteration_vs_grpo", "expert-iteration"),
     Variant(5, "no std scaling and MAXLEN as the length denominator (Dr. GRPO-like)", "recorded",
             "05_expert_iteration_vs_grpo", "try-this:grpo"),
