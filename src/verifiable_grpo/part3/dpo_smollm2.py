@@ -18,6 +18,7 @@ log-probability of each side moved (DPO can widen the margin while both sides fa
 from __future__ import annotations
 
 import torch
+from torch.nn.utils import clip_grad_norm_
 
 from verifiable_grpo.core.config import shown_path
 from verifiable_grpo.part3.dpo import dpo_loss
@@ -63,7 +64,8 @@ def train(model, pairs, reference, settings, log=print) -> list[dict]:
     """The DPO loop: one row of history per update (loss, pair accuracy, mean gains)."""
     model.requires_grad_(True)
     model.train()
-    optimizer = torch.optim.AdamW(model.parameters(), lr=settings["lr"], weight_decay=0.0)
+    trainable = list(model.parameters())
+    optimizer = torch.optim.AdamW(trainable, lr=settings["lr"], weight_decay=0.0)
     steps = settings["epochs"] * len(pairs) // settings["batch"]
     history = []
     for step, indices in enumerate(trainer.epoch_order(len(pairs), steps, settings["seed"],
@@ -73,7 +75,7 @@ def train(model, pairs, reference, settings, log=print) -> list[dict]:
         loss = dpo_loss(chosen, rejected, ref_chosen, ref_rejected, settings["beta"])
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        clip_grad_norm_(trainable, max_norm=1.0)   # as Lab 1 clips
         optimizer.step()
         gains = (chosen - ref_chosen).detach(), (rejected - ref_rejected).detach()
         history.append({"step": step, "loss": float(loss.detach()),
