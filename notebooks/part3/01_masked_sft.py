@@ -323,6 +323,51 @@ Table(["updates (rows kept as loaded)", "last training loss", "held-out loss", "
 # decays more slowly.
 
 # %% [markdown]
+# ### Try this, recorded: a sixth family that counts letters
+#
+# The course suggests a new family, letter counting, with its own evaluation prompts, and
+# warns that a new template does not bring a new skill with it. Our generator
+# (`chat_data.letters_split`) asks "How many letters are in the word W?" for 64
+# engineering words. A seeded shuffle holds 10 of them out, and the training rows use
+# others only, so no held-out word is ever trained on. The run adds one letters row after
+# each round of the five families (288 conversations) and trains one epoch, 18 updates,
+# with everything else as in QUICK (`lab sft --letters`). Held out: the 50 prompts of
+# QUICK and the 10 letter words.
+#
+# Two things are scored separately for the new family. **Format**: the reply is a bare
+# number. **Correctness**: it is the right number.
+
+# %%
+letters = records.load_recorded("sft-letters")
+print(f"{letters['train_rows']} training conversations, {letters['held_out_rows']} held out, "
+      f"{letters['steps']} updates; {letters['training_seconds']:.0f} s of training, "
+      f"{letters['provenance']['wall_seconds']:.0f} s for the whole command")
+Table(["held-out family", "default QUICK: exact after", "with letters: exact before",
+       "with letters: exact after"],
+      [[f, recorded["after"]["families"].get(f, "-"), letters["before"]["families"][f],
+        letters["after"]["families"][f]] for f in letters["after"]["families"]], digits=2)
+
+# %%
+asked = [(row, reply) for row, reply in zip(letters["held_out"], letters["after"]["replies"])
+         if row["family"] == "letters"]
+word = lambda row: row["user"].rsplit(" ", 1)[1].rstrip("?")
+print(f"format: {sum(r.isdigit() for _, r in asked)} of {len(asked)}; "
+      f"correct: {sum(r == row['reply'] for row, r in asked)} of {len(asked)}")
+Table(["held-out word", "letters", "reply after SFT", "a bare number", "right"],
+      [[word(row), row["reply"], reply, reply.isdigit(), reply == row["reply"]]
+       for row, reply in asked])
+
+# %% [markdown]
+# The template took, the skill did not. After 18 updates every held-out letters reply is a
+# bare number that stops, where before the fine-tune the model wrote sentences ("The word
+# "relay" has 1 letters."). But the numbers are mostly 6, the length the model guesses for
+# almost any word, so only the two six-letter words come out right: 0.2 exact. The model
+# sees tokens, not letters, and 48 examples of the answer's form do not teach it to count
+# the characters inside a token. The five old families score about as they did after QUICK
+# (the table above: 34 of their 50 items right, against 35); one seed and 10 items per
+# family cannot say whether the sixth family cost the others anything.
+
+# %% [markdown]
 # ## Exercises
 #
 # 1. In the first conversation, which shifted positions are trained? Count them, and say why

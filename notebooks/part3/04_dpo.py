@@ -252,6 +252,85 @@ Table(["run (step 300)", "gap h", "pair acc.", "chosen log-ratio", "rejected log
 # slope). The comparison shows what each loss does, not which is better in general.
 
 # %% [markdown]
+# ## Try this, recorded: DPO on a 135M instruct model
+#
+# The course's last variant takes the same sequence-level loss to a real model:
+# SmolLM2-135M-Instruct and 64 short on-policy pairs. Our run
+# (`python -m verifiable_grpo lab dpo-smollm2`, code in `part3/dpo_smollm2.py`) works as
+# follows:
+#
+# - **Which model.** DPO starts from the instruct model after Lab 1's fine-tune, the usual
+#   order (SFT, then preferences). The model as loaded writes sentences, not Lab 1's bare
+#   answers: greedy, it gets none of the 50 held-out prompts exactly right (Lab 1's
+#   "before" column), so its own samples would give few passing replies to pair.
+# - **Pairs.** The policy samples six replies (temperature 1, at most 16 tokens) to each
+#   of Lab 1's training prompts, taken in order. Lab 1's exact match is the checker: the
+#   reply must stop and be the expected answer. A prompt with a passing and a failing
+#   sample gives one pair; collection stops at 64 pairs.
+# - **Loss.** The package's DPO loss, $\beta = 0.1$, on sequence log-probabilities: the
+#   sum of the log-probabilities of a reply's sampled tokens. The reference's values are
+#   computed once, before training, from the policy as loaded.
+# - **Updates.** Full-weight AdamW at learning rate $5 \times 10^{-6}$, batches of 8 pairs,
+#   two passes over the 64 pairs (16 updates).
+#
+# Before and after, Lab 1's 50 held-out prompts are answered greedily and scored by exact
+# match and, more loosely, by whether the answer appears in the reply at all.
+
+# %%
+from verifiable_grpo.part3.smollm2 import records as model_records
+
+real = model_records.load_recorded("dpo-smollm2")
+final = real["final"]
+mean = lambda values: sum(values) / len(values)
+print(f"{len(real['pairs'])} pairs from {real['prompts_sampled']} prompts")
+print(f"on the training pairs after DPO: pair accuracy {final['accuracy']:.3f}; mean change "
+      f"of log-probability: chosen {mean(final['chosen_gain']):+.3f}, rejected "
+      f"{mean(final['rejected_gain']):+.3f} nats")
+Table(["held-out (50)", "before DPO", "after DPO"],
+      [[k, real["before"][k], real["after"][k]] for k in ("loss", "stop", "exact", "answer_given")],
+      digits=4)
+
+# %%
+Table(["update", "loss", "pair acc. (batch)", "chosen gain", "rejected gain"],
+      [[h["step"], h["loss"], h["accuracy"], h["chosen_gain"], h["rejected_gain"]]
+       for h in real["history"]], digits=4)
+
+# %%
+Table(["prompt", "expected", "chosen (passes)", "rejected (fails)"],
+      [[p["user"][:50], p["expected"], p["chosen"][:60], p["rejected"][:60]] for p in real["pairs"][:8]])
+
+# %% [markdown]
+# The loss did its job on the pairs and the held-out score went down. After 16 updates,
+# 80 % of the training pairs favour the chosen reply (relative to the reference), but
+# almost all of that margin comes from pushing the rejected replies down, by 3.28 nats on
+# average; the chosen replies lose 0.04. On the 50 held-out prompts, exact match falls
+# from 0.70 to 0.64 and every reply still stops. The next cell follows the probability
+# that left the rejected replies. Most conversion pairs reject one zero too many
+# ("35000 g" for 3500 g). After DPO, some held-out conversions that were right lose a
+# zero instead ("2450 mL" for 24500 mL). Pushing one wrong answer down does not say where
+# its probability goes; here some of it went to another wrong answer, the same lesson as
+# the digit policy's off-policy run above. This is one seed with 16 small updates, at a
+# learning rate chosen once and not tuned. It shows the mechanism, not what DPO can do
+# for this model.
+
+# %%
+def scale(reply, expected):
+    """How a conversion reply's number compares with the expected one (10: one zero too many)."""
+    try:
+        return int(reply.split()[0]) / int(expected.split()[0])
+    except (ValueError, IndexError, ZeroDivisionError):
+        return None
+
+
+conversion = [p for p in real["pairs"] if p["family"] == "conversion"]
+print(f"conversion pairs whose rejected reply has one zero too many: "
+      f"{sum(scale(p['rejected'], p['expected']) == 10 for p in conversion)} of {len(conversion)}")
+Table(["held-out conversion", "before DPO", "after DPO"],
+      [[row["reply"], before, after] for row, before, after in
+       zip(real["held_out"], real["before"]["replies"], real["after"]["replies"])
+       if row["family"] == "conversion" and before != after])
+
+# %% [markdown]
 # ## Exercises
 #
 # **1. (by hand)** At $\beta = 2$, why do the fitted and exact KL agree to four decimals,

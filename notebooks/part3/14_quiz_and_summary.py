@@ -96,10 +96,12 @@ print(quiz.report(quiz.check_quiz(quiz.PART3, [q.answer for q in quiz.PART3])), 
 # we executed and recorded, shown in the chapter named. Most of the Lab 3, 4 and 5
 # variants come from one recorded run,
 # `python -m verifiable_grpo lab try-this` (a few minutes on one core); the Lab 1 and 2
-# variants on the 135M model are each a lab command with one option changed. The "not run"
-# rows say what they would take. Each needs new code as well as runs of the 135M model
-# (a new task family, a wrapper for the tied chat rows, a DPO loop on the instruct model,
-# new suite items with their checkers); every variant of the synthetic labs is recorded.
+# variants on the 135M model are each a lab command with one option changed. Four needed
+# new code as well as a run of the 135M model: a letter-counting family for Lab 1
+# (`lab sft --letters`), a delta on the tied chat rows for Lab 2 (`lab lora --no-row-init
+# --row-delta`), a DPO loop on the instruct model for Lab 4 (`lab dpo-smollm2`) and 25
+# failure-family items with their checkers for Lab 6 (`lab suite-families`). The count
+# below says how many rows are recorded; a row not yet run would say what it needs.
 
 # %%
 from verifiable_grpo.book.notebook import Table

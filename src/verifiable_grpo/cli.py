@@ -158,14 +158,19 @@ def _lab_arguments(p) -> None:
                    help="sft, lora: keep the chat rows of the embedding as loaded")
     p.add_argument("--steps", type=_positive, default=None,
                    help="sft: this many updates instead of the budget's (15 QUICK, 50 FULL)")
+    p.add_argument("--letters", action="store_true",
+                   help="sft: add a sixth family, letter counting, with its own held-out words")
     p.add_argument("--rank", type=_positive, default=None, help="lora: adapter rank (default 8)")
     p.add_argument("--alpha", type=_positive_float, default=None,
                    help="lora: adapter alpha, the update scaled by alpha/rank (default 16)")
     p.add_argument("--targets", type=_projections, default=None,
                    help="lora: comma-separated projections to wrap, e.g. q_proj,k_proj,"
                         "v_proj,o_proj (default: all seven of each block)")
+    p.add_argument("--row-delta", action="store_true",
+                   help="lora: a trainable delta on the two chat rows, in lookup and tied head")
     p.add_argument("--policy", default=None,
-                   help="suite, suite-sampled: the fine-tuned model (default: runs/part3/sft/sft-policy)")
+                   help="suite, suite-sampled, suite-families, dpo-smollm2: the fine-tuned model "
+                        "(default: runs/part3/sft/sft-policy)")
     p.add_argument("--cache", default=None,
                    help="FP32 cache of the GGUF model (default: runs/part3/smollm2-fp32)")
 

@@ -28,7 +28,8 @@ def test_the_command_line_offers_every_lab_of_the_table():
         assert parser.parse_args(["lab", name]).name == name
     with pytest.raises(SystemExit):
         parser.parse_args(["lab", "sft-lab"])
-    assert labs.MODEL_LABS == ("sft", "sft-past-turn", "lora", "suite", "suite-sampled")
+    assert labs.MODEL_LABS == ("sft", "sft-past-turn", "lora", "suite", "suite-sampled",
+                               "suite-families", "dpo-smollm2")
 
 
 def test_a_model_labs_summary_line_from_its_record():

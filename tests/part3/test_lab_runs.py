@@ -47,6 +47,17 @@ def test_lab2_runs_merges_and_records(micro_cache, tmp_path):
     assert lora_lab.run(out, cache=micro_cache, log=lambda _: None) == result  # not redone
 
 
+
+def test_lab2_with_a_chat_row_delta_folds_it_before_the_merge(micro_cache, tmp_path):
+    result = lora_lab.run(tmp_path / "delta", cache=micro_cache, steps=2, init_rows=False,
+                          row_delta=True, log=lambda _: None)
+    assert result["settings"]["row_delta"] is True and result["initial_logit_difference"] == 0.0
+    rows = result["chat_rows"]
+    assert len(rows["delta_norms"]) == 2 and min(rows["delta_norms"]) > 0   # both rows moved
+    assert rows["folded"]["cosine"] != rows["after"]["cosine"]             # W + D written
+    assert result["merged_parameters"] == result["base_parameters"]        # nothing left over
+    assert result["identical_decoded_outputs"]
+
 def test_lab1_then_the_suite(micro_cache, tmp_path, monkeypatch):
     monkeypatch.setattr(greedy, "MAX_NEW_TOKENS", 8)  # a micro model: short replies do
     sft = masked_sft.run(tmp_path / "sft", cache=micro_cache, log=lambda _: None)
@@ -66,6 +77,27 @@ def test_lab1_then_the_suite(micro_cache, tmp_path, monkeypatch):
     p = suite["paired"]
     assert p["only_first"] + p["only_second"] <= 40 and 0.0 <= p["mcnemar_p"] <= 1.0
 
+
+
+def test_lab1_with_letters_then_the_failure_families(micro_cache, tmp_path, monkeypatch):
+    from verifiable_grpo.part3.suite_lab import failure_families, families_run
+
+    monkeypatch.setattr(greedy, "MAX_NEW_TOKENS", 4)  # a micro model: short replies do
+    sft = masked_sft.run(tmp_path / "sft", cache=micro_cache, log=lambda _: None, letters=True,
+                         steps=2)
+    assert sft["settings"]["letters"] is True
+    assert sft["train_rows"] == 288 and sft["held_out_rows"] == 60 and len(sft["history"]) == 2
+    assert list(sft["after"]["families"])[-1] == "letters"
+    assert masked_sft.budget({"quick": True, "letters": True}, 288) == 18   # one epoch
+    assert masked_sft.budget({"quick": True}, 240) == 15
+    # the micro model itself stands in for the fine-tuned one
+    run = families_run.run(tmp_path / "families", cache=micro_cache, policy=micro_cache,
+                           log=lambda _: None)
+    assert [i["prompt"] for i in run["items"]] == [i["prompt"] for i in failure_families.ITEMS]
+    for result in run["results"].values():
+        assert result["passed"] == [failure_families.check(i, t) for i, t in
+                                    zip(failure_families.ITEMS, result["transcripts"])]
+    assert [r["category"] for r in run["families"][::2]] == [*failure_families.FAMILIES, "overall"]
 
 def _lab_lora(cache, out, fault=None):
     env = {**os.environ, "TQDM_DISABLE": "1"}

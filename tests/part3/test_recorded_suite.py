@@ -42,3 +42,19 @@ def test_the_sampled_record_is_of_the_current_suite_seeds_and_system_line():
     assert record["categories"] == json.loads(json.dumps(
         stats.clustered_category_table(catalogue.SUITE, passed)))
     assert not record["settings"]["policy"].startswith("/")
+
+
+def test_the_failure_family_record_holds_the_current_items_and_checkers():
+    from verifiable_grpo.part3.suite_lab import failure_families, families_run
+
+    record = read_json(resolve(f"data/recorded/part3/{families_run.NAME}-metrics.json"))
+    assert record["items"] == json.loads(json.dumps(failure_families.ITEMS))
+    assert record["sizes"] == failure_families.sizes()
+    for result in record["results"].values():     # every verdict is the checker's on its reply
+        assert result["passed"] == [failure_families.check(item, text) for item, text
+                                    in zip(failure_families.ITEMS, result["transcripts"])]
+    passed = {label: r["passed"] for label, r in record["results"].items()}
+    assert record["families"] == json.loads(json.dumps(stats.category_table(
+        failure_families.ITEMS, passed, categories=failure_families.FAMILIES)))
+    assert record["system"] == read_json(RECORD)["system"]       # the suite's system line
+    assert not record["settings"]["policy"].startswith("/")

@@ -267,3 +267,28 @@ def test_a_batch_without_targets_sums_to_zero():
     with torch.no_grad():
         total, count = D.batch_loss(model, [{"ids": [1, 2, 3], "labels": [-100, -100, -100]}])
     assert count == 0 and total.item() == 0.0
+
+
+def test_the_letters_family_holds_out_its_own_words():
+    from verifiable_grpo.part3.smollm2 import chat_data
+
+    train, held_out = chat_data.letters_split()
+    assert len(train) == 48 and len(held_out) == chat_data.LETTERS_HELD_OUT
+    word = lambda row: row["user"].rsplit(" ", 1)[1].rstrip("?")
+    assert {word(r) for r in train}.isdisjoint(word(r) for r in held_out)
+    assert all(r["reply"] == str(len(word(r))) and r["family"] == "letters"
+               for r in train + held_out)
+    assert chat_data.letters_split() == (train, held_out)          # seeded
+    with pytest.raises(ValueError, match="train_rows must be between 1 and 54"):
+        chat_data.letters_split(55)
+
+
+def test_the_sixth_family_joins_the_five_without_moving_them():
+    from verifiable_grpo.part3.smollm2 import chat_data
+
+    train, held_out = chat_data.split(quick=True)
+    mixed, mixed_held = chat_data.split_with_letters(quick=True)
+    assert [r for r in mixed if r["family"] != "letters"] == train   # same rows, same order
+    assert mixed_held[:len(held_out)] == held_out
+    assert [r["family"] for r in mixed[:6]] == [*chat_data.FAMILIES, "letters"]
+    assert chat_data.prompts(mixed).isdisjoint(chat_data.prompts(mixed_held))

@@ -50,8 +50,8 @@ class Lab:
 
 
 # The options a model lab may take besides --out: what `lab` refuses for a settings lab.
-MODEL_OPTIONS = ("full", "no_mask", "no_row_init", "steps", "rank", "alpha", "targets", "policy",
-                 "cache")
+MODEL_OPTIONS = ("full", "no_mask", "no_row_init", "steps", "letters", "row_delta", "rank", "alpha",
+                 "targets", "policy", "cache")
 
 LABS = {
     "reward-model": Lab("reward_lab.best_of_n",
@@ -64,17 +64,23 @@ LABS = {
     "merging": Lab("merge_lab.digit_merges",
                    "model merging on two fine-tunes of the digit policy"),
     "sft": Lab("sft_lab.masked_sft", "Lab 1: full-weight SFT with the assistant-only masked loss",
-               options=("full", "no_mask", "no_row_init", "steps")),
+               options=("full", "no_mask", "no_row_init", "steps", "letters")),
     "sft-past-turn": Lab("sft_lab.past_turn",
                          "Lab 1, Try this: greedy past <|im_end|>, masked vs --no-mask policies",
                          options=()),
     "lora": Lab("lora_lab", "Lab 2: LoRA from scratch, zero-init check, merge",
-                options=("no_row_init", "rank", "alpha", "targets")),
+                options=("no_row_init", "rank", "alpha", "targets", "row_delta")),
     "suite": Lab("suite_lab.greedy", "Lab 6: the 40-item behavioural suite, paired",
                  options=("policy",)),
     "suite-sampled": Lab("suite_lab.sampled",
                          "Lab 6, Try this: the suite sampled 5 times per item at temperature 0.7",
                          options=("policy",)),
+    "suite-families": Lab("suite_lab.families_run",
+                          "Lab 6, Try this: five failure families of five items, both models",
+                          options=("policy",)),
+    "dpo-smollm2": Lab("dpo_smollm2",
+                       "Lab 4, Try this: DPO on SmolLM2-135M-Instruct, 64 on-policy pairs",
+                       options=("policy",)),
     "try-this": Lab("try_this", "the course's Try-this variants of Labs 3 to 6 that fit a CPU"),
     "sft-packing": Lab("try_this_packing",
                        "Lab 1, Try this: padded vs packed conversations on SmolLM2-135M (loss, slots)"),

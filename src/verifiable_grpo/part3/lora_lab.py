@@ -4,14 +4,24 @@ The chat rows are re-drawn first (as in Lab 1); the base is then frozen and each
 q/k/v/o/gate/up/down projection gets a rank-8 update (alpha 16). Before any update the
 adapted model must give the base's logits exactly. After 24 AdamW steps the factors are
 folded into the weights; the merged model must give the adapted logits within MERGE_TOLERANCE
-and the same greedy replies on the held-out set.
+and the same greedy replies on the held-out set. With `row_delta` (a Try this), the chat rows
+also get a trainable delta shared by the lookup and the tied head (smollm2/row_delta.py),
+folded into the table before the adapters are merged.
 """
 from __future__ import annotations
 
 import torch
 
 from verifiable_grpo.core import crash
-from verifiable_grpo.part3.smollm2 import chat_data, chat_rows, evaluation, loader, records, trainer
+from verifiable_grpo.part3.smollm2 import (
+    chat_data,
+    chat_rows,
+    evaluation,
+    loader,
+    records,
+    row_delta,
+    trainer,
+)
 from verifiable_grpo.training import lora
 
 NAME = "lora"
@@ -60,6 +70,7 @@ def run(out, cache=None, log=print, **overrides) -> dict:
     torch.manual_seed(settings["seed"])  # the A factors' draw
     wrapped = lora.attach_lora(model, settings["rank"], settings["alpha"],
                                targets=tuple(settings["targets"]))
+    shared = row_delta.attach(model) if settings.get("row_delta") else None  # after the freeze
     counts = lora.parameter_counts(model)
     initial = max_logit_difference(model, probe, base_logits)
     if initial != 0.0:
@@ -73,6 +84,10 @@ def run(out, cache=None, log=print, **overrides) -> dict:
     adapted = evaluation.evaluate(model, tokenizer, held_out, held_encoded)
     with torch.no_grad():
         adapted_logits = model(torch.tensor([probe])).logits
+    if shared is not None:
+        rows["delta_norms"] = row_delta.delta_norms(shared)
+        row_delta.fold(model)
+        rows["folded"] = chat_rows.diagnose(model, tokenizer)
     lora.merge_lora(model)
     merge_difference = max_logit_difference(model, probe, adapted_logits)
     merged = evaluation.evaluate(model, tokenizer, held_out, held_encoded)
@@ -98,12 +113,14 @@ def run(out, cache=None, log=print, **overrides) -> dict:
     return records.finished(out, NAME)
 
 
-def run_lab(out, cache=None, no_row_init=False, rank=None, alpha=None, targets=None) -> dict:
+def run_lab(out, cache=None, no_row_init=False, rank=None, alpha=None, targets=None,
+            row_delta=False) -> dict:
     """`python -m verifiable_grpo lab lora [--out DIR] [--no-row-init] [--rank R] [--alpha A]
-    [--targets q_proj,k_proj,...]`; an option not given keeps the default (so the default
-    run's settings, and their hash, are what they were before these options existed)."""
+    [--targets q_proj,k_proj,...] [--row-delta]`; an option not given keeps the default (so the
+    default run's settings, and their hash, are what they were before these options existed)."""
     given = {"rank": rank, "alpha": None if alpha is None else float(alpha),
-             "targets": None if targets is None else list(targets)}
+             "targets": None if targets is None else list(targets),
+             "row_delta": True if row_delta else None}
     return run(out, cache=cache, init_rows=not no_row_init,
                **{key: value for key, value in given.items() if value is not None})
 

@@ -31,8 +31,6 @@ class Variant:
             raise ValueError(f"status must be one of {STATUSES}, got {self.status!r}")
 
 
-_CPU_MODEL_RUN = "one more SmolLM2-135M run of Lab {lab} (about 3 to 5 minutes on 2 CPU cores)"
-
 INVENTORY = (
     Variant(1, "loss on every token; read what follows an ignored end-of-turn", "recorded",
             "01_masked_sft", "sft-past-turn"),
@@ -40,8 +38,7 @@ INVENTORY = (
             "01_masked_sft", "sft-no-row-init,sft-no-row-init-20"),
     Variant(1, "the FULL budget, family by family", "recorded", "01_masked_sft", "sft-full"),
     Variant(1, "a sixth family (count the letters of a word) with its own held-out prompts",
-            "not run", "", "",
-            "a letter-counting generator in smollm2.chat_data and " + _CPU_MODEL_RUN.format(lab=1)),
+            "recorded", "01_masked_sft", "sft-letters"),
     Variant(1, "pack conversations with a block-diagonal mask and reset positions; compare "
             "slots and losses", "recorded", "15_sft_data_and_tools", "sft-packing"),
     Variant(2, "skip the chat-row re-draw under a frozen base", "recorded", "02_lora",
@@ -51,8 +48,7 @@ INVENTORY = (
     Variant(2, "ranks 2, 8, 32 with alpha = 2r, then alpha fixed at 16", "recorded", "02_lora",
             "lora-r2-a4,lora,lora-r32-a64,lora-r2-a16,lora-r32-a16"),
     Variant(2, "a trainable delta on the two chat rows, shared by lookup and tied head",
-            "not run", "", "",
-            "a small module wrapping the tied embedding, and " + _CPU_MODEL_RUN.format(lab=2)),
+            "recorded", "02_lora", "lora-row-delta,lora,lora-no-row-init"),
     Variant(3, "200 training pairs over several seeds: calibration and the best-of-n peak",
             "recorded", "03_reward_model", "try-this:reward"),
     Variant(3, "a labeller biased by 0.5 x2", "recorded", "03_reward_model", "try-this:reward"),
@@ -62,10 +58,8 @@ INVENTORY = (
     Variant(4, "off-policy pairs plus an SFT term on the chosen replies", "recorded", "04_dpo",
             "try-this:dpo"),
     Variant(4, "IPO's squared loss with a fixed target margin", "recorded", "04_dpo", "try-this:dpo"),
-    Variant(4, "DPO on a 135M instruct model with 64 on-policy pairs", "not run", "", "",
-            "SmolLM2-135M-Instruct (the GGUF stand-in or the pinned checkpoint on Colab), a "
-            "pair collector with a checker, and a DPO loop over sequence log-probabilities "
-            "(minutes on a CPU)"),
+    Variant(4, "DPO on a 135M instruct model with 64 on-policy pairs", "recorded", "04_dpo",
+            "dpo-smollm2"),
     Variant(5, "no KL term", "recorded", "05_expert_iteration_vs_grpo", "expert-iteration"),
     Variant(5, "no std scaling and MAXLEN as the length denominator (Dr. GRPO-like)", "recorded",
             "05_expert_iteration_vs_grpo", "try-this:grpo"),
@@ -78,9 +72,8 @@ INVENTORY = (
     Variant(6, "strict checkers: full JSON, value types, topic relevance", "recorded",
             "06_behaviour_suite", "suite"),
     Variant(6, "five prompts for each of five failure families (false completion, verdicts "
-            "without evidence, destructive edits, over-refusal, sycophancy)", "not run", "", "",
-            "25 new items with checkers that can see each failure, then a suite run of both "
-            "models (2 to 3 CPU minutes); the checkers are the hard part"),
+            "without evidence, destructive edits, over-refusal, sycophancy)", "recorded",
+            "06_behaviour_suite", "suite-families"),
     Variant(6, "five samples per item at temperature 0.7, clustered bootstrap", "recorded",
             "06_behaviour_suite", "suite-sampled"),
     Variant(6, "prompt hashes and 13-gram overlap with the SFT prompts", "recorded",

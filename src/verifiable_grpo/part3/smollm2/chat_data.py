@@ -136,6 +136,52 @@ def split(quick: bool) -> tuple[list[ChatRow], list[ChatRow]]:
     return train, held_out
 
 
+# --- A sixth family, kept apart: how many letters a word has ------------------------------
+# Its own words, split once by a seeded shuffle, so no held-out word is ever trained on (the
+# five families' data sets above stay as they were). The reply is the word's length.
+
+LETTER_WORDS = (
+    "valve", "pump", "gear", "shaft", "rotor", "stator", "bearing", "gasket", "flange", "nozzle",
+    "piston", "turbine", "boiler", "chiller", "damper", "spindle", "bushing", "coupling",
+    "manifold", "impeller", "actuator", "sensor", "relay", "fuse", "cable", "conduit", "bracket",
+    "hinge", "rivet", "washer", "spring", "lever", "pulley", "sprocket", "chain", "belt",
+    "clutch", "brake", "caliper", "gauge", "meter", "thermostat", "compressor", "condenser",
+    "evaporator", "radiator", "exhaust", "intake", "throttle", "cylinder", "crankshaft",
+    "camshaft", "gearbox", "axle", "hub", "strut", "beam", "truss", "girder", "column",
+    "anchor", "bolt", "nut", "screw")
+LETTERS_FAMILY = "letters"
+LETTERS_SEED, LETTERS_HELD_OUT = 4, 10
+
+
+def letters_row(word: str) -> ChatRow:
+    return ChatRow(family=LETTERS_FAMILY, user=f"How many letters are in the word {word}?",
+                   reply=str(len(word)))
+
+
+def letters_split(train_rows: int = 48) -> tuple[list[ChatRow], list[ChatRow]]:
+    """(train, held-out) letter-counting rows: the words shuffled with LETTERS_SEED, the first
+    LETTERS_HELD_OUT held out, the next `train_rows` trained on; no word is in both."""
+    words = list(LETTER_WORDS)
+    random.Random(LETTERS_SEED).shuffle(words)
+    if not 0 < train_rows <= len(words) - LETTERS_HELD_OUT:
+        raise ValueError(f"train_rows must be between 1 and {len(words) - LETTERS_HELD_OUT} "
+                         f"(the words not held out), got {train_rows}")
+    held_out, train = words[:LETTERS_HELD_OUT], words[LETTERS_HELD_OUT:LETTERS_HELD_OUT + train_rows]
+    return [letters_row(w) for w in train], [letters_row(w) for w in held_out]
+
+
+def split_with_letters(quick: bool) -> tuple[list[ChatRow], list[ChatRow]]:
+    """split(quick) with the letters family as a sixth: one letters row after each round of
+    the five families (so every prefix stays balanced), and its 10 held-out rows last."""
+    train, held_out = split(quick)
+    per_family = TRAIN_PER_FAMILY[bool(quick)]
+    letters_train, letters_held = letters_split(min(per_family, len(LETTER_WORDS) - LETTERS_HELD_OUT))
+    rounds = [train[i:i + len(FAMILIES)] for i in range(0, len(train), len(FAMILIES))]
+    mixed = [row for round_, extra in zip(rounds, letters_train + [None] * len(rounds))
+             for row in round_ + ([extra] if extra else [])]
+    return mixed, held_out + letters_held
+
+
 # --- Rendering and labels -------------------------------------------------------------------
 
 def turn(role: str, content: str) -> str:

@@ -22,18 +22,20 @@ from verifiable_grpo.part3.suite_lab.catalogue import CATEGORIES
 SEED = 10
 
 
-def _categories(items: list[dict]):
+def _categories(items: list[dict], categories=CATEGORIES):
     """(category, indices of its items) for each category, then ("overall", every index)."""
-    for category in (*CATEGORIES, "overall"):
+    for category in (*categories, "overall"):
         yield category, [i for i, item in enumerate(items)
                          if category in ("overall", item["category"])]
 
 
-def category_table(items: list[dict], passed: dict[str, list[bool]], seed: int = SEED) -> list[dict]:
+def category_table(items: list[dict], passed: dict[str, list[bool]], seed: int = SEED,
+                   categories=CATEGORIES) -> list[dict]:
     """One row per (category or overall, model): n, pass rate, bootstrap and Wilson 95 %.
-    One generator serves every row in order, so the table is reproducible as a whole."""
+    One generator serves every row in order, so the table is reproducible as a whole.
+    `categories`: the row order (another item set, such as the failure families, has its own)."""
     rng, rows = np.random.default_rng(seed), []
-    for category, chosen in _categories(items):
+    for category, chosen in _categories(items, categories):
         for model, vector in passed.items():
             values = np.array([vector[i] for i in chosen], dtype=float)
             rows.append({"category": category, "model": model, "n": len(chosen),
