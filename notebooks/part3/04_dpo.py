@@ -256,7 +256,7 @@ Table(["run (step 300)", "gap h", "pair acc.", "chosen log-ratio", "rejected log
 #
 # The course's last variant takes the same sequence-level loss to a real model:
 # SmolLM2-135M-Instruct and 64 short on-policy pairs. Our run
-# (`python -m verifiable_grpo lab dpo-smollm2`, code in `part3/dpo_smollm2.py`) works as
+# (`python -m verifiable_grpo lab dpo-smollm2`, code in `part3/dpo_lab/dpo_smollm2.py`) works as
 # follows:
 #
 # - **Which model.** DPO starts from the instruct model after Lab 1's fine-tune, the usual

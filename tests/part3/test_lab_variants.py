@@ -110,7 +110,7 @@ def test_the_row_delta_chapter_prose():
 
 def test_the_dpo_on_smollm2_record_and_its_prose():
     """Chapter III.4: 64 pairs checked by Lab 1's rule; the numbers its prose quotes."""
-    from verifiable_grpo.part3 import dpo_smollm2
+    from verifiable_grpo.part3.dpo_lab import dpo_smollm2
     from verifiable_grpo.part3.smollm2 import preference
 
     record = records.load_recorded("dpo-smollm2")

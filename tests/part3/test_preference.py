@@ -73,7 +73,7 @@ def test_the_dpo_loop_starts_at_log_2_and_widens_the_margin():
 
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    from verifiable_grpo.part3 import dpo_smollm2
+    from verifiable_grpo.part3.dpo_lab import dpo_smollm2
 
     torch.manual_seed(0)
     model = LlamaForCausalLM(LlamaConfig(vocab_size=12, hidden_size=8, intermediate_size=16,

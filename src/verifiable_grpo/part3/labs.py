@@ -78,7 +78,7 @@ LABS = {
     "suite-families": Lab("suite_lab.families_run",
                           "Lab 6, Try this: five failure families of five items, both models",
                           options=("policy",)),
-    "dpo-smollm2": Lab("dpo_smollm2",
+    "dpo-smollm2": Lab("dpo_lab.dpo_smollm2",
                        "Lab 4, Try this: DPO on SmolLM2-135M-Instruct, 64 on-policy pairs",
                        options=("policy",)),
     "try-this": Lab("try_this", "the course's Try-this variants of Labs 3 to 6 that fit a CPU"),

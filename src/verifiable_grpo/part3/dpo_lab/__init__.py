@@ -1,5 +1,7 @@
-"""Lab 4: DPO, first on a bandit with an exact answer, then on the digit policy.
+"""Lab 4: DPO, first on a bandit with an exact answer, then on the digit policy, then on
+SmolLM2-135M.
 
 dpo_bandit: eight responses, DPO against the KL-regularised optimum;
-dpo: the lab (`lab dpo`), on-policy and off-policy losers on the digit policy.
+dpo: the lab (`lab dpo`), on-policy and off-policy losers on the digit policy;
+dpo_smollm2: the Try-this variant (`lab dpo-smollm2`), 64 on-policy pairs on Lab 1's model.
 """

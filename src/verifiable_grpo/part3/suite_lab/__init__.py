@@ -2,5 +2,7 @@
 
 catalogue: the items and their checkers; greedy: the paired greedy run (`lab suite`);
 sampled: five sampled completions per item (`lab suite-sampled`); stats: the paired and
-clustered statistics of both.
+clustered statistics of both; failure_families: 25 items in five failure families with
+checkers that see each failure; families_run: their run on both models
+(`lab suite-families`).
 """

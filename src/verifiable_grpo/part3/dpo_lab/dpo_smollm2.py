@@ -21,7 +21,7 @@ import torch
 from torch.nn.utils import clip_grad_norm_
 
 from verifiable_grpo.core.config import shown_path
-from verifiable_grpo.part3.dpo import dpo_loss
+from verifiable_grpo.part3.dpo_lab.dpo import dpo_loss
 from verifiable_grpo.part3.smollm2 import (
     chat_data,
     evaluation,
