@@ -7,19 +7,13 @@ as a plain dict with YAML-1.1 float strings ("2e-4") turned into floats; `typed`
 the same profile as frozen dataclasses.
 
 Each field below carries its type (the annotation), its range (checks) and a one-line
-meaning; rules that relate several fields follow the classes.
+meaning; rules that relate several fields follow the classes. How a mapping is checked
+against these classes is core/schema_validation.py.
 """
 from __future__ import annotations
 
 import copy
 import dataclasses
-import difflib
-import functools
-import math
-import re
-import types
-import typing
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,6 +39,7 @@ from verifiable_grpo.core.schema_checks import (  # noqa: F401  (re-exported)
     open_between,
     span,
 )
+from verifiable_grpo.core.schema_validation import build, check_section, field_hints, rule
 
 # StockArithmetic-v1's split sizes: part of the profile contract (a budget may not ask for
 # more examples than a split holds); task.data generates exactly these.
@@ -235,33 +230,15 @@ class Profile:
     storage: Storage = key("what the run folder keeps", absent={})
 
 
-@functools.cache
-def _hints(cls: type) -> dict:
-    """A section's field annotations, resolved once per class (typed() runs on every read of
-    the config, and resolving string annotations costs more than checking the values)."""
-    return typing.get_type_hints(cls)
-
-
 def section_names() -> tuple[str, ...]:
     """The top-level keys that hold a section (a mapping)."""
-    hints = _hints(Profile)
+    hints = field_hints(Profile)
     return tuple(f.name for f in dataclasses.fields(Profile)
                  if dataclasses.is_dataclass(hints[f.name]))
 
 
 # --------------------------------------------------------------------------- rules across fields
-# A rule sees one section's values that passed their own checks and yields (key, problem);
-# it runs only when every key it needs is valid, so one mistake is reported once.
-RULES: dict[type, list[tuple[tuple[str, ...], Callable]]] = {}
-
-
-def rule(cls: type, *needs: str):
-    def register(function):
-        RULES.setdefault(cls, []).append((needs, function))
-        return function
-    return register
-
-
+# Each yields (key, problem) for one section's values (schema_validation.rule says when).
 @rule(Sampling, "precision", "batched")
 def _bfloat16_sampler_is_batched(s, _section):
     if s["precision"] != "float32" and not s["batched"]:
@@ -339,110 +316,9 @@ rule(Exercise, "interrupt_at", "iterations")(
     _interrupt_before_the_end("interrupt_at", "iterations", "iteration"))
 
 
-# --------------------------------------------------------------------------- checking values
-_YAML11_FLOAT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
-
-
-def _describe(hint) -> str:
-    """What a value of this annotation looks like, in words."""
-    args = typing.get_args(hint)
-    if isinstance(hint, types.UnionType) and type(None) in args:
-        inner = next(a for a in args if a is not type(None))
-        return f"{_describe(inner)} or null"
-    if typing.get_origin(hint) is tuple:
-        return f"a list of {_describe(args[0]).removeprefix('an ').removeprefix('a ')}s"
-    return {int: "an integer", float: "a number", bool: "true or false", str: "a string"}[hint]
-
-
-def _coerce(hint, value) -> tuple[Any, bool]:
-    """(value, whether it has the annotation's type); float strings become floats."""
-    if isinstance(hint, types.UnionType):
-        if value is None and type(None) in typing.get_args(hint):
-            return None, True
-        hint = next(a for a in typing.get_args(hint) if a is not type(None))
-    if typing.get_origin(hint) is tuple:
-        item = typing.get_args(hint)[0]
-        return value, isinstance(value, list) and all(_coerce(item, v)[1] for v in value)
-    if hint is float:
-        # PyYAML follows YAML 1.1, where "2e-4" (no dot) is a string, not a number.
-        if isinstance(value, str) and _YAML11_FLOAT.fullmatch(value.strip()):
-            value = float(value)
-        return value, type(value) is int or (type(value) is float and math.isfinite(value))
-    if hint is int:  # bool is a subclass of int, but true is not a count
-        return value, type(value) is int
-    return value, type(value) is hint
-
-
-def _show(value) -> str:
-    return f"{value!r} ({type(value).__name__})" if value is not None else "null"
-
-
-def _range_problem(value, metadata) -> str | None:
-    if type(value) is int and not INT64[0] <= value <= INT64[1]:
-        return f"must be a 64-bit integer (|value| < 2**63), got {value}"
-    for check in metadata["checks"]:
-        if not check.ok(value):
-            return f"must be {check.text}, got {value!r}"
-    return None
-
-
-def _expected(hint, metadata) -> str:
-    kind = "a section" if dataclasses.is_dataclass(hint) else _describe(hint)
-    ranges = " and ".join(c.text for c in metadata["checks"])
-    joint = ", " if ranges.startswith("one of") else " "
-    return f"{metadata['meaning']}; {kind}{joint + ranges if ranges else ''}"
-
-
-def _join(path: str, name: str) -> str:
-    return f"{path}.{name}" if path else str(name)
-
-
-def _check_section(cls, raw, path: str, section: str, problems: list[str]) -> Any:
-    """A copy of `raw` with coerced values; appends '<key path>: <problem>' to problems."""
-    if not isinstance(raw, dict):
-        where = path or "the file"
-        problems.append(f"{where}: must be a mapping of keys, got {_show(raw)}")
-        return raw
-    hints = _hints(cls)
-    names = [f.name for f in dataclasses.fields(cls)]
-    out, valid, absent = dict(raw), set(), {}
-    for f in dataclasses.fields(cls):
-        hint, where = hints[f.name], _join(path, f.name)
-        if f.name not in raw and "absent" in f.metadata:
-            absent[f.name] = f.metadata["absent"]
-            valid.add(f.name)
-            continue
-        if f.name not in raw:
-            problems.append(f"{where}: missing ({_expected(hint, f.metadata)})")
-            continue
-        before = len(problems)
-        if dataclasses.is_dataclass(hint):
-            out[f.name] = _check_section(hint, raw[f.name], where, f.name, problems)
-        else:
-            value, ok = _coerce(hint, raw[f.name])
-            if not ok:
-                problems.append(f"{where}: must be {_describe(hint)}, got {_show(raw[f.name])}")
-            elif value is not None and (problem := _range_problem(value, f.metadata)):
-                problems.append(f"{where}: {problem}")
-            out[f.name] = value
-        if len(problems) == before:
-            valid.add(f.name)
-    for name in raw:
-        if name not in names:
-            close = difflib.get_close_matches(str(name), names, n=1)
-            known = (f"did you mean {close[0]}?" if close
-                     else f"{path or 'the top level'} takes {', '.join(names)}")
-            problems.append(f"{_join(path, name)}: unknown key; {known}")
-    seen = {**absent, **out}  # rules read an absent optional key as its stand-in value
-    for needs, function in RULES.get(cls, []):
-        if valid.issuperset(needs):
-            problems += [f"{_join(path, k)}: {m}" for k, m in function(seen, section)]
-    return out
-
-
 def _inspect(raw: Any, source: str) -> tuple[Any, list[str]]:
     problems: list[str] = []
-    clean = _check_section(Profile, copy.deepcopy(raw), "", "", problems)
+    clean = check_section(Profile, copy.deepcopy(raw), "", "", problems)
     return clean, [f"{source}: {p}" for p in problems]
 
 
@@ -456,7 +332,7 @@ def check_settings(cls: type, raw: Any, source: str) -> dict:
     profile's conventions: '<source>: <key>: <problem>', did-you-mean for unknown keys, every
     problem at once (ConfigError). Keys left out keep their function's default."""
     problems: list[str] = []
-    clean = _check_section(cls, copy.deepcopy(raw), "", "", problems)
+    clean = check_section(cls, copy.deepcopy(raw), "", "", problems)
     if problems:
         raise ConfigError([f"{source}: {p}" for p in problems])
     return clean
@@ -470,18 +346,6 @@ def checked(raw: dict, source: str) -> dict:
     return clean
 
 
-def _build(hint, value):
-    if dataclasses.is_dataclass(hint):
-        nested = _hints(hint)
-        return hint(**{f.name: _build(nested[f.name], value.get(f.name, f.metadata.get("absent")))
-                       for f in dataclasses.fields(hint)})
-    if typing.get_origin(hint) is tuple:
-        return tuple(value)
-    if hint is float:
-        return float(value)
-    return value
-
-
 def typed(config: dict) -> Profile:
     """The profile as frozen dataclasses: how the code reads a setting (`typed(config).grpo.
     clip_epsilon`), so each key is spelled here only. Keys starting with '_', such as the
@@ -493,4 +357,4 @@ def typed(config: dict) -> Profile:
     weight_decay: 0, reads 0.0: the same number in every operation the code does with it);
     an absent optional key reads as its stand-in value."""
     raw = {k: v for k, v in config.items() if not str(k).startswith("_")}
-    return _build(Profile, checked(raw, str(config.get("_path", "<config>"))))
+    return build(Profile, checked(raw, str(config.get("_path", "<config>"))))

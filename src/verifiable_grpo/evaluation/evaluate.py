@@ -8,13 +8,12 @@ best of the draws). Every output is kept, valid or not.
 Order of work, enforced rather than promised:
 1. `generate_policy` writes OUT/inference/{policy}/{greedy,sample}.json and audit.json while
    an audit hook refuses any `open` of the dataset's labels folder;
-2. `score_policies` reads the gold labels afterwards and scores with the verifier.
+2. `score_policies` reads the gold labels afterwards and scores with the verifier
+   (verdicts.py).
+The label guard is label_guard.py.
 """
 from __future__ import annotations
 
-import contextlib
-import os
-import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -32,14 +31,21 @@ from verifiable_grpo.core.runfolder import (
     RunFolder,
     exercise_group_size,
 )
+from verifiable_grpo.evaluation.label_guard import assert_no_labels, labels_out_of_reach
 from verifiable_grpo.evaluation.responses import (
     EVALUATION_BATCH_ROWS,
     generate_answers,
     response_jobs,
 )
+from verifiable_grpo.evaluation.verdicts import (  # noqa: F401 (re-exported)
+    POPULATIONS,
+    best_of_draws_success,
+    check_counts,
+    population_metrics,
+    score_rows,
+)
 
 MAIN_POLICIES = MAIN_BRANCHES
-POPULATIONS = ("ALL", "ID50", "OOD100")
 
 
 def utc_now() -> str:
@@ -74,56 +80,6 @@ def select_test_pages(pages: list[dict], problems: int) -> list[tuple[int, dict]
         raise ValueError(f"not enough test inputs for a balanced subset of {problems}: "
                          f"missing {want}")
     return chosen
-
-
-# --------------------------------------------------------------------------- label guard
-_FORBIDDEN: list[str] = []
-_HOOK_INSTALLED = False
-
-
-def _audit_open(event: str, args) -> None:
-    if event != "open" or not _FORBIDDEN:
-        return
-    target = args[0]
-    if isinstance(target, int):
-        return
-    try:
-        path = os.path.abspath(os.fsdecode(target))
-    except (TypeError, ValueError):
-        return
-    for folder in _FORBIDDEN:
-        if path == folder or path.startswith(folder + os.sep):
-            raise PermissionError(f"inference tried to open {path}: labels are out of reach "
-                                  "until every inference file is written")
-
-
-@contextlib.contextmanager
-def labels_out_of_reach(*folders):
-    """While active, any `open` under these folders raises PermissionError (sys.addaudithook;
-    the hook stays installed but is inert outside this context)."""
-    global _HOOK_INSTALLED
-    if not _HOOK_INSTALLED:
-        sys.addaudithook(_audit_open)
-        _HOOK_INSTALLED = True
-    added = [os.path.abspath(os.fspath(f)) for f in folders]
-    _FORBIDDEN.extend(added)
-    try:
-        yield
-    finally:
-        for folder in added:
-            _FORBIDDEN.remove(folder)
-
-
-def assert_no_labels(folder) -> None:
-    """ValueError if answer material sits where inference reads or writes."""
-    folder = Path(folder)
-    if not folder.exists():
-        return
-    found = [str(p) for p in folder.rglob("*")
-             if p.name in ("gold.json", "labels") or "labels" in p.relative_to(folder).parts]
-    if found:
-        raise ValueError(f"{folder} holds label material {sorted(found)[:5]}; inference must "
-                         "not see answers (move them out before generating)")
 
 
 # --------------------------------------------------------------------------- inference
@@ -173,6 +129,61 @@ def _mode_rows(model, tokenizer, config, jobs, mode, device, bar, policy) -> lis
     return [job.row(answer) for job, answer in zip(jobs, answers)]
 
 
+def _inference_target(out_dir: Path, policy: str) -> tuple[Path, Path]:
+    """(the policy's inference folder, its weights); refuses a folder already written, label
+    material in the inference folders and missing weights."""
+    folder = inference_dir(out_dir, policy)
+    if folder.exists() and any(folder.iterdir()):
+        raise FileExistsError(f"{folder} exists; inference files are never overwritten "
+                              "(remove the folder or use a new --out)")
+    assert_no_labels(out_dir / "inference")
+    weights = checkpoint_path(out_dir, policy)
+    if not weights.is_file():
+        raise FileNotFoundError(f"{weights} is missing: train and resume the {policy} branch first")
+    return folder, weights
+
+
+def _load_policy(config: dict, out_dir: Path, policy: str, weights: Path) -> tuple:
+    """(model in eval mode, tokenizer, weights digest): a strict reload whose digest must
+    be the one recorded with the weights."""
+    from verifiable_grpo.core import model as model_lib
+
+    policy_model, metadata = model_lib.reload_policy(
+        weights, config, RunFolder(out_dir).recorded_policy_sha256(policy))
+    policy_model.eval()
+    tokenizer = model_lib.load_tokenizer(config)
+    digest_before = model_lib.model_digest(policy_model)
+    if metadata.get("model_digest") not in (None, digest_before):
+        raise ValueError(f"{weights}: reloaded weights digest {digest_before[:12]}... differs "
+                         f"from the recorded {metadata['model_digest'][:12]}...")
+    return policy_model, tokenizer, digest_before
+
+
+def _write_mode(policy_model, tokenizer, config: dict, policy: str, mode: str, selected,
+                prompt_ids, folder: Path, digest: str) -> tuple[dict, float]:
+    """Answer every selected problem in one mode and write OUT/inference/{policy}/{mode}.json;
+    returns (its entry in the audit, the seconds it took)."""
+    ev = typed(config).evaluation
+    draws, seed_base = ev.draws, ev.seed_base
+    device = next(policy_model.parameters()).device
+    started = time.perf_counter()
+    bar = tqdm(total=len(selected) * (1 if mode == "greedy" else draws),
+               desc=f"{policy} {mode}", leave=False)
+    rows = _mode_rows(policy_model, tokenizer, config,
+                      response_jobs(selected, prompt_ids, mode, draws, seed_base), mode, device,
+                      bar, policy)
+    bar.close()
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    seconds = time.perf_counter() - started
+    path = save_json(folder / f"{mode}.json", {
+        "policy": policy, "mode": mode, "model_digest": digest,
+        "problems": len(selected), "draws_per_problem": 1 if mode == "greedy" else draws,
+        "document_ids": [page["document_id"] for _, page in selected],
+        "labels_read": False, "rows": rows})
+    return {"file": path.name, "sha256": sha256_file(path), "responses": len(rows)}, seconds
+
+
 def generate_policy(config: dict, out_dir, policy: str) -> dict:
     """Write OUT/inference/{policy}/{greedy,sample}.json, then audit.json; returns the audit.
 
@@ -182,28 +193,13 @@ def generate_policy(config: dict, out_dir, policy: str) -> dict:
     from verifiable_grpo.task import data, prompts
 
     out_dir = Path(out_dir)
-    folder = inference_dir(out_dir, policy)
-    if folder.exists() and any(folder.iterdir()):
-        raise FileExistsError(f"{folder} exists; inference files are never overwritten "
-                              "(remove the folder or use a new --out)")
-    assert_no_labels(out_dir / "inference")
-    weights = checkpoint_path(out_dir, policy)
-    if not weights.is_file():
-        raise FileNotFoundError(f"{weights} is missing: train and resume the {policy} branch first")
+    folder, weights = _inference_target(out_dir, policy)
     ev = typed(config).evaluation  # checked when read: draws >= 1, problems in 2..200
-    draws, seed_base = ev.draws, ev.seed_base
 
     labels_folder = out_dir / "data" / "labels"
     with labels_out_of_reach(labels_folder), torch.no_grad():
         selected = select_test_pages(data.read_test_inputs(out_dir / "data"), ev.problems)
-        policy_model, metadata = model_lib.reload_policy(
-            weights, config, RunFolder(out_dir).recorded_policy_sha256(policy))
-        policy_model.eval()
-        tokenizer = model_lib.load_tokenizer(config)
-        digest_before = model_lib.model_digest(policy_model)
-        if metadata.get("model_digest") not in (None, digest_before):
-            raise ValueError(f"{weights}: reloaded weights digest {digest_before[:12]}... differs "
-                             f"from the recorded {metadata['model_digest'][:12]}...")
+        policy_model, tokenizer, digest_before = _load_policy(config, out_dir, policy, weights)
         device = next(policy_model.parameters()).device
         cuda = device.type == "cuda"
         if cuda:
@@ -213,23 +209,9 @@ def generate_policy(config: dict, out_dir, policy: str) -> dict:
                       for _, page in selected]
         files, seconds = {}, {}
         for mode in INFERENCE_MODES:
-            rows = []
-            started = time.perf_counter()
-            bar = tqdm(total=len(selected) * (1 if mode == "greedy" else draws),
-                       desc=f"{policy} {mode}", leave=False)
-            rows = _mode_rows(policy_model, tokenizer, config,
-                              response_jobs(selected, prompt_ids, mode, draws, seed_base), mode, device,
-                              bar, policy)
-            bar.close()
-            if cuda:
-                torch.cuda.synchronize(device)
-            seconds[mode] = time.perf_counter() - started
-            path = save_json(folder / f"{mode}.json", {
-                "policy": policy, "mode": mode, "model_digest": digest_before,
-                "problems": len(selected), "draws_per_problem": 1 if mode == "greedy" else draws,
-                "document_ids": [page["document_id"] for _, page in selected],
-                "labels_read": False, "rows": rows})
-            files[mode] = {"file": path.name, "sha256": sha256_file(path), "responses": len(rows)}
+            files[mode], seconds[mode] = _write_mode(policy_model, tokenizer, config, policy,
+                                                     mode, selected, prompt_ids, folder,
+                                                     digest_before)
         digest_after = model_lib.model_digest(policy_model)
         if digest_after != digest_before:
             raise ValueError(f"{policy}: generation changed the policy's weights")
@@ -266,75 +248,43 @@ def check_inference(out_dir, policy: str) -> dict | None:
 
 
 # --------------------------------------------------------------------------- scoring
-def score_rows(rows: list[dict], gold: dict[str, dict]) -> list[dict]:
-    """Verifier verdict for every response (invalid ones kept, reward 0)."""
-    from verifiable_grpo.task.verifier import score_generated_json
-
-    scored = []
-    for row in rows:
-        label = gold.get(row["document_id"])
-        if label is None:
-            raise ValueError(f"no gold label for {row['document_id']}")
-        verdict = score_generated_json(row["text"], row["finish_reason"], label["problem"],
-                                       tokenization_valid=row["tokenization_valid"])
-        if verdict["expected"] != label["final_stock"]:
-            raise ValueError(f"{row['document_id']}: the solver and the gold label disagree")
-        scored.append({key: row[key] for key in ("document_id", "population", "problem_index",
-                                                 "draw", "seed", "finish_reason",
-                                                 "response_tokens", "seconds", "text")}
-                      | {key: verdict[key] for key in ("valid", "value", "reason", "reward",
-                                                       "expected")})
-    return scored
-
-
-def check_counts(rows: list[dict], document_ids: list[str], draws: int) -> None:
-    """Every evaluated problem has exactly `draws` responses, draws 0..draws-1."""
-    expected = {(d, k) for d in document_ids for k in range(draws)}
-    seen = [(r["document_id"], r["draw"]) for r in rows]
-    if len(seen) != len(set(seen)) or set(seen) != expected:
-        missing = sorted(expected - set(seen))[:3]
-        raise ValueError(f"responses do not cover {len(document_ids)} problems x {draws} draws "
-                         f"exactly once (got {len(seen)} rows; missing e.g. {missing})")
-
-
-def population_metrics(scored: list[dict]) -> dict:
-    """Counts and rates over every response of ALL, ID50 and OOD100 separately."""
-    metrics = {}
-    for population in POPULATIONS:
-        rows = [r for r in scored if population == "ALL" or r["population"] == population]
-        n = len(rows)
-        if n == 0:
-            raise ValueError(f"population {population} has no responses")
-        correct = sum(r["reward"] for r in rows)
-        valid = sum(bool(r["valid"]) for r in rows)
-        metrics[population] = {
-            "responses": n,
-            "problems": len({r["document_id"] for r in rows}),
-            "correct": correct, "success_rate": correct / n,
-            "valid_json": valid, "json_validity": valid / n,
-            "without_eos": sum(r["finish_reason"] != "eos" for r in rows),
-            "mean_response_tokens": sum(r["response_tokens"] for r in rows) / n,
-            "generation_seconds": sum(r["seconds"] for r in rows),
-            "invalid_reasons": _reasons(rows),
-        }
-    return metrics
+def _score_policy(out_dir: Path, policy: str, audit: dict, gold: dict, draws: int,
+                  labels_read_at: str) -> dict:
+    """Score one policy's greedy and sampled answers (writing their score files); returns
+    its entry in the results."""
+    folder = inference_dir(out_dir, policy)
+    entry = {}
+    for mode in INFERENCE_MODES:
+        inference = read_json(folder / f"{mode}.json")
+        check_counts(inference["rows"], inference["document_ids"],
+                     1 if mode == "greedy" else draws)
+        scored = score_rows(inference["rows"], gold)
+        save_json(RunFolder(out_dir).scores(policy, mode),
+                  {"policy": policy, "mode": mode, "labels_read_at": labels_read_at,
+                   "rows": scored})
+        entry[mode] = population_metrics(scored)
+        for metrics in entry[mode].values():   # measured once per policy run, not per population
+            metrics["peak_cuda_memory_bytes"] = audit["peak_cuda_memory_bytes"]
+    return {
+        "greedy_pass_at_1": entry["greedy"],
+        "per_draw_success": entry["sample"],
+        "draws_per_problem": draws,
+        "best_of_draws_reported": False,
+        "model_digest": audit["model_digest"],
+        "generation": {"seconds": audit["seconds"],
+                       "peak_cuda_memory_bytes": audit["peak_cuda_memory_bytes"],
+                       "device": audit["device"], "finished_at": audit["finished_at"],
+                       "files": audit["files"]},
+    }
 
 
-def _reasons(rows):
-    counts: dict[str, int] = {}
-    for r in rows:
-        if not r["valid"]:
-            counts[r["reason"]] = counts.get(r["reason"], 0) + 1
-    return dict(sorted(counts.items()))
-
-
-def best_of_draws_success(scored: list[dict]) -> float:
-    """Fraction of problems with at least one correct draw. NOT per-draw success and not
-    pass@1: shown only to contrast with them; never reported as a headline."""
-    problems: dict[str, int] = {}
-    for r in scored:
-        problems[r["document_id"]] = max(problems.get(r["document_id"], 0), r["reward"])
-    return sum(problems.values()) / len(problems)
+def _same_problems(out_dir: Path, policies) -> list[str]:
+    """The evaluated problems' ids; ValueError if two policies answered different ones."""
+    first = read_json(inference_dir(out_dir, policies[0]) / "greedy.json")["document_ids"]
+    for policy in policies[1:]:
+        if read_json(inference_dir(out_dir, policy) / "greedy.json")["document_ids"] != first:
+            raise ValueError(f"{policy} answered other test problems than {policies[0]}")
+    return first
 
 
 def score_policies(config: dict, out_dir, policies, results_path) -> dict:
@@ -356,37 +306,10 @@ def score_policies(config: dict, out_dir, policies, results_path) -> dict:
         raise ValueError(f"inference of {late} finished after scoring began")
     gold = data.read_gold(out_dir / "data")
     draws = typed(config).evaluation.draws
-    policies_out, folder_paths = {}, RunFolder(out_dir)
-    for policy in policies:
-        folder = inference_dir(out_dir, policy)
-        entry = {}
-        for mode in INFERENCE_MODES:
-            inference = read_json(folder / f"{mode}.json")
-            check_counts(inference["rows"], inference["document_ids"],
-                         1 if mode == "greedy" else draws)
-            scored = score_rows(inference["rows"], gold)
-            save_json(folder_paths.scores(policy, mode),
-                      {"policy": policy, "mode": mode, "labels_read_at": labels_read_at,
-                       "rows": scored})
-            entry[mode] = population_metrics(scored)
-            for metrics in entry[mode].values():   # measured once per policy run, not per population
-                metrics["peak_cuda_memory_bytes"] = audits[policy]["peak_cuda_memory_bytes"]
-        audit = audits[policy]
-        policies_out[policy] = {
-            "greedy_pass_at_1": entry["greedy"],
-            "per_draw_success": entry["sample"],
-            "draws_per_problem": draws,
-            "best_of_draws_reported": False,
-            "model_digest": audit["model_digest"],
-            "generation": {"seconds": audit["seconds"],
-                           "peak_cuda_memory_bytes": audit["peak_cuda_memory_bytes"],
-                           "device": audit["device"], "finished_at": audit["finished_at"],
-                           "files": audit["files"]},
-        }
-    first = read_json(inference_dir(out_dir, policies[0]) / "greedy.json")["document_ids"]
-    for policy in policies[1:]:
-        if read_json(inference_dir(out_dir, policy) / "greedy.json")["document_ids"] != first:
-            raise ValueError(f"{policy} answered other test problems than {policies[0]}")
+    policies_out = {policy: _score_policy(out_dir, policy, audits[policy], gold, draws,
+                                          labels_read_at)
+                    for policy in policies}
+    first = _same_problems(out_dir, policies)
     results = {
         "policies": policies_out,
         "problems": len(first), "draws": draws,

@@ -20,10 +20,7 @@ from __future__ import annotations
 
 import json
 import statistics
-import subprocess
-import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -33,48 +30,18 @@ from verifiable_grpo.core import model as model_lib
 from verifiable_grpo.core import schedule
 from verifiable_grpo.core.config import load_config, provenance, read_json, repo_root, save_json
 from verifiable_grpo.core.config_schema import typed
+from verifiable_grpo.part1.bench_memory import (  # noqa: F401 (re-exported)
+    KL_PROBE,
+    KL_SHAPE,
+    PeakMemory,
+    exact_kl_memory,
+)
 from verifiable_grpo.task import data, prompts, verifier
 from verifiable_grpo.training import batched_rollout, batched_scoring, grpo, objectives, rollout
 
 BENCH_SHAPE = {"prompts": 4, "group_size": 4, "max_new_tokens": 64, "updates_per_rollout": 2,
                "kl_coefficient": 0.02, "temperature": 1.0}
-KL_SHAPE = {"responses": 16, "tokens": 64, "vocabulary": 151_936}
 DEFAULT_OUT = "data/recorded/bench/grpo.json"
-
-
-# --------------------------------------------------------------------------- memory
-class PeakMemory:
-    """Peak memory while the block runs: CUDA allocated bytes, or on CPU the resident set
-    sampled every millisecond (an estimate: a shorter-lived peak can be missed)."""
-
-    def __init__(self, device: torch.device):
-        self.device, self.peak, self._stop = device, 0, threading.Event()
-
-    @staticmethod
-    def resident_bytes() -> int:
-        with open("/proc/self/statm") as handle:
-            return int(handle.read().split()[1]) * 4096
-
-    def _sample(self):
-        while not self._stop.is_set():
-            self.peak = max(self.peak, self.resident_bytes())
-            time.sleep(0.001)
-
-    def __enter__(self):
-        if self.device.type == "cuda":
-            torch.cuda.reset_peak_memory_stats(self.device)
-        else:
-            self._thread = threading.Thread(target=self._sample, daemon=True)
-            self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        if self.device.type == "cuda":
-            self.peak = torch.cuda.max_memory_allocated(self.device)
-        else:
-            self._stop.set()
-            self._thread.join()
-        return False
 
 
 # --------------------------------------------------------------------------- inputs
@@ -113,6 +80,42 @@ def _summary(times: list[dict], warmup: int, memory: int, extra: dict) -> dict:
 
 
 # --------------------------------------------------------------------------- our loop
+def _sample_set(policy, tokenizer, chunk: list[dict], config: dict, generator, index: int,
+                batched: bool) -> list[dict]:
+    """One rollout set, sampled and scored as the GRPO loop does it."""
+    g = BENCH_SHAPE["group_size"]
+    ids = [f"bench/{index}/{i}" for i in range(len(chunk))]
+    if batched:
+        return batched_rollout.sample_groups(policy, tokenizer, chunk, config, generator, g, ids)
+    return [rollout.sample_group(policy, tokenizer, e, config, generator, g, i)
+            for e, i in zip(chunk, ids)]
+
+
+def _reward_seconds(groups: list[dict], chunk: list[dict]) -> float:
+    """Sampling includes the verifier: its time, measured apart by scoring again (pure Python)."""
+    tick = time.perf_counter()
+    for group, example in zip(groups, chunk):
+        for row in group["responses"]:
+            verifier.score_generated_json(row["text"], row["finish_reason"],
+                                          example["problem"], row["tokenization_valid"])
+    return time.perf_counter() - tick
+
+
+def _check_seconds(policy, tokenizer, rows: list[dict], config: dict, batched: bool,
+                   device) -> float:
+    """The rescoring check of the captured log-probs, timed."""
+    cfg = typed(config)
+    tick = time.perf_counter()
+    if batched:
+        batched_scoring.verify_captured_logprobs(policy, rows, cfg.grpo.verify_tolerance,
+                                                 prompts.eos_id(tokenizer, config),
+                                                 cfg.grpo.share_prompts)
+    else:
+        rollout.verify_captured_logprobs(policy, rows, cfg.grpo.verify_tolerance)
+    model_lib.synchronize(device)
+    return time.perf_counter() - tick
+
+
 def run_ours(config: dict, examples: list[dict], sets: int, warmup: int, batched: bool) -> dict:
     config = json.loads(json.dumps(config))
     config["sampling"]["batched"] = batched
@@ -127,38 +130,18 @@ def run_ours(config: dict, examples: list[dict], sets: int, warmup: int, batched
                                         cfg.grpo.final_lr_fraction)
     generator = torch.Generator(device=device).manual_seed(cfg.seed + grpo.GENERATION_SEED_OFFSET)
     objective = objectives.objective_from_config(config)
-    times, g = [], BENCH_SHAPE["group_size"]
+    times = []
     with PeakMemory(device) as memory:
         for index, chunk in enumerate(_sets(examples, sets + warmup)):
             model_lib.synchronize(device)
             start = time.perf_counter()
-            ids = [f"bench/{index}/{i}" for i in range(len(chunk))]
-            if batched:
-                groups = batched_rollout.sample_groups(policy, tokenizer, chunk, config,
-                                                       generator, g, ids)
-            else:
-                groups = [rollout.sample_group(policy, tokenizer, e, config, generator, g, i)
-                          for e, i in zip(chunk, ids)]
+            groups = _sample_set(policy, tokenizer, chunk, config, generator, index, batched)
             model_lib.synchronize(device)
             sampled = time.perf_counter()
-            # Sampling includes the verifier: time it apart by scoring again (pure Python).
-            tick = time.perf_counter()
-            for group, example in zip(groups, chunk):
-                for row in group["responses"]:
-                    verifier.score_generated_json(row["text"], row["finish_reason"],
-                                                  example["problem"], row["tokenization_valid"])
-            reward_seconds = time.perf_counter() - tick
+            reward_seconds = _reward_seconds(groups, chunk)
             groups = [objectives.with_advantages(group, objective) for group in groups]
             rows = [r for group in groups for r in group["responses"]]
-            tick = time.perf_counter()
-            if batched:
-                batched_scoring.verify_captured_logprobs(policy, rows, cfg.grpo.verify_tolerance,
-                                                         prompts.eos_id(tokenizer, config),
-                                                         cfg.grpo.share_prompts)
-            else:
-                rollout.verify_captured_logprobs(policy, rows, cfg.grpo.verify_tolerance)
-            model_lib.synchronize(device)
-            check_seconds = time.perf_counter() - tick
+            check_seconds = _check_seconds(policy, tokenizer, rows, config, batched, device)
             tick = time.perf_counter()
             memo: dict = {}   # as the GRPO loop: the reference read once per rollout set
             for _ in range(BENCH_SHAPE["updates_per_rollout"]):
@@ -268,42 +251,6 @@ def run_trl(config: dict, examples: list[dict], sets: int, warmup: int) -> dict:
     return _summary(times, warmup, memory.peak, {
         "arm": f"TRL {trl.__version__} GRPOTrainer", "kl": "k3 on the sampled token",
         "loss_type": "grpo"})
-
-
-# --------------------------------------------------------------------------- exact KL memory
-KL_PROBE = """
-import resource, sys, torch
-from verifiable_grpo.training import losses
-torch.manual_seed(0)
-b, t, v, block = {responses}, {tokens}, {vocabulary}, int(sys.argv[1])
-current = torch.randn(b, t, v).requires_grad_(True)
-reference = torch.randn(b, t, v)
-before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-kl = losses.exact_prefix_kl(current, reference, block_size=block)
-(gradient,) = torch.autograd.grad(kl.sum(), current)
-after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-# The gradient w.r.t. the logits is the result, as large as the logits: not working memory.
-print((after - before) * 1024 - gradient.numel() * gradient.element_size())
-"""
-
-
-def exact_kl_memory(blocks=(4096, KL_SHAPE["vocabulary"])) -> dict:
-    """Working memory of the exact KL (forward + backward) beyond its inputs and the
-    gradient it returns, each block size in a fresh process (peak resident set, ru_maxrss)."""
-    script = KL_PROBE.format(**KL_SHAPE)
-    env = {"PYTHONPATH": str(repo_root() / "src"), "OMP_NUM_THREADS": "1",
-           "OMP_WAIT_POLICY": "PASSIVE", "PATH": "/usr/bin:/bin"}
-    rows = []
-    for block in blocks:
-        out = subprocess.run([sys.executable, "-c", script, str(block)], capture_output=True,
-                             text=True, env=env, timeout=600)
-        if out.returncode != 0:
-            raise RuntimeError(f"exact-KL probe failed: {out.stderr[-2000:]}")
-        rows.append({"block_size": block, "working_bytes": int(out.stdout.split()[-1])})
-    logits = KL_SHAPE["responses"] * KL_SHAPE["tokens"] * KL_SHAPE["vocabulary"] * 4
-    return {**KL_SHAPE, "logits_bytes_each": logits, "blocks": rows,
-            "note": "peak resident bytes of forward + backward beyond the two float32 logit "
-                    "tensors (inputs) and the gradient they return (output)"}
 
 
 # --------------------------------------------------------------------------- pipeline times

@@ -86,51 +86,61 @@ def _run_lines(evidence: dict, config: dict | None) -> list[str]:
     return lines
 
 
+def _success_lines(policies: dict) -> list[str]:
+    """Greedy pass@1 and per-draw success per policy and population."""
+    first = next(iter(policies.values()))
+    problems = first["greedy_pass_at_1"]["ALL"]["problems"]
+    draws = first["draws_per_problem"]
+    lines = ["## Success on the test problems", "",
+             f"{problems} test problems, one greedy response each (greedy pass@1) and "
+             f"{draws} sampled draws each (per-draw success over all "
+             f"{problems * draws} draws; not best-of-{draws}). Invalid outputs count as "
+             "wrong.", ""]
+    header = ["policy"] + [f"greedy {p}" for p in POPULATIONS] + [
+        f"per-draw {p}" for p in POPULATIONS]
+    rows = []
+    for name in order_policies(policies):
+        if name in policies:
+            entry = policies[name]
+            rows.append([name] + [
+                f"{_pct(entry[k][p]['success_rate'])} ({entry[k][p]['correct']}/"
+                f"{entry[k][p]['responses']})"
+                for k in ("greedy_pass_at_1", "per_draw_success") for p in POPULATIONS])
+    lines += _table(header, rows)
+    short = [name for name in order_policies(policies) if exercise_group_size(name)]
+    if short:
+        lines += [f"{' and '.join(short)} are the exercise's short branches (see below), "
+                  "not the main GRPO run.", ""]
+    return lines
+
+
+def _validity_lines(policies: dict) -> list[str]:
+    """Valid JSON, answers without EOS, length and generation time per policy and kind."""
+    lines = ["## Validity, stops and cost", ""]
+    rows = []
+    for name in order_policies(policies):
+        if name not in policies:
+            continue
+        for key, label in (("greedy_pass_at_1", "greedy"), ("per_draw_success", "sampled")):
+            m = policies[name][key]["ALL"]
+            rows.append([name, label, m["responses"], f"{m['valid_json']} ({_pct(m['json_validity'])})",
+                         m["without_eos"], f"{m['mean_response_tokens']:.2f}",
+                         f"{m['generation_seconds']:.1f}"])
+    lines += _table(["policy", "kind", "responses", "valid JSON", "without EOS",
+                     "mean response tokens", "generation s"], rows)
+    peaks = {n: policies[n]["generation"]["peak_cuda_memory_bytes"] for n in policies}
+    if any(v is not None for v in peaks.values()):
+        lines += ["Peak CUDA memory during generation: " + ", ".join(
+            f"{n} {v / 2**20:.0f} MiB" for n, v in peaks.items() if v is not None), ""]
+    return lines
+
+
 def _policy_lines(evidence: dict) -> list[str]:
     """Success per policy and population; validity, stops and cost of the answers."""
-    lines = []
     policies = evidence["policies"]
-    if policies:
-        first = next(iter(policies.values()))
-        problems = first["greedy_pass_at_1"]["ALL"]["problems"]
-        draws = first["draws_per_problem"]
-        lines += ["## Success on the test problems", "",
-                  f"{problems} test problems, one greedy response each (greedy pass@1) and "
-                  f"{draws} sampled draws each (per-draw success over all "
-                  f"{problems * draws} draws; not best-of-{draws}). Invalid outputs count as "
-                  "wrong.", ""]
-        header = ["policy"] + [f"greedy {p}" for p in POPULATIONS] + [
-            f"per-draw {p}" for p in POPULATIONS]
-        rows = []
-        for name in order_policies(policies):
-            if name in policies:
-                entry = policies[name]
-                rows.append([name] + [
-                    f"{_pct(entry[k][p]['success_rate'])} ({entry[k][p]['correct']}/"
-                    f"{entry[k][p]['responses']})"
-                    for k in ("greedy_pass_at_1", "per_draw_success") for p in POPULATIONS])
-        lines += _table(header, rows)
-        short = [name for name in order_policies(policies) if exercise_group_size(name)]
-        if short:
-            lines += [f"{' and '.join(short)} are the exercise's short branches (see below), "
-                      "not the main GRPO run.", ""]
-        lines += ["## Validity, stops and cost", ""]
-        rows = []
-        for name in order_policies(policies):
-            if name not in policies:
-                continue
-            for key, label in (("greedy_pass_at_1", "greedy"), ("per_draw_success", "sampled")):
-                m = policies[name][key]["ALL"]
-                rows.append([name, label, m["responses"], f"{m['valid_json']} ({_pct(m['json_validity'])})",
-                             m["without_eos"], f"{m['mean_response_tokens']:.2f}",
-                             f"{m['generation_seconds']:.1f}"])
-        lines += _table(["policy", "kind", "responses", "valid JSON", "without EOS",
-                         "mean response tokens", "generation s"], rows)
-        peaks = {n: policies[n]["generation"]["peak_cuda_memory_bytes"] for n in policies}
-        if any(v is not None for v in peaks.values()):
-            lines += ["Peak CUDA memory during generation: " + ", ".join(
-                f"{n} {v / 2**20:.0f} MiB" for n, v in peaks.items() if v is not None), ""]
-    return lines
+    if not policies:
+        return []
+    return _success_lines(policies) + _validity_lines(policies)
 
 
 def _training_lines(evidence: dict) -> list[str]:

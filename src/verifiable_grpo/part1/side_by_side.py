@@ -89,6 +89,33 @@ def _raise_what_ended_the_run(broken: list[str], errors: list[BaseException]) ->
         raise (failures or stops)[0]
 
 
+def _check_needs_exist(order: list[str], needs: dict[str, set[str]], pending: list[str]) -> None:
+    unknown = {n: needs[n] - set(order) for n in pending if needs[n] - set(order)}
+    if unknown:
+        raise ValueError(f"stages need stages that do not exist: {unknown}")
+
+
+def _start_ready(ready: list[str], pool, running: dict, pending: list[str], done: set[str],
+                 width: Callable[[str], int], workers: int, start, task) -> None:
+    """Start the ready stages (in the order given) that fit beside the running ones. A
+    stage wider than one thread goes first and alone: while it waits for the workers to
+    drain, no narrow stage jumps ahead of it."""
+    busy = sum(width(name) for name, _ in running.values())
+    for name in ready:
+        if running and (busy + width(name) > workers or len(running) >= workers):
+            if width(name) > 1:
+                break
+            continue
+        pending.remove(name)
+        token = start(name)
+        if token is None:          # had finished: adopted
+            done.add(name)
+            continue
+        function, args = task(name)
+        running[pool.submit(function, *args)] = (name, token)
+        busy += width(name)
+
+
 def run_side_by_side(order: list[str], needs: dict[str, set[str]], finished: set[str],
                      workers: int, threads: dict[str, int | None], cost: dict[str, float],
                      start: Callable[[str], object], end: Callable[[str, object, float], None],
@@ -103,9 +130,7 @@ def run_side_by_side(order: list[str], needs: dict[str, set[str]], finished: set
     rank = remaining_work(order, needs, cost)
     pending = [n for n in order if n not in finished]
     done = set(finished)
-    unknown = {n: needs[n] - set(order) for n in pending if needs[n] - set(order)}
-    if unknown:
-        raise ValueError(f"stages need stages that do not exist: {unknown}")
+    _check_needs_exist(order, needs, pending)
     cores = os.cpu_count() or 1
 
     def width(name):
@@ -121,24 +146,9 @@ def run_side_by_side(order: list[str], needs: dict[str, set[str]], finished: set
     try:
         while True:
             if not (interrupts.requested() or errors or broken):
-                busy = sum(width(name) for name, _ in running.values())
-                # A stage wider than one thread goes first and alone: while it waits for
-                # the workers to drain, no narrow stage jumps ahead of it.
                 ready = sorted((n for n in pending if needs[n] <= done),
                                key=lambda n: (width(n) <= 1, -rank[n], order.index(n)))
-                for name in ready:
-                    if running and (busy + width(name) > workers or len(running) >= workers):
-                        if width(name) > 1:
-                            break
-                        continue
-                    pending.remove(name)
-                    token = start(name)
-                    if token is None:          # had finished: adopted
-                        done.add(name)
-                        continue
-                    function, args = task(name)
-                    running[pool.submit(function, *args)] = (name, token)
-                    busy += width(name)
+                _start_ready(ready, pool, running, pending, done, width, workers, start, task)
                 if progress is not None:
                     progress(sorted(n for n, _ in running.values()), len(done))
             if not running:

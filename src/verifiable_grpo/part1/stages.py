@@ -187,8 +187,9 @@ def _complete_inference(out: Path, rels: list[str]) -> set[str]:
     return keep
 
 
-def build_stages(config: dict) -> list[Stage]:
-    cfg = typed(config)
+def _training_stages(cfg, config: dict) -> list[Stage]:
+    """Data, the learning view, then the warm start, further SFT and GRPO (each branch:
+    continuous, interrupt, resume, verify)."""
     stages = [Stage("data", "data", _data, ["data/*"], SECTIONS["data"], needs=()),
               Stage("learning-view", "data", _learning_view, ["learning-data/*"],
                     SECTIONS["data"], needs=("data",))]
@@ -201,17 +202,18 @@ def build_stages(config: dict) -> list[Stage]:
     stages += _branch_stages("grpo", "grpo", _grpo, SECTIONS["grpo"], "warmstart-resume",
                              _grpo_costs(g.iterations, g.interrupt_at,
                                          g.prompts_per_iteration * g.group_size), config)
-    evaluated = cfg.evaluation.problems * (1 + cfg.evaluation.draws)
-    stages += _inference_stages(MAIN_POLICIES, "evaluate", (), evaluated)
-    stages.append(Stage("evaluate", "evaluate", _evaluate_main,
-                        ["results.json"] + _score_patterns(MAIN_POLICIES),
-                        SECTIONS["evaluate"], needs=tuple(f"infer-{p}" for p in MAIN_POLICIES)))
-    stages.append(Stage("exercise-protect", "exercise", _exercise("protect"),
-                        ["exercise/protected.json"]))
+    return stages
+
+
+def _exercise_stages(cfg, config: dict, evaluated: int) -> list[Stage]:
+    """The group-size exercise: protect, its short GRPO branches, their inference,
+    evaluation and summary."""
+    stages = [Stage("exercise-protect", "exercise", _exercise("protect"),
+                    ["exercise/protected.json"])]
     for size in cfg.exercise.group_sizes:
         branch = exercise_branch(size)
         costs = _grpo_costs(cfg.exercise.iterations, cfg.exercise.interrupt_at,
-                            g.prompts_per_iteration * size)
+                            cfg.grpo.prompts_per_iteration * size)
         stages += [Stage(f"{branch}-{mode}", "exercise",
                          _exercise("train_branch", size, mode), _branch_claims(branch, mode),
                          SECTIONS["exercise-branch"], finished=_branch_finished(branch, mode),
@@ -227,6 +229,19 @@ def build_stages(config: dict) -> list[Stage]:
                         needs=("exercise-protect",) + tuple(f"infer-{b}" for b in branches)))
     stages.append(Stage("exercise-summary", "exercise", _exercise("summarise"),
                         ["exercise/group-size.json"]))
+    return stages
+
+
+def build_stages(config: dict) -> list[Stage]:
+    """Every stage of `run`, in order (a stage without `needs` waits on every earlier one)."""
+    cfg = typed(config)
+    stages = _training_stages(cfg, config)
+    evaluated = cfg.evaluation.problems * (1 + cfg.evaluation.draws)
+    stages += _inference_stages(MAIN_POLICIES, "evaluate", (), evaluated)
+    stages.append(Stage("evaluate", "evaluate", _evaluate_main,
+                        ["results.json"] + _score_patterns(MAIN_POLICIES),
+                        SECTIONS["evaluate"], needs=tuple(f"infer-{p}" for p in MAIN_POLICIES)))
+    stages += _exercise_stages(cfg, config, evaluated)
     stages.append(Stage("report", "report", _report, ["report.md"]))
     return stages
 

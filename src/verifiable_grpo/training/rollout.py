@@ -50,18 +50,9 @@ def _next_logits(model, ids, step_ids, cache):
     return out.logits[0, -1].float()
 
 
-@torch.no_grad()
-def generate(model, tokenizer, prompt_ids, config, generator, greedy: bool = False,
-             policy_digest: str | None = None) -> dict:
-    """One response to one prompt: sampled at temperature 1 (or greedy), with its
-    behaviour log-probs captured at the actual prefixes.
-
-    Stops at EOS (finish_reason "eos"; EOS counted in response_tokens, not in the text)
-    or after tokens.max_response tokens ("length"). The model must be in eval mode.
-    Reading the config checks it: any sampling but temperature 1 over the full vocabulary
-    is refused there (config_schema.Sampling).
-    """
-    cfg = typed(config)
+def _checked_prompt(model, prompt_ids, cfg, generator, greedy: bool) -> tuple[list[int], object]:
+    """(the prompt as ints, the model's device); refuses a model in training mode, an empty
+    or too long prompt, and a sampler without a seeded generator on the model's device."""
     if model.training:
         raise ValueError("generation needs the model in eval mode (dropout off); call model.eval()")
     prompt = [int(i) for i in prompt_ids]
@@ -70,19 +61,19 @@ def generate(model, tokenizer, prompt_ids, config, generator, greedy: bool = Fal
     if len(prompt) > cfg.tokens.max_prompt:
         raise ValueError(f"prompt of {len(prompt)} tokens exceeds tokens.max_prompt "
                          f"{cfg.tokens.max_prompt}; prompts are never truncated")
-    # The schema holds max_prompt + max_response <= max_total, so the whole sequence fits.
-    max_response = cfg.tokens.max_response
     device = model_device(model)
     if not greedy:
         if not isinstance(generator, torch.Generator):
             raise ValueError("sampling needs a torch.Generator (seeded) for reproducible draws")
         if generator.device.type != device.type:
             raise ValueError(f"generator on {generator.device} but model on {device}")
-    eos = prompts.eos_id(tokenizer, config)
-    use_cache = cfg.sampling.use_kv_cache
+    return prompt, device
 
-    synchronize(device)
-    start = time.perf_counter()
+
+def _decode_tokens(model, prompt: list[int], device, max_response: int, eos: int,
+                   use_cache: bool, generator, greedy: bool) -> tuple[list[int], list[float]]:
+    """(response token ids, their behaviour log-probs): one token at a time until EOS or
+    max_response tokens."""
     ids = torch.tensor([prompt], dtype=torch.long, device=device)
     step_ids = ids
     cache = None
@@ -106,6 +97,31 @@ def generate(model, tokenizer, prompt_ids, config, generator, greedy: bool = Fal
             break
         step_ids = torch.tensor([[token]], dtype=torch.long, device=device)
         ids = torch.cat([ids, step_ids], dim=1)
+    return response, behaviour
+
+
+@torch.no_grad()
+def generate(model, tokenizer, prompt_ids, config, generator, greedy: bool = False,
+             policy_digest: str | None = None) -> dict:
+    """One response to one prompt: sampled at temperature 1 (or greedy), with its
+    behaviour log-probs captured at the actual prefixes.
+
+    Stops at EOS (finish_reason "eos"; EOS counted in response_tokens, not in the text)
+    or after tokens.max_response tokens ("length"). The model must be in eval mode.
+    Reading the config checks it: any sampling but temperature 1 over the full vocabulary
+    is refused there (config_schema.Sampling).
+    """
+    cfg = typed(config)
+    prompt, device = _checked_prompt(model, prompt_ids, cfg, generator, greedy)
+    # The schema holds max_prompt + max_response <= max_total, so the whole sequence fits.
+    max_response = cfg.tokens.max_response
+    eos = prompts.eos_id(tokenizer, config)
+    use_cache = cfg.sampling.use_kv_cache
+
+    synchronize(device)
+    start = time.perf_counter()
+    response, behaviour = _decode_tokens(model, prompt, device, max_response, eos, use_cache,
+                                         generator, greedy)
     synchronize(device)
     seconds = time.perf_counter() - start
 

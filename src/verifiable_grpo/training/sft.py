@@ -9,12 +9,13 @@ only logged: nothing is selected with it.
 Modes: `continuous` runs every epoch; `interrupt` stops after `interrupt_after_epochs` and
 saves a full state; `resume` loads that state in a new process and finishes. The
 continuous and resumed final states must be equal bit for bit (checkpoint.verify_resume).
+The run's context (what it carries between updates, its own part of a state) is
+sft_run.SFTRun.
 """
 from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
@@ -22,7 +23,7 @@ import torch
 from verifiable_grpo.core import crash, interrupts
 from verifiable_grpo.core.checkpoint import load_state, seed_everything
 from verifiable_grpo.core.config import load_config, provenance, save_json, sha256_file
-from verifiable_grpo.core.config_schema import SFT, Profile, typed
+from verifiable_grpo.core.config_schema import SFT, typed
 from verifiable_grpo.core.faults import fault_point
 from verifiable_grpo.core.model import (
     load_base,
@@ -34,8 +35,8 @@ from verifiable_grpo.core.model import (
     unique_parameters,
 )
 from verifiable_grpo.core.progress import tqdm
-from verifiable_grpo.core.resumable_run import ResumableRun, deterministic_kernels
-from verifiable_grpo.core.runfolder import MODES, RunFolder, compute_identity, stage_name
+from verifiable_grpo.core.resumable_run import deterministic_kernels
+from verifiable_grpo.core.runfolder import MODES, RunFolder, compute_identity
 from verifiable_grpo.core.scoring import masked_sums, response_logprob_rows, token_logprobs
 from verifiable_grpo.task import data
 from verifiable_grpo.task.prompts import (
@@ -44,12 +45,10 @@ from verifiable_grpo.task.prompts import (
     completion_row,
     template_identity,
 )
+from verifiable_grpo.training.sft_run import CODE_ENTRY, SFTRun  # noqa: F401 (re-exported)
 
 BRANCH_SPLITS = {"warmstart": "warmstart", "sft": "train"}
 SAMPLER_SEED_OFFSET = {"warmstart": 101, "sft": 102}  # distinct example orders per branch
-# The code an SFT state depends on: this module and everything it imports (a resume
-# refuses a state written by other code).
-CODE_ENTRY = "training/sft.py"
 
 
 # ---------------------------------------------------------------- data
@@ -130,77 +129,6 @@ def _starting_policy(config: dict, branch: str, paths: dict) -> tuple:
     source = paths["start_policy"].relative_to(paths["out"]).as_posix()
     return model, load_tokenizer(config), {"source": source,
                                            "sha256": sha256_file(paths["start_policy"])}
-
-
-
-
-@dataclass
-class SFTRun(ResumableRun):
-    """Everything one branch-and-mode SFT run shares between its steps."""
-    RNG_KEY = "rng"                # where its states keep the process's RNG streams
-    CODE_ENTRY = CODE_ENTRY
-    STATE_ORDER = ("identity", "branch", "epoch", "updates", "position", "model", "optimizer",
-                   "scheduler", "sampler", "rng", "history", "validation_history",
-                   "model_digest", "timings")
-    config: dict                   # the carrier (hashes, provenance, callees)
-    cfg: Profile                   # how its values are read
-    branch: str
-    mode: str
-    paths: dict
-    model: object
-    rows: list
-    val_rows: list
-    pad_id: int
-    identity: dict
-    initial_digest: str
-    parameters: list
-    sampler: torch.Generator
-    optimizer: object = None       # prepare_optimizer
-    scheduler: object = None
-    epoch: int = 0                 # epochs finished
-    updates: int = 0
-    epoch_order: list | None = None  # the current epoch's example order (None: not drawn)
-    offset: int = 0                # examples of the current epoch already trained on
-    history: list = field(default_factory=list)
-    validation_history: list = field(default_factory=list)
-    timings: dict = field(default_factory=lambda: {
-        "state_load_seconds": 0.0, "optimisation_seconds": 0.0, "validation_seconds": 0.0,
-        "update_seconds": []})
-    crash_saves: list = field(default_factory=list)
-
-    @property
-    def section(self) -> SFT:
-        return getattr(self.cfg, self.branch)
-
-    @property
-    def stage(self) -> str:
-        return stage_name(self.branch, self.mode)
-
-    @property
-    def stop(self) -> int:
-        epochs = self.section.epochs
-        return self.section.interrupt_after_epochs if self.mode == "interrupt" else epochs
-
-    @property
-    def policy(self):
-        return self.model
-
-    def run_state(self) -> dict:
-        """The SFT part of a state (a final state adds the weights' digest; a crash state,
-        written every few updates, leaves it None: its file's SHA-256, in its note, is
-        what a continuation checks)."""
-        return {"branch": self.branch, "epoch": self.epoch, "updates": self.updates,
-                "position": {"epoch_order": self.epoch_order, "offset": self.offset},
-                "sampler": self.sampler.get_state(), "history": self.history,
-                "validation_history": self.validation_history, "model_digest": None,
-                "timings": dict(self.timings)}
-
-    def load_run_state(self, state: dict) -> None:
-        self.sampler.set_state(state["sampler"])
-        self.epoch, self.updates = state["epoch"], state["updates"]
-        self.epoch_order = state["position"]["epoch_order"]
-        self.offset = state["position"]["offset"]
-        self.history, self.validation_history = state["history"], state["validation_history"]
 
 
 def _prepare(config: dict, out: Path, branch: str, mode: str, paths: dict) -> SFTRun:
