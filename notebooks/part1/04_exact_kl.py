@@ -142,7 +142,7 @@ print("KL(p, p) at every prefix:", losses.exact_prefix_kl(current_logits, curren
 
 # %% [markdown]
 # The penalty is differentiable with respect to the current logits only; the reference is
-# a constant. `losses.py` does not let autograd differentiate the blocked sum (that would
+# a constant. `kl_divergence.py` does not let autograd differentiate the blocked sum (that would
 # keep every block's probabilities alive); it writes the gradient out. With
 # $p = \mathrm{softmax}(z)$, $\partial \log p_v / \partial z_j = \delta_{vj} - p_j$ and
 # $\partial p_v / \partial z_j = p_v(\delta_{vj} - p_j)$, so for

@@ -107,7 +107,7 @@ def _loop(run: GRPORun) -> float:
         run_iteration(run, iteration)
         last = run.history[-1]
         bar.set_postfix(reward=f"{last['mean_reward']:.3f}",
-                        zvf=f"{last['zero_variance_fraction']:.2f}",
+                        zero_var=f"{last['zero_variance_fraction']:.2f}",
                         kl=f"{last['mean_exact_kl']:.2e}")
         fault_point("grpo-after-iteration")
         if run.iteration % every == 0 or interrupts.requested():

@@ -13,7 +13,7 @@ import torch
 
 from verifiable_grpo.core import checkpoint
 from verifiable_grpo.core import model as model_lib
-from verifiable_grpo.core.config import sections_hash, sha256_file
+from verifiable_grpo.core.config import sha256_file
 from verifiable_grpo.core.config_schema import Profile
 from verifiable_grpo.core.resumable_run import ResumableRun
 from verifiable_grpo.core.runfolder import RunFolder, compute_identity, stage_name
@@ -66,9 +66,7 @@ def run_identity(config, cfg, budget, paths, tokenizer, initial_digest, referenc
         "variant": "educational GRPO, exact KL on prefixes",
         **{k: budget[k] for k in ("branch", "group_size", "iterations", "prompts_per_iteration",
                                   "updates_per_rollout", "total_updates")},
-        "config_sections": list(sections),
-        "config_sha256": sections_hash(config, sections),
-        "code_sha256": GRPORun.code_sha256(),
+        **GRPORun.shared_identity(config, sections),
         "warmstart_sha256": sha256_file(paths["warmstart"]),
         "initial_model_digest": initial_digest,
         "reference_model_digest": reference_digest,
