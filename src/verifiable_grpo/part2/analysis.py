@@ -80,9 +80,7 @@ def _verdict(reject: bool, low: float, high: float) -> str:
 def analyse(lock: dict, runs: list[dict], lock_sha: str | None = None,
             metric: str = PRIMARY) -> dict:
     """The analysis of `runs` (load_manifests rows) under `lock`, regime by regime."""
-    plan = lock["analysis"]
-    resamples, level = plan["resamples"], plan["level"]
-    arms, seeds, baseline = list(lock["arms"]), list(lock["seeds"]), lock["baseline_arm"]
+    arms, seeds = list(lock["arms"]), list(lock["seeds"])
     if lock_sha is not None:
         foreign = sorted({str(r.get("lock_sha256"))[:12] for r in runs
                           if r.get("lock_sha256") != lock_sha})
@@ -93,53 +91,63 @@ def analyse(lock: dict, runs: list[dict], lock_sha: str | None = None,
     for r_index, regime in enumerate(lock["regimes"]):
         table = {(r["arm"], r["seed"]): r for r in runs if r["regime"] == regime}
         missing = [f"{a}/seed {s}" for a in arms for s in seeds if (a, s) not in table]
-        rows = []
-        for a_index, arm in enumerate(arms):
-            done = [table[(arm, s)] for s in seeds if (arm, s) in table]
-            row = {"arm": arm, "seeds": len(done)}
-            if done:
-                values = [d[metric] for d in done]
-                row["mean"] = float(np.mean(values))
-                row["low"], row["high"] = statistics.percentile_bootstrap(
-                    values, _rng(lock, r_index, a_index, "per_arm"), resamples, level)
-            if done and all(k in d for d in done for k in COST_KEYS):
-                p = float(np.mean([d["mean_reward_drawn"] for d in done]))
-                row.update({
-                    "rollouts_generated": float(np.mean([d["rollouts_generated"] for d in done])),
-                    "rollouts_discarded": float(np.mean([d["rollouts_discarded"] for d in done])),
-                    "tokens_generated": float(np.mean([d["tokens_generated"] for d in done])),
-                    "seconds_per_step": float(np.mean([d["seconds_per_step"] for d in done])),
-                    "zero_variance_fraction_logged": float(np.mean(
-                        [d["mean_zero_variance_fraction"] for d in done])),
-                    "zero_variance_fraction_drawn": float(np.mean(
-                        [d["mean_zero_variance_fraction_drawn"] for d in done])),
-                    "reward_drawn": p,
-                    "zero_variance_fraction_iid": iid_zero_variance_fraction(
-                        p, done[0]["group_size"])})
-            rows.append(row)
-        comparisons = []
-        complete = not missing
-        if complete:
-            base = [table[(baseline, s)][metric] for s in seeds]
-            for a_index, arm in enumerate(arms):
-                if arm == baseline:
-                    continue
-                values = [table[(arm, s)][metric] for s in seeds]
-                paired = statistics.paired_bootstrap(values, base, _rng(lock, r_index, a_index,
-                                                                        "paired"),
-                                                     resamples, level)
-                differences = np.subtract(values, base)
-                comparisons.append({"arm": arm, **paired,
-                                    "p_value": sign_flip_pvalue(differences)})
-            if comparisons:
-                adjusted, reject = statistics.benjamini_hochberg(
-                    [c["p_value"] for c in comparisons], alpha=0.05)
-                for c, adj, rej in zip(comparisons, adjusted, reject):
-                    c.update(p_adjusted=float(adj), reject=bool(rej),
-                             verdict=_verdict(bool(rej), c["low"], c["high"]))
+        rows = [_arm_row(lock, table, arm, r_index, a_index, metric)
+                for a_index, arm in enumerate(arms)]
+        comparisons = [] if missing else _comparisons(lock, table, r_index, metric)
         result["regimes"][regime] = {"arms": rows, "comparisons": comparisons,
-                                     "complete": complete, "missing": missing}
+                                     "complete": not missing, "missing": missing}
     return result
+
+
+def _arm_row(lock: dict, table: dict, arm: str, r_index: int, a_index: int,
+             metric: str) -> dict:
+    """One arm's row in one regime: its seeds' mean with a bootstrap interval, and the
+    mean costs and zero-variance fractions when the manifests carry them."""
+    plan = lock["analysis"]
+    done = [table[(arm, s)] for s in lock["seeds"] if (arm, s) in table]
+    row = {"arm": arm, "seeds": len(done)}
+    if done:
+        values = [d[metric] for d in done]
+        row["mean"] = float(np.mean(values))
+        row["low"], row["high"] = statistics.percentile_bootstrap(
+            values, _rng(lock, r_index, a_index, "per_arm"), plan["resamples"], plan["level"])
+    if done and all(k in d for d in done for k in COST_KEYS):
+        p = float(np.mean([d["mean_reward_drawn"] for d in done]))
+        row.update({
+            "rollouts_generated": float(np.mean([d["rollouts_generated"] for d in done])),
+            "rollouts_discarded": float(np.mean([d["rollouts_discarded"] for d in done])),
+            "tokens_generated": float(np.mean([d["tokens_generated"] for d in done])),
+            "seconds_per_step": float(np.mean([d["seconds_per_step"] for d in done])),
+            "zero_variance_fraction_logged": float(np.mean(
+                [d["mean_zero_variance_fraction"] for d in done])),
+            "zero_variance_fraction_drawn": float(np.mean(
+                [d["mean_zero_variance_fraction_drawn"] for d in done])),
+            "reward_drawn": p,
+            "zero_variance_fraction_iid": iid_zero_variance_fraction(
+                p, done[0]["group_size"])})
+    return row
+
+
+def _comparisons(lock: dict, table: dict, r_index: int, metric: str) -> list[dict]:
+    """Every arm against the baseline, paired by seed, with Benjamini-Hochberg verdicts."""
+    plan, seeds, baseline = lock["analysis"], list(lock["seeds"]), lock["baseline_arm"]
+    base = [table[(baseline, s)][metric] for s in seeds]
+    comparisons = []
+    for a_index, arm in enumerate(lock["arms"]):
+        if arm == baseline:
+            continue
+        values = [table[(arm, s)][metric] for s in seeds]
+        paired = statistics.paired_bootstrap(values, base, _rng(lock, r_index, a_index, "paired"),
+                                             plan["resamples"], plan["level"])
+        differences = np.subtract(values, base)
+        comparisons.append({"arm": arm, **paired, "p_value": sign_flip_pvalue(differences)})
+    if comparisons:
+        adjusted, reject = statistics.benjamini_hochberg(
+            [c["p_value"] for c in comparisons], alpha=0.05)
+        for c, adj, rej in zip(comparisons, adjusted, reject):
+            c.update(p_adjusted=float(adj), reject=bool(rej),
+                     verdict=_verdict(bool(rej), c["low"], c["high"]))
+    return comparisons
 
 
 def format_analysis(result: dict, digits: int = 4) -> str:

@@ -146,31 +146,41 @@ def build_lock(profile: str = "tiny", budget: dict | None = None,
                        "test_set": "the first `problems` of input/pages.json (balanced "
                                    "ID50/OOD100 below 200)",
                        "untrained_warm_start": "evaluated once, stored as warmstart-heldout.json"},
-        "metric": {
-            "primary": "held-out greedy accuracy (ALL), per seed, paired with grpo's same seed",
-            "secondary": ["per-draw success over the draws", "ID50 and OOD100 accuracy",
-                          "mean training reward of the last 10 steps", "mean ZVF and GU",
-                          "rollouts generated and discarded", "tokens generated",
-                          "wall seconds"]},
-        "analysis": {
-            "rng_seed": ANALYSIS_SEED, "resamples": 10_000, "level": 0.95,
-            "per_arm": "mean over seeds with a percentile bootstrap over seeds",
-            "comparison": "arm - grpo per seed; paired percentile bootstrap of the mean "
-                          "difference (seeds resampled jointly)",
-            "p_value": "exact two-sided paired sign-flip test over the seeds",
-            "multiple_testing": "Benjamini-Hochberg at alpha 0.05 over the non-baseline "
-                                "arms, within each regime",
-            "verdicts": {"better": "BH rejects and the 95% interval lies above 0",
-                         "worse": "BH rejects and the 95% interval lies below 0",
-                         "inconclusive": "anything else"},
-            # "zvf": a key of the pre-registered lock, frozen with its digest
-            "zvf": "observed ZVF vs the i.i.d. prediction p^G + (1-p)^G with p the mean "
-                   "reward of the drawn groups; not comparable across arms",
-            "exclusions": "none: a run that fails (e.g. dynamic sampling exhausts its cap) is "
-                          "reported as failed, never rerun with another seed; a regime with a "
-                          "failed or missing run gets no verdicts (BH needs all four tests)"},
+        "metric": _metric_plan(),
+        "analysis": _analysis_plan(),
         "notes": list(notes),
     }
+
+
+def _metric_plan() -> dict:
+    """The lock's metrics: the primary one and what is reported beside it."""
+    return {
+        "primary": "held-out greedy accuracy (ALL), per seed, paired with grpo's same seed",
+        "secondary": ["per-draw success over the draws", "ID50 and OOD100 accuracy",
+                      "mean training reward of the last 10 steps", "mean ZVF and GU",
+                      "rollouts generated and discarded", "tokens generated",
+                      "wall seconds"]}
+
+
+def _analysis_plan() -> dict:
+    """The lock's pre-registered analysis (bootstrap, tests, verdicts, exclusions)."""
+    return {
+        "rng_seed": ANALYSIS_SEED, "resamples": 10_000, "level": 0.95,
+        "per_arm": "mean over seeds with a percentile bootstrap over seeds",
+        "comparison": "arm - grpo per seed; paired percentile bootstrap of the mean "
+                      "difference (seeds resampled jointly)",
+        "p_value": "exact two-sided paired sign-flip test over the seeds",
+        "multiple_testing": "Benjamini-Hochberg at alpha 0.05 over the non-baseline "
+                            "arms, within each regime",
+        "verdicts": {"better": "BH rejects and the 95% interval lies above 0",
+                     "worse": "BH rejects and the 95% interval lies below 0",
+                     "inconclusive": "anything else"},
+        # "zvf": a key of the pre-registered lock, frozen with its digest
+        "zvf": "observed ZVF vs the i.i.d. prediction p^G + (1-p)^G with p the mean "
+               "reward of the drawn groups; not comparable across arms",
+        "exclusions": "none: a run that fails (e.g. dynamic sampling exhausts its cap) is "
+                      "reported as failed, never rerun with another seed; a regime with a "
+                      "failed or missing run gets no verdicts (BH needs all four tests)"}
 
 
 def lock_sha256(lock: dict) -> str:

@@ -360,16 +360,23 @@ def _train_and_record(lock, lock_sha, config, out, folder, arm, seed, regime, st
     bar.close()
     if model_lib.model_digest(reference) != reference_digest:
         raise ValueError("the frozen reference changed during the run")
-    final_digest = model_lib.model_digest(policy)
+    return _finish(run, data_dir, adapters, initial_digest, resumed_from, command_start)
+
+
+def _finish(run: StudyRun, data_dir: Path, adapters: list, initial_digest: str,
+            resumed_from: int | None, command_start: float) -> dict:
+    """The final weights, the held-out evaluation and the run manifest."""
+    folder = run.folder
+    final_digest = model_lib.model_digest(run.policy)
     if (folder / "final.safetensors").exists():  # written before a crash, no manifest yet
         (folder / "final.safetensors").unlink()
     # A LoRA policy is saved merged (a plain model reload_policy can read); the held-out
     # evaluation below uses the policy as trained, adapters unmerged.
-    weights_sha = model_lib.save_policy(merged_copy(policy) if adapters else policy,
+    weights_sha = model_lib.save_policy(merged_copy(run.policy) if adapters else run.policy,
                                         folder / "final.safetensors", {
-        "arm": arm, "seed": seed, "regime": regime, "steps": steps, "lock_sha256": lock_sha,
-        "trainable": run.budget["trainable"]})
-    result = heldout.heldout_accuracy(policy, tokenizer, config, data_dir)
+        "arm": run.arm, "seed": run.seed, "regime": run.regime, "steps": run.budget["steps"],
+        "lock_sha256": run.lock_sha, "trainable": run.budget["trainable"]})
+    result = heldout.heldout_accuracy(run.policy, run.tokenizer, run.config, data_dir)
     manifest = study_records.manifest(run, result, adapters, weights_sha,
                                       (initial_digest, final_digest), resumed_from,
                                       time.perf_counter() - command_start)

@@ -48,6 +48,39 @@ def max_logit_difference(model, ids: list[int], reference: torch.Tensor) -> floa
         return float((model(torch.tensor([ids])).logits - reference).abs().max())
 
 
+def _adapt(model, settings: dict, probe: list[int], base_logits, log):
+    """LoRA on the chosen projections (and the chat-row delta when asked), checked to leave
+    the logits unchanged; (wrapped names, the delta or None, parameter counts, the check)."""
+    torch.manual_seed(settings["seed"])  # the A factors' draw
+    wrapped = lora.attach_lora(model, settings["rank"], settings["alpha"],
+                               targets=tuple(settings["targets"]))
+    shared = row_delta.attach(model) if settings.get("row_delta") else None  # after the freeze
+    counts = lora.parameter_counts(model)
+    initial = max_logit_difference(model, probe, base_logits)
+    if initial != 0.0:
+        raise AssertionError(f"zero-initialised adapters changed the logits by {initial}")
+    log(f"wrapped {len(wrapped)} projections; trainable {counts['trainable']:,} of "
+        f"{counts['total']:,}; initial logit difference {initial}")
+    return wrapped, shared, counts, initial
+
+
+def _evaluate_and_merge(model, tokenizer, held: tuple, probe: list[int], shared, rows: dict):
+    """Evaluate the adapted model, fold the delta and merge the adapters, evaluate again;
+    (adapted, merged, the merge's max logit difference on the probe)."""
+    held_out, held_encoded = held
+    adapted = evaluation.evaluate(model, tokenizer, held_out, held_encoded)
+    with torch.no_grad():
+        adapted_logits = model(torch.tensor([probe])).logits
+    if shared is not None:
+        rows["delta_norms"] = row_delta.delta_norms(shared)
+        row_delta.fold(model)
+        rows["folded"] = chat_rows.diagnose(model, tokenizer)
+    lora.merge_lora(model)
+    merge_difference = max_logit_difference(model, probe, adapted_logits)
+    merged = evaluation.evaluate(model, tokenizer, held_out, held_encoded)
+    return adapted, merged, merge_difference
+
+
 def run(out, cache=None, log=print, **overrides) -> dict:
     settings = {**DEFAULTS, **overrides}
     done = records.finished(out, NAME)
@@ -67,30 +100,13 @@ def run(out, cache=None, log=print, **overrides) -> dict:
     with torch.no_grad():
         base_logits = model(torch.tensor([probe])).logits
     base_parameters = lora.parameter_counts(model)["total"]
-    torch.manual_seed(settings["seed"])  # the A factors' draw
-    wrapped = lora.attach_lora(model, settings["rank"], settings["alpha"],
-                               targets=tuple(settings["targets"]))
-    shared = row_delta.attach(model) if settings.get("row_delta") else None  # after the freeze
-    counts = lora.parameter_counts(model)
-    initial = max_logit_difference(model, probe, base_logits)
-    if initial != 0.0:
-        raise AssertionError(f"zero-initialised adapters changed the logits by {initial}")
-    log(f"wrapped {len(wrapped)} projections; trainable {counts['trainable']:,} of "
-        f"{counts['total']:,}; initial logit difference {initial}")
+    wrapped, shared, counts, initial = _adapt(model, settings, probe, base_logits, log)
     parameters = {n: p for n, p in model.named_parameters() if p.requires_grad}
     trained = trainer.train(model, parameters, encoded,
                             trainer.random_batches(len(encoded), settings["steps"], settings["seed"]),
                             settings["lr"], out, f"lab-{NAME}", every=6, log=log)
-    adapted = evaluation.evaluate(model, tokenizer, held_out, held_encoded)
-    with torch.no_grad():
-        adapted_logits = model(torch.tensor([probe])).logits
-    if shared is not None:
-        rows["delta_norms"] = row_delta.delta_norms(shared)
-        row_delta.fold(model)
-        rows["folded"] = chat_rows.diagnose(model, tokenizer)
-    lora.merge_lora(model)
-    merge_difference = max_logit_difference(model, probe, adapted_logits)
-    merged = evaluation.evaluate(model, tokenizer, held_out, held_encoded)
+    adapted, merged, merge_difference = _evaluate_and_merge(
+        model, tokenizer, (held_out, held_encoded), probe, shared, rows)
     metrics = {
         "train_rows": len(train_rows), "held_out_rows": len(held_out),
         "trained_fraction": chat_data.trained_fraction(encoded), "chat_rows": rows,
