@@ -39,18 +39,21 @@ from verifiable_grpo.core.resumable_run import ResumableRun
 from verifiable_grpo.part2 import heldout, study_records
 from verifiable_grpo.part2 import lock as lock_lib
 from verifiable_grpo.part2.policy_source import PolicySource
+from verifiable_grpo.part2.study_adapters import (  # noqa: F401 (re-exported)
+    LORA_SEED_OFFSET,
+    attach_adapters,
+    merged_copy,
+)
 from verifiable_grpo.task import data
 from verifiable_grpo.training import (
     batched_scoring,
     grpo,
-    lora,
     objectives,
     rollout,
     samplers,
 )
 
 SAMPLER_SEED_OFFSET = 400        # grpo.py uses 200 (generation) and 300 (prompt order)
-LORA_SEED_OFFSET = 500           # the adapters' A matrices (trainable: lora)
 # The code a study checkpoint depends on: this module and everything it imports.
 CODE_ENTRY = "part2/study.py"
 
@@ -259,27 +262,6 @@ def _step(run: StudyRun) -> None:
     run.times.append({"step": step, "generation_seconds": generation_seconds,
                       "update_seconds": update_seconds,
                       "step_seconds": time.perf_counter() - started})
-
-
-def attach_adapters(policy, budget: dict, seed: int) -> list[str]:
-    """LoRA on every block projection when the lock says trainable 'lora' (the base is
-    frozen and the initial function unchanged, B = 0); the wrapped names, else []. A's
-    random init draws from its own seeded stream, so every process builds the same A."""
-    if budget["trainable"] != "lora":
-        return []
-    shape = budget["lora"]
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed + LORA_SEED_OFFSET)
-        return lora.attach_lora(policy, shape["rank"], shape["alpha"], shape["dropout"])
-
-
-def merged_copy(policy):
-    """A copy of a LoRA policy with every adapter folded into its base weight."""
-    import copy
-
-    merged = copy.deepcopy(policy)
-    lora.merge_lora(merged)
-    return merged
 
 
 def warmstart_heldout(lock: dict, out, lock_sha: str, progress: bool = False) -> dict:
