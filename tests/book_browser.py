@@ -4,6 +4,7 @@ One Chromium run per page: a copy of the page gets tests/book_probe.js, which wa
 MathJax and the widgets, measures layout at the given window width and appends a JSON report
 to the DOM; --dump-dom returns that DOM. Python then reads the report and the text nodes.
 """
+
 from __future__ import annotations
 
 import json
@@ -47,14 +48,25 @@ def browse(page: Path, width: int = 1280, budget_ms: int = 15000) -> tuple[str, 
         opened.write_text(HOST.format(page=probed.name, width=width))
     try:
         with tempfile.TemporaryDirectory(prefix="chromium-") as profile:
-            flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-                     "--no-first-run", "--disable-background-networking",
-                     "--disable-component-update", "--disable-sync", "--allow-file-access-from-files",
-                     f"--user-data-dir={profile}", f"--virtual-time-budget={budget_ms}",
-                     f"--window-size={max(width, NARROWEST_WINDOW)},2000", "--dump-dom",
-                     opened.as_uri()]
-            dom = subprocess.run([chromium(), *flags], capture_output=True, text=True,
-                                 timeout=180).stdout
+            flags = [
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--allow-file-access-from-files",
+                f"--user-data-dir={profile}",
+                f"--virtual-time-budget={budget_ms}",
+                f"--window-size={max(width, NARROWEST_WINDOW)},2000",
+                "--dump-dom",
+                opened.as_uri(),
+            ]
+            dom = subprocess.run(
+                [chromium(), *flags], capture_output=True, text=True, timeout=180
+            ).stdout
     finally:
         probed.unlink()
         opened.unlink(missing_ok=True)
@@ -100,11 +112,14 @@ def layout_problems(report: dict, equations_must_fit: bool = True) -> list[str]:
     if not report.get("article"):
         return ["no article rendered (or the probe did not run)"]
     problems = [f"image does not load or is empty: {s}" for s in report["broken_images"]]
-    problems += [f"clipped at {report['width']} px without a scroll box: {s}"
-                 for s in report["clipped"]]
+    problems += [
+        f"clipped at {report['width']} px without a scroll box: {s}" for s in report["clipped"]
+    ]
     if equations_must_fit:
-        problems += [f"display equation wider than the column at {report['width']} px: {s}"
-                     for s in report["wide_math"]]
+        problems += [
+            f"display equation wider than the column at {report['width']} px: {s}"
+            for s in report["wide_math"]
+        ]
     problems += [f"table cells run together: {s!r}" for s in report["cramped"]]
     if report["math_errors"]:
         problems.append(f"{report['math_errors']} MathJax errors")

@@ -2,6 +2,7 @@
 
 Everything here is small enough for a test to take seconds on a laptop CPU.
 """
+
 from __future__ import annotations
 
 import copy

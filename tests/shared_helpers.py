@@ -1,4 +1,5 @@
 """Helpers (not fixtures) shared by test modules: import them with `from shared_helpers import`."""
+
 from __future__ import annotations
 
 from verifiable_grpo.core.config import repo_root
@@ -17,6 +18,11 @@ def run_cli(args, env_extra=None, timeout=900):
     import sys
 
     env = dict(os.environ, TQDM_DISABLE="1", **(env_extra or {}))
-    return subprocess.run([sys.executable, "-m", "verifiable_grpo", *args], env=env,
-                          capture_output=True, text=True, timeout=timeout,
-                          cwd=str(repo_root()))
+    return subprocess.run(
+        [sys.executable, "-m", "verifiable_grpo", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=str(repo_root()),
+    )

@@ -1,5 +1,6 @@
 """The book: paired notebooks in sync, the table of contents, Colab links, and the built
 pages as a browser shows them."""
+
 from __future__ import annotations
 
 import os
@@ -30,6 +31,7 @@ def toc_files() -> list[str]:
                 found.append(entry["file"])
             walk(entry.get("sections"))
             walk(entry.get("chapters"))
+
     for part in toc.get("parts", []):
         walk(part.get("chapters"))
     return found
@@ -44,7 +46,8 @@ def test_pairs_are_in_sync(script):
     paired = script.with_suffix(".ipynb")
     assert paired.is_file(), f"{script.name} has no paired {paired.name} (jupytext --sync)"
     assert sources(jupytext.read(script)) == sources(jupytext.read(paired)), (
-        f"{script.name} and {paired.name} differ: run jupytext --sync and re-execute")
+        f"{script.name} and {paired.name} differ: run jupytext --sync and re-execute"
+    )
 
 
 def test_every_ipynb_has_its_source_and_outputs():
@@ -53,7 +56,8 @@ def test_every_ipynb_has_its_source_and_outputs():
         cells = jupytext.read(notebook).cells
         code = [c for c in cells if c.cell_type == "code"]
         assert code and all(c.get("execution_count") for c in code), (
-            f"{notebook.name} was not executed end to end before committing")
+            f"{notebook.name} was not executed end to end before committing"
+        )
 
 
 def test_toc_lists_existing_ipynb_halves_only():
@@ -64,17 +68,29 @@ def test_toc_lists_existing_ipynb_halves_only():
         assert not (ROOT / (name + ".py")).exists() or (ROOT / (name + ".ipynb")).exists()
     listed = {f for f in files if f.startswith("notebooks/")}
     on_disk = {p.relative_to(ROOT).with_suffix("").as_posix() for p in NOTEBOOKS.rglob("*.ipynb")}
-    assert listed == on_disk, f"notebooks not in the toc: {on_disk - listed}; " \
-                              f"listed but missing: {listed - on_disk}"
+    assert listed == on_disk, (
+        f"notebooks not in the toc: {on_disk - listed}; listed but missing: {listed - on_disk}"
+    )
 
 
 @pytest.fixture(scope="session")
 def built_book():
     out = Path(tempfile.mkdtemp(prefix="book-"))
     jupyter_book = Path(sys.executable).parent / "jupyter-book"
-    proc = subprocess.run([str(jupyter_book), "build", str(ROOT),
-                           "--path-output", str(out), "--warningiserror", "--keep-going"],
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [
+            str(jupyter_book),
+            "build",
+            str(ROOT),
+            "--path-output",
+            str(out),
+            "--warningiserror",
+            "--keep-going",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     log = proc.stdout + proc.stderr
     assert proc.returncode == 0, log[-4000:]
     assert "WARNING" not in log, [line for line in log.splitlines() if "WARNING" in line]
@@ -91,13 +107,15 @@ def test_colab_links_point_at_committed_notebooks(built_book):
     repo = config["repository"]["url"].removeprefix("https://github.com/")
     links = []
     for page in page_paths(built_book):
-        links += re.findall(r'href="(https://colab\.research\.google\.com/[^"]+)"',
-                            page.read_text())
+        links += re.findall(
+            r'href="(https://colab\.research\.google\.com/[^"]+)"', page.read_text()
+        )
     notebooks = list(NOTEBOOKS.rglob("*.ipynb"))
     assert len(set(links)) == len(notebooks), (links, notebooks)
     for link in links:
-        match = re.fullmatch(rf"https://colab\.research\.google\.com/github/{repo}/blob/main/(.+)",
-                             link)
+        match = re.fullmatch(
+            rf"https://colab\.research\.google\.com/github/{repo}/blob/main/(.+)", link
+        )
         assert match, link
         assert match.group(1).endswith(".ipynb") and (ROOT / match.group(1)).is_file(), link
 
@@ -105,9 +123,11 @@ def test_colab_links_point_at_committed_notebooks(built_book):
 def test_page_count_and_table_of_contents(built_book):
     """Exactly the pages the toc lists are built, and every page's sidebar lists them all,
     in the toc's order, the root first."""
-    built = {p.relative_to(built_book).with_suffix("").as_posix()
-             for p in built_book.rglob("*.html")
-             if p.parts[len(built_book.parts)] not in ("_static", "_sources", "_images")}
+    built = {
+        p.relative_to(built_book).with_suffix("").as_posix()
+        for p in built_book.rglob("*.html")
+        if p.parts[len(built_book.parts)] not in ("_static", "_sources", "_images")
+    }
     expected = toc_files()
     assert built - {"index", "genindex", "search"} == set(expected)
     assert len(expected) == len(set(expected)), "a page is listed twice in _toc.yml"
@@ -135,13 +155,19 @@ def test_pages_read_cleanly_in_a_browser(built_book):
         pytest.skip("chromium not installed (apt-get install chromium)")
     defects = []
     visits = [(page, 1280) for page in page_paths(built_book)]
-    visits += [(built_book / (name + ".html"), 412) for name in toc_files()
-               if name.startswith(PHONE_WIDTH_PREFIXES)]
+    visits += [
+        (built_book / (name + ".html"), 412)
+        for name in toc_files()
+        if name.startswith(PHONE_WIDTH_PREFIXES)
+    ]
     for page, width in visits:
         dom, report = book_browser.browse(page, width=width)
         name = page.relative_to(built_book).as_posix()
         fit = width == 1280 and name.startswith(FITTING_EQUATIONS)
-        problems = (book_browser.page_problems(dom, report, equations_must_fit=fit) if width == 1280
-                    else book_browser.layout_problems(report, equations_must_fit=False))
+        problems = (
+            book_browser.page_problems(dom, report, equations_must_fit=fit)
+            if width == 1280
+            else book_browser.layout_problems(report, equations_must_fit=False)
+        )
         defects += [f"{name} at {width} px: {problem}" for problem in problems]
     assert not defects, "\n".join(defects)

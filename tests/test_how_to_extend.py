@@ -1,4 +1,5 @@
 """The how-to-extend appendix names files that exist: each recipe stays a true list."""
+
 from __future__ import annotations
 
 import re

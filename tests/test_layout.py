@@ -1,5 +1,6 @@
 """The package's layers import one way: core <- task <- training <- evaluation <- parts <-
 book helpers <- CLI. A module never imports a layer above its own."""
+
 from __future__ import annotations
 
 import ast
@@ -9,8 +10,17 @@ import verifiable_grpo
 
 PACKAGE = Path(verifiable_grpo.__file__).parent
 
-RANK = {"core": 0, "task": 1, "training": 2, "evaluation": 3, "part1": 4, "part2": 4,
-        "part3": 4, "book": 5, "exercises": 5}
+RANK = {
+    "core": 0,
+    "task": 1,
+    "training": 2,
+    "evaluation": 3,
+    "part1": 4,
+    "part2": 4,
+    "part3": 4,
+    "book": 5,
+    "exercises": 5,
+}
 
 
 def _layer(module: str) -> str | None:
@@ -34,7 +44,9 @@ def _imports(path: Path):
 def test_every_module_sits_in_a_layer():
     loose = sorted(p.name for p in PACKAGE.glob("*.py"))
     assert loose == ["__init__.py", "__main__.py", "cli.py"]
-    assert {p.name for p in PACKAGE.iterdir() if p.is_dir() and p.name != "__pycache__"} == set(RANK)
+    assert {p.name for p in PACKAGE.iterdir() if p.is_dir() and p.name != "__pycache__"} == set(
+        RANK
+    )
 
 
 def test_imports_point_down_the_layers():

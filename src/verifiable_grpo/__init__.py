@@ -2,6 +2,7 @@
 
 Importing the package needs no model; heavy modules are imported where used.
 """
+
 import os as _os
 
 # OpenMP threads that spin while waiting made small CPU steps 2-8x slower whenever another

@@ -5,6 +5,7 @@ tiny hidden size so it runs in seconds, and the tiny base's tokenizer (its ids a
 of the vocabulary). Every cell must run: nothing may assume the tiny base's vocabulary (the
 error cell of chapter 6 rescored with the tiny warm start, which cannot work there), and the
 run folders the chapters make must be gone when the kernel ends."""
+
 from __future__ import annotations
 
 import os
@@ -30,10 +31,19 @@ def standin_profile(tmp_path_factory):
 
     folder = tmp_path_factory.mktemp("qwen-standin")
     torch.manual_seed(0)
-    model = Qwen2ForCausalLM(Qwen2Config(
-        vocab_size=VOCABULARY, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-        num_attention_heads=2, num_key_value_heads=1, tie_word_embeddings=True,
-        max_position_embeddings=512, attn_implementation="eager"))
+    model = Qwen2ForCausalLM(
+        Qwen2Config(
+            vocab_size=VOCABULARY,
+            hidden_size=32,
+            intermediate_size=64,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            num_key_value_heads=1,
+            tie_word_embeddings=True,
+            max_position_embeddings=512,
+            attn_implementation="eager",
+        )
+    )
     model.save_pretrained(folder)
     for name in ("tokenizer.json", "tokenizer_config.json"):
         shutil.copy(repo_root() / "data" / "tiny-base" / name, folder / name)
@@ -53,18 +63,40 @@ def test_the_live_cells_run_on_a_qwen_shaped_standin(chapter, standin_profile, t
     jupytext.write(jupytext.read(source), executed)
     temporary = tmp_path / "tmp"
     temporary.mkdir()
-    env = dict(os.environ, TMPDIR=str(temporary), OMP_NUM_THREADS="1",
-               PYTHONPATH=str(repo_root() / "src"),
-               **{notebook.LIVE_PROFILE_ENV: str(standin_profile)})
+    env = dict(
+        os.environ,
+        TMPDIR=str(temporary),
+        OMP_NUM_THREADS="1",
+        PYTHONPATH=str(repo_root() / "src"),
+        **{notebook.LIVE_PROFILE_ENV: str(standin_profile)},
+    )
     result = subprocess.run(
-        [sys.executable, "-m", "nbconvert", "--to", "notebook", "--execute", "--inplace",
-         "--ExecutePreprocessor.timeout=900", "--ExecutePreprocessor.kernel_name=python3",
-         str(executed)], cwd=source.parent, env=env, capture_output=True, text=True,
-        timeout=1800)
+        [
+            sys.executable,
+            "-m",
+            "nbconvert",
+            "--to",
+            "notebook",
+            "--execute",
+            "--inplace",
+            "--ExecutePreprocessor.timeout=900",
+            "--ExecutePreprocessor.kernel_name=python3",
+            str(executed),
+        ],
+        cwd=source.parent,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
     assert result.returncode == 0, result.stderr[-4000:]
-    outputs = "".join(o.get("text", "") for c in jupytext.read(executed).cells
-                      if c.cell_type == "code" for o in c.get("outputs", []))
-    assert "qwen-live" in outputs                # the live cells took the GPU profile
+    outputs = "".join(
+        o.get("text", "")
+        for c in jupytext.read(executed).cells
+        if c.cell_type == "code"
+        for o in c.get("outputs", [])
+    )
+    assert "qwen-live" in outputs  # the live cells took the GPU profile
     leftovers = [p.name for p in temporary.iterdir() if p.name.startswith("verifiable-grpo-")]
     assert leftovers == [], f"{chapter} left {leftovers} in the temporary folder"
 

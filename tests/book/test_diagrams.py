@@ -1,5 +1,6 @@
 """The loop diagram is drawn by code: regenerating it works and gives the committed image's
 size and stages (the bytes depend on fonts and matplotlib, so they are never compared)."""
+
 from __future__ import annotations
 
 import struct

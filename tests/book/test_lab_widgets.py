@@ -1,14 +1,23 @@
 """Part III widgets: the views compute what the chapters say, the builders draw the default
 setting's figure at once (the static book shows it) and redraw when a control moves."""
+
 import pytest
 
 from verifiable_grpo.book import lab_widgets as lw
 from verifiable_grpo.part3.reward_lab.best_of_n import kl_bound
 
 # three rows of a best-of-n grid; the proxy reward counts the rows so each is recognisable
-SELECTION = [{"n": size, "kl_bound": kl_bound(size), "linear_proxy": float(row),
-              "linear_true": 0.0, "mlp_true": 0.0, "oracle_true": 0.0}
-             for row, size in enumerate((1, 4, 16))]
+SELECTION = [
+    {
+        "n": size,
+        "kl_bound": kl_bound(size),
+        "linear_proxy": float(row),
+        "linear_true": 0.0,
+        "mlp_true": 0.0,
+        "oracle_true": 0.0,
+    }
+    for row, size in enumerate((1, 4, 16))
+]
 
 
 def test_best_of_n_view_and_bad_n():

@@ -58,9 +58,11 @@ def test_significant_prints_rounding_noise_as_a_bound():
 def test_round_numbers_rounds_live_decimals_only():
     line = "warmstart epoch 1/3: validation NLL 1.4231"
     assert round_numbers(line) == "warmstart epoch 1/3: validation NLL 1.423"
-    assert round_numbers("loss 1.44 after 6 updates, lr 2e-4") == "loss 1.44 after 6 updates, lr 2e-4"
-    assert round_numbers("NLL 1.3745 and 1.3755") == "NLL 1.374 and 1.376"   # half to even
-    assert round_numbers("drift -0.00004") == "drift 0.000"                    # no "-0.000"
+    assert (
+        round_numbers("loss 1.44 after 6 updates, lr 2e-4") == "loss 1.44 after 6 updates, lr 2e-4"
+    )
+    assert round_numbers("NLL 1.3745 and 1.3755") == "NLL 1.374 and 1.376"  # half to even
+    assert round_numbers("drift -0.00004") == "drift 0.000"  # no "-0.000"
     # versions, digests and words with digits are not numbers
     text = "torch 2.13.0, weights 1a43.81b25d87, v1.23456, file x1.5"
     assert round_numbers(text) == text
@@ -68,7 +70,10 @@ def test_round_numbers_rounds_live_decimals_only():
 
 def test_round_numbers_scientific_notation():
     message = "max |difference| 3.000e-04 > tolerance 0.0002 (response r-00)"
-    assert round_numbers(message, decimals=4) == "max |difference| 3.0e-04 > tolerance 0.0002 (response r-00)"
+    assert (
+        round_numbers(message, decimals=4)
+        == "max |difference| 3.0e-04 > tolerance 0.0002 (response r-00)"
+    )
     assert round_numbers("9.996e-04", figures=2) == "1.0e-03"
     assert round_numbers("-1.234E+05", figures=3) == "-1.23e+05"
 
@@ -97,17 +102,21 @@ def test_live_profile_and_temporary_folders_go_with_the_kernel(tmp_path):
 
     from verifiable_grpo.core.config import repo_root
 
-    script = ("import tempfile, torch; from verifiable_grpo.book import notebook as n; "
-              "print(n.choose_profile(), n.show_progress()); print(tempfile.mkdtemp(prefix='run-'))")
+    script = (
+        "import tempfile, torch; from verifiable_grpo.book import notebook as n; "
+        "print(n.choose_profile(), n.show_progress()); print(tempfile.mkdtemp(prefix='run-'))"
+    )
     env = {**os.environ, "TMPDIR": str(tmp_path), "PYTHONPATH": str(repo_root() / "src")}
     env.pop("VERIFIABLE_GRPO_LIVE_PROFILE", None)
-    plain = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
-                           text=True, check=True).stdout.split()
+    plain = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
+    ).stdout.split()
     assert plain[:2] == ["smoke", "False"]
     made = Path(plain[2])
     assert made.parent.parent == tmp_path and made.parent.name.startswith("verifiable-grpo-")
-    assert not made.exists() and not made.parent.exists()       # gone with the process
+    assert not made.exists() and not made.parent.exists()  # gone with the process
     env["VERIFIABLE_GRPO_LIVE_PROFILE"] = "qwen-live"
-    chosen = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
-                            text=True, check=True).stdout.split()
+    chosen = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
+    ).stdout.split()
     assert chosen[:2] == ["qwen-live", "True"]

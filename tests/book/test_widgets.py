@@ -1,4 +1,5 @@
 """The pure functions behind the book's widgets, their figures, and the widget builders."""
+
 import math
 
 import numpy as np
@@ -19,15 +20,20 @@ def test_advantage_view_on_hand_cases():
     sample = widgets.advantage_view([1, 0], correction=1, epsilon=1e-8)
     assert sample["advantages"] == pytest.approx([math.sqrt(0.5), -math.sqrt(0.5)], rel=1e-7)
     constant = widgets.advantage_view([0.3] * 7, correction=0, epsilon=1e-8)
-    assert constant["zero_variance"] and constant["advantages"] == [0.0] * 7 and constant["std"] == 0.0
+    assert (
+        constant["zero_variance"] and constant["advantages"] == [0.0] * 7 and constant["std"] == 0.0
+    )
 
 
-@pytest.mark.parametrize("rewards, correction, message", [
-    ([], 0, "empty"),
-    ([1.0], 1, "at least 2"),
-    (["a", 1], 0, "numbers"),
-    ([1.0, float("inf")], 0, "finite"),
-])
+@pytest.mark.parametrize(
+    "rewards, correction, message",
+    [
+        ([], 0, "empty"),
+        ([1.0], 1, "at least 2"),
+        (["a", 1], 0, "numbers"),
+        ([1.0, float("inf")], 0, "finite"),
+    ],
+)
 def test_advantage_view_errors(rewards, correction, message):
     with pytest.raises(ValueError, match=message):
         widgets.advantage_view(rewards, correction=correction)
@@ -46,8 +52,11 @@ def test_parse_numbers():
 def test_clipping_gradient_is_zero_when_clipped_and_A_otherwise(advantage):
     curves = widgets.clipping_curves(advantage, 0.2, ratios=[0.5, 0.79, 0.81, 1.0, 1.19, 1.21, 1.5])
     clipped = curves["clipped_mask"]
-    expected_clipped = [True, True, False, False, False, False, False] if advantage < 0 else \
-                       [False, False, False, False, False, True, True]
+    expected_clipped = (
+        [True, True, False, False, False, False, False]
+        if advantage < 0
+        else [False, False, False, False, False, True, True]
+    )
     assert clipped.tolist() == expected_clipped
     assert np.all(curves["gradient"][clipped] == 0)
     assert np.all(curves["gradient"][~clipped] == advantage)
@@ -62,9 +71,14 @@ def test_clipping_curves_agree_with_the_loss_autograd():
     for advantage, high in [(1.0, None), (-2.0, None), (1.0, 0.28)]:
         curves = widgets.clipping_curves(advantage, 0.2, high, ratios=ratios)
         current = torch.tensor(np.log(ratios)[None], dtype=torch.float64, requires_grad=True)
-        loss, _ = clipped_group_surrogate(current, torch.zeros_like(current),
-                                          torch.tensor([advantage], dtype=torch.float64),
-                                          torch.ones_like(current, dtype=torch.bool), 0.2, high)
+        loss, _ = clipped_group_surrogate(
+            current,
+            torch.zeros_like(current),
+            torch.tensor([advantage], dtype=torch.float64),
+            torch.ones_like(current, dtype=torch.bool),
+            0.2,
+            high,
+        )
         loss.sum().backward()
         objective_grad = -current.grad[0].numpy() * len(ratios) / ratios
         assert np.allclose(curves["gradient"], objective_grad, atol=1e-12)
@@ -73,7 +87,11 @@ def test_clipping_curves_agree_with_the_loss_autograd():
 
 def test_clipping_curves_defaults_and_errors():
     curves = widgets.clipping_curves(1.0)
-    assert curves["ratios"].shape == (201,) and curves["ratios"][0] == 0.5 and curves["ratios"][-1] == 1.5
+    assert (
+        curves["ratios"].shape == (201,)
+        and curves["ratios"][0] == 0.5
+        and curves["ratios"][-1] == 1.5
+    )
     assert curves["interval"] == (0.8, 1.2)
     assert not widgets.clipping_curves(0.0)["clipped_mask"].any()
     with pytest.raises(ValueError, match="clip_epsilon"):
@@ -105,14 +123,17 @@ def test_kl_view_is_seeded_and_identical_distributions_give_zero():
     assert abs(same["exact"]) < 1e-15 and same["k1_std"] == 0 and same["k3_mean"] == 0
 
 
-@pytest.mark.parametrize("p, q, samples, message", [
-    ([0.5, -0.1, 0.6], [0.3, 0.3, 0.4], 10, "negative"),
-    ([0.5, 0.5], [0.3, 0.3, 0.4], 10, "entries"),
-    ([], [], 10, "empty"),
-    ([0.0, 0.0], [0.5, 0.5], 10, "sums to zero"),
-    ([0.5, 0.5], [1.0, 0.0], 10, "infinite"),
-    ([0.5, 0.5], [0.5, 0.5], 1, "samples"),
-])
+@pytest.mark.parametrize(
+    "p, q, samples, message",
+    [
+        ([0.5, -0.1, 0.6], [0.3, 0.3, 0.4], 10, "negative"),
+        ([0.5, 0.5], [0.3, 0.3, 0.4], 10, "entries"),
+        ([], [], 10, "empty"),
+        ([0.0, 0.0], [0.5, 0.5], 10, "sums to zero"),
+        ([0.5, 0.5], [1.0, 0.0], 10, "infinite"),
+        ([0.5, 0.5], [0.5, 0.5], 1, "samples"),
+    ],
+)
 def test_kl_view_errors(p, q, samples, message):
     with pytest.raises(ValueError, match=message):
         widgets.kl_view(p, q, samples=samples)

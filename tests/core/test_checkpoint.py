@@ -1,4 +1,5 @@
 """Resume states: RNG round trips, gzip files, bitwise comparison, identity refusal."""
+
 from __future__ import annotations
 
 import argparse
@@ -14,12 +15,18 @@ from verifiable_grpo.core import checkpoint as C
 
 
 def draws():
-    return (random.random(), float(np.random.rand()), torch.rand(3).tolist(),
-            torch.randint(0, 1000, (2,)).tolist())
+    return (
+        random.random(),
+        float(np.random.rand()),
+        torch.rand(3).tolist(),
+        torch.randint(0, 1000, (2,)).tolist(),
+    )
 
 
 def test_rng_capture_and_restore_round_trip():
-    random.seed(1); np.random.seed(2); torch.manual_seed(3)
+    random.seed(1)
+    np.random.seed(2)
+    torch.manual_seed(3)
     draws()
     state = C.capture_rng()
     first = draws()
@@ -39,10 +46,14 @@ def test_restore_refuses_cuda_streams_without_cuda():
 
 
 def sample_state():
-    return {"model": {"w": torch.arange(6, dtype=torch.float32).reshape(2, 3)},
-            "step": 3, "history": [{"loss": 0.25, "lr": 1e-4}], "rng": C.capture_rng(),
-            "sampler": torch.Generator().manual_seed(5).get_state(),
-            "timings": {"seconds": 1.5}}
+    return {
+        "model": {"w": torch.arange(6, dtype=torch.float32).reshape(2, 3)},
+        "step": 3,
+        "history": [{"loss": 0.25, "lr": 1e-4}],
+        "rng": C.capture_rng(),
+        "sampler": torch.Generator().manual_seed(5).get_state(),
+        "timings": {"seconds": 1.5},
+    }
 
 
 def test_save_and_load_round_trip_gzip_level_1(tmp_path):
@@ -69,7 +80,7 @@ def test_compare_states_finds_every_kind_of_difference():
         "tensor dtype": lambda s: s["model"].__setitem__("w", s["model"]["w"].double()),
         "tensor shape": lambda s: s["model"].__setitem__("w", s["model"]["w"].reshape(3, 2)),
         "signed zero": lambda s: s["model"]["w"].__setitem__((0, 0), -0.0),
-        "float": lambda s: s["history"][0].__setitem__("loss", 0.25 + 2 ** -54),
+        "float": lambda s: s["history"][0].__setitem__("loss", 0.25 + 2**-54),
         "int vs bool": lambda s: s.__setitem__("step", True),
         "list length": lambda s: s["history"].append({}),
         "extra key": lambda s: s.__setitem__("extra", 1),
@@ -96,9 +107,14 @@ def test_compare_states_reports_paths():
 
 
 def test_identity_refusal_lists_what_differs():
-    expected = {"config_sha256": "c" * 64, "data_sha256": "d" * 64, "code_sha256": "k" * 64,
-                "template": {"sha256": "t" * 64, "ids": [1, 2]}, "branch": "warmstart"}
-    C.check_identity(expected, json.loads(json.dumps(expected)))     # a JSON round trip
+    expected = {
+        "config_sha256": "c" * 64,
+        "data_sha256": "d" * 64,
+        "code_sha256": "k" * 64,
+        "template": {"sha256": "t" * 64, "ids": [1, 2]},
+        "branch": "warmstart",
+    }
+    C.check_identity(expected, json.loads(json.dumps(expected)))  # a JSON round trip
     found = dict(expected, config_sha256="e" * 64, data_sha256="f" * 64)
     with pytest.raises(ValueError, match="differing identity fields: config_sha256, data_sha256"):
         C.check_identity(expected, found)
@@ -147,7 +163,7 @@ def test_module_hash_covers_exactly_the_named_modules():
     from verifiable_grpo.core.code_identity import modules_sha256
 
     named = modules_sha256(["core/model.py", "training/sft.py"])
-    assert named == modules_sha256(["training/sft.py", "core/model.py"])    # order-free
+    assert named == modules_sha256(["training/sft.py", "core/model.py"])  # order-free
     assert named != modules_sha256(["core/model.py"])
 
 
@@ -161,12 +177,19 @@ def test_resume_identities_hash_the_code_their_entry_points_import():
     grpo_code = code_identity.imported_modules(grpo.CODE_ENTRY)
     sft_code = code_identity.imported_modules(sft.CODE_ENTRY)
     study_code = code_identity.imported_modules(study.CODE_ENTRY)
-    assert {"training/grpo.py", "training/entropy.py", "training/objectives.py",
-            "core/checkpoint.py", "task/verifier.py"} <= set(grpo_code)
+    assert {
+        "training/grpo.py",
+        "training/entropy.py",
+        "training/objectives.py",
+        "core/checkpoint.py",
+        "task/verifier.py",
+    } <= set(grpo_code)
     assert "training/grpo.py" not in sft_code and "training/sft.py" in sft_code
     assert set(grpo_code) <= set(study_code) and "training/samplers.py" in study_code
     assert grpo.GRPORun.code_sha256() == code_identity.modules_sha256(grpo_code)
     assert sft.SFTRun.code_sha256() == code_identity.modules_sha256(sft_code)
     assert study.StudyRun.code_sha256() == code_identity.modules_sha256(study_code)
-    assert len({grpo.GRPORun.code_sha256(), sft.SFTRun.code_sha256(),
-                study.StudyRun.code_sha256()}) == 3
+    assert (
+        len({grpo.GRPORun.code_sha256(), sft.SFTRun.code_sha256(), study.StudyRun.code_sha256()})
+        == 3
+    )

@@ -1,4 +1,5 @@
 """Loading, architecture checks, strict safetensors round trips, weight digests."""
+
 from __future__ import annotations
 
 import json
@@ -18,10 +19,19 @@ def qwen_standin(**changes):
     """Qwen2.5-0.5B-Instruct's architecture on the meta device: shapes, no weights."""
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
-    shape = dict(hidden_size=896, intermediate_size=4864, num_hidden_layers=24,
-                 num_attention_heads=14, num_key_value_heads=2, vocab_size=151936,
-                 max_position_embeddings=32768, rope_theta=1e6, rms_norm_eps=1e-6,
-                 tie_word_embeddings=True, attn_implementation="eager")
+    shape = dict(
+        hidden_size=896,
+        intermediate_size=4864,
+        num_hidden_layers=24,
+        num_attention_heads=14,
+        num_key_value_heads=2,
+        vocab_size=151936,
+        max_position_embeddings=32768,
+        rope_theta=1e6,
+        rms_norm_eps=1e-6,
+        tie_word_embeddings=True,
+        attn_implementation="eager",
+    )
     shape.update(changes)
     with torch.device("meta"):
         return Qwen2ForCausalLM(Qwen2Config(**shape))
@@ -81,8 +91,13 @@ def test_another_architecture_fails(qwen_config):
 # ------------------------------------------------------------------ real (small) models
 def small_models():
     yield pytest.param("random", id="micro-random")
-    yield pytest.param("local", id="tiny-base", marks=pytest.mark.skipif(
-        not tiny_base_has_weights(), reason="data/tiny-base has no trained weights yet"))
+    yield pytest.param(
+        "local",
+        id="tiny-base",
+        marks=pytest.mark.skipif(
+            not tiny_base_has_weights(), reason="data/tiny-base has no trained weights yet"
+        ),
+    )
 
 
 @pytest.mark.parametrize("source", small_models())
@@ -152,7 +167,9 @@ def test_missing_local_snapshot_is_a_clear_error(qwen_config, tmp_path):
 
 def test_local_source_without_weights_is_a_clear_error(smoke_config, tmp_path):
     (tmp_path / "tokenizer.json").write_bytes((TINY_BASE / "tokenizer.json").read_bytes())
-    (tmp_path / "tokenizer_config.json").write_bytes((TINY_BASE / "tokenizer_config.json").read_bytes())
+    (tmp_path / "tokenizer_config.json").write_bytes(
+        (TINY_BASE / "tokenizer_config.json").read_bytes()
+    )
     smoke_config["model"].update(source="local", path=str(tmp_path))
     with pytest.raises(M.ModelUnavailableError, match="no model weights.*build-tiny-base"):
         M.load_base(smoke_config)
@@ -239,7 +256,9 @@ def test_manifest_shows_which_weights_changed(micro_model):
 
 def test_tensor_hash_distinguishes_signed_zero_and_dtype():
     assert M.tensor_sha256(torch.tensor([0.0])) != M.tensor_sha256(torch.tensor([-0.0]))
-    assert M.tensor_sha256(torch.tensor([1.0])) != M.tensor_sha256(torch.tensor([1.0], dtype=torch.float64))
+    assert M.tensor_sha256(torch.tensor([1.0])) != M.tensor_sha256(
+        torch.tensor([1.0], dtype=torch.float64)
+    )
     assert M.tensor_sha256(torch.zeros(2, 3)) != M.tensor_sha256(torch.zeros(3, 2))
 
 
@@ -257,9 +276,16 @@ def smollm2_standin():
     """SmolLM2-135M's shape (a tied Llama) on the meta device: shapes, no weights."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    shape = LlamaConfig(hidden_size=576, intermediate_size=1536, num_hidden_layers=30,
-                        num_attention_heads=9, num_key_value_heads=3, vocab_size=49152,
-                        tie_word_embeddings=True, attn_implementation="eager")
+    shape = LlamaConfig(
+        hidden_size=576,
+        intermediate_size=1536,
+        num_hidden_layers=30,
+        num_attention_heads=9,
+        num_key_value_heads=3,
+        vocab_size=49152,
+        tie_word_embeddings=True,
+        attn_implementation="eager",
+    )
     with torch.device("meta"):
         return LlamaForCausalLM(shape)
 
@@ -275,7 +301,9 @@ def test_micro_llama_loads_and_passes_the_checks(random_config, tokenizer):
     assert report["unique_parameters"] == report["trainable_parameters"]
     # a Qwen2 profile refuses the Llama, and the other way round
     random_config["model"]["architecture"] = "Qwen2ForCausalLM"
-    with pytest.raises(ValueError, match="architecture is LlamaForCausalLM, expected Qwen2ForCausalLM"):
+    with pytest.raises(
+        ValueError, match="architecture is LlamaForCausalLM, expected Qwen2ForCausalLM"
+    ):
         M.check_architecture(model, random_config)
 
 
@@ -291,7 +319,9 @@ def test_smollm2_standin_has_the_published_count(smoke_config):
 def test_untied_model_is_refused_when_ties_are_declared_and_the_reverse(random_config):
     model, _ = M.load_base(random_config)
     random_config["model"]["tie_word_embeddings"] = False
-    with pytest.raises(ValueError, match="embeddings are tied, but model.tie_word_embeddings is false"):
+    with pytest.raises(
+        ValueError, match="embeddings are tied, but model.tie_word_embeddings is false"
+    ):
         M.check_architecture(model, random_config)
 
 
@@ -307,12 +337,17 @@ def test_tokenizer_larger_than_the_vocabulary_is_refused(random_config, tokenize
 
 
 def test_unknown_architecture_is_a_clear_error(random_config):
-    with pytest.raises(ValueError, match="unknown model architecture 'GPT2LMHeadModel'.*"
-                                         "Qwen2ForCausalLM, LlamaForCausalLM"):
+    with pytest.raises(
+        ValueError,
+        match="unknown model architecture 'GPT2LMHeadModel'.*Qwen2ForCausalLM, LlamaForCausalLM",
+    ):
         M.architecture_spec("GPT2LMHeadModel")
     random_config["model"]["architecture"] = "GPT2LMHeadModel"  # past the schema, in a dict
-    with pytest.raises(ConfigError, match="model.architecture: must be one of Qwen2ForCausalLM, "
-                                          "LlamaForCausalLM, got 'GPT2LMHeadModel'"):
+    with pytest.raises(
+        ConfigError,
+        match="model.architecture: must be one of Qwen2ForCausalLM, "
+        "LlamaForCausalLM, got 'GPT2LMHeadModel'",
+    ):
         M.load_base(random_config)
 
 
@@ -328,8 +363,11 @@ def attach_adapter(model):
 def test_frozen_tensor_is_named_and_refused_in_a_full_fine_tune(micro_model, random_config):
     model, _ = micro_model
     model.model.layers[1].mlp.up_proj.weight.requires_grad_(False)
-    with pytest.raises(ValueError, match=r"1 parameter tensors do not require gradients "
-                                         r"\(model.layers.1.mlp.up_proj.weight\).*trainable: adapters"):
+    with pytest.raises(
+        ValueError,
+        match=r"1 parameter tensors do not require gradients "
+        r"\(model.layers.1.mlp.up_proj.weight\).*trainable: adapters",
+    ):
         M.check_architecture(model, random_config)
 
 
@@ -342,13 +380,14 @@ def test_adapters_may_train_over_a_frozen_base(micro_model, random_config):
     with pytest.raises(ValueError, match="adapter tensors .*lora_A.weight.* in a full fine-tune"):
         M.check_architecture(model, random_config)
     report = M.check_architecture(model, random_config, trainable="adapters")
-    assert report["unique_parameters"] == base_count   # the declared size is the base's
+    assert report["unique_parameters"] == base_count  # the declared size is the base's
     adapter = 32 * 2 + 2 * 32
     assert report["adapter_parameters"] == report["trainable_parameters"] == adapter
     # what the optimizer gets: the trainable tensors only, each once
     assert sum(p.numel() for p in M.unique_parameters(model)) == adapter
     assert len(M.all_unique_parameters(model)) == len(M.unique_parameters(model)) + len(
-        [p for p in model.parameters() if not p.requires_grad])
+        [p for p in model.parameters() if not p.requires_grad]
+    )
     model.model.layers[0].self_attn.q_proj.lora_B.weight.requires_grad_(False)
     with pytest.raises(ValueError, match="1 adapter tensors do not require gradients.*lora_B"):
         M.check_architecture(model, random_config, trainable="adapters")
@@ -389,7 +428,9 @@ def test_saved_llama_reloads_as_llama_bit_for_bit(random_config, tmp_path):
         assert torch.equal(model(ids).logits, reloaded(ids).logits)
     # the Qwen2 profile refuses to take it as its policy
     random_config["model"]["architecture"] = "Qwen2ForCausalLM"
-    with pytest.raises(ValueError, match="architecture is LlamaForCausalLM, expected Qwen2ForCausalLM"):
+    with pytest.raises(
+        ValueError, match="architecture is LlamaForCausalLM, expected Qwen2ForCausalLM"
+    ):
         M.reload_policy(path, random_config)
 
 
@@ -433,8 +474,12 @@ def test_unknown_recorded_architecture_is_a_clear_error(micro_model, random_conf
     recorded = M.read_policy_metadata(good)["model_config"]
     recorded["architectures"] = ["GPT2LMHeadModel"]
     text = json.dumps(recorded)  # with a matching digest: only the name is unknown
-    _rewrite_header(good, tmp_path / "gpt2.safetensors", model_config=text,
-                    architecture_sha256=hashlib.sha256(text.encode()).hexdigest())
+    _rewrite_header(
+        good,
+        tmp_path / "gpt2.safetensors",
+        model_config=text,
+        architecture_sha256=hashlib.sha256(text.encode()).hexdigest(),
+    )
     with pytest.raises(ValueError, match="unknown model architecture 'GPT2LMHeadModel'"):
         M.reload_policy(tmp_path / "gpt2.safetensors", random_config)
 

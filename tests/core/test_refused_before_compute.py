@@ -1,6 +1,7 @@
 """Command-line edges refused in one line, exit 2, before any compute: an unreadable or
 out-of-range profile, an --out that cannot be a run folder, a worker count below one, and
 a study seed the lock does not hold (before the warm start's evaluation)."""
+
 from __future__ import annotations
 
 import pytest
@@ -18,12 +19,15 @@ def _smoke(**changes) -> dict:
     return raw
 
 
-@pytest.mark.parametrize("path, value, said", [
-    ("grpo__iterations", 10 ** 20, "grpo.iterations: must be a 64-bit integer"),
-    ("seed", -1, "seed: must be in 0..4294967295"),
-    ("seed", 2 ** 32, "seed: must be in 0..4294967295"),
-    ("data__seed", 10 ** 29, "data.seed: must be a 64-bit integer"),
-])
+@pytest.mark.parametrize(
+    "path, value, said",
+    [
+        ("grpo__iterations", 10**20, "grpo.iterations: must be a 64-bit integer"),
+        ("seed", -1, "seed: must be in 0..4294967295"),
+        ("seed", 2**32, "seed: must be in 0..4294967295"),
+        ("data__seed", 10**29, "data.seed: must be a 64-bit integer"),
+    ],
+)
 def test_out_of_range_integers_are_refused_by_the_profile_schema(path, value, said):
     assert validate(_smoke(), "smoke.yaml") == []
     problems = validate(_smoke(**{path: value}), "smoke.yaml")
@@ -49,10 +53,13 @@ def test_an_unreadable_profile_is_one_line(tmp_path, capsys):
     assert not (tmp_path / "o").exists()
 
 
-@pytest.mark.parametrize("command", [
-    ["run", "--config", "smoke"],
-    ["family", "run", "--arm", "grpo", "--seed", "11", "--regime", "on_policy"],
-])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["run", "--config", "smoke"],
+        ["family", "run", "--arm", "grpo", "--seed", "11", "--regime", "on_policy"],
+    ],
+)
 def test_an_out_that_cannot_be_a_folder_is_refused(command, tmp_path, capsys):
     a_file = tmp_path / "a-file"
     a_file.write_text("")
@@ -73,4 +80,4 @@ def test_an_unlocked_study_seed_is_refused_before_the_warm_start(tmp_path, capsy
     assert cli.main(["family", "study", "--seeds", "12", "--out", str(out)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "seed 12 is not pre-registered" in err
-    assert not out.exists()   # no warm-start evaluation, not even the folder
+    assert not out.exists()  # no warm-start evaluation, not even the folder

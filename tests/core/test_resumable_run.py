@@ -1,6 +1,7 @@
 """The resumable-run skeleton on a toy run: a state saved mid-way and restored in a fresh
 run continues bit for bit; another run's state, or one off a boundary, is refused; a crash
 pair is found again and, without one, the stage's outputs are moved aside."""
+
 from __future__ import annotations
 
 import copy
@@ -13,8 +14,9 @@ import torch
 from verifiable_grpo.core import checkpoint, crash
 from verifiable_grpo.core.resumable_run import ResumableRun, deterministic_kernels
 
-SECTION = SimpleNamespace(learning_rate=0.1, weight_decay=0.01, warmup_fraction=0.25,
-                          final_lr_fraction=0.1)
+SECTION = SimpleNamespace(
+    learning_rate=0.1, weight_decay=0.01, warmup_fraction=0.25, final_lr_fraction=0.1
+)
 
 
 @dataclass
@@ -39,7 +41,7 @@ class ToyRun(ResumableRun):
             raise ValueError(f"{what} is not at a step boundary")
 
     def train(self, steps: int) -> None:
-        for _ in range(steps):   # draws from its own stream and from the process's
+        for _ in range(steps):  # draws from its own stream and from the process's
             x = torch.randn(4, 3, generator=self.noise) + torch.randn(4, 3)
             loss = self.policy(x).pow(2).mean()
             self.optimizer.zero_grad()
@@ -52,8 +54,11 @@ class ToyRun(ResumableRun):
 
 def fresh(identity=None) -> ToyRun:
     torch.manual_seed(0)
-    run = ToyRun(identity or {"name": "toy", "code_sha256": "c"}, torch.nn.Linear(3, 2),
-                 torch.Generator().manual_seed(5))
+    run = ToyRun(
+        identity or {"name": "toy", "code_sha256": "c"},
+        torch.nn.Linear(3, 2),
+        torch.Generator().manual_seed(5),
+    )
     run.prepare_optimizer(SECTION, total_updates=6)
     checkpoint.seed_everything(7)
     return run
@@ -66,7 +71,7 @@ def test_a_restored_run_continues_bit_for_bit():
     first.train(3)
     # A state holds the live tensors: a copy stands for the file a run writes at once.
     saved = copy.deepcopy(first.state(timings={"seconds": 1.0}))
-    first.train(1)                       # weights and the process's RNG move on
+    first.train(1)  # weights and the process's RNG move on
     resumed = fresh()
     resumed.restore(saved, "toy state")
     resumed.train(3)
@@ -88,7 +93,7 @@ def test_another_runs_state_or_one_off_a_boundary_is_refused():
 def test_a_crash_pair_is_continued_and_its_absence_restarts_the_stage(tmp_path):
     (tmp_path / "out.txt").write_text("half-written")
     assert fresh().continue_after_crash(tmp_path, "toy-continuous", ["out.txt"]) is None
-    assert not (tmp_path / "out.txt").exists()            # moved aside, never deleted
+    assert not (tmp_path / "out.txt").exists()  # moved aside, never deleted
     assert list((tmp_path / crash.ABORTED_DIR).rglob("out.txt"))
     run = fresh()
     run.train(2)
@@ -109,9 +114,8 @@ def test_deterministic_kernels_leave_a_cpu_run_alone():
 
 def test_a_state_keeps_its_declared_key_order_and_names_every_key():
     run = fresh()
-    assert list(run.state())[:2] == ["identity", "model"]          # the skeleton's order
-    order = ("losses", "step", "noise", "identity", "model", "optimizer", "scheduler",
-             "system_rng")
+    assert list(run.state())[:2] == ["identity", "model"]  # the skeleton's order
+    order = ("losses", "step", "noise", "identity", "model", "optimizer", "scheduler", "system_rng")
     run.STATE_ORDER = order
     assert tuple(run.state()) == order
     run.STATE_ORDER = order[1:]
@@ -129,8 +133,10 @@ def test_the_shared_identity_fields_hash_the_config_it_reads_and_the_code():
 
     config = {"seed": 1, "sft": {"learning_rate": 1e-4}, "grpo": {"group_size": 4}}
     whole = EntryRun.shared_identity(config)
-    assert whole == {"config_sha256": config_hash(config),
-                     "code_sha256": code_identity.entry_code_sha256("core/checkpoint.py")}
+    assert whole == {
+        "config_sha256": config_hash(config),
+        "code_sha256": code_identity.entry_code_sha256("core/checkpoint.py"),
+    }
     narrow = EntryRun.shared_identity(config, ("seed", "sft"))
     assert narrow["config_sections"] == ["seed", "sft"]
     assert narrow["code_sha256"] == whole["code_sha256"]
@@ -139,5 +145,7 @@ def test_the_shared_identity_fields_hash_the_config_it_reads_and_the_code():
     assert EntryRun.shared_identity(other_grpo, ("seed", "sft")) == narrow
     assert EntryRun.shared_identity(other_grpo) != whole
     other_sft = dict(config, sft={"learning_rate": 2e-4})
-    assert EntryRun.shared_identity(other_sft, ("seed", "sft"))["config_sha256"] != \
-        narrow["config_sha256"]
+    assert (
+        EntryRun.shared_identity(other_sft, ("seed", "sft"))["config_sha256"]
+        != narrow["config_sha256"]
+    )

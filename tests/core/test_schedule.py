@@ -1,4 +1,5 @@
 """The shared learning-rate schedule: 10 % linear warm-up, linear decay to 10 % of the peak."""
+
 from __future__ import annotations
 
 import pytest
@@ -15,8 +16,8 @@ def test_warmup_rounds_half_up():
 def test_hand_values_for_48_updates():
     rates = [learning_rate(s, 48, 1.0, 0.1, 0.1) for s in range(48)]
     assert rates[:6] == pytest.approx([0.2, 0.4, 0.6, 0.8, 1.0, 1.0], abs=1e-15)
-    assert rates[26] == pytest.approx(0.55, abs=1e-15)   # halfway through the 42-step decay
-    assert rates[47] == pytest.approx(0.1, abs=1e-15)    # last update at 10 % of the peak
+    assert rates[26] == pytest.approx(0.55, abs=1e-15)  # halfway through the 42-step decay
+    assert rates[47] == pytest.approx(0.1, abs=1e-15)  # last update at 10 % of the peak
     assert all(a >= b for a, b in zip(rates[4:], rates[5:]))
     assert max(rates) == 1.0
 
@@ -53,5 +54,9 @@ def test_torch_scheduler_follows_the_formula_and_keeps_its_settings():
     expected = [learning_rate(s, 48, 3e-4, 0.1, 0.1) for s in range(48)]
     assert used == pytest.approx(expected, rel=1e-12)
     state = scheduler.state_dict()
-    assert state["lr_lambdas"][0] == {"total_steps": 48, "warmup_fraction": 0.1, "final_fraction": 0.1}
+    assert state["lr_lambdas"][0] == {
+        "total_steps": 48,
+        "warmup_fraction": 0.1,
+        "final_fraction": 0.1,
+    }
     assert state["last_epoch"] == 48

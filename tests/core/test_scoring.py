@@ -1,4 +1,5 @@
 """Teacher-forced scores: alignment (logits at t score token t+1), masks, the notebook table."""
+
 from __future__ import annotations
 
 import pytest
@@ -8,13 +9,17 @@ from verifiable_grpo.core import scoring as S
 from verifiable_grpo.task import prompts as P
 from verifiable_grpo.task.statements import canonical_response, render_statement
 
-PROBLEMS = [{"initial": 48, "deliveries": [8, 37], "withdrawals": [3, 21]},
-            {"initial": 0, "deliveries": [50, 1], "withdrawals": [2, 0]}]
+PROBLEMS = [
+    {"initial": 48, "deliveries": [8, 37], "withdrawals": [3, 21]},
+    {"initial": 0, "deliveries": [50, 1], "withdrawals": [2, 0]},
+]
 
 
 def rows(tokenizer, config):
-    return [P.completion_row(tokenizer, render_statement(p, i), canonical_response(v), config)
-            for i, (p, v) in enumerate(zip(PROBLEMS, (69, 49)))]
+    return [
+        P.completion_row(tokenizer, render_statement(p, i), canonical_response(v), config)
+        for i, (p, v) in enumerate(zip(PROBLEMS, (69, 49)))
+    ]
 
 
 def test_token_logprobs_match_a_float64_hand_computation(micro_model, random_config):
@@ -31,15 +36,20 @@ def test_token_logprobs_match_a_float64_hand_computation(micro_model, random_con
     expected = chosen - torch.logsumexp(logits[:, :-1], dim=-1)
     assert torch.allclose(scores.double(), expected, atol=1e-5, rtol=0)
     # the misaligned reading (token t from logits t) is not what is returned
-    misaligned = logits[:, :-1].gather(-1, ids[:, :-1, None])[..., 0] - torch.logsumexp(logits[:, :-1], -1)
+    misaligned = logits[:, :-1].gather(-1, ids[:, :-1, None])[..., 0] - torch.logsumexp(
+        logits[:, :-1], -1
+    )
     assert not torch.allclose(scores.double(), misaligned, atol=1e-3)
 
 
 def test_right_padding_does_not_change_real_positions(micro_model, random_config):
     model, tokenizer = micro_model
     short, long = sorted(rows(tokenizer, random_config), key=lambda r: len(r["input_ids"]))
-    long = dict(long, input_ids=long["input_ids"] + [long["input_ids"][-1]] * 3,
-                response_mask=long["response_mask"] + [True] * 3)
+    long = dict(
+        long,
+        input_ids=long["input_ids"] + [long["input_ids"][-1]] * 3,
+        response_mask=long["response_mask"] + [True] * 3,
+    )
     with torch.no_grad():
         single = P.collate([short], tokenizer.pad_token_id)
         pair = P.collate([short, long], tokenizer.pad_token_id)
@@ -64,8 +74,10 @@ def test_response_logprob_rows_agree_with_batched_scoring(micro_model, random_co
     assert [c for _, c in per_row] == [r["response_tokens"] for r in examples]
     batch = P.collate(examples, tokenizer.pad_token_id)
     with torch.no_grad():
-        sums, _ = S.masked_sums(S.token_logprobs(model, batch["input_ids"], batch["attention_mask"]),
-                                batch["response_mask"])
+        sums, _ = S.masked_sums(
+            S.token_logprobs(model, batch["input_ids"], batch["attention_mask"]),
+            batch["response_mask"],
+        )
     assert [s for s, _ in per_row] == pytest.approx(sums.tolist(), abs=1e-5)
 
 
@@ -81,7 +93,7 @@ def test_token_table_for_notebooks(micro_model, random_config):
     assert table[-1]["logprob"] == pytest.approx(float(scores[0, -1]))
     assert table[-1]["token"] == "<|im_end|>" and table[-1]["supervised"] is True
     assert [r["supervised"] for r in table] == row["response_mask"]
-    assert "".join(r["token"] for r in table[row["prompt_length"]:-1]) == canonical_response(69)
+    assert "".join(r["token"] for r in table[row["prompt_length"] : -1]) == canonical_response(69)
     with pytest.raises(ValueError, match="lengths disagree"):
         S.token_table(tokenizer, ids, scores[:, :-1], row["response_mask"])
     with pytest.raises(ValueError, match="one sequence"):

@@ -1,5 +1,6 @@
 """Evaluation: counts, fixed seeds, invalid outputs kept, populations apart, labels only after
 inference, per-draw success is not best-of-k."""
+
 import copy
 import json
 
@@ -17,7 +18,7 @@ PROBLEMS, DRAWS = 4, 2
 @pytest.fixture(scope="module")
 def config():
     config = copy.deepcopy(load_config("smoke"))
-    config["model"]["source"] = "random"          # a micro Qwen2: no trained base needed
+    config["model"]["source"] = "random"  # a micro Qwen2: no trained base needed
     config["evaluation"].update(problems=PROBLEMS, draws=DRAWS)
     config["tokens"]["max_response"] = 6
     return config
@@ -30,21 +31,24 @@ def run_dir(tmp_path_factory, config):
     data.write_dataset(out / "data", config["data"]["seed"])
     policy, _ = model_lib.load_base(config)
     for name in ("warmstart", "sft"):
-        model_lib.save_policy(policy, out / "checkpoints" / f"{name}-resume.safetensors",
-                              {"branch": name})
+        model_lib.save_policy(
+            policy, out / "checkpoints" / f"{name}-resume.safetensors", {"branch": name}
+        )
     for name in ("warmstart", "sft"):
         evaluate.generate_policy(config, out, name)
     return out
 
 
 def test_balanced_subset_keeps_file_order_and_populations():
-    pages = [{"document_id": f"d{i}", "population": pop}
-             for i, pop in enumerate(["ID50", "ID50", "ID50", "OOD100", "ID50", "OOD100"])]
+    pages = [
+        {"document_id": f"d{i}", "population": pop}
+        for i, pop in enumerate(["ID50", "ID50", "ID50", "OOD100", "ID50", "OOD100"])
+    ]
     chosen = evaluate.select_test_pages(pages, 4)
     assert [i for i, _ in chosen] == [0, 1, 3, 5]
     assert evaluate.select_test_pages(pages, 6) == list(enumerate(pages))
     with pytest.raises(ValueError, match="balanced"):
-        evaluate.select_test_pages(pages, 5)      # 2 ID50 + 3 OOD100 needed, only 2 OOD100
+        evaluate.select_test_pages(pages, 5)  # 2 ID50 + 3 OOD100 needed, only 2 OOD100
     with pytest.raises(ValueError, match="exceeds"):
         evaluate.select_test_pages(pages, 7)
 
@@ -67,21 +71,28 @@ def test_inference_counts_seeds_and_audit(run_dir, config):
     for row in sample["rows"]:
         assert row["seed"] == 480000 + row["problem_index"] * DRAWS + row["draw"]
     assert all(r["seed"] is None for r in greedy["rows"])
-    assert "final_stock" not in json.dumps(greedy["rows"])      # no answer in inference files
+    assert "final_stock" not in json.dumps(greedy["rows"])  # no answer in inference files
     assert audit["labels_read"] is False
     assert audit["files"]["sample"]["sha256"] == sha256_file(folder / "sample.json")
-    assert audit["model_digest"] == model_lib.read_policy_metadata(
-        run_dir / "checkpoints" / "warmstart-resume.safetensors")["model_digest"]
+    assert (
+        audit["model_digest"]
+        == model_lib.read_policy_metadata(run_dir / "checkpoints" / "warmstart-resume.safetensors")[
+            "model_digest"
+        ]
+    )
 
 
 def test_same_weights_and_seeds_give_the_same_draws_for_every_policy(run_dir):
-    texts = {p: [r["response_ids"] for r in read_json(run_dir / "inference" / p / "sample.json")["rows"]]
-             for p in ("warmstart", "sft")}
+    texts = {
+        p: [r["response_ids"] for r in read_json(run_dir / "inference" / p / "sample.json")["rows"]]
+        for p in ("warmstart", "sft")
+    }
     assert texts["warmstart"] == texts["sft"]
 
 
 def test_batched_inference_gives_each_draw_its_own_seed_and_greedy_the_sequential_answer(
-        run_dir, config):
+    run_dir, config
+):
     """smoke decodes in batches (sampling.batched): greedy rows are those of one-at-a-time
     decoding, and each sampled row is what its own seed gives alone."""
     import torch
@@ -100,8 +111,9 @@ def test_batched_inference_gives_each_draw_its_own_seed_and_greedy_the_sequentia
     sampled = read_json(folder / "sample.json")["rows"]
     for row in sampled[:3]:
         ids = prompts.prompt_ids(tokenizer, pages[row["document_id"]]["statement"], config)
-        alone = batched_rollout.generate_batch(model, tokenizer, [ids], config,
-                                               [torch.Generator().manual_seed(row["seed"])])
+        alone = batched_rollout.generate_batch(
+            model, tokenizer, [ids], config, [torch.Generator().manual_seed(row["seed"])]
+        )
         assert row["response_ids"] == alone[0]["response_ids"]
     assert len({tuple(r["response_ids"]) for r in sampled}) > 1
 
@@ -125,12 +137,14 @@ def test_labels_cannot_be_opened_during_inference(run_dir, config, tmp_path, mon
     (out / "checkpoints").mkdir(parents=True)
     (out / "data").symlink_to(run_dir / "data")
     (out / "checkpoints" / "grpo-resume.safetensors").symlink_to(
-        run_dir / "checkpoints" / "sft-resume.safetensors")
+        run_dir / "checkpoints" / "sft-resume.safetensors"
+    )
     honest = data.read_test_inputs
 
     def peeking(data_dir):
         data.read_gold(data_dir)
         return honest(data_dir)
+
     monkeypatch.setattr(data, "read_test_inputs", peeking)
     with pytest.raises(PermissionError, match="labels are out of reach"):
         evaluate.generate_policy(config, out, "grpo")
@@ -149,8 +163,9 @@ def test_scoring_needs_complete_inference(run_dir, config, tmp_path):
 
 
 def test_results_keep_invalid_outputs_and_split_populations(run_dir, config):
-    results = evaluate.score_policies(config, run_dir, ["warmstart", "sft"],
-                                      run_dir / "results.json")
+    results = evaluate.score_policies(
+        config, run_dir, ["warmstart", "sft"], run_dir / "results.json"
+    )
     entry = results["policies"]["warmstart"]
     greedy, sample = entry["greedy_pass_at_1"], entry["per_draw_success"]
     assert [greedy[p]["responses"] for p in ("ALL", "ID50", "OOD100")] == [4, 2, 2]
@@ -162,8 +177,10 @@ def test_results_keep_invalid_outputs_and_split_populations(run_dir, config):
     assert results["populations"] == {"ALL": 4, "ID50": 2, "OOD100": 2}
     assert entry["best_of_draws_reported"] is False
     scored = read_json(run_dir / "scores" / "warmstart-sample.json")
-    assert scored["labels_read_at"] > read_json(
-        run_dir / "inference" / "warmstart" / "audit.json")["finished_at"]
+    assert (
+        scored["labels_read_at"]
+        > read_json(run_dir / "inference" / "warmstart" / "audit.json")["finished_at"]
+    )
     with pytest.raises(FileExistsError):
         evaluate.score_policies(config, run_dir, ["warmstart"], run_dir / "results.json")
 
@@ -172,22 +189,38 @@ def _gold(document_id, problem):
     from verifiable_grpo.task.verifier import compute_final_stock
 
     stock = compute_final_stock(problem)
-    return {"document_id": document_id, "problem": problem, "final_stock": stock,
-            "response": canonical_response(stock)}
+    return {
+        "document_id": document_id,
+        "problem": problem,
+        "final_stock": stock,
+        "response": canonical_response(stock),
+    }
 
 
 def _row(document_id, population, draw, text, finish="eos"):
-    return {"document_id": document_id, "population": population, "problem_index": 0,
-            "draw": draw, "seed": draw, "text": text, "finish_reason": finish,
-            "tokenization_valid": True, "response_tokens": 5, "seconds": 0.5}
+    return {
+        "document_id": document_id,
+        "population": population,
+        "problem_index": 0,
+        "draw": draw,
+        "seed": draw,
+        "text": text,
+        "finish_reason": finish,
+        "tokenization_valid": True,
+        "response_tokens": 5,
+        "seconds": 0.5,
+    }
 
 
 def test_score_rows_keeps_every_verdict():
-    problem = {"initial": 10, "deliveries": [5, 7], "withdrawals": [3, 4]}   # 15
+    problem = {"initial": 10, "deliveries": [5, 7], "withdrawals": [3, 4]}  # 15
     gold = {"a": _gold("a", problem)}
-    rows = [_row("a", "ID50", 0, '{"final_stock": 15}'), _row("a", "ID50", 1, '{"final_stock": 14}'),
-            _row("a", "ID50", 2, '{"final_stock": 15} {"final_stock": 15}'),
-            _row("a", "ID50", 3, '{"final_stock": 15}', finish="length")]
+    rows = [
+        _row("a", "ID50", 0, '{"final_stock": 15}'),
+        _row("a", "ID50", 1, '{"final_stock": 14}'),
+        _row("a", "ID50", 2, '{"final_stock": 15} {"final_stock": 15}'),
+        _row("a", "ID50", 3, '{"final_stock": 15}', finish="length"),
+    ]
     scored = evaluate.score_rows(rows, gold)
     assert [r["reward"] for r in scored] == [1, 0, 0, 0]
     assert [r["valid"] for r in scored] == [True, True, False, False]
@@ -198,8 +231,10 @@ def test_score_rows_keeps_every_verdict():
 
 def test_per_draw_success_differs_from_best_of_k():
     """Problem a: 1 correct draw of 4; problem b: none. Per-draw 1/8, best-of-4 1/2."""
-    problems = {"a": {"initial": 10, "deliveries": [5, 7], "withdrawals": [3, 4]},
-                "b": {"initial": 60, "deliveries": [1, 2], "withdrawals": [3, 4]}}
+    problems = {
+        "a": {"initial": 10, "deliveries": [5, 7], "withdrawals": [3, 4]},
+        "b": {"initial": 60, "deliveries": [1, 2], "withdrawals": [3, 4]},
+    }
     gold = {k: _gold(k, p) for k, p in problems.items()}
     rows = [_row("a", "ID50", 0, '{"final_stock": 15}')]
     rows += [_row("a", "ID50", d, '{"final_stock": 1}') for d in (1, 2, 3)]

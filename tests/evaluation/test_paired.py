@@ -1,4 +1,5 @@
 """Pairing by problem: hand-computable differences, discordant counts, refusals."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -11,8 +12,15 @@ def _rows(rewards_by_problem, population="ID50", seeds=True):
     rows = []
     for index, rewards in enumerate(rewards_by_problem):
         for draw, reward in enumerate(rewards):
-            rows.append({"document_id": f"p{index}", "population": population, "draw": draw,
-                         "seed": 100 * index + draw if seeds else None, "reward": reward})
+            rows.append(
+                {
+                    "document_id": f"p{index}",
+                    "population": population,
+                    "draw": draw,
+                    "seed": 100 * index + draw if seeds else None,
+                    "reward": reward,
+                }
+            )
     return rows
 
 
@@ -46,12 +54,18 @@ def test_discordant_counts_and_mcnemar_of_six_to_none():
 
 
 def test_population_filter_and_all_pairs_order():
-    rows = _rows([[1], [0]]) + [dict(r, document_id="o" + r["document_id"], population="OOD100")
-                                for r in _rows([[1], [1], [1]])]
+    rows = _rows([[1], [0]]) + [
+        dict(r, document_id="o" + r["document_id"], population="OOD100")
+        for r in _rows([[1], [1], [1]])
+    ]
     by_population = paired.outcomes_by_problem(rows, "OOD100")
     assert sorted(by_population) == ["op0", "op1", "op2"]
-    table = paired.all_pairs({"a": rows, "b": rows, "c": rows}, np.random.default_rng(0),
-                             population="ID50", resamples=100)
+    table = paired.all_pairs(
+        {"a": rows, "b": rows, "c": rows},
+        np.random.default_rng(0),
+        population="ID50",
+        resamples=100,
+    )
     assert [(t["first"], t["second"]) for t in table] == [("a", "b"), ("a", "c"), ("b", "c")]
     assert all(t["problems"] == 2 for t in table)
 

@@ -1,5 +1,6 @@
 """Statistics: hand-computed float64 values, the post-training module's Lab 6 figures, and
 the error paths."""
+
 import math
 from fractions import Fraction
 
@@ -22,7 +23,7 @@ def test_bootstrap_draws_one_index_matrix_and_reads_linear_quantiles():
     # by hand (linear interpolation between order statistics).
     rows = np.random.default_rng(5).integers(0, 3, (4, 3))
     means = sorted(float(values[r].sum()) / 3 for r in rows)
-    position = 0.25 * 3                         # (count - 1) * q
+    position = 0.25 * 3  # (count - 1) * q
     expect_low = means[0] + (means[1] - means[0]) * position
     expect_high = means[2] + (means[3] - means[2]) * (0.75 * 3 - 2)
     assert (low, high) == pytest.approx((expect_low, expect_high), abs=1e-15)
@@ -30,8 +31,9 @@ def test_bootstrap_draws_one_index_matrix_and_reads_linear_quantiles():
 
 def test_bootstrap_statistic_is_applied_per_row():
     values = [0.0, 0.0, 0.0, 10.0]
-    low, high = st.percentile_bootstrap(values, np.random.default_rng(1), resamples=2000,
-                                        statistic=np.median)
+    low, high = st.percentile_bootstrap(
+        values, np.random.default_rng(1), resamples=2000, statistic=np.median
+    )
     assert low == 0.0 and high in (0.0, 5.0, 10.0)
 
 
@@ -86,18 +88,18 @@ def test_paired_difference_and_a_constant_difference():
 
 # --------------------------------------------------------------------------- McNemar
 def test_exact_mcnemar_hand_values():
-    assert st.exact_mcnemar(5, 0) == 0.0625            # 2 / 2**5, Lab 6's printed p
+    assert st.exact_mcnemar(5, 0) == 0.0625  # 2 / 2**5, Lab 6's printed p
     assert st.exact_mcnemar(0, 5) == 0.0625
-    assert st.exact_mcnemar(8, 3) == 464 / 2048        # 2 (1 + 11 + 55 + 165) / 2**11
+    assert st.exact_mcnemar(8, 3) == 464 / 2048  # 2 (1 + 11 + 55 + 165) / 2**11
     assert st.exact_mcnemar(0, 0) == 1.0
     assert st.exact_mcnemar(4, 4) == 1.0
-    assert st.exact_mcnemar(3, 4) == 1.0               # 2 P(X <= 3), n = 7, capped
+    assert st.exact_mcnemar(3, 4) == 1.0  # 2 P(X <= 3), n = 7, capped
 
 
 def test_exact_binomial_is_exact_for_large_counts():
     # 2 * P(X <= 10) for n = 200 is below 1e-40: float summation of tiny terms would
     # still be fine, but exactness is checked against the rational value.
-    expect = Fraction(2 * sum(math.comb(200, j) for j in range(11)), 2 ** 200)
+    expect = Fraction(2 * sum(math.comb(200, j) for j in range(11)), 2**200)
     assert st.exact_binomial_two_sided(10, 200) == float(expect)
     assert st.exact_binomial_two_sided(190, 200) == float(expect)
 
@@ -117,23 +119,29 @@ def test_benjamini_hochberg_caps_at_one_and_rejects_all_small():
 
 
 # --------------------------------------------------------------------------- errors
-@pytest.mark.parametrize("call, message", [
-    (lambda: st.percentile_bootstrap([], np.random.default_rng(0)), "empty"),
-    (lambda: st.percentile_bootstrap([1.0], np.random.default_rng(0), level=1.0), "level"),
-    (lambda: st.percentile_bootstrap([1.0], np.random.default_rng(0), level=0), "level"),
-    (lambda: st.percentile_bootstrap([1.0], np.random.default_rng(0), resamples=0), "resamples"),
-    (lambda: st.percentile_bootstrap([[1.0]], np.random.default_rng(0)), "1-D"),
-    (lambda: st.percentile_bootstrap([float("nan")], np.random.default_rng(0)), "NaN"),
-    (lambda: st.paired_bootstrap([1, 0], [1], np.random.default_rng(0)), "same items"),
-    (lambda: st.wilson_interval(-1, 5), "non-negative"),
-    (lambda: st.wilson_interval(6, 5), "exceed"),
-    (lambda: st.wilson_interval(0, 0), "at least 1"),
-    (lambda: st.wilson_interval(1.5, 5), "integer"),
-    (lambda: st.exact_mcnemar(-1, 3), "non-negative"),
-    (lambda: st.exact_mcnemar(True, 3), "integer"),
-    (lambda: st.benjamini_hochberg([0.2, 1.5]), r"\[0, 1\]"),
-    (lambda: st.benjamini_hochberg([0.2], alpha=0), "level"),
-])
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: st.percentile_bootstrap([], np.random.default_rng(0)), "empty"),
+        (lambda: st.percentile_bootstrap([1.0], np.random.default_rng(0), level=1.0), "level"),
+        (lambda: st.percentile_bootstrap([1.0], np.random.default_rng(0), level=0), "level"),
+        (
+            lambda: st.percentile_bootstrap([1.0], np.random.default_rng(0), resamples=0),
+            "resamples",
+        ),
+        (lambda: st.percentile_bootstrap([[1.0]], np.random.default_rng(0)), "1-D"),
+        (lambda: st.percentile_bootstrap([float("nan")], np.random.default_rng(0)), "NaN"),
+        (lambda: st.paired_bootstrap([1, 0], [1], np.random.default_rng(0)), "same items"),
+        (lambda: st.wilson_interval(-1, 5), "non-negative"),
+        (lambda: st.wilson_interval(6, 5), "exceed"),
+        (lambda: st.wilson_interval(0, 0), "at least 1"),
+        (lambda: st.wilson_interval(1.5, 5), "integer"),
+        (lambda: st.exact_mcnemar(-1, 3), "non-negative"),
+        (lambda: st.exact_mcnemar(True, 3), "integer"),
+        (lambda: st.benjamini_hochberg([0.2, 1.5]), r"\[0, 1\]"),
+        (lambda: st.benjamini_hochberg([0.2], alpha=0), "level"),
+    ],
+)
 def test_bad_input_names_the_problem(call, message):
     with pytest.raises(ValueError, match=message):
         call()

@@ -1,5 +1,6 @@
 """Each checker passes a correct solution (written here, independently) and fails specific
 wrong ones with the message that names the mistake."""
+
 from __future__ import annotations
 
 import json
@@ -63,8 +64,9 @@ def test_nan_is_only_accepted_where_nan_is_expected():
 # --------------------------------------------------------------------------- advantages
 def good_advantages(rewards, epsilon):
     mean = rewards.mean(dim=1, keepdim=True)
-    centred = torch.where((rewards == rewards[:, :1]).all(1, keepdim=True), torch.zeros_like(rewards),
-                          rewards - mean)
+    centred = torch.where(
+        (rewards == rewards[:, :1]).all(1, keepdim=True), torch.zeros_like(rewards), rewards - mean
+    )
     std = centred.square().mean(dim=1, keepdim=True).sqrt()
     return centred / (std + epsilon)
 
@@ -111,18 +113,26 @@ def test_group_advantages_names_one_mean_over_the_batch():
 
 # --------------------------------------------------------------------------- clipping
 def good_clip(ratio, advantage, epsilon):
-    return torch.minimum(ratio * advantage, torch.clamp(ratio, 1 - epsilon, 1 + epsilon) * advantage)
+    return torch.minimum(
+        ratio * advantage, torch.clamp(ratio, 1 - epsilon, 1 + epsilon) * advantage
+    )
 
 
 def test_clipped_surrogate_accepts_a_correct_solution():
     assert exercises.check_clipped_surrogate(good_clip, verbose=False).passed
 
 
-@pytest.mark.parametrize("wrong, hint", [
-    (lambda r, a, e: torch.clamp(r, 1 - e, 1 + e) * a, clipping.CLIP_ALWAYS),
-    (lambda r, a, e: torch.maximum(r * a, torch.clamp(r, 1 - e, 1 + e) * a), clipping.MAX_NOT_MIN),
-    (lambda r, a, e: torch.clamp(r * a, 1 - e, 1 + e), clipping.CLIPPED_PRODUCT),
-])
+@pytest.mark.parametrize(
+    "wrong, hint",
+    [
+        (lambda r, a, e: torch.clamp(r, 1 - e, 1 + e) * a, clipping.CLIP_ALWAYS),
+        (
+            lambda r, a, e: torch.maximum(r * a, torch.clamp(r, 1 - e, 1 + e) * a),
+            clipping.MAX_NOT_MIN,
+        ),
+        (lambda r, a, e: torch.clamp(r * a, 1 - e, 1 + e), clipping.CLIPPED_PRODUCT),
+    ],
+)
 def test_clipped_surrogate_names_the_mistake(wrong, hint):
     assert hint in _failures(exercises.check_clipped_surrogate, wrong)
 
@@ -138,13 +148,16 @@ def test_clipped_surrogate_notices_a_detached_ratio():
 def good_kl(current, reference, block_size):
     def normaliser(z):
         m = z.max(-1, keepdim=True).values
-        s = sum(torch.exp(z[:, i:i + block_size] - m).sum(-1, keepdim=True)
-                for i in range(0, z.shape[-1], block_size))
+        s = sum(
+            torch.exp(z[:, i : i + block_size] - m).sum(-1, keepdim=True)
+            for i in range(0, z.shape[-1], block_size)
+        )
         return m + torch.log(s)
+
     cur, ref = normaliser(current), normaliser(reference)
     total = torch.zeros(current.shape[0], dtype=current.dtype)
     for i in range(0, current.shape[-1], block_size):
-        log_p, log_q = current[:, i:i + block_size] - cur, reference[:, i:i + block_size] - ref
+        log_p, log_q = current[:, i : i + block_size] - cur, reference[:, i : i + block_size] - ref
         p = log_p.exp()
         total = total + torch.where(p > 0, p * (log_p - log_q), torch.zeros_like(p)).sum(-1)
     return total
@@ -156,13 +169,20 @@ def test_exact_kl_accepts_a_correct_solution():
 
 def test_exact_kl_names_per_block_normalisation_and_the_reversed_kl():
     def per_block(current, reference, block_size):
-        return sum(torch.nn.functional.kl_div(
-            torch.log_softmax(reference[:, i:i + block_size], -1),
-            torch.log_softmax(current[:, i:i + block_size], -1), log_target=True,
-            reduction="none").sum(-1) for i in range(0, current.shape[-1], block_size))
+        return sum(
+            torch.nn.functional.kl_div(
+                torch.log_softmax(reference[:, i : i + block_size], -1),
+                torch.log_softmax(current[:, i : i + block_size], -1),
+                log_target=True,
+                reduction="none",
+            ).sum(-1)
+            for i in range(0, current.shape[-1], block_size)
+        )
 
     assert exact_kl.PER_BLOCK in _failures(exercises.check_exact_kl, per_block)
-    assert exact_kl.REVERSED in _failures(exercises.check_exact_kl, lambda c, r, b: good_kl(r, c, b))
+    assert exact_kl.REVERSED in _failures(
+        exercises.check_exact_kl, lambda c, r, b: good_kl(r, c, b)
+    )
 
 
 def test_exact_kl_names_nan_for_a_zero_probability_token():
@@ -187,11 +207,16 @@ def good_reward(text, finish_reason, expected):
 
     def refuse(name):
         raise ValueError(name)
+
     try:
         value = json.loads(text, object_pairs_hook=no_duplicates, parse_constant=refuse)
     except ValueError:
         return 0
-    if type(value) is not dict or list(value) != ["final_stock"] or type(value["final_stock"]) is not int:
+    if (
+        type(value) is not dict
+        or list(value) != ["final_stock"]
+        or type(value["final_stock"]) is not int
+    ):
         return 0
     return int(value["final_stock"] == expected)
 
@@ -208,8 +233,13 @@ def test_reward_names_the_rules_a_lenient_parser_breaks():
             return 0
 
     text = _failures(exercises.check_reward, lenient)
-    for hint in ("no EOS, no reward", "17.0 is a JSON float", "true is not an integer",
-                 "a repeated key is refused", "a Markdown fence"):
+    for hint in (
+        "no EOS, no reward",
+        "17.0 is a JSON float",
+        "true is not an integer",
+        "a repeated key is refused",
+        "a Markdown fence",
+    ):
         assert hint in text
 
 
@@ -222,8 +252,9 @@ def test_resume_accepts_compare_states_itself_and_names_allclose():
     def allclose(a, b):
         a, b = dict(a), dict(b)
         a.pop("timings"), b.pop("timings")
-        return all(torch.allclose(a["model"][k], b["model"][k].to(a["model"][k].dtype))
-                   for k in a["model"])
+        return all(
+            torch.allclose(a["model"][k], b["model"][k].to(a["model"][k].dtype)) for k in a["model"]
+        )
 
     text = _failures(exercises.check_resume, allclose)
     assert "allclose/isclose hide a one-ulp difference" in text
@@ -251,8 +282,9 @@ def test_sft_loss_names_per_example_means_and_multiplying_by_the_mask():
         return (-torch.where(mask, logprobs, 0.0).sum(1) / mask.sum(1)).mean()
 
     assert sft_loss.PER_EXAMPLE in _failures(exercises.check_sft_loss, per_example)
-    assert sft_loss.NAN_MASK in _failures(exercises.check_sft_loss,
-                                          lambda lp, m: -(lp * m).sum() / m.sum())
+    assert sft_loss.NAN_MASK in _failures(
+        exercises.check_sft_loss, lambda lp, m: -(lp * m).sum() / m.sum()
+    )
     assert sft_loss.SIGN in _failures(exercises.check_sft_loss, lambda lp, m: -good_sft(lp, m))
 
 
@@ -260,7 +292,9 @@ def test_sft_loss_names_per_example_means_and_multiplying_by_the_mask():
 def good_grpo(current, old, advantages_, mask, kl, group_size_, epsilon, beta):
     ratio = torch.exp(current - old)
     a = advantages_.unsqueeze(1)
-    per_token = -torch.minimum(ratio * a, torch.clamp(ratio, 1 - epsilon, 1 + epsilon) * a) + beta * kl
+    per_token = (
+        -torch.minimum(ratio * a, torch.clamp(ratio, 1 - epsilon, 1 + epsilon) * a) + beta * kl
+    )
     per_response = torch.where(mask, per_token, 0.0).sum(1) / mask.sum(1)
     return per_response.reshape(-1, group_size_).mean(1).mean()
 
@@ -279,15 +313,18 @@ def test_grpo_loss_accepts_a_correct_solution_and_the_package_objective():
 def test_grpo_loss_names_a_global_token_mean_and_a_missing_clip():
     def token_mean(current, old, adv, mask, kl, g, epsilon, beta):
         ratio, a = torch.exp(current - old), adv.unsqueeze(1)
-        per_token = -torch.minimum(ratio * a, torch.clamp(ratio, 1 - epsilon, 1 + epsilon) * a) + beta * kl
+        per_token = (
+            -torch.minimum(ratio * a, torch.clamp(ratio, 1 - epsilon, 1 + epsilon) * a) + beta * kl
+        )
         return torch.where(mask, per_token, 0.0).sum() / mask.sum()
 
     def no_clip(current, old, adv, mask, kl, g, epsilon, beta):
         return good_grpo(current, old, adv, mask, kl, g, 0.99999999, beta)
 
     assert grpo_loss.TOKEN_MEAN in _failures(exercises.check_grpo_loss, token_mean)
-    assert grpo_loss.KL_SIGN in _failures(exercises.check_grpo_loss,
-                                          lambda c, o, a, m, k, g, e, b: good_grpo(c, o, a, m, -k, g, e, b))
+    assert grpo_loss.KL_SIGN in _failures(
+        exercises.check_grpo_loss, lambda c, o, a, m, k, g, e, b: good_grpo(c, o, a, m, -k, g, e, b)
+    )
     assert grpo_loss.NO_CLIP in _failures(exercises.check_grpo_loss, no_clip)
 
 
@@ -296,7 +333,7 @@ def good_mcnemar(only_a, only_b):
     n = only_a + only_b
     if n == 0:
         return 1.0
-    return min(1.0, 2 * sum(math.comb(n, k) for k in range(min(only_a, only_b) + 1)) / 2 ** n)
+    return min(1.0, 2 * sum(math.comb(n, k) for k in range(min(only_a, only_b) + 1)) / 2**n)
 
 
 def test_mcnemar_accepts_a_correct_solution_and_knows_two_values_by_hand():
@@ -310,7 +347,7 @@ def test_mcnemar_names_one_sided_uncapped_and_normal_approximations():
 
     def uncapped(a, b):
         n = a + b
-        return 2 * sum(math.comb(n, k) for k in range(min(a, b) + 1)) / 2 ** n if n else 1.0
+        return 2 * sum(math.comb(n, k) for k in range(min(a, b) + 1)) / 2**n if n else 1.0
 
     def normal(a, b):
         return math.erfc(abs(a - b) / math.sqrt(2 * (a + b))) if a + b else 1.0
@@ -323,10 +360,10 @@ def test_mcnemar_names_one_sided_uncapped_and_normal_approximations():
 # --------------------------------------------------------------------------- group size
 def test_constant_groups_accepts_the_formula_and_names_the_halves():
     check = exercises.check_constant_group_probability
-    assert check(lambda p, g: p ** g + (1 - p) ** g, verbose=False).passed
+    assert check(lambda p, g: p**g + (1 - p) ** g, verbose=False).passed
     assert group_size.ALL_WRONG_ONLY in _failures(check, lambda p, g: (1 - p) ** g)
-    assert group_size.ALL_RIGHT_ONLY in _failures(check, lambda p, g: p ** g)
-    assert group_size.COMPLEMENT in _failures(check, lambda p, g: 1 - p ** g - (1 - p) ** g)
+    assert group_size.ALL_RIGHT_ONLY in _failures(check, lambda p, g: p**g)
+    assert group_size.COMPLEMENT in _failures(check, lambda p, g: 1 - p**g - (1 - p) ** g)
 
 
 # --------------------------------------------------------------------------- chapter 10
@@ -344,5 +381,6 @@ def test_reported_difference_accepts_the_reference_and_names_mistakes():
     def forgets_the_warm_start(test, validation, warm_test, select_on_test):
         return selection.reported_difference(test, validation, 0 * warm_test, select_on_test)
 
-    assert selection.NO_BASELINE in _failures(exercises.check_reported_difference,
-                                              forgets_the_warm_start)
+    assert selection.NO_BASELINE in _failures(
+        exercises.check_reported_difference, forgets_the_warm_start
+    )

@@ -1,5 +1,6 @@
 """The GRPO loop checker passes a loop written here the way a learner would (one response at
 a time, plain torch, no package loss), and names each common mistake seeded into it."""
+
 from __future__ import annotations
 
 import pytest
@@ -13,10 +14,13 @@ from verifiable_grpo.training.losses import exact_prefix_kl
 def learner_loop(mistake=None, rewards_dtype=torch.float64):
     """A learner-style iteration; `mistake` seeds one error, written independently of the
     package's seeded mistakes."""
+
     def iteration(policy, reference, optimizer, task, group_size, epsilon, beta, updates):
         samples = [[task.sample(policy, p) for _ in range(group_size)] for p in task.prompts]
-        rewards = torch.tensor([[task.reward(p, r) for r, _ in group]
-                                for p, group in zip(task.prompts, samples)], dtype=rewards_dtype)
+        rewards = torch.tensor(
+            [[task.reward(p, r) for r, _ in group] for p, group in zip(task.prompts, samples)],
+            dtype=rewards_dtype,
+        )
         mean = rewards.mean(1, keepdim=True)
         std = rewards.std(1, keepdim=True, correction=1 if mistake == "sample_std" else 0)
         centred = rewards if mistake == "no_centring" else rewards - mean
@@ -51,6 +55,7 @@ def learner_loop(mistake=None, rewards_dtype=torch.float64):
             optimizer.step()
             losses.append(loss.item())
         return {"rewards": rewards, "advantages": advantages, "losses": losses}
+
     return iteration
 
 
@@ -61,19 +66,23 @@ def test_the_micro_task_gives_every_iteration_something_to_learn_from():
         assert (advantages != 0).any()
         assert len(losses) == grpo_loop.UPDATES
     # The second update of the first set moves ratios past the clip: the clip side matters.
-    assert grpo_loop.differences(grpo_loop.reference_trace("clip_wrong_side"), trace)[0][:2] == (1, "losses")
+    assert grpo_loop.differences(grpo_loop.reference_trace("clip_wrong_side"), trace)[0][:2] == (
+        1,
+        "losses",
+    )
 
 
 def test_the_micro_task_verifies_and_samples_reproducibly():
     task = MicroTask()
     prompt = task.prompts[0]
     assert task.reward(prompt, [answer(prompt), EOS]) == 1.0
-    assert task.reward(prompt, [EOS, answer(prompt)]) == 0.0       # after EOS does not count
+    assert task.reward(prompt, [EOS, answer(prompt)]) == 0.0  # after EOS does not count
     policy = micro_policy()
     first, second = MicroTask().sample(policy, prompt), MicroTask().sample(policy, prompt)
     assert first[0] == second[0] and torch.equal(first[1], second[1])
     rescored = torch.log_softmax(task.logits(policy, prompt, first[0]), -1)[
-        range(len(first[0])), first[0]]
+        range(len(first[0])), first[0]
+    ]
     assert torch.allclose(rescored, first[1], atol=1e-12, rtol=0)
 
 
@@ -131,8 +140,13 @@ def test_an_unknown_loop_gets_the_hint_of_the_stage_where_it_parts():
     def member_major(policy, reference, optimizer, task, group_size, **settings):
         # Samples response 0 of every prompt, then response 1...: other draws, other rewards.
         by_member = [[task.sample(policy, p) for p in task.prompts] for _ in range(group_size)]
-        rewards = torch.tensor([[task.reward(p, by_member[g][i][0]) for g in range(group_size)]
-                                for i, p in enumerate(task.prompts)], dtype=torch.float64)
+        rewards = torch.tensor(
+            [
+                [task.reward(p, by_member[g][i][0]) for g in range(group_size)]
+                for i, p in enumerate(task.prompts)
+            ],
+            dtype=torch.float64,
+        )
         return {"rewards": rewards, "advantages": rewards * 0, "losses": [0.0, 0.0]}
 
     failures = "\n".join(check_grpo_loop(member_major, verbose=False).failures)
@@ -141,8 +155,9 @@ def test_an_unknown_loop_gets_the_hint_of_the_stage_where_it_parts():
 
 
 # --------------------------------------------------------------------------- the real task
-def test_the_package_loop_runs_on_stock_arithmetic_with_the_verifier(micro_model, random_config,
-                                                                     learning_view_dir, one_thread):
+def test_the_package_loop_runs_on_stock_arithmetic_with_the_verifier(
+    micro_model, random_config, learning_view_dir, one_thread
+):
     import copy
 
     from verifiable_grpo.exercises.stock_task import StockTask
@@ -152,16 +167,23 @@ def test_the_package_loop_runs_on_stock_arithmetic_with_the_verifier(micro_model
     examples = data.read_examples(learning_view_dir, "train")[:2]
     task = StockTask(tokenizer, examples, random_config, seed=0)
     prompt, problem = task.prompts[0], examples[0]["problem"]
-    right = prompts.response_ids(tokenizer, f'{{"final_stock": {verifier.compute_final_stock(problem)}}}',
-                                 random_config)
-    wrong = prompts.response_ids(tokenizer, f'{{"final_stock": {verifier.compute_final_stock(problem) + 1}}}',
-                                 random_config)
-    assert (task.reward(prompt, right), task.reward(prompt, wrong), task.reward(prompt, right[:-1])) == (
-        1.0, 0.0, 0.0)                                       # without EOS: no reward
+    right = prompts.response_ids(
+        tokenizer, f'{{"final_stock": {verifier.compute_final_stock(problem)}}}', random_config
+    )
+    wrong = prompts.response_ids(
+        tokenizer, f'{{"final_stock": {verifier.compute_final_stock(problem) + 1}}}', random_config
+    )
+    assert (
+        task.reward(prompt, right),
+        task.reward(prompt, wrong),
+        task.reward(prompt, right[:-1]),
+    ) == (1.0, 0.0, 0.0)  # without EOS: no reward
 
     response, old = task.sample(policy, prompt)
-    rescored = torch.log_softmax(task.logits(policy, prompt, response), -1)[range(len(response)), response]
-    assert float((rescored.detach() - old).abs().max()) <= 2e-4   # the training loop's own check
+    rescored = torch.log_softmax(task.logits(policy, prompt, response), -1)[
+        range(len(response)), response
+    ]
+    assert float((rescored.detach() - old).abs().max()) <= 2e-4  # the training loop's own check
 
     reference = copy.deepcopy(policy).requires_grad_(False)
     before = [p.clone() for p in reference.parameters()]

@@ -38,13 +38,21 @@ def test_recorded_answers():
     assert f"{off['accuracy']:.3f}" in keyed(4)
     flawed = next(r for r in labs.recorded("expert-iteration")["metrics"]["grpo"] if r["substring"])
     last = flawed["records"][-1]
-    assert keyed(6) == f"acceptance {last['verifier_reward']:.3f} and exact accuracy {last['accuracy']:.3f}"
+    assert (
+        keyed(6)
+        == f"acceptance {last['verifier_reward']:.3f} and exact accuracy {last['accuracy']:.3f}"
+    )
 
 
 def test_checker():
     perfect = [q.answer for q in Q]
-    assert quiz.check_quiz(Q, perfect) == {"right": len(Q), "wrong": [], "picked": {}, "skipped": [],
-                                           "of": len(Q)}
+    assert quiz.check_quiz(Q, perfect) == {
+        "right": len(Q),
+        "wrong": [],
+        "picked": {},
+        "skipped": [],
+        "of": len(Q),
+    }
     answers = ["A" if q.answer != "a" else "b" for q in Q]
     answers[1] = None
     result = quiz.check_quiz(Q, answers)
@@ -75,14 +83,20 @@ def test_part1_and_part2_answers_follow_the_config_and_the_code():
         return q.choices[quiz.LETTERS.index(q.answer)]
 
     g = load_config("qwen")["grpo"]
-    assert key(quiz.PART1, 1) == f"{g['iterations'] * g['prompts_per_iteration'] * g['group_size']:,}"
+    assert (
+        key(quiz.PART1, 1) == f"{g['iterations'] * g['prompts_per_iteration'] * g['group_size']:,}"
+    )
     assert key(quiz.PART1, 2) == f"{g['iterations'] * g['updates_per_rollout']:,}"
     rewards = torch.tensor([[1.0, 0.0, 1.0, 0.0]])
     assert group_advantages(rewards)[0][0, 0].item() == pytest.approx(1.0, abs=1e-6)
     assert key(quiz.PART1, 4) == f"±{group_advantages(rewards, correction=1)[0][0, 0].item():.3f}"
-    assert parse_generated_json('{"final_stock": 5}', "length")["reason"] == "completion_without_eos"
+    assert (
+        parse_generated_json('{"final_stock": 5}', "length")["reason"] == "completion_without_eos"
+    )
     logits = torch.randn(2, 3, 7)
-    assert (exact_prefix_kl(logits, torch.randn(2, 3, 7)) >= 0).all() and "whole vocabulary" in key(quiz.PART1, 6)
+    assert (exact_prefix_kl(logits, torch.randn(2, 3, 7)) >= 0).all() and "whole vocabulary" in key(
+        quiz.PART1, 6
+    )
     assert key(quiz.PART2, 1) == f"{iid_zero_variance_fraction(0.5, 4):.3f}"
     dapo = OBJECTIVES["dapo"].clip
     assert key(quiz.PART2, 2) == f"[{1 - dapo.low:.1f}, {1 + dapo.high:.2f}]"
@@ -103,8 +117,10 @@ def test_part2_answers_follow_the_registry_and_the_estimators():
 
     # float64 rounding only: 1e-12 is a million times below the off-policy difference
     assert max(demos.placebo_gradients(shift=0.0).values()) < 1e-12 and key(5).startswith("nothing")
-    assert max(demos.placebo_gradients(shift=0.3).values()) > 1e-6   # off policy they do act
-    assert all(OBJECTIVES[arm].kl.coefficient == 0 for arm in demos.STUDY_ARMS) and key(6).startswith("0:")
+    assert max(demos.placebo_gradients(shift=0.3).values()) > 1e-6  # off policy they do act
+    assert all(OBJECTIVES[arm].kl.coefficient == 0 for arm in demos.STUDY_ARMS) and key(
+        6
+    ).startswith("0:")
     assert key(7) == f"{1 / (1 - 0.75):g}"
     current = torch.log_softmax(torch.randn(200), 0)
     values = estimator_losses(current, torch.log_softmax(torch.randn(200), 0))

@@ -6,6 +6,7 @@ covers: mid-SFT, inside a state write, between a crash state and its note, betwe
 record and the crash clean-up, between a record and its marker, mid-GRPO after an
 iteration's evidence, after the final state, mid-inference, and SIGINT / SIGTERM.
 """
+
 from __future__ import annotations
 
 import signal
@@ -42,14 +43,19 @@ def _temporaries(out):
 
 def _comparable(results: dict) -> dict:
     """results.json without wall times, dates and provenance (they differ run to run)."""
+
     def strip(value):
         if isinstance(value, dict):
-            return {k: strip(v) for k, v in value.items()
-                    if "seconds" not in k and k not in ("provenance", "finished_at",
-                                                        "labels_read_at", "generation")}
+            return {
+                k: strip(v)
+                for k, v in value.items()
+                if "seconds" not in k
+                and k not in ("provenance", "finished_at", "labels_read_at", "generation")
+            }
         if isinstance(value, list):
             return [strip(v) for v in value]
         return value
+
     return strip(results)
 
 
@@ -63,17 +69,28 @@ def chained(smoke_reference, tmp_path_factory):
     log = []
     for spec, what in CHAIN:
         result = run_cli(command, {"VERIFIABLE_GRPO_FAULT": spec})
-        log.append({"spec": spec, "what": what, "returncode": result.returncode,
-                    "stderr": result.stderr, "temporaries": _temporaries(out),
-                    "aborted": sorted(p.name for p in (out / "aborted").glob("*"))
-                    if (out / "aborted").is_dir() else []})
+        log.append(
+            {
+                "spec": spec,
+                "what": what,
+                "returncode": result.returncode,
+                "stderr": result.stderr,
+                "temporaries": _temporaries(out),
+                "aborted": sorted(p.name for p in (out / "aborted").glob("*"))
+                if (out / "aborted").is_dir()
+                else [],
+            }
+        )
     final = run_cli(command)
     return {"out": out, "log": log, "final": final, "reference": smoke_reference}
 
 
 def test_every_fault_stopped_the_run_where_intended(chained):
     for step in chained["log"]:
-        assert step["returncode"] == _signal_code(step["spec"]), (step["spec"], step["stderr"][-2000:])
+        assert step["returncode"] == _signal_code(step["spec"]), (
+            step["spec"],
+            step["stderr"][-2000:],
+        )
 
 
 def test_a_signal_stops_cleanly_with_one_line_saying_how_to_continue(chained):
@@ -85,7 +102,7 @@ def test_a_signal_stops_cleanly_with_one_line_saying_how_to_continue(chained):
         assert "stopped after" in lines[0] and "(saved)" in lines[0]
         assert "continue with: python -m verifiable_grpo run --config smoke" in lines[0]
         assert "Traceback" not in step["stderr"]
-        assert step["temporaries"] == []       # nothing half-written under OUT
+        assert step["temporaries"] == []  # nothing half-written under OUT
 
 
 def test_a_kill_inside_a_write_leaves_only_a_temporary_file(chained):
@@ -147,6 +164,5 @@ def test_complete_inference_was_reused_not_redone(chained):
     out = chained["out"]
     marker = read_json(out / "stages" / "infer-warmstart.json")
     assert "inference/warmstart/audit.json" in marker["outputs"]
-    moved = {f for p in (out / "aborted").glob("infer-*/NOTE.json")
-             for f in read_json(p)["files"]}
-    assert moved == {"inference/sft/greedy.json"}   # the half-written policy only
+    moved = {f for p in (out / "aborted").glob("infer-*/NOTE.json") for f in read_json(p)["files"]}
+    assert moved == {"inference/sft/greedy.json"}  # the half-written policy only

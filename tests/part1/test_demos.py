@@ -56,10 +56,13 @@ def test_per_block_normalisation_is_wrong_unless_one_block():
     from verifiable_grpo.training.losses import exact_prefix_kl
 
     g = torch.Generator().manual_seed(1)
-    cur, ref = torch.randn(3, 10, generator=g, dtype=torch.float64), torch.randn(3, 10, generator=g,
-                                                                             dtype=torch.float64)
-    exact = F.kl_div(torch.log_softmax(ref, -1), torch.log_softmax(cur, -1), log_target=True,
-                     reduction="none").sum(-1)
+    cur, ref = (
+        torch.randn(3, 10, generator=g, dtype=torch.float64),
+        torch.randn(3, 10, generator=g, dtype=torch.float64),
+    )
+    exact = F.kl_div(
+        torch.log_softmax(ref, -1), torch.log_softmax(cur, -1), log_target=True, reduction="none"
+    ).sum(-1)
     assert torch.allclose(kl_normalising_each_block(cur, ref, 10), exact)
     assert torch.allclose(exact_prefix_kl(cur, ref, block_size=3), exact)
     assert not torch.allclose(kl_normalising_each_block(cur, ref, 3), exact, atol=1e-3)
@@ -77,7 +80,7 @@ def test_sampled_estimates_approach_the_exact_value():
     exact = exact_prefix_kl(cur, ref)
     est = sampled_estimates_at_prefixes(cur, ref, samples=200_000, seed=0)
     for name in ("k1", "k3"):
-        stderr = est[f"{name}_std"] / 200_000 ** 0.5
+        stderr = est[f"{name}_std"] / 200_000**0.5
         assert torch.all((est[name] - exact).abs() < 5 * stderr + 1e-12), name
 
 
@@ -89,9 +92,17 @@ def test_nudged_copy_moves_only_the_copy():
     from verifiable_grpo.part1.demos import nudged_copy
 
     torch.manual_seed(0)
-    model = Qwen2ForCausalLM(Qwen2Config(vocab_size=16, hidden_size=8, intermediate_size=16,
-                                         num_hidden_layers=1, num_attention_heads=2,
-                                         num_key_value_heads=1, tie_word_embeddings=True)).eval()
+    model = Qwen2ForCausalLM(
+        Qwen2Config(
+            vocab_size=16,
+            hidden_size=8,
+            intermediate_size=16,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            num_key_value_heads=1,
+            tie_word_embeddings=True,
+        )
+    ).eval()
     before = model_digest(model)
     ids = torch.tensor([[1, 2, 3, 4, 5]])
     mask = torch.tensor([[False, False, False, True, True]])
@@ -104,10 +115,18 @@ def _micro_model():
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
     torch.manual_seed(0)
-    return Qwen2ForCausalLM(Qwen2Config(vocab_size=16, hidden_size=8, intermediate_size=16,
-                                        num_hidden_layers=1, num_attention_heads=2,
-                                        num_key_value_heads=1, tie_word_embeddings=True,
-                                        attn_implementation="eager")).eval()
+    return Qwen2ForCausalLM(
+        Qwen2Config(
+            vocab_size=16,
+            hidden_size=8,
+            intermediate_size=16,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            num_key_value_heads=1,
+            tie_word_embeddings=True,
+            attn_implementation="eager",
+        )
+    ).eval()
 
 
 def test_dropout_makes_two_scorings_differ_and_eval_does_not():
@@ -130,13 +149,20 @@ def test_update_on_one_group_moves_probability_toward_positive_advantage():
     model = _micro_model()
     config = load_config("smoke")
     import torch
+
     rows = []
     for member, response in enumerate([[5, 6], [7, 8]]):
         ids = [1, 2] + response
         with torch.no_grad():
             lp = torch.log_softmax(model(torch.tensor([ids])).logits[0], -1)
-        rows.append({"prompt_ids": [1, 2], "response_ids": response, "rollout_id": f"r{member}",
-                     "behaviour_logprobs": [float(lp[1 + i, t]) for i, t in enumerate(response)]})
+        rows.append(
+            {
+                "prompt_ids": [1, 2],
+                "response_ids": response,
+                "rollout_id": f"r{member}",
+                "behaviour_logprobs": [float(lp[1 + i, t]) for i, t in enumerate(response)],
+            }
+        )
     group = {"responses": rows, "advantages": [1.0, -1.0]}
     before = model_digest(model)
     result = update_on_one_group(model, group, config, learning_rate=0.05)
@@ -189,8 +215,13 @@ def test_cost_model_by_hand_and_scaling():
     from verifiable_grpo.core.config import load_config
     from verifiable_grpo.part1.cost_model import Gpu, qwen_parameters, stage_estimates
 
-    gpu = Gpu(peak_flops=1e12, compute_efficiency=1.0, bandwidth_bytes=1e9, bandwidth_efficiency=1.0,
-              prompt_tokens=50)
+    gpu = Gpu(
+        peak_flops=1e12,
+        compute_efficiency=1.0,
+        bandwidth_bytes=1e9,
+        bandwidth_efficiency=1.0,
+        prompt_tokens=50,
+    )
     rows = {r["stage"]: r for r in stage_estimates(load_config("qwen"), 10.0, gpu)}
     p = qwen_parameters()
     # warm start: 128 examples x 3 epochs x 60 tokens trained, 200 x 3 x 60 validated, twice
@@ -198,14 +229,26 @@ def test_cost_model_by_hand_and_scaling():
     assert abs(rows["warm-start SFT"]["seconds"] - expected) < 1e-6 * expected
     # evaluation: 5 policies x 200 problems x 5 answers x 10 tokens, 4 bytes per weight per token
     assert abs(rows["evaluation (5 policies)"]["seconds"] - 5 * 200 * 5 * 10 * 4 * p / 1e9) < 1e-3
-    faster = {r["stage"]: r for r in stage_estimates(load_config("qwen"), 10.0,
-                                                      Gpu(peak_flops=2e12, compute_efficiency=1.0,
-                                                          bandwidth_bytes=1e9, bandwidth_efficiency=1.0,
-                                                          prompt_tokens=50))}
+    faster = {
+        r["stage"]: r
+        for r in stage_estimates(
+            load_config("qwen"),
+            10.0,
+            Gpu(
+                peak_flops=2e12,
+                compute_efficiency=1.0,
+                bandwidth_bytes=1e9,
+                bandwidth_efficiency=1.0,
+                prompt_tokens=50,
+            ),
+        )
+    }
     assert abs(faster["further SFT"]["seconds"] * 2 - rows["further SFT"]["seconds"]) < 1e-6
 
 
-def test_visited_prefix_kl_counts_every_response_token_and_is_zero_against_itself(micro_model, one_thread):
+def test_visited_prefix_kl_counts_every_response_token_and_is_zero_against_itself(
+    micro_model, one_thread
+):
     import copy
 
     import torch
@@ -216,7 +259,10 @@ def test_visited_prefix_kl_counts_every_response_token_and_is_zero_against_itsel
     sequences = [([1, 2, 3], [4, 5]), ([6, 7], [8, 9, 10])]
     logits = response_prefix_logits(model, sequences)
     assert logits.shape[0] == 5 and logits.dtype == torch.float64
-    assert torch.equal(visited_prefix_kl(model, copy.deepcopy(model), sequences), torch.zeros(5, dtype=torch.float64))
+    assert torch.equal(
+        visited_prefix_kl(model, copy.deepcopy(model), sequences),
+        torch.zeros(5, dtype=torch.float64),
+    )
     # the logits at prefix t predict token t+1: the first response token's row is the prompt's last position
     with torch.no_grad():
         full = model(torch.tensor([[1, 2, 3, 4, 5]])).logits[0].double()

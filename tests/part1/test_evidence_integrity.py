@@ -1,5 +1,6 @@
 """A run folder cannot run code, and evidence altered after the fact is caught by its
 SHA-256 however carefully its size and mtime were kept."""
+
 from __future__ import annotations
 
 import copy
@@ -68,7 +69,7 @@ def test_resume_checks_the_recorded_sha256_before_unpickling(warm_interrupted, t
     _plant(out / "checkpoints" / "warmstart-interrupt.pt.gz", marker)
     with pytest.raises(files.DamagedFileError, match="warmstart-interrupt.pt.gz: SHA-256"):
         sft.run_sft_branch(config, out, "warmstart", "resume")
-    (out / "learning" / "warmstart-interrupt.json").unlink()   # no record to check against:
+    (out / "learning" / "warmstart-interrupt.json").unlink()  # no record to check against:
     with pytest.raises(checkpoint.UnsafeStateError, match="refused to load"):  # still no code
         sft.run_sft_branch(config, out, "warmstart", "resume")
     assert not marker.exists()
@@ -107,7 +108,8 @@ def test_an_edited_result_stops_the_run(smoke_reference, tmp_path):
 
     def edit(data):
         at = bytes(data).index(b'"correct": 0') + len(b'"correct": ')
-        data[at:at + 1] = b"9"
+        data[at : at + 1] = b"9"
+
     _edit_keeping_size_and_mtime(path, edit)
     result = run_cli(["run", "--config", "smoke", "--out", str(out)])
     assert result.returncode == 2 and "results.json changed after stage evaluate" in result.stderr
@@ -123,11 +125,12 @@ def test_an_edited_architecture_in_a_policy_is_refused(micro_model, random_confi
     with safe_open(str(path), framework="pt") as handle:
         header = dict(handle.metadata())
         tensors = {k: handle.get_tensor(k) for k in handle.keys()}
-    header["model_config"] = header["model_config"].replace('"rope_theta": 10000.0',
-                                                            '"rope_theta": 500.0')
+    header["model_config"] = header["model_config"].replace(
+        '"rope_theta": 10000.0', '"rope_theta": 500.0'
+    )
     assert '"rope_theta": 500.0' in header["model_config"]
     edited = tmp_path / "edited.safetensors"
-    save_file(tensors, str(edited), metadata=header)   # same tensors: their digest still holds
+    save_file(tensors, str(edited), metadata=header)  # same tensors: their digest still holds
     with pytest.raises(files.DamagedFileError, match="architecture in its metadata"):
         model_lib.reload_policy(edited, random_config)
     reloaded, _ = model_lib.reload_policy(path, random_config)
@@ -160,10 +163,10 @@ def test_writes_never_follow_a_planted_symlink(tmp_path):
     outside.write_text("precious")
     run = tmp_path / "run"
     run.mkdir()
-    (run / "x.json.tmp").symlink_to(outside)       # the old predictable temporary name
+    (run / "x.json.tmp").symlink_to(outside)  # the old predictable temporary name
     files.save_json(run / "x.json", {"a": 1})
     assert outside.read_text() == "precious" and read_json(run / "x.json") == {"a": 1}
-    (run / "y.json").symlink_to(outside)           # the target itself
+    (run / "y.json").symlink_to(outside)  # the target itself
     with pytest.raises(FileExistsError):
         files.save_json(run / "y.json", {"a": 2})
     assert outside.read_text() == "precious"
@@ -175,6 +178,7 @@ def test_an_interrupted_write_leaves_nothing_under_the_final_name(tmp_path):
     def writer(tmp):
         tmp.write_bytes(b"half")
         raise KeyboardInterrupt
+
     with pytest.raises(KeyboardInterrupt):
         files.write_with(target, writer)
     assert list(tmp_path.iterdir()) == []

@@ -1,5 +1,6 @@
 """The exercise: constructed groups (exact zeros for constant groups), the protection of the
 main artifacts, and the bookkeeping of the two group sizes."""
+
 import copy
 import json
 import shutil
@@ -27,7 +28,7 @@ def test_constant_groups_give_exactly_zero_advantages_and_gradients(size):
 @pytest.mark.parametrize("size", [2, 4, 8])
 def test_alternating_group_matches_a_hand_computation(size):
     group = exercise.constructed_group([1.0, 0.0] * (size // 2))
-    a = 0.5 / (0.5 + 1e-8)                       # population std of {1, 0} is 0.5
+    a = 0.5 / (0.5 + 1e-8)  # population std of {1, 0} is 0.5
     assert group["advantages"] == pytest.approx([a, -a] * (size // 2), abs=1e-15)
     assert group["population_std"] == 0.5
     # ratio 1 everywhere: loss = -mean(A) = 0; d loss / d logp = -A / (G * T) per token
@@ -45,7 +46,6 @@ def test_constructed_groups_cover_every_group_size():
     assert all(g["source"] == exercise.CONSTRUCTED_LABEL for g in groups)
     with pytest.raises(ValueError, match="even"):
         exercise.constructed_reward_patterns(3)
-
 
 
 # ------------------------------------------------------------------ protection
@@ -70,11 +70,19 @@ def test_protection_records_and_passes_when_nothing_changed(main_run):
     assert len(record["files"]) == 2 + 3 * 5
     assert record["verifier_sha256"]
     assert exercise.check_protected(config, out)["files"] == record["files"]
-    assert exercise.protect(config, out)["files"] == record["files"]   # continued: re-checked
+    assert exercise.protect(config, out)["files"] == record["files"]  # continued: re-checked
 
 
-@pytest.mark.parametrize("label", ["results.json", "checkpoints/grpo-resume.safetensors",
-                                   "inference/sft/sample.json", "resume-warmstart.json", "config"])
+@pytest.mark.parametrize(
+    "label",
+    [
+        "results.json",
+        "checkpoints/grpo-resume.safetensors",
+        "inference/sft/sample.json",
+        "resume-warmstart.json",
+        "config",
+    ],
+)
 def test_protection_fails_when_a_main_artifact_is_touched(main_run, label):
     config, out = main_run
     exercise.protect(config, out)
@@ -106,8 +114,15 @@ def test_protection_needs_a_finished_main_run(main_run):
 
 # ------------------------------------------------------------------ budgets
 def test_budget_counts_prompts_and_rollouts():
-    history = [{"document_ids": ["a", "b"], "groups": [{"rewards": [0, 1]}, {"rewards": [1, 1]}]},
-               {"document_ids": ["c", "d"], "groups": [{"rewards": [0, 0]}, {"rewards": [0, 1]}]}]
+    history = [
+        {"document_ids": ["a", "b"], "groups": [{"rewards": [0, 1]}, {"rewards": [1, 1]}]},
+        {"document_ids": ["c", "d"], "groups": [{"rewards": [0, 0]}, {"rewards": [0, 1]}]},
+    ]
     record = {"history": history, "updates": 4, "timings": {"total_seconds": 3.5}}
-    assert exercise.budget(record) == {"iterations": 2, "updates": 4, "prompts": 4,
-                                       "rollouts": 8, "seconds": 3.5}
+    assert exercise.budget(record) == {
+        "iterations": 2,
+        "updates": 4,
+        "prompts": 4,
+        "rollouts": 8,
+        "seconds": 3.5,
+    }

@@ -1,5 +1,6 @@
 """The objectives' runs on the fixed prompts: declared names, configs, the paired
 comparison by hand, the export, and refusals on the command line."""
+
 from __future__ import annotations
 
 import pytest
@@ -25,9 +26,11 @@ def test_every_declared_run_is_a_registry_entry_that_part1_can_train():
 
 
 def _result(after, ids=("a", "b"), draws=4):
-    return {"setting": {"draws": draws},
-            "prompts": [{"document_id": i, "before": 1, "after": a} for i, a in zip(ids, after)],
-            "history": [{"mean_reward": 0.5, "mean_exact_kl": 0.01, "mean_entropy": 0.2}] * 5}
+    return {
+        "setting": {"draws": draws},
+        "prompts": [{"document_id": i, "before": 1, "after": a} for i, a in zip(ids, after)],
+        "history": [{"mean_reward": 0.5, "mean_exact_kl": 0.01, "mean_entropy": 0.2}] * 5,
+    }
 
 
 def test_comparison_pairs_prompts_with_the_grpo_run():
@@ -37,7 +40,7 @@ def test_comparison_pairs_prompts_with_the_grpo_run():
     assert rows[0]["difference"] == 0.0 and rows[0]["difference_interval"] == (0.0, 0.0)
     assert rows[1]["after"] == 6 / 8 and rows[1]["difference"] == 0.25
     low, high = rows[1]["difference_interval"]
-    assert 0.0 <= low <= 0.25 <= high <= 0.5        # prompt differences are 0.5 and 0
+    assert 0.0 <= low <= 0.25 <= high <= 0.5  # prompt differences are 0.5 and 0
     assert rows[2]["difference"] == -0.25 and rows[2]["prompts_improved"] == 1
     assert rows[1]["after_interval"][0] < 6 / 8 < rows[1]["after_interval"][1]
     with pytest.raises(ValueError, match="other prompts"):
@@ -46,10 +49,17 @@ def test_comparison_pairs_prompts_with_the_grpo_run():
 
 def test_export_keeps_finished_runs_with_their_first_update_clip(tmp_path, monkeypatch):
     runs = tmp_path / "runs"
-    history = [{"updates": [{"clip_low_fraction": 0.25, "clip_high_fraction": 0.5},
-                            {"clip_low_fraction": 1.0, "clip_high_fraction": 1.0}]}]
-    files.save_json(runs / "cispo" / "train" / "learning" / "grpo-continuous.json",
-                    {"history": history})
+    history = [
+        {
+            "updates": [
+                {"clip_low_fraction": 0.25, "clip_high_fraction": 0.5},
+                {"clip_low_fraction": 1.0, "clip_high_fraction": 1.0},
+            ]
+        }
+    ]
+    files.save_json(
+        runs / "cispo" / "train" / "learning" / "grpo-continuous.json", {"history": history}
+    )
     files.save_json(runs / "cispo" / "result.json", _result([1, 1]))
     monkeypatch.setattr(fpo, "RECORDED", str(tmp_path / "objectives.json"))
     written = fpo.export(runs)

@@ -1,5 +1,6 @@
 """GRPO on fixed prompts and the held-out lift study: settings, the train-subset view,
 the selection rule, the summaries, and refusals."""
+
 from __future__ import annotations
 
 import pytest
@@ -16,7 +17,7 @@ def test_fixed_prompt_config_trains_every_prompt_at_a_constant_rate():
     assert (grpo["prompts_per_iteration"], grpo["group_size"], grpo["iterations"]) == (8, 8, 60)
     assert (grpo["warmup_fraction"], grpo["final_lr_fraction"]) == (0.0, 1.0)
     assert grpo["learning_rate"] == 1e-4 and grpo["kl_coefficient"] == 0.02
-    assert base["grpo"]["prompts_per_iteration"] == 4                    # base untouched
+    assert base["grpo"]["prompts_per_iteration"] == 4  # base untouched
     live = fixed_prompts.setting_config(base, fixed_prompts.LIVE_SETTING)
     assert live["grpo"]["interrupt_at"] < live["grpo"]["iterations"] == 12
 
@@ -26,8 +27,9 @@ def test_train_subset_view_keeps_the_chosen_prompts_in_order(learning_view_dir, 
     ids = [train[5]["document_id"], train[2]["document_id"]]
     view = data.write_train_subset(learning_view_dir, tmp_path / "view", ids)
     assert [e["document_id"] for e in data.read_examples(view, "train")] == ids
-    assert data.read_examples(view, "validation") == data.read_examples(learning_view_dir,
-                                                                        "validation")
+    assert data.read_examples(view, "validation") == data.read_examples(
+        learning_view_dir, "validation"
+    )
     data.assert_learning_only(view)
     with pytest.raises(ValueError, match="train subset"):
         data.write_train_subset(learning_view_dir, tmp_path / "bad", ["sa-train-9999"])
@@ -38,11 +40,13 @@ def test_train_subset_view_keeps_the_chosen_prompts_in_order(learning_view_dir, 
 
 
 def test_fixed_prompt_summary_by_hand():
-    result = {"setting": {"draws": 4},
-              "prompts": [{"before": 1, "after": 4}, {"before": 2, "after": 1}],
-              "history": [{"mean_reward": r} for r in (0.0, 0.5, 0.5, 1.0, 1.0)],
-              "validation_before": [["a", 0, 1], ["a", 1, 0]],
-              "validation_after": [["a", 0, 0], ["a", 1, 0]]}
+    result = {
+        "setting": {"draws": 4},
+        "prompts": [{"before": 1, "after": 4}, {"before": 2, "after": 1}],
+        "history": [{"mean_reward": r} for r in (0.0, 0.5, 0.5, 1.0, 1.0)],
+        "validation_before": [["a", 0, 1], ["a", 1, 0]],
+        "validation_after": [["a", 0, 0], ["a", 1, 0]],
+    }
     got = fixed_prompts.summary(result)
     assert (got["trained_before"], got["trained_after"]) == (3 / 8, 5 / 8)
     assert got["prompts_improved"] == 1
@@ -51,24 +55,34 @@ def test_fixed_prompt_summary_by_hand():
 
 
 def _rows(rewards, seed_base=0):
-    return [[f"p{i}", k, seed_base + 10 * i + k, r] for i, draws in enumerate(rewards)
-            for k, r in enumerate(draws)]
+    return [
+        [f"p{i}", k, seed_base + 10 * i + k, r]
+        for i, draws in enumerate(rewards)
+        for k, r in enumerate(draws)
+    ]
 
 
 def _candidate_result(index, validation, test):
-    return {"candidate": lift_study.asdict(lift_study.CANDIDATES[index]),
-            "validation_sample": _rows(validation, 1000), "test_sample": _rows(test),
-            "test_greedy": _rows([[t[0]] for t in test]), "train_seconds": 1.0,
-            "history": [{"mean_reward": 0.25}, {"mean_reward": 0.5}]}
+    return {
+        "candidate": lift_study.asdict(lift_study.CANDIDATES[index]),
+        "validation_sample": _rows(validation, 1000),
+        "test_sample": _rows(test),
+        "test_greedy": _rows([[t[0]] for t in test]),
+        "train_seconds": 1.0,
+        "history": [{"mean_reward": 0.25}, {"mean_reward": 0.5}],
+    }
 
 
 def test_lift_rule_selects_on_validation_only():
-    warm = {"validation_sample": _rows([[0, 0]] * 40, 1000), "test_sample": _rows([[0, 0]] * 40),
-            "test_greedy": _rows([[0]] * 40)}
-    flat = _candidate_result(0, [[0, 0]] * 40, [[1, 1]] * 40)          # test up, validation flat
+    warm = {
+        "validation_sample": _rows([[0, 0]] * 40, 1000),
+        "test_sample": _rows([[0, 0]] * 40),
+        "test_greedy": _rows([[0]] * 40),
+    }
+    flat = _candidate_result(0, [[0, 0]] * 40, [[1, 1]] * 40)  # test up, validation flat
     summary = lift_study.summarise(warm, [flat])
     assert summary["selected"] is None and summary["candidates"][0]["learns"] is False
-    assert summary["candidates"][0]["test_per_draw"] == 1.0          # reported, not selected on
+    assert summary["candidates"][0]["test_per_draw"] == 1.0  # reported, not selected on
     assert summary["not_run"] == [c.name for c in lift_study.CANDIDATES[1:]]
     up = _candidate_result(0, [[1, 1]] * 40, [[0, 0]] * 40)
     summary = lift_study.summarise(warm, [up])

@@ -2,6 +2,7 @@
 as the reference run that keeps every state, while its folder never holds more than one
 branch's three states (and one crash checkpoint), and ends holding none; the evidence that
 replaces them is checked like the states it replaces."""
+
 from __future__ import annotations
 
 import pytest
@@ -34,8 +35,11 @@ def _without_times(value):
     """A results entry without what differs between runs of the same bits: wall times and
     the generation record (whose files hold their times)."""
     if isinstance(value, dict):
-        return {k: _without_times(v) for k, v in value.items()
-                if "seconds" not in k and k != "generation"}
+        return {
+            k: _without_times(v)
+            for k, v in value.items()
+            if "seconds" not in k and k != "generation"
+        }
     return value
 
 
@@ -50,7 +54,7 @@ def digest_run(tmp_path_factory):
 
     def watching(path, state, compress=True):
         saved = real_save(path, state, compress)
-        if compress:                                    # a final state, not a crash file
+        if compress:  # a final state, not a crash file
             seen.append(_states_on_disk(out))
         return saved
 
@@ -60,7 +64,7 @@ def digest_run(tmp_path_factory):
         return saved
 
     patch = pytest.MonkeyPatch()
-    patch.setattr(checkpoint, "save_state", watching)   # every final state (and crash.save's)
+    patch.setattr(checkpoint, "save_state", watching)  # every final state (and crash.save's)
     patch.setattr(crash, "save", watching_crash)
     try:
         pipeline.run_pipeline(config, out)
@@ -73,7 +77,7 @@ def test_digest_mode_ends_as_the_run_that_keeps_every_state(digest_run, smoke_re
     config, out, _ = digest_run
     mine, reference = read_json(out / "results.json"), read_json(smoke_reference / "results.json")
     assert mine["policies"].keys() == reference["policies"].keys()
-    for policy, scores in mine["policies"].items():   # every count, rate and model digest
+    for policy, scores in mine["policies"].items():  # every count, rate and model digest
         assert _without_times(scores) == _without_times(reference["policies"][policy]), policy
     for branch in BRANCHES:
         verdict = read_json(out / f"resume-{branch}.json")
@@ -83,13 +87,15 @@ def test_digest_mode_ends_as_the_run_that_keeps_every_state(digest_run, smoke_re
         for mode in ("continuous", "resume"):
             assert verdict[mode]["model_digest"] == kept[mode]["model_digest"]
             record = read_json(out / "digests" / f"{branch}-{mode}.json")
-            assert (record["sha256"], record["bytes"]) == (verdict[mode]["sha256"],
-                                                           verdict[mode]["bytes"])
+            assert (record["sha256"], record["bytes"]) == (
+                verdict[mode]["sha256"],
+                verdict[mode]["bytes"],
+            )
         record = read_json(out / "digests" / f"{branch}-interrupt.json")
         assert record["sha256"] == RunFolder(out).recorded_state_sha256(branch, "interrupt")
-    assert (_without_times(read_json(out / "exercise" / "group-size.json")["budgets"])
-            == _without_times(read_json(smoke_reference / "exercise" / "group-size.json")
-                              ["budgets"]))
+    assert _without_times(
+        read_json(out / "exercise" / "group-size.json")["budgets"]
+    ) == _without_times(read_json(smoke_reference / "exercise" / "group-size.json")["budgets"])
 
 
 def test_the_folder_holds_at_most_one_branch_of_states(digest_run):
@@ -97,12 +103,13 @@ def test_the_folder_holds_at_most_one_branch_of_states(digest_run):
     assert seen, "no state was written"
     assert max(len(kept) for kept, _ in seen) <= 3
     assert len({name.rsplit("-", 1)[0] for kept, _ in seen for name in kept[:1]}) > 1
-    for kept, _ in seen:          # the states present at once belong to one branch
+    for kept, _ in seen:  # the states present at once belong to one branch
         assert len({name.rsplit("-", 1)[0] for name in kept}) <= 1
     assert max(len(crashing) for _, crashing in seen) <= 1
     assert _states_on_disk(out) == ([], [])
     assert sorted(p.name for p in (out / "checkpoints").glob("*.safetensors")) == sorted(
-        f"{b}-resume.safetensors" for b in BRANCHES)
+        f"{b}-resume.safetensors" for b in BRANCHES
+    )
 
 
 def test_a_rerun_checks_the_records_and_redoes_nothing(digest_run, tmp_path):
@@ -116,7 +123,7 @@ def test_a_rerun_checks_the_records_and_redoes_nothing(digest_run, tmp_path):
     record_path = copy / "digests" / "grpo-interrupt.json"
     record = read_json(record_path)
     record_path.unlink()
-    save_json(record_path, dict(record, sha256="0" * 64))   # a record that no longer vouches
+    save_json(record_path, dict(record, sha256="0" * 64))  # a record that no longer vouches
     with pytest.raises(pipeline.HalfDoneStageError, match="grpo-interrupt.pt.gz"):
         pipeline.run_pipeline(config, copy)
 
@@ -135,7 +142,8 @@ def test_a_verify_stopped_before_its_marker_is_finished_by_the_rerun(digest_run,
     assert read_json(copy / "resume-grpo-g8.json") == report
     marker = read_json(copy / "stages" / "grpo-g8-verify.json")
     assert set(marker["outputs"]) == {"resume-grpo-g8.json"} | {
-        f"digests/grpo-g8-{mode}.json" for mode in MODES}
+        f"digests/grpo-g8-{mode}.json" for mode in MODES
+    }
     assert not (copy / "aborted").exists()
 
 
@@ -155,7 +163,7 @@ def test_a_reduction_cut_short_finishes_and_a_changed_state_is_refused(tmp_path)
     state = folder.state("grpo", "continuous")
     rel = state.relative_to(tmp_path).as_posix()
     entry = {"sha256": checkpoint.sha256_file(state), "bytes": state.stat().st_size}
-    assert not state_digests.vouched_for(tmp_path, rel, entry)       # still there
+    assert not state_digests.vouched_for(tmp_path, rel, entry)  # still there
     first = state_digests.reduce_branch_states(tmp_path, "grpo")
     assert not list((tmp_path / "checkpoints").glob("*.pt.gz"))
     assert state_digests.vouched_for(tmp_path, rel, entry)

@@ -1,5 +1,6 @@
 """The one-command pipeline: stage markers, continuing without redoing work, refusing to
 write over the remains of an interrupted stage; then `run` end to end on the smoke profile."""
+
 import copy
 import os
 import shutil
@@ -38,8 +39,11 @@ class Toy:
                 raise KeyboardInterrupt("interrupted")
             (out / "c-done.txt").write_text("c")
 
-        return [Stage("a", "first", a, ["a/*"]), Stage("b", "first", b, ["b.txt"]),
-                Stage("c", "second", c, ["c-*"])]
+        return [
+            Stage("a", "first", a, ["a/*"]),
+            Stage("b", "first", b, ["b.txt"]),
+            Stage("c", "second", c, ["c-*"]),
+        ]
 
 
 @pytest.fixture
@@ -92,11 +96,13 @@ def test_a_half_done_stage_is_redone_and_its_remains_kept_aside(toy, config, tmp
     assert toy.calls == {"a": 1, "b": 1, "c": 2}
     [aborted] = (tmp_path / "aborted").iterdir()
     assert aborted.name.startswith("c-")
-    assert (aborted / "c-partial.txt").read_text() == "half"    # moved, never deleted
+    assert (aborted / "c-partial.txt").read_text() == "half"  # moved, never deleted
     note = read_json(aborted / "NOTE.json")
     assert note["stage"] == "c" and note["files"] == ["c-partial.txt"]
-    assert set(read_json(tmp_path / "stages" / "c.json")["outputs"]) == {"c-partial.txt",
-                                                                      "c-done.txt"}
+    assert set(read_json(tmp_path / "stages" / "c.json")["outputs"]) == {
+        "c-partial.txt",
+        "c-done.txt",
+    }
 
 
 def test_files_no_stage_accounts_for_are_refused(toy, config, tmp_path):
@@ -125,9 +131,10 @@ def test_complete_outputs_without_a_marker_are_adopted(monkeypatch, config, tmp_
     def work(config, out):
         calls.append(1)
         (out / "w.txt").write_text("done")
+
     stage = Stage("w", "g", work, ["w.txt"], finished=lambda out: (out / "w.txt").is_file())
     monkeypatch.setattr(pipeline, "build_stages", lambda config: [stage])
-    (tmp_path / "w.txt").write_text("done")   # as if killed between the file and its marker
+    (tmp_path / "w.txt").write_text("done")  # as if killed between the file and its marker
     pipeline.run_pipeline(config, tmp_path)
     marker = read_json(tmp_path / "stages" / "w.json")
     assert calls == [] and "adopted" in marker and list(marker["outputs"]) == ["w.txt"]
@@ -137,7 +144,7 @@ def test_changed_evidence_of_a_finished_stage_is_refused(toy, config, tmp_path):
     pipeline.run_pipeline(config, tmp_path, stop_after="b")
     path = tmp_path / "b.txt"
     stat = path.stat()
-    path.write_text("B")                               # same size, mtime put back:
+    path.write_text("B")  # same size, mtime put back:
     os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # only the SHA-256 can tell
     with pytest.raises(HalfDoneStageError, match="changed after stage b finished"):
         pipeline.run_pipeline(config, tmp_path)
@@ -153,8 +160,10 @@ def test_a_stage_may_not_alter_earlier_evidence(monkeypatch, config, tmp_path):
     def second(config, out):
         time.sleep(0.01)
         (out / "x.txt").write_text("overwritten")
-    monkeypatch.setattr(pipeline, "build_stages",
-                        lambda config: [Stage("x", "g", first), Stage("y", "g", second)])
+
+    monkeypatch.setattr(
+        pipeline, "build_stages", lambda config: [Stage("x", "g", first), Stage("y", "g", second)]
+    )
     with pytest.raises(RuntimeError, match="changed or removed earlier evidence"):
         pipeline.run_pipeline(config, tmp_path)
 
@@ -168,13 +177,16 @@ def test_a_run_folder_holds_one_configuration(toy, config, tmp_path):
 
 
 def test_a_change_no_finished_stage_depends_on_continues(monkeypatch, config, tmp_path):
-    stages = [Stage("d", "g", lambda c, o: (o / "d.txt").write_text("d"), ["d.txt"], ("data",)),
-              Stage("e", "g", lambda c, o: (o / "e.txt").write_text("e"), ["e.txt"],
-                    ("data", "evaluation"))]
+    stages = [
+        Stage("d", "g", lambda c, o: (o / "d.txt").write_text("d"), ["d.txt"], ("data",)),
+        Stage(
+            "e", "g", lambda c, o: (o / "e.txt").write_text("e"), ["e.txt"], ("data", "evaluation")
+        ),
+    ]
     monkeypatch.setattr(pipeline, "build_stages", lambda config: stages)
     pipeline.run_pipeline(config, tmp_path, stop_after="d")
     other = copy.deepcopy(config)
-    other["evaluation"]["draws"] = 2                  # only stage e (unfinished) reads it
+    other["evaluation"]["draws"] = 2  # only stage e (unfinished) reads it
     pipeline.run_pipeline(other, tmp_path)
     assert (tmp_path / "e.txt").is_file()
     third = copy.deepcopy(other)
@@ -186,7 +198,8 @@ def test_a_change_no_finished_stage_depends_on_continues(monkeypatch, config, tm
 def test_real_stages_depend_on_what_they_read(config):
     stages = {s.name: s for s in pipeline.build_stages(config)}
     assert pipeline.stage_sections(stages["warmstart-continuous"], config) == sorted(
-        ["seed", "device", "model", "data", "tokens", "warmstart", "threads"])
+        ["seed", "device", "model", "data", "tokens", "warmstart", "threads"]
+    )
     assert "evaluation" not in pipeline.stage_sections(stages["grpo-resume"], config)
     assert "exercise" in pipeline.stage_sections(stages["grpo-g2-resume"], config)
     assert "profile" not in pipeline.stage_sections(stages["report"], config)
@@ -197,13 +210,16 @@ def test_one_process_per_run_folder(tmp_path):
     import sys
 
     from verifiable_grpo.core import runlock
+
     with runlock.locked(tmp_path, "test holder"):
         with pytest.raises(runlock.RunFolderBusyError, match=f"PID {os.getpid()}.*test holder"):
             with runlock.locked(tmp_path):
                 pass
     # a holder that died (kill -9) leaves its record behind; the next run takes over
-    code = ("import os, sys; from verifiable_grpo.core import runlock\n"
-            "with runlock.locked(sys.argv[1], 'doomed'): os.kill(os.getpid(), 9)")
+    code = (
+        "import os, sys; from verifiable_grpo.core import runlock\n"
+        "with runlock.locked(sys.argv[1], 'doomed'): os.kill(os.getpid(), 9)"
+    )
     subprocess.run([sys.executable, "-c", code, str(tmp_path)], check=False)
     with runlock.locked(tmp_path) as lock:
         assert lock["took_over"]["command"] == "doomed"
@@ -213,9 +229,14 @@ def test_real_stage_list_names_every_branch_and_mode(config):
     names = [s.name for s in pipeline.build_stages(config)]
     assert names[:2] == ["data", "learning-view"]
     for branch in ("warmstart", "sft", "grpo", "grpo-g2", "grpo-g8"):
-        assert [f"{branch}-{m}" for m in ("continuous", "interrupt", "resume", "verify")] == \
-            [n for n in names if n.startswith(branch + "-") and n.count("-") == branch.count("-") + 1]
-    assert names.index("evaluate") < names.index("exercise-protect") < names.index("grpo-g2-continuous")
+        assert [f"{branch}-{m}" for m in ("continuous", "interrupt", "resume", "verify")] == [
+            n for n in names if n.startswith(branch + "-") and n.count("-") == branch.count("-") + 1
+        ]
+    assert (
+        names.index("evaluate")
+        < names.index("exercise-protect")
+        < names.index("grpo-g2-continuous")
+    )
     assert names[-3:] == ["exercise-evaluate", "exercise-summary", "report"]
 
 
@@ -223,8 +244,10 @@ def test_real_stage_list_names_every_branch_and_mode(config):
 def _smoke_config():
     """The smoke profile as it is: it needs the trained tiny base in data/tiny-base."""
     if not (repo_root() / "data" / "tiny-base" / "config.json").is_file():
-        pytest.skip("the trained tiny base (data/tiny-base/config.json) is not committed yet; "
-                    "the smoke profile runs on it")
+        pytest.skip(
+            "the trained tiny base (data/tiny-base/config.json) is not committed yet; "
+            "the smoke profile runs on it"
+        )
     return load_config("smoke")
 
 
@@ -253,21 +276,34 @@ def test_run_end_to_end_on_the_smoke_profile(smoke_reference, tmp_path):
     assert "greedy ALL" in report and "not measured by this project" in report
     markers = {p.name: p.stat().st_mtime_ns for p in (out / "stages").iterdir()}
 
-    again = pipeline.run_pipeline(config, out)                 # continues: nothing to redo
+    again = pipeline.run_pipeline(config, out)  # continues: nothing to redo
     assert again["stages"] == timings["stages"]
     assert {p.name: p.stat().st_mtime_ns for p in (out / "stages").iterdir()} == markers
 
     recorded = report_module.export_recorded(out, tmp_path / "recorded", config)
     names = {p.relative_to(recorded).as_posix() for p in recorded.rglob("*") if p.is_file()}
-    assert {"results.json", "provenance.json", "state-sizes.json", "timings.json",
-            "resume-grpo.json", "learning/grpo-continuous.json",
-            "learning/sft-continuous.json", "exercise/group-size.json"} <= names
-    assert not [n for n in names if n.endswith(".pt.gz")]           # no resume states
+    assert {
+        "results.json",
+        "provenance.json",
+        "state-sizes.json",
+        "timings.json",
+        "resume-grpo.json",
+        "learning/grpo-continuous.json",
+        "learning/sft-continuous.json",
+        "exercise/group-size.json",
+    } <= names
+    assert not [n for n in names if n.endswith(".pt.gz")]  # no resume states
     assert {n for n in names if n.endswith(".safetensors")} == {
-        "policies/warmstart.safetensors", "policies/grpo.safetensors"}
+        "policies/warmstart.safetensors",
+        "policies/grpo.safetensors",
+    }
     assert {"scores/warmstart-sample.json", "scores/grpo-sample.json"} <= names
     # per-problem greedy answers too, so chapter 8 can pair greedy pass@1 problem by problem
-    assert {"scores/warmstart-greedy.json", "scores/sft-greedy.json", "scores/grpo-greedy.json"} <= names
+    assert {
+        "scores/warmstart-greedy.json",
+        "scores/sft-greedy.json",
+        "scores/grpo-greedy.json",
+    } <= names
     assert provenance_files_listed(recorded, names)
     provenance = read_json(recorded / "provenance.json")
     assert provenance["dataset_sha256"] == results["dataset_sha256"]
@@ -275,6 +311,6 @@ def test_run_end_to_end_on_the_smoke_profile(smoke_reference, tmp_path):
     with pytest.raises(FileExistsError):
         report_module.export_recorded(out, recorded, config)
 
-    (out / "stages" / "report.json").unlink()      # as if killed before the report's marker
-    pipeline.run_pipeline(config, out)               # redone; the old report kept aside
+    (out / "stages" / "report.json").unlink()  # as if killed before the report's marker
+    pipeline.run_pipeline(config, out)  # redone; the old report kept aside
     assert [p.name for p in (out / "aborted").glob("report-*/report.md")] == ["report.md"]

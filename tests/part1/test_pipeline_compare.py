@@ -2,6 +2,7 @@
 doctored copy), and the committed comparison of the current code's tiny run with the
 recorded one (data/recorded/tiny-side), which the README, the provenance appendix and
 Part I quote."""
+
 from __future__ import annotations
 
 import json
@@ -49,11 +50,14 @@ def side():
 
 
 def test_the_current_code_gives_the_recorded_counts_and_the_recorded_warm_start(side):
-    assert side["counts"]["results.json"] == pipeline_compare._counts(read_json(TINY / "results.json"))
+    assert side["counts"]["results.json"] == pipeline_compare._counts(
+        read_json(TINY / "results.json")
+    )
     assert side["counts"]["exercise/results.json"] == pipeline_compare._counts(
-        read_json(TINY / "exercise" / "results.json"))
+        read_json(TINY / "exercise" / "results.json")
+    )
     assert side["counts_equal"] is True and all(side["resume_equal"].values())
-    for mode in ("continuous", "interrupt", "resume"):   # bit for bit: Part II's lock holds
+    for mode in ("continuous", "interrupt", "resume"):  # bit for bit: Part II's lock holds
         recorded = read_json(TINY / "learning" / f"warmstart-{mode}.json")["final_model_digest"]
         assert side["branches"][f"warmstart-{mode}"]["final_digest"] == recorded
     grpo = [e for n, e in side["branches"].items() if "rewards_equal" in e]
@@ -72,14 +76,20 @@ def _quoted_speed(text: str) -> list[str]:
 def test_the_speed_paragraph_quotes_the_recorded_comparison(side, page):
     elapsed = side["timings"]["elapsed_seconds"]
     first = side["first_recording"]["total_seconds"]
-    expected = [f"{elapsed:.1f}", f"{side['timings']['total_seconds']:.1f}", f"{first:,.1f}",
-                f"{first / elapsed:.1f}", f"{side['recorded_total_seconds']:.1f}",
-                f"{side['speedup_against_record']:.1f}"]
+    expected = [
+        f"{elapsed:.1f}",
+        f"{side['timings']['total_seconds']:.1f}",
+        f"{first:,.1f}",
+        f"{first / elapsed:.1f}",
+        f"{side['recorded_total_seconds']:.1f}",
+        f"{side['speedup_against_record']:.1f}",
+    ]
     assert _quoted_speed((repo_root() / page).read_text()) == expected
 
 
 def test_the_readme_quotes_the_recorded_pipeline_time(side):
-    match = re.search(r"<!-- main-job -->(.+?)<!-- /main-job -->",
-                      (repo_root() / "README.md").read_text(), re.S)
+    match = re.search(
+        r"<!-- main-job -->(.+?)<!-- /main-job -->", (repo_root() / "README.md").read_text(), re.S
+    )
     assert match, "the README's main-job time lost its <!-- main-job --> markers"
     assert match.group(1) == f"{side['timings']['elapsed_seconds']:.1f} s"

@@ -1,6 +1,7 @@
 """The recorded sweep (data/recorded/tiny-sweep): its settings are the declared ones, its
 warm start scores exactly as Part I's record, and its summary (selection, intervals,
 verdict) is recomputed bit for bit from the per-response results it holds."""
+
 from __future__ import annotations
 
 import json
@@ -24,15 +25,18 @@ def test_the_recorded_settings_are_the_declared_ones(recorded):
     for res in recorded["results"]:
         s = res["setting"]
         grpo = res["config_grpo"]
-        assert (grpo["learning_rate"], grpo["iterations"], grpo["updates_per_rollout"],
-                grpo["group_size"]) == (s["learning_rate"], s["iterations"],
-                                        s["updates_per_rollout"], s["group_size"])
+        assert (
+            grpo["learning_rate"],
+            grpo["iterations"],
+            grpo["updates_per_rollout"],
+            grpo["group_size"],
+        ) == (s["learning_rate"], s["iterations"], s["updates_per_rollout"], s["group_size"])
         assert len(res["history"]) == s["iterations"]
         assert len(res["test_sample"]) == 800 and len(res["validation_sample"]) == 800
 
 
 def test_the_warm_start_scores_as_part_one_recorded_it(recorded):
-    sweep.check_warm_start(recorded["warm_start"])    # raises on any difference
+    sweep.check_warm_start(recorded["warm_start"])  # raises on any difference
 
 
 def test_the_summary_is_recomputed_exactly(recorded):
@@ -43,9 +47,10 @@ def test_the_summary_is_recomputed_exactly(recorded):
 
 
 def test_the_histories_read_under_the_current_name():
-    raw = read_json(PATH)                      # recorded when a history said `zvf`
+    raw = read_json(PATH)  # recorded when a history said `zvf`
     loaded = sweep.load_recorded()
     for old, new in zip(raw["results"], loaded["results"]):
-        assert [h["zvf"] for h in old["history"]] == \
-            [h["zero_variance_fraction"] for h in new["history"]]
+        assert [h["zvf"] for h in old["history"]] == [
+            h["zero_variance_fraction"] for h in new["history"]
+        ]
         assert all("zvf" not in h for h in new["history"])

@@ -1,5 +1,6 @@
 """`plan`: its counts are the pipeline's own (checked against the recorded tiny run), its cost
 model predicts the stand-in's measured CPU steps, and the README and how-to-run quote it."""
+
 from __future__ import annotations
 
 import re
@@ -26,16 +27,22 @@ def test_crash_checkpoint_counts_are_the_recorded_runs():
     for branch in run_plan.branches(_recorded_config()):
         for mode in MODES:
             record = read_json(RECORDED / "learning" / f"{branch.name}-{mode}.json")
-            saved = (record["timings"]["crash_checkpoints"]["saved"] if branch.kind == "sft"
-                     else record["costs"]["crash_checkpoints"]["saved"])
+            saved = (
+                record["timings"]["crash_checkpoints"]["saved"]
+                if branch.kind == "sft"
+                else record["costs"]["crash_checkpoints"]["saved"]
+            )
             assert branch.crash_saves[mode] == saved, (branch.name, mode)
 
 
 def test_generated_responses_are_the_recorded_runs():
     config = _recorded_config()
-    responses = sum(read_json(RECORDED / "learning" / f"{b.name}-{m}.json")["costs"]
-                    ["responses_generated"]
-                    for b in run_plan.branches(config) if b.kind == "grpo" for m in MODES)
+    responses = sum(
+        read_json(RECORDED / "learning" / f"{b.name}-{m}.json")["costs"]["responses_generated"]
+        for b in run_plan.branches(config)
+        if b.kind == "grpo"
+        for m in MODES
+    )
     planned = run_plan.generated_tokens(config, 1.0)
     assert planned["grpo_responses"] == responses
     assert planned["evaluated_responses"] == 5 * 200 * 5
@@ -66,8 +73,9 @@ def test_no_cache_generation_counts_every_prefix():
     shape = dict(run_cost.QWEN_SHAPE, layers=2)
     device = run_cost.Device("flops only", 1.0, 1e30, 0.0)
     seconds = device.generate(shape, 60, 9, cached=False)
-    assert seconds == pytest.approx(sum(run_cost.forward_flops(shape, 60 + t) for t in range(9)),
-                                    rel=1e-12)
+    assert seconds == pytest.approx(
+        sum(run_cost.forward_flops(shape, 60 + t) for t in range(9)), rel=1e-12
+    )
     body = run_cost.parameters(shape)
     assert run_cost.forward_flops(shape, 1) == 2 * body + 4 * 2 * 896
 
@@ -99,8 +107,10 @@ def test_the_pages_quote_the_plan(page):
 
 
 def test_the_fast_profile_is_faster_and_otherwise_the_same():
-    qwen, fast = run_plan.build_plan(load_config("qwen")), run_plan.build_plan(
-        load_config("qwen-fast"))
+    qwen, fast = (
+        run_plan.build_plan(load_config("qwen")),
+        run_plan.build_plan(load_config("qwen-fast")),
+    )
     for gpu in qwen["hours"]:
         for case in ("typical", "worst case"):
             assert fast["hours"][gpu][case] < qwen["hours"][gpu][case]

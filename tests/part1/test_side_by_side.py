@@ -1,6 +1,7 @@
 """Stages side by side (`run --workers N`): the order ready stages start in, a stage asking
 for more threads than one running alone, errors and dead workers reported, and a killed
 worker's run continued to the uninterrupted run's bits."""
+
 from __future__ import annotations
 
 import pytest
@@ -32,30 +33,44 @@ class Journal:
         assert token == name
         self.events.append(("end", name, seconds))
 
-    def task(self, name):   # a builtin runs in the spawned worker: float("2.5") -> 2.5
+    def task(self, name):  # a builtin runs in the spawned worker: float("2.5") -> 2.5
         return float, (self.results.get(name, "1.5"),)
 
 
 def _run(journal, needs, workers, threads=None, cost=None, finished=()):
     order = list(needs)
-    run_side_by_side(order, needs, set(finished), workers,
-                     threads or {n: 1 for n in order}, cost or {n: 1.0 for n in order},
-                     journal.start, journal.end, journal.task)
+    run_side_by_side(
+        order,
+        needs,
+        set(finished),
+        workers,
+        threads or {n: 1 for n in order},
+        cost or {n: 1.0 for n in order},
+        journal.start,
+        journal.end,
+        journal.task,
+    )
 
 
 def test_stages_start_when_their_needs_are_done_costliest_chain_first():
     journal = Journal({"b": "4.0"})
     _run(journal, DIAMOND, workers=1, cost={"a": 1.0, "b": 1.0, "c": 3.0, "d": 1.0})
     starts = [e[1] for e in journal.events if e[0] == "start"]
-    assert starts == ["a", "c", "b", "d"]            # c heads the costlier chain
-    assert ("end", "b", 4.0) in journal.events       # the worker's seconds reach the marker
+    assert starts == ["a", "c", "b", "d"]  # c heads the costlier chain
+    assert ("end", "b", 4.0) in journal.events  # the worker's seconds reach the marker
 
 
 def test_finished_stages_are_skipped_and_a_wide_stage_runs_alone():
     journal = Journal()
     needs = {"a": set(), "wide": set(), "b": set(), "c": {"wide"}}
-    _run(journal, needs, workers=2, threads={"a": 1, "wide": 2, "b": 1, "c": 1},
-         cost={"a": 1.0, "wide": 5.0, "b": 1.0, "c": 1.0}, finished={"a"})
+    _run(
+        journal,
+        needs,
+        workers=2,
+        threads={"a": 1, "wide": 2, "b": 1, "c": 1},
+        cost={"a": 1.0, "wide": 5.0, "b": 1.0, "c": 1.0},
+        finished={"a"},
+    )
     assert ("start", "a") not in journal.events
     running = set()
     for event in journal.events:
@@ -64,15 +79,15 @@ def test_finished_stages_are_skipped_and_a_wide_stage_runs_alone():
             running.add(event[1])
         else:
             running.discard(event[1])
-    assert journal.events[0] == ("start", "wide")    # the costliest chain, alone
+    assert journal.events[0] == ("start", "wide")  # the costliest chain, alone
 
 
 def test_a_failing_stage_ends_the_run_after_the_stages_in_flight():
     journal = Journal({"b": "not a number"})
     with pytest.raises(ValueError, match="could not convert"):
         _run(journal, {"a": set(), "b": set(), "c": {"b"}}, workers=2)
-    assert ("end", "a", 1.5) in journal.events       # in flight beside b: finished, kept
-    assert ("start", "c") not in journal.events       # never started after the failure
+    assert ("end", "a", 1.5) in journal.events  # in flight beside b: finished, kept
+    assert ("start", "c") not in journal.events  # never started after the failure
 
 
 def test_unknown_needs_and_bad_worker_counts_are_refused(tmp_path):
@@ -90,17 +105,17 @@ def test_real_stages_need_what_they_read():
     needs = pipeline.stage_needs(stages)
     assert needs["grpo-continuous"] == needs["sft-interrupt"] == {"warmstart-resume"}
     assert needs["grpo-resume"] == {"grpo-interrupt"}
-    assert needs["infer-sft"] == {"sft-resume"}          # inference as soon as weights exist
+    assert needs["infer-sft"] == {"sft-resume"}  # inference as soon as weights exist
     assert needs["evaluate"] == {"infer-warmstart", "infer-sft", "infer-grpo"}
     assert needs["infer-grpo-g8"] == {"exercise-protect", "grpo-g8-resume"}
-    before = [s.name for s in stages][:[s.name for s in stages].index("exercise-protect")]
-    assert needs["exercise-protect"] == set(before)   # the exercise starts after Part I
+    before = [s.name for s in stages][: [s.name for s in stages].index("exercise-protect")]
+    assert needs["exercise-protect"] == set(before)  # the exercise starts after Part I
     assert needs["grpo-g8-interrupt"] == {"exercise-protect"}
     # the warm start and its evaluation keep the recorded threads (the lock and the sweep
     # build on those exact weights and scores)
     assert [s.name for s in stages if s.threads == "warmstart"] == [
-        f"warmstart-{m}" for m in ("continuous", "interrupt", "resume", "verify")] + [
-        "infer-warmstart"]
+        f"warmstart-{m}" for m in ("continuous", "interrupt", "resume", "verify")
+    ] + ["infer-warmstart"]
 
 
 def test_stages_write_only_under_their_claims(smoke_reference):
@@ -110,13 +125,17 @@ def test_stages_write_only_under_their_claims(smoke_reference):
     stages = {s.name: s for s in pipeline.build_stages(config)}
     for path in sorted((smoke_reference / "stages").glob("*.json")):
         marker = read_json(path)
-        stray = [rel for rel in marker["outputs"]
-                 if pipeline._owner(rel, [stages[marker["stage"]]]) is None]
+        stray = [
+            rel
+            for rel in marker["outputs"]
+            if pipeline._owner(rel, [stages[marker["stage"]]]) is None
+        ]
         assert stray == [], marker["stage"]
 
 
 def test_a_killed_worker_is_reported_and_the_rerun_ends_as_the_uninterrupted_run(
-        smoke_reference, tmp_path):
+    smoke_reference, tmp_path
+):
     out = tmp_path / "run"
     command = ["run", "--config", "smoke", "--out", str(out), "--workers", "2"]
     killed = run_cli(command, {"VERIFIABLE_GRPO_FAULT": "grpo-after-iteration#2"})
@@ -135,8 +154,11 @@ def test_a_killed_worker_is_reported_and_the_rerun_ends_as_the_uninterrupted_run
     ours, theirs = read_json(out / "results.json"), read_json(smoke_reference / "results.json")
 
     def counts(results, policy):
-        return {(measure, split): (v["correct"], v["responses"])
-                for measure in ("greedy_pass_at_1", "per_draw_success")
-                for split, v in results["policies"][policy][measure].items()}
+        return {
+            (measure, split): (v["correct"], v["responses"])
+            for measure in ("greedy_pass_at_1", "per_draw_success")
+            for split, v in results["policies"][policy][measure].items()
+        }
+
     for policy in ("warmstart", "sft", "grpo"):
         assert counts(ours, policy) == counts(theirs, policy)

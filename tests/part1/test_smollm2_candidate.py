@@ -1,5 +1,6 @@
 """The lift study's SmolLM2 candidate: its config, its refusals, its own-warm-start pairing
 and its record (no SmolLM2 weights needed: CI has none)."""
+
 from __future__ import annotations
 
 import pytest
@@ -22,10 +23,14 @@ def test_smollm2_config_is_the_tiny_profile_with_the_declared_model_and_recipe()
     assert model["eos_token_id"] == lab1_model.SPECIAL_TOKENS["<|im_end|>"]
     assert (grpo["prompts_per_iteration"], grpo["group_size"], grpo["iterations"]) == (4, 4, 60)
     assert (grpo["learning_rate"], grpo["kl_coefficient"], grpo["updates_per_rollout"]) == (
-        1e-5, 0.02, 2)
+        1e-5,
+        0.02,
+        2,
+    )
     assert grpo["interrupt_at"] < grpo["iterations"]
-    assert {k: config["warmstart"][k] for k in smollm2_candidate.WARM_START} == \
-        smollm2_candidate.WARM_START
+    assert {
+        k: config["warmstart"][k] for k in smollm2_candidate.WARM_START
+    } == smollm2_candidate.WARM_START
     # what pairs it with the tiny candidates stays the tiny profile's
     for section in ("data", "tokens", "evaluation", "sampling", "seed"):
         assert config[section] == base[section]
@@ -50,19 +55,29 @@ def test_missing_weights_are_named_before_any_work(tmp_path):
 
 
 def _rows(rewards, seed_base=0):
-    return [[f"p{i}", k, seed_base + 10 * i + k, r] for i, draws in enumerate(rewards)
-            for k, r in enumerate(draws)]
+    return [
+        [f"p{i}", k, seed_base + 10 * i + k, r]
+        for i, draws in enumerate(rewards)
+        for k, r in enumerate(draws)
+    ]
 
 
 def _scored(validation, test):
-    return {"validation_sample": _rows(validation, 1000), "test_sample": _rows(test),
-            "test_greedy": _rows([[t[0]] for t in test])}
+    return {
+        "validation_sample": _rows(validation, 1000),
+        "test_sample": _rows(test),
+        "test_greedy": _rows([[t[0]] for t in test]),
+    }
 
 
 def _smollm2_result(warm, validation, test):
-    return {"candidate": lift_study.asdict(SMOLLM2), "warm_start": warm, "train_seconds": 1.0,
-            "history": [{"mean_reward": 0.25}, {"mean_reward": 0.75}],
-            **_scored(validation, test)}
+    return {
+        "candidate": lift_study.asdict(SMOLLM2),
+        "warm_start": warm,
+        "train_seconds": 1.0,
+        "history": [{"mean_reward": 0.25}, {"mean_reward": 0.75}],
+        **_scored(validation, test),
+    }
 
 
 def test_own_warm_start_pairing_and_record(tmp_path):
@@ -98,9 +113,9 @@ def _micro_llama_folder(folder, tokenizer):
     return sum(p.numel() for p in model.parameters())
 
 
-def test_warm_start_then_grpo_then_scores_on_a_micro_llama(tmp_path, monkeypatch, tokenizer,
-                                                           dataset_dir, learning_view_dir,
-                                                           one_thread):
+def test_warm_start_then_grpo_then_scores_on_a_micro_llama(
+    tmp_path, monkeypatch, tokenizer, dataset_dir, learning_view_dir, one_thread
+):
     """The whole candidate path (warm start interrupt + resume, scoring, GRPO, scoring) on
     a micro Llama stand-in with a few problems: each stage hands the next what it needs."""
     import shutil
@@ -110,18 +125,34 @@ def test_warm_start_then_grpo_then_scores_on_a_micro_llama(tmp_path, monkeypatch
 
     folder = tmp_path / "weights"
     count = _micro_llama_folder(folder, tokenizer)
-    monkeypatch.setattr(smollm2_candidate, "SMOLLM2_MODEL", {
-        **smollm2_candidate.SMOLLM2_MODEL, "path": str(folder), "attn_implementation": "eager",
-        "expected_unique_parameters": count, "eos_token_id": None})
-    monkeypatch.setattr(smollm2_candidate, "WARM_START", {
-        **smollm2_candidate.WARM_START, "examples": 8, "batch_size": 4, "validation_examples": 4})
-    monkeypatch.setattr(sweep, "_validation_pages", lambda learning: list(enumerate(
-        smollm2_candidate.data.read_examples(learning, "validation")))[:3])
+    monkeypatch.setattr(
+        smollm2_candidate,
+        "SMOLLM2_MODEL",
+        {
+            **smollm2_candidate.SMOLLM2_MODEL,
+            "path": str(folder),
+            "attn_implementation": "eager",
+            "expected_unique_parameters": count,
+            "eos_token_id": None,
+        },
+    )
+    monkeypatch.setattr(
+        smollm2_candidate,
+        "WARM_START",
+        {**smollm2_candidate.WARM_START, "examples": 8, "batch_size": 4, "validation_examples": 4},
+    )
+    monkeypatch.setattr(
+        sweep,
+        "_validation_pages",
+        lambda learning: list(
+            enumerate(smollm2_candidate.data.read_examples(learning, "validation"))
+        )[:3],
+    )
     base = load_config("tiny")
     base["evaluation"].update(problems=3, draws=2)
-    base["tokens"].update(max_response=12, max_total=268)   # short answers: a quick test
+    base["tokens"].update(max_response=12, max_total=268)  # short answers: a quick test
     candidate = replace(SMOLLM2, iterations=2)
-    run = tmp_path / "lift" / SMOLLM2.name          # the session's dataset, not a new one
+    run = tmp_path / "lift" / SMOLLM2.name  # the session's dataset, not a new one
     shutil.copytree(dataset_dir, run / "data")
     shutil.copytree(learning_view_dir, run / "learning-data")
     result = lift_study.run_candidate(base, candidate, tmp_path / "lift")
@@ -129,7 +160,7 @@ def test_warm_start_then_grpo_then_scores_on_a_micro_llama(tmp_path, monkeypatch
     assert len(warm["validation_sample"]) == len(result["validation_sample"]) == 3 * 2
     assert len(result["test_greedy"]) == 3 and len(result["test_sample"]) == 3 * 2
     assert [h["iteration"] for h in result["history"]] == [0, 1]
-    assert result["final_model_digest"] != warm["model_digest"]     # GRPO changed the policy
+    assert result["final_model_digest"] != warm["model_digest"]  # GRPO changed the policy
     assert result["config_grpo"]["group_size"] == 4
     # a run still going is read from its evidence with the trainer's own formulas
     so_far = smollm2_candidate.history_so_far(run)
@@ -138,7 +169,7 @@ def test_warm_start_then_grpo_then_scores_on_a_micro_llama(tmp_path, monkeypatch
         assert mine == pytest.approx({k: trainer[k] for k in mine}, rel=1e-12)
     partial = smollm2_candidate.partial_record(run, candidate)
     assert partial["finished"] is False and partial["warm_start_training"]["updates"] == 4
-    again = lift_study.run_candidate(base, candidate, tmp_path / "lift")   # finished: reused
+    again = lift_study.run_candidate(base, candidate, tmp_path / "lift")  # finished: reused
     assert again == files.read_json(tmp_path / "lift" / SMOLLM2.name / "result.json")
 
 
@@ -146,12 +177,16 @@ def test_curves_of_two_candidates_share_panels_and_keep_their_lengths():
     from verifiable_grpo.book import learning_plots
 
     def result(name, rewards):
-        return {"candidate": {"name": name},
-                "history": [{"mean_reward": r, "mean_exact_kl": r / 10, "mean_entropy": 1 - r}
-                            for r in rewards]}
+        return {
+            "candidate": {"name": name},
+            "history": [
+                {"mean_reward": r, "mean_exact_kl": r / 10, "mean_entropy": 1 - r} for r in rewards
+            ],
+        }
 
-    figure = learning_plots.plot_lift_curves([result("tiny", [0.1, 0.2, 0.3]),
-                                              result("smollm2", [0.0, 0.5])], window=2)
+    figure = learning_plots.plot_lift_curves(
+        [result("tiny", [0.1, 0.2, 0.3]), result("smollm2", [0.0, 0.5])], window=2
+    )
     axes = figure.axes
     assert len(axes) == len(learning_plots.CURVES)
     # per candidate: the raw line and its moving average, each as long as its history

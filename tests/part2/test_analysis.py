@@ -1,6 +1,7 @@
 """The pre-registered analysis on synthetic runs: exact sign-flip p-values, BH, verdicts,
 cost and ZVF columns, failing closed on missing runs; the E1 card's per-seed accuracies as
 a worked case (the notes' paired differences and the study's all-inconclusive verdicts)."""
+
 from __future__ import annotations
 
 import pytest
@@ -24,22 +25,38 @@ def lock():
 
 
 def _runs(values, regime="on_policy", **extra):
-    return [{"arm": arm, "seed": seed, "regime": regime, "lock_sha256": "x" * 64,
-             "group_size": 4, "heldout_greedy_all": v, "mean_reward_drawn": 0.5,
-             "rollouts_generated": 480 if arm != "dapo" else 1200, "rollouts_discarded":
-             0 if arm != "dapo" else 720, "tokens_generated": 1000, "seconds_per_step": 1.0,
-             "mean_zero_variance_fraction": 0.0 if arm == "dapo" else 0.6,
-             "mean_zero_variance_fraction_drawn": 0.6, **extra}
-            for arm, per_seed in values.items() for seed, v in zip(SEEDS, per_seed)]
+    return [
+        {
+            "arm": arm,
+            "seed": seed,
+            "regime": regime,
+            "lock_sha256": "x" * 64,
+            "group_size": 4,
+            "heldout_greedy_all": v,
+            "mean_reward_drawn": 0.5,
+            "rollouts_generated": 480 if arm != "dapo" else 1200,
+            "rollouts_discarded": 0 if arm != "dapo" else 720,
+            "tokens_generated": 1000,
+            "seconds_per_step": 1.0,
+            "mean_zero_variance_fraction": 0.0 if arm == "dapo" else 0.6,
+            "mean_zero_variance_fraction_drawn": 0.6,
+            **extra,
+        }
+        for arm, per_seed in values.items()
+        for seed, v in zip(SEEDS, per_seed)
+    ]
 
 
-@pytest.mark.parametrize("differences, expected", [
-    ([1.0, 1.0, 1.0], 2 / 8),            # only all-plus and all-minus reach |3|
-    ([2.0, -1.0, 1.0], 6 / 8),           # |sums| 2,0,4,2,0,2,2,4 -> six reach 2
-    ([1.0, -1.0], 1.0),
-    ([0.0] * 4, 1.0),
-    ([0.05] * 8, 2 / 256),
-])
+@pytest.mark.parametrize(
+    "differences, expected",
+    [
+        ([1.0, 1.0, 1.0], 2 / 8),  # only all-plus and all-minus reach |3|
+        ([2.0, -1.0, 1.0], 6 / 8),  # |sums| 2,0,4,2,0,2,2,4 -> six reach 2
+        ([1.0, -1.0], 1.0),
+        ([0.0] * 4, 1.0),
+        ([0.05] * 8, 2 / 256),
+    ],
+)
 def test_the_exact_sign_flip_pvalue(differences, expected):
     assert analysis.sign_flip_pvalue(differences) == expected
 
@@ -47,18 +64,20 @@ def test_the_exact_sign_flip_pvalue(differences, expected):
 def test_the_iid_zero_variance_fraction_prediction():
     assert analysis.iid_zero_variance_fraction(0.5, 4) == 0.125
     assert analysis.iid_zero_variance_fraction(0.0, 4) == 1.0
-    assert analysis.iid_zero_variance_fraction(0.64, 4) == pytest.approx(0.64 ** 4 + 0.36 ** 4)
+    assert analysis.iid_zero_variance_fraction(0.64, 4) == pytest.approx(0.64**4 + 0.36**4)
     with pytest.raises(ValueError, match="p must lie in"):
         analysis.iid_zero_variance_fraction(1.5, 4)
 
 
 def test_verdicts_follow_bh_and_the_interval(lock):
     base = [0.5, 0.52, 0.48, 0.5, 0.51, 0.49, 0.5, 0.5]
-    values = {"grpo": base,
-              "drgrpo": [b + 0.05 for b in base],          # better on every seed
-              "dapo": [b - 0.05 for b in base],            # worse on every seed
-              "gspo": [b + d for b, d in zip(base, [0.01, -0.01] * 4)],
-              "aero": list(base)}
+    values = {
+        "grpo": base,
+        "drgrpo": [b + 0.05 for b in base],  # better on every seed
+        "dapo": [b - 0.05 for b in base],  # worse on every seed
+        "gspo": [b + d for b, d in zip(base, [0.01, -0.01] * 4)],
+        "aero": list(base),
+    }
     result = analysis.analyse(lock, _runs(values))["regimes"]["on_policy"]
     by_arm = {c["arm"]: c for c in result["comparisons"]}
     assert by_arm["drgrpo"]["p_value"] == by_arm["dapo"]["p_value"] == 2 / 256
@@ -66,11 +85,18 @@ def test_verdicts_follow_bh_and_the_interval(lock):
     assert by_arm["drgrpo"]["p_adjusted"] == pytest.approx(1 / 64)
     assert by_arm["gspo"]["p_adjusted"] == 1.0 and by_arm["aero"]["p_value"] == 1.0
     assert [by_arm[a]["verdict"] for a in ("drgrpo", "dapo", "gspo", "aero")] == [
-        "better", "worse", "inconclusive", "inconclusive"]
+        "better",
+        "worse",
+        "inconclusive",
+        "inconclusive",
+    ]
     assert by_arm["drgrpo"]["difference"] == pytest.approx(0.05)
     assert by_arm["drgrpo"]["low"] == pytest.approx(0.05) == by_arm["drgrpo"]["high"]
     rows = {r["arm"]: r for r in result["arms"]}
-    assert rows["dapo"]["rollouts_discarded"] == 720 and rows["dapo"]["zero_variance_fraction_logged"] == 0.0
+    assert (
+        rows["dapo"]["rollouts_discarded"] == 720
+        and rows["dapo"]["zero_variance_fraction_logged"] == 0.0
+    )
     assert rows["grpo"]["zero_variance_fraction_iid"] == 0.125
     assert rows["grpo"]["zero_variance_fraction_drawn"] == 0.6
 
@@ -83,11 +109,12 @@ def test_the_e1_card_as_a_worked_case(lock):
     # Percentile bootstrap over 8 seeds: inside the sample's range, around the mean.
     assert min(E1["grpo"]) <= rows["grpo"]["low"] < 0.6330 < rows["grpo"]["high"] <= max(E1["grpo"])
     differences = {c["arm"]: c["difference"] for c in result["comparisons"]}
-    assert differences == pytest.approx({"aero": -0.00075, "dapo": 0.0010, "drgrpo": -0.0020,
-                                         "gspo": 0.0050}, abs=1e-12)
+    assert differences == pytest.approx(
+        {"aero": -0.00075, "dapo": 0.0010, "drgrpo": -0.0020, "gspo": 0.0050}, abs=1e-12
+    )
     assert {c["verdict"] for c in result["comparisons"]} == {"inconclusive"}
     again = analysis.analyse(lock, _runs(E1))["regimes"]["on_policy"]
-    assert again == result                        # fixed RNG seeds: identical numbers
+    assert again == result  # fixed RNG seeds: identical numbers
     text = analysis.format_analysis({"metric": "m", "regimes": {"on_policy": result}})
     assert "gspo - grpo: +0.0050" in text
 
@@ -98,6 +125,7 @@ def test_missing_runs_fail_closed_and_foreign_locks_are_refused(lock):
     assert not part["complete"] and part["comparisons"] == []
     assert part["missing"] == ["aero/seed 131"]
     assert "no verdicts: 1 pre-registered runs missing" in analysis.format_analysis(
-        {"metric": "m", "regimes": {"on_policy": part}})
+        {"metric": "m", "regimes": {"on_policy": part}}
+    )
     with pytest.raises(ValueError, match="runs from another lock"):
         analysis.analyse(lock, _runs(E1), lock_sha="y" * 64)

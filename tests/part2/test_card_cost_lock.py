@@ -2,6 +2,7 @@
 not run: its SHA-256 is pinned, the code re-derives it, it differs from the committed lock
 only where it should, an edit is refused by name, and a study folder of the committed lock
 refuses a run under it before any compute. The committed lock's hash does not move."""
+
 from __future__ import annotations
 
 import shutil
@@ -33,7 +34,8 @@ def test_it_differs_from_the_committed_lock_only_in_the_trainable_and_the_rate()
     changed = {k for k in new["budget"] if new["budget"][k] != committed["budget"].get(k)}
     assert changed == {"trainable", "lora", "learning_rate"}
     assert new["budget"]["learning_rate"] == pytest.approx(
-        lora_rate_lock.FULL_TO_LORA_RATE * committed["budget"]["learning_rate"])
+        lora_rate_lock.FULL_TO_LORA_RATE * committed["budget"]["learning_rate"]
+    )
     assert new["budget"]["lora"] == {"rank": 16, "alpha": 32, "dropout": 0.0}
 
 
@@ -50,8 +52,25 @@ def test_an_edit_back_to_the_cards_rate_is_refused_by_name(tmp_path):
 def test_the_tiny_studys_folder_refuses_a_run_under_it(tmp_path, capsys):
     out = tmp_path / "study"
     study.bind_study_folder(out, lock_lib.COMMITTED_LOCK_SHA256, lock_lib.LOCK_PATH)
-    assert cli.main(["family", "run", "--lock", lora_rate_lock.PATH, "--out", str(out),
-                     "--arm", "grpo", "--seed", "11", "--regime", "on_policy"]) == 2
+    assert (
+        cli.main(
+            [
+                "family",
+                "run",
+                "--lock",
+                lora_rate_lock.PATH,
+                "--out",
+                str(out),
+                "--arm",
+                "grpo",
+                "--seed",
+                "11",
+                "--regime",
+                "on_policy",
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert "the treatment lock changed" in err and err.count("\n") == 1
     assert sorted(p.name for p in out.iterdir()) == ["study.json"]

@@ -1,5 +1,6 @@
 """`python -m verifiable_grpo family ...`: the committed lock verifies, status counts the
 80 pre-registered runs, and refusals exit 2 with one line naming the fix."""
+
 from __future__ import annotations
 
 from verifiable_grpo import cli
@@ -20,7 +21,22 @@ def test_status_lists_every_preregistered_run(tmp_path, capsys):
 def test_refusals_exit_2_naming_the_fix(tmp_path, capsys):
     assert cli.main(["family", "lock"]) == 2
     assert "never rewritten" in capsys.readouterr().err
-    assert cli.main(["family", "run", "--arm", "grop", "--seed", "11", "--regime",
-                     "on_policy", "--out", str(tmp_path)]) == 2
+    assert (
+        cli.main(
+            [
+                "family",
+                "run",
+                "--arm",
+                "grop",
+                "--seed",
+                "11",
+                "--regime",
+                "on_policy",
+                "--out",
+                str(tmp_path),
+            ]
+        )
+        == 2
+    )
     assert "did you mean 'grpo'" in capsys.readouterr().err
     assert not (tmp_path / "runs").exists()

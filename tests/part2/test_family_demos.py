@@ -1,6 +1,7 @@
 """The chapters' computations: per-token weights per arm (the notes' T1 table), the
 placebo arms on and off policy, dynamic sampling's cost on a fake Bernoulli source, and
 the E1 card's per-seed rows."""
+
 from __future__ import annotations
 
 import pytest
@@ -41,4 +42,4 @@ def test_the_e1_rows_hold_every_arm_and_seed():
     rows = demos.e1_runs()
     assert len(rows) == 40 and {r["regime"] for r in rows} == {"on_policy"}
     seed_107 = [r for r in rows if r["arm"] == "drgrpo" and r["seed"] == 107]
-    assert seed_107[0]["heldout_greedy_all"] == 0.628       # the card's own run
+    assert seed_107[0]["heldout_greedy_all"] == 0.628  # the card's own run

@@ -2,6 +2,7 @@
 pre-registered field of an edited lock is named (lock.json budget.KEY, seeds,
 evaluation.KEY), `family lock --check` exits 2 in one line and `family run` refuses before
 any compute; the committed lock, whose SHA-256 the recorded study names, still verifies."""
+
 from __future__ import annotations
 
 import copy
@@ -17,12 +18,18 @@ RECORDED = resolve("data/recorded/part2")
 
 # (where, value, what the refusal names) — each an edit the issue found unrefused.
 EDITS = [
-    (("budget", "learning_rate"), 1e-4, "lock.json budget.learning_rate is 0.0001, "
-                                        "pre-registered 3e-05"),
+    (
+        ("budget", "learning_rate"),
+        1e-4,
+        "lock.json budget.learning_rate is 0.0001, pre-registered 3e-05",
+    ),
     (("budget", "steps"), 3, "lock.json budget.steps is 3, pre-registered 30"),
     (("budget", "beta"), 0.5, "lock.json budget.beta is 0.5, pre-registered 0.0"),
-    (("budget", "checkpoint_every_steps"), 0,
-     "lock.json budget.checkpoint_every_steps is 0, pre-registered 5"),
+    (
+        ("budget", "checkpoint_every_steps"),
+        0,
+        "lock.json budget.checkpoint_every_steps is 0, pre-registered 5",
+    ),
     (("seeds",), [11, 23, 37, 53, 71, 89, 107, 131, 149], "lock.json seeds is [11, 23"),
     (("evaluation", "problems"), 2, "lock.json evaluation.problems is 2, pre-registered 200"),
 ]
@@ -40,7 +47,7 @@ def _edited(lock: dict, where: tuple, value) -> dict:
 def test_the_committed_lock_is_the_one_the_recorded_study_names():
     lock, sha = lock_lib.read_lock()
     assert sha == lock_lib.COMMITTED_LOCK_SHA256
-    lock_lib.check_lock(lock)   # verifies against the code and the pin
+    lock_lib.check_lock(lock)  # verifies against the code and the pin
     manifests = [files.read_json(p) for p in RECORDED.glob("runs/*/*/run_manifest.json")]
     assert len(manifests) == 80
     assert {m["lock_sha256"] for m in manifests} == {lock_lib.COMMITTED_LOCK_SHA256}
@@ -81,8 +88,25 @@ def test_an_edited_lock_fails_the_check_and_the_run_before_compute(tmp_path, cap
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "lock.json budget.learning_rate is 0.0001" in err
     out = tmp_path / "study"
-    assert cli.main(["family", "run", "--lock", str(path), "--out", str(out), "--arm", "grpo",
-                     "--seed", "11", "--regime", "on_policy"]) == 2
+    assert (
+        cli.main(
+            [
+                "family",
+                "run",
+                "--lock",
+                str(path),
+                "--out",
+                str(out),
+                "--arm",
+                "grpo",
+                "--seed",
+                "11",
+                "--regime",
+                "on_policy",
+            ]
+        )
+        == 2
+    )
     assert "lock.json budget.learning_rate" in capsys.readouterr().err
     assert not out.exists()
 

@@ -1,5 +1,6 @@
 """Chapter II.7's computations: each surrogate's weight against the ratio, the baselines of
 a two-group batch, the TIS / MIS table, TRL's rows, and the CISPO exercise's checker."""
+
 from __future__ import annotations
 
 import math
@@ -17,12 +18,12 @@ def test_each_surrogate_weighs_a_moved_token_its_own_way():
     ratios = [0.5, 1.0, 1.25, 2.0, 6.0]
     up = newer_objectives.ratio_weights(ratios, 1.0)
     down = newer_objectives.ratio_weights(ratios, -1.0)
-    assert up["grpo"] == pytest.approx([0.5, 1.0, 0.0, 0.0, 0.0])       # clip binds above 1.2
+    assert up["grpo"] == pytest.approx([0.5, 1.0, 0.0, 0.0, 0.0])  # clip binds above 1.2
     assert down["grpo"] == pytest.approx([0.0, -1.0, -1.25, -2.0, -6.0])  # ... below 0.8
-    assert up["cispo"] == pytest.approx([0.5, 1.0, 1.25, 2.0, 5.0])      # capped, never 0
-    assert up["gmpo"] == pytest.approx([0.5, 1.0, 1.25, 0.0, 0.0])       # e^0.4 = 1.49
+    assert up["cispo"] == pytest.approx([0.5, 1.0, 1.25, 2.0, 5.0])  # capped, never 0
+    assert up["gmpo"] == pytest.approx([0.5, 1.0, 1.25, 0.0, 0.0])  # e^0.4 = 1.49
     assert up["reinforce"] == [1.0] * 5 and down["reinforce"] == [-1.0] * 5
-    sigma = 1 / (1 + math.exp(-1.0))                                       # rho = 2, tau = 1
+    sigma = 1 / (1 + math.exp(-1.0))  # rho = 2, tau = 1
     assert up["sapo"][3] == pytest.approx(4 * sigma * (1 - sigma) * 2.0, rel=1e-12)
     assert up["sapo"][1] == pytest.approx(1.0, rel=1e-12)
 

@@ -1,5 +1,6 @@
 """The study record: the trace becomes a digest plus correctness strings, and only a
 complete study run under the same lock is recorded."""
+
 from __future__ import annotations
 
 import hashlib
@@ -12,14 +13,36 @@ from verifiable_grpo.part2 import record, study
 
 
 def _trace():
-    return [{"mode": "greedy", "document_id": "a", "draw": 0, "correct": True,
-             "completion_sha256": "1" * 64},
-            {"mode": "greedy", "document_id": "b", "draw": 0, "correct": False,
-             "completion_sha256": "2" * 64},
-            {"mode": "sample", "document_id": "a", "draw": 0, "correct": False,
-             "completion_sha256": "3" * 64},
-            {"mode": "sample", "document_id": "a", "draw": 1, "correct": True,
-             "completion_sha256": "4" * 64}]
+    return [
+        {
+            "mode": "greedy",
+            "document_id": "a",
+            "draw": 0,
+            "correct": True,
+            "completion_sha256": "1" * 64,
+        },
+        {
+            "mode": "greedy",
+            "document_id": "b",
+            "draw": 0,
+            "correct": False,
+            "completion_sha256": "2" * 64,
+        },
+        {
+            "mode": "sample",
+            "document_id": "a",
+            "draw": 0,
+            "correct": False,
+            "completion_sha256": "3" * 64,
+        },
+        {
+            "mode": "sample",
+            "document_id": "a",
+            "draw": 1,
+            "correct": True,
+            "completion_sha256": "4" * 64,
+        },
+    ]
 
 
 def test_the_trace_becomes_a_digest_and_correctness_strings():
@@ -30,15 +53,19 @@ def test_the_trace_becomes_a_digest_and_correctness_strings():
     canonical = json.dumps(_trace(), sort_keys=True, separators=(",", ":")).encode()
     assert trimmed["trace_sha256"] == hashlib.sha256(canonical).hexdigest()
     changed = _trace()
-    changed[3]["completion_sha256"] = "5" * 64        # one completion differs
+    changed[3]["completion_sha256"] = "5" * 64  # one completion differs
     assert record.trim_heldout({"trace": changed})["trace_sha256"] != trimmed["trace_sha256"]
     manifest = record.trim_manifest({"schema": "x", "arm": "grpo", "heldout": heldout})
     assert manifest["schema"] == record.TRIMMED_SCHEMA and manifest["arm"] == "grpo"
 
 
 def test_only_a_complete_study_under_its_own_lock_is_recorded(tmp_path):
-    lock = lock_lib.build_lock("smoke", budget={"steps": 2, "prompts_per_step": 2},
-                               evaluation={"problems": 2, "draws": 1}, seeds=[11, 23])
+    lock = lock_lib.build_lock(
+        "smoke",
+        budget={"steps": 2, "prompts_per_step": 2},
+        evaluation={"problems": 2, "draws": 1},
+        seeds=[11, 23],
+    )
     path = tmp_path / "lock.json"
     lock_lib.write_lock(lock, path)
     out = tmp_path / "study"

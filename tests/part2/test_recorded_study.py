@@ -1,5 +1,6 @@
 """The recorded family study (data/recorded/part2): complete, bound to the committed lock,
 internally consistent, and its analysis reproducible exactly from its manifests."""
+
 from __future__ import annotations
 
 import pytest
@@ -10,8 +11,7 @@ from verifiable_grpo.part2 import analysis, record, results
 from verifiable_grpo.part2 import lock as lock_lib
 
 DEST = resolve(record.RECORDED)
-pytestmark = pytest.mark.skipif(not (DEST / "analysis.json").is_file(),
-                                reason="no recorded study")
+pytestmark = pytest.mark.skipif(not (DEST / "analysis.json").is_file(), reason="no recorded study")
 
 
 @pytest.fixture(scope="module")
@@ -27,8 +27,9 @@ def test_every_preregistered_run_is_recorded_under_the_committed_lock(recorded):
     assert files.read_json(DEST / "study.json")["lock_sha256"] == sha
     # One code version for the whole study, and every run moved its policy.
     assert len({m["identity"]["code_sha256"] for m in recorded["runs"].values()}) == 1
-    assert all(m["final_model_digest"] != m["initial_model_digest"]
-               for m in recorded["runs"].values())
+    assert all(
+        m["final_model_digest"] != m["initial_model_digest"] for m in recorded["runs"].values()
+    )
 
 
 def test_the_analysis_is_recomputed_exactly_from_the_manifests(recorded):
@@ -61,4 +62,6 @@ def test_the_mechanics_view_reads_the_regimes_as_locked(recorded):
     # nothing is clipped, and only dapo discards rollouts among the plain-group arms.
     assert all(r["clipped_per_update"] == [0.0] for r in on_policy.values())
     assert all(1 - 2e-4 < r["ratio_min"] <= r["ratio_max"] < 1 + 2e-4 for r in on_policy.values())
-    assert on_policy["grpo"]["discarded_per_step"] == 0 and on_policy["dapo"]["discarded_per_step"] > 0
+    assert (
+        on_policy["grpo"]["discarded_per_step"] == 0 and on_policy["dapo"]["discarded_per_step"] > 0
+    )

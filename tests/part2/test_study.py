@@ -1,6 +1,7 @@
 """The family study on a smoke budget: interrupt + resume equals a continuous run bit for
 bit for every arm (dapo's refill loop and aero's rescue included), the lock binds the
 study folder, and bad input gets a clear error."""
+
 from __future__ import annotations
 
 import json
@@ -22,9 +23,12 @@ SEED = 131
 
 
 def smoke_lock(folder, **budget):
-    lock = lock_lib.build_lock("smoke", budget={"steps": 2, "prompts_per_step": 2,
-                                                "checkpoint_every_steps": 1, **budget},
-                               evaluation={"problems": 2, "draws": 1}, seeds=[SEED, 23])
+    lock = lock_lib.build_lock(
+        "smoke",
+        budget={"steps": 2, "prompts_per_step": 2, "checkpoint_every_steps": 1, **budget},
+        evaluation={"problems": 2, "draws": 1},
+        seeds=[SEED, 23],
+    )
     path = folder / "lock.json"
     lock_lib.write_lock(lock, path)
     return path
@@ -38,8 +42,11 @@ def shared(tmp_path_factory):
 
 
 def _without_times(manifest):
-    keep = {k: v for k, v in manifest.items()
-            if k not in ("times", "wall_seconds", "provenance", "resumed_from_step")}
+    keep = {
+        k: v
+        for k, v in manifest.items()
+        if k not in ("times", "wall_seconds", "provenance", "resumed_from_step")
+    }
     keep["summary"] = {k: v for k, v in manifest["summary"].items() if k != "seconds_per_step"}
     keep["heldout"] = {k: v for k, v in manifest["heldout"].items() if k != "seconds"}
     return json.loads(json.dumps(keep))
@@ -51,8 +58,9 @@ def test_interrupt_and_resume_equal_a_continuous_run(shared, arm):
     continuous = study.run_arm(lock, shared["continuous"], arm, SEED, "two_updates")
     out = shared["root"] / f"interrupted-{arm}"
     assert study.run_arm(lock, out, arm, SEED, "two_updates", stop_after=1) is None
-    assert [p.name for p in (study.run_dir(out, "two_updates", arm, SEED) / "checkpoints")
-            .iterdir()] == ["checkpoint-0001.json", "checkpoint-0001.pt"]
+    assert [
+        p.name for p in (study.run_dir(out, "two_updates", arm, SEED) / "checkpoints").iterdir()
+    ] == ["checkpoint-0001.json", "checkpoint-0001.pt"]
     resumed = study.run_arm(lock, out, arm, SEED, "two_updates")
     assert resumed["resumed_from_step"] == 1 and continuous["resumed_from_step"] is None
     assert resumed["final_model_digest"] == continuous["final_model_digest"]
@@ -61,16 +69,19 @@ def test_interrupt_and_resume_equal_a_continuous_run(shared, arm):
     shared_fields = study.StudyRun.shared_identity(continuous["config"])
     assert {k: continuous["identity"][k] for k in shared_fields} == shared_fields
     telemetry = continuous["telemetry"]
-    assert [len(t["loss"]) for t in telemetry] == [2, 2]          # two updates per rollout set
-    for t in telemetry:   # the first update sees the sampling policy (ratio 1 within the
-        low, high = t["ratio_range"][0]      # captured-vs-rescored check), the second not
+    assert [len(t["loss"]) for t in telemetry] == [2, 2]  # two updates per rollout set
+    for t in telemetry:  # the first update sees the sampling policy (ratio 1 within the
+        low, high = t["ratio_range"][0]  # captured-vs-rescored check), the second not
         assert 1 - 2e-4 < low <= high < 1 + 2e-4 and t["clip_low_fraction"][0] == 0.0
         assert t["clip_high_fraction"][0] == 0.0 and t["ratio_range"][1] != [low, high]
     assert all(t["rollouts_generated"] >= (6 if arm == "aero" else 8) for t in telemetry)
-    if arm == "dapo":   # seed 131 needs a refill at step 0 and discards what it cannot use
-        assert telemetry[0]["generation_batches"] >= 2 and telemetry[0]["zero_variance_fraction"] == 0.0
+    if arm == "dapo":  # seed 131 needs a refill at step 0 and discards what it cannot use
+        assert (
+            telemetry[0]["generation_batches"] >= 2
+            and telemetry[0]["zero_variance_fraction"] == 0.0
+        )
         assert telemetry[0]["rollouts_discarded"] > 0
-    if arm == "aero":   # seed 131 rescues an all-wrong prompt at step 0
+    if arm == "aero":  # seed 131 rescues an all-wrong prompt at step 0
         assert "rescued" in telemetry[0]["strategies"]
         assert telemetry[0]["rollouts_generated"] > 6
     trace = continuous["heldout"]["trace"]
@@ -100,8 +111,11 @@ def test_a_changed_lock_is_refused(shared, tmp_path):
     lock_path.unlink()
     files.save_json(lock_path, edited)
     # the pin beside the lock refuses the edit before the folder's binding is read ...
-    with pytest.raises(ConfigError, match=r"lock.json seeds is \[131, 23, 99\], "
-                                          r"pre-registered \[131, 23\]"):
+    with pytest.raises(
+        ConfigError,
+        match=r"lock.json seeds is \[131, 23, 99\], "
+        r"pre-registered \[131, 23\]",
+    ):
         study.run_arm(lock_path, out, "grpo", SEED, "on_policy")
     # ... and a folder bound to another lock refuses it too
     with pytest.raises(ConfigError, match="the treatment lock changed"):
@@ -136,8 +150,10 @@ def test_resume_from_another_arms_checkpoint_is_refused(shared, tmp_path):
     target = study.run_dir(tmp_path, "on_policy", "gspo", SEED) / "checkpoints"
     target.parent.mkdir(parents=True)
     shutil.copytree(source, target)
-    with pytest.raises(ValueError, match=f"checkpoint of arm grpo seed {SEED} regime on_policy, not "
-                                         "of this run \\(arm gspo"):
+    with pytest.raises(
+        ValueError,
+        match=f"checkpoint of arm grpo seed {SEED} regime on_policy, not of this run \\(arm gspo",
+    ):
         study.run_arm(lock, tmp_path, "gspo", SEED, "on_policy")
 
 
@@ -148,8 +164,24 @@ def test_study_status_and_analyse_from_the_command_line(shared, capsys):
     from verifiable_grpo.core import files as files_lib
 
     common = ["--lock", str(shared["lock"]), "--out", str(shared["continuous"])]
-    assert cli.main(["family", "study", *common, "--arms", "grpo", "--seeds", str(SEED),
-                     "--workers", "1", "--regimes", "two_updates"]) == 0
+    assert (
+        cli.main(
+            [
+                "family",
+                "study",
+                *common,
+                "--arms",
+                "grpo",
+                "--seeds",
+                str(SEED),
+                "--workers",
+                "1",
+                "--regimes",
+                "two_updates",
+            ]
+        )
+        == 0
+    )
     assert "warm start: held-out greedy" in capsys.readouterr().out
     assert cli.main(["family", "status", *common]) == 0
     assert capsys.readouterr().out.strip().endswith("6 finished, 0 in flight, 14 not started")
@@ -168,8 +200,16 @@ def test_the_study_splits_its_seeds_over_worker_processes(shared, capsys):
     nothing left to do."""
     from verifiable_grpo import cli
 
-    common = ["--lock", str(shared["lock"]), "--out", str(shared["continuous"]),
-              "--arms", "drgrpo", "--regimes", "on_policy"]
+    common = [
+        "--lock",
+        str(shared["lock"]),
+        "--out",
+        str(shared["continuous"]),
+        "--arms",
+        "drgrpo",
+        "--regimes",
+        "on_policy",
+    ]
     assert cli.main(["family", "study", *common, "--workers", "2"]) == 0
     for seed in (SEED, 23):
         assert study.manifest_path(shared["continuous"], "on_policy", "drgrpo", seed).is_file()

@@ -1,6 +1,7 @@
 """The TRL backend's refusals (before any model loads) and its samplers inside
 GRPOTrainer: on fixed rewards, dapo's and aero's groups and advantages are our
 sampler's (training/samplers.py), row for row."""
+
 import copy
 import re
 
@@ -27,8 +28,12 @@ def test_card_configuration_pins_the_cards_setup():
     assert card["model"]["name_or_path"] == "Qwen/Qwen3-8B"
     assert card["model"]["revision"] == "b968826d9c46dd6066d109eabc6255188de91218"
     assert card["data"]["revision"] == "740312add88f781978c0658806c59bc2815b9866"
-    assert card["model"]["lora"] == {"r": 16, "alpha": 32, "dropout": 0.0,
-                                     "target_modules": "all-linear"}
+    assert card["model"]["lora"] == {
+        "r": 16,
+        "alpha": 32,
+        "dropout": 0.0,
+        "target_modules": "all-linear",
+    }
     b = card["budget"]
     assert (b["steps"], b["prompts_per_step"], b["group_size"]) == (30, 4, 4)
     assert (b["learning_rate"], b["beta"], b["temperature"]) == (1e-6, 0.0, 1.0)
@@ -36,8 +41,11 @@ def test_card_configuration_pins_the_cards_setup():
     assert card["heldout"]["problems"] == 500
     # one GPU: 16 rows per step as 4 micro-batches of 4, one generation per step
     assert run_config.step_layout(card, 1) == {
-        "per_device_train_batch_size": 4, "gradient_accumulation_steps": 4,
-        "steps_per_generation": 4, "num_generations": 4}
+        "per_device_train_batch_size": 4,
+        "gradient_accumulation_steps": 4,
+        "steps_per_generation": 4,
+        "num_generations": 4,
+    }
 
 
 def test_accelerate_configs_state_their_process_counts():
@@ -61,23 +69,26 @@ def test_process_count_must_fit_the_gpus_and_the_batch():
         run_config.check_machine(card, 4, "plain", cuda_count=2)
     with pytest.raises(ConfigError, match="do not split"):
         run_config.check_machine(card, 3, "plain", cuda_count=8)
-    run_config.check_machine(card, 2, "plain", cuda_count=2)   # 2 x (2 micro-batches of 4)
+    run_config.check_machine(card, 2, "plain", cuda_count=2)  # 2 x (2 micro-batches of 4)
     assert run_config.step_layout(card, 2)["gradient_accumulation_steps"] == 2
     for sampler in ("dynamic", "aero"):
         with pytest.raises(ConfigError, match="one-gpu.yaml"):
             run_config.check_machine(card, 2, sampler, cuda_count=2)
 
 
-@pytest.mark.parametrize("edit, message", [
-    (lambda c: c["budget"].pop("steps"), "budget.steps: missing"),
-    (lambda c: c["budget"].update(steps="30"), "budget.steps: wrong type"),
-    (lambda c: c["model"].update(dtype="int8"), "model.dtype"),
-    (lambda c: c["model"]["lora"].pop("alpha"), "model.lora.alpha: missing"),
-    (lambda c: c["data"].pop("revision"), "data.revision: missing"),
-    (lambda c: c["budget"].update(temperature=0.7), "budget.temperature"),
-    (lambda c: c.update(device="tpu"), "device must be"),
-    (lambda c: c["trl_pins"].update(beta=0.04), "trl_pins.beta: set by the lock"),
-])
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (lambda c: c["budget"].pop("steps"), "budget.steps: missing"),
+        (lambda c: c["budget"].update(steps="30"), "budget.steps: wrong type"),
+        (lambda c: c["model"].update(dtype="int8"), "model.dtype"),
+        (lambda c: c["model"]["lora"].pop("alpha"), "model.lora.alpha: missing"),
+        (lambda c: c["data"].pop("revision"), "data.revision: missing"),
+        (lambda c: c["budget"].update(temperature=0.7), "budget.temperature"),
+        (lambda c: c.update(device="tpu"), "device must be"),
+        (lambda c: c["trl_pins"].update(beta=0.04), "trl_pins.beta: set by the lock"),
+    ],
+)
 def test_bad_run_configuration_names_the_key(tmp_path, edit, message):
     config = yaml.safe_load(resolve(CARD).read_text())
     edit(config)
@@ -90,7 +101,7 @@ def test_bad_run_configuration_names_the_key(tmp_path, edit, message):
 def test_an_arm_trl_cannot_express_is_refused():
     lock, _ = lock_lib.read_lock()
     forged = copy.deepcopy(lock)
-    forged["arms"]["part1"] = forged["arms"]["grpo"]   # exact prefix KL: no TRL field
+    forged["arms"]["part1"] = forged["arms"]["grpo"]  # exact prefix KL: no TRL field
     with pytest.raises(ConfigError, match="cannot run on the TRL backend"):
         trl_backend.arm_fields(forged, "part1")
     forged["arms"]["gspo"]["trl"]["config"]["importance_sampling_level"] = "token"
@@ -102,28 +113,77 @@ def test_an_arm_trl_cannot_express_is_refused():
 def test_changed_lock_is_refused_with_exit_2_before_compute(tmp_path, capsys):
     lock, sha = lock_lib.read_lock()
     path = tmp_path / "lock.json"
-    files.save_json(lock_lib.pin_path(path), {"lock_sha256": sha,
-                                              "choices": lock_lib._choices(lock)})
+    files.save_json(
+        lock_lib.pin_path(path), {"lock_sha256": sha, "choices": lock_lib._choices(lock)}
+    )
     changed = copy.deepcopy(lock)
     changed["budget"]["learning_rate"] = 1e-6
     files.save_json(path, changed)
-    code = cli.main(["family", "run", "--backend", "trl", "--config", SMOKE, "--lock",
-                     str(path), "--out", str(tmp_path / "out"), "--arm", "grpo", "--seed", "11"])
+    code = cli.main(
+        [
+            "family",
+            "run",
+            "--backend",
+            "trl",
+            "--config",
+            SMOKE,
+            "--lock",
+            str(path),
+            "--out",
+            str(tmp_path / "out"),
+            "--arm",
+            "grpo",
+            "--seed",
+            "11",
+        ]
+    )
     assert code == 2
     assert "differs from its pre-registration" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
 
 
 def test_cli_needs_a_config_and_builds_the_launch_line(tmp_path, capsys):
-    assert cli.main(["family", "run", "--backend", "trl", "--out", str(tmp_path), "--arm",
-                     "grpo", "--seed", "11"]) == 2
+    assert (
+        cli.main(
+            [
+                "family",
+                "run",
+                "--backend",
+                "trl",
+                "--out",
+                str(tmp_path),
+                "--arm",
+                "grpo",
+                "--seed",
+                "11",
+            ]
+        )
+        == 2
+    )
     assert "needs --config" in capsys.readouterr().err
-    args = cli.build_parser().parse_args([
-        "family", "run", "--backend", "trl", "--config", CARD, "--accelerate-config",
-        "configs/accelerate/one-gpu.yaml", "--arm", "drgrpo", "--seed", "107"])
+    args = cli.build_parser().parse_args(
+        [
+            "family",
+            "run",
+            "--backend",
+            "trl",
+            "--config",
+            CARD,
+            "--accelerate-config",
+            "configs/accelerate/one-gpu.yaml",
+            "--arm",
+            "drgrpo",
+            "--seed",
+            "107",
+        ]
+    )
     line = commands.launch_command(args, "drgrpo", 107, "on_policy")
-    assert line[1:5] == ["-m", "accelerate.commands.launch", "--config_file",
-                         "configs/accelerate/one-gpu.yaml"]
+    assert line[1:5] == [
+        "-m",
+        "accelerate.commands.launch",
+        "--config_file",
+        "configs/accelerate/one-gpu.yaml",
+    ]
     assert line[line.index("--config") + 1] == CARD
     assert "--accelerate-config" not in line
 
@@ -151,8 +211,9 @@ class _Script:
 def trainer(tmp_path_factory):
     config = run_config.load_run_config(SMOKE)
     lock, _ = lock_lib.read_lock()
-    trainer, _ = trl_backend.build_trainer(config, trl_backend.arm_fields(lock, "dapo"), "dapo",
-                                           11, 1, tmp_path_factory.mktemp("trl"))
+    trainer, _ = trl_backend.build_trainer(
+        config, trl_backend.arm_fields(lock, "dapo"), "dapo", 11, 1, tmp_path_factory.mktemp("trl")
+    )
     return trainer
 
 
@@ -170,6 +231,7 @@ def _fake_generate(trainer, script):
             completion_ids.append([5, 6, eos] if right else [7, eos])
         prompt_ids = [[3, 4] for _ in prompts]
         return prompt_ids, completion_ids, None, texts, None, {}, None, []
+
     return generate
 
 
@@ -183,8 +245,14 @@ class _Reference:
         return self.prompt_source.prompts(count)
 
     def draw(self, example, count, group_id):
-        return [{"reward": self.script.next(example["document_id"]), "response_tokens": 0,
-                 "document_id": example["document_id"]} for _ in range(count)]
+        return [
+            {
+                "reward": self.script.next(example["document_id"]),
+                "response_tokens": 0,
+                "document_id": example["document_id"],
+            }
+            for _ in range(count)
+        ]
 
 
 @pytest.mark.parametrize("arm, first", [("dapo", [0, 2]), ("aero", [0, 3]), ("aero", [1, 5])])
@@ -199,9 +267,14 @@ def test_trainer_groups_equal_our_samplers(trainer, monkeypatch, arm, first):
     output = trainer._sampled_batch(inputs, step, 0.0)
 
     source = _Reference(backend_trainer.TrainerSource(trainer, examples, step), _Script())
-    batch = samplers.collect(source, objective.sampler, len(first), size, step,
-                             backend_trainer.step_generator(
-                                 11, step, backend_trainer.CURATION_SEED_OFFSET))
+    batch = samplers.collect(
+        source,
+        objective.sampler,
+        len(first),
+        size,
+        step,
+        backend_trainer.step_generator(11, step, backend_trainer.CURATION_SEED_OFFSET),
+    )
     record = trainer.family_telemetry[-1]
     assert record["document_ids"] == [g["document_id"] for g in batch.groups]
     assert record["rewards"] == [g["rewards"] for g in batch.groups]
@@ -210,18 +283,19 @@ def test_trainer_groups_equal_our_samplers(trainer, monkeypatch, arm, first):
     expected, real = [], []
     for g in batch.groups:
         one = len(g["rewards"]) == 1
-        scored = objectives.with_advantages(g, objective, g["successes"] if one else None,
-                                            g["observations"] if one else None)
+        scored = objectives.with_advantages(
+            g, objective, g["successes"] if one else None, g["observations"] if one else None
+        )
         expected += scored["advantages"] + [0.0] * (size - len(g["rewards"]))
         real += [True] * len(g["rewards"]) + [False] * (size - len(g["rewards"]))
     assert output["advantages"].tolist() == pytest.approx(expected, abs=1e-6)
     assert (output["completion_mask"].sum(1) > 0).tolist() == real
     assert output["completion_ids"].shape[0] == len(first) * size
-    if arm == "dapo":   # item 0's constant group was discarded and refilled
+    if arm == "dapo":  # item 0's constant group was discarded and refilled
         assert "train-00000" not in record["document_ids"]
         assert all(len(set(r)) > 1 for r in record["rewards"])
         assert batch.cost.generation_batches > 1
-    else:               # one-rollout groups keep a posterior advantage, padded to 4 slots
+    else:  # one-rollout groups keep a posterior advantage, padded to 4 slots
         assert any(s.startswith("single") for s in record["strategies"])
         assert not all(a == 0.0 for a in expected)
 
@@ -229,7 +303,7 @@ def test_trainer_groups_equal_our_samplers(trainer, monkeypatch, arm, first):
 def test_a_study_folder_keeps_one_run_configuration(tmp_path):
     smoke = run_config.load_run_config(SMOKE)
     trl_backend.bind_run_config(tmp_path, smoke)
-    trl_backend.bind_run_config(tmp_path, copy.deepcopy(smoke))   # the same content: fine
+    trl_backend.bind_run_config(tmp_path, copy.deepcopy(smoke))  # the same content: fine
     other = copy.deepcopy(smoke)
     other["budget"]["learning_rate"] = 1e-6
     with pytest.raises(ConfigError, match="a study keeps one configuration"):
@@ -248,4 +322,4 @@ def test_off_policy_regime_gets_old_logprobs_from_the_policy(trainer, monkeypatc
     old = output["old_per_token_logps"]
     assert old.shape == output["completion_ids"].shape
     real = output["completion_mask"].bool()
-    assert bool((old[real] < 0).all())   # log-probabilities of sampled tokens
+    assert bool((old[real] < 0).all())  # log-probabilities of sampled tokens

@@ -1,6 +1,7 @@
 """Every arm of the lock for 2 steps through TRL's GRPOTrainer on the tiny base with the
 GSM8K-format items (configs/part2/trl-smoke.yaml), read back by the family analysis;
 and a run stopped after step 1 and resumed equals the uninterrupted run."""
+
 import hashlib
 
 import pytest
@@ -32,14 +33,23 @@ def study(tmp_path_factory):
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(backend_trainer.gsm8k, "reward", _hash_reward)
         base = trl_backend.base_heldout(LOCK, SMOKE, out)
-        manifests = {arm: trl_backend.run_arm_trl(LOCK, SMOKE, out, arm, SEED, "on_policy")
-                     for arm in lock["arms"]}
+        manifests = {
+            arm: trl_backend.run_arm_trl(LOCK, SMOKE, out, arm, SEED, "on_policy")
+            for arm in lock["arms"]
+        }
         resumed_out = tmp_path_factory.mktemp("trl-resumed")
-        stopped = trl_backend.run_arm_trl(LOCK, SMOKE, resumed_out, "dapo", SEED, "on_policy",
-                                          stop_after=1)
+        stopped = trl_backend.run_arm_trl(
+            LOCK, SMOKE, resumed_out, "dapo", SEED, "on_policy", stop_after=1
+        )
         resumed = trl_backend.run_arm_trl(LOCK, SMOKE, resumed_out, "dapo", SEED, "on_policy")
-    return {"out": out, "base": base, "manifests": manifests, "stopped": stopped, "resumed": resumed,
-            "resumed_out": resumed_out}
+    return {
+        "out": out,
+        "base": base,
+        "manifests": manifests,
+        "stopped": stopped,
+        "resumed": resumed,
+        "resumed_out": resumed_out,
+    }
 
 
 def test_every_arm_writes_the_family_manifest(study):
@@ -57,12 +67,17 @@ def test_every_arm_writes_the_family_manifest(study):
         assert set(m["versions"]) >= {"torch", "transformers", "trl", "peft", "accelerate"}
         folder = study["out"] / "runs" / "on_policy" / f"{arm}-seed-{SEED}"
         assert (folder / "final" / "adapter_model.safetensors").is_file()
-        for step in (1, 2):   # every checkpoint holds what an exact resume needs
+        for step in (1, 2):  # every checkpoint holds what an exact resume needs
             saved = folder / "checkpoints" / f"checkpoint-{step}"
-            assert {"optimizer.pt", "scheduler.pt", "rng_state.pth", "trainer_state.json",
-                    backend_trainer.TELEMETRY_FILE} <= {p.name for p in saved.iterdir()}
+            assert {
+                "optimizer.pt",
+                "scheduler.pt",
+                "rng_state.pth",
+                "trainer_state.json",
+                backend_trainer.TELEMETRY_FILE,
+            } <= {p.name for p in saved.iterdir()}
     dapo = study["manifests"]["dapo"]["telemetry"]
-    assert all(t["zero_variance_fraction"] == 0.0 for t in dapo)          # only varied groups are trained
+    assert all(t["zero_variance_fraction"] == 0.0 for t in dapo)  # only varied groups are trained
     aero = study["manifests"]["aero"]["telemetry"]
     assert all(len(r) <= 4 for t in aero for r in t["rewards"])
 
@@ -77,12 +92,12 @@ def test_family_analyse_reads_the_trl_study(study, capsys):
         assert rows[arm]["seeds"] == 1
         assert rows[arm]["mean"] == m["summary"]["heldout_greedy_all"]
         assert rows[arm]["rollouts_generated"] == m["summary"]["rollouts_generated"]
-    assert not result["regimes"]["on_policy"]["complete"]   # 7 seeds per arm not run
+    assert not result["regimes"]["on_policy"]["complete"]  # 7 seeds per arm not run
     assert cli.main(["family", "analyse", "--out", str(study["out"])]) == 0
     assert "regime on_policy" in capsys.readouterr().out
     written = files.read_json(study["out"] / "analysis.json")
     assert written["lock_sha256"] == sha
-    assert written["warm_start"] == study["base"]["heldout"]["greedy"]["ALL"]   # the base, once
+    assert written["warm_start"] == study["base"]["heldout"]["greedy"]["ALL"]  # the base, once
     assert written["warm_start"]["problems"] == 4
 
 
@@ -90,12 +105,21 @@ def test_resumed_run_equals_the_uninterrupted_run(study):
     assert study["stopped"] is None
     full, resumed = study["manifests"]["dapo"], study["resumed"]
     assert resumed["resumed_from_step"] == 1
-    for key in ("completion_sha256", "rewards", "document_ids", "loss", "grad_norm",
-                "learning_rate", "rollouts_generated"):
+    for key in (
+        "completion_sha256",
+        "rewards",
+        "document_ids",
+        "loss",
+        "grad_norm",
+        "learning_rate",
+        "rollouts_generated",
+    ):
         assert [t[key] for t in resumed["telemetry"]] == [t[key] for t in full["telemetry"]]
     assert resumed["heldout"]["trace"] == full["heldout"]["trace"]
-    weights = [load_file(out / "runs/on_policy/dapo-seed-11/final/adapter_model.safetensors")
-               for out in (study["out"], study["resumed_out"])]
+    weights = [
+        load_file(out / "runs/on_policy/dapo-seed-11/final/adapter_model.safetensors")
+        for out in (study["out"], study["resumed_out"])
+    ]
     assert weights[0].keys() == weights[1].keys()
     assert all(weights[0][k].equal(weights[1][k]) for k in weights[0])
 
@@ -104,7 +128,8 @@ def test_finished_run_and_foreign_checkpoint_are_refused(study, tmp_path):
     with pytest.raises(FileExistsError, match="evidence is never overwritten"):
         trl_backend.run_arm_trl(LOCK, SMOKE, study["out"], "grpo", SEED, "on_policy")
     folder = study["out"] / "runs" / "on_policy" / f"grpo-seed-{SEED}"
-    identity = files.read_json(folder / "checkpoints" / "checkpoint-2" /
-                               backend_trainer.TELEMETRY_FILE)["identity"]
+    identity = files.read_json(
+        folder / "checkpoints" / "checkpoint-2" / backend_trainer.TELEMETRY_FILE
+    )["identity"]
     with pytest.raises(ValueError, match="belongs to another run"):
         trl_backend._newest_checkpoint(folder, {**identity, "arm": "gspo"})

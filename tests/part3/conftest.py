@@ -5,11 +5,18 @@ runs them about twice as fast as two (the module's outputs are identical at 1, 2
 The model labs' tests keep the machine's threads and load the real SmolLM2-135M-Instruct
 once per session (the FP32 cache makes it seconds after the first conversion of the GGUF
 file)."""
+
 import pytest
 import torch
 
-MODEL_LAB_MODULES = ("test_smollm2_model", "test_lab_runs", "test_smollm2_trainer",
-                     "test_suite_lab", "test_smollm2_data", "test_lab_commands")
+MODEL_LAB_MODULES = (
+    "test_smollm2_model",
+    "test_lab_runs",
+    "test_smollm2_trainer",
+    "test_suite_lab",
+    "test_smollm2_data",
+    "test_lab_commands",
+)
 
 
 @pytest.fixture(autouse=True, scope="module")

@@ -1,5 +1,6 @@
 """The case study's bill, serving memory and composite reward: the module's figures from the
 accounting functions, and refusals of bad assumptions."""
+
 import pytest
 
 from verifiable_grpo.part3 import accounting as acc
@@ -22,9 +23,13 @@ def test_costs_scale_with_their_assumptions():
     base = cs.bill()
     double_price = cs.bill(prices=cs.Prices(usd_per_gpu_hour=5.0))
     assert double_price["total_usd"] == pytest.approx(2 * base["total_usd"])
-    bigger_groups = cs.grpo_cost(acc.CASE_STUDY, cs.GrpoPlan(group_size=16), cs.Workload(), cs.Prices())
+    bigger_groups = cs.grpo_cost(
+        acc.CASE_STUDY, cs.GrpoPlan(group_size=16), cs.Workload(), cs.Prices()
+    )
     assert bigger_groups["usd"] == pytest.approx(2 * base["grpo"]["usd"])
-    no_scoring = cs.grpo_cost(acc.CASE_STUDY, cs.GrpoPlan(scoring_passes=0), cs.Workload(), cs.Prices())
+    no_scoring = cs.grpo_cost(
+        acc.CASE_STUDY, cs.GrpoPlan(scoring_passes=0), cs.Workload(), cs.Prices()
+    )
     assert no_scoring["stage_hours"]["scoring"] == 0 and no_scoring["usd"] < base["grpo"]["usd"]
 
 
@@ -33,14 +38,15 @@ def test_serving_memory_is_the_module_figure():
     assert serving["block_bits"] == 4.125
     assert serving["block_bytes"] == 8_305_020_928 * 4.125 / 8 == 4_282_276_416
     assert serving["table_bytes"] == 1_245_708_288
-    assert [f"{serving[k] / 1e9:.2f}" for k in ("block_bytes", "total_bytes", "uniform_4bit_bytes")] \
-        == ["4.28", "5.53", "4.78"]
+    assert [
+        f"{serving[k] / 1e9:.2f}" for k in ("block_bytes", "total_bytes", "uniform_4bit_bytes")
+    ] == ["4.28", "5.53", "4.78"]
     assert f"{serving['table_bytes'] / 1e9:.3f}" == "1.246"
 
 
 def test_composite_reward():
     assert cs.composite_reward(False, 1, 1) == 0.0
-    assert cs.composite_reward(True, 1, 1) == 0.8                      # non-edit maximum
+    assert cs.composite_reward(True, 1, 1) == 0.8  # non-edit maximum
     assert cs.composite_reward(True, 1, 1, preservation=1.0) == 1.0
     assert cs.composite_reward(True, 1, 1, renormalise=True) == 1.0
     assert cs.composite_reward(True, 1, 1, preservation=0.0) == 0.8
@@ -50,16 +56,19 @@ def test_composite_reward():
         cs.composite_reward(True, 1, 1.5)
 
 
-@pytest.mark.parametrize("build, message", [
-    (lambda: cs.Prices(usd_per_gpu_hour=-1), "usd_per_gpu_hour must be positive"),
-    (lambda: cs.Prices(training_utilisation=1.5), "fraction of the peak"),
-    (lambda: cs.GrpoPlan(group_size=1), "at least 2"),
-    (lambda: cs.GrpoPlan(prompts=2.5), "prompts must be a positive integer"),
-    (lambda: cs.SftPlan(warmup_fraction=1.2), "warmup_fraction must lie in"),
-    (lambda: cs.Workload(output_tokens=0), "output_tokens must be a positive integer"),
-    (lambda: cs.bill(trials=0), "trials must be a positive integer"),
-    (lambda: cs.serving_memory(scale_block=0), "block must be a positive integer"),
-])
+@pytest.mark.parametrize(
+    "build, message",
+    [
+        (lambda: cs.Prices(usd_per_gpu_hour=-1), "usd_per_gpu_hour must be positive"),
+        (lambda: cs.Prices(training_utilisation=1.5), "fraction of the peak"),
+        (lambda: cs.GrpoPlan(group_size=1), "at least 2"),
+        (lambda: cs.GrpoPlan(prompts=2.5), "prompts must be a positive integer"),
+        (lambda: cs.SftPlan(warmup_fraction=1.2), "warmup_fraction must lie in"),
+        (lambda: cs.Workload(output_tokens=0), "output_tokens must be a positive integer"),
+        (lambda: cs.bill(trials=0), "trials must be a positive integer"),
+        (lambda: cs.serving_memory(scale_block=0), "block must be a positive integer"),
+    ],
+)
 def test_bad_assumptions_are_refused(build, message):
     with pytest.raises(ValueError, match=message):
         build()

@@ -1,4 +1,5 @@
 """The digit policy's text <-> ids conventions, its EOS mask and its sampler, by hand."""
+
 import torch
 
 from verifiable_grpo.part3.digits import policy as dp
@@ -22,8 +23,10 @@ def test_mask_keeps_tokens_through_the_first_eos():
     targets = torch.tensor([[1, 5, 10, 10, 10], [10, 3, 10, 10, 10]])
     per_token, mask = dp.token_logprobs(policy, torch.tensor([[7, 8], [0, 0]]), targets)
     assert mask.tolist() == [[1, 1, 1, 0, 0], [1, 0, 0, 0, 0]]
-    assert torch.equal(dp.sequence_logprob(policy, torch.tensor([[7, 8], [0, 0]]), targets),
-                       (per_token * mask).sum(1))
+    assert torch.equal(
+        dp.sequence_logprob(policy, torch.tensor([[7, 8], [0, 0]]), targets),
+        (per_token * mask).sum(1),
+    )
 
 
 def test_sampler_is_seeded_and_ends_in_eos_and_evaluation_leaves_the_generator_alone():
@@ -34,9 +37,9 @@ def test_sampler_is_seeded_and_ends_in_eos_and_evaluation_leaves_the_generator_a
     first = dp.sample(policy, prompts)
     torch.manual_seed(5)
     assert torch.equal(first, dp.sample(policy, prompts))
-    for row in first.tolist():              # after the first EOS, only EOS
+    for row in first.tolist():  # after the first EOS, only EOS
         if dp.EOS in row:
-            assert set(row[row.index(dp.EOS):]) == {dp.EOS}
+            assert set(row[row.index(dp.EOS) :]) == {dp.EOS}
     torch.manual_seed(1)
     expected = torch.rand(3)
     torch.manual_seed(1)

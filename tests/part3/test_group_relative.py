@@ -1,5 +1,6 @@
 """Lab 5: sample-std advantages, k3 and the mixed-group probability by hand; expert
 iteration and the three GRPO runs to every digit the post-training module prints."""
+
 import math
 
 import pytest
@@ -17,7 +18,7 @@ def test_sample_std_advantages_by_hand():
     # mean 1/2, sample std sqrt(1/3): advantages +-(1/2) / (sqrt(1/3) + 1e-6)
     expect = 0.5 / (math.sqrt(1 / 3) + 1e-6)
     assert advantage[0].tolist() == pytest.approx([expect, -expect, expect, -expect], rel=1e-15)
-    assert advantage[1].tolist() == [0.0, 0.0, 0.0, 0.0]          # the explicit zero branch
+    assert advantage[1].tolist() == [0.0, 0.0, 0.0, 0.0]  # the explicit zero branch
     assert sd.tolist() == pytest.approx([math.sqrt(1 / 3), 0.0], rel=1e-15)
 
 
@@ -25,13 +26,13 @@ def test_k3_by_hand_and_non_negative():
     log_u = torch.tensor([math.log(0.8), 0.0, math.log(3.0)], dtype=torch.float64)
     values = gr.k3(log_u).tolist()
     assert values == pytest.approx([0.8 - math.log(0.8) - 1, 0.0, 3 - math.log(3) - 1], rel=1e-14)
-    assert round(values[0], 4) == 0.0231                            # the module's example
+    assert round(values[0], 4) == 0.0231  # the module's example
 
 
 def test_mixed_group_probability():
     assert gr.mixed_group_probability(0.5, 2) == 0.5
     assert gr.mixed_group_probability(0.0, 8) == 0.0
-    assert gr.mixed_group_probability(0.9, 8) == pytest.approx(1 - 0.9 ** 8 - 0.1 ** 8, abs=1e-16)
+    assert gr.mixed_group_probability(0.9, 8) == pytest.approx(1 - 0.9**8 - 0.1**8, abs=1e-16)
     with pytest.raises(ValueError, match="probability"):
         gr.mixed_group_probability(1.5, 4)
     with pytest.raises(ValueError, match="positive integer"):
@@ -63,8 +64,14 @@ def test_bad_settings_are_refused():
 # holds the module's figures, tests/part3/test_recorded.py) is therefore compared within
 # these tolerances, about three times the largest gap seen; the findings the chapter draws
 # from it are checked below as comparisons with wide margins.
-LAB5_TOLERANCE = dict(sampled_reward=0.06, zero_variance=0.2, accuracy=0.06, kl=0.06,
-                      length=0.06, verifier_reward=0.06)
+LAB5_TOLERANCE = dict(
+    sampled_reward=0.06,
+    zero_variance=0.2,
+    accuracy=0.06,
+    kl=0.06,
+    length=0.06,
+    verifier_reward=0.06,
+)
 
 
 @pytest.fixture(scope="module")
@@ -76,7 +83,7 @@ def test_lab5_reruns_the_record_within_kernel_tolerance(lab5):
     recorded = labs.recorded("expert-iteration")["metrics"]
     for mine, theirs in zip(lab5["expert_iteration"], recorded["expert_iteration"], strict=True):
         assert mine["covered_prompts"] == theirs["covered_prompts"] == 100
-        assert abs(mine["accepted"] - theirs["accepted"]) <= 16, mine["round"]   # 2 % of 800
+        assert abs(mine["accepted"] - theirs["accepted"]) <= 16, mine["round"]  # 2 % of 800
         assert abs(mine["accuracy"] - theirs["accuracy"]) <= LAB5_TOLERANCE["accuracy"]
         assert abs(mine["kl"] - theirs["kl"]) <= LAB5_TOLERANCE["kl"]
     for run, record in zip(lab5["grpo"], recorded["grpo"], strict=True):

@@ -1,5 +1,6 @@
 """Lab 6's simulated judge and the fault-tree reward: the module's printed figures, hand
 cases, and what the checker refuses."""
+
 import json
 
 import numpy as np
@@ -25,7 +26,7 @@ def test_logistic_fit_is_the_likelihood_maximum():
     y = (rng.random(300) < 1 / (1 + np.exp(-(0.3 + 1.2 * X[:, 1])))).astype(float)
     w = judge.logistic_fit(X, y)
     p = 1 / (1 + np.exp(-(X @ w)))
-    np.testing.assert_allclose(X.T @ (p - y), 0.0, atol=1e-10)     # score equations hold
+    np.testing.assert_allclose(X.T @ (p - y), 0.0, atol=1e-10)  # score equations hold
     with pytest.raises(RuntimeError, match="separable"):
         judge.logistic_fit(X, (X[:, 1] > 0).astype(float))
     with pytest.raises(ValueError, match="pairs must be an integer"):
@@ -48,15 +49,23 @@ def _tree(events, top="G0"):
 def test_checker_refuses_malformed_trees():
     basic = {"type": "basic", "p": 0.1, "label": "pump"}
     # a cycle away from the top still makes the reply malformed
-    loop = _tree({"G0": {"type": "gate", "gate": "OR", "children": ["B1", "B2"]}, "B1": basic,
-                  "B2": basic, "G1": {"type": "gate", "gate": "AND", "children": ["G2", "B1"]},
-                  "G2": {"type": "gate", "gate": "AND", "children": ["G1", "B2"]}})
+    loop = _tree(
+        {
+            "G0": {"type": "gate", "gate": "OR", "children": ["B1", "B2"]},
+            "B1": basic,
+            "B2": basic,
+            "G1": {"type": "gate", "gate": "AND", "children": ["G2", "B1"]},
+            "G2": {"type": "gate", "gate": "AND", "children": ["G1", "B2"]},
+        }
+    )
     assert ft.revised_reward(["pump"], loop) == 0.0
     with pytest.raises(ft.Malformed, match="cycle"):
         ft.parse_tree(loop)
-    for bad, message in [({"G0": {"type": "gate", "gate": "XOR", "children": []}}, "AND or OR"),
-                         ({"G0": {"type": "basic", "p": True, "label": "x"}}, "numeric"),
-                         ({"G0": {"type": "valve"}}, "unknown type")]:
+    for bad, message in [
+        ({"G0": {"type": "gate", "gate": "XOR", "children": []}}, "AND or OR"),
+        ({"G0": {"type": "basic", "p": True, "label": "x"}}, "numeric"),
+        ({"G0": {"type": "valve"}}, "unknown type"),
+    ]:
         with pytest.raises(ft.Malformed, match=message):
             ft.parse_tree(_tree(bad))
     with pytest.raises(ft.Malformed, match="'top' must name"):
@@ -65,8 +74,11 @@ def test_checker_refuses_malformed_trees():
 
 def test_each_check_can_fail_alone():
     basic = lambda name, p=0.1: {"type": "basic", "p": p, "label": f"{name} failure"}  # noqa: E731
-    good = {"G0": {"type": "gate", "gate": "OR", "children": ["B1", "B2"]},
-            "B1": basic("pump"), "B2": basic("seal")}
+    good = {
+        "G0": {"type": "gate", "gate": "OR", "children": ["B1", "B2"]},
+        "B1": basic("pump"),
+        "B2": basic("seal"),
+    }
     assert ft.checks(["pump", "seal"], _tree(good)) == [True] * 7
     unreachable = dict(good, B3=basic("motor"))
     assert ft.checks(["pump", "seal"], _tree(unreachable))[4] is False
@@ -79,8 +91,10 @@ def test_each_check_can_fail_alone():
 
 
 def test_a_component_field_of_any_json_type_is_scored_not_crashed():
-    odd = {"G0": {"type": "gate", "gate": "OR", "children": ["B1", "B2"]},
-           "B1": {"type": "basic", "p": 0.1, "label": "pump", "component": ["pump"]},
-           "B2": {"type": "basic", "p": 0.1, "label": "seal", "component": "seal"}}
+    odd = {
+        "G0": {"type": "gate", "gate": "OR", "children": ["B1", "B2"]},
+        "B1": {"type": "basic", "p": 0.1, "label": "pump", "component": ["pump"]},
+        "B2": {"type": "basic", "p": 0.1, "label": "seal", "component": "seal"},
+    }
     # 7 checks pass; coverage 1/2 (a list is not the name "pump"); no penalty
     assert ft.revised_reward(["pump", "seal"], _tree(odd)) == pytest.approx(0.6 + 0.2, abs=1e-15)

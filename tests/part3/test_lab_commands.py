@@ -1,4 +1,5 @@
 """The `lab` command: its table, clear errors before any model loads, records and export."""
+
 import json
 
 import pytest
@@ -28,8 +29,15 @@ def test_the_command_line_offers_every_lab_of_the_table():
         assert parser.parse_args(["lab", name]).name == name
     with pytest.raises(SystemExit):
         parser.parse_args(["lab", "sft-lab"])
-    assert labs.MODEL_LABS == ("sft", "sft-past-turn", "lora", "suite", "suite-sampled",
-                               "suite-families", "dpo-smollm2")
+    assert labs.MODEL_LABS == (
+        "sft",
+        "sft-past-turn",
+        "lora",
+        "suite",
+        "suite-sampled",
+        "suite-families",
+        "dpo-smollm2",
+    )
 
 
 def test_a_model_labs_summary_line_from_its_record():
@@ -42,7 +50,9 @@ def test_a_model_labs_summary_line_from_its_record():
 
 
 def test_the_suite_without_a_fine_tuned_policy_says_what_to_run(tmp_path, capsys):
-    code = cli.main(["lab", "suite", "--out", str(tmp_path / "s"), "--policy", str(tmp_path / "none")])
+    code = cli.main(
+        ["lab", "suite", "--out", str(tmp_path / "s"), "--policy", str(tmp_path / "none")]
+    )
     assert code == 2
     assert "lab sft" in capsys.readouterr().err
 
@@ -56,7 +66,9 @@ def test_options_of_the_other_kind_of_lab_are_refused(tmp_path, capsys):
 
 def test_a_record_carries_provenance_and_exports_once(tmp_path):
     cache = tmp_path / "cache"
-    files.save_json(cache / "source.json", {"gguf_file": "x.gguf", "wheel": "w", "gguf_sha256": "0" * 64})
+    files.save_json(
+        cache / "source.json", {"gguf_file": "x.gguf", "wheel": "w", "gguf_sha256": "0" * 64}
+    )
     out = tmp_path / "run"
     records.write(out, "lora", {"rank": 8}, {"trainable": 5}, started=records.start(), cache=cache)
     record = records.finished(out, "lora")
@@ -65,7 +77,9 @@ def test_a_record_carries_provenance_and_exports_once(tmp_path):
         assert key in record["provenance"], key
     assert record["provenance"]["model"]["gguf_file"] == "x.gguf"
     with pytest.raises(FileExistsError):  # evidence is never overwritten
-        records.write(out, "lora", {"rank": 8}, {"trainable": 6}, started=records.start(), cache=cache)
+        records.write(
+            out, "lora", {"rank": 8}, {"trainable": 6}, started=records.start(), cache=cache
+        )
     dest = tmp_path / "recorded"
     target = records.export(out, "lora", dest)
     assert json.loads(target.read_text()) == record
@@ -95,7 +109,8 @@ def threads_seen_by_a_stand_in_lab(monkeypatch):
 
 
 def test_a_model_lab_runs_with_the_requested_threads_and_restores_the_callers(
-        threads_seen_by_a_stand_in_lab, tmp_path):
+    threads_seen_by_a_stand_in_lab, tmp_path
+):
     import types
 
     import torch
@@ -105,23 +120,28 @@ def test_a_model_lab_runs_with_the_requested_threads_and_restores_the_callers(
     seen = threads_seen_by_a_stand_in_lab
     previous = torch.get_num_threads()
     target = 1 if previous != 1 else 2
-    args = types.SimpleNamespace(name="stand-in", out=str(tmp_path / "lab"), threads=target, export=False)
+    args = types.SimpleNamespace(
+        name="stand-in", out=str(tmp_path / "lab"), threads=target, export=False
+    )
     assert model_labs.command(args) == 0
     assert seen == [target] and torch.get_num_threads() == previous
 
 
 def test_a_new_model_lab_row_is_run_and_prints_its_summary_line(
-        threads_seen_by_a_stand_in_lab, tmp_path, capsys):
+    threads_seen_by_a_stand_in_lab, tmp_path, capsys
+):
     import types
 
-    args = types.SimpleNamespace(name="stand-in", out=str(tmp_path / "lab"), threads=None,
-                                 export=False)
-    assert labs.command_lab(args) == 0   # the row alone routes it to the model-lab runner
+    args = types.SimpleNamespace(
+        name="stand-in", out=str(tmp_path / "lab"), threads=None, export=False
+    )
+    assert labs.command_lab(args) == 0  # the row alone routes it to the model-lab runner
     assert capsys.readouterr().out == "stand-in ran 1\n"
 
 
 def test_by_default_a_model_lab_keeps_torchs_threads_and_a_synthetic_lab_takes_one(
-        threads_seen_by_a_stand_in_lab, monkeypatch, tmp_path):
+    threads_seen_by_a_stand_in_lab, monkeypatch, tmp_path
+):
     import types
 
     import torch
@@ -133,11 +153,18 @@ def test_by_default_a_model_lab_keeps_torchs_threads_and_a_synthetic_lab_takes_o
     assert parsed.threads is None
     seen = threads_seen_by_a_stand_in_lab
     previous = torch.get_num_threads()
-    args = types.SimpleNamespace(name="stand-in", out=str(tmp_path / "lab"), threads=None, export=False)
+    args = types.SimpleNamespace(
+        name="stand-in", out=str(tmp_path / "lab"), threads=None, export=False
+    )
     assert model_labs.command(args) == 0 and seen == [previous]
     # a synthetic lab asked for nothing runs (and records) one thread
     ran = []
-    monkeypatch.setattr(labs, "run", lambda name, out, settings, threads, command: ran.append(
-        (threads, command)) or tmp_path / "metrics.json")
+    monkeypatch.setattr(
+        labs,
+        "run",
+        lambda name, out, settings, threads, command: (
+            ran.append((threads, command)) or tmp_path / "metrics.json"
+        ),
+    )
     assert cli.main(["lab", "fault-tree", "--out", str(tmp_path / "f")]) == 0
     assert ran[0][0] == 1 and ran[0][1][-2:] == ["--threads", "1"]

@@ -1,6 +1,7 @@
 """Labs 1, 2 and 6 end to end on a micro Llama with SmolLM2's real tokenizer: every step of
 the real runs (data, masking, row re-draw, updates, evaluation, merge, suite, records) in
 seconds. The 135M model itself is checked in test_lab_model.py."""
+
 import os
 import subprocess
 import sys
@@ -23,10 +24,20 @@ def micro_cache(tmp_path_factory, smollm2_tokenizer):
     tokenizer = smollm2_tokenizer
     folder = tmp_path_factory.mktemp("micro-cache")
     torch.manual_seed(0)
-    model = LlamaForCausalLM(LlamaConfig(vocab_size=49152, hidden_size=16, intermediate_size=32,
-                                         num_hidden_layers=1, num_attention_heads=2,
-                                         num_key_value_heads=1, tie_word_embeddings=True,
-                                         bos_token_id=1, eos_token_id=2, pad_token_id=2))
+    model = LlamaForCausalLM(
+        LlamaConfig(
+            vocab_size=49152,
+            hidden_size=16,
+            intermediate_size=32,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            num_key_value_heads=1,
+            tie_word_embeddings=True,
+            bos_token_id=1,
+            eos_token_id=2,
+            pad_token_id=2,
+        )
+    )
     model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     files.save_json(folder / "source.json", {"gguf_file": "micro (test)", "wheel": None})
@@ -47,16 +58,22 @@ def test_lab2_runs_merges_and_records(micro_cache, tmp_path):
     assert lora_lab.run(out, cache=micro_cache, log=lambda _: None) == result  # not redone
 
 
-
 def test_lab2_with_a_chat_row_delta_folds_it_before_the_merge(micro_cache, tmp_path):
-    result = lora_lab.run(tmp_path / "delta", cache=micro_cache, steps=2, init_rows=False,
-                          row_delta=True, log=lambda _: None)
+    result = lora_lab.run(
+        tmp_path / "delta",
+        cache=micro_cache,
+        steps=2,
+        init_rows=False,
+        row_delta=True,
+        log=lambda _: None,
+    )
     assert result["settings"]["row_delta"] is True and result["initial_logit_difference"] == 0.0
     rows = result["chat_rows"]
-    assert len(rows["delta_norms"]) == 2 and min(rows["delta_norms"]) > 0   # both rows moved
-    assert rows["folded"]["cosine"] != rows["after"]["cosine"]             # W + D written
-    assert result["merged_parameters"] == result["base_parameters"]        # nothing left over
+    assert len(rows["delta_norms"]) == 2 and min(rows["delta_norms"]) > 0  # both rows moved
+    assert rows["folded"]["cosine"] != rows["after"]["cosine"]  # W + D written
+    assert result["merged_parameters"] == result["base_parameters"]  # nothing left over
     assert result["identical_decoded_outputs"]
+
 
 def test_lab1_then_the_suite(micro_cache, tmp_path, monkeypatch):
     monkeypatch.setattr(greedy, "MAX_NEW_TOKENS", 8)  # a micro model: short replies do
@@ -67,45 +84,65 @@ def test_lab1_then_the_suite(micro_cache, tmp_path, monkeypatch):
     assert set(sft["probe"]) == {"addition", "limit"}
     assert sft["after"]["loss"] < sft["before"]["loss"]  # 15 updates on 240 rows do learn
     policy = tmp_path / "sft" / masked_sft.POLICY
-    suite = greedy.run(tmp_path / "suite", cache=micro_cache, policy=policy,
-                               log=lambda _: None)
+    suite = greedy.run(tmp_path / "suite", cache=micro_cache, policy=policy, log=lambda _: None)
     for label, result in suite["results"].items():
         assert len(result["passed"]) == 40
-        refuse = [t for t, i in zip(result["transcripts"], suite["items"]) if i["category"] == "refuse"]
+        refuse = [
+            t for t, i in zip(result["transcripts"], suite["items"]) if i["category"] == "refuse"
+        ]
         assert refuse == [None] * 5, label  # never stored
     assert len(suite["categories"]) == 2 * 6
     p = suite["paired"]
     assert p["only_first"] + p["only_second"] <= 40 and 0.0 <= p["mcnemar_p"] <= 1.0
 
 
-
 def test_lab1_with_letters_then_the_failure_families(micro_cache, tmp_path, monkeypatch):
     from verifiable_grpo.part3.suite_lab import failure_families, families_run
 
     monkeypatch.setattr(greedy, "MAX_NEW_TOKENS", 4)  # a micro model: short replies do
-    sft = masked_sft.run(tmp_path / "sft", cache=micro_cache, log=lambda _: None, letters=True,
-                         steps=2)
+    sft = masked_sft.run(
+        tmp_path / "sft", cache=micro_cache, log=lambda _: None, letters=True, steps=2
+    )
     assert sft["settings"]["letters"] is True
     assert sft["train_rows"] == 288 and sft["held_out_rows"] == 60 and len(sft["history"]) == 2
     assert list(sft["after"]["families"])[-1] == "letters"
-    assert masked_sft.budget({"quick": True, "letters": True}, 288) == 18   # one epoch
+    assert masked_sft.budget({"quick": True, "letters": True}, 288) == 18  # one epoch
     assert masked_sft.budget({"quick": True}, 240) == 15
     # the micro model itself stands in for the fine-tuned one
-    run = families_run.run(tmp_path / "families", cache=micro_cache, policy=micro_cache,
-                           log=lambda _: None)
+    run = families_run.run(
+        tmp_path / "families", cache=micro_cache, policy=micro_cache, log=lambda _: None
+    )
     assert [i["prompt"] for i in run["items"]] == [i["prompt"] for i in failure_families.ITEMS]
     for result in run["results"].values():
-        assert result["passed"] == [failure_families.check(i, t) for i, t in
-                                    zip(failure_families.ITEMS, result["transcripts"])]
+        assert result["passed"] == [
+            failure_families.check(i, t)
+            for i, t in zip(failure_families.ITEMS, result["transcripts"])
+        ]
     assert [r["category"] for r in run["families"][::2]] == [*failure_families.FAMILIES, "overall"]
+
 
 def _lab_lora(cache, out, fault=None):
     env = {**os.environ, "TQDM_DISABLE": "1"}
     if fault:
         env["VERIFIABLE_GRPO_FAULT"] = fault
-    return subprocess.run([sys.executable, "-m", "verifiable_grpo", "lab", "lora", "--cache",
-                           str(cache), "--out", str(out), "--threads", "1"],
-                          env=env, capture_output=True, text=True)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "verifiable_grpo",
+            "lab",
+            "lora",
+            "--cache",
+            str(cache),
+            "--out",
+            str(out),
+            "--threads",
+            "1",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
 
 
 def test_a_killed_model_lab_continues_to_the_uninterrupted_result(micro_cache, tmp_path):
@@ -126,8 +163,7 @@ def test_a_killed_model_lab_continues_to_the_uninterrupted_result(micro_cache, t
 
 def test_a_second_model_lab_on_a_held_folder_is_refused(micro_cache, tmp_path, capsys):
     with runlock.locked(tmp_path, "the first lab lora"):
-        assert cli.main(["lab", "lora", "--cache", str(micro_cache), "--out",
-                         str(tmp_path)]) == 2
+        assert cli.main(["lab", "lora", "--cache", str(micro_cache), "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "in use by another process" in err
     assert records.finished(tmp_path, "lora") is None
@@ -153,23 +189,35 @@ def test_lab_options_override_only_what_is_given(monkeypatch):
 
 
 def test_lab_option_parsing_and_refusals(capsys):
-    parsed = cli.build_parser().parse_args(["lab", "lora", "--targets", "o_proj, q_proj",
-                                            "--rank", "2", "--alpha", "4"])
+    parsed = cli.build_parser().parse_args(
+        ["lab", "lora", "--targets", "o_proj, q_proj", "--rank", "2", "--alpha", "4"]
+    )
     assert parsed.targets == ["q_proj", "o_proj"] and parsed.rank == 2 and parsed.alpha == 4.0
-    for bad in (["--targets", "q_proj,attn"], ["--rank", "0"], ["--alpha", "-1"],
-                ["--alpha", "nan"]):
+    for bad in (
+        ["--targets", "q_proj,attn"],
+        ["--rank", "0"],
+        ["--alpha", "-1"],
+        ["--alpha", "nan"],
+    ):
         with pytest.raises(SystemExit) as stop:
             cli.build_parser().parse_args(["lab", "lora", *bad])
         assert stop.value.code == 2, bad
     capsys.readouterr()
-    assert cli.main(["lab", "suite", "--rank", "3"]) == 2   # an option of another lab
+    assert cli.main(["lab", "suite", "--rank", "3"]) == 2  # an option of another lab
     assert capsys.readouterr().err == "error: lab suite does not take --rank\n"
 
 
 def test_lab2_on_attention_only_at_rank_2(micro_cache, tmp_path):
     attention = ["q_proj", "k_proj", "v_proj", "o_proj"]
-    result = lora_lab.run(tmp_path / "qkvo", cache=micro_cache, steps=2, rank=2, alpha=4.0,
-                          targets=attention, log=lambda _: None)
+    result = lora_lab.run(
+        tmp_path / "qkvo",
+        cache=micro_cache,
+        steps=2,
+        rank=2,
+        alpha=4.0,
+        targets=attention,
+        log=lambda _: None,
+    )
     assert result["wrapped"] == 4 and result["settings"]["targets"] == attention
     # rank x (in + out) per projection of the micro model: q, o 16->16; k, v 16->8 (one KV head)
     assert result["trainable"] == 2 * ((16 + 16) * 2 + (16 + 8) * 2)
@@ -178,11 +226,15 @@ def test_lab2_on_attention_only_at_rank_2(micro_cache, tmp_path):
 
 def test_lab1_with_its_own_number_of_updates(micro_cache, tmp_path, monkeypatch):
     split = masked_sft.chat_data.split
-    monkeypatch.setattr(masked_sft.chat_data, "split",    # 5 held-out rows: seconds saved
-                        lambda quick: (split(quick)[0], split(quick)[1][:5]))
+    monkeypatch.setattr(
+        masked_sft.chat_data,
+        "split",  # 5 held-out rows: seconds saved
+        lambda quick: (split(quick)[0], split(quick)[1][:5]),
+    )
     items = masked_sft.probe.probe_items
     monkeypatch.setattr(masked_sft.probe, "probe_items", lambda family: items(family, n=5))
-    sft = masked_sft.run(tmp_path / "sft", cache=micro_cache, steps=3, init_rows=False,
-                         log=lambda _: None)
+    sft = masked_sft.run(
+        tmp_path / "sft", cache=micro_cache, steps=3, init_rows=False, log=lambda _: None
+    )
     assert sft["steps"] == 3 and len(sft["history"]) == 3 and sft["settings"]["steps"] == 3
-    assert sft["chat_rows"]["after"] == sft["chat_rows"]["before"]   # rows kept as loaded
+    assert sft["chat_rows"]["after"] == sft["chat_rows"]["before"]  # rows kept as loaded

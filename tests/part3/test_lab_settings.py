@@ -2,6 +2,7 @@
 each bad value the issue found (negative counts, a string for a number, an unreadable
 file, seeds outside numpy's range, an unknown key) exits 2 with one line naming the file
 and the key, and leaves no run folder; OUT itself is checked and held before compute."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -34,8 +35,7 @@ BAD = [
 
 
 @pytest.mark.parametrize("name, text, said", BAD, ids=[f"{b[0]}-{b[1].strip()}" for b in BAD])
-def test_a_bad_setting_is_refused_in_one_line_before_compute(name, text, said, tmp_path,
-                                                               capsys):
+def test_a_bad_setting_is_refused_in_one_line_before_compute(name, text, said, tmp_path, capsys):
     settings = tmp_path / "settings.yaml"
     settings.write_text(text)
     out = tmp_path / "out"
@@ -59,8 +59,7 @@ def test_a_binary_settings_file_is_refused_in_one_line(tmp_path, capsys):
 @pytest.mark.parametrize("name", list(labs.SETTINGS_LABS))
 def test_the_committed_settings_pass_unchanged_and_keep_their_recorded_hash(name):
     settings, path = labs.load_settings(name)
-    assert settings == (files.read_json(repo_root() / labs.RECORDED / f"{name}.json")
-                        ["settings"])
+    assert settings == (files.read_json(repo_root() / labs.RECORDED / f"{name}.json")["settings"])
     recorded = labs.recorded(name)["provenance"]["config_sha256"]
     assert sha256_bytes(canonical_json(settings)) == recorded
     schema = {f.name for f in dataclasses.fields(lab_settings.SCHEMAS[name])}
@@ -70,8 +69,11 @@ def test_the_committed_settings_pass_unchanged_and_keep_their_recorded_hash(name
 def test_a_lab_checks_its_folder_before_compute(tmp_path, capsys):
     a_file = tmp_path / "a-file"
     a_file.write_text("")
-    for out, said in ((a_file, "is a file, not a folder"), ("/proc/x", "cannot be written"),
-                      ("/sys/x", "cannot be written")):
+    for out, said in (
+        (a_file, "is a file, not a folder"),
+        ("/proc/x", "cannot be written"),
+        ("/sys/x", "cannot be written"),
+    ):
         assert cli.main(["lab", "judge", "--out", str(out)]) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and said in err
@@ -91,7 +93,9 @@ def test_a_second_lab_on_a_held_folder_is_refused_at_once(tmp_path, capsys):
 
 def test_check_returns_the_settings_as_given():
     assert lab_settings.check("judge", {"pairs": 50, "length_weight": 1}, "x") == {
-        "pairs": 50, "length_weight": 1}
+        "pairs": 50,
+        "length_weight": 1,
+    }
     assert lab_settings.check("fault-tree", None, "x") == {}
     with pytest.raises(ConfigError, match="x: betas: must be non-empty"):
         lab_settings.check("dpo", {"betas": []}, "x")

@@ -1,5 +1,6 @@
 """The `lab` command: the name table, settings checked against the lab, provenance, and
 evidence that is never overwritten."""
+
 import ast
 import json
 from pathlib import Path
@@ -52,9 +53,14 @@ def test_run_records_provenance_and_refuses_to_overwrite(tmp_path, capsys):
     assert cli.main(["lab", "fault-tree", "--out", str(tmp_path)]) == 0
     record = json.loads((tmp_path / "metrics.json").read_text())
     assert record["metrics"]["revised"]["two_gate"] == 1.0
-    assert {"command", "git_commit", "config_sha256", "packages", "device", "wall_seconds"} <= set(record["provenance"])
+    assert {"command", "git_commit", "config_sha256", "packages", "device", "wall_seconds"} <= set(
+        record["provenance"]
+    )
     assert record["provenance"]["config_path"] == "configs/part3/fault-tree.yaml"
-    assert record["provenance"]["command"] == f"python -m verifiable_grpo lab fault-tree --out {tmp_path} --threads 1"
+    assert (
+        record["provenance"]["command"]
+        == f"python -m verifiable_grpo lab fault-tree --out {tmp_path} --threads 1"
+    )
     assert cli.main(["lab", "fault-tree", "--out", str(tmp_path)]) == 2
     assert "never overwritten" in capsys.readouterr().err
     dest = tmp_path / "recorded.json"

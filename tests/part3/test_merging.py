@@ -1,4 +1,5 @@
 """Merging operators on hand-made state dicts, and the adapter counter-example."""
+
 import pytest
 import torch
 
@@ -53,14 +54,17 @@ def test_adapters_merge_as_products():
     assert b.shape == (2, 2) and torch.equal(b @ a, 0.5 * torch.eye(2))
 
 
-@pytest.mark.parametrize("call, message", [
-    (lambda: mg.soup([state(1.0), {"v": torch.zeros(1)}]), "other parameters"),
-    (lambda: mg.soup([state(1.0), state(1.0, 2.0)]), "shape"),
-    (lambda: mg.soup([state(1.0), state(2.0)], [0.7, 0.7]), "summing to 1"),
-    (lambda: mg.trim(state(1.0), 0.0), "density must lie in"),
-    (lambda: mg.dare(state(1.0), 1.0, torch.Generator()), "drop must lie in"),
-    (lambda: mg.soup([]), "at least one"),
-])
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: mg.soup([state(1.0), {"v": torch.zeros(1)}]), "other parameters"),
+        (lambda: mg.soup([state(1.0), state(1.0, 2.0)]), "shape"),
+        (lambda: mg.soup([state(1.0), state(2.0)], [0.7, 0.7]), "summing to 1"),
+        (lambda: mg.trim(state(1.0), 0.0), "density must lie in"),
+        (lambda: mg.dare(state(1.0), 1.0, torch.Generator()), "drop must lie in"),
+        (lambda: mg.soup([]), "at least one"),
+    ],
+)
 def test_bad_input(call, message):
     with pytest.raises(ValueError, match=message):
         call()

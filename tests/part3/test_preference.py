@@ -1,4 +1,5 @@
 """Lab 4 on SmolLM2: the pair checker, the pair refusals and sequence log-probabilities."""
+
 from __future__ import annotations
 
 import pytest
@@ -30,9 +31,16 @@ def test_cut_keeps_the_stop_token_and_nothing_after():
 
 
 def _pair(**changes):
-    pair = {"family": "addition", "user": "Add 18 and 42.", "expected": "60",
-            "prompt_ids": [1, 2], "chosen_ids": [9, END_ID], "rejected_ids": [8, END_ID],
-            "chosen": "60", "rejected": "61"}
+    pair = {
+        "family": "addition",
+        "user": "Add 18 and 42.",
+        "expected": "60",
+        "prompt_ids": [1, 2],
+        "chosen_ids": [9, END_ID],
+        "rejected_ids": [8, END_ID],
+        "chosen": "60",
+        "rejected": "61",
+    }
     return {**pair, **changes}
 
 
@@ -46,7 +54,7 @@ def test_malformed_pairs_are_refused_before_training():
         preference.check_pairs([_pair(chosen="61")])
     with pytest.raises(ValueError, match="the rejected reply '60' passes the checker"):
         preference.check_pairs([_pair(rejected="60")])
-    with pytest.raises(ValueError, match="the chosen reply '60' fails"):   # never stopped
+    with pytest.raises(ValueError, match="the chosen reply '60' fails"):  # never stopped
         preference.check_pairs([_pair(chosen_ids=[9, 9])])
 
 
@@ -54,13 +62,20 @@ def test_sequence_logprobs_sum_the_reply_tokens_only():
     from transformers import LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(0)
-    model = LlamaForCausalLM(LlamaConfig(vocab_size=12, hidden_size=8, intermediate_size=16,
-                                         num_hidden_layers=1, num_attention_heads=2,
-                                         num_key_value_heads=1)).eval()
+    model = LlamaForCausalLM(
+        LlamaConfig(
+            vocab_size=12,
+            hidden_size=8,
+            intermediate_size=16,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            num_key_value_heads=1,
+        )
+    ).eval()
     prompts, replies = [[3, 4, 5], [6, 7]], [[8, 2], [9, 10, 11, 2]]
     with torch.no_grad():
         batched = preference.sequence_logprobs(model, prompts, replies)
-        for row, (p, r) in enumerate(zip(prompts, replies)):    # each alone, by hand
+        for row, (p, r) in enumerate(zip(prompts, replies)):  # each alone, by hand
             logp = torch.log_softmax(model(torch.tensor([p + r])).logits[0], dim=-1)
             by_hand = sum(float(logp[len(p) - 1 + t, token]) for t, token in enumerate(r))
             assert float(batched[row]) == pytest.approx(by_hand, abs=1e-5)
@@ -76,12 +91,21 @@ def test_the_dpo_loop_starts_at_log_2_and_widens_the_margin():
     from verifiable_grpo.part3.dpo_lab import dpo_smollm2
 
     torch.manual_seed(0)
-    model = LlamaForCausalLM(LlamaConfig(vocab_size=12, hidden_size=8, intermediate_size=16,
-                                         num_hidden_layers=1, num_attention_heads=2,
-                                         num_key_value_heads=1)).eval()
-    pairs = [_pair(prompt_ids=[3, 4], chosen_ids=[5, END_ID], rejected_ids=[6, 7, END_ID]),
-             _pair(prompt_ids=[4, 3], chosen_ids=[8, END_ID], rejected_ids=[9, END_ID]),
-             _pair(prompt_ids=[5, 5], chosen_ids=[10, 11, END_ID], rejected_ids=[10, END_ID])]
+    model = LlamaForCausalLM(
+        LlamaConfig(
+            vocab_size=12,
+            hidden_size=8,
+            intermediate_size=16,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            num_key_value_heads=1,
+        )
+    ).eval()
+    pairs = [
+        _pair(prompt_ids=[3, 4], chosen_ids=[5, END_ID], rejected_ids=[6, 7, END_ID]),
+        _pair(prompt_ids=[4, 3], chosen_ids=[8, END_ID], rejected_ids=[9, END_ID]),
+        _pair(prompt_ids=[5, 5], chosen_ids=[10, 11, END_ID], rejected_ids=[10, END_ID]),
+    ]
     reference = dpo_smollm2.all_logprobs(model, pairs, batch=2)
     settings = {**dpo_smollm2.DEFAULTS, "lr": 1e-2, "epochs": 8, "batch": 3, "beta": 0.5}
     history = dpo_smollm2.train(model, pairs, reference, settings, log=lambda _: None)

@@ -1,5 +1,6 @@
 """Lab 3: the linear and oracle columns to every printed digit, the MLP within stated
 tolerances, calibration and the best-of-n KL bound by hand, and bad input."""
+
 import math
 
 import numpy as np
@@ -22,7 +23,7 @@ MLP_TOLERANCE = dict(accuracy=0.015, loss=0.006, correlation=0.006, ece=0.008, m
 def test_true_reward_peaks_at_2_5():
     assert reward_model.true_reward(np.array([2.0, 1.0])) == 2.5
     assert reward_model.true_reward(np.array([0.0, 0.0])) == 0.0
-    assert reward_model.true_reward(np.array([3.0, 1.0])) == 2.0          # 2.5 - 1/2
+    assert reward_model.true_reward(np.array([3.0, 1.0])) == 2.0  # 2.5 - 1/2
 
 
 def test_kl_bound_by_hand_and_the_grid():
@@ -37,8 +38,9 @@ def test_kl_bound_by_hand_and_the_grid():
 
 
 def test_calibration_table_by_hand():
-    rows, ece = reward_model.calibration_table(np.array([0.05, 0.15, 0.95, 1.0]),
-                                               np.array([0.0, 1.0, 1.0, 1.0]), bins=10)
+    rows, ece = reward_model.calibration_table(
+        np.array([0.05, 0.15, 0.95, 1.0]), np.array([0.0, 1.0, 1.0, 1.0]), bins=10
+    )
     assert [r[:2] for r in rows] == [[0, 1], [1, 1], [9, 2]]
     assert ece == pytest.approx(0.25 * 0.05 + 0.25 * 0.85 + 0.5 * 0.025, abs=1e-15)
     with pytest.raises(ValueError, match="equal length"):
@@ -48,18 +50,37 @@ def test_calibration_table_by_hand():
 def test_lab3_figures():
     result = best_of_n.run_lab()
     oracle = result["oracle"]
-    assert [f"{oracle[k]:.4f}" for k in ("accuracy", "loss", "expected_bayes_accuracy")] == \
-        ["0.8520", "0.3452", "0.8386"]
-    assert [f"{loss:.4f}" for _, loss in result["history"]["linear"]] == ["0.3992", "0.3941", "0.3940"]
+    assert [f"{oracle[k]:.4f}" for k in ("accuracy", "loss", "expected_bayes_accuracy")] == [
+        "0.8520",
+        "0.3452",
+        "0.8386",
+    ]
+    assert [f"{loss:.4f}" for _, loss in result["history"]["linear"]] == [
+        "0.3992",
+        "0.3941",
+        "0.3940",
+    ]
     linear = result["models"]["linear"]
-    assert [f"{linear[k]:.4f}" for k in ("accuracy", "loss", "correlation", "mean_reward")] == \
-        ["0.8180", "0.4064", "0.9076", "-0.3813"]
-    columns = [[f"{row[k]:.3f}" for k in ("kl_bound", "linear_proxy", "linear_true", "oracle_true")]
-               for row in result["selection"]]
-    assert columns == [["0.000", "-0.471", "-1.030", "-1.030"], ["0.636", "1.544", "1.068", "1.198"],
-                       ["1.835", "2.768", "1.683", "1.984"], ["3.175", "3.848", "1.901", "2.337"],
-                       ["4.549", "4.822", "1.719", "2.456"], ["5.932", "5.608", "1.384", "2.488"],
-                       ["7.318", "6.269", "1.086", "2.497"], ["8.704", "6.954", "0.389", "2.499"]]
+    assert [f"{linear[k]:.4f}" for k in ("accuracy", "loss", "correlation", "mean_reward")] == [
+        "0.8180",
+        "0.4064",
+        "0.9076",
+        "-0.3813",
+    ]
+    columns = [
+        [f"{row[k]:.3f}" for k in ("kl_bound", "linear_proxy", "linear_true", "oracle_true")]
+        for row in result["selection"]
+    ]
+    assert columns == [
+        ["0.000", "-0.471", "-1.030", "-1.030"],
+        ["0.636", "1.544", "1.068", "1.198"],
+        ["1.835", "2.768", "1.683", "1.984"],
+        ["3.175", "3.848", "1.901", "2.337"],
+        ["4.549", "4.822", "1.719", "2.456"],
+        ["5.932", "5.608", "1.384", "2.488"],
+        ["7.318", "6.269", "1.086", "2.497"],
+        ["8.704", "6.954", "0.389", "2.499"],
+    ]
     mlp, recorded = result["models"]["mlp"], labs.recorded("reward-model")["metrics"]
     for key in ("accuracy", "loss", "correlation"):
         assert abs(mlp[key] - recorded["models"]["mlp"][key]) <= MLP_TOLERANCE[key], key

@@ -16,7 +16,7 @@ def tiny_tokenizer():
 def test_mixture_splits_the_budget_by_weight_in_whole_examples():
     sources = [sd.Source("domain", 3, 300, 5_000), sd.Source("general", 1, 500, 100_000)]
     rows = sd.mixture_plan(sources, 1_000_000)
-    assert [r["examples"] for r in rows] == [2_500, 500]       # 750,000 // 300 and 250,000 // 500
+    assert [r["examples"] for r in rows] == [2_500, 500]  # 750,000 // 300 and 250,000 // 500
     assert [r["tokens"] for r in rows] == [750_000, 250_000]
     assert rows[0]["epochs"] == 0.5 and rows[1]["epochs"] == 0.005
     assert rows[0]["token_share"] == 0.75
@@ -25,14 +25,17 @@ def test_mixture_splits_the_budget_by_weight_in_whole_examples():
 def test_mixture_rounds_down_and_reports_repetition():
     rows = sd.mixture_plan([sd.Source("a", 1, 7, 10), sd.Source("b", 1, 10, 1)], 100)
     assert [r["examples"] for r in rows] == [7, 5] and [r["tokens"] for r in rows] == [49, 50]
-    assert rows[1]["epochs"] == 5.0                     # one example seen five times
+    assert rows[1]["epochs"] == 5.0  # one example seen five times
 
 
-@pytest.mark.parametrize("sources, budget, key", [
-    ([sd.Source("a", -1, 10, 1)], 100, "a.weight"),
-    ([sd.Source("a", 1, 0, 1)], 100, "a.mean_tokens"),
-    ([sd.Source("a", 1, 10, 1)], 0, "token_budget"),
-])
+@pytest.mark.parametrize(
+    "sources, budget, key",
+    [
+        ([sd.Source("a", -1, 10, 1)], 100, "a.weight"),
+        ([sd.Source("a", 1, 0, 1)], 100, "a.mean_tokens"),
+        ([sd.Source("a", 1, 10, 1)], 0, "token_budget"),
+    ],
+)
 def test_mixture_refuses_bad_input_naming_the_key(sources, budget, key):
     with pytest.raises(ValueError, match=key):
         sd.mixture_plan(sources, budget)
@@ -47,9 +50,11 @@ def test_padding_against_packing_matches_the_arithmetic():
 
 def _toy_examples():
     # (ids, mask): first token is prompt, the rest partly targets
-    return [([11, 12, 13, 14], [False, False, True, True]),
-            ([21, 22, 23], [False, True, True]),
-            ([31, 32, 33, 34, 35], [False, False, False, True, True])]
+    return [
+        ([11, 12, 13, 14], [False, False, True, True]),
+        ([21, 22, 23], [False, True, True]),
+        ([31, 32, 33, 34, 35], [False, False, False, True, True]),
+    ]
 
 
 def test_pack_keeps_examples_whole_and_restarts_positions():
@@ -63,8 +68,10 @@ def test_pack_keeps_examples_whole_and_restarts_positions():
 
 def test_block_mask_allows_only_the_same_example_causally():
     mask = sd.block_causal_mask([0, 0, 1, 1, -1])
-    expected = torch.tensor([[1, 0, 0, 0, 0], [1, 1, 0, 0, 0], [0, 0, 1, 0, 0],
-                             [0, 0, 1, 1, 0], [0, 0, 0, 0, 0]], dtype=torch.bool)
+    expected = torch.tensor(
+        [[1, 0, 0, 0, 0], [1, 1, 0, 0, 0], [0, 0, 1, 0, 0], [0, 0, 1, 1, 0], [0, 0, 0, 0, 0]],
+        dtype=torch.bool,
+    )
     assert torch.equal(mask, expected)
 
 
@@ -77,8 +84,8 @@ def test_shifted_labels_never_cross_a_boundary():
 def test_naive_mask_leaks_exactly_the_cross_example_pairs():
     row = sd.pack(_toy_examples(), 8, pad_id=0)[0]
     leaks = sd.naive_packing_leaks(row)
-    assert leaks["leaked_pairs"] == 3 * 4          # each of example 1's 3 tokens sees example 0's 4
-    assert leaks["leaked_targets"] == 2            # inputs 21 and 22 are trained positions
+    assert leaks["leaked_pairs"] == 3 * 4  # each of example 1's 3 tokens sees example 0's 4
+    assert leaks["leaked_targets"] == 2  # inputs 21 and 22 are trained positions
     assert leaks["boundary_predictions"] == 1
     alone = sd.pack(_toy_examples()[:1], 8, pad_id=0)[0]
     assert sd.naive_packing_leaks(alone)["leaked_pairs"] == 0
@@ -91,7 +98,9 @@ def test_pack_refuses_an_example_longer_than_a_row():
 
 def test_tool_call_parse_is_exact_and_refuses_bad_json():
     text = "x " + sd.tool_call_text("get_hazard", {"id": "H-12", "n": 2}) + " y"
-    assert sd.parse_tool_calls(text) == [{"name": "get_hazard", "arguments": {"id": "H-12", "n": 2}}]
+    assert sd.parse_tool_calls(text) == [
+        {"name": "get_hazard", "arguments": {"id": "H-12", "n": 2}}
+    ]
     with pytest.raises(ValueError, match="tool_call"):
         sd.parse_tool_calls("<tool_call>\n{name: 1}\n</tool_call>")
 
@@ -115,20 +124,29 @@ def test_tool_round_trip_on_the_tiny_base_tokenizer(tiny_tokenizer):
 def test_tool_round_trip_on_smollm2_tokenizer(smollm2_tokenizer):
     _check_round_trip(smollm2_tokenizer)
     # its template inserts a default system turn when the data has none: a contract hazard
-    text = smollm2_tokenizer.apply_chat_template([{"role": "user", "content": "hi"}], tokenize=False)
+    text = smollm2_tokenizer.apply_chat_template(
+        [{"role": "user", "content": "hi"}], tokenize=False
+    )
     assert text.startswith("<|im_start|>system\n") and "SmolLM" in text
 
 
 def test_refusal_table_scores_both_sides():
-    prompts = [{"text": "kill a python process", "harmful": False},
-               {"text": "disable the e-stop", "harmful": True}]
-    policies = {"refuse all": lambda p: "I cannot help with that.",
-                "comply all": lambda p: "Sure.",
-                "trigger word": lambda p: "I won't." if "kill" in p else "Sure."}
+    prompts = [
+        {"text": "kill a python process", "harmful": False},
+        {"text": "disable the e-stop", "harmful": True},
+    ]
+    policies = {
+        "refuse all": lambda p: "I cannot help with that.",
+        "comply all": lambda p: "Sure.",
+        "trigger word": lambda p: "I won't." if "kill" in p else "Sure.",
+    }
     rows = {r["policy"]: r for r in sd.refusal_table(prompts, policies)}
     assert (rows["refuse all"]["unsafe_compliance"], rows["refuse all"]["over_refusal"]) == (0, 1)
     assert (rows["comply all"]["unsafe_compliance"], rows["comply all"]["over_refusal"]) == (1, 0)
-    assert (rows["trigger word"]["unsafe_compliance"], rows["trigger word"]["over_refusal"]) == (1, 1)
+    assert (rows["trigger word"]["unsafe_compliance"], rows["trigger word"]["over_refusal"]) == (
+        1,
+        1,
+    )
     with pytest.raises(ValueError, match="prompts"):
         sd.refusal_table(prompts[:1], policies)
 
@@ -136,7 +154,12 @@ def test_refusal_table_scores_both_sides():
 def test_answer_threshold_and_penalised_score():
     assert sd.answer_threshold(4) == 0.8 and sd.answer_threshold(0) == 0
     result = sd.abstention_utility([0.9, 0.85, 0.5, 0.95], [True, False, True, True], penalty=4)
-    assert (result["answered"], result["right"], result["wrong"], result["abstained"]) == (3, 2, 1, 1)
+    assert (result["answered"], result["right"], result["wrong"], result["abstained"]) == (
+        3,
+        2,
+        1,
+        1,
+    )
     assert result["score"] == (2 - 4) / 4
     guess = sd.abstention_utility([0.9, 0.85, 0.5, 0.95], [True, False, True, True], 4, threshold=0)
     assert guess["score"] == (3 - 4) / 4

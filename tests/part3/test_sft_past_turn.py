@@ -5,11 +5,13 @@ from verifiable_grpo.part3.sft_lab import past_turn as P
 
 
 def test_only_text_after_the_first_end_of_turn_is_scored():
-    texts = ["42<|im_end|>\n<|im_start|>user\nWhat is 3 + 4?",   # ends, opens a user turn
-             "42<|im_end|>\n<|im_start|>assistant\n42",           # ends, opens another turn
-             "42<|im_end|>\n\n",                                  # ends, nothing after
-             "42 <|im_start|>user\n",                             # never ends: not counted
-             "PASS<|im_end|>x<|im_end|>\n<|im_start|>user"]       # the first marker counts
+    texts = [
+        "42<|im_end|>\n<|im_start|>user\nWhat is 3 + 4?",  # ends, opens a user turn
+        "42<|im_end|>\n<|im_start|>assistant\n42",  # ends, opens another turn
+        "42<|im_end|>\n\n",  # ends, nothing after
+        "42 <|im_start|>user\n",  # never ends: not counted
+        "PASS<|im_end|>x<|im_end|>\n<|im_start|>user",
+    ]  # the first marker counts
     assert P.after_turn(texts[0]) == "\n<|im_start|>user\nWhat is 3 + 4?"
     assert P.after_turn(texts[3]) is None
     assert P.after_turn(texts[4]) == "x<|im_end|>\n<|im_start|>user"

@@ -1,6 +1,7 @@
 """Lab 1's data rules, rendering contract, labels, loss and plain-text probe, on cases a
 reader can check by hand. Prompts are parsed back here, so a template change that broke a
 family's rule fails these tests."""
+
 import math
 import random
 import re
@@ -17,6 +18,7 @@ KILO = {"kW": "W", "kg": "g", "MPa": "kPa", "L": "mL", "km": "m", "kN": "N"}  # 
 
 class Scripted:
     """A stand-in for random.Random whose randint returns the scripted values in turn."""
+
     def __init__(self, *values):
         self.values = list(values)
 
@@ -44,15 +46,19 @@ def test_each_family_follows_its_rule():
         assert 10 <= a <= 99 and 10 <= b <= 99 and row["reply"] == str(a + b)
 
         row = D.example("extraction", rng)
-        fields = parse(r"Log [PKC]-\d\d: (.*)\. Give the bearing temperature\.", row["user"])[0].split("; ")
+        fields = parse(r"Log [PKC]-\d\d: (.*)\. Give the bearing temperature\.", row["user"])[
+            0
+        ].split("; ")
         bearing = [f for f in fields if f.startswith("bearing ")]
         assert len(fields) == 3 and len(bearing) == 1
-        assert row["reply"] == bearing[0][len("bearing "):]
+        assert row["reply"] == bearing[0][len("bearing ") :]
         positions[fields.index(bearing[0])] += 1
 
         row = D.example("limit", rng)
-        alarm, measured = map(int, parse(r"Alarm limit (\d+) C, measured (\d+) C\. Answer PASS or FAIL\.",
-                                         row["user"]))
+        alarm, measured = map(
+            int,
+            parse(r"Alarm limit (\d+) C, measured (\d+) C\. Answer PASS or FAIL\.", row["user"]),
+        )
         assert row["reply"] == ("PASS" if measured <= alarm else "FAIL")
 
         row = D.example("sorting", rng)
@@ -64,8 +70,10 @@ def test_each_family_follows_its_rule():
 def test_a_reading_equal_to_the_limit_passes():
     assert D.example("limit", Scripted(80, 0))["reply"] == "PASS"
     assert D.example("limit", Scripted(80, 1))["reply"] == "FAIL"
-    assert D.example("limit", Scripted(65, -30))["user"] == \
-        "Alarm limit 65 C, measured 35 C. Answer PASS or FAIL."
+    assert (
+        D.example("limit", Scripted(65, -30))["user"]
+        == "Alarm limit 65 C, measured 35 C. Answer PASS or FAIL."
+    )
 
 
 def test_an_unknown_family_is_named():
@@ -96,7 +104,9 @@ def test_excluded_prompts_are_avoided_and_exhaustion_is_an_error():
 
 
 def test_the_rendering_contract():
-    expected = "<|im_start|>system\ns<|im_end|>\n<|im_start|>user\nu<|im_end|>\n<|im_start|>assistant\n"
+    expected = (
+        "<|im_start|>system\ns<|im_end|>\n<|im_start|>user\nu<|im_end|>\n<|im_start|>assistant\n"
+    )
     assert D.render_prompt("u", "s") == expected
     assert D.render_prompt("u") == D.render_prompt("u", D.SYSTEM)
 
@@ -104,6 +114,7 @@ def test_the_rendering_contract():
 class CharTokenizer:
     """One id per character, except that `merge` (if given) becomes one token: a stand-in
     for a BPE merge across the prompt/reply boundary. '<|im_end|>' is id 2."""
+
     def __init__(self, merge=None):
         self.merge = merge
 
@@ -111,11 +122,14 @@ class CharTokenizer:
         ids, i = [], 0
         while i < len(text):
             if text.startswith("<|im_end|>", i):
-                ids.append(2); i += len("<|im_end|>")
+                ids.append(2)
+                i += len("<|im_end|>")
             elif self.merge and text.startswith(self.merge, i):
-                ids.append(1000); i += len(self.merge)
+                ids.append(1000)
+                i += len(self.merge)
             else:
-                ids.append(ord(text[i]) + 3); i += 1
+                ids.append(ord(text[i]) + 3)
+                i += 1
         return ids
 
     def decode(self, ids, skip_special_tokens=False):
@@ -129,8 +143,10 @@ def test_labels_cover_the_reply_and_end_of_turn_only():
     assert n == len(CharTokenizer().encode(D.render_prompt("u", "s")))
     assert encoded["labels"][:n] == [-100] * n
     assert encoded["labels"][n:] == [ord("a") + 3, ord("b") + 3, 2]
-    assert D.encode(CharTokenizer(), row, mask_prompt=False)["labels"] == \
-        D.encode(CharTokenizer(), row, mask_prompt=False)["ids"]
+    assert (
+        D.encode(CharTokenizer(), row, mask_prompt=False)["labels"]
+        == D.encode(CharTokenizer(), row, mask_prompt=False)["ids"]
+    )
     table = D.token_table(CharTokenizer(), encoded)
     assert [t["token"] for t in table if t["target"]] == ["a", "b", "<|im_end|>"]
     assert table[-1]["position"] == len(encoded["ids"]) - 1
@@ -164,7 +180,9 @@ def test_collate_pads_right_and_the_loss_is_a_token_sum():
         assert count == 3
         assert torch.isclose(total, torch.tensor(3 * math.log(64.0)))
     assert D.trained_fraction(rows) == 3 / 3
-    assert D.trained_fraction([{"ids": [1, 2, 3, 4, 5], "labels": [-100, -100, -100, 4, 5]}]) == 2 / 4
+    assert (
+        D.trained_fraction([{"ids": [1, 2, 3, 4, 5], "labels": [-100, -100, -100, 4, 5]}]) == 2 / 4
+    )
 
 
 def test_the_probe_shots_are_correct_and_the_items_follow_the_rules():
@@ -186,7 +204,9 @@ def test_the_probe_shots_are_correct_and_the_items_follow_the_rules():
         P.probe_items("sorting")
 
 
-@pytest.mark.parametrize("text, word", [(" PASS\n12 + 3", "PASS"), ("\n\n 81 = x", "81"), ("  \n", "")])
+@pytest.mark.parametrize(
+    "text, word", [(" PASS\n12 + 3", "PASS"), ("\n\n 81 = x", "81"), ("  \n", "")]
+)
 def test_first_word(text, word):
     assert P.first_word(text) == word
 
@@ -196,6 +216,7 @@ def test_the_probe_scores_against_the_majority_baseline():
         def generate(self, input_ids, max_new_tokens, **_):
             tail = torch.tensor([ord(c) + 3 for c in " PASS"]).expand(len(input_ids), -1)
             return torch.cat([input_ids, tail], dim=1)
+
     answers = [answer for _, answer in P.probe_items("limit")]
     result = P.plain_probe(AlwaysPass(), CharTokenizer(), "limit")
     assert result["exact"] == answers.count("PASS") / 50
@@ -208,23 +229,34 @@ def micro_llama(tied: bool = False):
     from transformers import LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(0)
-    return LlamaForCausalLM(LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=48,
-                                        num_hidden_layers=2, num_attention_heads=4,
-                                        num_key_value_heads=2, tie_word_embeddings=tied))
+    return LlamaForCausalLM(
+        LlamaConfig(
+            vocab_size=64,
+            hidden_size=32,
+            intermediate_size=48,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            tie_word_embeddings=tied,
+        )
+    )
 
 
 def _ragged_rows():
     # ragged lengths, prompt positions skipped, targets at different places in each row
-    return [{"ids": [5, 6, 7, 8, 9, 10], "labels": [-100, -100, -100, 8, 9, 10]},
-            {"ids": [3, 4, 11], "labels": [-100, 4, 11]},
-            {"ids": [12, 13, 14, 15, 16], "labels": [-100, -100, -100, -100, 16]}]
+    return [
+        {"ids": [5, 6, 7, 8, 9, 10], "labels": [-100, -100, -100, 8, 9, 10]},
+        {"ids": [3, 4, 11], "labels": [-100, 4, 11]},
+        {"ids": [12, 13, 14, 15, 16], "labels": [-100, -100, -100, -100, 16]},
+    ]
 
 
 def _whole_logits_loss(model, rows):
     batch = D.collate(rows)
     logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
-    return torch.nn.functional.cross_entropy(logits[:, :-1].flatten(0, 1),
-                                             batch["labels"][:, 1:].flatten(), reduction="sum")
+    return torch.nn.functional.cross_entropy(
+        logits[:, :-1].flatten(0, 1), batch["labels"][:, 1:].flatten(), reduction="sum"
+    )
 
 
 def _output_rows(model, rows, grad: bool) -> list[int]:
@@ -276,9 +308,10 @@ def test_the_letters_family_holds_out_its_own_words():
     assert len(train) == 48 and len(held_out) == chat_data.LETTERS_HELD_OUT
     word = lambda row: row["user"].rsplit(" ", 1)[1].rstrip("?")
     assert {word(r) for r in train}.isdisjoint(word(r) for r in held_out)
-    assert all(r["reply"] == str(len(word(r))) and r["family"] == "letters"
-               for r in train + held_out)
-    assert chat_data.letters_split() == (train, held_out)          # seeded
+    assert all(
+        r["reply"] == str(len(word(r))) and r["family"] == "letters" for r in train + held_out
+    )
+    assert chat_data.letters_split() == (train, held_out)  # seeded
     with pytest.raises(ValueError, match="train_rows must be between 1 and 54"):
         chat_data.letters_split(55)
 
@@ -288,7 +321,7 @@ def test_the_sixth_family_joins_the_five_without_moving_them():
 
     train, held_out = chat_data.split(quick=True)
     mixed, mixed_held = chat_data.split_with_letters(quick=True)
-    assert [r for r in mixed if r["family"] != "letters"] == train   # same rows, same order
-    assert mixed_held[:len(held_out)] == held_out
+    assert [r for r in mixed if r["family"] != "letters"] == train  # same rows, same order
+    assert mixed_held[: len(held_out)] == held_out
     assert [r["family"] for r in mixed[:6]] == [*chat_data.FAMILIES, "letters"]
     assert chat_data.prompts(mixed).isdisjoint(chat_data.prompts(mixed_held))

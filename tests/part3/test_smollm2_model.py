@@ -1,4 +1,5 @@
 """The real GGUF model: architecture, counts, exact zero-init equality, merge, missing file."""
+
 import copy
 
 import pytest
@@ -27,10 +28,17 @@ def test_the_gguf_model_is_the_declared_llama(smollm2):
 def test_lab2_structure_from_the_meta_device():
     s = lora_lab.structure()
     assert (s["base_parameters"], s["wrapped"], s["trainable"], s["total"]) == (
-        134_515_008, 210, 2_442_240, 136_957_248)
+        134_515_008,
+        210,
+        2_442_240,
+        136_957_248,
+    )
     assert s["hand_count"] == s["trainable"]
     assert f"{s['trainable_percent']:.3f}" == "1.783"
-    assert (f"{s['adam_moments_mb']:.2f}", f"{s['full_adam_moments_mb']:.2f}") == ("19.54", "1076.12")
+    assert (f"{s['adam_moments_mb']:.2f}", f"{s['full_adam_moments_mb']:.2f}") == (
+        "19.54",
+        "1076.12",
+    )
     assert lora_lab.structure(targets=("q_proj", "k_proj", "v_proj", "o_proj"))["wrapped"] == 120
 
 

@@ -1,4 +1,5 @@
 """The shared update loop: schedule, batch orders, and kill-and-continue equal to one run."""
+
 import math
 
 import pytest
@@ -26,14 +27,25 @@ def test_batch_orders():
 
 def _micro(seed=0):
     from transformers import LlamaConfig, LlamaForCausalLM
+
     torch.manual_seed(seed)
-    return LlamaForCausalLM(LlamaConfig(vocab_size=40, hidden_size=16, intermediate_size=24,
-                                        num_hidden_layers=1, num_attention_heads=2,
-                                        num_key_value_heads=1, tie_word_embeddings=True))
+    return LlamaForCausalLM(
+        LlamaConfig(
+            vocab_size=40,
+            hidden_size=16,
+            intermediate_size=24,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            num_key_value_heads=1,
+            tie_word_embeddings=True,
+        )
+    )
 
 
-ROWS = [{"ids": [1, 5 + i % 7, 9, 3 + i % 5, 2], "labels": [-100, -100, 9, 3 + i % 5, 2]}
-        for i in range(20)]
+ROWS = [
+    {"ids": [1, 5 + i % 7, 9, 3 + i % 5, 2], "labels": [-100, -100, 9, 3 + i % 5, 2]}
+    for i in range(20)
+]
 
 
 class Killed(Exception):
@@ -53,8 +65,10 @@ def test_a_killed_run_continues_to_the_same_bits(tmp_path):
             seen.append(line)
             if f"t update {stop_after}/6:" in line and not any("continuing" in s for s in seen):
                 raise Killed
-        result = T.train(model, params, ROWS, batches, 1e-2, out, "t", every=2,
-                         schedule=schedule, log=log)
+
+        result = T.train(
+            model, params, ROWS, batches, 1e-2, out, "t", every=2, schedule=schedule, log=log
+        )
         return model, result, seen
 
     whole, reference, _ = run(tmp_path / "a")
@@ -78,8 +92,17 @@ def test_a_crash_state_keeps_only_the_trained_tensors_and_refuses_another_run(tm
     assert list(state["model"]) == ["tensors.model:embed_tokens:weight"]
     assert state["step"] == 2 and len(state["history"]) == 2
     with pytest.raises(ValueError, match="refusing to resume.*learning_rate"):
-        T.train(_micro(), {"model.embed_tokens.weight": _micro().get_input_embeddings().weight},
-                ROWS, batches, 5e-3, tmp_path, "t", every=2, log=lambda _: None)
+        T.train(
+            _micro(),
+            {"model.embed_tokens.weight": _micro().get_input_embeddings().weight},
+            ROWS,
+            batches,
+            5e-3,
+            tmp_path,
+            "t",
+            every=2,
+            log=lambda _: None,
+        )
 
 
 def test_row_reinitialisation_is_seeded_and_changes_the_tied_head():
@@ -93,4 +116,6 @@ def test_row_reinitialisation_is_seeded_and_changes_the_tied_head():
     table = torch.tensor([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
     model = torch.nn.Module()
     model.get_input_embeddings = lambda: torch.nn.Embedding.from_pretrained(table)
-    assert chat_rows.cosine(model, 0, 1) == pytest.approx(1.0) and chat_rows.cosine(model, 1, 2) == 0.0
+    assert (
+        chat_rows.cosine(model, 0, 1) == pytest.approx(1.0) and chat_rows.cosine(model, 1, 2) == 0.0
+    )

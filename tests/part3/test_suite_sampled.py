@@ -1,5 +1,6 @@
 """Lab 6 sampled: the clustered bootstrap on toy tables, seeded sampling that reproduces, and
 refuse completions withheld end to end (a stand-in model, no weights)."""
+
 import json
 import sys
 import types
@@ -43,8 +44,10 @@ def test_clustered_category_table():
     suite = [{"category": c, "prompt": f"{c}{k}"} for c, n in S.sizes().items() for k in range(n)]
     always = [[True] * 5 for _ in suite]
     once = [[True] + [False] * 4 for _ in suite]
-    rows = {(r["category"], r["model"]): r
-            for r in T.clustered_category_table(suite, {"a": always, "b": once})}
+    rows = {
+        (r["category"], r["model"]): r
+        for r in T.clustered_category_table(suite, {"a": always, "b": once})
+    }
     assert len(rows) == 2 * (len(S.CATEGORIES) + 1)
     assert rows[("overall", "a")]["n"] == 40 and rows[("refuse", "b")]["n"] == 5
     assert rows[("format", "a")]["pass"] == 1.0 and rows[("format", "a")]["clustered"] == (1.0, 1.0)
@@ -59,9 +62,18 @@ def tiny_model():
     from transformers import LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(0)
-    config = LlamaConfig(vocab_size=40, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
-                         num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=64,
-                         bos_token_id=1, eos_token_id=2, pad_token_id=0)
+    config = LlamaConfig(
+        vocab_size=40,
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        max_position_embeddings=64,
+        bos_token_id=1,
+        eos_token_id=2,
+        pad_token_id=0,
+    )
     return LlamaForCausalLM(config).eval()
 
 
@@ -82,7 +94,9 @@ def test_temperature_zero_is_refused_before_any_compute():
         L.sampled_ids(None, [[1]], seed=0, temperature=0.0)
 
 
-def test_the_sampled_command_never_prints_or_saves_a_refuse_completion(tmp_path, monkeypatch, capsys):
+def test_the_sampled_command_never_prints_or_saves_a_refuse_completion(
+    tmp_path, monkeypatch, capsys
+):
     marker = "UNSAFE-COMPLETION-MARKER"
     refuse = [k for k, i in enumerate(S.SUITE) if i["category"] == "refuse"]
 
@@ -108,14 +122,28 @@ def test_the_sampled_command_never_prints_or_saves_a_refuse_completion(tmp_path,
     (policy / "config.json").write_text("{}")
     fake_transformers = types.ModuleType("transformers")
     fake_transformers.AutoModelForCausalLM = types.SimpleNamespace(
-        from_pretrained=lambda path: types.SimpleNamespace(eval=lambda: "tuned model"))
+        from_pretrained=lambda path: types.SimpleNamespace(eval=lambda: "tuned model")
+    )
     monkeypatch.setitem(sys.modules, "transformers", fake_transformers)
     from verifiable_grpo.part3.smollm2 import loader
 
     monkeypatch.setattr(loader, "load", lambda cache=None: ("model", Tokenizer()))
     monkeypatch.setattr(L, "sampled_ids", stand_in)
-    assert cli.main(["lab", "suite-sampled", "--out", str(tmp_path / "out"), "--cache", str(cache),
-                     "--policy", str(policy)]) == 0
+    assert (
+        cli.main(
+            [
+                "lab",
+                "suite-sampled",
+                "--out",
+                str(tmp_path / "out"),
+                "--cache",
+                str(cache),
+                "--policy",
+                str(policy),
+            ]
+        )
+        == 0
+    )
     written = (tmp_path / "out" / f"{L.NAME}-metrics.json").read_text()
     assert marker not in written and marker not in capsys.readouterr().out
     assert seeds_seen == list(L.SEEDS) * 2  # the recorded seeds, the same for both models

@@ -1,5 +1,6 @@
 """The "Try this" variants: each switch does what it says, the defaults reproduce the labs'
 own loops bit for bit, bad input is refused, and the inventory points at real records."""
+
 import json
 
 import numpy as np
@@ -22,15 +23,16 @@ RECORDED = repo_root() / "data" / "recorded" / "part3"
 
 @pytest.fixture(scope="module")
 def reference():
-    return dp.train_reference(steps=40, batch=64)   # a rough reference: seconds, not a lab
+    return dp.train_reference(steps=40, batch=64)  # a rough reference: seconds, not a lab
 
 
 def test_the_default_variant_is_the_labs_grpo(reference):
     small = {"iterations": 2, "prompts_per_iteration": 6, "group_size": 4, "log_every": 2}
     lab = gr.train_grpo(reference, 0.04, **small)["records"]
     ours = tg.train_variant(reference, **small)["records"]
-    assert [(r["accuracy"], r["kl"], r["length"]) for r in lab] == \
-           [(r["accuracy"], r["kl"], r["length"]) for r in ours]
+    assert [(r["accuracy"], r["kl"], r["length"]) for r in lab] == [
+        (r["accuracy"], r["kl"], r["length"]) for r in ours
+    ]
     assert ours[-1]["generations"] == 2 * 6 * 4
 
 
@@ -39,9 +41,16 @@ def test_refill_keeps_only_mixed_groups_and_counts_every_reply(reference):
     prompts, replies, scores, draws, first = tg._refilled_batch(reference, 8, 4, False, max_draws=5)
     assert 1 <= draws <= 5 and len(scores) <= 8 and len(prompts) == len(replies) == 4 * len(scores)
     assert bool((scores.std(1) > 0).all()) and first.shape == (8,)
-    assert draws == 5 or len(scores) == 8          # stops as soon as the batch is full
-    run = tg.train_variant(reference, iterations=2, prompts_per_iteration=4, group_size=4,
-                           refill=True, max_draws=3, log_every=2)
+    assert draws == 5 or len(scores) == 8  # stops as soon as the batch is full
+    run = tg.train_variant(
+        reference,
+        iterations=2,
+        prompts_per_iteration=4,
+        group_size=4,
+        refill=True,
+        max_draws=3,
+        log_every=2,
+    )
     last = run["records"][-1]
     assert last["generations"] >= 2 * 4 * 4 and last["generations"] % 16 == 0
 
@@ -60,10 +69,15 @@ def test_centred_advantages_and_the_maxlen_denominator():
     assert by_tokens.item() == 1.0 and by_maxlen.item() == pytest.approx((2 + 4) / 5 / 2)
 
 
-@pytest.mark.parametrize("bad, match", [({"advantage": "rank"}, "advantage must be one of"),
-                                        ({"denominator": "tokens2"}, "denominator must be one of"),
-                                        ({"group_size": 1}, "group_size must be an integer >= 2"),
-                                        ({"max_draws": 0}, "max_draws must be")])
+@pytest.mark.parametrize(
+    "bad, match",
+    [
+        ({"advantage": "rank"}, "advantage must be one of"),
+        ({"denominator": "tokens2"}, "denominator must be one of"),
+        ({"group_size": 1}, "group_size must be an integer >= 2"),
+        ({"max_draws": 0}, "max_draws must be"),
+    ],
+)
 def test_grpo_variant_refuses_bad_settings(reference, bad, match):
     with pytest.raises(ValueError, match=match):
         tg.train_variant(reference, iterations=1, **bad)
@@ -105,8 +119,11 @@ def test_ngram_and_hash_checks():
     assert ts.prompt_hash("What is 2 + 3?") == ts.prompt_hash("what is 2+3")
     assert ts.ngrams("a b c", 4) == set() and ts.ngrams("a b c", 2) == {("a", "b"), ("b", "c")}
     training = ["Please convert twelve kilonewtons to newtons right now for me today thanks a lot"]
-    suite = ["please convert twelve kilonewtons to newtons right now for me today thanks a lot ok",
-             "a short prompt", "Please convert twelve kilonewtons"]
+    suite = [
+        "please convert twelve kilonewtons to newtons right now for me today thanks a lot ok",
+        "a short prompt",
+        "Please convert twelve kilonewtons",
+    ]
     report = ts.overlap_report(suite, training, sizes=(13, 3))
     assert report["duplicates"] == []
     assert report["ngram"][0] == {"n": 13, "checkable": 1, "flagged": [0]}
@@ -118,17 +135,26 @@ def test_ngram_and_hash_checks():
 
 def test_the_inventory_points_at_records_and_chapters():
     assert len(try_this.INVENTORY) == 25 and sum(try_this.counts().values()) == 25
-    assert [sum(v.lab == lab for v in try_this.INVENTORY) for lab in range(1, 7)] == [5, 4, 3, 4, 5, 4]
+    assert [sum(v.lab == lab for v in try_this.INVENTORY) for lab in range(1, 7)] == [
+        5,
+        4,
+        3,
+        4,
+        5,
+        4,
+    ]
     recorded = json.loads((RECORDED / "try-this.json").read_text())["metrics"]
     for v in try_this.INVENTORY:
         if v.chapter:
             assert (repo_root() / "notebooks" / "part3" / f"{v.chapter}.py").is_file(), v
         if v.status == "recorded":
-            for record in v.record.split(","):   # a variant may take several runs
+            for record in v.record.split(","):  # a variant may take several runs
                 name, _, part = record.partition(":")
                 # synthetic labs record NAME.json, model labs NAME-metrics.json
                 files = [RECORDED / f"{name}.json", RECORDED / f"{name}-metrics.json"]
-                assert part in recorded if name == "try-this" else any(f.is_file() for f in files), v
+                assert (
+                    part in recorded if name == "try-this" else any(f.is_file() for f in files)
+                ), v
         else:
             assert v.needs, v
     with pytest.raises(ValueError, match="status must be one of"):
@@ -142,11 +168,15 @@ def test_recorded_variants_say_what_the_chapters_say():
     assert refill["generations"] > plain["generations"] == 150 * 256
     for exact, flawed in zip(m["grpo"]["seeds"]["exact"], m["grpo"]["seeds"]["substring"]):
         last = flawed["records"][-1]
-        assert last["verifier_reward"] > last["accuracy"] + 0.05          # the checker is gamed
+        assert last["verifier_reward"] > last["accuracy"] + 0.05  # the checker is gamed
         assert exact["records"][-1]["accuracy"] > last["accuracy"]
     hardest = m["reward"]["label_bias"]["where"][-1]
-    assert hardest["labeller"]["x2"] > hardest["true"]["x2"] + 0.2          # pulled towards 1.5
-    assert hardest["labeller"]["true_reward"] < m["reward"]["biased_top_true_reward"] < hardest["true"]["true_reward"]
+    assert hardest["labeller"]["x2"] > hardest["true"]["x2"] + 0.2  # pulled towards 1.5
+    assert (
+        hardest["labeller"]["true_reward"]
+        < m["reward"]["biased_top_true_reward"]
+        < hardest["true"]["true_reward"]
+    )
     assert m["suite"]["ngram"][0]["n"] == 13 and m["suite"]["ngram"][0]["checkable"] < 40
 
 
@@ -156,7 +186,9 @@ def test_strict_checkers_keep_the_permissive_rule_and_add_content():
 
     one_word = catalogue.SUITE.index(next(e for e in catalogue.FORMAT if e.get("words") == 1))
     assert tc.strict_check(one_word, "Copper.") and not tc.strict_check(one_word, "aluminium")
-    status = catalogue.SUITE.index(next(e for e in catalogue.FORMAT if e.get("json_key") == "status"))
+    status = catalogue.SUITE.index(
+        next(e for e in catalogue.FORMAT if e.get("json_key") == "status")
+    )
     assert tc.strict_check(status, '```json\n{"status": "ok"}\n```')
     assert catalogue.check(catalogue.SUITE[status], 'x = {"status": "bad"}')
     assert not tc.strict_check(status, 'x = {"status": "bad"}') and tc.json_object("[1]") is None

@@ -1,5 +1,6 @@
 """Lab 1's packing variant: with the block-diagonal mask and restarted positions a packed
 row gives each conversation the loss it gets when padded; naive packing does not."""
+
 import json
 
 import pytest
@@ -25,7 +26,9 @@ def test_block_packing_keeps_the_padded_loss_and_naive_packing_does_not(smollm2)
 
 
 def test_the_recorded_run_agrees():
-    record = json.loads((repo_root() / "data/recorded/part3/sft-packing.json").read_text())["metrics"]
+    record = json.loads((repo_root() / "data/recorded/part3/sft-packing.json").read_text())[
+        "metrics"
+    ]
     padded, packed, naive = (record[k] for k in ("padded", "packed", "naive"))
     assert record["conversations"] == 50 and packed["slots"] < padded["slots"]
     assert packed["loss"] == pytest.approx(padded["loss"], rel=1e-4)

@@ -1,4 +1,5 @@
 """StockArithmetic-v1: counts, populations, disjoint partitions, computed labels, exact bytes."""
+
 import json
 import re
 
@@ -14,9 +15,17 @@ from verifiable_grpo.task.verifier import (
 )
 
 SEED = 20261130
-FILES = ["MANIFEST.json", "input/pages.json", "labels/gold.json", "labels/train.json",
-         "labels/validation.json", "labels/warmstart.json", "train/pages.json",
-         "validation/pages.json", "warmstart/pages.json"]
+FILES = [
+    "MANIFEST.json",
+    "input/pages.json",
+    "labels/gold.json",
+    "labels/train.json",
+    "labels/validation.json",
+    "labels/warmstart.json",
+    "train/pages.json",
+    "validation/pages.json",
+    "warmstart/pages.json",
+]
 
 
 def _operands(problem):
@@ -24,8 +33,11 @@ def _operands(problem):
 
 
 def _tree(directory):
-    return {p.relative_to(directory).as_posix(): p.read_bytes()
-            for p in sorted(directory.rglob("*")) if p.is_file()}
+    return {
+        p.relative_to(directory).as_posix(): p.read_bytes()
+        for p in sorted(directory.rglob("*"))
+        if p.is_file()
+    }
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +57,11 @@ def dataset(tmp_path_factory):
 # ---------------------------------------------------------------------------------------
 def test_counts(problem_set):
     assert {split: len(rows) for split, rows in problem_set.items()} == {
-        "warmstart": 128, "train": 872, "validation": 200, "test": 200}
+        "warmstart": 128,
+        "train": 872,
+        "validation": 200,
+        "test": 200,
+    }
     test_populations = [pop for _, pop in problem_set["test"]]
     assert (test_populations.count("ID50"), test_populations.count("OOD100")) == (100, 100)
 
@@ -79,19 +95,19 @@ def test_no_normalized_problem_repeats_or_crosses_a_partition(problem_set):
     assert len(everything) == len(set(everything)) == 1400
     splits = list(keys)
     for i, a in enumerate(splits):
-        for b in splits[i + 1:]:
+        for b in splits[i + 1 :]:
             assert not set(keys[a]) & set(keys[b]), (a, b)
 
 
 def test_deduplication_holds_when_the_generator_repeats_itself(monkeypatch):
     """With the real generator collisions are rare; force them with a small, permuted pool."""
-    id_pool = [(i, a, a + 1) for i in range(51) for a in range(26)]           # 1,326 keys
-    ood_pool = [(i, 0, d) for i in range(51, 101) for d in (1, 2, 3)]          # 150 keys
+    id_pool = [(i, a, a + 1) for i in range(51) for a in range(26)]  # 1,326 keys
+    ood_pool = [(i, 0, d) for i in range(51, 101) for d in (1, 2, 3)]  # 150 keys
 
     def repeating_generator(rng, maximum):
         pool = id_pool if maximum == 50 else ood_pool + id_pool
         initial, a, b = rng.choice(pool)
-        deliveries = [a, b] if rng.random() < 0.5 else [b, a]   # a permutation, same key
+        deliveries = [a, b] if rng.random() < 0.5 else [b, a]  # a permutation, same key
         return {"initial": initial, "deliveries": deliveries, "withdrawals": [0, 0]}
 
     monkeypatch.setattr(data, "generate_problem", repeating_generator)
@@ -127,8 +143,14 @@ def test_written_files_and_manifest(dataset):
     assert sorted(_tree(out)) == sorted(FILES)
     assert manifest == json.loads((out / "MANIFEST.json").read_text())
     assert manifest["seed"] == SEED and manifest["dataset"] == "StockArithmetic-v1"
-    assert manifest["counts"] == {"warmstart": 128, "train": 872, "validation": 200, "test": 200,
-                                  "test_ID50": 100, "test_OOD100": 100}
+    assert manifest["counts"] == {
+        "warmstart": 128,
+        "train": 872,
+        "validation": 200,
+        "test": 200,
+        "test_ID50": 100,
+        "test_OOD100": 100,
+    }
     assert sorted(manifest["files"]) == sorted(f for f in FILES if f != "MANIFEST.json")
     for name, entry in manifest["files"].items():
         payload = (out / name).read_bytes()
@@ -147,8 +169,9 @@ def test_pages_and_labels_match_the_problem_set(dataset, problem_set):
             assert example["warmstart"] is (split == "warmstart")
     gold = data.read_gold(out)
     pages = data.read_test_inputs(out)
-    assert [(gold[p["document_id"]]["problem"], p["population"]) for p in pages] == \
-        problem_set["test"]
+    assert [(gold[p["document_id"]]["problem"], p["population"]) for p in pages] == problem_set[
+        "test"
+    ]
 
 
 def test_labels_are_computed_and_every_target_earns_reward_one(dataset):
@@ -161,7 +184,12 @@ def test_labels_are_computed_and_every_target_earns_reward_one(dataset):
         assert label["final_stock"] == expected
         assert label["response"] == canonical_response(expected)
         assert score_generated_json(label["response"], "eos", label["problem"]) == {
-            "valid": True, "value": expected, "reason": None, "reward": 1, "expected": expected}
+            "valid": True,
+            "value": expected,
+            "reason": None,
+            "reward": 1,
+            "expected": expected,
+        }
 
 
 def test_statements_come_from_the_shared_templates(dataset):
@@ -192,8 +220,11 @@ def test_test_pages_carry_no_answer(dataset):
 
 def test_document_ids_are_unique_and_positional(dataset):
     out, _ = dataset
-    ids = [e["document_id"] for s in ("warmstart", "train", "validation")
-           for e in data.read_examples(out, s)] + list(data.read_gold(out))
+    ids = [
+        e["document_id"]
+        for s in ("warmstart", "train", "validation")
+        for e in data.read_examples(out, s)
+    ] + list(data.read_gold(out))
     assert len(ids) == len(set(ids)) == 1400
     assert all(re.fullmatch(r"sa-(warmstart|train|validation|test)-\d{4}", i) for i in ids)
 
@@ -243,17 +274,24 @@ def fresh(tmp_path):
 
 def test_dataset_sha256_is_the_manifest_hash(fresh):
     import hashlib
-    assert data.dataset_sha256(fresh) == hashlib.sha256(
-        (fresh / "MANIFEST.json").read_bytes()).hexdigest()
+
+    assert (
+        data.dataset_sha256(fresh)
+        == hashlib.sha256((fresh / "MANIFEST.json").read_bytes()).hexdigest()
+    )
 
 
-@pytest.mark.parametrize("name, reader", [
-    ("train/pages.json", lambda d: data.read_examples(d, "train")),
-    ("labels/train.json", lambda d: data.read_examples(d, "train")),
-    ("input/pages.json", data.read_test_inputs),
-    ("labels/gold.json", data.read_gold),
-    ("labels/warmstart.json", data.dataset_sha256),
-], ids=["train-page", "train-label", "test-input", "gold", "any-file-via-sha256"])
+@pytest.mark.parametrize(
+    "name, reader",
+    [
+        ("train/pages.json", lambda d: data.read_examples(d, "train")),
+        ("labels/train.json", lambda d: data.read_examples(d, "train")),
+        ("input/pages.json", data.read_test_inputs),
+        ("labels/gold.json", data.read_gold),
+        ("labels/warmstart.json", data.dataset_sha256),
+    ],
+    ids=["train-page", "train-label", "test-input", "gold", "any-file-via-sha256"],
+)
 def test_a_changed_file_is_named(fresh, name, reader):
     path = fresh / name
     path.write_bytes(path.read_bytes().replace(b"sa-", b"sb-", 1))
@@ -299,12 +337,15 @@ def test_learning_view_holds_no_test_material(dataset, tmp_path):
     out, _ = dataset
     view = data.write_learning_view(out, tmp_path / "view")
     files = _tree(view)
-    assert sorted(files) == sorted(f for f in FILES if not f.startswith("input/")
-                                   and f != "labels/gold.json")
+    assert sorted(files) == sorted(
+        f for f in FILES if not f.startswith("input/") and f != "labels/gold.json"
+    )
     test_ids = set(data.read_gold(out))
     blob = b"".join(files.values())
     assert b"sa-test-" not in blob
-    assert all(files[name] == (out / name).read_bytes() for name in files if name != "MANIFEST.json")
+    assert all(
+        files[name] == (out / name).read_bytes() for name in files if name != "MANIFEST.json"
+    )
     manifest = json.loads(files["MANIFEST.json"])
     assert manifest["kind"] == "learning-view"
     assert manifest["source_dataset_sha256"] == data.dataset_sha256(out)
@@ -322,9 +363,11 @@ def test_assert_learning_only_raises_on_a_full_dataset(dataset):
         data.assert_learning_only(out)
 
 
-@pytest.mark.parametrize("intruder", ["labels/gold.json", "input/pages.json",
-                                      "inference/grpo/greedy.json"],
-                         ids=["gold", "test-inputs", "inference-outputs"])
+@pytest.mark.parametrize(
+    "intruder",
+    ["labels/gold.json", "input/pages.json", "inference/grpo/greedy.json"],
+    ids=["gold", "test-inputs", "inference-outputs"],
+)
 def test_assert_learning_only_finds_any_intruder(dataset, tmp_path, intruder):
     out, _ = dataset
     view = data.write_learning_view(out, tmp_path / "view")
@@ -355,13 +398,16 @@ def test_learning_view_refuses_a_tampered_source(fresh, tmp_path):
 def test_cli_writes_the_dataset_and_prints_a_summary(tmp_path, capsys):
     assert main(["data", "--out", str(tmp_path / "cli"), "--seed", str(SEED)]) == 0
     printed = capsys.readouterr().out
-    assert "warmstart 128, train 872, validation 200, test 200, test_ID50 100, test_OOD100 100" \
+    assert (
+        "warmstart 128, train 872, validation 200, test 200, test_ID50 100, test_OOD100 100"
         in printed
+    )
     assert data.dataset_sha256(tmp_path / "cli") in printed
 
 
 def test_cli_default_seed_comes_from_the_config(tmp_path, capsys):
     from verifiable_grpo.core.config import load_config
+
     assert main(["data", "--out", str(tmp_path / "cli"), "--config", "smoke"]) == 0
     seed = load_config("smoke")["data"]["seed"]
     assert json.loads((tmp_path / "cli" / "MANIFEST.json").read_text())["seed"] == seed

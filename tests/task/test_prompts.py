@@ -1,4 +1,5 @@
 """The rendering contract: what the model reads, what a training row supervises."""
+
 from __future__ import annotations
 
 import copy
@@ -18,12 +19,12 @@ RESPONSE = canonical_response(69)
 def test_training_prompt_is_the_generation_prompt(tokenizer, smoke_config):
     row = P.completion_row(tokenizer, STATEMENT, RESPONSE, smoke_config)
     generation = P.prompt_ids(tokenizer, STATEMENT, smoke_config)
-    assert row["input_ids"][:row["prompt_length"]] == generation
+    assert row["input_ids"][: row["prompt_length"]] == generation
     assert row["prompt_length"] == len(generation)
     # the model reads only the statement and the formatting instruction
     text = tokenizer.decode(generation, skip_special_tokens=False)
     assert user_message(STATEMENT) in text
-    assert "69" not in text and "final_stock\": 69" not in text
+    assert "69" not in text and 'final_stock": 69' not in text
     assert text.endswith("<|im_start|>assistant\n")
 
 
@@ -32,7 +33,11 @@ def test_row_equals_the_template_rendering_up_to_eos(tokenizer, smoke_config):
     full = P.full_conversation_ids(tokenizer, STATEMENT, RESPONSE)
     n = len(row["input_ids"])
     assert full[:n] == row["input_ids"]
-    assert full[n - 1] == P.eos_id(tokenizer, smoke_config) == tokenizer.convert_tokens_to_ids("<|im_end|>")
+    assert (
+        full[n - 1]
+        == P.eos_id(tokenizer, smoke_config)
+        == tokenizer.convert_tokens_to_ids("<|im_end|>")
+    )
     assert tokenizer.decode(full[n:]) == "\n"  # only the template's newline after the turn
     P.check_row_rendering(tokenizer, STATEMENT, RESPONSE, row, smoke_config)
     bad = dict(row, input_ids=row["input_ids"][:-2] + [row["input_ids"][-1], row["input_ids"][-2]])
@@ -45,7 +50,7 @@ def test_mask_covers_exactly_the_response_and_its_eos(tokenizer, smoke_config):
     response = tokenizer.encode(RESPONSE, add_special_tokens=False)
     mask, ids, p = row["response_mask"], row["input_ids"], row["prompt_length"]
     assert len(mask) == len(ids) == p + len(response) + 1
-    assert mask.index(True) == p                       # first supervised position
+    assert mask.index(True) == p  # first supervised position
     assert mask[-1] is True and ids[-1] == P.eos_id(tokenizer, smoke_config)  # EOS supervised
     assert not any(mask[:p]) and all(mask[p:])
     assert sum(mask) == row["response_tokens"] == len(response) + 1
@@ -75,15 +80,18 @@ def test_oversized_examples_raise_and_are_never_truncated(tokenizer, smoke_confi
     row = P.completion_row(tokenizer, STATEMENT, RESPONSE, config)
     # max_total below a row that fits both budgets breaks the schema's rule, named as such
     config["tokens"]["max_total"] = len(row["input_ids"]) - 1
-    with pytest.raises(ConfigError, match=r"tokens\.max_total: must be >= max_prompt \+ "
-                                          r"max_response = \d+, got \d+"):
+    with pytest.raises(
+        ConfigError,
+        match=r"tokens\.max_total: must be >= max_prompt \+ "
+        r"max_response = \d+, got \d+",
+    ):
         P.completion_row(tokenizer, STATEMENT, RESPONSE, config)
 
 
 def test_eos_id_from_config_or_tokenizer(tokenizer, smoke_config):
     assert P.eos_id(tokenizer, smoke_config) == tokenizer.eos_token_id
     config = copy.deepcopy(smoke_config)
-    config["model"]["eos_token_id"] = 10 ** 9
+    config["model"]["eos_token_id"] = 10**9
     with pytest.raises(ValueError, match="not a token"):
         P.eos_id(tokenizer, config)
 
@@ -96,8 +104,9 @@ def test_template_identity_records_the_probe_and_notices_changes(tokenizer, smok
     assert len(identity["sha256"]) == 64
     assert P.template_identity(tokenizer, smoke_config) == identity
     changed = copy.deepcopy(tokenizer)
-    changed.chat_template = ("{{- '<|im_start|>system\\nBe brief.<|im_end|>\\n' }}"
-                             + tokenizer.chat_template)
+    changed.chat_template = (
+        "{{- '<|im_start|>system\\nBe brief.<|im_end|>\\n' }}" + tokenizer.chat_template
+    )
     assert P.template_identity(changed, smoke_config)["sha256"] != identity["sha256"]
 
 
@@ -110,8 +119,10 @@ def test_rendered_output_shapes_are_normalised():
 
 
 def test_collate_pads_on_the_right_and_masks_by_position():
-    rows = [{"input_ids": [7, 8, 9], "response_mask": [False, True, True]},
-            {"input_ids": [5], "response_mask": [False]}]
+    rows = [
+        {"input_ids": [7, 8, 9], "response_mask": [False, True, True]},
+        {"input_ids": [5], "response_mask": [False]},
+    ]
     batch = P.collate(rows, pad_id=0)
     assert batch["input_ids"].tolist() == [[7, 8, 9], [5, 0, 0]]
     assert batch["attention_mask"].tolist() == [[1, 1, 1], [1, 0, 0]]

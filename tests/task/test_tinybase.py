@@ -1,4 +1,5 @@
 """The tiny base: its tokenizer (Qwen-style, identical under both loaders) and its model."""
+
 from __future__ import annotations
 
 import json
@@ -29,21 +30,43 @@ def probe_strings() -> list[str]:
     probes = [str(n) for n in (0, 7, 10, 42, 99, 100, 101, 250, 300, 1000, 123456789, -5)]
     probes += ["3.14", "1e10", "0007", "x1y22z333", "Initial stock 12.", "  12  ", "\n\n7\n"]
     for _ in range(120):
-        problem = {"initial": rng.randint(0, 100),
-                   "deliveries": [rng.randint(0, 100), rng.randint(0, 100)],
-                   "withdrawals": [rng.randint(0, 100), rng.randint(0, 100)]}
+        problem = {
+            "initial": rng.randint(0, 100),
+            "deliveries": [rng.randint(0, 100), rng.randint(0, 100)],
+            "withdrawals": [rng.randint(0, 100), rng.randint(0, 100)],
+        }
         text = statements.render_statement(problem, rng.randrange(len(statements.TEMPLATES)))
         key = rng.choice(tiny_tokenizer.PRETRAIN_KEYS + ("final_stock",))
         probes.append(statements.user_message(text, statements.json_instruction(key)))
         probes.append(statements.canonical_response(rng.randint(0, 300), key))
-    probes += ['{"final_stock": 12, "x": true}', '```json\n{"final_stock": 1}\n```',
-               '{"final_stock":1.5}', '{"a": [1, 2, {"b": null}]}', "[]", "{}", '"\\u00e9"']
-    probes += ["café", "cafe\u0301", "naïve Ünïcödé", "日本語のテキスト 42", "emoji 🙂👍 7",
-               "Ελληνικά", "русский текст 9", "tab\tseparated\tvalues", "CRLF\r\nline",
-               "don't it's we're I'm you'll he'd THEY'VE", "mixed12ab34", "  leading", "trailing  "]
+    probes += [
+        '{"final_stock": 12, "x": true}',
+        '```json\n{"final_stock": 1}\n```',
+        '{"final_stock":1.5}',
+        '{"a": [1, 2, {"b": null}]}',
+        "[]",
+        "{}",
+        '"\\u00e9"',
+    ]
+    probes += [
+        "café",
+        "cafe\u0301",
+        "naïve Ünïcödé",
+        "日本語のテキスト 42",
+        "emoji 🙂👍 7",
+        "Ελληνικά",
+        "русский текст 9",
+        "tab\tseparated\tvalues",
+        "CRLF\r\nline",
+        "don't it's we're I'm you'll he'd THEY'VE",
+        "mixed12ab34",
+        "  leading",
+        "trailing  ",
+    ]
     probes += ["<|im_start|>user\nhi<|im_end|>\n", "text<|im_end|>", "<|endoftext|>"]
-    probes += ["".join(chr(rng.randint(32, 0x2FFF)) for _ in range(rng.randint(1, 30)))
-               for _ in range(40)]
+    probes += [
+        "".join(chr(rng.randint(32, 0x2FFF)) for _ in range(rng.randint(1, 30))) for _ in range(40)
+    ]
     return probes
 
 
@@ -53,9 +76,13 @@ def test_both_loaders_tokenise_identically(auto_tokenizer, fast_tokenizer):
     raw = Tokenizer.from_file(str(BASE / "tokenizer.json"))
     probes = probe_strings()
     assert len(probes) > 250
-    mismatches = [p for p in probes
-                  if not (auto_tokenizer(p)["input_ids"] == fast_tokenizer(p)["input_ids"]
-                          == raw.encode(p).ids)]
+    mismatches = [
+        p
+        for p in probes
+        if not (
+            auto_tokenizer(p)["input_ids"] == fast_tokenizer(p)["input_ids"] == raw.encode(p).ids
+        )
+    ]
     assert mismatches == []
     for p in probes:  # decoding round-trips (after NFC)
         ids = auto_tokenizer(p)["input_ids"]
@@ -81,12 +108,14 @@ def test_special_tokens_and_ids(auto_tokenizer, fast_tokenizer):
 
 def test_chat_template_renders_chatml_without_system(auto_tokenizer):
     messages = [{"role": "user", "content": "Opening stock 3.\nReply with the number only."}]
-    text = auto_tokenizer.apply_chat_template(messages, tokenize=False,
-                                              add_generation_prompt=True)
-    assert text == ("<|im_start|>user\nOpening stock 3.\nReply with the number only."
-                    "<|im_end|>\n<|im_start|>assistant\n")
+    text = auto_tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    assert text == (
+        "<|im_start|>user\nOpening stock 3.\nReply with the number only."
+        "<|im_end|>\n<|im_start|>assistant\n"
+    )
     closed = auto_tokenizer.apply_chat_template(
-        messages + [{"role": "assistant", "content": '{"final_stock": 3}'}], tokenize=False)
+        messages + [{"role": "assistant", "content": '{"final_stock": 3}'}], tokenize=False
+    )
     assert closed.endswith('<|im_start|>assistant\n{"final_stock": 3}<|im_end|>\n')
     ids = auto_tokenizer.apply_chat_template(messages, tokenize=True, add_generation_prompt=True)
     ids = ids["input_ids"] if hasattr(ids, "keys") else ids
@@ -178,13 +207,15 @@ def test_pretraining_never_sees_the_task_key_or_dataset_problems():
 def test_labels_supervise_only_the_answer_and_eos(fast_tokenizer):
     from verifiable_grpo.task import tinybase
 
-    ids, mask, labels = tinybase.encode_batch(fast_tokenizer, [("Opening stock 3.", "42"),
-                                                                 ("x", '{"stock": 7}')])
+    ids, mask, labels = tinybase.encode_batch(
+        fast_tokenizer, [("Opening stock 3.", "42"), ("x", '{"stock": 7}')]
+    )
     supervised = [[t for t in row if t != -100] for row in labels.tolist()]
     assert supervised[0] == fast_tokenizer("42")["input_ids"] + [2]
     assert supervised[1] == fast_tokenizer('{"stock": 7}')["input_ids"] + [2]
     assert mask.sum().item() == sum(len(r) for r in supervised) + sum(
-        len(fast_tokenizer(tinybase.chat_prompt(u))["input_ids"]) for u in ("Opening stock 3.", "x"))
+        len(fast_tokenizer(tinybase.chat_prompt(u))["input_ids"]) for u in ("Opening stock 3.", "x")
+    )
 
 
 def test_lr_schedule_warmup_and_decay():

@@ -1,4 +1,5 @@
 """The verifier: exact solver, strict one-object JSON, reward 1 only for a complete right answer."""
+
 import random
 
 import pytest
@@ -20,15 +21,25 @@ INVALID = {"valid": False, "value": None, "reason": "invalid_json_schema"}
 # ---------------------------------------------------------------------------------------
 # Solver
 # ---------------------------------------------------------------------------------------
-@pytest.mark.parametrize("problem, expected", [
-    (PROBLEM, 15),
-    ({"initial": 0, "deliveries": [0, 0], "withdrawals": [0, 0]}, 0),
-    ({"initial": 100, "deliveries": [100, 100], "withdrawals": [0, 0]}, 300),
-    ({"initial": 0, "deliveries": [30, 20], "withdrawals": [50, 0]}, 0),
-    ({"initial": 1, "deliveries": [0, 99], "withdrawals": [100, 0]}, 0),
-    ({"initial": 7, "deliveries": [1, 2], "withdrawals": [9, 1]}, 0),
-], ids=["fixture-15", "all-zero", "maximum-300", "empty-after-withdrawals",
-        "delivery-before-withdrawal", "exactly-zero-at-end"])
+@pytest.mark.parametrize(
+    "problem, expected",
+    [
+        (PROBLEM, 15),
+        ({"initial": 0, "deliveries": [0, 0], "withdrawals": [0, 0]}, 0),
+        ({"initial": 100, "deliveries": [100, 100], "withdrawals": [0, 0]}, 300),
+        ({"initial": 0, "deliveries": [30, 20], "withdrawals": [50, 0]}, 0),
+        ({"initial": 1, "deliveries": [0, 99], "withdrawals": [100, 0]}, 0),
+        ({"initial": 7, "deliveries": [1, 2], "withdrawals": [9, 1]}, 0),
+    ],
+    ids=[
+        "fixture-15",
+        "all-zero",
+        "maximum-300",
+        "empty-after-withdrawals",
+        "delivery-before-withdrawal",
+        "exactly-zero-at-end",
+    ],
+)
 def test_solver_exact_values(problem, expected):
     assert compute_final_stock(problem) == expected
     assert type(compute_final_stock(problem)) is int
@@ -56,24 +67,39 @@ MALFORMED = [
     ("initial-negative", _problem(initial=-1), r"initial must be in 0\.\.100, got -1"),
     ("initial-101", _problem(initial=101), r"initial must be in 0\.\.100, got 101"),
     ("deliveries-tuple", _problem(deliveries=(5, 7)), "deliveries must be a list"),
-    ("deliveries-one", _problem(deliveries=[5]), "deliveries must hold exactly two movements, got 1"),
+    (
+        "deliveries-one",
+        _problem(deliveries=[5]),
+        "deliveries must hold exactly two movements, got 1",
+    ),
     ("deliveries-three", _problem(deliveries=[5, 7, 1]), "exactly two movements, got 3"),
-    ("withdrawals-empty", _problem(withdrawals=[]), "withdrawals must hold exactly two movements, got 0"),
+    (
+        "withdrawals-empty",
+        _problem(withdrawals=[]),
+        "withdrawals must hold exactly two movements, got 0",
+    ),
     ("delivery-bool", _problem(deliveries=[5, False]), r"deliveries\[1\] must be an integer"),
     ("delivery-float", _problem(deliveries=[5.0, 7]), r"deliveries\[0\] must be an integer"),
     ("delivery-none", _problem(deliveries=[5, None]), r"deliveries\[1\] must be an integer"),
     ("delivery-101", _problem(deliveries=[101, 0]), r"deliveries\[0\] must be in 0\.\.100"),
     ("withdrawal-negative", _problem(withdrawals=[-3, 4]), r"withdrawals\[0\] must be in 0\.\.100"),
     ("withdrawal-str", _problem(withdrawals=[3, "4"]), r"withdrawals\[1\] must be an integer"),
-    ("negative-after-first-withdrawal", _problem(initial=0, deliveries=[1, 1], withdrawals=[3, 0]),
-     r"negative intermediate stock: withdrawals\[0\]=3 leaves -1"),
-    ("negative-after-second-withdrawal", _problem(withdrawals=[20, 3]),
-     r"negative intermediate stock: withdrawals\[1\]=3 leaves -1"),
+    (
+        "negative-after-first-withdrawal",
+        _problem(initial=0, deliveries=[1, 1], withdrawals=[3, 0]),
+        r"negative intermediate stock: withdrawals\[0\]=3 leaves -1",
+    ),
+    (
+        "negative-after-second-withdrawal",
+        _problem(withdrawals=[20, 3]),
+        r"negative intermediate stock: withdrawals\[1\]=3 leaves -1",
+    ),
 ]
 
 
-@pytest.mark.parametrize("problem, message", [(p, m) for _, p, m in MALFORMED],
-                         ids=[name for name, _, _ in MALFORMED])
+@pytest.mark.parametrize(
+    "problem, message", [(p, m) for _, p, m in MALFORMED], ids=[name for name, _, _ in MALFORMED]
+)
 def test_malformed_problem_is_refused_with_its_reason(problem, message):
     with pytest.raises(ValueError, match=message):
         compute_final_stock(problem)
@@ -118,33 +144,49 @@ def test_generator_refuses_an_unnamed_range(maximum):
 # ---------------------------------------------------------------------------------------
 # Parsing: accepted forms
 # ---------------------------------------------------------------------------------------
-@pytest.mark.parametrize("text, value", [
-    ('{"final_stock": 15}', 15),
-    ('{"final_stock":15}', 15),
-    ('{"final_stock": 0}', 0),
-    ('{"final_stock": 300}', 300),
-    ('{"final_stock": -0}', 0),             # an integer literal in JSON's grammar
-    ('{"final_\\u0073tock": 15}', 15),      # a JSON escape decodes to the same key
-], ids=["canonical", "compact", "boundary-0", "boundary-300", "minus-zero-int", "escaped-key"])
+@pytest.mark.parametrize(
+    "text, value",
+    [
+        ('{"final_stock": 15}', 15),
+        ('{"final_stock":15}', 15),
+        ('{"final_stock": 0}', 0),
+        ('{"final_stock": 300}', 300),
+        ('{"final_stock": -0}', 0),  # an integer literal in JSON's grammar
+        ('{"final_\\u0073tock": 15}', 15),  # a JSON escape decodes to the same key
+    ],
+    ids=["canonical", "compact", "boundary-0", "boundary-300", "minus-zero-int", "escaped-key"],
+)
 def test_valid_responses(text, value):
     result = parse_generated_json(text, "eos")
     assert result == {"valid": True, "value": value, "reason": None}
     assert type(result["value"]) is int
 
 
-@pytest.mark.parametrize("text", [
-    ' {"final_stock": 15}', '{"final_stock": 15}\n', '\n\t{"final_stock": 15} \r\n',
-    '{ "final_stock" : 15 }',
-], ids=["leading-space", "trailing-newline", "tabs-and-crlf", "inner-spaces"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        ' {"final_stock": 15}',
+        '{"final_stock": 15}\n',
+        '\n\t{"final_stock": 15} \r\n',
+        '{ "final_stock" : 15 }',
+    ],
+    ids=["leading-space", "trailing-newline", "tabs-and-crlf", "inner-spaces"],
+)
 def test_json_whitespace_around_the_object_is_allowed(text):
     """Stated choice: JSON's own whitespace (space, tab, LF, CR) may surround the object."""
     assert parse_generated_json(text, "eos") == {"valid": True, "value": 15, "reason": None}
 
 
-@pytest.mark.parametrize("text", [
-    '\u00a0{"final_stock": 15}', '{"final_stock": 15}\u3000', '\ufeff{"final_stock": 15}',
-    '{"final_stock": 15}\x0b',
-], ids=["nbsp-before", "ideographic-space-after", "byte-order-mark", "vertical-tab"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        '\u00a0{"final_stock": 15}',
+        '{"final_stock": 15}\u3000',
+        '\ufeff{"final_stock": 15}',
+        '{"final_stock": 15}\x0b',
+    ],
+    ids=["nbsp-before", "ideographic-space-after", "byte-order-mark", "vertical-tab"],
+)
 def test_other_whitespace_is_not_allowed(text):
     assert parse_generated_json(text, "eos") == INVALID
 
@@ -207,14 +249,23 @@ def test_rejected_forms(text):
     assert score_generated_json(text, "eos", PROBLEM)["reward"] == 0
 
 
-@pytest.mark.parametrize("text", [
-    '{"final_stock": 99}{"final_stock": 15}',
-    '{"final_stock": 15}{"final_stock": 99}',
-    '{"final_stock": 15} {"final_stock": 15}',
-    '{"final_stock": 15}\n{"final_stock": 99}',
-    '[{"final_stock": 15}, {"final_stock": 99}]',
-], ids=["wrong-then-right", "right-then-wrong", "right-twice", "newline-separated",
-        "inside-an-array"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"final_stock": 99}{"final_stock": 15}',
+        '{"final_stock": 15}{"final_stock": 99}',
+        '{"final_stock": 15} {"final_stock": 15}',
+        '{"final_stock": 15}\n{"final_stock": 99}',
+        '[{"final_stock": 15}, {"final_stock": 99}]',
+    ],
+    ids=[
+        "wrong-then-right",
+        "right-then-wrong",
+        "right-twice",
+        "newline-separated",
+        "inside-an-array",
+    ],
+)
 def test_error_to_diagnose_two_json_objects_one_of_them_correct(text):
     """The seed's error to diagnose: two objects, one correct, must not earn the reward."""
     assert parse_generated_json(text, "eos") == INVALID
@@ -237,12 +288,17 @@ def test_256_characters_accepted_257_refused():
     assert parse_generated_json(exact, "eos") == {"valid": True, "value": 15, "reason": None}
     over = exact + " "
     assert parse_generated_json(over, "eos") == {
-        "valid": False, "value": None, "reason": "oversized_or_nontext"}
+        "valid": False,
+        "value": None,
+        "reason": "oversized_or_nontext",
+    }
 
 
-@pytest.mark.parametrize("text", [b'{"final_stock": 15}', None, 15, {"final_stock": 15},
-                                  ['{"final_stock": 15}']],
-                         ids=["bytes", "none", "int", "dict", "list-of-str"])
+@pytest.mark.parametrize(
+    "text",
+    [b'{"final_stock": 15}', None, 15, {"final_stock": 15}, ['{"final_stock": 15}']],
+    ids=["bytes", "none", "int", "dict", "list-of-str"],
+)
 def test_non_text_is_refused(text):
     expected = {"valid": False, "value": None, "reason": "oversized_or_nontext"}
     assert parse_generated_json(text, "eos") == expected
@@ -254,7 +310,10 @@ def test_completion_without_eos_gets_zero_even_with_correct_json(finish_reason):
     expected = {"valid": False, "value": None, "reason": "completion_without_eos"}
     assert parse_generated_json(RIGHT, finish_reason) == expected
     assert score_generated_json(RIGHT, finish_reason, PROBLEM) == {
-        **expected, "reward": 0, "expected": 15}
+        **expected,
+        "reward": 0,
+        "expected": 15,
+    }
 
 
 def test_stop_reason_is_checked_before_size():
@@ -272,13 +331,21 @@ def test_reward_one_for_the_right_answer():
 
 def test_reward_zero_for_a_valid_wrong_answer():
     assert score_generated_json('{"final_stock": 16}', "eos", PROBLEM) == {
-        "valid": True, "value": 16, "reason": None, "reward": 0, "expected": 15}
+        "valid": True,
+        "value": 16,
+        "reason": None,
+        "reward": 0,
+        "expected": 15,
+    }
 
 
 @pytest.mark.parametrize("value, reward", [(0, 1), (300, 1)], ids=["0", "300"])
 def test_boundary_answers_score(value, reward):
-    problem = ({"initial": 0, "deliveries": [0, 0], "withdrawals": [0, 0]} if value == 0 else
-               {"initial": 100, "deliveries": [100, 100], "withdrawals": [0, 0]})
+    problem = (
+        {"initial": 0, "deliveries": [0, 0], "withdrawals": [0, 0]}
+        if value == 0
+        else {"initial": 100, "deliveries": [100, 100], "withdrawals": [0, 0]}
+    )
     assert score_generated_json(f'{{"final_stock": {value}}}', "eos", problem)["reward"] == reward
 
 
@@ -290,12 +357,17 @@ def test_out_of_range_answers_are_invalid(value):
 
 def test_undecodable_token_invalidates_a_correct_response():
     assert score_generated_json(RIGHT, "eos", PROBLEM, tokenization_valid=False) == {
-        "valid": False, "value": None, "reason": "undecodable_token", "reward": 0,
-        "expected": 15}
+        "valid": False,
+        "value": None,
+        "reason": "undecodable_token",
+        "reward": 0,
+        "expected": 15,
+    }
 
 
-@pytest.mark.parametrize("flag", [1, 0, "yes", None, 1.0], ids=["int-1", "int-0", "str", "none",
-                                                                  "float"])
+@pytest.mark.parametrize(
+    "flag", [1, 0, "yes", None, 1.0], ids=["int-1", "int-0", "str", "none", "float"]
+)
 def test_tokenization_validity_must_be_a_bool(flag):
     with pytest.raises(ValueError, match="tokenization_valid must be True or False"):
         score_generated_json(RIGHT, "eos", PROBLEM, tokenization_valid=flag)

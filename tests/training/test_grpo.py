@@ -1,5 +1,6 @@
 """The GRPO loop on the micro random Qwen2: ratios, clipping, the frozen reference, the
 reduction of the loss, rollout bookkeeping and bit-for-bit interrupt/resume."""
+
 from __future__ import annotations
 
 import copy
@@ -48,8 +49,9 @@ def runs(tmp_path_factory, learning_view_dir):
         torch.manual_seed(100 + scramble)
         torch.rand(scramble + 1)
         records[mode] = grpo.run_grpo_branch(config, out, mode=mode, progress=False)
-    states = {mode: checkpoint.load_state(out / "checkpoints" / f"grpo-{mode}.pt.gz")
-              for mode in MODES}
+    states = {
+        mode: checkpoint.load_state(out / "checkpoints" / f"grpo-{mode}.pt.gz") for mode in MODES
+    }
     return {"config": config, "out": out, "records": records, "states": states}
 
 
@@ -57,12 +59,22 @@ def runs(tmp_path_factory, learning_view_dir):
 def test_branch_budgets_come_from_the_config():
     config = load_config("tiny")
     assert grpo.branch_budget(config) == {
-        "branch": "grpo", "group_size": 4, "iterations": 100, "interrupt_at": 40,
-        "prompts_per_iteration": 4, "updates_per_rollout": 2, "total_updates": 200}
+        "branch": "grpo",
+        "group_size": 4,
+        "iterations": 100,
+        "interrupt_at": 40,
+        "prompts_per_iteration": 4,
+        "updates_per_rollout": 2,
+        "total_updates": 200,
+    }
     g2 = grpo.branch_budget(config, "grpo-g2")
     g8 = grpo.branch_budget(config, "grpo-g8")
     assert (g2["group_size"], g2["iterations"], g2["interrupt_at"], g2["total_updates"]) == (
-        2, 20, 8, 40)
+        2,
+        20,
+        8,
+        40,
+    )
     assert (g8["group_size"], g8["iterations"]) == (8, 20)
     assert grpo.branch_budget(config, "grpo-g8", iterations=3, interrupt_at=1)["iterations"] == 3
     with pytest.raises(ValueError, match="not in exercise.group_sizes"):
@@ -98,8 +110,12 @@ def _policy_reference_groups(config, learning_view_dir, advantages):
     reference = copy.deepcopy(policy).requires_grad_(False)
     examples = data.read_examples(learning_view_dir, "train")[:2]
     generator = torch.Generator().manual_seed(0)
-    groups = [rollout.sample_group(policy, tokenizer, e, config, generator, len(advantages),
-                                   group_id=f"p{i}") for i, e in enumerate(examples)]
+    groups = [
+        rollout.sample_group(
+            policy, tokenizer, e, config, generator, len(advantages), group_id=f"p{i}"
+        )
+        for i, e in enumerate(examples)
+    ]
     for group in groups:  # real rollouts, constructed advantages (a random policy earns none)
         group["advantages"] = list(advantages)
     return policy, reference, groups
@@ -112,22 +128,28 @@ def test_ratio_is_one_on_the_first_update_and_clipping_acts_on_the_second(learni
     # prompt reorders the sums (ratios within float rounding of 1, tested in test_batched).
     config["grpo"]["share_prompts"] = False
     config["grpo"]["learning_rate"] = 0.05  # large enough to leave the clip interval
-    policy, reference, groups = _policy_reference_groups(config, learning_view_dir,
-                                                         [1.0, -1.0, 1.0, -1.0])
+    policy, reference, groups = _policy_reference_groups(
+        config, learning_view_dir, [1.0, -1.0, 1.0, -1.0]
+    )
     reference_digest = model_lib.model_digest(reference)
     rows = [r for g in groups for r in g["responses"]]
     assert rollout.verify_captured_logprobs(policy, rows, 2e-4)["max_abs_difference"] == 0.0
     optimizer = torch.optim.AdamW(model_lib.unique_parameters(policy), lr=0.05)
-    scheduler = schedule.make_scheduler(optimizer, 2, config["grpo"]["warmup_fraction"],
-                                        config["grpo"]["final_lr_fraction"])
+    scheduler = schedule.make_scheduler(
+        optimizer, 2, config["grpo"]["warmup_fraction"], config["grpo"]["final_lr_fraction"]
+    )
     first = grpo.grpo_update(policy, reference, optimizer, scheduler, groups, config)
     second = grpo.grpo_update(policy, reference, optimizer, scheduler, groups, config)
     # Update 1: the policy is the behaviour policy, so every ratio is exactly 1 and the
     # policy equals the reference, so the exact KL is exactly 0.
     assert first["ratio_min"] == first["ratio_max"] == 1.0
     assert all(r == 1.0 for resp in first["responses"] for r in resp["ratios"])
-    assert (first["clip_low_fraction"], first["clip_high_fraction"],
-            first["outside_fraction"], first["mean_exact_kl"]) == (0.0, 0.0, 0.0, 0.0)
+    assert (
+        first["clip_low_fraction"],
+        first["clip_high_fraction"],
+        first["outside_fraction"],
+        first["mean_exact_kl"],
+    ) == (0.0, 0.0, 0.0, 0.0)
     # Balanced advantages and unit ratios: the surrogate's mean is -mean(A) = 0.
     assert first["surrogate"] == 0.0
     # Update 2: the old log-probs are still the captured ones, the policy has moved.
@@ -160,9 +182,9 @@ def test_accumulated_gradient_equals_the_batched_objective(learning_view_dir):
         n = len(row["response_ids"])
         ids = torch.tensor([row["prompt_ids"] + row["response_ids"]])
         start = len(row["prompt_ids"]) - 1
-        cur = policy(input_ids=ids).logits.float()[:, start:start + n]
+        cur = policy(input_ids=ids).logits.float()[:, start : start + n]
         with torch.no_grad():
-            ref = reference(input_ids=ids).logits.float()[:, start:start + n]
+            ref = reference(input_ids=ids).logits.float()[:, start : start + n]
         lp = torch.log_softmax(cur, -1).gather(-1, torch.tensor([row["response_ids"]])[..., None])
         pad = (0, width - n)
         current.append(torch.nn.functional.pad(lp[0, :, 0], pad))
@@ -170,10 +192,15 @@ def test_accumulated_gradient_equals_the_batched_objective(learning_view_dir):
         kl.append(torch.nn.functional.pad(losses.exact_prefix_kl(cur, ref)[0], pad))
         mask.append(torch.arange(width) < n)
     loss, _ = losses.grpo_objective(
-        torch.stack(current), torch.stack(old), torch.tensor([a for _, a in rows]),
-        torch.stack(mask), torch.stack(kl), group_size=2,
+        torch.stack(current),
+        torch.stack(old),
+        torch.tensor([a for _, a in rows]),
+        torch.stack(mask),
+        torch.stack(kl),
+        group_size=2,
         clip_epsilon=config["grpo"]["clip_epsilon"],
-        kl_coefficient=config["grpo"]["kl_coefficient"])
+        kl_coefficient=config["grpo"]["kl_coefficient"],
+    )
     loss.backward()
     for got, want in zip(accumulated, (p.grad for p in model_lib.unique_parameters(policy))):
         torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-9)
@@ -190,8 +217,9 @@ def test_interrupt_then_resume_equals_continuous_bit_for_bit(runs):
     assert "timings" in states["resume"]
     out = runs["out"]
     digest = model_lib.state_dict_digest(states["resume"]["model"])
-    reloaded, _ = model_lib.reload_policy(out / "checkpoints" / "grpo-resume.safetensors",
-                                          runs["config"])
+    reloaded, _ = model_lib.reload_policy(
+        out / "checkpoints" / "grpo-resume.safetensors", runs["config"]
+    )
     assert model_lib.model_digest(reloaded) == digest
     assert runs["records"]["resume"]["final_model_digest"] == digest
     assert digest != runs["records"]["continuous"]["initial_model_digest"]
@@ -201,21 +229,38 @@ def test_rollouts_are_recorded_once_each(runs):
     config, out, state = runs["config"], runs["out"], runs["states"]["continuous"]
     section = config["grpo"]
     consumed = state["consumed_rollout_ids"]
-    assert len(consumed) == len(set(consumed)) == (
-        section["iterations"] * section["prompts_per_iteration"] * section["group_size"])
+    assert (
+        len(consumed)
+        == len(set(consumed))
+        == (section["iterations"] * section["prompts_per_iteration"] * section["group_size"])
+    )
     files = sorted((out / "rollouts" / "grpo-continuous").iterdir())
     assert [f.name for f in files] == [f"iteration-{i:04d}.json" for i in range(4)]
     assert [f.name for f in sorted((out / "rollouts" / "grpo-resume").iterdir())] == [
-        "iteration-0002.json", "iteration-0003.json"]
+        "iteration-0002.json",
+        "iteration-0003.json",
+    ]
     evidence = read_json(files[0])
     recorded = [r["rollout_id"] for g in evidence["groups"] for r in g["responses"]]
-    assert recorded == consumed[:len(recorded)]
+    assert recorded == consumed[: len(recorded)]
     response = evidence["groups"][0]["responses"][0]
-    for key in ("prompt_ids", "response_ids", "text", "finish_reason", "behaviour_logprobs",
-                "tokenization_valid", "verifier", "policy_digest", "seconds"):
+    for key in (
+        "prompt_ids",
+        "response_ids",
+        "text",
+        "finish_reason",
+        "behaviour_logprobs",
+        "tokenization_valid",
+        "verifier",
+        "policy_digest",
+        "seconds",
+    ):
         assert key in response
-    assert evidence["policy_digest"] == response["policy_digest"] == (
-        runs["records"]["continuous"]["initial_model_digest"])
+    assert (
+        evidence["policy_digest"]
+        == response["policy_digest"]
+        == (runs["records"]["continuous"]["initial_model_digest"])
+    )
     assert evidence["verification"]["max_abs_difference"] <= section["verify_tolerance"]
     assert [len(u["responses"]) for u in evidence["updates"]] == [8, 8]
 
@@ -223,18 +268,35 @@ def test_rollouts_are_recorded_once_each(runs):
 def test_learning_record_and_reference(runs):
     record = runs["records"]["continuous"]
     config = runs["config"]
-    assert record["reference_digest_before"] == record["reference_digest_after"] == (
-        record["initial_model_digest"])
+    assert (
+        record["reference_digest_before"]
+        == record["reference_digest_after"]
+        == (record["initial_model_digest"])
+    )
     assert len(record["history"]) == len(record["telemetry"]) == 4
     rates = [u["learning_rate"] for h in record["history"] for u in h["updates"]]
-    assert rates == [schedule.learning_rate(s, 8, config["grpo"]["learning_rate"], 0.1, 0.1)
-                     for s in range(8)]
+    assert rates == [
+        schedule.learning_rate(s, 8, config["grpo"]["learning_rate"], 0.1, 0.1) for s in range(8)
+    ]
     step = record["telemetry"][0]
-    for key in ("mean_reward", "zero_variance_fraction", "mean_exact_kl", "clip_low_fraction",
-                "clip_high_fraction", "grad_norm", "learning_rate", "loss", "document_ids"):
+    for key in (
+        "mean_reward",
+        "zero_variance_fraction",
+        "mean_exact_kl",
+        "clip_low_fraction",
+        "clip_high_fraction",
+        "grad_norm",
+        "learning_rate",
+        "loss",
+        "document_ids",
+    ):
         assert key in step and key in record["history"][0]
-    assert set(step["times"]) >= {"generation_seconds", "verification_seconds",
-                                  "optimisation_seconds", "iteration_seconds"}
+    assert set(step["times"]) >= {
+        "generation_seconds",
+        "verification_seconds",
+        "optimisation_seconds",
+        "iteration_seconds",
+    }
     assert "times" not in record["history"][0]
     assert record["costs"]["state_bytes"] > 0
     assert record["timings"]["total_seconds"] >= record["timings"]["loop_seconds"] > 0
@@ -298,8 +360,22 @@ def test_command_line_runs_an_exercise_branch(tmp_path, learning_view_dir, capsy
     make_run_folder(tmp_path, learning_view_dir, config)
     config_file = tmp_path / "micro.yaml"
     config_file.write_text("extends: smoke\nmodel:\n  source: random\n")
-    assert main(["grpo", "--config", str(config_file), "--out", str(tmp_path),
-                 "--branch", "grpo-g2", "--mode", "interrupt"]) == 0
+    assert (
+        main(
+            [
+                "grpo",
+                "--config",
+                str(config_file),
+                "--out",
+                str(tmp_path),
+                "--branch",
+                "grpo-g2",
+                "--mode",
+                "interrupt",
+            ]
+        )
+        == 0
+    )
     record = read_json(tmp_path / "learning" / "grpo-g2-interrupt.json")
     assert record["budget"]["group_size"] == 2
     assert record["iterations_run"] == [0, config["exercise"]["interrupt_at"]]

@@ -1,4 +1,5 @@
 """Exact enumeration on a 5-token vocabulary (float64) for every KL estimator used as a loss."""
+
 import math
 
 import pytest
@@ -17,17 +18,21 @@ def _hand_expectations():
     # d KL(p||q) / d z_j = p_j (log p_j/q_j - KL); d KL(q||p) / d z_j = p_j - q_j
     grad_reverse = [pj * (math.log(pj / qj) - reverse) for pj, qj in zip(p, q)]
     grad_forward = [pj - qj for pj, qj in zip(p, q)]
-    return reverse, torch.tensor([grad_reverse], dtype=torch.float64), torch.tensor([grad_forward], dtype=torch.float64)
+    return (
+        reverse,
+        torch.tensor([grad_reverse], dtype=torch.float64),
+        torch.tensor([grad_forward], dtype=torch.float64),
+    )
 
 
 def test_expected_values_by_enumeration():
     reverse, _, _ = _hand_expectations()
     e = kg.expected_by_enumeration(P.log(), Q.log())
     k2_hand = sum(pi * math.log(pi / qi) ** 2 / 2 for pi, qi in zip(P[0].tolist(), Q[0].tolist()))
-    for name in ("k1", "k3", "k3_trl"):              # unbiased values
+    for name in ("k1", "k3", "k3_trl"):  # unbiased values
         assert float(e[name]["value"]) == pytest.approx(reverse, abs=1e-14)
     assert float(e["k2"]["value"]) == pytest.approx(k2_hand, abs=1e-14)
-    assert float(e["k2"]["value"]) > reverse           # k2's value is biased here
+    assert float(e["k2"]["value"]) > reverse  # k2's value is biased here
 
 
 def test_expected_gradients_by_enumeration():
@@ -37,7 +42,7 @@ def test_expected_gradients_by_enumeration():
     assert torch.allclose(e["k2"]["gradient"], grad_reverse, atol=1e-14)
     assert torch.allclose(e["k3"]["gradient"], grad_forward, atol=1e-14)
     assert torch.allclose(e["k3_trl"]["gradient"], grad_reverse, atol=1e-14)
-    assert not torch.allclose(grad_forward, grad_reverse, atol=1e-3)   # the toy separates them
+    assert not torch.allclose(grad_forward, grad_reverse, atol=1e-3)  # the toy separates them
     kl, grad = kg.exact_kl_and_gradient(P.log(), Q.log())
     assert torch.allclose(grad, grad_reverse, atol=1e-14)
     assert torch.allclose(kg.forward_kl_gradient(P.log(), Q.log()), grad_forward, atol=1e-15)
@@ -49,11 +54,11 @@ def test_bias_correction_matches_trl_formula():
     cur_leaf = torch.tensor([-0.3, -1.2, -2.0], dtype=torch.float64, requires_grad=True)
     ref = torch.tensor([-0.9, -0.8, -2.5], dtype=torch.float64)
     ours = kg.estimator_losses(cur_leaf, ref)["k3_trl"]
-    ours_grad, = torch.autograd.grad(ours.sum(), cur_leaf)
+    (ours_grad,) = torch.autograd.grad(ours.sum(), cur_leaf)
     trl_leaf = cur_leaf.detach().clone().requires_grad_(True)
     coef_1 = torch.exp(trl_leaf - trl_leaf.detach())
     trl = (torch.exp(ref - trl_leaf) - (ref - trl_leaf) - 1) * coef_1
-    trl_grad, = torch.autograd.grad(trl.sum(), trl_leaf)
+    (trl_grad,) = torch.autograd.grad(trl.sum(), trl_leaf)
     assert torch.allclose(ours, trl, atol=1e-15) and torch.allclose(ours_grad, trl_grad, atol=1e-15)
     # the per-sample gradient equals k2's: log p - log q
     assert torch.allclose(ours_grad, cur_leaf.detach() - ref, atol=1e-15)
@@ -62,6 +67,7 @@ def test_bias_correction_matches_trl_formula():
 def test_trl_source_still_multiplies_by_coef_1():
     trainer = pytest.importorskip("trl.trainer.grpo_trainer")
     import inspect
+
     assert "per_token_kl = per_token_kl * coef_1" in inspect.getsource(trainer)
 
 
@@ -85,14 +91,20 @@ def test_sampled_gradients_are_seeded():
     assert all(torch.equal(a[n], b[n]) for n in kg.ESTIMATORS)
 
 
-@pytest.mark.parametrize("call, key", [
-    (lambda: kg.expected_by_enumeration(P.log(), Q.log()[:, :4]), "reference_logits"),
-    (lambda: kg.exact_kl_and_gradient(P.log()[0], Q.log()[0]), "current_logits"),
-    (lambda: kg.expected_by_enumeration(P.log(), torch.full_like(P, float("nan"))), "reference_logits"),
-    (lambda: kg.sampled_gradients(P.log(), Q.log(), 1, torch.Generator()), "samples"),
-    (lambda: kg.gradient_bias_and_variance(P.log(), P.log()), "exact KL gradient"),
-    (lambda: kg.perturbed_copy(torch.nn.Linear(2, 2), -1.0, 0), "relative_noise"),
-])
+@pytest.mark.parametrize(
+    "call, key",
+    [
+        (lambda: kg.expected_by_enumeration(P.log(), Q.log()[:, :4]), "reference_logits"),
+        (lambda: kg.exact_kl_and_gradient(P.log()[0], Q.log()[0]), "current_logits"),
+        (
+            lambda: kg.expected_by_enumeration(P.log(), torch.full_like(P, float("nan"))),
+            "reference_logits",
+        ),
+        (lambda: kg.sampled_gradients(P.log(), Q.log(), 1, torch.Generator()), "samples"),
+        (lambda: kg.gradient_bias_and_variance(P.log(), P.log()), "exact KL gradient"),
+        (lambda: kg.perturbed_copy(torch.nn.Linear(2, 2), -1.0, 0), "relative_noise"),
+    ],
+)
 def test_bad_input_refused(call, key):
     with pytest.raises(ValueError, match=key):
         call()
@@ -124,7 +136,7 @@ def test_exact_variance_matches_hand_enumeration_and_monte_carlo():
         hand = float((p * (per_token - mean).square().sum(-1)).sum())
         assert float(variance[name][0]) == pytest.approx(hand, abs=1e-14)
     sampled = kg.gradient_bias_and_variance(P.log(), Q.log(), samples=20000, seed=2)
-    for name in kg.ESTIMATORS:   # Monte Carlo variance within 5 % of the exact one
+    for name in kg.ESTIMATORS:  # Monte Carlo variance within 5 % of the exact one
         assert sampled[name]["variance"] == pytest.approx(float(variance[name][0]), rel=0.05)
     bias = kg.per_prefix_relative_bias(P.log(), Q.log())
     assert float(bias["k3"][0]) == pytest.approx(float(bias["forward"][0]), abs=1e-14)

@@ -1,4 +1,5 @@
 """LoRA from scratch: exact zero-init equality, merge, counts, errors, and parity with peft."""
+
 import copy
 
 import pytest
@@ -13,9 +14,17 @@ def micro_llama(seed=0):
     from transformers import LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(seed)
-    config = LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=48, num_hidden_layers=2,
-                         num_attention_heads=4, num_key_value_heads=2, tie_word_embeddings=True,
-                         max_position_embeddings=64, attn_implementation="eager")
+    config = LlamaConfig(
+        vocab_size=64,
+        hidden_size=32,
+        intermediate_size=48,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        tie_word_embeddings=True,
+        max_position_embeddings=64,
+        attn_implementation="eager",
+    )
     return LlamaForCausalLM(config).double().eval()
 
 
@@ -41,7 +50,9 @@ def test_counts_match_a_hand_count_and_only_adapters_train():
     assert counts["total"] == total_before + 3712
     trainable = [n for n, p in model.named_parameters() if p.requires_grad]
     assert trainable and all(is_adapter_parameter(n) for n in trainable)
-    assert not any(is_adapter_parameter(n) for n, p in model.named_parameters() if not p.requires_grad)
+    assert not any(
+        is_adapter_parameter(n) for n, p in model.named_parameters() if not p.requires_grad
+    )
 
 
 def test_merge_folds_the_update_into_plain_linears():
@@ -72,13 +83,16 @@ def test_scaling_is_alpha_over_rank_in_float64():
     assert torch.equal(wrapped(x), expected)
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    (dict(rank=0, alpha=8), "positive integer"),
-    (dict(rank=99, alpha=8), "exceeds min"),
-    (dict(rank=4, alpha=0), "alpha must be positive"),
-    (dict(rank=4, alpha=8, dropout=1.0), "dropout"),
-    (dict(rank=4, alpha=8, targets=("qproj",)), "named"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(rank=0, alpha=8), "positive integer"),
+        (dict(rank=99, alpha=8), "exceeds min"),
+        (dict(rank=4, alpha=0), "alpha must be positive"),
+        (dict(rank=4, alpha=8, dropout=1.0), "dropout"),
+        (dict(rank=4, alpha=8, targets=("qproj",)), "named"),
+    ],
+)
 def test_bad_settings_are_refused_with_the_reason(kwargs, message):
     with pytest.raises(ValueError, match=message):
         lora.attach_lora(micro_llama(), **kwargs)
@@ -98,8 +112,12 @@ def test_same_outputs_and_gradients_as_peft_on_the_same_weights():
     base = micro_llama()
     ours, theirs = copy.deepcopy(base), copy.deepcopy(base)
     lora.attach_lora(ours, rank=4, alpha=16)
-    theirs = peft.get_peft_model(theirs, peft.LoraConfig(
-        r=4, lora_alpha=16, lora_dropout=0.0, target_modules=list(lora.BLOCK_PROJECTIONS)))
+    theirs = peft.get_peft_model(
+        theirs,
+        peft.LoraConfig(
+            r=4, lora_alpha=16, lora_dropout=0.0, target_modules=list(lora.BLOCK_PROJECTIONS)
+        ),
+    )
     theirs.eval()
     torch.manual_seed(2)
     pairs = []
@@ -117,12 +135,15 @@ def test_same_outputs_and_gradients_as_peft_on_the_same_weights():
     out_theirs.loss.backward()
     assert len(pairs) == 14
     for module, peer in pairs:
-        torch.testing.assert_close(module.lora_A.grad, peer.lora_A["default"].weight.grad,
-                                   rtol=0, atol=1e-12)
-        torch.testing.assert_close(module.lora_B.grad, peer.lora_B["default"].weight.grad,
-                                   rtol=0, atol=1e-12)
-    assert (lora.parameter_counts(ours)["trainable"]
-            == sum(p.numel() for p in theirs.parameters() if p.requires_grad))
+        torch.testing.assert_close(
+            module.lora_A.grad, peer.lora_A["default"].weight.grad, rtol=0, atol=1e-12
+        )
+        torch.testing.assert_close(
+            module.lora_B.grad, peer.lora_B["default"].weight.grad, rtol=0, atol=1e-12
+        )
+    assert lora.parameter_counts(ours)["trainable"] == sum(
+        p.numel() for p in theirs.parameters() if p.requires_grad
+    )
     merged = theirs.merge_and_unload()
     lora.merge_lora(ours)
     torch.testing.assert_close(ours(IDS).logits, merged(IDS).logits, rtol=0, atol=1e-12)

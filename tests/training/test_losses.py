@@ -1,4 +1,5 @@
 """The GRPO objective's pieces against hand-derived values and float64 references."""
+
 import math
 
 import pytest
@@ -18,7 +19,9 @@ from verifiable_grpo.training.losses import (
 
 # --------------------------------------------------------------------------- advantages
 def test_alternating_group_is_close_to_but_not_exactly_plus_minus_one():
-    advantages, mean, std = group_advantages(torch.tensor([[1.0, 0.0, 1.0, 0.0]], dtype=torch.float64))
+    advantages, mean, std = group_advantages(
+        torch.tensor([[1.0, 0.0, 1.0, 0.0]], dtype=torch.float64)
+    )
     expected = 0.5 / (0.5 + 1e-8)  # epsilon is why the integers are not reached
     assert advantages.tolist() == [[expected, -expected, expected, -expected]]
     assert expected != 1.0 and (advantages.abs() < 1).all()
@@ -46,19 +49,25 @@ def test_a_naive_float_mean_of_a_constant_group_is_not_exact():
 
 
 def test_mixed_batch_keeps_groups_independent():
-    rewards = torch.tensor([[1.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0], [2.0, 2.0, 2.0, 2.0]],
-                           dtype=torch.float64)
+    rewards = torch.tensor(
+        [[1.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0], [2.0, 2.0, 2.0, 2.0]], dtype=torch.float64
+    )
     advantages, mean, _ = group_advantages(rewards)
     std = math.sqrt(3) / 4
-    assert advantages[0].tolist() == pytest.approx([0.75 / std, -0.25 / std, -0.25 / std, -0.25 / std], rel=1e-7)
+    assert advantages[0].tolist() == pytest.approx(
+        [0.75 / std, -0.25 / std, -0.25 / std, -0.25 / std], rel=1e-7
+    )
     assert advantages[1:].abs().max() == 0
     assert mean.flatten().tolist() == [0.25, 0.0, 2.0]
 
 
-@pytest.mark.parametrize("rewards, population, sample", [
-    ([1.0, 0.0, 1.0, 0.0], 1.0, math.sqrt(3) / 2),  # +-1 vs +-0.866
-    ([1.0, 0.0], 1.0, math.sqrt(0.5)),               # +-1 vs +-0.707
-])
+@pytest.mark.parametrize(
+    "rewards, population, sample",
+    [
+        ([1.0, 0.0, 1.0, 0.0], 1.0, math.sqrt(3) / 2),  # +-1 vs +-0.866
+        ([1.0, 0.0], 1.0, math.sqrt(0.5)),  # +-1 vs +-0.707
+    ],
+)
 def test_population_versus_sample_std(rewards, population, sample):
     r = torch.tensor([rewards], dtype=torch.float64)
     pop, _, _ = group_advantages(r, correction=0)
@@ -77,14 +86,17 @@ def test_advantages_are_detached_and_integers_accepted():
     assert ints.is_floating_point()
 
 
-@pytest.mark.parametrize("rewards, kwargs, message", [
-    (torch.tensor([1.0, 0.0]), {}, "2-D"),
-    (torch.zeros((0, 4)), {}, "at least one"),
-    (torch.tensor([[1.0]]), {"correction": 1}, "at least 2"),
-    (torch.tensor([[1.0, 0.0]]), {"correction": 2}, "correction"),
-    (torch.tensor([[1.0, float("nan")]]), {}, "finite"),
-    (torch.tensor([[1.0, 0.0]]), {"epsilon": 0.0}, "epsilon"),
-])
+@pytest.mark.parametrize(
+    "rewards, kwargs, message",
+    [
+        (torch.tensor([1.0, 0.0]), {}, "2-D"),
+        (torch.zeros((0, 4)), {}, "at least one"),
+        (torch.tensor([[1.0]]), {"correction": 1}, "at least 2"),
+        (torch.tensor([[1.0, 0.0]]), {"correction": 2}, "correction"),
+        (torch.tensor([[1.0, float("nan")]]), {}, "finite"),
+        (torch.tensor([[1.0, 0.0]]), {"epsilon": 0.0}, "epsilon"),
+    ],
+)
 def test_group_advantages_rejects_bad_input(rewards, kwargs, message):
     with pytest.raises(ValueError, match=message):
         group_advantages(rewards, **kwargs)
@@ -97,7 +109,9 @@ RATIOS = [0.5, 0.9, 1.1, 1.5]  # below, inside, inside, above [0.8, 1.2]
 def _hand_case(padding_logprob=1000.0):
     """Two responses (A=+1, A=-1), four active tokens with RATIOS, plus one padded token
     whose log-prob is garbage (ratio e^1000 if it leaked in)."""
-    old = torch.tensor([[-1.0, -2.0, -0.5, -3.0, 0.0], [-0.7, -1.5, -2.5, -0.2, 0.0]], dtype=torch.float64)
+    old = torch.tensor(
+        [[-1.0, -2.0, -0.5, -3.0, 0.0], [-0.7, -1.5, -2.5, -0.2, 0.0]], dtype=torch.float64
+    )
     log_rho = torch.tensor(RATIOS + [padding_logprob], dtype=torch.float64).log()
     log_rho[-1] = padding_logprob
     current = (old + log_rho).requires_grad_(True)
@@ -110,11 +124,15 @@ def test_clipped_surrogate_values_and_branch_gradients():
     loss, audit = clipped_group_surrogate(current, old, advantages, mask, clip_epsilon=0.2)
     # A > 0: min(rho, clip(rho)) -> 0.5, 0.9, 1.1, 1.2 (the last is clipped)
     # A < 0: min(-rho, -clip(rho)) -> -0.8 (clipped), -0.9, -1.1, -1.5
-    assert loss.tolist() == pytest.approx([-(0.5 + 0.9 + 1.1 + 1.2) / 4, (0.8 + 0.9 + 1.1 + 1.5) / 4], rel=1e-12)
+    assert loss.tolist() == pytest.approx(
+        [-(0.5 + 0.9 + 1.1 + 1.2) / 4, (0.8 + 0.9 + 1.1 + 1.5) / 4], rel=1e-12
+    )
     loss.sum().backward()
     # d loss / d current = -rho * A / T on the unclipped branch, exactly 0 on the clipped one
-    expected = torch.tensor([[-0.5 / 4, -0.9 / 4, -1.1 / 4, 0.0, 0.0],
-                             [0.0, 0.9 / 4, 1.1 / 4, 1.5 / 4, 0.0]], dtype=torch.float64)
+    expected = torch.tensor(
+        [[-0.5 / 4, -0.9 / 4, -1.1 / 4, 0.0, 0.0], [0.0, 0.9 / 4, 1.1 / 4, 1.5 / 4, 0.0]],
+        dtype=torch.float64,
+    )
     assert torch.allclose(current.grad, expected, atol=1e-12, rtol=0)
     assert current.grad[0, 3] == 0 and current.grad[1, 0] == 0 and (current.grad[:, 4] == 0).all()
     assert torch.isfinite(current.grad).all()
@@ -123,10 +141,10 @@ def test_clipped_surrogate_values_and_branch_gradients():
 def test_clip_audit_fractions_on_the_hand_case():
     current, old, advantages, mask = _hand_case()
     _, audit = clipped_group_surrogate(current, old, advantages, mask)
-    assert audit["clip_low_fraction"] == pytest.approx(1 / 8)   # rho 0.5 with A < 0
+    assert audit["clip_low_fraction"] == pytest.approx(1 / 8)  # rho 0.5 with A < 0
     assert audit["clip_high_fraction"] == pytest.approx(1 / 8)  # rho 1.5 with A > 0
     assert audit["active_clip_fraction"] == pytest.approx(2 / 8)
-    assert audit["outside_fraction"] == pytest.approx(4 / 8)     # 0.5 and 1.5 in both rows
+    assert audit["outside_fraction"] == pytest.approx(4 / 8)  # 0.5 and 1.5 in both rows
     assert audit["mean_ratio"] == pytest.approx(sum(RATIOS) / 4)
     assert audit["active_tokens"] == 8
     assert audit["active_clip_fraction_per_response"].tolist() == [0.25, 0.25]
@@ -139,8 +157,14 @@ def test_clip_higher_keeps_the_gradient_of_a_positive_advantage_longer():
     old = torch.zeros(1, 1, dtype=torch.float64)
     for high, expected_grad in [(None, 0.0), (0.28, -1.25)]:
         current = torch.tensor([[math.log(1.25)]], dtype=torch.float64, requires_grad=True)
-        loss, audit = clipped_group_surrogate(current, old, torch.tensor([1.0], dtype=torch.float64),
-                                              torch.ones(1, 1, dtype=torch.bool), 0.2, high)
+        loss, audit = clipped_group_surrogate(
+            current,
+            old,
+            torch.tensor([1.0], dtype=torch.float64),
+            torch.ones(1, 1, dtype=torch.bool),
+            0.2,
+            high,
+        )
         loss.sum().backward()
         assert current.grad.item() == pytest.approx(expected_grad, abs=1e-12)
         assert audit["clip_high_fraction"] == (1.0 if high is None else 0.0)
@@ -149,8 +173,12 @@ def test_clip_higher_keeps_the_gradient_of_a_positive_advantage_longer():
 def test_on_policy_ratio_is_one_and_zero_advantage_has_no_gradient():
     old = torch.full((3, 2), -0.7, dtype=torch.float64)
     current = old.clone().requires_grad_(True)
-    loss, audit = clipped_group_surrogate(current, old, torch.tensor([1.0, -1.0, 0.0], dtype=torch.float64),
-                                          torch.ones(3, 2, dtype=torch.bool))
+    loss, audit = clipped_group_surrogate(
+        current,
+        old,
+        torch.tensor([1.0, -1.0, 0.0], dtype=torch.float64),
+        torch.ones(3, 2, dtype=torch.bool),
+    )
     loss.sum().backward()
     assert (audit["ratios"] == 1).all() and audit["outside_fraction"] == 0
     assert current.grad.tolist() == [[-0.5, -0.5], [0.5, 0.5], [0.0, 0.0]]
@@ -165,17 +193,25 @@ def test_old_logprobs_receive_no_gradient():
     assert old.grad is None and current.grad is not None
 
 
-@pytest.mark.parametrize("change, message", [
-    ({"old": torch.zeros(2, 3)}, "old log-probs shape"),
-    ({"advantages": torch.zeros(2, 1)}, "advantages must be"),
-    ({"mask": torch.tensor([[True, True], [False, False]])}, "at least one active token"),
-    ({"mask": torch.ones(2, 3, dtype=torch.bool)}, "mask shape"),
-    ({"clip_epsilon": 1.5}, "clip_epsilon"),
-    ({"current": torch.zeros(2)}, r"\[B, T\]"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"old": torch.zeros(2, 3)}, "old log-probs shape"),
+        ({"advantages": torch.zeros(2, 1)}, "advantages must be"),
+        ({"mask": torch.tensor([[True, True], [False, False]])}, "at least one active token"),
+        ({"mask": torch.ones(2, 3, dtype=torch.bool)}, "mask shape"),
+        ({"clip_epsilon": 1.5}, "clip_epsilon"),
+        ({"current": torch.zeros(2)}, r"\[B, T\]"),
+    ],
+)
 def test_clipped_surrogate_rejects_bad_input(change, message):
-    args = {"current": torch.zeros(2, 2), "old": torch.zeros(2, 2), "advantages": torch.zeros(2),
-            "mask": torch.ones(2, 2, dtype=torch.bool), "clip_epsilon": 0.2}
+    args = {
+        "current": torch.zeros(2, 2),
+        "old": torch.zeros(2, 2),
+        "advantages": torch.zeros(2),
+        "mask": torch.ones(2, 2, dtype=torch.bool),
+        "clip_epsilon": 0.2,
+    }
     args.update(change)
     with pytest.raises(ValueError, match=message):
         clipped_group_surrogate(**args)
@@ -184,18 +220,23 @@ def test_clipped_surrogate_rejects_bad_input(change, message):
 # --------------------------------------------------------------------------- exact KL
 def _kl_div_reference(current, reference):
     """KL(p_cur || p_ref) with PyTorch's own kl_div (input = log q, target = log p)."""
-    return F.kl_div(F.log_softmax(reference, -1), F.log_softmax(current, -1),
-                    log_target=True, reduction="none").sum(-1)
+    return F.kl_div(
+        F.log_softmax(reference, -1), F.log_softmax(current, -1), log_target=True, reduction="none"
+    ).sum(-1)
 
 
 @pytest.mark.parametrize("dtype, tolerance", [(torch.float64, 1e-12), (torch.float32, 2e-6)])
-@pytest.mark.parametrize("shape, block", [((2, 3, 10), 3), ((1, 2, 4096 + 7), 4096), ((5, 10), 1),
-                                         ((4, 10), 64), ((3, 10), 10)])
+@pytest.mark.parametrize(
+    "shape, block",
+    [((2, 3, 10), 3), ((1, 2, 4096 + 7), 4096), ((5, 10), 1), ((4, 10), 64), ((3, 10), 10)],
+)
 def test_exact_kl_matches_kl_div_values_and_gradients(dtype, tolerance, shape, block):
     generator = torch.Generator().manual_seed(sum(shape) + block)
     current = (2 * torch.randn(shape, generator=generator, dtype=dtype)).requires_grad_(True)
     reference = 2 * torch.randn(shape, generator=generator, dtype=dtype)
-    weights = torch.rand(shape[:-1], generator=generator, dtype=dtype)  # a non-trivial upstream gradient
+    weights = torch.rand(
+        shape[:-1], generator=generator, dtype=dtype
+    )  # a non-trivial upstream gradient
 
     ours = exact_prefix_kl(current, reference, block)
     (ours * weights).sum().backward()
@@ -241,7 +282,9 @@ def test_exact_kl_is_stable_for_large_float32_logits():
     assert torch.allclose(kl.double(), expected, atol=1e-5, rtol=1e-5)
     assert torch.allclose(current32.grad.double(), current64.grad, atol=1e-6)
     # a naive float32 logsumexp of numbers near 1e4 is only good to about a float32 ulp (1e-3)
-    assert torch.allclose(kl.double(), _kl_div_reference(base.double(), reference32.double() + 1e4), atol=1e-2)
+    assert torch.allclose(
+        kl.double(), _kl_div_reference(base.double(), reference32.double() + 1e4), atol=1e-2
+    )
 
 
 def test_normalising_each_block_separately_gives_a_different_value():
@@ -252,15 +295,19 @@ def test_normalising_each_block_separately_gives_a_different_value():
     def wrong_blockwise_kl(block):
         total = torch.zeros(3, dtype=torch.float64)
         for start in range(0, 10, block):
-            log_p = F.log_softmax(current[:, start:start + block], -1)  # normalised per block: wrong
-            log_q = F.log_softmax(reference[:, start:start + block], -1)
+            log_p = F.log_softmax(
+                current[:, start : start + block], -1
+            )  # normalised per block: wrong
+            log_q = F.log_softmax(reference[:, start : start + block], -1)
             total += (log_p.exp() * (log_p - log_q)).sum(-1)
         return total
 
     right = exact_prefix_kl(current, reference, 3)
     assert torch.allclose(right, _kl_div_reference(current, reference), atol=1e-12)
     assert (wrong_blockwise_kl(3) - right).abs().min() > 1e-2
-    assert torch.allclose(wrong_blockwise_kl(10), right, atol=1e-12)  # one block is the whole vocabulary
+    assert torch.allclose(
+        wrong_blockwise_kl(10), right, atol=1e-12
+    )  # one block is the whole vocabulary
 
 
 def test_negative_infinite_current_logits_are_zero_probability():
@@ -286,14 +333,17 @@ def test_reference_is_treated_as_a_constant():
     assert reference.grad is None and current.grad is not None
 
 
-@pytest.mark.parametrize("current, reference, block, message", [
-    (torch.zeros(2, 5), torch.zeros(2, 4), 2, "shape"),
-    (torch.zeros(2, 5), torch.zeros(2, 5), 0, "block_size"),
-    (torch.tensor([[0.0, float("nan")]]), torch.zeros(1, 2), 2, "NaN"),
-    (torch.tensor([[0.0, float("inf")]]), torch.zeros(1, 2), 2, r"\+inf"),
-    (torch.full((1, 2), float("-inf")), torch.zeros(1, 2), 2, "every entry is -inf"),
-    (torch.zeros(2, 0), torch.zeros(2, 0), 2, "vocabulary"),
-])
+@pytest.mark.parametrize(
+    "current, reference, block, message",
+    [
+        (torch.zeros(2, 5), torch.zeros(2, 4), 2, "shape"),
+        (torch.zeros(2, 5), torch.zeros(2, 5), 0, "block_size"),
+        (torch.tensor([[0.0, float("nan")]]), torch.zeros(1, 2), 2, "NaN"),
+        (torch.tensor([[0.0, float("inf")]]), torch.zeros(1, 2), 2, r"\+inf"),
+        (torch.full((1, 2), float("-inf")), torch.zeros(1, 2), 2, "every entry is -inf"),
+        (torch.zeros(2, 0), torch.zeros(2, 0), 2, "vocabulary"),
+    ],
+)
 def test_exact_kl_rejects_bad_input(current, reference, block, message):
     with pytest.raises(ValueError, match=message):
         exact_prefix_kl(current, reference, block)
@@ -301,11 +351,13 @@ def test_exact_kl_rejects_bad_input(current, reference, block, message):
 
 # --------------------------------------------------------------------------- sampled KL
 def test_sampled_estimators_on_a_hand_value():
-    estimates = sampled_kl_estimators(torch.tensor([math.log(0.5)], dtype=torch.float64),
-                                      torch.tensor([math.log(0.25)], dtype=torch.float64))
+    estimates = sampled_kl_estimators(
+        torch.tensor([math.log(0.5)], dtype=torch.float64),
+        torch.tensor([math.log(0.25)], dtype=torch.float64),
+    )
     log_r = math.log(0.5)  # r = ref / cur = 0.5
     assert estimates["k1"].item() == pytest.approx(-log_r)
-    assert estimates["k2"].item() == pytest.approx(log_r ** 2 / 2)
+    assert estimates["k2"].item() == pytest.approx(log_r**2 / 2)
     assert estimates["k3"].item() == pytest.approx(0.5 - 1 - log_r)
 
 
@@ -313,10 +365,14 @@ def test_sampled_estimators_on_a_hand_value():
 def test_k1_and_k3_means_approach_the_exact_kl(spread):
     generator = torch.Generator().manual_seed(6)
     current_logits = torch.randn(8, generator=generator, dtype=torch.float64)
-    reference_logits = current_logits + spread * torch.randn(8, generator=generator, dtype=torch.float64)
+    reference_logits = current_logits + spread * torch.randn(
+        8, generator=generator, dtype=torch.float64
+    )
     exact = exact_prefix_kl(current_logits, reference_logits, 3).item()
     log_p, log_q = F.log_softmax(current_logits, -1), F.log_softmax(reference_logits, -1)
-    tokens = torch.multinomial(log_p.exp(), 200_000, replacement=True, generator=generator)  # drawn from p
+    tokens = torch.multinomial(
+        log_p.exp(), 200_000, replacement=True, generator=generator
+    )  # drawn from p
     estimates = sampled_kl_estimators(log_p[tokens], log_q[tokens])
     for name in ("k1", "k3"):
         values = estimates[name]
@@ -363,15 +419,29 @@ def test_reduction_order_differs_from_a_flat_token_mean():
 def test_grpo_objective_combines_both_terms_with_the_same_reduction():
     # two prompts of two responses, unequal lengths, on-policy (ratio 1) so the surrogate is -A
     current = torch.zeros(4, 3, dtype=torch.float64, requires_grad=True)
-    mask = torch.tensor([[True, False, False], [True, True, True], [True, True, False], [True, True, True]])
+    mask = torch.tensor(
+        [[True, False, False], [True, True, True], [True, True, False], [True, True, True]]
+    )
     advantages = torch.tensor([1.0, -1.0, 0.5, 0.5], dtype=torch.float64)
-    kl = torch.tensor([[4.0, 9.0, 9.0], [1.0, 2.0, 3.0], [2.0, 0.0, 9.0], [3.0, 3.0, 3.0]], dtype=torch.float64)
-    loss, audit = grpo_objective(current, current.detach(), advantages, mask, kl, group_size=2,
-                                 clip_epsilon=0.2, kl_coefficient=0.02)
-    surrogate = ((-1 + 1) / 2 + (-0.5 - 0.5) / 2) / 2       # -0.25
-    kl_reduced = ((4 + 2) / 2 + (1 + 3) / 2) / 2            # 2.5
+    kl = torch.tensor(
+        [[4.0, 9.0, 9.0], [1.0, 2.0, 3.0], [2.0, 0.0, 9.0], [3.0, 3.0, 3.0]], dtype=torch.float64
+    )
+    loss, audit = grpo_objective(
+        current,
+        current.detach(),
+        advantages,
+        mask,
+        kl,
+        group_size=2,
+        clip_epsilon=0.2,
+        kl_coefficient=0.02,
+    )
+    surrogate = ((-1 + 1) / 2 + (-0.5 - 0.5) / 2) / 2  # -0.25
+    kl_reduced = ((4 + 2) / 2 + (1 + 3) / 2) / 2  # 2.5
     assert loss.item() == pytest.approx(surrogate + 0.02 * kl_reduced, rel=1e-12)
-    assert audit["surrogate"] == pytest.approx(surrogate) and audit["kl"] == pytest.approx(kl_reduced)
+    assert audit["surrogate"] == pytest.approx(surrogate) and audit["kl"] == pytest.approx(
+        kl_reduced
+    )
     loss.backward()
     # response 0 (1 token, A=1, prompt weight 1/2, response weight 1/2): d/d current = -1 / 4
     assert current.grad[0].tolist() == pytest.approx([-0.25, 0.0, 0.0])

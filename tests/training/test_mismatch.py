@@ -1,4 +1,5 @@
 """Mismatch measurement and the TIS/MIS corrections (training/mismatch.py)."""
+
 import math
 
 import pytest
@@ -28,8 +29,9 @@ def test_token_mask_zeroes_tokens_outside_the_interval():
 
 
 def test_sequence_modes_share_the_product_of_token_ratios():
-    train = torch.tensor([[math.log(2.0), math.log(2.0)], [math.log(2.0), 5.0]],
-                         dtype=torch.float64)
+    train = torch.tensor(
+        [[math.log(2.0), math.log(2.0)], [math.log(2.0), 5.0]], dtype=torch.float64
+    )
     sample = torch.zeros_like(train)
     mask = torch.tensor([[True, True], [True, False]])
     truncated = mm.importance_weights(train, sample, mask, "sequence_truncate", clip_max=3.0)
@@ -48,10 +50,19 @@ def test_unknown_mode_is_refused():
 def _micro(attn="eager"):
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
-    config = Qwen2Config(vocab_size=7, hidden_size=16, intermediate_size=32,
-                         num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=1,
-                         max_position_embeddings=32, tie_word_embeddings=False,
-                         attn_implementation=attn, eos_token_id=PAD, pad_token_id=PAD)
+    config = Qwen2Config(
+        vocab_size=7,
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        max_position_embeddings=32,
+        tie_word_embeddings=False,
+        attn_implementation=attn,
+        eos_token_id=PAD,
+        pad_token_id=PAD,
+    )
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(3)
         model = Qwen2ForCausalLM(config)
@@ -68,8 +79,11 @@ def _rows(model):
         cache, step, ids, logps = DynamicCache(config=model.config), [prompt], [], []
         with torch.no_grad():
             for _ in range(4):
-                logits = model(input_ids=torch.tensor(step), cache=cache,
-                               use_cache=True).logits[0, -1].float()
+                logits = (
+                    model(input_ids=torch.tensor(step), cache=cache, use_cache=True)
+                    .logits[0, -1]
+                    .float()
+                )
                 token = int(torch.multinomial(logits.softmax(-1), 1, generator=generator))
                 ids.append(token)
                 logps.append(float(logits.log_softmax(-1)[token]))
@@ -87,8 +101,10 @@ def test_identical_paths_give_zero_mismatch():
     advantages = torch.tensor([1.0, -1.0, 0.5])
     reference = mm.surrogate_gradient(model, rows, scored, advantages, PAD)
     again = mm.surrogate_gradient(model, rows, scored, advantages, PAD)
-    assert mm.gradient_gap(reference, again) == {"cosine": pytest.approx(1.0, abs=1e-9),
-                                                 "relative_difference": 0.0}
+    assert mm.gradient_gap(reference, again) == {
+        "cosine": pytest.approx(1.0, abs=1e-9),
+        "relative_difference": 0.0,
+    }
 
 
 def test_paths_agree_in_float32_and_bf16_departs():
@@ -98,8 +114,9 @@ def test_paths_agree_in_float32_and_bf16_departs():
     for path in ("kv_cache", "padded_batch"):
         assert mm.log_ratio_summary(full, mm.score_path(model, rows, path, PAD))["max_abs"] < 1e-4
     sdpa = _micro("sdpa")
-    assert mm.log_ratio_summary(full, mm.score_path(sdpa, rows, "one_by_one", PAD))[
-        "max_abs"] < 1e-4
+    assert (
+        mm.log_ratio_summary(full, mm.score_path(sdpa, rows, "one_by_one", PAD))["max_abs"] < 1e-4
+    )
     bf16 = mm.log_ratio_summary(full, mm.score_path(model, rows, "bf16", PAD))
     assert bf16["max_abs"] > 1e-4  # bfloat16 keeps 8 bits of mantissa
     assert bf16["tokens"] == 12
@@ -130,7 +147,7 @@ def test_exercise_checker_accepts_the_rule_and_names_a_truncation():
 
     assert check_sequence_mask(solution, verbose=False).passed
     truncating = check_sequence_mask(
-        lambda t, s, m, cap: mm.importance_weights(t, s, m, "sequence_truncate", cap),
-        verbose=False)
+        lambda t, s, m, cap: mm.importance_weights(t, s, m, "sequence_truncate", cap), verbose=False
+    )
     assert not truncating.passed
     assert any(TRUNCATED in failure for failure in truncating.failures)

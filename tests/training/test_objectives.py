@@ -1,6 +1,7 @@
 """Objectives as data: the registry, each entry's hand-computable advantages, the ratio
 levels, the asymmetric clip, the aggregation weights, the KL terms, hashing, and Part I's
 arithmetic kept bit for bit through the objective."""
+
 from __future__ import annotations
 
 import copy
@@ -23,8 +24,8 @@ from verifiable_grpo.training.objectives import (
     get_objective,
 )
 
-SAMPLE_A = 0.5 / (math.sqrt(1 / 3) + 1e-4)     # sample std + 1e-4 for [1, 0, 1, 0]: 0.86588
-POPULATION_A = 0.5 / (0.5 + 1e-8)               # Part I: population std + 1e-8
+SAMPLE_A = 0.5 / (math.sqrt(1 / 3) + 1e-4)  # sample std + 1e-4 for [1, 0, 1, 0]: 0.86588
+POPULATION_A = 0.5 / (0.5 + 1e-8)  # Part I: population std + 1e-8
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -32,27 +33,36 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 
 # --------------------------------------------------------------------------- the registry
 def test_registry_holds_part_one_and_the_part_two_arms():
-    assert list(OBJECTIVES) == ["part1", "grpo", "drgrpo", "dapo", "gspo", "aero", "bnpo",
-                                "dr_grpo", "dapo_token"] + NEWER
+    assert (
+        list(OBJECTIVES)
+        == ["part1", "grpo", "drgrpo", "dapo", "gspo", "aero", "bnpo", "dr_grpo", "dapo_token"]
+        + NEWER
+    )
     for name, objective in OBJECTIVES.items():
         assert objective.name == name and "\n" not in objective.description
     part1 = OBJECTIVES["part1"]
     assert part1.advantages == AdvantageRule("group_std", 0, 1e-8)
     assert (part1.ratio, part1.clip, part1.aggregation) == (
-        "token", ClipInterval(0.2, 0.2), Aggregation("response_mean"))
+        "token",
+        ClipInterval(0.2, 0.2),
+        Aggregation("response_mean"),
+    )
     assert part1.kl == KLTerm("exact_prefix", 0.02) and part1.sampler == Sampler("plain")
     assert OBJECTIVES["dapo"].clip == ClipInterval(0.2, 0.28)
     assert OBJECTIVES["dapo"].sampler == Sampler("dynamic", max_generation_batches=10)
     assert OBJECTIVES["gspo"].ratio == "sequence"
     assert OBJECTIVES["aero"].advantages.prior == (1.0, 1.0)
     # The study's arms ran without a KL term (beta 0).
-    assert all(OBJECTIVES[n].kl == KLTerm("none", 0.0)
-               for n in ("grpo", "drgrpo", "dapo", "gspo", "aero"))
+    assert all(
+        OBJECTIVES[n].kl == KLTerm("none", 0.0) for n in ("grpo", "drgrpo", "dapo", "gspo", "aero")
+    )
     # Each Part II arm changes only what it names relative to grpo.
     base = OBJECTIVES["grpo"].mechanics()
-    changed = {name: sorted(k for k, v in OBJECTIVES[name].mechanics().items()
-                            if v != base.get(k))
-               for name in OBJECTIVES if name != "grpo"}
+    changed = {
+        name: sorted(k for k, v in OBJECTIVES[name].mechanics().items() if v != base.get(k))
+        for name in OBJECTIVES
+        if name != "grpo"
+    }
     assert changed["drgrpo"] == ["advantages"]
     assert changed["dapo"] == ["clip", "sampler"]
     assert changed["gspo"] == ["ratio"]
@@ -68,8 +78,17 @@ def test_registry_holds_part_one_and_the_part_two_arms():
     assert "surrogate" not in base and "correction" not in base
 
 
-NEWER = ["cispo", "gmpo", "sapo", "rloo", "reinforce_pp", "reinforce", "reinforce_baseline",
-         "grpo_tis", "grpo_mis"]
+NEWER = [
+    "cispo",
+    "gmpo",
+    "sapo",
+    "rloo",
+    "reinforce_pp",
+    "reinforce",
+    "reinforce_baseline",
+    "grpo_tis",
+    "grpo_mis",
+]
 
 
 @pytest.mark.parametrize("profile", ["smoke", "tiny", "qwen"])
@@ -89,17 +108,22 @@ def test_hash_is_stable_and_follows_the_mechanics_only():
     part1 = OBJECTIVES["part1"]
     # Pinned: a pre-registration quotes this value, so the canonical form must not drift.
     assert part1.sha256() == PART1_SHA256
-    twin = objectives.Objective(**{f.name: getattr(part1, f.name)
-                                   for f in dataclasses.fields(part1)})
+    twin = objectives.Objective(
+        **{f.name: getattr(part1, f.name) for f in dataclasses.fields(part1)}
+    )
     assert twin is not part1 and twin.sha256() == part1.sha256()
     renamed = dataclasses.replace(part1, name="other", description="another line")
     assert renamed.sha256() == part1.sha256()  # prose is not mechanics
-    for change in (dict(clip=ClipInterval(0.2, 0.28)), dict(ratio="sequence"),
-                   dict(kl=KLTerm("exact_prefix", 0.04)), dict(kl=KLTerm("k3", 0.02)),
-                   dict(advantages=AdvantageRule("group_std", 1, 1e-8)),
-                   dict(advantages=AdvantageRule("group_std", 0, 1e-4)),
-                   dict(aggregation=Aggregation("constant_length", length=64)),
-                   dict(sampler=Sampler("dynamic", max_generation_batches=9))):
+    for change in (
+        dict(clip=ClipInterval(0.2, 0.28)),
+        dict(ratio="sequence"),
+        dict(kl=KLTerm("exact_prefix", 0.04)),
+        dict(kl=KLTerm("k3", 0.02)),
+        dict(advantages=AdvantageRule("group_std", 1, 1e-8)),
+        dict(advantages=AdvantageRule("group_std", 0, 1e-4)),
+        dict(aggregation=Aggregation("constant_length", length=64)),
+        dict(sampler=Sampler("dynamic", max_generation_batches=9)),
+    ):
         assert dataclasses.replace(part1, **change).sha256() != part1.sha256(), change
     shas = [o.sha256() for o in OBJECTIVES.values()]
     assert len(set(shas)) == len(shas)
@@ -110,10 +134,13 @@ PART1_SHA256 = "ef2bf299651059b242217fa904f06a7dc3a7a4503c51b6bff6ebe586d9852c38
 
 def test_get_objective_names_the_known_ones():
     assert get_objective("gspo") is OBJECTIVES["gspo"]
-    with pytest.raises(ValueError, match=r"unknown objective 'gpro' \(did you mean [^)]*'grpo'") as err:
+    with pytest.raises(
+        ValueError, match=r"unknown objective 'gpro' \(did you mean [^)]*'grpo'"
+    ) as err:
         get_objective("gpro")
-    assert ("known objectives: part1, grpo, drgrpo, dapo, gspo, aero, bnpo, dr_grpo, "
-            "dapo_token, cispo") in str(err.value)
+    assert (
+        "known objectives: part1, grpo, drgrpo, dapo, gspo, aero, bnpo, dr_grpo, dapo_token, cispo"
+    ) in str(err.value)
     with pytest.raises(ValueError, match="unknown objective 'ppo'; known objectives: part1"):
         get_objective("ppo")
 
@@ -127,10 +154,16 @@ def test_the_registry_prints_as_a_table():
     columns, rows = objectives.registry_table()
     assert columns == list(objectives.COLUMNS) and len(rows) == len(OBJECTIVES)
     part1 = dict(zip(columns, rows[0]))
-    assert part1 == {"name": "part1", "advantages": "population std + 1e-08", "ratio": "token",
-                     "clip": "[0.8, 1.2]", "aggregation": "token mean / response, mean",
-                     "KL": "exact prefix x 0.02", "sampler": "plain",
-                     "sha256": OBJECTIVES["part1"].sha256()[:12]}
+    assert part1 == {
+        "name": "part1",
+        "advantages": "population std + 1e-08",
+        "ratio": "token",
+        "clip": "[0.8, 1.2]",
+        "aggregation": "token mean / response, mean",
+        "KL": "exact prefix x 0.02",
+        "sampler": "plain",
+        "sha256": OBJECTIVES["part1"].sha256()[:12],
+    }
     rows = {r[0]: dict(zip(columns, r)) for r in rows}
     assert rows["dapo"]["clip"] == "[0.8, 1.28]"
     assert rows["dapo"]["sampler"] == "dynamic (<= 10 batches)"
@@ -143,21 +176,24 @@ def test_the_registry_prints_as_a_table():
     assert subset.splitlines()[2].split() == ["gspo", "sequence"]
 
 
-@pytest.mark.parametrize("build, message", [
-    (lambda: ClipInterval(0.0, 0.2), "clip low must lie in"),
-    (lambda: ClipInterval(0.2, -0.1), "clip high must be positive"),
-    (lambda: KLTerm("none", 0.1), "none needs coefficient 0"),
-    (lambda: KLTerm("k2", 0.1), "KL term 'k2' is unknown"),
-    (lambda: AdvantageRule("centred", 0, 1e-8), "centred advantage rule takes no"),
-    (lambda: AdvantageRule("group_std", 2, 1e-8), "correction must be 0"),
-    (lambda: AdvantageRule("posterior", 1, 1e-4, None), "prior must be a pair"),
-    (lambda: Aggregation("token_sum"), "tokens must be one of"),
-    (lambda: Aggregation("response_mean", length=8), "length must be None"),
-    (lambda: Sampler("dynamic"), "max_generation_batches must be a positive integer"),
-    (lambda: Sampler("plain", max_generation_batches=3), "sampler plain takes no"),
-    (lambda: dataclasses.replace(OBJECTIVES["grpo"], ratio="prefix"), "ratio level 'prefix'"),
-    (lambda: dataclasses.replace(OBJECTIVES["grpo"], name="two words"), "identifier"),
-])
+@pytest.mark.parametrize(
+    "build, message",
+    [
+        (lambda: ClipInterval(0.0, 0.2), "clip low must lie in"),
+        (lambda: ClipInterval(0.2, -0.1), "clip high must be positive"),
+        (lambda: KLTerm("none", 0.1), "none needs coefficient 0"),
+        (lambda: KLTerm("k2", 0.1), "KL term 'k2' is unknown"),
+        (lambda: AdvantageRule("centred", 0, 1e-8), "centred advantage rule takes no"),
+        (lambda: AdvantageRule("group_std", 2, 1e-8), "correction must be 0"),
+        (lambda: AdvantageRule("posterior", 1, 1e-4, None), "prior must be a pair"),
+        (lambda: Aggregation("token_sum"), "tokens must be one of"),
+        (lambda: Aggregation("response_mean", length=8), "length must be None"),
+        (lambda: Sampler("dynamic"), "max_generation_batches must be a positive integer"),
+        (lambda: Sampler("plain", max_generation_batches=3), "sampler plain takes no"),
+        (lambda: dataclasses.replace(OBJECTIVES["grpo"], ratio="prefix"), "ratio level 'prefix'"),
+        (lambda: dataclasses.replace(OBJECTIVES["grpo"], name="two words"), "identifier"),
+    ],
+)
 def test_a_bad_spec_is_refused_by_name(build, message):
     with pytest.raises(ValueError, match=message):
         build()
@@ -169,20 +205,34 @@ def test_specs_are_frozen():
 
 
 # --------------------------------------------------------------------------- advantages
-EXPECTED_ADVANTAGE = {"part1": POPULATION_A, "grpo": SAMPLE_A, "drgrpo": 0.5, "dapo": SAMPLE_A,
-                      "gspo": SAMPLE_A, "aero": SAMPLE_A, "bnpo": SAMPLE_A, "dr_grpo": 0.5,
-                      "dapo_token": SAMPLE_A, "cispo": SAMPLE_A, "gmpo": SAMPLE_A,
-                      "sapo": SAMPLE_A, "grpo_tis": SAMPLE_A, "grpo_mis": SAMPLE_A,
-                      # r_i - mean of the other three: 1 - 1/3, 0 - 2/3
-                      "rloo": 2 / 3, "reinforce_baseline": 0.5,
-                      # centred +-0.5 over a batch std of 0.5 (one group is the batch)
-                      "reinforce_pp": 0.5 / (0.5 + 1e-8)}
+EXPECTED_ADVANTAGE = {
+    "part1": POPULATION_A,
+    "grpo": SAMPLE_A,
+    "drgrpo": 0.5,
+    "dapo": SAMPLE_A,
+    "gspo": SAMPLE_A,
+    "aero": SAMPLE_A,
+    "bnpo": SAMPLE_A,
+    "dr_grpo": 0.5,
+    "dapo_token": SAMPLE_A,
+    "cispo": SAMPLE_A,
+    "gmpo": SAMPLE_A,
+    "sapo": SAMPLE_A,
+    "grpo_tis": SAMPLE_A,
+    "grpo_mis": SAMPLE_A,
+    # r_i - mean of the other three: 1 - 1/3, 0 - 2/3
+    "rloo": 2 / 3,
+    "reinforce_baseline": 0.5,
+    # centred +-0.5 over a batch std of 0.5 (one group is the batch)
+    "reinforce_pp": 0.5 / (0.5 + 1e-8),
+}
 
 
 @pytest.mark.parametrize("name", [n for n in OBJECTIVES if n != "reinforce"])
 def test_every_entry_computes_its_hand_computed_advantages(name):
-    result = objectives.advantages(OBJECTIVES[name],
-                                   torch.tensor([[1.0, 0.0, 1.0, 0.0]], dtype=torch.float64))
+    result = objectives.advantages(
+        OBJECTIVES[name], torch.tensor([[1.0, 0.0, 1.0, 0.0]], dtype=torch.float64)
+    )
     a = EXPECTED_ADVANTAGE[name]
     assert result.values[0].tolist() == pytest.approx([a, -a, a, -a], rel=1e-12, abs=0)
     assert result.mean.tolist() == [[0.5]]
@@ -195,27 +245,34 @@ def test_the_standard_deviations_behind_the_advantages():
     rewards = [[1.0, 0.0, 1.0, 0.0]]
     assert objectives.advantages(OBJECTIVES["part1"], rewards).std.item() == 0.5
     assert objectives.advantages(OBJECTIVES["grpo"], rewards).std.item() == pytest.approx(
-        math.sqrt(1 / 3))
+        math.sqrt(1 / 3)
+    )
     assert objectives.advantages(OBJECTIVES["drgrpo"], rewards).std is None
-    assert objectives.advantages(OBJECTIVES["grpo"], rewards).values[0, 0].item() == \
-        pytest.approx(0.86588, abs=1e-5)
+    assert objectives.advantages(OBJECTIVES["grpo"], rewards).values[0, 0].item() == pytest.approx(
+        0.86588, abs=1e-5
+    )
     g2 = objectives.advantages(OBJECTIVES["grpo"], [[1.0, 0.0]]).values[0].tolist()
     assert g2 == pytest.approx([0.70700, -0.70700], abs=1e-5)
 
 
-@pytest.mark.parametrize("successes, observations, reward, expected", [
-    (3, 3, 1.0, +0.49988),   # 3/3 correct: p = 0.8
-    (0, 7, 0.0, -0.35344),   # 0/7 after rescues failed: p = 1/9
-    (0, 3, 0.0, -0.49988),   # 0/3, no rescue budget left: p = 0.2
-])
+@pytest.mark.parametrize(
+    "successes, observations, reward, expected",
+    [
+        (3, 3, 1.0, +0.49988),  # 3/3 correct: p = 0.8
+        (0, 7, 0.0, -0.35344),  # 0/7 after rescues failed: p = 1/9
+        (0, 3, 0.0, -0.49988),  # 0/3, no rescue budget left: p = 0.2
+    ],
+)
 def test_the_posterior_rule_on_one_rollout_groups(successes, observations, reward, expected):
     aero = OBJECTIVES["aero"]
-    result = objectives.advantages(aero, torch.tensor([[reward]], dtype=torch.float64),
-                                   [successes], [observations])
+    result = objectives.advantages(
+        aero, torch.tensor([[reward]], dtype=torch.float64), [successes], [observations]
+    )
     p = (successes + 1) / (observations + 2)
     assert result.mean.item() == pytest.approx(p)
-    assert result.values.item() == pytest.approx((reward - p) / (math.sqrt(p * (1 - p)) + 1e-4),
-                                                 rel=1e-12)
+    assert result.values.item() == pytest.approx(
+        (reward - p) / (math.sqrt(p * (1 - p)) + 1e-4), rel=1e-12
+    )
     assert result.values.item() == pytest.approx(expected, abs=1e-5)
 
 
@@ -234,29 +291,35 @@ def test_the_posterior_rule_refuses_what_it_cannot_score():
 
 
 def test_with_advantages_adds_the_objectives_numbers_to_a_sampled_group():
-    sampled = {"group_id": "g", "responses": [{}, {}, {}, {}], "rewards": [1.0, 0.0, 1.0, 0.0],
-               "zero_variance": False}
+    sampled = {
+        "group_id": "g",
+        "responses": [{}, {}, {}, {}],
+        "rewards": [1.0, 0.0, 1.0, 0.0],
+        "zero_variance": False,
+    }
     part1 = objectives.with_advantages(sampled, OBJECTIVES["part1"])
     assert part1["advantages"] == [POPULATION_A, -POPULATION_A, POPULATION_A, -POPULATION_A]
     assert (part1["reward_mean"], part1["reward_std"]) == (0.5, 0.5)
     assert list(part1)[-1] == "zero_variance" and "advantages" not in sampled
     centred = objectives.with_advantages(sampled, OBJECTIVES["drgrpo"])
     assert centred["advantages"] == [0.5, -0.5, 0.5, -0.5] and centred["reward_std"] is None
-    one = objectives.with_advantages({"rewards": [1.0], "zero_variance": True},
-                                     OBJECTIVES["aero"], successes=3, observations=3)
+    one = objectives.with_advantages(
+        {"rewards": [1.0], "zero_variance": True}, OBJECTIVES["aero"], successes=3, observations=3
+    )
     assert one["advantages"] == [pytest.approx(0.49988, abs=1e-5)]
 
 
 # --------------------------------------------------------------------------- the loss
-LENGTHS = [3, 5, 2, 7]          # one group of four, rewards [1, 0, 1, 0]
+LENGTHS = [3, 5, 2, 7]  # one group of four, rewards [1, 0, 1, 0]
 
 
 def _batch(delta=None, seed=0):
     """Ragged log-probs [4, 7] (padding holds garbage that must never leak in)."""
     width = max(LENGTHS)
     mask = torch.arange(width)[None, :] < torch.tensor(LENGTHS)[:, None]
-    old = -1.0 - torch.rand(4, width, dtype=torch.float64,
-                            generator=torch.Generator().manual_seed(seed))
+    old = -1.0 - torch.rand(
+        4, width, dtype=torch.float64, generator=torch.Generator().manual_seed(seed)
+    )
     old = torch.where(mask, old, torch.tensor(float("nan"), dtype=torch.float64))
     delta = torch.zeros(4, width, dtype=torch.float64) if delta is None else delta
     current = (old.nan_to_num(0.0) + delta).requires_grad_(True)
@@ -267,28 +330,38 @@ def _token_weights(name, advantages, delta=None, **kwargs):
     """w = d(-loss)/d logp per token, the table the chapter prints."""
     objective = OBJECTIVES[name]
     current, old, mask = _batch(delta)
-    loss, audit = objectives.objective_loss(objective, current, old,
-                                            torch.tensor(advantages, dtype=torch.float64),
-                                            mask, None, group_size=4, **kwargs)
+    loss, audit = objectives.objective_loss(
+        objective,
+        current,
+        old,
+        torch.tensor(advantages, dtype=torch.float64),
+        mask,
+        None,
+        group_size=4,
+        **kwargs,
+    )
     loss.backward()
     return (-current.grad).where(mask, torch.tensor(float("nan"), dtype=torch.float64)), audit
 
 
 def _row(weights, i):
-    return weights[i, :LENGTHS[i]].tolist()
+    return weights[i, : LENGTHS[i]].tolist()
 
 
-@pytest.mark.parametrize("name, per_token", [
-    # one group, on policy: Â/(G |o_i|) with the per-response token mean ...
-    ("grpo", [+0.072156, -0.043294, +0.108234, -0.030924]),
-    ("gspo", [+0.072156, -0.043294, +0.108234, -0.030924]),
-    ("dapo", [+0.072156, -0.043294, +0.108234, -0.030924]),
-    ("drgrpo", [+0.041667, -0.025, +0.0625, -0.017857]),
-    # ... every token alike with a token sum: Â/17 tokens, or Â/(B x 8) for dr_grpo.
-    ("bnpo", [+0.050934, -0.050934, +0.050934, -0.050934]),
-    ("dapo_token", [+0.050934, -0.050934, +0.050934, -0.050934]),
-    ("dr_grpo", [+0.015625, -0.015625, +0.015625, -0.015625]),
-])
+@pytest.mark.parametrize(
+    "name, per_token",
+    [
+        # one group, on policy: Â/(G |o_i|) with the per-response token mean ...
+        ("grpo", [+0.072156, -0.043294, +0.108234, -0.030924]),
+        ("gspo", [+0.072156, -0.043294, +0.108234, -0.030924]),
+        ("dapo", [+0.072156, -0.043294, +0.108234, -0.030924]),
+        ("drgrpo", [+0.041667, -0.025, +0.0625, -0.017857]),
+        # ... every token alike with a token sum: Â/17 tokens, or Â/(B x 8) for dr_grpo.
+        ("bnpo", [+0.050934, -0.050934, +0.050934, -0.050934]),
+        ("dapo_token", [+0.050934, -0.050934, +0.050934, -0.050934]),
+        ("dr_grpo", [+0.015625, -0.015625, +0.015625, -0.015625]),
+    ],
+)
 def test_on_policy_token_weights_match_the_reference_tables(name, per_token):
     a = EXPECTED_ADVANTAGE[name]
     weights, _ = _token_weights(name, [a, -a, a, -a], max_length=8)
@@ -300,15 +373,18 @@ def test_on_policy_token_weights_match_the_reference_tables(name, per_token):
 
 def test_aggregation_weights_on_ragged_lengths():
     lengths = [[2, 4]]
-    assert objectives.token_weights(OBJECTIVES["part1"], lengths) == [[1 / 2 * 1 / 2,
-                                                                      1 / 2 * 1 / 4]]
+    assert objectives.token_weights(OBJECTIVES["part1"], lengths) == [
+        [1 / 2 * 1 / 2, 1 / 2 * 1 / 4]
+    ]
     assert objectives.response_weights(OBJECTIVES["part1"], lengths) == [[1 / 2, 1 / 2]]
     assert objectives.token_weights(OBJECTIVES["bnpo"], lengths) == [[1 / 6, 1 / 6]]
     assert objectives.token_weights(OBJECTIVES["dr_grpo"], lengths, max_length=24) == [
-        [1 / (2 * 24)] * 2]
+        [1 / (2 * 24)] * 2
+    ]
     # dapo's normaliser is the generation batch's token count, bnpo's the micro-batch's.
     assert objectives.token_weights(OBJECTIVES["dapo_token"], lengths, total_tokens=17) == [
-        [1 / 17] * 2]
+        [1 / 17] * 2
+    ]
     assert objectives.token_weights(OBJECTIVES["bnpo"], lengths, total_tokens=17) == [[1 / 6] * 2]
     # Part I over two prompts of two: 1 / (P G) per response.
     assert objectives.response_weights(OBJECTIVES["part1"], [[2, 4], [1, 3]]) == [[0.25] * 2] * 2
@@ -322,13 +398,20 @@ def test_aggregation_weights_on_ragged_lengths():
         objectives.response_weights(OBJECTIVES["dapo_token"], lengths, total_tokens=5)
     current, old, mask = _batch()
     with pytest.raises(ValueError, match="4 responses do not split into groups of 3"):
-        objectives.objective_loss(OBJECTIVES["grpo"], current, old, torch.zeros(4,
-                                  dtype=torch.float64), mask, None, group_size=3)
+        objectives.objective_loss(
+            OBJECTIVES["grpo"],
+            current,
+            old,
+            torch.zeros(4, dtype=torch.float64),
+            mask,
+            None,
+            group_size=3,
+        )
 
 
 def test_clip_higher_decides_which_tokens_lose_their_gradient():
     a = SAMPLE_A
-    delta = torch.full((4, 7), 0.22, dtype=torch.float64)      # every ratio 1.246
+    delta = torch.full((4, 7), 0.22, dtype=torch.float64)  # every ratio 1.246
     ratio = math.exp(0.22)
     grpo_w, grpo_audit = _token_weights("grpo", [a, -a, a, -a], delta)
     dapo_w, dapo_audit = _token_weights("dapo", [a, -a, a, -a], delta)
@@ -353,8 +436,9 @@ def test_clip_higher_decides_which_tokens_lose_their_gradient():
 
 
 def test_the_sequence_ratio_is_the_exp_of_the_masked_mean_log_ratio():
-    current, old, mask = _batch(torch.randn(4, 7, dtype=torch.float64,
-                                            generator=torch.Generator().manual_seed(3)))
+    current, old, mask = _batch(
+        torch.randn(4, 7, dtype=torch.float64, generator=torch.Generator().manual_seed(3))
+    )
     ratio = losses.importance_ratio(current, old.nan_to_num(0.0), mask, "sequence")
     for i, n in enumerate(LENGTHS):
         expected = math.exp(float((current[i, :n] - old[i, :n]).detach().mean()))
@@ -369,8 +453,8 @@ def test_the_sequence_ratio_is_the_exp_of_the_masked_mean_log_ratio():
 def test_gspo_keeps_the_tokens_that_the_token_ratio_clips():
     a = SAMPLE_A
     delta = torch.zeros(4, 7, dtype=torch.float64)
-    delta[0, 0] = 0.5          # o1 (A > 0): token ratio 1.65 is clipped, s = exp(0.5/3) = 1.18 is not
-    delta[1, 0] = -1.0         # o2 (A < 0): token ratio 0.37 is clipped, s = exp(-1/5) = 0.82 is not
+    delta[0, 0] = 0.5  # o1 (A > 0): token ratio 1.65 is clipped, s = exp(0.5/3) = 1.18 is not
+    delta[1, 0] = -1.0  # o2 (A < 0): token ratio 0.37 is clipped, s = exp(-1/5) = 0.82 is not
     token_w, _ = _token_weights("grpo", [a, -a, a, -a], delta)
     sequence_w, audit = _token_weights("gspo", [a, -a, a, -a], delta)
     assert _row(token_w, 0) == pytest.approx([0.0, 0.072156, 0.072156], abs=1e-6)
@@ -391,8 +475,9 @@ def test_on_policy_gspo_and_clip_higher_give_grpos_gradient(seed):
     grads = {}
     for name in ("grpo", "gspo", "dapo"):
         current = logp.clone().requires_grad_(True)
-        loss, _ = objectives.objective_loss(OBJECTIVES[name], current, current.detach(),
-                                            advantages, mask, None, group_size=4)
+        loss, _ = objectives.objective_loss(
+            OBJECTIVES[name], current, current.detach(), advantages, mask, None, group_size=4
+        )
         loss.backward()
         grads[name] = current.grad
     torch.testing.assert_close(grads["gspo"], grads["grpo"], rtol=1e-12, atol=1e-15)
@@ -412,30 +497,36 @@ def test_kl_terms_none_k3_and_exact():
     part1 = OBJECTIVES["part1"]
     exact = objectives.kl_per_token(part1, current_logits, reference_logits, targets)
     assert torch.equal(exact, losses.exact_prefix_kl(current_logits, reference_logits))
-    assert objectives.kl_per_token(OBJECTIVES["grpo"], current_logits, reference_logits,
-                                   targets) is None
+    assert (
+        objectives.kl_per_token(OBJECTIVES["grpo"], current_logits, reference_logits, targets)
+        is None
+    )
     k3_objective = dataclasses.replace(part1, kl=KLTerm("k3", 0.04))
     k3 = objectives.kl_per_token(k3_objective, current_logits, reference_logits, targets)
     log_p = torch.log_softmax(current_logits, -1)[0, range(3), targets[0]]
     log_q = torch.log_softmax(reference_logits, -1)[0, range(3), targets[0]]
-    assert k3[0].tolist() == pytest.approx(((log_q - log_p).exp() - (log_q - log_p) - 1).tolist(),
-                                           rel=1e-12)
+    assert k3[0].tolist() == pytest.approx(
+        ((log_q - log_p).exp() - (log_q - log_p) - 1).tolist(), rel=1e-12
+    )
     assert (k3 >= 0).all() and k3.requires_grad
     # The term enters as coefficient x (the same token reduction as the surrogate).
     current = log_p.detach().unsqueeze(0).requires_grad_(True)
     mask = torch.ones(1, 3, dtype=torch.bool)
     advantage = torch.tensor([0.7], dtype=torch.float64)
-    loss, audit = objectives.response_losses(k3_objective, current, current.detach(), advantage,
-                                             mask, k3.detach())
+    loss, audit = objectives.response_losses(
+        k3_objective, current, current.detach(), advantage, mask, k3.detach()
+    )
     assert loss.item() == pytest.approx(-0.7 + 0.04 * k3.mean().item(), rel=1e-12)
     assert audit["kl"].item() == pytest.approx(k3.mean().item(), rel=1e-12)
     summed = dataclasses.replace(k3_objective, aggregation=Aggregation("token_sum", "micro_batch"))
-    loss, _ = objectives.response_losses(summed, current, current.detach(), advantage, mask,
-                                         k3.detach())
+    loss, _ = objectives.response_losses(
+        summed, current, current.detach(), advantage, mask, k3.detach()
+    )
     assert loss.item() == pytest.approx(3 * -0.7 + 0.04 * k3.sum().item(), rel=1e-12)
     with pytest.raises(ValueError, match="has no KL term, but a KL was given"):
-        objectives.response_losses(OBJECTIVES["grpo"], current, current.detach(), advantage,
-                                   mask, k3.detach())
+        objectives.response_losses(
+            OBJECTIVES["grpo"], current, current.detach(), advantage, mask, k3.detach()
+        )
     with pytest.raises(ValueError, match="needs a per-token KL"):
         objectives.response_losses(part1, current, current.detach(), advantage, mask, None)
 
@@ -505,7 +596,9 @@ def _todays_gradients(policy, reference, groups, config, dtype):
             surrogate = torch.where(mask, per_token, 0).sum(1) / count
             kl = losses.exact_prefix_kl(cur, ref, block_size=section["kl_block_size"])
             kl = torch.where(mask, kl, 0).sum(1) / count
-            loss = surrogate.reshape(-1, 1).mean(1).mean(0) + beta * kl.reshape(-1, 1).mean(1).mean(0)
+            loss = surrogate.reshape(-1, 1).mean(1).mean(0) + beta * kl.reshape(-1, 1).mean(1).mean(
+                0
+            )
             (loss * weight).backward()
             values.append((float(surrogate.detach()), float(kl.detach()), float(loss.detach())))
     return [p.grad.clone() for p in model_lib.unique_parameters(policy)], values
@@ -528,21 +621,26 @@ def test_part_one_gradients_are_bit_identical_to_todays_formula(rollout_set):
     assert telemetry["loss"] == float(table.mean(1).mean(0))
     # And both are today's formula: a float64 copy of the same model agrees closely.
     double = copy.deepcopy(policy).double()
-    exact, _ = _todays_gradients(double, copy.deepcopy(reference).double(), groups, config,
-                                 torch.float64)
+    exact, _ = _todays_gradients(
+        double, copy.deepcopy(reference).double(), groups, config, torch.float64
+    )
     # float32 against float64: an element near zero by cancellation carries the rounding of
     # the large terms that cancelled, so the tolerance is scaled by each tensor's largest
     # entry. Measured worst case 1.7e-6 of it (AMD, and ATen's default kernels on one thread).
     for got, want in zip(after, exact):
-        torch.testing.assert_close(got.double(), want, rtol=1e-4,
-                                   atol=1e-5 * float(want.abs().max()))
+        torch.testing.assert_close(
+            got.double(), want, rtol=1e-4, atol=1e-5 * float(want.abs().max())
+        )
 
 
-LOOP_OBJECTIVES = {"bnpo_k3": dataclasses.replace(OBJECTIVES["bnpo"], kl=KLTerm("k3", 0.04)),
-                   "cispo": OBJECTIVES["cispo"], "gmpo": OBJECTIVES["gmpo"],
-                   "sapo_k3": dataclasses.replace(OBJECTIVES["sapo"], kl=KLTerm("k3", 0.04)),
-                   "reinforce_baseline": OBJECTIVES["reinforce_baseline"],
-                   "grpo_tis": OBJECTIVES["grpo_tis"]}
+LOOP_OBJECTIVES = {
+    "bnpo_k3": dataclasses.replace(OBJECTIVES["bnpo"], kl=KLTerm("k3", 0.04)),
+    "cispo": OBJECTIVES["cispo"],
+    "gmpo": OBJECTIVES["gmpo"],
+    "sapo_k3": dataclasses.replace(OBJECTIVES["sapo"], kl=KLTerm("k3", 0.04)),
+    "reinforce_baseline": OBJECTIVES["reinforce_baseline"],
+    "grpo_tis": OBJECTIVES["grpo_tis"],
+}
 
 
 @pytest.mark.parametrize("batched", [False, True])
@@ -577,11 +675,17 @@ def test_the_loop_takes_another_objective_from_the_registry(rollout_set, name, b
         kl.append(None if term is None else torch.nn.functional.pad(term[0], pad))
         mask.append(torch.arange(width) < n)
     loss, _ = objectives.objective_loss(
-        objective, torch.stack(current), torch.stack(old), torch.tensor([a for _, a in rows]),
-        torch.stack(mask), None if kl[0] is None else torch.stack(kl), group_size=3)
+        objective,
+        torch.stack(current),
+        torch.stack(old),
+        torch.tensor([a for _, a in rows]),
+        torch.stack(mask),
+        None if kl[0] is None else torch.stack(kl),
+        group_size=3,
+    )
     loss.backward()
     wanted = [p.grad for p in model_lib.unique_parameters(policy)]
-    assert max(float(w.abs().max()) for w in wanted) > 0      # not vacuous
+    assert max(float(w.abs().max()) for w in wanted) > 0  # not vacuous
     # float32, summed in another order: an element near zero by cancellation carries the
     # rounding of the terms that cancelled, so the tolerance scales with each tensor's largest.
     for got, want in zip(accumulated, wanted):
@@ -600,11 +704,14 @@ def test_a_new_axis_with_a_default_changes_no_recorded_hash(monkeypatch):
     from verifiable_grpo.core.config import resolve
     from verifiable_grpo.part2 import lock as lock_lib
 
-    grown = dataclasses.make_dataclass("KLTermGrown", [("bias_correction", bool, False)],
-                                       bases=(KLTerm,), frozen=True)
+    grown = dataclasses.make_dataclass(
+        "KLTermGrown", [("bias_correction", bool, False)], bases=(KLTerm,), frozen=True
+    )
     before = {name: entry.sha256() for name, entry in OBJECTIVES.items()}
-    regrown = {name: dataclasses.replace(entry, kl=grown(entry.kl.kind, entry.kl.coefficient))
-               for name, entry in OBJECTIVES.items()}
+    regrown = {
+        name: dataclasses.replace(entry, kl=grown(entry.kl.kind, entry.kl.coefficient))
+        for name, entry in OBJECTIVES.items()
+    }
     assert {name: entry.sha256() for name, entry in regrown.items()} == before
     assert regrown["part1"].sha256() == PART1_SHA256
     corrected = dataclasses.replace(regrown["part1"], kl=grown("exact_prefix", 0.02, True))

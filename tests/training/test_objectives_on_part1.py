@@ -1,6 +1,7 @@
 """Registry entries on Part I's loop (grpo.objective): the transplant, the refusals, the
 behaviour correction's denominator across the updates of one rollout set, and the
 bfloat16 sampler that makes a mismatch on purpose."""
+
 from __future__ import annotations
 
 import copy
@@ -27,8 +28,20 @@ def test_absent_objective_is_part1_and_adding_the_key_changes_no_profile_hash():
     assert objectives.objective_from_config(named).sha256() == OBJECTIVES["part1"].sha256()
 
 
-@pytest.mark.parametrize("name", ["cispo", "gmpo", "sapo", "rloo", "reinforce_pp",
-                                  "reinforce", "reinforce_baseline", "grpo_tis", "grpo_mis"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "cispo",
+        "gmpo",
+        "sapo",
+        "rloo",
+        "reinforce_pp",
+        "reinforce",
+        "reinforce_baseline",
+        "grpo_tis",
+        "grpo_mis",
+    ],
+)
 def test_an_entry_on_part1_changes_only_its_own_axes(name):
     entry, part1, arm = OBJECTIVES[name], OBJECTIVES["part1"], OBJECTIVES["grpo"]
     moved = on_part1(entry)
@@ -36,7 +49,7 @@ def test_an_entry_on_part1_changes_only_its_own_axes(name):
         own = getattr(entry, axis) != getattr(arm, axis)
         expected = getattr(entry if own else part1, axis)
         assert getattr(moved, axis) == expected, axis
-    assert moved.kl == part1.kl                      # the exact prefix KL stays
+    assert moved.kl == part1.kl  # the exact prefix KL stays
     assert moved.sha256() != part1.sha256()
 
 
@@ -73,27 +86,26 @@ def _micro(learning_view_dir, precision="float32"):
     config["model"]["source"] = "random"
     config["sampling"].update(batched=True, use_kv_cache=True, precision=precision)
     config["grpo"]["share_prompts"] = False
-    config["tokens"]["max_response"] = 12   # a random policy rarely stops: keep it short
+    config["tokens"]["max_response"] = 12  # a random policy rarely stops: keep it short
     policy, tokenizer = model_lib.load_base(config)
     examples = data.read_examples(learning_view_dir, "train")[:2]
     generator = torch.Generator().manual_seed(0)
-    groups = batched_rollout.sample_groups(policy, tokenizer, examples, config, generator, 4,
-                                           ["p0", "p1"])
+    groups = batched_rollout.sample_groups(
+        policy, tokenizer, examples, config, generator, 4, ["p0", "p1"]
+    )
     for group in groups:
         group["advantages"] = [1.0, -1.0, 1.0, -1.0]
     return config, policy, groups
 
 
-def test_bfloat16_sampling_captures_log_probs_the_float32_trainer_does_not_share(
-        learning_view_dir):
+def test_bfloat16_sampling_captures_log_probs_the_float32_trainer_does_not_share(learning_view_dir):
     _, policy, groups = _micro(learning_view_dir, "bfloat16")
     rows = [r for g in groups for r in g["responses"]]
     gap = rollout.verify_captured_logprobs(policy, rows, 10.0)["max_abs_difference"]
-    assert 1e-4 < gap < 1.0   # float32 sampling agrees to ~1e-6 (test_batched)
+    assert 1e-4 < gap < 1.0  # float32 sampling agrees to ~1e-6 (test_batched)
 
 
-def test_a_correction_keeps_the_trainers_rollout_log_probs_for_the_second_update(
-        learning_view_dir):
+def test_a_correction_keeps_the_trainers_rollout_log_probs_for_the_second_update(learning_view_dir):
     config, policy, groups = _micro(learning_view_dir)
     config["grpo"]["objective"] = "grpo_tis"
     objective = objectives.objective_from_config(config)
@@ -103,17 +115,21 @@ def test_a_correction_keeps_the_trainers_rollout_log_probs_for_the_second_update
         model = copy.deepcopy(policy)
         optimizer = torch.optim.AdamW(model_lib.unique_parameters(model), lr=0.05)
         scheduler = schedule.make_scheduler(optimizer, 2, 0.0, 1.0)
-        return [grpo.grpo_update(model, reference, optimizer, scheduler, groups, config,
-                                 chosen, reference_memo=memo) for _ in range(2)]
+        return [
+            grpo.grpo_update(
+                model, reference, optimizer, scheduler, groups, config, chosen, reference_memo=memo
+            )
+            for _ in range(2)
+        ]
 
     kept = two_updates({})
     assert kept[0]["ratio_min"] == kept[0]["ratio_max"] == 1.0
-    assert kept[1]["ratio_max"] - kept[1]["ratio_min"] > 1e-3   # measured against update 1's
-    forgotten = two_updates(None)   # no memo: every update its own denominator
+    assert kept[1]["ratio_max"] - kept[1]["ratio_min"] > 1e-3  # measured against update 1's
+    forgotten = two_updates(None)  # no memo: every update its own denominator
     assert forgotten[1]["ratio_min"] == forgotten[1]["ratio_max"] == 1.0
-    for update in kept:   # same numerics in sampler and trainer: weights within rounding of 1
+    for update in kept:  # same numerics in sampler and trainer: weights within rounding of 1
         assert abs(update["behaviour_weight_max"] - 1) < 1e-4
         assert abs(update["behaviour_weight_min"] - 1) < 1e-4
         assert update["behaviour_weight_zero_fraction"] == 0.0
     plain = two_updates({}, OBJECTIVES["part1"])
-    assert "behaviour_weight_mean" not in plain[0]   # Part I's telemetry keeps its keys
+    assert "behaviour_weight_mean" not in plain[0]  # Part I's telemetry keeps its keys

@@ -1,5 +1,6 @@
 """Rollouts: temperature-1 sampling, captured behaviour log-probs, their verification,
 undecodable ids, and group records. All on the micro random Qwen2 (seconds)."""
+
 from __future__ import annotations
 
 import copy
@@ -33,8 +34,9 @@ def _sample(model, tokenizer, config, example, seed, greedy=False):
 
 
 @pytest.mark.parametrize("use_kv_cache", [False, True])
-def test_captured_logprobs_match_full_sequence_rescoring(micro_model, random_config, example,
-                                                         use_kv_cache):
+def test_captured_logprobs_match_full_sequence_rescoring(
+    micro_model, random_config, example, use_kv_cache
+):
     model, tokenizer = micro_model
     config = _config(random_config, use_kv_cache)
     rows = [_sample(model, tokenizer, config, example, seed) for seed in (1, 2, 3)]
@@ -50,8 +52,9 @@ def test_captured_logprobs_match_full_sequence_rescoring(micro_model, random_con
         assert report["max_abs_difference"] == 0.0
 
 
-def test_corrupted_old_logprob_is_caught_with_the_measured_difference(micro_model, random_config,
-                                                                      example):
+def test_corrupted_old_logprob_is_caught_with_the_measured_difference(
+    micro_model, random_config, example
+):
     model, tokenizer = micro_model
     config = _config(random_config, False)
     row = _sample(model, tokenizer, config, example, 5)
@@ -66,18 +69,33 @@ def test_corrupted_old_logprob_is_caught_with_the_measured_difference(micro_mode
         rollout.verify_captured_logprobs(model, [bad], 2e-4)
 
 
-@pytest.mark.parametrize("key,value,problem", [
-    ("temperature", 0.7, "sampling.temperature: must be 1.0 (sampling is temperature 1 over the "
-                         "full vocabulary: top_k 0, top_p 1.0), got 0.7"),
-    ("top_k", 50, "sampling.top_k: must be 0 (sampling is temperature 1 over the full "
-                  "vocabulary: top_k 0, top_p 1.0), got 50"),
-    ("top_p", 0.9, "sampling.top_p: must be 1.0 (sampling is temperature 1"),
-    ("min_p", 0.05, "sampling.min_p: unknown key; sampling takes temperature, top_k, top_p, "
-                    "use_kv_cache"),
-    ("temperature", True, "sampling.temperature: must be a number, got True (bool)")])
-def test_sampling_refuses_anything_but_temperature_one_full_vocabulary(micro_model, random_config,
-                                                                       example, key, value,
-                                                                       problem):
+@pytest.mark.parametrize(
+    "key,value,problem",
+    [
+        (
+            "temperature",
+            0.7,
+            "sampling.temperature: must be 1.0 (sampling is temperature 1 over the "
+            "full vocabulary: top_k 0, top_p 1.0), got 0.7",
+        ),
+        (
+            "top_k",
+            50,
+            "sampling.top_k: must be 0 (sampling is temperature 1 over the full "
+            "vocabulary: top_k 0, top_p 1.0), got 50",
+        ),
+        ("top_p", 0.9, "sampling.top_p: must be 1.0 (sampling is temperature 1"),
+        (
+            "min_p",
+            0.05,
+            "sampling.min_p: unknown key; sampling takes temperature, top_k, top_p, use_kv_cache",
+        ),
+        ("temperature", True, "sampling.temperature: must be a number, got True (bool)"),
+    ],
+)
+def test_sampling_refuses_anything_but_temperature_one_full_vocabulary(
+    micro_model, random_config, example, key, value, problem
+):
     """generate reads the config through its schema, which refuses the setting by name (also
     in a dict edited after loading)."""
     from verifiable_grpo.core.config import ConfigError
@@ -99,8 +117,9 @@ def test_sampling_refuses_train_mode(micro_model, random_config, example):
         with pytest.raises(ValueError, match="eval mode"):
             _sample(model, tokenizer, random_config, example, 0)
         with pytest.raises(ValueError, match="eval mode"):
-            rollout.verify_captured_logprobs(model, [{"prompt_ids": [1], "response_ids": [2],
-                                                      "behaviour_logprobs": [0.0]}], 2e-4)
+            rollout.verify_captured_logprobs(
+                model, [{"prompt_ids": [1], "response_ids": [2], "behaviour_logprobs": [0.0]}], 2e-4
+            )
     finally:
         model.eval()
 
@@ -117,7 +136,7 @@ def test_greedy_is_deterministic_and_follows_the_argmax(micro_model, random_conf
     with torch.no_grad():
         logits = model(input_ids=ids).logits[0].float()
     start = len(first["prompt_ids"]) - 1
-    chosen = logits[start:start + len(first["response_ids"])].argmax(dim=-1).tolist()
+    chosen = logits[start : start + len(first["response_ids"])].argmax(dim=-1).tolist()
     assert chosen == first["response_ids"]
 
 
@@ -127,18 +146,23 @@ def test_same_generator_seed_gives_identical_responses(micro_model, random_confi
     b = _sample(model, tokenizer, random_config, example, 7)
     c = _sample(model, tokenizer, random_config, example, 8)
     assert (a["response_ids"], a["behaviour_logprobs"], a["text"]) == (
-        b["response_ids"], b["behaviour_logprobs"], b["text"])
+        b["response_ids"],
+        b["behaviour_logprobs"],
+        b["text"],
+    )
     assert a["response_ids"] != c["response_ids"]
 
 
-def test_kv_cache_draws_the_same_tokens_as_full_prefix_sampling(micro_model, random_config,
-                                                                example):
+def test_kv_cache_draws_the_same_tokens_as_full_prefix_sampling(
+    micro_model, random_config, example
+):
     model, tokenizer = micro_model
     plain = _sample(model, tokenizer, _config(random_config, False), example, 11)
     cached = _sample(model, tokenizer, _config(random_config, True), example, 11)
     assert plain["response_ids"] == cached["response_ids"]
-    difference = max(abs(x - y) for x, y in zip(plain["behaviour_logprobs"],
-                                                cached["behaviour_logprobs"]))
+    difference = max(
+        abs(x - y) for x, y in zip(plain["behaviour_logprobs"], cached["behaviour_logprobs"])
+    )
     assert difference <= 2e-4
 
 
@@ -187,8 +211,7 @@ class WiderLogits(torch.nn.Module):
         return out
 
 
-def test_an_undecodable_id_invalidates_the_response(micro_model, random_config, example,
-                                                    tokenizer):
+def test_an_undecodable_id_invalidates_the_response(micro_model, random_config, example, tokenizer):
     model, _ = micro_model
     wide = WiderLogits(model, extra=8).eval()
     config = _config(random_config, False)
@@ -198,8 +221,9 @@ def test_an_undecodable_id_invalidates_the_response(micro_model, random_config, 
     assert row["response_ids"][0] == outside
     assert row["tokenization_valid"] is False
     assert outside in row["undecodable_ids"]
-    score = verifier.score_generated_json(row["text"], row["finish_reason"], example["problem"],
-                                          row["tokenization_valid"])
+    score = verifier.score_generated_json(
+        row["text"], row["finish_reason"], example["problem"], row["tokenization_valid"]
+    )
     assert (score["reward"], score["reason"]) == (0, "undecodable_token")
 
 
@@ -207,11 +231,15 @@ def test_decode_keeps_special_tokens_and_flags_ids_outside_the_tokenizer(tokeniz
     text_ids = tokenizer.encode('{"final_stock": 7}', add_special_tokens=False)
     eos = tokenizer.convert_tokens_to_ids("<|im_end|>")
     clean = rollout.decode_response(tokenizer, text_ids + [eos], "eos")
-    assert clean == {"text": '{"final_stock": 7}', "tokenization_valid": True,
-                     "undecodable_ids": []}
+    assert clean == {
+        "text": '{"final_stock": 7}',
+        "tokenization_valid": True,
+        "undecodable_ids": [],
+    }
     # An id past the tokenizer would decode to nothing and leave valid-looking JSON.
-    hidden = rollout.decode_response(tokenizer, text_ids[:2] + [len(tokenizer) + 3]
-                                     + text_ids[2:] + [eos], "eos")
+    hidden = rollout.decode_response(
+        tokenizer, text_ids[:2] + [len(tokenizer) + 3] + text_ids[2:] + [eos], "eos"
+    )
     assert hidden["text"] == '{"final_stock": 7}'
     assert hidden["tokenization_valid"] is False
     assert hidden["undecodable_ids"] == [len(tokenizer) + 3]
@@ -221,14 +249,17 @@ def test_decode_keeps_special_tokens_and_flags_ids_outside_the_tokenizer(tokeniz
     assert special["text"].endswith("<|endoftext|>")
 
 
-def test_sample_group_records_rewards_and_zero_variance_not_advantages(micro_model,
-                                                                       random_config, example):
+def test_sample_group_records_rewards_and_zero_variance_not_advantages(
+    micro_model, random_config, example
+):
     model, tokenizer = micro_model
     generator = torch.Generator().manual_seed(3)
-    group = rollout.sample_group(model, tokenizer, example, random_config, generator, 4,
-                                 group_id="g", policy_digest="digest")
-    assert [r["rollout_id"] for r in group["responses"]] == [f"g/response-{i:02d}"
-                                                             for i in range(4)]
+    group = rollout.sample_group(
+        model, tokenizer, example, random_config, generator, 4, group_id="g", policy_digest="digest"
+    )
+    assert [r["rollout_id"] for r in group["responses"]] == [
+        f"g/response-{i:02d}" for i in range(4)
+    ]
     assert all(r["policy_digest"] == "digest" for r in group["responses"])
     # A random policy never writes the answer: a constant group, no invented winner.
     assert group["rewards"] == [0.0] * 4
@@ -239,24 +270,26 @@ def test_sample_group_records_rewards_and_zero_variance_not_advantages(micro_mod
     assert scored["advantages"] == [0.0] * 4
     for row in group["responses"]:
         assert row["verifier"] == verifier.score_generated_json(
-            row["text"], row["finish_reason"], example["problem"], row["tokenization_valid"])
+            row["text"], row["finish_reason"], example["problem"], row["tokenization_valid"]
+        )
     with pytest.raises(ValueError, match="at least 2"):
         rollout.sample_group(model, tokenizer, example, random_config, generator, 1, "g")
 
 
-def test_sample_group_advantages_follow_the_verifier(micro_model, random_config, example,
-                                                     monkeypatch):
+def test_sample_group_advantages_follow_the_verifier(
+    micro_model, random_config, example, monkeypatch
+):
     """Mixed rewards [1, 0, 1, 0] (verifier replaced) give (r - 0.5) / (0.5 + 1e-8)."""
     model, tokenizer = micro_model
     rewards = iter([1, 0, 1, 0])
 
     def fake_score(text, finish_reason, problem, tokenization_valid=True):
-        return {"valid": True, "value": 0, "reason": None, "reward": next(rewards),
-                "expected": 0}
+        return {"valid": True, "value": 0, "reason": None, "reward": next(rewards), "expected": 0}
 
     monkeypatch.setattr(rollout.verifier, "score_generated_json", fake_score)
-    sampled = rollout.sample_group(model, tokenizer, example, random_config,
-                                   torch.Generator().manual_seed(0), 4, group_id="g")
+    sampled = rollout.sample_group(
+        model, tokenizer, example, random_config, torch.Generator().manual_seed(0), 4, group_id="g"
+    )
     group = objectives.with_advantages(sampled, objectives.objective_from_config(random_config))
     expected = 0.5 / (0.5 + 1e-8)
     assert group["advantages"] == [expected, -expected, expected, -expected]
@@ -264,6 +297,15 @@ def test_sample_group_advantages_follow_the_verifier(micro_model, random_config,
     assert group["zero_variance"] is False
     assert (group["reward_mean"], group["reward_std"]) == (0.5, 0.5)
     # The keys (and their order) of a group record are those Part I always wrote.
-    assert list(group) == ["group_id", "document_id", "prompt_ids", "policy_digest",
-                           "responses", "rewards", "advantages", "reward_mean", "reward_std",
-                           "zero_variance"]
+    assert list(group) == [
+        "group_id",
+        "document_id",
+        "prompt_ids",
+        "policy_digest",
+        "responses",
+        "rewards",
+        "advantages",
+        "reward_mean",
+        "reward_std",
+        "zero_variance",
+    ]

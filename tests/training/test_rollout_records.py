@@ -1,4 +1,5 @@
 """Every producer of a rollout record matches its declared type (training.rollout_records)."""
+
 from __future__ import annotations
 
 import pytest
@@ -31,11 +32,13 @@ def _check(group):
 
 def test_both_samplers_and_the_advantage_step_produce_the_declared_records(micro):
     config, policy, tokenizer, examples = micro
-    one = rollout.sample_group(policy, tokenizer, examples[0], config,
-                               torch.Generator().manual_seed(0), 2, group_id="g")
+    one = rollout.sample_group(
+        policy, tokenizer, examples[0], config, torch.Generator().manual_seed(0), 2, group_id="g"
+    )
     _check(one)
-    batched = batched_rollout.sample_groups(policy, tokenizer, examples, config,
-                                            torch.Generator().manual_seed(0), 2, ["a", "b"])
+    batched = batched_rollout.sample_groups(
+        policy, tokenizer, examples, config, torch.Generator().manual_seed(0), 2, ["a", "b"]
+    )
     for group in batched:
         _check(group)
     for name in ("part1", "reinforce_pp"):
@@ -45,8 +48,9 @@ def test_both_samplers_and_the_advantage_step_produce_the_declared_records(micro
 
 def test_a_record_that_drifts_from_its_type_is_named(micro):
     config, policy, tokenizer, examples = micro
-    group = rollout.sample_group(policy, tokenizer, examples[0], config,
-                                 torch.Generator().manual_seed(0), 2, group_id="g")
+    group = rollout.sample_group(
+        policy, tokenizer, examples[0], config, torch.Generator().manual_seed(0), 2, group_id="g"
+    )
     drifted = {**group, "extra": 1}
     del drifted["rewards"]
     assert key_problems(drifted, "group") == ["missing ['rewards']", "undeclared ['extra']"]

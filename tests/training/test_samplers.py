@@ -1,5 +1,6 @@
 """The batch samplers on a fake, scripted rollout source: dynamic sampling's refill loop,
 cap and cost; AERO's rescue round-robin, curation rules and posterior counts."""
+
 from __future__ import annotations
 
 import pytest
@@ -43,9 +44,13 @@ def test_plain_keeps_every_group_and_counts_its_cost():
     batch = samplers.collect(source, Sampler(), 2, 4, step=0, generator=_gen())
     assert [g["rewards"] for g in batch.groups] == [[1.0, 0.0, 0.0, 0.0], [1.0] * 4]
     assert [g["zero_variance"] for g in batch.groups] == [False, True]
-    assert batch.cost.as_dict() == {"generation_batches": 1, "rollouts_generated": 8,
-                                    "rollouts_discarded": 0, "tokens_generated": 24,
-                                    "tokens_discarded": 0}
+    assert batch.cost.as_dict() == {
+        "generation_batches": 1,
+        "rollouts_generated": 8,
+        "rollouts_discarded": 0,
+        "tokens_generated": 24,
+        "tokens_discarded": 0,
+    }
 
 
 def test_dynamic_sampling_refills_until_enough_groups_vary():
@@ -55,10 +60,14 @@ def test_dynamic_sampling_refills_until_enough_groups_vary():
     assert [g["document_id"] for g in batch.groups] == ["p0", "p3"]
     assert batch.groups[1]["group_id"] == "step-0007/batch-01/prompt-01"
     assert not any(g["zero_variance"] for g in batch.groups)
-    assert batch.cost.as_dict() == {"generation_batches": 2, "rollouts_generated": 16,
-                                    "rollouts_discarded": 8, "tokens_generated": 48,
-                                    "tokens_discarded": 24}
-    assert source.next_prompt == 4   # refills use fresh prompts
+    assert batch.cost.as_dict() == {
+        "generation_batches": 2,
+        "rollouts_generated": 16,
+        "rollouts_discarded": 8,
+        "tokens_generated": 48,
+        "tokens_discarded": 24,
+    }
+    assert source.next_prompt == 4  # refills use fresh prompts
 
 
 def test_dynamic_sampling_discards_eligible_groups_beyond_the_batch():
@@ -68,34 +77,39 @@ def test_dynamic_sampling_discards_eligible_groups_beyond_the_batch():
     source = ScriptedSource({"p0": [1.0, 0.0], "p1": [0.0], "p2": [1.0, 0.0], "p3": [1.0, 0.0]})
     batch = samplers.dynamic_batch(source, 2, 2, 0, max_generation_batches=10)
     assert [g["document_id"] for g in batch.groups] == ["p0", "p2"]
-    assert batch.cost.rollouts_discarded == 4   # p1 (constant) and p3 (no slot left)
+    assert batch.cost.rollouts_discarded == 4  # p1 (constant) and p3 (no slot left)
 
 
 def test_dynamic_sampling_fails_closed_after_its_cap():
-    source = ScriptedSource({"p0": [1.0, 0.0]})      # every other prompt is all wrong
-    with pytest.raises(samplers.DynamicSamplingExhausted,
-                       match=r"found 1 of 4 groups whose rewards vary in 10 generation batches "
-                             r"\(160 rollouts drawn"):
+    source = ScriptedSource({"p0": [1.0, 0.0]})  # every other prompt is all wrong
+    with pytest.raises(
+        samplers.DynamicSamplingExhausted,
+        match=r"found 1 of 4 groups whose rewards vary in 10 generation batches "
+        r"\(160 rollouts drawn",
+    ):
         samplers.collect(source, OBJECTIVES["dapo"].sampler, 4, 4, 0, _gen())
     assert source.next_prompt == 40
 
 
 # --------------------------------------------------------------------------- AERO curation
-@pytest.mark.parametrize("explore, rescue, strategy, kept_rewards", [
-    ([1, 0, 1], [], "all", [1, 0, 1]),
-    ([1, 1, 0], [], "all", [1, 1, 0]),
-    ([1, 0, 0], [], "rejection", [1, 0]),
-    ([1, 1, 1], [], "single_correct", [1]),
-    ([0, 0, 0], [], "single_wrong", [0]),
-    ([0, 0, 0], [0, 0, 0, 0], "single_wrong", [0]),
-    ([0, 0, 0], [0, 1], "rescued", [0, 1]),
-    ([0, 0, 0], [1], "rescued", [0, 1]),
-])
+@pytest.mark.parametrize(
+    "explore, rescue, strategy, kept_rewards",
+    [
+        ([1, 0, 1], [], "all", [1, 0, 1]),
+        ([1, 1, 0], [], "all", [1, 1, 0]),
+        ([1, 0, 0], [], "rejection", [1, 0]),
+        ([1, 1, 1], [], "single_correct", [1]),
+        ([0, 0, 0], [], "single_wrong", [0]),
+        ([0, 0, 0], [0, 0, 0, 0], "single_wrong", [0]),
+        ([0, 0, 0], [0, 1], "rescued", [0, 1]),
+        ([0, 0, 0], [1], "rescued", [0, 1]),
+    ],
+)
 def test_aero_curation_rules(explore, rescue, strategy, kept_rewards):
     kept, found = samplers.aero_curate(explore, rescue, 1, 3, _gen())
     drawn = explore + rescue
     assert found == strategy and [drawn[i] for i in kept] == kept_rewards
-    if strategy == "rescued":   # exactly one initial failure plus the rescue success
+    if strategy == "rescued":  # exactly one initial failure plus the rescue success
         assert kept[0] < 3 and kept[1] == len(drawn) - 1
 
 
@@ -112,8 +126,9 @@ def test_aero_curation_refuses_what_it_cannot_curate():
 
 def test_aero_rescue_is_a_round_robin_with_a_shared_budget():
     # p0 and p1 all wrong in exploration; p1's second rescue succeeds; p0 never does.
-    source = ScriptedSource({"p0": [0.0], "p1": [0.0, 0.0, 0.0, 0.0, 1.0],
-                             "p2": [1.0, 0.0, 1.0], "p3": [1.0]})
+    source = ScriptedSource(
+        {"p0": [0.0], "p1": [0.0, 0.0, 0.0, 0.0, 1.0], "p2": [1.0, 0.0, 1.0], "p3": [1.0]}
+    )
     batch = samplers.collect(source, OBJECTIVES["aero"].sampler, 4, 4, 0, _gen(0))
     rescues = [d for d, g in source.drawn if "rescue" in g]
     # 4 rescue rollouts alternate between the two waiting prompts (shuffled order); p1
@@ -167,10 +182,10 @@ def test_independent_requests_are_drawn_as_one_batch():
     scripts = {"p0": [0.0], "p1": [0.0, 0.0, 0.0, 0.0, 1.0], "p2": [1.0, 0.0, 1.0], "p3": [1.0]}
     plain = BatchedSource({"p0": [1.0, 0.0]})
     samplers.collect(plain, Sampler(), 3, 4, 0, _gen())
-    assert plain.batches == [12]                      # every prompt's group together
+    assert plain.batches == [12]  # every prompt's group together
     dynamic = BatchedSource({"p0": [1.0, 0.0], "p3": [0.0, 1.0]})
     samplers.collect(dynamic, OBJECTIVES["dapo"].sampler, 2, 4, 0, _gen())
-    assert dynamic.batches == [8, 8]                  # one batch per generation batch
+    assert dynamic.batches == [8, 8]  # one batch per generation batch
     # AERO: the exploration together, then one batch per rescue round (two prompts wait;
     # the budget of 4 gives two rounds of 2), and the same groups as one-at-a-time drawing.
     batched = BatchedSource(scripts)

@@ -1,4 +1,5 @@
 """SFT branches at smoke size on the micro random model: exact resume, records, refusals."""
+
 from __future__ import annotations
 
 import copy
@@ -31,8 +32,12 @@ def scramble_global_rng(salt: int) -> None:
 
     import numpy as np
 
-    random.seed(salt); np.random.seed(salt); torch.manual_seed(salt)
-    random.random(); np.random.rand(); torch.rand(1)
+    random.seed(salt)
+    np.random.seed(salt)
+    torch.manual_seed(salt)
+    random.random()
+    np.random.rand()
+    torch.rand(1)
 
 
 @pytest.fixture(scope="module")
@@ -43,14 +48,36 @@ def sft_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("sft-run")
     sft.ensure_learning_view(config, out)
     scramble_global_rng(1)
-    records = {("warmstart", "interrupt"): sft.run_sft_branch(config, out, "warmstart", "interrupt")}
+    records = {
+        ("warmstart", "interrupt"): sft.run_sft_branch(config, out, "warmstart", "interrupt")
+    }
     config_file = out / "micro.yaml"
     config_file.write_text(yaml.safe_dump({k: v for k, v in config.items() if k != "_path"}))
-    env = dict(os.environ, VERIFIABLE_GRPO_ROOT=str(repo_root()), TQDM_DISABLE="1",
-               OMP_NUM_THREADS=str(torch.get_num_threads()))  # same arithmetic as this process
-    done = subprocess.run([sys.executable, "-m", "verifiable_grpo", "warmstart", "--config",
-                           str(config_file), "--out", str(out), "--mode", "resume"],
-                          cwd=repo_root(), env=env, capture_output=True, text=True, timeout=300)
+    env = dict(
+        os.environ,
+        VERIFIABLE_GRPO_ROOT=str(repo_root()),
+        TQDM_DISABLE="1",
+        OMP_NUM_THREADS=str(torch.get_num_threads()),
+    )  # same arithmetic as this process
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "verifiable_grpo",
+            "warmstart",
+            "--config",
+            str(config_file),
+            "--out",
+            str(out),
+            "--mode",
+            "resume",
+        ],
+        cwd=repo_root(),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     records["warmstart", "resume"] = read_json(out / "learning" / "warmstart-resume.json")
     scramble_global_rng(2)
@@ -75,7 +102,10 @@ def test_resumed_state_equals_continuous_bit_for_bit(sft_run, branch):
     assert interrupt["updates"] == 2 and interrupt["epochs_done"] == 1
     assert resume["history"][:2] == interrupt["history"]
     assert resume["history"] == records[branch, "continuous"]["history"]
-    assert resume["weights_changed"] and interrupt["final_model_digest"] != resume["final_model_digest"]
+    assert (
+        resume["weights_changed"]
+        and interrupt["final_model_digest"] != resume["final_model_digest"]
+    )
 
 
 def test_a_changed_state_would_be_detected(sft_run):
@@ -109,7 +139,8 @@ def test_records_hold_the_schedule_order_and_validation(sft_run):
     section = config["warmstart"]
     assert record["total_updates"] == 6 and record["examples"] == 16
     assert [h["learning_rate"] for h in record["history"]] == pytest.approx(
-        [learning_rate(s, 6, section["learning_rate"], 0.1, 0.1) for s in range(6)], rel=1e-12)
+        [learning_rate(s, 6, section["learning_rate"], 0.1, 0.1) for s in range(6)], rel=1e-12
+    )
     expected_ids = [f"sa-warmstart-{i:04d}" for i in range(16)]  # the first N of the split
     orders = []
     for epoch in (1, 2, 3):
@@ -119,9 +150,15 @@ def test_records_hold_the_schedule_order_and_validation(sft_run):
     assert orders[0] != orders[1] != orders[2]  # a fresh permutation each epoch
     assert all(h["tokens"] > 0 and h["grad_norm"] > 0 for h in record["history"])
     assert [v["epoch"] for v in record["validation_history"]] == [1, 2, 3]
-    assert all(v["examples"] == 16 and v["used_for_selection"] is False
-               for v in record["validation_history"])
-    assert set(record["timings"]) >= {"optimisation_seconds", "validation_seconds", "command_seconds"}
+    assert all(
+        v["examples"] == 16 and v["used_for_selection"] is False
+        for v in record["validation_history"]
+    )
+    assert set(record["timings"]) >= {
+        "optimisation_seconds",
+        "validation_seconds",
+        "command_seconds",
+    }
     assert len(record["timings"]["update_seconds"]) == 6
     assert record["state"]["bytes"] == os.path.getsize(record["state"]["path"])
     assert record["dropout_active"] is False
@@ -129,8 +166,10 @@ def test_records_hold_the_schedule_order_and_validation(sft_run):
     # The state depends on the config parts SFT reads, not on the whole profile.
     from verifiable_grpo.core.config import sections_hash
     from verifiable_grpo.training.sft import IDENTITY_SECTIONS
+
     assert record["identity"]["config_sha256"] == sections_hash(
-        config, IDENTITY_SECTIONS + ("warmstart",))
+        config, IDENTITY_SECTIONS + ("warmstart",)
+    )
     shared = sft.SFTRun.shared_identity(config, IDENTITY_SECTIONS + ("warmstart",))
     assert {k: record["identity"][k] for k in shared} == shared
 
@@ -173,9 +212,12 @@ def test_refuses_test_material_and_bad_arguments(tmp_path, dataset_dir):
     with pytest.raises(ValueError, match="branch must be one of"):
         sft.run_sft_branch(config, tmp_path, "grpo", "continuous")
     config["warmstart"]["interrupt_after_epochs"] = 3  # past the schema, in a dict
-    with pytest.raises(ConfigError, match=r"warmstart\.interrupt_after_epochs: must be in 1\.\.2 "
-                                          r"\(the resume check stops after an epoch before the "
-                                          r"last; epochs is 3\), got 3"):
+    with pytest.raises(
+        ConfigError,
+        match=r"warmstart\.interrupt_after_epochs: must be in 1\.\.2 "
+        r"\(the resume check stops after an epoch before the "
+        r"last; epochs is 3\), got 3",
+    ):
         sft.run_sft_branch(config, tmp_path, "warmstart", "interrupt")
 
 
@@ -192,15 +234,22 @@ def test_loss_is_normalised_over_all_tokens_of_the_accumulation():
 
 def test_loss_on_a_real_batch_matches_float64(micro_model, random_config):
     model, tokenizer = micro_model
-    rows = [completion_row(tokenizer, "Initial stock 1. Deliveries 2 and 3. Withdrawals 0 and 0.",
-                           response, random_config)
-            for response in ('{"final_stock": 6}', '{"final_stock": 6, "note": "long answer"}')]
+    rows = [
+        completion_row(
+            tokenizer,
+            "Initial stock 1. Deliveries 2 and 3. Withdrawals 0 and 0.",
+            response,
+            random_config,
+        )
+        for response in ('{"final_stock": 6}', '{"final_stock": 6, "note": "long answer"}')
+    ]
     assert rows[0]["response_tokens"] != rows[1]["response_tokens"]
     batch = collate(rows, tokenizer.pad_token_id)
     from verifiable_grpo.core.scoring import token_logprobs
 
     loss, tokens = sft.accumulation_loss(
-        token_logprobs(model, batch["input_ids"], batch["attention_mask"]), batch["response_mask"])
+        token_logprobs(model, batch["input_ids"], batch["attention_mask"]), batch["response_mask"]
+    )
     with torch.no_grad():
         logits = forward_logits(model, batch["input_ids"], batch["attention_mask"]).double()
     total, count = 0.0, 0
@@ -221,8 +270,15 @@ def test_a_signal_stops_a_single_stage_cleanly_and_the_same_command_continues(tm
     sft.ensure_learning_view(config, tmp_path)
     config_file = tmp_path / "micro.yaml"
     config_file.write_text(yaml.safe_dump({k: v for k, v in config.items() if k != "_path"}))
-    command = ["warmstart", "--config", str(config_file), "--out", str(tmp_path),
-               "--mode", "interrupt"]
+    command = [
+        "warmstart",
+        "--config",
+        str(config_file),
+        "--out",
+        str(tmp_path),
+        "--mode",
+        "interrupt",
+    ]
     stopped = run_cli(command, {"VERIFIABLE_GRPO_FAULT": "sft-after-update#1:INT"})
     assert stopped.returncode == 130, stopped.stderr
     lines = [line for line in stopped.stderr.splitlines() if line.strip()]

@@ -1,6 +1,7 @@
 """The newer entries against TRL 1.16's own GRPOTrainer._compute_loss (float64, ragged
 lengths, three micro-batches of one optimizer step), bnpo under both micro-batch
 conventions, and a refusal by name for every entry TRL cannot express."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -14,15 +15,30 @@ from verifiable_grpo.training.objectives import OBJECTIVES, Aggregation, Surroga
 pytest.importorskip("trl")
 pytestmark = pytest.mark.usefixtures("one_thread")
 
-LENGTHS = [3, 5, 2, 7, 1, 4]          # two prompts of three
-SPLIT = [[0, 1], [2, 3], [4, 5]]      # three micro-batches, as TRL takes them: in order
-EXPRESSIBLE = ["grpo", "drgrpo", "dapo", "gspo", "aero", "bnpo", "dr_grpo", "dapo_token",
-               "cispo", "sapo", "grpo_tis", "grpo_mis"]
-REFUSED = {"gmpo": "has no gmpo loss_type", "reinforce": "has no none advantage rule",
-           "reinforce_baseline": "has no reinforce loss_type",
-           "rloo": "has no leave_one_out advantage rule",
-           "reinforce_pp": "scale_rewards='batch' divides",
-           "part1": "has no exact prefix KL"}
+LENGTHS = [3, 5, 2, 7, 1, 4]  # two prompts of three
+SPLIT = [[0, 1], [2, 3], [4, 5]]  # three micro-batches, as TRL takes them: in order
+EXPRESSIBLE = [
+    "grpo",
+    "drgrpo",
+    "dapo",
+    "gspo",
+    "aero",
+    "bnpo",
+    "dr_grpo",
+    "dapo_token",
+    "cispo",
+    "sapo",
+    "grpo_tis",
+    "grpo_mis",
+]
+REFUSED = {
+    "gmpo": "has no gmpo loss_type",
+    "reinforce": "has no none advantage rule",
+    "reinforce_baseline": "has no reinforce loss_type",
+    "rloo": "has no leave_one_out advantage rule",
+    "reinforce_pp": "scale_rewards='batch' divides",
+    "part1": "has no exact prefix KL",
+}
 
 
 def _tensors(seed, shift):
@@ -43,14 +59,27 @@ def _grad(loss_fn, logp):
 
 
 def _ours(name, micro_batches=None):
-    return lambda old, advantages, mask: lambda c: objectives.objective_loss(
-        OBJECTIVES[name], c, old, advantages, mask, None, group_size=3, max_length=8,
-        micro_batches=micro_batches)[0]
+    return lambda old, advantages, mask: (
+        lambda c: objectives.objective_loss(
+            OBJECTIVES[name],
+            c,
+            old,
+            advantages,
+            mask,
+            None,
+            group_size=3,
+            max_length=8,
+            micro_batches=micro_batches,
+        )[0]
+    )
 
 
 def _theirs(name):
-    return lambda old, advantages, mask: lambda c: trl_parity.trl_loss(
-        OBJECTIVES[name], c, old, advantages, mask, max_completion_length=8, micro_batches=SPLIT)
+    return lambda old, advantages, mask: (
+        lambda c: trl_parity.trl_loss(
+            OBJECTIVES[name], c, old, advantages, mask, max_completion_length=8, micro_batches=SPLIT
+        )
+    )
 
 
 def _compare(ours, theirs, shift, rtol):
@@ -78,11 +107,13 @@ def test_bnpo_per_step_is_not_trls_per_micro_batch():
     """The book's convention (the whole step is one micro-batch) and TRL's (each of k
     micro-batches normalised by its own tokens, / k) agree with one micro-batch only."""
     logp, old, advantages, mask = _tensors(11, 0.6)
-    ours_step = objectives.objective_loss(OBJECTIVES["bnpo"], logp, old, advantages, mask,
-                                          None, group_size=3)[0]
+    ours_step = objectives.objective_loss(
+        OBJECTIVES["bnpo"], logp, old, advantages, mask, None, group_size=3
+    )[0]
     theirs_one = trl_parity.trl_loss(OBJECTIVES["bnpo"], logp, old, advantages, mask)
-    theirs_three = trl_parity.trl_loss(OBJECTIVES["bnpo"], logp, old, advantages, mask,
-                                       micro_batches=SPLIT)
+    theirs_three = trl_parity.trl_loss(
+        OBJECTIVES["bnpo"], logp, old, advantages, mask, micro_batches=SPLIT
+    )
     assert ours_step.item() == pytest.approx(theirs_one.item(), rel=1e-12)
     assert abs(ours_step.item() - theirs_three.item()) > 1e-3
 
@@ -92,45 +123,55 @@ def test_the_newer_entries_trl_configurations():
     assert trl_parity.trl_arm(OBJECTIVES["cispo"]).config["epsilon_high"] == 5.0
     sapo = trl_parity.trl_arm(OBJECTIVES["sapo"]).config
     assert (sapo["loss_type"], sapo["sapo_temperature_pos"], sapo["sapo_temperature_neg"]) == (
-        "sapo", 1.0, 1.05)
+        "sapo",
+        1.0,
+        1.05,
+    )
     mis = trl_parity.trl_arm(OBJECTIVES["grpo_mis"])
     assert mis.config["vllm_importance_sampling_mode"] == "sequence_mask"
     assert mis.config["vllm_importance_sampling_clip_max"] == 3.0
     assert any("use_vllm=True" in note for note in mis.notes)
     # The study's arms keep exactly the fields the Part II lock pins.
-    assert "vllm_importance_sampling_correction" not in trl_parity.trl_arm(OBJECTIVES["grpo"]).config
+    assert (
+        "vllm_importance_sampling_correction" not in trl_parity.trl_arm(OBJECTIVES["grpo"]).config
+    )
 
 
 @pytest.mark.parametrize("name", sorted(REFUSED))
 def test_what_trl_cannot_express_is_refused_by_name(name):
-    with pytest.raises(trl_parity.NotExpressibleInTRL, match=f"objective {name}: .*"
-                                                             f"{REFUSED[name]}"):
+    with pytest.raises(
+        trl_parity.NotExpressibleInTRL, match=f"objective {name}: .*{REFUSED[name]}"
+    ):
         trl_parity.trl_arm(OBJECTIVES[name])
 
 
 def test_a_loss_type_reduced_otherwise_or_an_unknown_field_is_refused():
-    summed = dataclasses.replace(OBJECTIVES["cispo"], name="cispo_mean",
-                                 aggregation=Aggregation())
-    with pytest.raises(trl_parity.NotExpressibleInTRL, match="reduces loss_type 'cispo' as "
-                                                             "token_sum / generation_batch"):
+    summed = dataclasses.replace(OBJECTIVES["cispo"], name="cispo_mean", aggregation=Aggregation())
+    with pytest.raises(
+        trl_parity.NotExpressibleInTRL,
+        match="reduces loss_type 'cispo' as token_sum / generation_batch",
+    ):
         trl_parity.trl_arm(summed)
-    grown = dataclasses.make_dataclass("SurrogateGrown", [("delta", float | None, None)],
-                                       bases=(Surrogate,), frozen=True)
+    grown = dataclasses.make_dataclass(
+        "SurrogateGrown", [("delta", float | None, None)], bases=(Surrogate,), frozen=True
+    )
     at_default = dataclasses.replace(OBJECTIVES["grpo"], surrogate=grown())
     assert trl_parity.trl_arm(at_default).config == trl_parity.trl_arm(OBJECTIVES["grpo"]).config
-    two_sided = dataclasses.replace(OBJECTIVES["grpo"], name="two_sided",
-                                    surrogate=grown(delta=4.0))
-    with pytest.raises(trl_parity.NotExpressibleInTRL, match="no mapping here for "
-                                                             "surrogate.delta"):
+    two_sided = dataclasses.replace(
+        OBJECTIVES["grpo"], name="two_sided", surrogate=grown(delta=4.0)
+    )
+    with pytest.raises(trl_parity.NotExpressibleInTRL, match="no mapping here for surrogate.delta"):
         trl_parity.trl_arm(two_sided)
 
 
 def test_a_kind_added_to_the_registry_later_is_refused_until_mapped(monkeypatch):
     from verifiable_grpo.training import objective_parts
 
-    monkeypatch.setattr(objective_parts, "SURROGATE_KINDS",
-                        objective_parts.SURROGATE_KINDS + ("vespo",))
+    monkeypatch.setattr(
+        objective_parts, "SURROGATE_KINDS", objective_parts.SURROGATE_KINDS + ("vespo",)
+    )
     vespo = dataclasses.replace(OBJECTIVES["grpo"], name="vespo", surrogate=Surrogate("vespo"))
-    with pytest.raises(trl_parity.NotExpressibleInTRL,
-                       match="vespo: .*no mapping here for the surrogate 'vespo'"):
+    with pytest.raises(
+        trl_parity.NotExpressibleInTRL, match="vespo: .*no mapping here for the surrogate 'vespo'"
+    ):
         trl_parity.trl_arm(vespo)

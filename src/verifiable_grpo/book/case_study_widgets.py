@@ -3,6 +3,7 @@
 Same layers as lab_widgets: a pure view (a dict), a figure, and a builder that draws the
 default figure at once, so the saved widget state shows it in the static book.
 """
+
 from __future__ import annotations
 
 from matplotlib.figure import Figure
@@ -33,18 +34,21 @@ def bill_view(**settings) -> dict:
         if key not in known:
             raise ValueError(f"unknown setting {key!r}; choose one of {', '.join(known)} or trials")
         parts[known[key]] = cs.with_changes(parts[known[key]], **{key: value})
-    result = cs.bill(grpo=parts["grpo"], workload=parts["workload"], prices=parts["prices"],
-                     trials=trials)
+    result = cs.bill(
+        grpo=parts["grpo"], workload=parts["workload"], prices=parts["prices"], trials=trials
+    )
     return dict(result, serving=cs.serving_memory())
 
 
 def bill_rows(view: dict) -> list[tuple[str, str]]:
     sft, grpo, serving = view["sft"], view["grpo"], view["serving"]
-    return [("SFT (one run)", f"{sft['gpu_hours']:.2f} GPU-h, USD {sft['usd']:.2f}"),
-            ("GRPO (one trial)", f"{grpo['gpu_hours']:.2f} GPU-h, USD {grpo['usd']:.2f}"),
-            (f"{view['trials']} trials of each", f"USD {view['total_usd']:.0f}"),
-            ("GRPO responses", f"{grpo['responses']:,}"),
-            ("serving memory", f"{serving['total_bytes'] / 1e9:.2f} GB")]
+    return [
+        ("SFT (one run)", f"{sft['gpu_hours']:.2f} GPU-h, USD {sft['usd']:.2f}"),
+        ("GRPO (one trial)", f"{grpo['gpu_hours']:.2f} GPU-h, USD {grpo['usd']:.2f}"),
+        (f"{view['trials']} trials of each", f"USD {view['total_usd']:.0f}"),
+        ("GRPO responses", f"{grpo['responses']:,}"),
+        ("serving memory", f"{serving['total_bytes'] / 1e9:.2f} GB"),
+    ]
 
 
 def plot_bill(view: dict) -> Figure:
@@ -52,14 +56,18 @@ def plot_bill(view: dict) -> Figure:
     ax = figure.subplots()
     price = view["grpo"]["usd"] / view["grpo"]["gpu_hours"]
     stages = [("SFT", view["sft"]["gpu_hours"])] + [
-        (f"GRPO {name}", hours) for name, hours in view["grpo"]["stage_hours"].items()]
+        (f"GRPO {name}", hours) for name, hours in view["grpo"]["stage_hours"].items()
+    ]
     names, dollars = zip(*[(name, hours * price) for name, hours in stages])
     bars = ax.barh(names, dollars, color=["#4c72b0"] + ["#dd8452"] * 3)
     ax.bar_label(bars, labels=[f"USD {d:.2f}" for d in dollars], padding=3, fontsize="small")
     ax.invert_yaxis()
-    ax.set(xlabel="USD per run", xlim=(0, max(dollars) * 1.3),
-           title=f"One SFT run and one GRPO trial: USD {view['sft']['usd']:.2f} + "
-                 f"{view['grpo']['usd']:.2f}")
+    ax.set(
+        xlabel="USD per run",
+        xlim=(0, max(dollars) * 1.3),
+        title=f"One SFT run and one GRPO trial: USD {view['sft']['usd']:.2f} + "
+        f"{view['grpo']['usd']:.2f}",
+    )
     figure.tight_layout()
     return figure
 
@@ -72,8 +80,14 @@ def make_bill_widget():
         key = field or "trials"
         value = _default(owner, field)
         kind = w.IntSlider if isinstance(step, int) else w.FloatSlider
-        sliders[key] = kind(value=value, min=low, max=high, step=step, description=label,
-                            style={"description_width": "initial"})
+        sliders[key] = kind(
+            value=value,
+            min=low,
+            max=high,
+            step=step,
+            description=label,
+            style={"description_width": "initial"},
+        )
     table, image = w.HTML(), _image()
 
     def render():
@@ -94,4 +108,6 @@ def make_bill_widget():
 def _default(owner: str, field: str | None):
     if field is None:
         return 3
-    return getattr({"prices": cs.Prices(), "grpo": cs.GrpoPlan(), "workload": cs.Workload()}[owner], field)
+    return getattr(
+        {"prices": cs.Prices(), "grpo": cs.GrpoPlan(), "workload": cs.Workload()}[owner], field
+    )

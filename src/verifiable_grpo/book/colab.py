@@ -6,6 +6,7 @@ instead its source is generated here from _config.yml, and a test checks that ev
 chapter's cell is exactly this source. The launch buttons read the same _config.yml key.
 Two environment variables let a test stand in for GitHub and for Colab's /content.
 """
+
 from __future__ import annotations
 
 import os
@@ -20,8 +21,18 @@ CLONE_DIR = "/content/verifiable-grpo"
 # What the chapters import beyond the standard library and this package; each ships with
 # Colab's runtime, which is why the cell can install this package with --no-deps (Colab's
 # versions, not requirements.txt's pins).
-COLAB_PREINSTALLED = ("IPython", "ipywidgets", "matplotlib", "numpy", "safetensors", "tokenizers",
-                      "torch", "tqdm", "transformers", "yaml")
+COLAB_PREINSTALLED = (
+    "IPython",
+    "ipywidgets",
+    "matplotlib",
+    "numpy",
+    "safetensors",
+    "tokenizers",
+    "torch",
+    "tqdm",
+    "transformers",
+    "yaml",
+)
 # Imported only inside the functions of tools that no chapter runs (the TRL parity test,
 # `bench grpo`): not on Colab, and never needed there, as long as the import stays lazy.
 TOOL_ONLY_IMPORTS = ("trl", "datasets", "peft", "accelerate")
@@ -72,11 +83,15 @@ def report_versions() -> None:
     """What the Colab cell prints after installing: the pins met, or what differs."""
     differences = version_differences()
     if not differences:
-        print("library versions as recorded: " + ", ".join(
-            f"{n} {v}" for n, v in pinned_versions().items()))
+        print(
+            "library versions as recorded: "
+            + ", ".join(f"{n} {v}" for n, v in pinned_versions().items())
+        )
         return
-    print("library versions that differ from the recorded run's (live numbers may differ in "
-          "their last digits; the recorded ones are read from files):")
+    print(
+        "library versions that differ from the recorded run's (live numbers may differ in "
+        "their last digits; the recorded ones are read from files):"
+    )
     for line in differences:
         print(f"  {line}")
 
@@ -91,8 +106,9 @@ def repository_url() -> str:
     try:
         return config["repository"]["url"]
     except (KeyError, TypeError):
-        raise ValueError("_config.yml has no repository.url: add it (the Colab cells and "
-                         "launch buttons read it)") from None
+        raise ValueError(
+            "_config.yml has no repository.url: add it (the Colab cells and launch buttons read it)"
+        ) from None
 
 
 def setup_cell_source(part: str = "part1") -> str:
@@ -102,8 +118,9 @@ def setup_cell_source(part: str = "part1") -> str:
         raise ValueError(f"unknown part {part!r}: the chapters live in notebooks/part1..part3")
     config = yaml.safe_load((repo_root() / "_config.yml").read_text())
     url = config["repository"]["url"]
-    pins = ", ".join(f'"{name}=={version}"'
-                     for name, version in pinned_versions(PINNED_FOR_NUMBERS).items())
+    pins = ", ".join(
+        f'"{name}=={version}"' for name, version in pinned_versions(PINNED_FOR_NUMBERS).items()
+    )
     return f'''# On Colab only: fetch the project and install it. Elsewhere the package is already installed.
 import os, subprocess, sys
 

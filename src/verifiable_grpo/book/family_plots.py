@@ -1,4 +1,5 @@
 """Figures of the recorded family study (matplotlib Figures, no pyplot state)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -7,8 +8,11 @@ from matplotlib.figure import Figure
 from verifiable_grpo.book.plots import moving_average
 
 
-def plot_per_seed(by_regime: dict[str, dict[str, list]], warm_start: float,
-                  ylabel: str = "held-out greedy accuracy (ALL)") -> Figure:
+def plot_per_seed(
+    by_regime: dict[str, dict[str, list]],
+    warm_start: float,
+    ylabel: str = "held-out greedy accuracy (ALL)",
+) -> Figure:
     """One panel per regime: every seed's value per arm (dots), the arm's mean (bar), and
     the untrained warm start (dashed line)."""
     figure = Figure(figsize=(10, 3.4), layout="constrained")
@@ -25,8 +29,7 @@ def plot_per_seed(by_regime: dict[str, dict[str, list]], warm_start: float,
     return figure
 
 
-def plot_curves(by_regime: dict[str, dict[str, np.ndarray]], title: str,
-                window: int = 5) -> Figure:
+def plot_curves(by_regime: dict[str, dict[str, np.ndarray]], title: str, window: int = 5) -> Figure:
     """One panel per regime: each arm's seed-averaged curve, smoothed over `window` steps."""
     figure = Figure(figsize=(10, 3.2), layout="constrained")
     axes = np.atleast_1d(figure.subplots(1, len(by_regime), sharey=True))

@@ -1,5 +1,6 @@
 """Part II's widget: every arm's per-token weights for a group the reader sets
 (part2.demos computes them; the figure is also the static fallback)."""
+
 from __future__ import annotations
 
 from verifiable_grpo.book.widgets import figure_png, parse_numbers
@@ -15,8 +16,12 @@ def plot_token_weights(rewards, lengths, names=STUDY_ARMS + TRL_REDUCTIONS):
     ax = figure.subplots()
     width = 0.8 / len(lengths)
     for i, (r, n) in enumerate(zip(rewards, lengths)):
-        ax.bar([k + i * width for k in range(len(names))], [table[a][i] for a in names], width,
-               label=f"response {i + 1}: reward {r:g}, {n} tokens")
+        ax.bar(
+            [k + i * width for k in range(len(names))],
+            [table[a][i] for a in names],
+            width,
+            label=f"response {i + 1}: reward {r:g}, {n} tokens",
+        )
     ax.axhline(0, color="black", linewidth=0.6)
     ax.set_xticks([k + 0.4 - width / 2 for k in range(len(names))], names)
     ax.set_ylabel("weight per token")
@@ -47,8 +52,9 @@ def plot_ratio_weights(ratios, names=None):
     return figure
 
 
-def make_token_weight_widget(rewards: str = "1, 0, 1, 0", lengths: str = "3, 5, 2, 7",
-                             names=STUDY_ARMS + TRL_REDUCTIONS):
+def make_token_weight_widget(
+    rewards: str = "1, 0, 1, 0", lengths: str = "3, 5, 2, 7", names=STUDY_ARMS + TRL_REDUCTIONS
+):
     """Type a group's rewards and response lengths; see each entry's per-token weights
     (`names`: the registry entries shown, by default the study's arms and TRL's reductions)."""
     import ipywidgets as w

@@ -5,6 +5,7 @@ Cells that nbval must not compare start with a comment such as ``# NBVAL_IGNORE_
 reader has no use for them, so the build drops those lines from the code it shows.
 Listed in _config.yml under sphinx.extra_extensions.
 """
+
 from __future__ import annotations
 
 import json

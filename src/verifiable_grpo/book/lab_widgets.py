@@ -5,6 +5,7 @@ Same three layers as widgets.py: pure views (plain dicts), plot_* figures, make_
 A builder draws its table and figure at once, so the saved widget state holds the default
 setting's figure (what the static book shows); a control redraws both in a live kernel.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -30,7 +31,8 @@ def _draw(image, figure) -> None:
 # true reward under each way of choosing it.
 SELECTION_SERIES = (("linear_proxy", "proxy score: linear selection"),) + tuple(
     (f"{selector}_true", f"true reward: {shown} selection")
-    for selector, shown in (("linear", "linear"), ("mlp", "MLP"), ("oracle", "oracle")))
+    for selector, shown in (("linear", "linear"), ("mlp", "MLP"), ("oracle", "oracle"))
+)
 
 
 # --------------------------------------------------------------------------- best-of-n
@@ -50,8 +52,11 @@ def plot_best_of_n(view: dict) -> Figure:
         ax.plot(kl, [row[key] for row in rows], marker="o", linestyle="-", label=label)
     ax.axvline(view["row"]["kl_bound"], color="gray", linestyle=":", label=f"n = {view['n']}")
     ax.axhline(2.5, color="black", linewidth=0.8, linestyle="--", label="true maximum 2.5")
-    ax.set(xlabel="KL bound log n - (n-1)/n (nats)", ylabel="mean reward of the kept candidate",
-           title="Best-of-n: the proxy keeps rising, the true reward turns")
+    ax.set(
+        xlabel="KL bound log n - (n-1)/n (nats)",
+        ylabel="mean reward of the kept candidate",
+        title="Best-of-n: the proxy keeps rising, the true reward turns",
+    )
     ax.grid(alpha=0.2)
     ax.legend(fontsize="small", loc="upper left")
     return figure
@@ -66,8 +71,10 @@ def make_best_of_n_widget(selection: list[dict], n: int = 64):
     def render():
         view = best_of_n_view(selection, slider.value)
         row = view["row"]
-        table.value = _table([("KL bound (nats)", f"{row['kl_bound']:.3f}")] +
-                             [(label, f"{row[key]:.3f}") for key, label in SELECTION_SERIES])
+        table.value = _table(
+            [("KL bound (nats)", f"{row['kl_bound']:.3f}")]
+            + [(label, f"{row[key]:.3f}") for key, label in SELECTION_SERIES]
+        )
         _draw(image, plot_best_of_n(view))
 
     slider.observe(lambda change: render(), names="value")
@@ -82,9 +89,14 @@ def dpo_beta_view(beta: float, fitted: dict[float, list[float]] | None = None) -
     log_ref = torch.tensor(dpo_bandit.REFERENCE, dtype=torch.float64).log()
     reward = torch.tensor(dpo_bandit.REWARD, dtype=torch.float64)
     optimum = dpo_bandit.kl_regularised_optimum(log_ref, reward, beta)
-    return dict(beta=beta, reference=list(dpo_bandit.REFERENCE), optimum=optimum.tolist(),
-                kl=dpo_bandit.kl(optimum, log_ref), expected_reward=float((optimum * reward).sum()),
-                fitted=(fitted or {}).get(beta))
+    return dict(
+        beta=beta,
+        reference=list(dpo_bandit.REFERENCE),
+        optimum=optimum.tolist(),
+        kl=dpo_bandit.kl(optimum, log_ref),
+        expected_reward=float((optimum * reward).sum()),
+        fitted=(fitted or {}).get(beta),
+    )
 
 
 def plot_dpo_beta(view: dict) -> Figure:
@@ -96,8 +108,11 @@ def plot_dpo_beta(view: dict) -> Figure:
     if view["fitted"] is not None:
         ax.bar(x + 0.27, view["fitted"], 0.27, label="DPO fit (recorded)", color="tab:orange")
     ax.set_xticks(x, [f"y{i}\nr={r:g}" for i, r in enumerate(dpo_bandit.REWARD)])
-    ax.set(ylabel="probability", title=f"beta = {view['beta']:g}: KL {view['kl']:.3f} nats, "
-                                        f"E[r] = {view['expected_reward']:.3f}")
+    ax.set(
+        ylabel="probability",
+        title=f"beta = {view['beta']:g}: KL {view['kl']:.3f} nats, "
+        f"E[r] = {view['expected_reward']:.3f}",
+    )
     ax.legend(fontsize="small")
     return figure
 
@@ -114,9 +129,13 @@ def make_dpo_beta_widget(fitted: dict[float, list[float]], beta: float = 0.5):
         except ValueError as error:
             table.value = _error(error)
             return
-        table.value = _table([("KL(pi* || pi_ref)", f"{view['kl']:.4f}"),
-                              ("E_pi*[r]", f"{view['expected_reward']:.4f}"),
-                              ("pi*", ", ".join(f"{p:.3f}" for p in view["optimum"]))])
+        table.value = _table(
+            [
+                ("KL(pi* || pi_ref)", f"{view['kl']:.4f}"),
+                ("E_pi*[r]", f"{view['expected_reward']:.4f}"),
+                ("pi*", ", ".join(f"{p:.3f}" for p in view["optimum"])),
+            ]
+        )
         _draw(image, plot_dpo_beta(view))
 
     slider.observe(lambda change: render(), names="value")
@@ -127,8 +146,10 @@ def make_dpo_beta_widget(fitted: dict[float, list[float]], beta: float = 0.5):
 # --------------------------------------------------------------------------- mixed groups
 def mixed_group_view(group_sizes=(2, 4, 8, 16), points: int = 101) -> dict:
     grid = np.linspace(0.0, 1.0, points)
-    return dict(p=grid.tolist(), curves={g: [mixed_group_probability(float(p), g) for p in grid]
-                                         for g in group_sizes})
+    return dict(
+        p=grid.tolist(),
+        curves={g: [mixed_group_probability(float(p), g) for p in grid] for g in group_sizes},
+    )
 
 
 def plot_mixed_groups(view: dict, marker: tuple[float, int] | None = None) -> Figure:
@@ -139,8 +160,11 @@ def plot_mixed_groups(view: dict, marker: tuple[float, int] | None = None) -> Fi
     if marker is not None:
         p, g = marker
         ax.plot([p], [mixed_group_probability(p, g)], "ko")
-    ax.set(xlabel="success probability p of one sample", ylabel="P(group has a success and a failure)",
-           title="1 - p^G - (1-p)^G")
+    ax.set(
+        xlabel="success probability p of one sample",
+        ylabel="P(group has a success and a failure)",
+        title="1 - p^G - (1-p)^G",
+    )
     ax.grid(alpha=0.2)
     ax.legend(fontsize="small")
     return figure
@@ -155,9 +179,13 @@ def make_mixed_group_widget(p: float = 0.9, group_size: int = 8):
 
     def render():
         value = mixed_group_probability(p_slider.value, g_slider.value)
-        table.value = _table([("P(mixed group)", f"{value:.4f}"),
-                              ("P(all fail) = (1-p)^G", f"{(1 - p_slider.value) ** g_slider.value:.4f}"),
-                              ("P(all succeed) = p^G", f"{p_slider.value ** g_slider.value:.4f}")])
+        table.value = _table(
+            [
+                ("P(mixed group)", f"{value:.4f}"),
+                ("P(all fail) = (1-p)^G", f"{(1 - p_slider.value) ** g_slider.value:.4f}"),
+                ("P(all succeed) = p^G", f"{p_slider.value**g_slider.value:.4f}"),
+            ]
+        )
         view = mixed_group_view(sorted({2, 8, g_slider.value}))
         _draw(image, plot_mixed_groups(view, (p_slider.value, g_slider.value)))
 

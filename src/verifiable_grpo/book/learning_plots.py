@@ -4,6 +4,7 @@ The fixed-prompt record (part1.fixed_prompts) holds our per-iteration telemetry 
 when present, TRL's log on the same prompts; both share the paired before/after success
 on the trained prompts, measured with the same draw seeds.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -28,9 +29,11 @@ def plot_fixed_prompt_run(ours: dict, trl: dict | None = None, window: int = 5) 
     reward = [h["mean_reward"] for h in history]
     axes[0].plot(it, reward, ".", alpha=0.35, color="C0")
     axes[0].plot(it, moving_average(reward, window), color="C0", label="ours (exact KL)")
-    panels = [(2, "mean_exact_kl", "kl", "KL to the reference"),
-              (3, "mean_entropy", "entropy", "entropy per token (nats)"),
-              (5, "mean_response_tokens", "completions/mean_length", "response length (tokens)")]
+    panels = [
+        (2, "mean_exact_kl", "kl", "KL to the reference"),
+        (3, "mean_entropy", "entropy", "entropy per token (nats)"),
+        (5, "mean_response_tokens", "completions/mean_length", "response length (tokens)"),
+    ]
     for index, mine, _theirs, title in panels:
         axes[index].plot(it, [h[mine] for h in history], color="C0", label="ours")
         axes[index].set(title=title, xlabel="iteration")
@@ -39,8 +42,7 @@ def plot_fixed_prompt_run(ours: dict, trl: dict | None = None, window: int = 5) 
     axes[4].set(title="active clip fraction, ours (mean of 2 updates)", xlabel="iteration")
     if trl is not None:
         x, values = _trl_series(trl, "reward")
-        axes[0].plot(x, moving_average(values, window * 2), color="C1",
-                     label="TRL (k3 KL)")
+        axes[0].plot(x, moving_average(values, window * 2), color="C1", label="TRL (k3 KL)")
         for index, _, theirs, _ in panels:
             x, values = _trl_series(trl, theirs)
             axes[index].plot(x, values, color="C1", alpha=0.8, label="TRL")
@@ -58,19 +60,32 @@ def _before_after(ax, ours: dict, trl: dict | None) -> None:
     prompts = ours["prompts"]
     x = np.arange(len(prompts))
     width = 0.27 if trl is not None else 0.4
-    ax.bar(x - width, [p["before"] / draws for p in prompts], width, color="0.6",
-           label="warm start")
+    ax.bar(
+        x - width, [p["before"] / draws for p in prompts], width, color="0.6", label="warm start"
+    )
     ax.bar(x, [p["after"] / draws for p in prompts], width, color="C0", label="after, ours")
     if trl is not None:
-        ax.bar(x + width, [p["after"] / draws for p in trl["prompts"]], width, color="C1",
-               label="after, TRL")
-    ax.set(title=f"success per trained prompt ({draws} draws)", xlabel="prompt",
-           ylim=(0, 1.3), xticks=x)
+        ax.bar(
+            x + width,
+            [p["after"] / draws for p in trl["prompts"]],
+            width,
+            color="C1",
+            label="after, TRL",
+        )
+    ax.set(
+        title=f"success per trained prompt ({draws} draws)",
+        xlabel="prompt",
+        ylim=(0, 1.3),
+        xticks=x,
+    )
     ax.legend(fontsize=7, loc="upper center", ncol=3)
 
 
-METRICS = (("validation_sample", "validation per-draw (selects)"),
-           ("test_sample", "test per-draw (primary)"), ("test_greedy", "test greedy pass@1"))
+METRICS = (
+    ("validation_sample", "validation per-draw (selects)"),
+    ("test_sample", "test per-draw (primary)"),
+    ("test_greedy", "test greedy pass@1"),
+)
 
 
 def plot_lift_intervals(summary: dict) -> Figure:
@@ -81,19 +96,30 @@ def plot_lift_intervals(summary: dict) -> Figure:
     for ax, (key, title) in zip(axes, METRICS):
         for y, row in enumerate(rows):
             paired = row["paired"][key]
-            ax.errorbar(paired["difference"], y, xerr=[[paired["difference"] - paired["low"]],
-                                                       [paired["high"] - paired["difference"]]],
-                        fmt="o", color="C0", capsize=4)
+            ax.errorbar(
+                paired["difference"],
+                y,
+                xerr=[
+                    [paired["difference"] - paired["low"]],
+                    [paired["high"] - paired["difference"]],
+                ],
+                fmt="o",
+                color="C0",
+                capsize=4,
+            )
         ax.axvline(0, color="0.5", lw=0.8, ls="--")
         ax.set(title=title, xlabel="difference from the warm start")
-    axes[0].set(yticks=range(len(rows)), yticklabels=[r["name"] for r in rows],
-                ylim=(-0.6, len(rows) - 0.4))
+    axes[0].set(
+        yticks=range(len(rows)), yticklabels=[r["name"] for r in rows], ylim=(-0.6, len(rows) - 0.4)
+    )
     return figure
 
 
-CURVES = (("mean_reward", "training reward (trained prompts)"),
-          ("mean_exact_kl", "exact KL to its warm start"),
-          ("mean_entropy", "entropy per token (nats)"))
+CURVES = (
+    ("mean_reward", "training reward (trained prompts)"),
+    ("mean_exact_kl", "exact KL to its warm start"),
+    ("mean_entropy", "entropy per token (nats)"),
+)
 
 
 def plot_lift_curves(results: list[dict], window: int = 10) -> Figure:
@@ -105,8 +131,12 @@ def plot_lift_curves(results: list[dict], window: int = 10) -> Figure:
         for colour, result in enumerate(results):
             values = [h[key] for h in result["history"]]
             ax.plot(np.arange(len(values)), values, color=f"C{colour}", alpha=0.25, lw=0.8)
-            ax.plot(np.arange(len(values)), moving_average(values, window), color=f"C{colour}",
-                    label=result["candidate"]["name"])
+            ax.plot(
+                np.arange(len(values)),
+                moving_average(values, window),
+                color=f"C{colour}",
+                label=result["candidate"]["name"],
+            )
         ax.set(title=title, xlabel="iteration")
     axes[0].legend(fontsize=7)
     return figure

@@ -9,6 +9,7 @@ last digits (a training step can move the fourth decimal). Chapters print such n
 with `significant`, with a coarse `digits`, or as a check against a stated tolerance;
 `round_numbers` and `rounded_prints` do the same for text the package prints itself.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -99,9 +100,11 @@ def load_recorded(name: str, profile: str = "tiny") -> Any:
     """A file of a recorded run, e.g. load_recorded("results.json")."""
     path = recorded_dir(profile) / name
     if not path.is_file():
-        raise FileNotFoundError(f"{path} is missing: the recorded {profile} run has not been "
-                                "exported (python -m verifiable_grpo report --config "
-                                f"{profile})")
+        raise FileNotFoundError(
+            f"{path} is missing: the recorded {profile} run has not been "
+            "exported (python -m verifiable_grpo report --config "
+            f"{profile})"
+        )
     return read_json(path)
 
 
@@ -130,7 +133,7 @@ def significant(value: float, digits: int = 2, below: float | None = None) -> st
         return "<" + re.sub(r"e([-+])0*(\d)", r"e\1\2", f"{below:g}").replace("e+", "e")
     if value == 0:
         return "0"
-    rounded = f"{value:.{digits - 1}e}"      # correctly rounded mantissa and exponent
+    rounded = f"{value:.{digits - 1}e}"  # correctly rounded mantissa and exponent
     exponent = int(rounded.split("e")[1])
     if exponent < -4:
         return rounded
@@ -150,6 +153,7 @@ def round_numbers(text: str, decimals: int = 3, figures: int = 2) -> str:
     For messages and progress lines written by the package, whose live numbers carry more
     digits than survive another CPU ("validation NLL 1.4231" -> "validation NLL 1.423").
     Integers are left alone. Rounding works on the printed text (half to even)."""
+
     def replace(match: re.Match) -> str:
         mantissa, exponent = match.group(1), match.group(2)
         if exponent is None:
@@ -159,10 +163,13 @@ def round_numbers(text: str, decimals: int = 3, figures: int = 2) -> str:
             return out[1:] if out.startswith("-") and Decimal(out) == 0 else out
         scaled = Decimal(mantissa).quantize(Decimal(1).scaleb(1 - figures), ROUND_HALF_EVEN)
         power = int(exponent)
-        if abs(scaled) >= 10:                # 9.996e-04 -> 1.0e-03, not 10.0e-04
-            scaled, power = (scaled / 10).quantize(Decimal(1).scaleb(1 - figures),
-                                                   ROUND_HALF_EVEN), power + 1
+        if abs(scaled) >= 10:  # 9.996e-04 -> 1.0e-03, not 10.0e-04
+            scaled, power = (
+                (scaled / 10).quantize(Decimal(1).scaleb(1 - figures), ROUND_HALF_EVEN),
+                power + 1,
+            )
         return f"{scaled}e{power:+03d}"
+
     return _NUMBER.sub(replace, text)
 
 
@@ -215,8 +222,13 @@ class Table:
     often need fewer decimals than recorded ones in the same table). Strings are shown as
     they are, so a cell can hold a `significant(...)` value."""
 
-    def __init__(self, columns: Sequence[str], rows: Iterable[Sequence[Any]],
-                 digits: int | Sequence[int] = 3, title: str | None = None):
+    def __init__(
+        self,
+        columns: Sequence[str],
+        rows: Iterable[Sequence[Any]],
+        digits: int | Sequence[int] = 3,
+        title: str | None = None,
+    ):
         self.columns = list(columns)
         per_column = [digits] * len(self.columns) if isinstance(digits, int) else list(digits)
         if len(per_column) != len(self.columns):
@@ -230,8 +242,10 @@ class Table:
         self.title = title
 
     def __repr__(self) -> str:
-        widths = [max(len(str(c)), *(len(r[i]) for r in self.rows)) if self.rows else len(c)
-                  for i, c in enumerate(self.columns)]
+        widths = [
+            max(len(str(c)), *(len(r[i]) for r in self.rows)) if self.rows else len(c)
+            for i, c in enumerate(self.columns)
+        ]
 
         def line(cells) -> str:
             return "  ".join(str(c).ljust(w) for c, w in zip(cells, widths)).rstrip()
@@ -243,11 +257,14 @@ class Table:
 
     def _repr_html_(self) -> str:
         head = "".join(f"<th>{html.escape(str(c))}</th>" for c in self.columns)
-        body = "".join("<tr>" + "".join(f"<td>{html.escape(v)}</td>" for v in r) + "</tr>"
-                       for r in self.rows)
+        body = "".join(
+            "<tr>" + "".join(f"<td>{html.escape(v)}</td>" for v in r) + "</tr>" for r in self.rows
+        )
         caption = f"<caption>{html.escape(self.title)}</caption>" if self.title else ""
-        return (f'<table class="vg-table">{caption}<thead><tr>{head}</tr></thead>'
-                f"<tbody>{body}</tbody></table>")
+        return (
+            f'<table class="vg-table">{caption}<thead><tr>{head}</tr></thead>'
+            f"<tbody>{body}</tbody></table>"
+        )
 
 
 def show(figure):
@@ -270,8 +287,9 @@ def recorded_policy(name: str, config: dict, profile: str = "tiny"):
     if not path.is_file():
         raise FileNotFoundError(f"{path} is missing: export the recorded run first")
     listed = read_json(recorded_dir(profile) / "provenance.json")["files"]
-    model, metadata = reload_policy(path, config,
-                                    expected_sha256=listed[f"policies/{name}.safetensors"])
+    model, metadata = reload_policy(
+        path, config, expected_sha256=listed[f"policies/{name}.safetensors"]
+    )
     return model, load_tokenizer(config), metadata
 
 
@@ -282,8 +300,9 @@ def live_warmstart_policy(config: dict, out):
     from verifiable_grpo.core.runfolder import RunFolder
 
     folder = RunFolder(out)
-    model, _ = reload_policy(folder.policy("warmstart"), config,
-                             folder.recorded_policy_sha256("warmstart"))
+    model, _ = reload_policy(
+        folder.policy("warmstart"), config, folder.recorded_policy_sha256("warmstart")
+    )
     return model
 
 
@@ -309,9 +328,14 @@ def live_run_from_recorded_warmstart(config: dict, profile: str = "tiny"):
 
         # Checked against the recorded SHA-256, then written as this folder's warm start.
         model, _, metadata = recorded_policy("warmstart", config, profile)
-        save_policy(model, out / "checkpoints" / "warmstart-resume.safetensors",
-                    {"source": f"data/recorded/{profile}/policies/warmstart.safetensors",
-                     "branch": "warmstart"})
+        save_policy(
+            model,
+            out / "checkpoints" / "warmstart-resume.safetensors",
+            {
+                "source": f"data/recorded/{profile}/policies/warmstart.safetensors",
+                "branch": "warmstart",
+            },
+        )
     else:
         run_sft_branch(config, out, "warmstart", "interrupt")
         run_sft_branch(config, out, "warmstart", "resume")

@@ -1,5 +1,6 @@
 """Figures and tables of the registry's objectives trained on the eight fixed prompts
 (part1.fixed_prompt_objectives): chapter II.7 (the objectives) and II.6 (the mismatch)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -8,8 +9,15 @@ from matplotlib.figure import Figure
 from verifiable_grpo.book.plots import moving_average
 from verifiable_grpo.part1 import fixed_prompt_objectives
 
-COMPARISON_COLUMNS = ("objective", "success after", "95% (Wilson)", "minus GRPO",
-                      "95% (bootstrap over prompts)", "prompts improved", "final exact KL")
+COMPARISON_COLUMNS = (
+    "objective",
+    "success after",
+    "95% (Wilson)",
+    "minus GRPO",
+    "95% (bootstrap over prompts)",
+    "prompts improved",
+    "final exact KL",
+)
 
 
 def _interval(pair) -> str:
@@ -18,10 +26,18 @@ def _interval(pair) -> str:
 
 def comparison_table(rows: list[dict]) -> tuple[list[str], list[list]]:
     """(columns, rows) of fixed_prompt_objectives.comparison for a notebook Table."""
-    body = [[r["objective"], r["after"], f"[{r['after_interval'][0]:.3f}, "
-                                         f"{r['after_interval'][1]:.3f}]",
-             f"{r['difference']:+.3f}", _interval(r["difference_interval"]),
-             f"{r['prompts_improved']} of 8", r["final_exact_kl"]] for r in rows]
+    body = [
+        [
+            r["objective"],
+            r["after"],
+            f"[{r['after_interval'][0]:.3f}, {r['after_interval'][1]:.3f}]",
+            f"{r['difference']:+.3f}",
+            _interval(r["difference_interval"]),
+            f"{r['prompts_improved']} of 8",
+            r["final_exact_kl"],
+        ]
+        for r in rows
+    ]
     return list(COMPARISON_COLUMNS), body
 
 
@@ -34,14 +50,21 @@ def plot_objective_runs(grpo: dict, runs: dict, rows: list[dict], window: int = 
     for index, (name, result) in enumerate(series.items()):
         history = result["history"]
         it = [h["iteration"] for h in history]
-        style = (dict(color="black", lw=2.4, zorder=10) if index == 0   # GRPO on top
-                 else dict(color=f"C{index - 1}", lw=1.2, ls="--" if "grpo_" in name else "-"))
-        axes[0].plot(it, moving_average([h["mean_reward"] for h in history], window),
-                     label=name, **style)
+        style = (
+            dict(color="black", lw=2.4, zorder=10)
+            if index == 0  # GRPO on top
+            else dict(color=f"C{index - 1}", lw=1.2, ls="--" if "grpo_" in name else "-")
+        )
+        axes[0].plot(
+            it, moving_average([h["mean_reward"] for h in history], window), label=name, **style
+        )
         axes[2].plot(it, [h["mean_exact_kl"] for h in history], **style)
         axes[3].plot(it, [h["mean_entropy"] for h in history], **style)
-    axes[0].set(title=f"reward on the trained prompts ({window}-iteration mean)",
-                xlabel="iteration", ylim=(0, 1))
+    axes[0].set(
+        title=f"reward on the trained prompts ({window}-iteration mean)",
+        xlabel="iteration",
+        ylim=(0, 1),
+    )
     axes[0].legend(fontsize=7, ncol=2)
     axes[2].set(title="exact KL to the reference", xlabel="iteration")
     axes[3].set(title="entropy per token (nats)", xlabel="iteration")
@@ -57,34 +80,62 @@ def _differences(ax, rows: list[dict]) -> None:
     ax.errorbar(centre, y, xerr=[low, high], fmt="o", color="C0", capsize=3)
     ax.axvline(0, color="black", lw=1)
     ax.set_yticks(y, [r["objective"] for r in rows])
-    ax.set(title="success after minus GRPO's (95%, over prompts)",
-           xlabel="difference in success rate")
+    ax.set(
+        title="success after minus GRPO's (95%, over prompts)", xlabel="difference in success rate"
+    )
 
 
-MISMATCH_COLUMNS = ("run", "sampler", "weight min", "weight max", "weights at 0",
-                    "clipped in first updates", "success after", "minus GRPO (float32)")
+MISMATCH_COLUMNS = (
+    "run",
+    "sampler",
+    "weight min",
+    "weight max",
+    "weights at 0",
+    "clipped in first updates",
+    "success after",
+    "minus GRPO (float32)",
+)
 
 
 def mismatch_rows(recorded: dict, comparison: list[dict]) -> list[list]:
     """One row per run of the mismatch trio, plus GRPO with the float32 sampler first."""
     by_name = {r["objective"]: r for r in comparison}
     clipped = recorded.get("grpo_first_update_clip_fraction")
-    out = [["grpo (part1)", "float32", "-", "-", "-",
+    out = [
+        [
+            "grpo (part1)",
+            "float32",
+            "-",
+            "-",
+            "-",
             "-" if clipped is None else f"{np.mean(clipped):.4f}",
-            by_name["grpo (part1)"]["after"], "+0.000"]]
+            by_name["grpo (part1)"]["after"],
+            "+0.000",
+        ]
+    ]
     for name in fixed_prompt_objectives.MISMATCH_RUNS:
         key = fixed_prompt_objectives.run_name(name, True)
         result, row = recorded["runs"][key], by_name[key]
         history = result["history"]
         low = min((h.get("behaviour_weight_min", np.nan) for h in history), default=np.nan)
         high = max((h.get("behaviour_weight_max", np.nan) for h in history), default=np.nan)
-        zero = (np.mean([h["behaviour_weight_zero_fraction"] for h in history])
-                if "behaviour_weight_zero_fraction" in history[0] else np.nan)
-        out.append([name, fixed_prompt_objectives.MISMATCH_PRECISION,
-                    "-" if np.isnan(low) else f"{low:.3f}",
-                    "-" if np.isnan(high) else f"{high:.3f}",
-                    "-" if np.isnan(zero) else f"{zero:.4f}", _clipped(result), row["after"],
-                    f"{row['difference']:+.3f} {_interval(row['difference_interval'])}"])
+        zero = (
+            np.mean([h["behaviour_weight_zero_fraction"] for h in history])
+            if "behaviour_weight_zero_fraction" in history[0]
+            else np.nan
+        )
+        out.append(
+            [
+                name,
+                fixed_prompt_objectives.MISMATCH_PRECISION,
+                "-" if np.isnan(low) else f"{low:.3f}",
+                "-" if np.isnan(high) else f"{high:.3f}",
+                "-" if np.isnan(zero) else f"{zero:.4f}",
+                _clipped(result),
+                row["after"],
+                f"{row['difference']:+.3f} {_interval(row['difference_interval'])}",
+            ]
+        )
     return out
 
 

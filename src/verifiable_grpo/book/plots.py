@@ -3,6 +3,7 @@
 Each function takes the JSON records the pipeline writes (or their exported copies in
 data/recorded/<profile>/) and returns a Figure; notebooks display it with notebook.show.
 """
+
 from __future__ import annotations
 
 import math
@@ -94,23 +95,36 @@ def plot_results(results: dict, reference: dict | None = None, policies=None) ->
     the specification's published figures (ALL only) as hollow markers when given.
 
     Intervals: _error_bars (Wilson, one observation per problem)."""
-    present = [p for p in (policies or order_policies(results["policies"]))
-               if p in results["policies"]]
+    present = [
+        p for p in (policies or order_policies(results["policies"])) if p in results["policies"]
+    ]
     figure = Figure(figsize=(11, 3.6), layout="constrained")
     axes = figure.subplots(1, 2, sharey=True)
     width = 0.8 / len(POPULATIONS)
-    for ax, (key, ref_key, title) in zip(axes, [
+    for ax, (key, ref_key, title) in zip(
+        axes,
+        [
             ("greedy_pass_at_1", "greedy_pass_at_1", "greedy pass@1"),
-            ("per_draw_success", "empirical_per_draw_success", "per-draw success")]):
+            ("per_draw_success", "empirical_per_draw_success", "per-draw success"),
+        ],
+    ):
         x = np.arange(len(present))
         for k, population in enumerate(POPULATIONS):
             cells = [results["policies"][p][key][population] for p in present]
-            ax.bar(x + (k - 1) * width, [c["success_rate"] for c in cells], width, label=population,
-                   yerr=_error_bars(cells), capsize=2,
-                   error_kw={"elinewidth": 0.8, "ecolor": "black"})
+            ax.bar(
+                x + (k - 1) * width,
+                [c["success_rate"] for c in cells],
+                width,
+                label=population,
+                yerr=_error_bars(cells),
+                capsize=2,
+                error_kw={"elinewidth": 0.8, "ecolor": "black"},
+            )
         if reference is not None:
-            ref = [reference["metrics"].get(p, {}).get(ref_key, {}).get("success_rate", np.nan)
-                   for p in present]
+            ref = [
+                reference["metrics"].get(p, {}).get(ref_key, {}).get("success_rate", np.nan)
+                for p in present
+            ]
             ax.plot(x - width, ref, "ko", mfc="none", label="specification (ALL)")
         ax.set_xticks(x, present)
         ax.set(title=f"{title} (bars: 95% intervals)", ylabel="success rate")
@@ -125,16 +139,22 @@ def results_rows(results: dict, policies=None) -> list[list]:
         if policy not in results["policies"]:
             continue
         entry = results["policies"][policy]
-        rows.append([policy] + [entry["greedy_pass_at_1"][p]["success_rate"] for p in POPULATIONS]
-                    + [entry["per_draw_success"][p]["success_rate"] for p in POPULATIONS])
+        rows.append(
+            [policy]
+            + [entry["greedy_pass_at_1"][p]["success_rate"] for p in POPULATIONS]
+            + [entry["per_draw_success"][p]["success_rate"] for p in POPULATIONS]
+        )
     return rows
 
 
-RESULTS_COLUMNS = (["policy"] + [f"greedy {p}" for p in POPULATIONS]
-                   + [f"per-draw {p}" for p in POPULATIONS])
+RESULTS_COLUMNS = (
+    ["policy"] + [f"greedy {p}" for p in POPULATIONS] + [f"per-draw {p}" for p in POPULATIONS]
+)
 
 
-def plot_sweep_histories(results: list[dict], window: int = 10, highlight: str | None = None) -> Figure:
+def plot_sweep_histories(
+    results: list[dict], window: int = 10, highlight: str | None = None
+) -> Figure:
     """The sweep's settings side by side: training reward (trailing mean), zero-variance
     groups, exact KL to the reference and the largest clipped share of an update."""
     figure = Figure(figsize=(11, 5.6), layout="constrained")
@@ -144,9 +164,12 @@ def plot_sweep_histories(results: list[dict], window: int = 10, highlight: str |
         history = res["history"]
         it = [h["iteration"] for h in history]
         style = {"lw": 2.2} if name == highlight else {"lw": 1.0, "alpha": 0.8}
-        axes[0].plot(it, moving_average([h["mean_reward"] for h in history], window),
-                     label=name, **style)
-        axes[1].plot(it, moving_average([h["zero_variance_fraction"] for h in history], window), **style)
+        axes[0].plot(
+            it, moving_average([h["mean_reward"] for h in history], window), label=name, **style
+        )
+        axes[1].plot(
+            it, moving_average([h["zero_variance_fraction"] for h in history], window), **style
+        )
         axes[2].plot(it, [max(h["kl"], 1e-9) for h in history], **style)
         axes[3].plot(it, moving_average([h["clip"] for h in history], window), **style)
     axes[0].set(title=f"training reward (mean of last {window})", xlabel="iteration")

@@ -7,6 +7,7 @@ Three layers, so that every number a widget displays is testable without a brows
 - make_*_widget builders wire ipywidgets controls to the pure functions. ipywidgets is
   imported inside them, so importing this module needs no notebook machinery.
 """
+
 from __future__ import annotations
 
 import html
@@ -49,8 +50,9 @@ def advantage_view(rewards, correction: int = 0, epsilon: float = 1e-8) -> dict:
     Computed by losses.group_advantages in float64 (correction 0: population std, seed 000;
     1: sample std, seed 004 / TRL)."""
     rewards = _finite_numbers(rewards, "rewards")
-    advantages, mean, std = group_advantages(torch.tensor([rewards], dtype=torch.float64),
-                                             epsilon=epsilon, correction=correction)
+    advantages, mean, std = group_advantages(
+        torch.tensor([rewards], dtype=torch.float64), epsilon=epsilon, correction=correction
+    )
     return {
         "rewards": rewards,
         "mean": float(mean[0, 0]),
@@ -62,8 +64,9 @@ def advantage_view(rewards, correction: int = 0, epsilon: float = 1e-8) -> dict:
     }
 
 
-def clipping_curves(advantage: float, clip_epsilon: float = 0.2, clip_epsilon_high: float | None = None,
-                    ratios=None) -> dict:
+def clipping_curves(
+    advantage: float, clip_epsilon: float = 0.2, clip_epsilon_high: float | None = None, ratios=None
+) -> dict:
     """The per-token objective min(rho A, clip(rho, 1-eps, 1+eps_high) A) along rho.
 
     gradient is its derivative with respect to rho: A where the unclipped branch is the
@@ -79,7 +82,12 @@ def clipping_curves(advantage: float, clip_epsilon: float = 0.2, clip_epsilon_hi
     if not high > 0:
         raise ValueError(f"clip_epsilon_high must be positive, got {clip_epsilon_high!r}")
     ratios = np.linspace(0.5, 1.5, 201) if ratios is None else np.asarray(ratios, dtype=np.float64)
-    if ratios.ndim != 1 or ratios.size == 0 or not np.all(np.isfinite(ratios)) or np.any(ratios <= 0):
+    if (
+        ratios.ndim != 1
+        or ratios.size == 0
+        or not np.all(np.isfinite(ratios))
+        or np.any(ratios <= 0)
+    ):
         raise ValueError("ratios must be a non-empty 1-D array of positive finite numbers")
     low_bound, high_bound = 1.0 - clip_epsilon, 1.0 + high
     unclipped = ratios * advantage
@@ -125,8 +133,14 @@ def kl_view(p, q, samples: int = KL_DEFAULT_SAMPLES, seed: int = 0) -> dict:
     tokens = np.random.default_rng(seed).choice(p_arr.size, size=samples, p=p_arr)
     index = torch.from_numpy(tokens)
     estimates = sampled_kl_estimators(log_p[index], log_q[index])
-    view = {"p": p_arr.tolist(), "q": q_arr.tolist(), "exact": exact, "samples": samples, "seed": seed,
-            "running": {}}
+    view = {
+        "p": p_arr.tolist(),
+        "q": q_arr.tolist(),
+        "exact": exact,
+        "samples": samples,
+        "seed": seed,
+        "running": {},
+    }
     counts = np.arange(1, samples + 1)
     for name in ESTIMATORS:
         values = estimates[name].numpy()
@@ -145,8 +159,14 @@ def plot_advantages(view: dict) -> Figure:
     positions = np.arange(len(view["rewards"]))
     rewards_ax.bar(positions, view["rewards"], color="tab:blue")
     rewards_ax.axhline(view["mean"], color="black", label=f"mean {view['mean']:.3g}")
-    rewards_ax.axhspan(view["mean"] - view["std"], view["mean"] + view["std"], color="grey", alpha=0.2, zorder=0,
-                       label=f"+-std {view['std']:.3g}")
+    rewards_ax.axhspan(
+        view["mean"] - view["std"],
+        view["mean"] + view["std"],
+        color="grey",
+        alpha=0.2,
+        zorder=0,
+        label=f"+-std {view['std']:.3g}",
+    )
     rewards_ax.set(title="rewards of one group", xlabel="response", xticks=positions)
     rewards_ax.legend(loc="best", fontsize="small")
     colours = ["tab:green" if a > 0 else "tab:red" if a < 0 else "grey" for a in view["advantages"]]
@@ -173,7 +193,9 @@ def plot_clipping(curves: dict) -> Figure:
     objective_ax, gradient_ax = figure.subplots(1, 2, sharex=True)
     ratios, low, high = curves["ratios"], *curves["interval"]
     objective_ax.plot(ratios, curves["unclipped"], "--", color="grey", label="rho A (unclipped)")
-    objective_ax.plot(ratios, curves["objective"], color="tab:blue", label="min(rho A, clip(rho) A)")
+    objective_ax.plot(
+        ratios, curves["objective"], color="tab:blue", label="min(rho A, clip(rho) A)"
+    )
     gradient_ax.plot(ratios, curves["gradient"], color="tab:purple")
     for ax in (objective_ax, gradient_ax):
         _shade(ax, ratios, curves["clipped_mask"], "clipped: no gradient")
@@ -197,8 +219,12 @@ def plot_kl(view: dict) -> Figure:
     dist_ax.legend(loc="best", fontsize="small")
     draws = np.arange(1, view["samples"] + 1)
     for name in ESTIMATORS:
-        running_ax.plot(draws, view["running"][name], label=f"{name} mean {view[f'{name}_mean']:.4f}")
-    running_ax.axhline(view["exact"], color="black", linestyle="--", label=f"exact {view['exact']:.4f}")
+        running_ax.plot(
+            draws, view["running"][name], label=f"{name} mean {view[f'{name}_mean']:.4f}"
+        )
+    running_ax.axhline(
+        view["exact"], color="black", linestyle="--", label=f"exact {view['exact']:.4f}"
+    )
     running_ax.set(title="running means of the estimators", xlabel="draws", xscale="log")
     running_ax.legend(loc="best", fontsize="small")
     return figure
@@ -213,7 +239,9 @@ def figure_png(figure: Figure) -> bytes:
 
 # --------------------------------------------------------------------------- builders
 def _table(rows) -> str:
-    cells = "".join(f"<tr><td>{html.escape(str(k))}</td><td>{html.escape(str(v))}</td></tr>" for k, v in rows)
+    cells = "".join(
+        f"<tr><td>{html.escape(str(k))}</td><td>{html.escape(str(v))}</td></tr>" for k, v in rows
+    )
     return f"<table>{cells}</table>"
 
 
@@ -221,8 +249,10 @@ def _error(error: Exception) -> str:
     return f"<b style='color:#b00'>{html.escape(str(error))}</b>"
 
 
-OFFLINE_NOTE = ("<i>In the static book these controls do nothing: the figure shows the default "
-                "setting. In Jupyter or on Colab, move a control and the figure is redrawn.</i>")
+OFFLINE_NOTE = (
+    "<i>In the static book these controls do nothing: the figure shows the default "
+    "setting. In Jupyter or on Colab, move a control and the figure is redrawn.</i>"
+)
 
 
 def _wire(controls, render):
@@ -243,19 +273,29 @@ def make_advantage_widget(rewards: str = "1, 0, 1, 0"):
 
     text = w.Text(value=rewards, description="rewards")
     correction = w.ToggleButtons(options=[("population std", 0), ("sample std", 1)], value=0)
-    epsilon = w.Dropdown(options=[("1e-8 (this practical)", 1e-8), ("1e-4 (TRL)", 1e-4), ("0.1", 0.1)],
-                         value=1e-8, description="epsilon")
+    epsilon = w.Dropdown(
+        options=[("1e-8 (this practical)", 1e-8), ("1e-4 (TRL)", 1e-4), ("0.1", 0.1)],
+        value=1e-8,
+        description="epsilon",
+    )
     table, image = w.HTML(), w.Image(format="png")
 
     def render():
         try:
-            view = advantage_view(parse_numbers(text.value, "rewards"), correction.value, epsilon.value)
+            view = advantage_view(
+                parse_numbers(text.value, "rewards"), correction.value, epsilon.value
+            )
         except ValueError as error:
             table.value = _error(error)
             return
-        table.value = _table([("mean", f"{view['mean']:.6g}"), ("std", f"{view['std']:.6g}"),
-                              ("advantages", ", ".join(f"{a:.6g}" for a in view["advantages"])),
-                              ("zero variance", view["zero_variance"])])
+        table.value = _table(
+            [
+                ("mean", f"{view['mean']:.6g}"),
+                ("std", f"{view['std']:.6g}"),
+                ("advantages", ", ".join(f"{a:.6g}" for a in view["advantages"])),
+                ("zero variance", view["zero_variance"]),
+            ]
+        )
         image.value = figure_png(plot_advantages(view))
 
     _wire([text, correction, epsilon], render)
@@ -268,7 +308,9 @@ def make_clipping_widget(advantage: float = 1.0, clip_epsilon: float = 0.2):
 
     adv = w.FloatSlider(value=advantage, min=-2.0, max=2.0, step=0.1, description="A")
     low = w.FloatSlider(value=clip_epsilon, min=0.05, max=0.5, step=0.01, description="epsilon")
-    high = w.FloatSlider(value=clip_epsilon, min=0.05, max=0.5, step=0.01, description="epsilon high")
+    high = w.FloatSlider(
+        value=clip_epsilon, min=0.05, max=0.5, step=0.01, description="epsilon high"
+    )
     table, image = w.HTML(), w.Image(format="png")
 
     def render():
@@ -278,17 +320,24 @@ def make_clipping_widget(advantage: float = 1.0, clip_epsilon: float = 0.2):
             table.value = _error(error)
             return
         lo, hi = curves["interval"]
-        table.value = _table([("interval", f"[{lo:.2f}, {hi:.2f}]"),
-                              ("share of plotted ratios without gradient",
-                               f"{curves['clipped_mask'].mean():.2f}")])
+        table.value = _table(
+            [
+                ("interval", f"[{lo:.2f}, {hi:.2f}]"),
+                (
+                    "share of plotted ratios without gradient",
+                    f"{curves['clipped_mask'].mean():.2f}",
+                ),
+            ]
+        )
         image.value = figure_png(plot_clipping(curves))
 
     _wire([adv, low, high], render)
     return _box(w, [adv, low, high, table, image])
 
 
-def make_kl_widget(p: str = "0.5, 0.3, 0.2", q: str = "0.2, 0.3, 0.5",
-                   samples: int = KL_DEFAULT_SAMPLES):
+def make_kl_widget(
+    p: str = "0.5, 0.3, 0.2", q: str = "0.2, 0.3, 0.5", samples: int = KL_DEFAULT_SAMPLES
+):
     """Type two distributions, choose the number of draws and the seed; compare the
     sampled estimators with the exact KL."""
     import ipywidgets as w
@@ -301,14 +350,20 @@ def make_kl_widget(p: str = "0.5, 0.3, 0.2", q: str = "0.2, 0.3, 0.5",
 
     def render():
         try:
-            view = kl_view(parse_numbers(p_text.value, "p"), parse_numbers(q_text.value, "q"),
-                           draws.value, seed.value)
+            view = kl_view(
+                parse_numbers(p_text.value, "p"),
+                parse_numbers(q_text.value, "q"),
+                draws.value,
+                seed.value,
+            )
         except ValueError as error:
             table.value = _error(error)
             return
         rows = [("exact KL(p || q)", f"{view['exact']:.6f}")]
-        rows += [(f"{n} mean +- stderr", f"{view[f'{n}_mean']:.6f} +- {view[f'{n}_stderr']:.6f}")
-                 for n in ESTIMATORS]
+        rows += [
+            (f"{n} mean +- stderr", f"{view[f'{n}_mean']:.6f} +- {view[f'{n}_stderr']:.6f}")
+            for n in ESTIMATORS
+        ]
         table.value = _table(rows)
         image.value = figure_png(plot_kl(view))
 

@@ -5,6 +5,7 @@ as if it had never stopped. compare_states proves it: every tensor, number and s
 a continuous run's final state equals the resumed run's, bit for bit (wall-clock timings,
 stored under "timings", are the only thing left out).
 """
+
 from __future__ import annotations
 
 import gzip
@@ -33,19 +34,25 @@ def capture_rng() -> dict:
     """Python, NumPy, torch CPU and (when present) every CUDA device's generator state, as
     plain data and tensors only, so a state loads with torch.load(weights_only=True)."""
     kind, keys, position, has_gauss, cached = np.random.get_state()
-    return {"python": random.getstate(),
-            "numpy": {"bit_generator": kind, "keys": torch.from_numpy(keys.astype(np.int64)),
-                      "pos": int(position), "has_gauss": int(has_gauss),
-                      "cached_gaussian": float(cached)},
-            "torch": torch.get_rng_state(),
-            "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None}
+    return {
+        "python": random.getstate(),
+        "numpy": {
+            "bit_generator": kind,
+            "keys": torch.from_numpy(keys.astype(np.int64)),
+            "pos": int(position),
+            "has_gauss": int(has_gauss),
+            "cached_gaussian": float(cached),
+        },
+        "torch": torch.get_rng_state(),
+        "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
+    }
 
 
 def seed_everything(seed: int) -> None:
     """Seed Python, NumPy and torch (CPU and CUDA): a run must not depend on the RNG state
     its process happened to start with (Python and NumPy seed themselves from the OS)."""
     random.seed(seed)
-    np.random.seed(seed % 2 ** 32)
+    np.random.seed(seed % 2**32)
     torch.manual_seed(seed)
 
 
@@ -58,13 +65,22 @@ def _python_rng(saved) -> tuple:
 def restore_rng(state: dict) -> None:
     random.setstate(_python_rng(state["python"]))
     saved = state["numpy"]
-    np.random.set_state((saved["bit_generator"], saved["keys"].numpy().astype(np.uint32),
-                         saved["pos"], saved["has_gauss"], saved["cached_gaussian"]))
+    np.random.set_state(
+        (
+            saved["bit_generator"],
+            saved["keys"].numpy().astype(np.uint32),
+            saved["pos"],
+            saved["has_gauss"],
+            saved["cached_gaussian"],
+        )
+    )
     torch.set_rng_state(state["torch"])
     if state.get("cuda") is not None:
         if not torch.cuda.is_available():
-            raise ValueError("this state holds CUDA RNG streams but no CUDA device is available; "
-                             "resume on the kind of machine that saved it")
+            raise ValueError(
+                "this state holds CUDA RNG streams but no CUDA device is available; "
+                "resume on the kind of machine that saved it"
+            )
         torch.cuda.set_rng_state_all(state["cuda"])
 
 
@@ -108,10 +124,13 @@ def _safe_torch_load(path: Path, shown: Path) -> dict:
         raise UnsafeStateError(
             f"{shown}: refused to load: the file holds objects other than tensors and plain "
             "data (a pickled callable could run code); this project never writes such "
-            f"states, so the file was not written by it ({_unpickler_reason(err)})") from err
+            f"states, so the file was not written by it ({_unpickler_reason(err)})"
+        ) from err
     except (RuntimeError, EOFError, OSError, ValueError) as err:
-        raise files.DamagedFileError(f"{shown} is damaged and cannot be read as a saved state "
-                                     f"({type(err).__name__}: {str(err)[:200]})") from err
+        raise files.DamagedFileError(
+            f"{shown} is damaged and cannot be read as a saved state "
+            f"({type(err).__name__}: {str(err)[:200]})"
+        ) from err
 
 
 def load_state(path: str | os.PathLike, expected_sha256: str | None = None) -> dict:
@@ -136,8 +155,9 @@ def load_state(path: str | os.PathLike, expected_sha256: str | None = None) -> d
             with os.fdopen(fd, "wb") as out, gzip.open(path, "rb") as handle:
                 shutil.copyfileobj(handle, out, 1 << 20)
         except (OSError, EOFError, zlib.error) as err:
-            raise files.DamagedFileError(f"{path} is damaged: its gzip stream cannot be read "
-                                         f"({type(err).__name__}: {err})") from err
+            raise files.DamagedFileError(
+                f"{path} is damaged: its gzip stream cannot be read ({type(err).__name__}: {err})"
+            ) from err
         return _safe_torch_load(Path(tmp), path)
     finally:
         os.unlink(tmp)
@@ -148,7 +168,9 @@ def _float_bits(value: float) -> str:
     return "nan" if math.isnan(value) else value.hex()
 
 
-def compare_states(a: Any, b: Any, ignore: Iterable[str] = ("timings",), path: str = "") -> list[str]:
+def compare_states(
+    a: Any, b: Any, ignore: Iterable[str] = ("timings",), path: str = ""
+) -> list[str]:
     """Every difference between two states, as 'path: what'; [] means bitwise identical.
 
     Tensors: same dtype, shape and bytes (so -0.0 != 0.0, NaN == the same NaN). Dict keys
@@ -209,16 +231,22 @@ def check_identity(expected: dict, found: dict, what: str = "saved state") -> No
     differences = identity_differences(expected, found)
     if differences:
         fields = sorted({_top_field(d) for d in differences})
-        raise ValueError(f"refusing to resume: the {what} belongs to another run; differing "
-                         f"identity fields: {', '.join(fields)} ({'; '.join(differences[:8])})")
+        raise ValueError(
+            f"refusing to resume: the {what} belongs to another run; differing "
+            f"identity fields: {', '.join(fields)} ({'; '.join(differences[:8])})"
+        )
 
 
 # ---------------------------------------------------------------- CLI
 def _state_summary(path: Path, state: dict) -> dict:
     from verifiable_grpo.core.model import state_dict_digest
 
-    return {"path": str(path), "sha256": sha256_file(path), "bytes": path.stat().st_size,
-            "model_digest": state_dict_digest(state["model"]) if "model" in state else None}
+    return {
+        "path": str(path),
+        "sha256": sha256_file(path),
+        "bytes": path.stat().st_size,
+        "model_digest": state_dict_digest(state["model"]) if "model" in state else None,
+    }
 
 
 def verify_resume(out_dir: str | os.PathLike, branch: str) -> dict:
@@ -233,15 +261,22 @@ def verify_resume(out_dir: str | os.PathLike, branch: str) -> dict:
     paths = {mode: folder.state(branch, mode) for mode in ("continuous", "resume")}
     missing = [str(p) for p in paths.values() if not p.is_file()]
     if missing:
-        raise FileNotFoundError(f"cannot verify resume of {branch}: missing {missing}; run the "
-                                "branch with --mode continuous, interrupt, then resume")
-    states = {mode: load_state(p, folder.recorded_state_sha256(branch, mode))
-              for mode, p in paths.items()}
+        raise FileNotFoundError(
+            f"cannot verify resume of {branch}: missing {missing}; run the "
+            "branch with --mode continuous, interrupt, then resume"
+        )
+    states = {
+        mode: load_state(p, folder.recorded_state_sha256(branch, mode)) for mode, p in paths.items()
+    }
     differences = compare_states(states["continuous"], states["resume"])
-    report = {"branch": branch, "equal": not differences, "differences": differences,
-              "compared": "whole state, bitwise; keys named 'timings' excluded",
-              "continuous": _state_summary(paths["continuous"], states["continuous"]),
-              "resume": _state_summary(paths["resume"], states["resume"])}
+    report = {
+        "branch": branch,
+        "equal": not differences,
+        "differences": differences,
+        "compared": "whole state, bitwise; keys named 'timings' excluded",
+        "continuous": _state_summary(paths["continuous"], states["continuous"]),
+        "resume": _state_summary(paths["resume"], states["resume"]),
+    }
     save_json(target, report)
     return report
 
@@ -252,6 +287,8 @@ def command_verify_resume(args) -> int:
     check_branch(load_config(args.config), args.branch)  # the profile names its branches
     report = verify_resume(args.out, args.branch)
     verdict = "IDENTICAL" if report["equal"] else f"DIFFERENT ({len(report['differences'])} fields)"
-    print(f"{args.branch}: continuous vs resumed state {verdict}; "
-          f"state {report['resume']['bytes']:,} bytes")
+    print(
+        f"{args.branch}: continuous vs resumed state {verdict}; "
+        f"state {report['resume']['bytes']:,} bytes"
+    )
     return 0 if report["equal"] else 1

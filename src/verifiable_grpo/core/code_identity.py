@@ -14,6 +14,7 @@ depends only on the files' names and bytes. It is narrower than config.code_hash
 whole package): editing a module the run never imports (a notebook helper, a Part III
 lab) leaves a saved state resumable; editing one it imports, or adding an import, does not.
 """
+
 from __future__ import annotations
 
 import ast
@@ -22,7 +23,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 PACKAGE = "verifiable_grpo"
-PACKAGE_DIR = Path(__file__).resolve().parent.parent   # src/verifiable_grpo
+PACKAGE_DIR = Path(__file__).resolve().parent.parent  # src/verifiable_grpo
 
 
 def _module_file(dotted: str, root: Path) -> Path | None:
@@ -50,7 +51,7 @@ def _absolute(node: ast.ImportFrom, current: str, is_package: bool) -> str:
         return node.module or ""
     base = current.split(".")
     base = base if is_package else base[:-1]
-    base = base[:len(base) - (node.level - 1)]
+    base = base[: len(base) - (node.level - 1)]
     return ".".join(base + ([node.module] if node.module else []))
 
 

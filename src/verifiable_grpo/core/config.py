@@ -4,6 +4,7 @@ Code branches on config values, never on a profile's name. A profile file may st
 another (`extends: base`): it then states only what it changes, and the loader merges it
 over the file it names (sections key by key, anything else replaced whole).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -19,9 +20,18 @@ import yaml
 
 from verifiable_grpo.core import files
 
-PACKAGE_DIR = Path(__file__).resolve().parent.parent   # src/verifiable_grpo
-REQUIRED_SECTIONS = ("model", "data", "tokens", "sampling", "warmstart", "sft", "grpo",
-                     "exercise", "evaluation")
+PACKAGE_DIR = Path(__file__).resolve().parent.parent  # src/verifiable_grpo
+REQUIRED_SECTIONS = (
+    "model",
+    "data",
+    "tokens",
+    "sampling",
+    "warmstart",
+    "sft",
+    "grpo",
+    "exercise",
+    "evaluation",
+)
 # Sections a profile may leave out (each key then reads as its stand-in value).
 OPTIONAL_SECTIONS = ("threads", "storage")
 # The key naming the profile a file starts from, and files under configs/ that are a start
@@ -41,7 +51,8 @@ def repo_root() -> Path:
                 return candidate
     raise FileNotFoundError(
         "Cannot find the repository root (a folder with configs/tiny.yaml); "
-        "run from inside the clone or set VERIFIABLE_GRPO_ROOT")
+        "run from inside the clone or set VERIFIABLE_GRPO_ROOT"
+    )
 
 
 def resolve(path: str | os.PathLike) -> Path:
@@ -55,7 +66,7 @@ def shown_path(path: str | os.PathLike) -> str:
     must not hold one machine's absolute paths), else as given."""
     p = Path(path)
     if not p.is_absolute():
-        return str(path)    # already relative (to whatever the caller meant)
+        return str(path)  # already relative (to whatever the caller meant)
     try:
         return p.relative_to(repo_root().absolute()).as_posix()
     except ValueError:
@@ -71,8 +82,7 @@ def config_path(name_or_path: str | os.PathLike) -> Path:
     else:
         p = repo_root() / "configs" / f"{name_or_path}.yaml"
     if not p.is_file():
-        raise FileNotFoundError(
-            f"No config {name_or_path!r}; known profiles: {known_profiles()}")
+        raise FileNotFoundError(f"No config {name_or_path!r}; known profiles: {known_profiles()}")
     return p
 
 
@@ -97,8 +107,12 @@ def read_yaml(path: str | os.PathLike) -> Any:
         with open(path, encoding="utf-8") as handle:
             return yaml.safe_load(handle)
     except UnicodeDecodeError as err:
-        raise ConfigError([f"{path}: not a UTF-8 text file (byte {err.start} cannot be "
-                           "decoded); a settings file is YAML text"]) from None
+        raise ConfigError(
+            [
+                f"{path}: not a UTF-8 text file (byte {err.start} cannot be "
+                "decoded); a settings file is YAML text"
+            ]
+        ) from None
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -135,8 +149,12 @@ def profile_settings(name_or_path: str | os.PathLike, _chain: tuple = ()) -> Any
     try:
         base = profile_settings(parent, (*_chain, str(path.resolve())))
     except FileNotFoundError:
-        raise ConfigError([f"{path}: {EXTENDS}: no profile or base {parent!r}; "
-                           f"known: {sorted([*BASES, *known_profiles()])}"]) from None
+        raise ConfigError(
+            [
+                f"{path}: {EXTENDS}: no profile or base {parent!r}; "
+                f"known: {sorted([*BASES, *known_profiles()])}"
+            ]
+        ) from None
     if not isinstance(base, dict):
         raise ConfigError([f"{path}: {EXTENDS}: {parent!r} is not a mapping of keys"])
     return merged(base, raw)
@@ -199,8 +217,13 @@ def code_hash() -> str:
 
 def git_commit() -> str | None:
     try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo_root(), capture_output=True,
-                             text=True, timeout=10)
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            cwd=repo_root(),
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
     except (OSError, subprocess.SubprocessError, FileNotFoundError):
         return None
     return out.stdout.strip() or None

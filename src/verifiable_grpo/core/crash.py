@@ -11,6 +11,7 @@ OUT/aborted/<stage>-<time>/ with a note: never deleted, never reused.
 Crash checkpoints are not evidence: the stage's marker does not list them and the
 pipeline removes the folder once the stage is finished.
 """
+
 from __future__ import annotations
 
 import shutil
@@ -29,8 +30,9 @@ def crash_folder(out: str | Path, stage: str) -> Path:
     return Path(out) / CRASH_DIR / stage
 
 
-def save(out: str | Path, stage: str, state: dict, position: int,
-         evidence: dict[str, str] | None = None) -> dict:
+def save(
+    out: str | Path, stage: str, state: dict, position: int, evidence: dict[str, str] | None = None
+) -> dict:
     """Write the crash pair for `position` (updates or iterations done), drop older pairs."""
     from verifiable_grpo.core.checkpoint import save_state
 
@@ -42,9 +44,15 @@ def save(out: str | Path, stage: str, state: dict, position: int,
             old.unlink()
     saved = save_state(folder / f"{stem}.pt", state, compress=False)
     fault_point("crash-between-state-and-note")
-    note = {"stage": stage, "position": position, "state": f"{stem}.pt",
-            "sha256": saved["sha256"], "bytes": saved["bytes"],
-            "evidence": dict(evidence or {}), "saved_at": _now()}
+    note = {
+        "stage": stage,
+        "position": position,
+        "state": f"{stem}.pt",
+        "sha256": saved["sha256"],
+        "bytes": saved["bytes"],
+        "evidence": dict(evidence or {}),
+        "saved_at": _now(),
+    }
     files.save_json(folder / f"{stem}.json", note)
     for path in folder.iterdir():
         if path.name.startswith("state-") and not path.name.startswith(stem):
@@ -63,8 +71,9 @@ def branch_finished(out: str | Path, branch: str, mode: str) -> bool:
     record without a crash folder means every output of that branch and mode is complete."""
     from verifiable_grpo.core.runfolder import RunFolder, stage_name
 
-    return (RunFolder(out).record(branch, mode).is_file()
-            and not has_checkpoint(out, stage_name(branch, mode)))
+    return RunFolder(out).record(branch, mode).is_file() and not has_checkpoint(
+        out, stage_name(branch, mode)
+    )
 
 
 def latest(out: str | Path, stage: str) -> tuple[dict, dict] | None:
@@ -113,8 +122,15 @@ def move_aside(out: str | Path, stage: str, relative_paths, reason: str) -> Path
         while parent != out and parent.is_dir() and not any(parent.iterdir()):
             parent.rmdir()  # an emptied folder must not look like a half-written one
             parent = parent.parent
-    files.save_json(target / "NOTE.json", {
-        "stage": stage, "moved_at": _now(), "reason": reason, "files": relative_paths,
-        "note": "evidence of an interrupted stage, kept for inspection; the stage was "
-                "continued from its last complete crash checkpoint and never reads these"})
+    files.save_json(
+        target / "NOTE.json",
+        {
+            "stage": stage,
+            "moved_at": _now(),
+            "reason": reason,
+            "files": relative_paths,
+            "note": "evidence of an interrupted stage, kept for inspection; the stage was "
+            "continued from its last complete crash checkpoint and never reads these",
+        },
+    )
     return target

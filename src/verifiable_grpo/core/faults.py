@@ -5,6 +5,7 @@ VERIFIABLE_GRPO_FAULT="point[#n][:signal]" makes the n-th arrival (default 1st) 
 where a crash is most harmful (inside a state write, between a record and its marker).
 Unset, a fault point costs one dictionary lookup.
 """
+
 from __future__ import annotations
 
 import os

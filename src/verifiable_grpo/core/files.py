@@ -6,6 +6,7 @@ folder fsync'd: a reader sees either nothing or the whole file, a planted symlin
 never followed, and a crash leaves at worst a `.tmp-*` file that is not evidence
 (`remove_temporaries` clears those).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -54,8 +55,9 @@ def atomic_target(path: str | os.PathLike, overwrite: bool = False) -> Iterator[
     """
     path = Path(path)
     if not overwrite and (path.exists() or path.is_symlink()):
-        raise FileExistsError(f"{path} exists; evidence is never overwritten "
-                              "(use a new --out folder)")
+        raise FileExistsError(
+            f"{path} exists; evidence is never overwritten (use a new --out folder)"
+        )
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, name = tempfile.mkstemp(prefix=f"{TEMP_PREFIX}{path.name}.", dir=path.parent)
     os.close(fd)
@@ -65,8 +67,9 @@ def atomic_target(path: str | os.PathLike, overwrite: bool = False) -> Iterator[
         with open(tmp, "rb+") as handle:
             os.fsync(handle.fileno())
         if not overwrite and (path.exists() or path.is_symlink()):
-            raise FileExistsError(f"{path} appeared while it was being written; evidence is "
-                                  "never overwritten")
+            raise FileExistsError(
+                f"{path} appeared while it was being written; evidence is never overwritten"
+            )
         os.replace(tmp, path)
         fsync_folder(path.parent)
     finally:
@@ -80,8 +83,9 @@ def write_bytes(path: str | os.PathLike, data: bytes, overwrite: bool = False) -
     return Path(path)
 
 
-def write_with(path: str | os.PathLike, writer: Callable[[Path], None],
-               overwrite: bool = False) -> Path:
+def write_with(
+    path: str | os.PathLike, writer: Callable[[Path], None], overwrite: bool = False
+) -> Path:
     """Let `writer(tmp_path)` produce the file, then publish it atomically."""
     with atomic_target(path, overwrite) as tmp:
         writer(tmp)
@@ -100,8 +104,9 @@ def read_json(path: str | os.PathLike) -> Any:
         with open(path, encoding="utf-8") as handle:
             return json.load(handle)
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise DamagedFileError(f"{path} is damaged (not valid JSON: {err}); it was truncated "
-                               "or altered") from err
+        raise DamagedFileError(
+            f"{path} is damaged (not valid JSON: {err}); it was truncated or altered"
+        ) from err
 
 
 def check_sha256(path: str | os.PathLike, expected: str | None, what: str = "file") -> None:
@@ -110,9 +115,11 @@ def check_sha256(path: str | os.PathLike, expected: str | None, what: str = "fil
         return
     found = sha256_file(path)
     if found != expected:
-        raise DamagedFileError(f"{path}: SHA-256 {found[:16]}... differs from the recorded "
-                               f"{expected[:16]}... ({what} altered or damaged after it was "
-                               "written); use a new --out or restore the file")
+        raise DamagedFileError(
+            f"{path}: SHA-256 {found[:16]}... differs from the recorded "
+            f"{expected[:16]}... ({what} altered or damaged after it was "
+            "written); use a new --out or restore the file"
+        )
 
 
 def remove_temporaries(folder: str | os.PathLike) -> list[Path]:
@@ -128,4 +135,3 @@ def remove_temporaries(folder: str | os.PathLike) -> list[Path]:
                 path.unlink()
                 removed.append(path)
     return removed
-

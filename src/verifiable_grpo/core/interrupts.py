@@ -6,6 +6,7 @@ which prints what was kept and how to continue. A second signal stops at once
 (KeyboardInterrupt): the step in flight is abandoned, and the atomic writers remove their
 temporary files on the way out.
 """
+
 from __future__ import annotations
 
 import contextlib

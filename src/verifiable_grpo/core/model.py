@@ -9,6 +9,7 @@ Weights are identified by a digest over per-parameter SHA-256 hashes, so any cha
 however small, is visible; a saved policy records its architecture (class, model_type and
 shape) and reloads as that class.
 """
+
 from __future__ import annotations
 
 import copy
@@ -44,7 +45,7 @@ from verifiable_grpo.core.model_sources import (  # noqa: F401
     random_model_config,
 )
 
-POLICY_FORMAT = "verifiable-grpo-policy-v2"   # v2: the architecture has its own digest
+POLICY_FORMAT = "verifiable-grpo-policy-v2"  # v2: the architecture has its own digest
 LEGACY_POLICY_FORMATS = ("verifiable-grpo-policy-v1",)  # read only with the file's SHA-256
 HEADER_KEYS = ("format", "model_digest", "model_config", "architecture_sha256")
 
@@ -63,8 +64,10 @@ def resolve_device(config: dict) -> torch.device:
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if wanted == "cuda":
         if not torch.cuda.is_available():
-            raise ValueError("config device is 'cuda' but no CUDA GPU is available here; "
-                             "use a GPU runtime (Colab) or set device: cpu|auto")
+            raise ValueError(
+                "config device is 'cuda' but no CUDA GPU is available here; "
+                "use a GPU runtime (Colab) or set device: cpu|auto"
+            )
         # cuBLAS needs a fixed workspace for run-to-run identical results (exact resume).
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
         return torch.device("cuda")
@@ -86,8 +89,13 @@ def load_base(config: dict):
     return prepare_policy(model, config, device, tokenizer=tokenizer), tokenizer
 
 
-def prepare_policy(model, config: dict, device: torch.device | None = None, tokenizer=None,
-                   trainable: str | None = None):
+def prepare_policy(
+    model,
+    config: dict,
+    device: torch.device | None = None,
+    tokenizer=None,
+    trainable: str | None = None,
+):
     """Eval mode, on the device, trainable as declared; then the architecture checks.
 
     full: every parameter is made trainable and checked to be. adapters: the base weights are
@@ -135,8 +143,13 @@ def unique_state_dict(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]
     """A state dict without the second name of shared tensors (safetensors refuses aliases)."""
     seen, unique = set(), {}
     for name, tensor in state.items():
-        key = (tensor.untyped_storage().data_ptr(), tensor.storage_offset(), tuple(tensor.shape),
-               tensor.stride(), tensor.device.type)
+        key = (
+            tensor.untyped_storage().data_ptr(),
+            tensor.storage_offset(),
+            tuple(tensor.shape),
+            tensor.stride(),
+            tensor.device.type,
+        )
         if key in seen:
             continue
         seen.add(key)
@@ -166,15 +179,22 @@ def save_policy(model, path: str | os.PathLike, metadata: dict[str, Any]) -> str
     adapters = [n for n, _ in model.named_parameters() if is_adapter_parameter(n)]
     if adapters:
         # reload_policy rebuilds the plain architecture, which has no place for them.
-        raise ValueError(f"{path}: the model holds adapter tensors ({', '.join(adapters[:3])}, "
-                         "...); merge them into the base weights first (peft: "
-                         "merge_and_unload()), or save the adapters on their own")
-    tensors = {n: t.detach().cpu().contiguous() for n, t in unique_state_dict(model.state_dict()).items()}
+        raise ValueError(
+            f"{path}: the model holds adapter tensors ({', '.join(adapters[:3])}, "
+            "...); merge them into the base weights first (peft: "
+            "merge_and_unload()), or save the adapters on their own"
+        )
+    tensors = {
+        n: t.detach().cpu().contiguous() for n, t in unique_state_dict(model.state_dict()).items()
+    }
     header = {key: json.dumps(value, sort_keys=True) for key, value in metadata.items()}
     architecture = architecture_json(model)
-    header.update(format=POLICY_FORMAT, model_digest=model_digest(model),
-                  model_config=architecture,
-                  architecture_sha256=hashlib.sha256(architecture.encode()).hexdigest())
+    header.update(
+        format=POLICY_FORMAT,
+        model_digest=model_digest(model),
+        model_config=architecture,
+        architecture_sha256=hashlib.sha256(architecture.encode()).hexdigest(),
+    )
 
     def write(tmp: Path) -> None:
         save_file(tensors, str(tmp), metadata=header)
@@ -218,15 +238,19 @@ def build_recorded_architecture(model_config: dict, attn_implementation: str):
     spec = architecture_spec(names[0])
     model_type = model_config.get("model_type") or spec.model_type
     if model_type != spec.model_type:
-        raise ValueError(f"the recorded architecture {spec.name} has model_type {model_type!r}, "
-                         f"expected {spec.model_type!r}")
-    rebuilt = AutoConfig.for_model(model_type, **{k: v for k, v in model_config.items()
-                                                  if k != "model_type"})
+        raise ValueError(
+            f"the recorded architecture {spec.name} has model_type {model_type!r}, "
+            f"expected {spec.model_type!r}"
+        )
+    rebuilt = AutoConfig.for_model(
+        model_type, **{k: v for k, v in model_config.items() if k != "model_type"}
+    )
     with torch.random.fork_rng(devices=[]):  # initial values are overwritten; keep RNG untouched
         model = AutoModelForCausalLM.from_config(rebuilt, attn_implementation=attn_implementation)
     if type(model).__name__ != spec.name:
-        raise ValueError(f"the recorded config builds {type(model).__name__}, not the recorded "
-                         f"{spec.name}")
+        raise ValueError(
+            f"the recorded config builds {type(model).__name__}, not the recorded {spec.name}"
+        )
     return model.to(torch.float32)
 
 
@@ -236,17 +260,23 @@ def read_policy_metadata(path: str | os.PathLike) -> dict[str, Any]:
     with safe_open(str(path), framework="pt") as handle:
         raw = handle.metadata() or {}
     if raw.get("format") not in (POLICY_FORMAT, *LEGACY_POLICY_FORMATS):
-        raise ValueError(f"{path} is not a policy written by save_policy (format {raw.get('format')!r})")
+        raise ValueError(
+            f"{path} is not a policy written by save_policy (format {raw.get('format')!r})"
+        )
     if raw["format"] == POLICY_FORMAT:
         found = hashlib.sha256(raw["model_config"].encode()).hexdigest()
         if found != raw.get("architecture_sha256"):
             raise files.DamagedFileError(
                 f"{path}: the architecture in its metadata does not match its digest (the "
                 "header was edited: another rope_theta, vocabulary or shape would change every "
-                "logit); the file was altered")
+                "logit); the file was altered"
+            )
     meta = {k: json.loads(v) for k, v in raw.items() if k not in HEADER_KEYS}
-    meta.update(model_digest=raw["model_digest"], model_config=json.loads(raw["model_config"]),
-                format=raw["format"])
+    meta.update(
+        model_digest=raw["model_digest"],
+        model_config=json.loads(raw["model_config"]),
+        format=raw["format"],
+    )
     return meta
 
 
@@ -264,26 +294,33 @@ def reload_policy(path: str | os.PathLike, config: dict, expected_sha256: str | 
     files.check_sha256(path, expected_sha256, "policy file")
     metadata = read_policy_metadata(path)
     if metadata["format"] != POLICY_FORMAT and expected_sha256 is None:
-        raise ValueError(f"{path} is a {metadata['format']} policy, whose architecture carries "
-                         "no digest: load it with the SHA-256 its record lists "
-                         "(expected_sha256=...)")
+        raise ValueError(
+            f"{path} is a {metadata['format']} policy, whose architecture carries "
+            "no digest: load it with the SHA-256 its record lists "
+            "(expected_sha256=...)"
+        )
     try:
-        model = build_recorded_architecture(metadata["model_config"],
-                                            typed(config).model.attn_implementation)
+        model = build_recorded_architecture(
+            metadata["model_config"], typed(config).model.attn_implementation
+        )
     except ValueError as err:
         raise ValueError(f"{path}: {err}") from err
     tensors = load_file(str(path))
     expected = set(unique_state_dict(model.state_dict()))
     missing, unexpected = sorted(expected - set(tensors)), sorted(set(tensors) - expected)
     if missing or unexpected:
-        raise ValueError(f"{path}: strict reload failed; missing tensors {missing}, "
-                         f"unexpected tensors {unexpected}")
+        raise ValueError(
+            f"{path}: strict reload failed; missing tensors {missing}, "
+            f"unexpected tensors {unexpected}"
+        )
     result = model.load_state_dict(tensors, strict=False)
     if result.unexpected_keys or set(result.missing_keys) - (set(model.state_dict()) - expected):
         raise ValueError(f"{path}: strict reload failed: {result}")
     model = prepare_policy(model, config)
     digest = model_digest(model)
     if digest != metadata["model_digest"]:
-        raise ValueError(f"{path}: weights do not match their recorded digest "
-                         f"({digest} != {metadata['model_digest']}); the file was altered")
+        raise ValueError(
+            f"{path}: weights do not match their recorded digest "
+            f"({digest} != {metadata['model_digest']}); the file was altered"
+        )
     return model, metadata

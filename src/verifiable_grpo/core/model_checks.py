@@ -8,6 +8,7 @@ name, because a frozen layer trains nothing and says nothing. A config that decl
 adapters (model.trainable: adapters) may freeze the base, as long as trainable adapter
 tensors exist.
 """
+
 from __future__ import annotations
 
 import json
@@ -31,24 +32,30 @@ ADAPTER_PART = re.compile(r"lora_[A-Za-z0-9_]*|adapters?")
 @dataclass(frozen=True)
 class Architecture:
     """A decoder family the package can check and build."""
-    name: str             # the transformers class, e.g. Qwen2ForCausalLM
-    model_type: str       # its config's model_type, e.g. qwen2
-    config_class: str     # e.g. Qwen2Config
-    qkv_bias: bool        # Qwen2 has biases on q, k, v; Llama has none unless attention_bias
+
+    name: str  # the transformers class, e.g. Qwen2ForCausalLM
+    model_type: str  # its config's model_type, e.g. qwen2
+    config_class: str  # e.g. Qwen2Config
+    qkv_bias: bool  # Qwen2 has biases on q, k, v; Llama has none unless attention_bias
 
 
-ARCHITECTURES = {a.name: a for a in (
-    Architecture("Qwen2ForCausalLM", "qwen2", "Qwen2Config", qkv_bias=True),
-    Architecture("LlamaForCausalLM", "llama", "LlamaConfig", qkv_bias=False),
-)}
+ARCHITECTURES = {
+    a.name: a
+    for a in (
+        Architecture("Qwen2ForCausalLM", "qwen2", "Qwen2Config", qkv_bias=True),
+        Architecture("LlamaForCausalLM", "llama", "LlamaConfig", qkv_bias=False),
+    )
+}
 
 
 def architecture_spec(name: str) -> Architecture:
     """The entry for a class name; a clear error for any other."""
     if name not in ARCHITECTURES:
-        raise ValueError(f"unknown model architecture {name!r}: this package checks and builds "
-                         f"{', '.join(ARCHITECTURES)}; set model.architecture to one of them "
-                         "(a new family needs an entry in model_checks.ARCHITECTURES)")
+        raise ValueError(
+            f"unknown model architecture {name!r}: this package checks and builds "
+            f"{', '.join(ARCHITECTURES)}; set model.architecture to one of them "
+            "(a new family needs an entry in model_checks.ARCHITECTURES)"
+        )
     return ARCHITECTURES[name]
 
 
@@ -73,11 +80,11 @@ def decoder_parameter_count(model_config, spec: Architecture) -> int:
     q, kv = c.num_attention_heads * head_dim, c.num_key_value_heads * head_dim
     attention = h * q + 2 * h * kv + q * h
     if spec.qkv_bias:
-        attention += q + 2 * kv              # Qwen2: q, k, v biases; o has none
+        attention += q + 2 * kv  # Qwen2: q, k, v biases; o has none
     elif getattr(c, "attention_bias", False):
-        attention += q + 2 * kv + h          # Llama's switch puts a bias on q, k, v and o
+        attention += q + 2 * kv + h  # Llama's switch puts a bias on q, k, v and o
     mlp = 3 * h * f + ((2 * f + h) if getattr(c, "mlp_bias", False) else 0)
-    per_layer = attention + mlp + 2 * h      # two RMSNorms
+    per_layer = attention + mlp + 2 * h  # two RMSNorms
     head = 0 if c.tie_word_embeddings else c.vocab_size * h
     return c.vocab_size * h + layers * per_layer + h + head
 
@@ -145,20 +152,28 @@ def trainability_problems(model, mode: str) -> list[str]:
     adapters = [(n, p) for n, p in named if is_adapter_parameter(n)]
     if mode == "full":
         if adapters:
-            return [f"adapter tensors ({_listed([n for n, _ in adapters])}) in a full fine-tune: "
-                    "set model.trainable: adapters to train adapters"]
+            return [
+                f"adapter tensors ({_listed([n for n, _ in adapters])}) in a full fine-tune: "
+                "set model.trainable: adapters to train adapters"
+            ]
         if frozen:
-            return [f"{len(frozen)} parameter tensors do not require gradients "
-                    f"({_listed(frozen)}): a full fine-tune trains every tensor; unfreeze them, "
-                    "or declare model.trainable: adapters if only adapters should train"]
+            return [
+                f"{len(frozen)} parameter tensors do not require gradients "
+                f"({_listed(frozen)}): a full fine-tune trains every tensor; unfreeze them, "
+                "or declare model.trainable: adapters if only adapters should train"
+            ]
         return []
     frozen_adapters = [n for n, p in adapters if not p.requires_grad]
     if not adapters:
-        return ["model.trainable is adapters but the model has no adapter tensors (names with "
-                "lora_* or adapter): attach the adapters before training"]
+        return [
+            "model.trainable is adapters but the model has no adapter tensors (names with "
+            "lora_* or adapter): attach the adapters before training"
+        ]
     if frozen_adapters:
-        return [f"{len(frozen_adapters)} adapter tensors do not require gradients "
-                f"({_listed(frozen_adapters)}): adapters are what trains"]
+        return [
+            f"{len(frozen_adapters)} adapter tensors do not require gradients "
+            f"({_listed(frozen_adapters)}): adapters are what trains"
+        ]
     return []
 
 
@@ -176,8 +191,10 @@ def architecture_problems(model, config: dict, tokenizer=None) -> list[str]:
     tied = bool(getattr(base.config, "tie_word_embeddings", False))
     shared = base.get_output_embeddings().weight is base.get_input_embeddings().weight
     if want_tied and not (tied and shared):
-        problems.append(f"embeddings not tied (config flag {tied}, lm_head.weight is the "
-                        f"embedding tensor: {shared})")
+        problems.append(
+            f"embeddings not tied (config flag {tied}, lm_head.weight is the "
+            f"embedding tensor: {shared})"
+        )
     if not want_tied and shared:
         problems.append("embeddings are tied, but model.tie_word_embeddings is false")
     named = named_unique_parameters(model)
@@ -190,21 +207,27 @@ def architecture_problems(model, config: dict, tokenizer=None) -> list[str]:
         problems.append(f"parameter dtypes {dtypes}, expected only torch.float32")
     attention = getattr(base.config, "_attn_implementation", None)
     if attention != m.attn_implementation:
-        problems.append(f"attention implementation {attention!r}, expected "
-                        f"{m.attn_implementation!r}")
+        problems.append(
+            f"attention implementation {attention!r}, expected {m.attn_implementation!r}"
+        )
     rows = base.get_output_embeddings().weight.shape[0]
     vocabulary = getattr(base.config, "vocab_size", rows)
     if rows != vocabulary:
-        problems.append(f"the output layer has {rows} rows but the config's vocabulary is {vocabulary}")
+        problems.append(
+            f"the output layer has {rows} rows but the config's vocabulary is {vocabulary}"
+        )
     if tokenizer is not None and len(tokenizer) > vocabulary:
-        problems.append(f"the tokenizer has {len(tokenizer)} tokens but the model's vocabulary "
-                        f"is {vocabulary}: ids past it have no embedding; load the tokenizer "
-                        "that belongs to these weights")
+        problems.append(
+            f"the tokenizer has {len(tokenizer)} tokens but the model's vocabulary "
+            f"is {vocabulary}: ids past it have no embedding; load the tokenizer "
+            "that belongs to these weights"
+        )
     return problems
 
 
-def architecture_report(model, config: dict, tokenizer=None, trainable: str | None = None,
-                        check_training: bool = True) -> dict:
+def architecture_report(
+    model, config: dict, tokenizer=None, trainable: str | None = None, check_training: bool = True
+) -> dict:
     """Raise ValueError listing every problem; else a summary of what was checked."""
     mode = trainable_mode(config, trainable)
     problems = architecture_problems(model, config, tokenizer)
@@ -214,10 +237,14 @@ def architecture_report(model, config: dict, tokenizer=None, trainable: str | No
         raise ValueError("Model fails the architecture checks: " + "; ".join(problems))
     base = base_model_of(model)
     named = named_unique_parameters(model)
-    return {"architecture": type(base).__name__,
-            "unique_parameters": sum(p.numel() for n, p in named if not is_adapter_parameter(n)),
-            "trainable_parameters": sum(p.numel() for p in unique_parameters(model)),
-            "adapter_parameters": sum(p.numel() for n, p in named if is_adapter_parameter(n)),
-            "trainable": mode,
-            "tied_embeddings": base.get_output_embeddings().weight is base.get_input_embeddings().weight,
-            "dtype": "float32", "attn_implementation": getattr(base.config, "_attn_implementation", None)}
+    return {
+        "architecture": type(base).__name__,
+        "unique_parameters": sum(p.numel() for n, p in named if not is_adapter_parameter(n)),
+        "trainable_parameters": sum(p.numel() for p in unique_parameters(model)),
+        "adapter_parameters": sum(p.numel() for n, p in named if is_adapter_parameter(n)),
+        "trainable": mode,
+        "tied_embeddings": base.get_output_embeddings().weight
+        is base.get_input_embeddings().weight,
+        "dtype": "float32",
+        "attn_implementation": getattr(base.config, "_attn_implementation", None),
+    }

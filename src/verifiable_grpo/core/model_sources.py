@@ -10,6 +10,7 @@
 Every source returns (model, tokenizer) as transformers builds them; model.prepare_policy
 then sets precision, trainability and device, and runs the checks.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -37,18 +38,25 @@ def unavailable(config: dict, detail: str, err: Exception | None = None) -> Mode
     m = typed(config).model
     where = m.path or f"{m.name}@{m.revision}"
     if m.source == "hub":
-        how = ("run on Colab with a GPU (the hub is reachable there), or download a snapshot "
-               "of that revision elsewhere and pass its folder in model.path")
+        how = (
+            "run on Colab with a GPU (the hub is reachable there), or download a snapshot "
+            "of that revision elsewhere and pass its folder in model.path"
+        )
     elif m.source == "gguf":
-        how = (f"`{GGUF_INSTALL}` (with the gguf and accelerate packages of requirements.txt) "
-               "and model.path: null for its SmolLM2 file, or point model.path (and "
-               "model.gguf_file) at another .gguf file")
+        how = (
+            f"`{GGUF_INSTALL}` (with the gguf and accelerate packages of requirements.txt) "
+            "and model.path: null for its SmolLM2 file, or point model.path (and "
+            "model.gguf_file) at another .gguf file"
+        )
     else:
-        how = ("build the tiny base with `python -m verifiable_grpo build-tiny-base`, point "
-               "model.path at a saved model folder, or use model.source: random for a quick check")
+        how = (
+            "build the tiny base with `python -m verifiable_grpo build-tiny-base`, point "
+            "model.path at a saved model folder, or use model.source: random for a quick check"
+        )
     return ModelUnavailableError(
         f"Cannot load model {where!r} (source {m.source}): {detail}. To get it: {how}."
-        + (f" Underlying error: {type(err).__name__}: {err}" if err else ""))
+        + (f" Underlying error: {type(err).__name__}: {err}" if err else "")
+    )
 
 
 def local_folder(config: dict) -> Path | None:
@@ -65,20 +73,27 @@ def gguf_location(config: dict) -> tuple[Path, str]:
         # find_spec locates the wheel without importing it (its __init__ needs the `llm` app).
         spec = importlib.util.find_spec(GGUF_WHEEL_MODULE)
         if spec is None or not spec.submodule_search_locations:
-            raise unavailable(config, f"model.path is null, which means the GGUF file of the "
-                              f"{GGUF_WHEEL} wheel, and that wheel is not installed")
+            raise unavailable(
+                config,
+                f"model.path is null, which means the GGUF file of the "
+                f"{GGUF_WHEEL} wheel, and that wheel is not installed",
+            )
         folder, name = Path(list(spec.submodule_search_locations)[0]), name or GGUF_WHEEL_FILE
     else:
         given = resolve(m.path)
         if given.suffix == ".gguf" and name in (None, given.name):
             folder, name = given.parent, given.name
         elif given.suffix == ".gguf":
-            raise ValueError(f"model.path {given} is a .gguf file and model.gguf_file names "
-                             f"another ({name!r}); give the folder in model.path, or leave "
-                             "model.gguf_file null")
+            raise ValueError(
+                f"model.path {given} is a .gguf file and model.gguf_file names "
+                f"another ({name!r}); give the folder in model.path, or leave "
+                "model.gguf_file null"
+            )
         elif name is None:
-            raise ValueError(f"model.path {given} is a folder: name its .gguf file in "
-                             "model.gguf_file, or give the file itself in model.path")
+            raise ValueError(
+                f"model.path {given} is a folder: name its .gguf file in "
+                "model.gguf_file, or give the file itself in model.path"
+            )
         else:
             folder = given
     if not (folder / name).is_file():
@@ -90,8 +105,11 @@ def _gguf_ready(config: dict) -> None:
     """transformers reads GGUF weights with `gguf` and `accelerate`; say so before it fails."""
     missing = [name for name in ("gguf", "accelerate") if importlib.util.find_spec(name) is None]
     if missing:
-        raise unavailable(config, f"the {' and '.join(missing)} package(s) are not installed "
-                          "(`pip install -r requirements.txt` brings them)")
+        raise unavailable(
+            config,
+            f"the {' and '.join(missing)} package(s) are not installed "
+            "(`pip install -r requirements.txt` brings them)",
+        )
 
 
 def _dense(model):
@@ -120,10 +138,15 @@ def load_tokenizer(config: dict):
         try:
             return AutoTokenizer.from_pretrained(str(folder), gguf_file=name)
         except Exception as err:
-            raise unavailable(config, f"the tokenizer in {folder / name} could not be read", err) from err
+            raise unavailable(
+                config, f"the tokenizer in {folder / name} could not be read", err
+            ) from err
     if folder is None:
         raise ValueError(f"model.source {m.source!r} needs model.path (a tokenizer folder)")
-    if not (folder / "tokenizer.json").is_file() and not (folder / "tokenizer_config.json").is_file():
+    if (
+        not (folder / "tokenizer.json").is_file()
+        and not (folder / "tokenizer_config.json").is_file()
+    ):
         raise unavailable(config, f"no tokenizer files in {folder}")
     return AutoTokenizer.from_pretrained(str(folder))
 
@@ -137,10 +160,14 @@ def random_model_config(config: dict, tokenizer):
     spec = declared_architecture(config)
     shape = {k: v for k, v in dataclasses.asdict(cfg.model.random_init).items() if k != "seed"}
     return getattr(transformers, spec.config_class)(
-        vocab_size=len(tokenizer), max_position_embeddings=max(512, cfg.tokens.max_total),
+        vocab_size=len(tokenizer),
+        max_position_embeddings=max(512, cfg.tokens.max_total),
         tie_word_embeddings=cfg.model.tie_word_embeddings,
         attn_implementation="eager",
-        eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id, **shape)
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        **shape,
+    )
 
 
 def build_random_model(config: dict, tokenizer):
@@ -159,8 +186,12 @@ def _from_pretrained(config: dict, location: str, revision: str | None, **extra)
 
     try:
         return AutoModelForCausalLM.from_pretrained(
-            location, revision=revision, dtype=torch.float32,
-            attn_implementation=typed(config).model.attn_implementation, **extra)
+            location,
+            revision=revision,
+            dtype=torch.float32,
+            attn_implementation=typed(config).model.attn_implementation,
+            **extra,
+        )
     except Exception as err:
         raise unavailable(config, "the weights could not be loaded", err) from err
 
@@ -174,8 +205,9 @@ def load_source(config: dict):
         if folder is not None and not folder.is_dir():
             raise unavailable(config, f"model.path {folder} does not exist")
         tokenizer = load_tokenizer(config)
-        model = _from_pretrained(config, str(folder) if folder else m.name,
-                                 None if folder else m.revision)
+        model = _from_pretrained(
+            config, str(folder) if folder else m.name, None if folder else m.revision
+        )
     elif source == "local":
         folder = local_folder(config)
         if folder is None or not (folder / "config.json").is_file():
@@ -189,8 +221,15 @@ def load_source(config: dict):
         _gguf_ready(config)
         tokenizer = load_tokenizer(config)
         # dequantize=True: a policy trains dense FP32 weights, never packed GGUF blocks.
-        model = _dense(_from_pretrained(config, str(folder), None, gguf_file=name,
-                                        quantization_config=GgufConfig(dequantize=True)))
+        model = _dense(
+            _from_pretrained(
+                config,
+                str(folder),
+                None,
+                gguf_file=name,
+                quantization_config=GgufConfig(dequantize=True),
+            )
+        )
     else:  # random (config_schema.MODEL_SOURCES names the four)
         tokenizer = load_tokenizer(config)
         model = build_random_model(config, tokenizer)

@@ -8,6 +8,7 @@ A bar redraws itself up to ten times a second. On a terminal that overwrites one
 log file every redraw is appended (about 1 MB for the tiny pipeline), so a bar whose stream
 is not a terminal redraws at most every LOG_INTERVAL seconds unless the caller says otherwise.
 """
+
 from __future__ import annotations
 
 import os

@@ -5,6 +5,7 @@ fraction `zvf`; the code now says `zero_variance_fraction` everywhere. Recorded 
 evidence and are never rewritten, so every reader of a record that may hold the old keys
 passes it through `with_current_names` once, and the rest of the code knows one name.
 """
+
 from __future__ import annotations
 
 from typing import Any

@@ -26,6 +26,7 @@ its module (relative to the package), and STATE_ORDER, the order of a state's ke
 notebook lists them; states written before the skeleton keep theirs). RNG_KEY names where the process's streams live in
 the state (SFT's states call it "rng").
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -43,8 +44,8 @@ class ResumableRun:
     """Mixin for a run dataclass with fields identity, policy, optimizer and scheduler."""
 
     RNG_KEY = "system_rng"
-    CODE_ENTRY = ""                 # e.g. "training/grpo.py"
-    STATE_ORDER: tuple = ()         # the state's keys in the order its files keep them
+    CODE_ENTRY = ""  # e.g. "training/grpo.py"
+    STATE_ORDER: tuple = ()  # the state's keys in the order its files keep them
 
     # ------------------------------------------------------------------ identity
     @classmethod
@@ -60,8 +61,11 @@ class ResumableRun:
         the whole config) and of the run's code. A run adds its own fields to these."""
         if sections is None:
             return {"config_sha256": config_hash(config), "code_sha256": cls.code_sha256()}
-        return {"config_sections": list(sections), "config_sha256": sections_hash(config, sections),
-                "code_sha256": cls.code_sha256()}
+        return {
+            "config_sections": list(sections),
+            "config_sha256": sections_hash(config, sections),
+            "code_sha256": cls.code_sha256(),
+        }
 
     # ------------------------------------------------------------------ hooks
     def run_state(self) -> dict:
@@ -79,28 +83,35 @@ class ResumableRun:
     def prepare_optimizer(self, section, total_updates: int) -> None:
         """AdamW on the policy's unique parameters with `section`'s learning rate and weight
         decay, and its warm-up then cosine schedule over `total_updates`."""
-        self.optimizer = torch.optim.AdamW(unique_parameters(self.policy),
-                                           lr=section.learning_rate,
-                                           weight_decay=section.weight_decay)
-        self.scheduler = schedule.make_scheduler(self.optimizer, total_updates,
-                                                 section.warmup_fraction,
-                                                 section.final_lr_fraction)
+        self.optimizer = torch.optim.AdamW(
+            unique_parameters(self.policy),
+            lr=section.learning_rate,
+            weight_decay=section.weight_decay,
+        )
+        self.scheduler = schedule.make_scheduler(
+            self.optimizer, total_updates, section.warmup_fraction, section.final_lr_fraction
+        )
 
     # ------------------------------------------------------------------ checkpoint, restore
     def state(self, **extra) -> dict:
         """The full state at a boundary; `extra` adds or replaces entries (wall times go
         under "timings", which the state comparison ignores)."""
-        state = {"identity": self.identity,
-                 "model": self.policy.state_dict(),  # tied tensors keep sharing storage
-                 "optimizer": self.optimizer.state_dict(),
-                 "scheduler": self.scheduler.state_dict(),
-                 self.RNG_KEY: checkpoint.capture_rng(),
-                 **self.run_state(), **extra}
+        state = {
+            "identity": self.identity,
+            "model": self.policy.state_dict(),  # tied tensors keep sharing storage
+            "optimizer": self.optimizer.state_dict(),
+            "scheduler": self.scheduler.state_dict(),
+            self.RNG_KEY: checkpoint.capture_rng(),
+            **self.run_state(),
+            **extra,
+        }
         if not self.STATE_ORDER:
             return state
         if set(self.STATE_ORDER) != set(state):
-            raise ValueError(f"{type(self).__name__}.STATE_ORDER {sorted(self.STATE_ORDER)} "
-                             f"does not name the state's keys {sorted(state)}")
+            raise ValueError(
+                f"{type(self).__name__}.STATE_ORDER {sorted(self.STATE_ORDER)} "
+                f"does not name the state's keys {sorted(state)}"
+            )
         return {key: state[key] for key in self.STATE_ORDER}
 
     def restore(self, state: dict, what: str) -> None:
@@ -114,13 +125,15 @@ class ResumableRun:
         self.check_boundary(what)
 
     # ------------------------------------------------------------------ crash-save
-    def save_crash(self, out: Path, stage: str, position: int, evidence: dict | None = None,
-                   **extra) -> dict:
+    def save_crash(
+        self, out: Path, stage: str, position: int, evidence: dict | None = None, **extra
+    ) -> dict:
         """The crash pair for `position` (core.crash); returns its note with seconds."""
         return crash.save(out, stage, self.state(**extra), position, evidence)
 
-    def continue_after_crash(self, out: Path, stage: str,
-                             outputs: list[str]) -> tuple[dict, dict] | None:
+    def continue_after_crash(
+        self, out: Path, stage: str, outputs: list[str]
+    ) -> tuple[dict, dict] | None:
         """Restore the newest complete crash pair; (state, note), or None after moving the
         stage's `outputs` (relative to OUT) aside: without a pair the stage restarts."""
         found = crash.latest(out, stage)

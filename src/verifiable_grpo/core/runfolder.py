@@ -11,6 +11,7 @@ OUT/
   inference/{policy}/, scores/{policy}-{m}.json, results.json, exercise/
   stages/, crash/, aborted/, .lock           the pipeline's bookkeeping
 """
+
 from __future__ import annotations
 
 import re
@@ -18,9 +19,9 @@ from pathlib import Path
 
 from verifiable_grpo.core.config_schema import typed
 
-MODES = ("continuous", "interrupt", "resume")        # every training branch runs all three
+MODES = ("continuous", "interrupt", "resume")  # every training branch runs all three
 INFERENCE_MODES = ("greedy", "sample")
-MAIN_BRANCHES = ("warmstart", "sft", "grpo")          # the three policies of the main table
+MAIN_BRANCHES = ("warmstart", "sft", "grpo")  # the three policies of the main table
 SFT_BRANCHES = ("warmstart", "sft")
 _EXERCISE = re.compile(r"grpo-g(\d+)")
 
@@ -48,8 +49,10 @@ def branches(config: dict) -> tuple[str, ...]:
 def check_branch(config: dict, branch: str) -> str:
     known = branches(config)
     if branch not in known:
-        raise ValueError(f"unknown branch {branch!r}; this profile's branches are {list(known)} "
-                         "(exercise branches come from exercise.group_sizes)")
+        raise ValueError(
+            f"unknown branch {branch!r}; this profile's branches are {list(known)} "
+            "(exercise branches come from exercise.group_sizes)"
+        )
     return branch
 
 
@@ -65,11 +68,13 @@ def stage_name(branch: str, mode: str) -> str:
 
 def order_policies(names) -> list[str]:
     """Main policies first in their order, then exercise branches by group size."""
+
     def key(name):
         if name in MAIN_BRANCHES:
             return (0, MAIN_BRANCHES.index(name))
         size = exercise_group_size(name)
-        return (1, size if size is not None else 10 ** 9, name)
+        return (1, size if size is not None else 10**9, name)
+
     return sorted(names, key=key)
 
 
@@ -145,13 +150,18 @@ class RunFolder:
     # glob patterns (relative to OUT) of what a stage writes
     @staticmethod
     def branch_patterns(branch: str, mode: str) -> list[str]:
-        return [f"checkpoints/{branch}-{mode}.*", f"learning/{branch}-{mode}.json",
-                f"learning/{branch}-{mode}/*", f"rollouts/{branch}-{mode}/*"]
+        return [
+            f"checkpoints/{branch}-{mode}.*",
+            f"learning/{branch}-{mode}.json",
+            f"learning/{branch}-{mode}/*",
+            f"rollouts/{branch}-{mode}/*",
+        ]
 
     @staticmethod
     def evaluation_patterns(policies) -> list[str]:
-        return ([f"inference/{p}/*" for p in policies]
-                + [f"scores/{p}-{m}.json" for p in policies for m in INFERENCE_MODES])
+        return [f"inference/{p}/*" for p in policies] + [
+            f"scores/{p}-{m}.json" for p in policies for m in INFERENCE_MODES
+        ]
 
 
 # ---------------------------------------------------------------------------- the machine
@@ -161,5 +171,8 @@ def compute_identity(device) -> dict:
     import torch  # here, so that naming paths (the CLI's --help) needs no torch
 
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
-    return {"device": name, "torch_threads": torch.get_num_threads(),
-            "torch": str(torch.__version__)}
+    return {
+        "device": name,
+        "torch_threads": torch.get_num_threads(),
+        "torch": str(torch.__version__),
+    }

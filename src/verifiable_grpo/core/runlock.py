@@ -4,6 +4,7 @@ The lock is an flock held for the whole command, so the kernel releases it when 
 holder dies, however it dies; the file keeps the holder's PID and start time so that a
 second command can say who holds it, and a lock left by a dead holder is taken over.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -35,8 +36,9 @@ def usable_folder(out: str | os.PathLike) -> Path:
     for place in (out, *out.parents):
         if place.exists():
             if not place.is_dir():
-                raise RunFolderError(f"--out {out}: {place} is a file, not a folder; pass a "
-                                     "folder path")
+                raise RunFolderError(
+                    f"--out {out}: {place} is a file, not a folder; pass a folder path"
+                )
             break
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -44,8 +46,10 @@ def usable_folder(out: str | os.PathLike) -> Path:
         probe.touch()
         probe.unlink()
     except OSError as err:
-        raise RunFolderError(f"--out {out} cannot be written here ({type(err).__name__}: "
-                             f"{err.strerror or err}); pass a folder you can write") from None
+        raise RunFolderError(
+            f"--out {out} cannot be written here ({type(err).__name__}: "
+            f"{err.strerror or err}); pass a folder you can write"
+        ) from None
     return out
 
 
@@ -74,13 +78,21 @@ def locked(out: str | os.PathLike, command: str = "") -> Iterator[dict]:
                 f"{out} is in use by another process (PID {holder.get('pid', '?')} on "
                 f"{holder.get('host', '?')}, started {holder.get('started_at', '?')}, "
                 f"command {holder.get('command', '?')!r}); wait for it to finish or use "
-                "another --out") from None
+                "another --out"
+            ) from None
         previous = _holder(path) or None  # still there: its holder died without cleaning up
         handle.seek(0)
         handle.truncate()
-        handle.write(json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
-                                 "started_at": datetime.now(timezone.utc).isoformat(
-                                     timespec="seconds"), "command": command}))
+        handle.write(
+            json.dumps(
+                {
+                    "pid": os.getpid(),
+                    "host": socket.gethostname(),
+                    "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                    "command": command,
+                }
+            )
+        )
         handle.flush()
         try:
             yield {"took_over": previous}
@@ -89,13 +101,13 @@ def locked(out: str | os.PathLike, command: str = "") -> Iterator[dict]:
             handle.truncate()
             handle.flush()
             if fresh and [p.name for p in out.iterdir()] == [LOCK_NAME]:
-                path.unlink()   # still holding the flock: nobody else is inside
+                path.unlink()  # still holding the flock: nobody else is inside
                 out.rmdir()
     finally:
         handle.close()  # closing releases the flock
 
 
-PARENT_ENV = "VERIFIABLE_GRPO_PARENT_PID"   # set by a parent for its worker commands
+PARENT_ENV = "VERIFIABLE_GRPO_PARENT_PID"  # set by a parent for its worker commands
 
 
 def exit_with_parent(parent: int | None = None, poll_seconds: float = 1.0) -> None:
@@ -112,4 +124,5 @@ def exit_with_parent(parent: int | None = None, poll_seconds: float = 1.0) -> No
             if os.getppid() != parent:
                 os._exit(70)
             time.sleep(poll_seconds)
+
     threading.Thread(target=watch, daemon=True, name="exit-with-parent").start()

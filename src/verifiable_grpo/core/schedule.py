@@ -14,6 +14,7 @@ all warm-up (a single update runs at P).
 Examples, N = 48, w = 0.1, f = 0.1: W = 5; rates / P = 0.2, 0.4, 0.6, 0.8, 1.0, 1.0, ...,
 0.55 at step 26, ..., 0.1 at step 47. N = 218: W = 22. N = 200: W = 20.
 """
+
 from __future__ import annotations
 
 import math
@@ -25,8 +26,9 @@ def warmup_steps(total_steps: int, warmup_fraction: float) -> int:
     return max(1, math.floor(warmup_fraction * total_steps + 0.5))
 
 
-def learning_rate(step: int, total_steps: int, peak: float, warmup_fraction: float,
-                  final_fraction: float) -> float:
+def learning_rate(
+    step: int, total_steps: int, peak: float, warmup_fraction: float, final_fraction: float
+) -> float:
     if total_steps < 1:
         raise ValueError(f"total_steps must be >= 1, got {total_steps}")
     if not 0 <= step < total_steps:
@@ -56,8 +58,9 @@ class WarmupLinearDecay:
         return learning_rate(step, self.total_steps, 1.0, self.warmup_fraction, self.final_fraction)
 
 
-def make_scheduler(optimizer, total: int, warmup_fraction: float,
-                   final_fraction: float) -> torch.optim.lr_scheduler.LambdaLR:
+def make_scheduler(
+    optimizer, total: int, warmup_fraction: float, final_fraction: float
+) -> torch.optim.lr_scheduler.LambdaLR:
     """A LambdaLR over the optimizer's peak rate (a section's warmup_fraction and
     final_lr_fraction).
 

@@ -2,6 +2,7 @@
 field: shared by the profile schema (core/config_schema.py) and the Part III labs' settings
 (part3/lab_settings.py), so every settings file is refused with the same words.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -14,6 +15,7 @@ from typing import Any
 @dataclass(frozen=True)
 class Check:
     """A range or choice; `text` completes "must be ..."."""
+
     text: str
     ok: Callable[[Any], bool]
 
@@ -54,8 +56,10 @@ def exactly(value, why: str) -> Check:
 FULL_VOCABULARY = "sampling is temperature 1 over the full vocabulary: top_k 0, top_p 1.0"
 NON_EMPTY = Check("non-empty", lambda v: len(v) > 0)
 DISTINCT = Check("without repeats", lambda v: len(set(v)) == len(v))
-FOLDER_NAME = Check("a plain name (letters, digits, '.', '_', '-'; it names runs/<profile>)",
-                    lambda v: re.fullmatch(r"[A-Za-z0-9_.-]+", v) is not None)
+FOLDER_NAME = Check(
+    "a plain name (letters, digits, '.', '_', '-'; it names runs/<profile>)",
+    lambda v: re.fullmatch(r"[A-Za-z0-9_.-]+", v) is not None,
+)
 
 
 def each(check: Check) -> Check:
@@ -83,8 +87,7 @@ def key(meaning: str, *checks: Check, absent: Any = _REQUIRED) -> Any:
     return dataclasses.field(metadata=metadata)
 
 
-
 # Every integer setting must fit a 64-bit integer (torch and numpy hold them so; a bigger
 # one overflows minutes into a run, in a worker); a seed also fits numpy's 32-bit range.
-INT64 = (-2 ** 63, 2 ** 63 - 1)
-SEED = Check("in 0..4294967295 (numpy's seed range)", lambda v: 0 <= v <= 2 ** 32 - 1)
+INT64 = (-(2**63), 2**63 - 1)
+SEED = Check("in 0..4294967295 (numpy's seed range)", lambda v: 0 <= v <= 2**32 - 1)

@@ -7,6 +7,7 @@ of range, missing, unknown with a did-you-mean, a broken rule) and returns the v
 coerced (YAML-1.1 float strings such as "2e-4" become floats); `build` turns checked
 values into the frozen dataclasses. The profile's schema is core/config_schema.py.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -38,6 +39,7 @@ def rule(cls: type, *needs: str):
     def register(function):
         RULES.setdefault(cls, []).append((needs, function))
         return function
+
     return register
 
 
@@ -131,8 +133,11 @@ def check_section(cls, raw, path: str, section: str, problems: list[str]) -> Any
     for name in raw:
         if name not in names:
             close = difflib.get_close_matches(str(name), names, n=1)
-            known = (f"did you mean {close[0]}?" if close
-                     else f"{path or 'the top level'} takes {', '.join(names)}")
+            known = (
+                f"did you mean {close[0]}?"
+                if close
+                else f"{path or 'the top level'} takes {', '.join(names)}"
+            )
             problems.append(f"{_join(path, name)}: unknown key; {known}")
     seen = {**absent, **out}  # rules read an absent optional key as its stand-in value
     for needs, function in RULES.get(cls, []):
@@ -146,8 +151,12 @@ def build(hint, value):
     its stand-in value."""
     if dataclasses.is_dataclass(hint):
         nested = field_hints(hint)
-        return hint(**{f.name: build(nested[f.name], value.get(f.name, f.metadata.get("absent")))
-                       for f in dataclasses.fields(hint)})
+        return hint(
+            **{
+                f.name: build(nested[f.name], value.get(f.name, f.metadata.get("absent")))
+                for f in dataclasses.fields(hint)
+            }
+        )
     if typing.get_origin(hint) is tuple:
         return tuple(value)
     if hint is float:

@@ -4,6 +4,7 @@ Alignment: the logits at position t are the model's distribution for token t+1, 
 score of token t+1 is log_softmax(logits[t])[ids[t+1]]; the first token has no score.
 Log-softmax runs in float32 over the full vocabulary.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -14,8 +15,9 @@ import torch
 def forward_logits(model, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
     """[B, T, V] float32 logits (no KV cache)."""
     device = next(model.parameters()).device
-    output = model(input_ids=input_ids.to(device), attention_mask=attention_mask.to(device),
-                   use_cache=False)
+    output = model(
+        input_ids=input_ids.to(device), attention_mask=attention_mask.to(device), use_cache=False
+    )
     return output.logits.float()
 
 
@@ -45,6 +47,7 @@ def token_table(tokenizer, input_ids, logprobs, response_mask) -> list[dict]:
 
     input_ids [T] (or [1, T]), logprobs [T-1] as from token_logprobs, response_mask [T].
     """
+
     def flat(value) -> list:
         if isinstance(value, torch.Tensor):
             value = value.detach().cpu()
@@ -59,13 +62,20 @@ def token_table(tokenizer, input_ids, logprobs, response_mask) -> list[dict]:
 
     ids, scores, mask = flat(input_ids), flat(logprobs), flat(response_mask)
     if len(scores) != len(ids) - 1 or len(mask) != len(ids):
-        raise ValueError(f"lengths disagree: {len(ids)} ids, {len(scores)} log-probs "
-                         f"(expected {len(ids) - 1}), {len(mask)} mask entries")
-    return [{"position": t, "token_id": int(i),
-             "token": tokenizer.decode([int(i)], skip_special_tokens=False),
-             "supervised": bool(mask[t]),
-             "logprob": None if t == 0 else float(scores[t - 1])}
-            for t, i in enumerate(ids)]
+        raise ValueError(
+            f"lengths disagree: {len(ids)} ids, {len(scores)} log-probs "
+            f"(expected {len(ids) - 1}), {len(mask)} mask entries"
+        )
+    return [
+        {
+            "position": t,
+            "token_id": int(i),
+            "token": tokenizer.decode([int(i)], skip_special_tokens=False),
+            "supervised": bool(mask[t]),
+            "logprob": None if t == 0 else float(scores[t - 1]),
+        }
+        for t, i in enumerate(ids)
+    ]
 
 
 def response_logprob_rows(model, rows: Sequence[dict], pad_id: int, batch_size: int = 8):
@@ -73,7 +83,7 @@ def response_logprob_rows(model, rows: Sequence[dict], pad_id: int, batch_size: 
     results = []
     with torch.no_grad():
         for start in range(0, len(rows), batch_size):
-            batch = collate(rows[start:start + batch_size], pad_id)
+            batch = collate(rows[start : start + batch_size], pad_id)
             scores = token_logprobs(model, batch["input_ids"], batch["attention_mask"])
             sums, counts = masked_sums(scores, batch["response_mask"])
             results += [(float(s), int(c)) for s, c in zip(sums.cpu(), counts.cpu())]

@@ -13,6 +13,7 @@ as present only when a digest record names the same SHA-256 and size: the bytes 
 checked when they were loaded for the comparison (or, for the interrupt state, when the
 resume loaded it) and hashed once more when reduced. Anything else missing is still refused.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -50,8 +51,11 @@ def vouched_for(out, rel: str, entry: dict) -> bool:
     if not path.is_file():
         return False
     record = read_json(path)
-    return (record.get("file") == rel and record.get("sha256") == entry["sha256"]
-            and record.get("bytes") == entry["bytes"])
+    return (
+        record.get("file") == rel
+        and record.get("sha256") == entry["sha256"]
+        and record.get("bytes") == entry["bytes"]
+    )
 
 
 def reduce_branch_states(out, branch: str) -> list[dict]:
@@ -62,20 +66,27 @@ def reduce_branch_states(out, branch: str) -> list[dict]:
         path = folder.state(branch, mode)
         rel = path.relative_to(out).as_posix()
         target = digest_record(out, rel)
-        if target.is_file():                      # reduced by a run cut short before removal
+        if target.is_file():  # reduced by a run cut short before removal
             record = read_json(target)
         elif path.is_file():
-            record = {"file": rel, "sha256": sha256_file(path), "bytes": path.stat().st_size,
-                      "recorded_sha256": folder.recorded_state_sha256(branch, mode),
-                      "why": "storage.keep_states is digest: the state was removed after the "
-                             f"resume comparison of {branch} (resume-{branch}.json)"}
+            record = {
+                "file": rel,
+                "sha256": sha256_file(path),
+                "bytes": path.stat().st_size,
+                "recorded_sha256": folder.recorded_state_sha256(branch, mode),
+                "why": "storage.keep_states is digest: the state was removed after the "
+                f"resume comparison of {branch} (resume-{branch}.json)",
+            }
             if record["sha256"] != record["recorded_sha256"]:
-                raise ValueError(f"{path}: its SHA-256 differs from its learning record's; "
-                                 "the state was changed after it was written")
+                raise ValueError(
+                    f"{path}: its SHA-256 differs from its learning record's; "
+                    "the state was changed after it was written"
+                )
             save_json(target, record)
         else:
-            raise FileNotFoundError(f"cannot reduce {path}: neither the state nor its digest "
-                                    "record exists")
+            raise FileNotFoundError(
+                f"cannot reduce {path}: neither the state nor its digest record exists"
+            )
         if path.is_file():
             path.unlink()
         records.append(record)
@@ -89,8 +100,9 @@ def verify_branch(config: dict, out, branch: str) -> dict:
 
     report_path = RunFolder(out).resume_check(branch)
     digest = keeps_digests_only(config)
-    report = (read_json(report_path) if digest and report_path.is_file()
-              else verify_resume(out, branch))
+    report = (
+        read_json(report_path) if digest and report_path.is_file() else verify_resume(out, branch)
+    )
     if digest:
         reduce_branch_states(out, branch)
     return report
@@ -103,4 +115,5 @@ def reduction_reuse(config: dict, branch: str):
 
     def reuse(_out, rels: list[str]) -> set[str]:
         return set(rels) if keeps_digests_only(config) and report in rels else set()
+
     return reuse

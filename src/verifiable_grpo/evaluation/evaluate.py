@@ -12,6 +12,7 @@ Order of work, enforced rather than promised:
    (verdicts.py).
 The label guard is label_guard.py.
 """
+
 from __future__ import annotations
 
 import time
@@ -77,16 +78,19 @@ def select_test_pages(pages: list[dict], problems: int) -> list[tuple[int, dict]
             want[population] -= 1
             chosen.append((index, page))
     if any(want.values()):
-        raise ValueError(f"not enough test inputs for a balanced subset of {problems}: "
-                         f"missing {want}")
+        raise ValueError(
+            f"not enough test inputs for a balanced subset of {problems}: missing {want}"
+        )
     return chosen
 
 
 # --------------------------------------------------------------------------- inference
 def inference_dir(out_dir, policy: str) -> Path:
     if policy not in MAIN_BRANCHES and exercise_group_size(policy) is None:
-        raise ValueError(f"unknown policy {policy!r}; expected one of {list(MAIN_BRANCHES)} or "
-                         "an exercise branch grpo-gN")
+        raise ValueError(
+            f"unknown policy {policy!r}; expected one of {list(MAIN_BRANCHES)} or "
+            "an exercise branch grpo-gN"
+        )
     return RunFolder(out_dir).inference(policy)
 
 
@@ -98,16 +102,24 @@ def _generation_settings(config: dict) -> dict:
     cfg = typed(config)
     ev, sampling, tokens = cfg.evaluation, cfg.sampling, cfg.tokens
     return {
-        "problems": ev.problems, "draws": ev.draws, "seed_base": ev.seed_base,
+        "problems": ev.problems,
+        "draws": ev.draws,
+        "seed_base": ev.seed_base,
         "seed_rule": "seed_base + problem_index * draws + draw (problem_index: position in "
-                     "input/pages.json); one torch.Generator per draw",
-        "temperature": sampling.temperature, "top_k": sampling.top_k,
-        "top_p": sampling.top_p, "use_kv_cache": sampling.use_kv_cache,
+        "input/pages.json); one torch.Generator per draw",
+        "temperature": sampling.temperature,
+        "top_k": sampling.top_k,
+        "top_p": sampling.top_p,
+        "use_kv_cache": sampling.use_kv_cache,
         "batched": sampling.batched,
-        "draw": ("inverse CDF of one float64 uniform per step from the draw's generator, "
-                 f"{EVALUATION_BATCH_ROWS} responses decoded together" if sampling.batched
-                 else "torch.multinomial, one response at a time"),
-        "max_response_tokens": tokens.max_response, "max_prompt_tokens": tokens.max_prompt,
+        "draw": (
+            "inverse CDF of one float64 uniform per step from the draw's generator, "
+            f"{EVALUATION_BATCH_ROWS} responses decoded together"
+            if sampling.batched
+            else "torch.multinomial, one response at a time"
+        ),
+        "max_response_tokens": tokens.max_response,
+        "max_prompt_tokens": tokens.max_prompt,
         "constrained_decoding": False,
         "greedy": "argmax of the full-vocabulary logits at every step",
     }
@@ -121,11 +133,11 @@ def _mode_rows(model, tokenizer, config, jobs, mode, device, bar, policy) -> lis
         bar.update()
         if job.draw == last_draw:
             fault_point("inference-after-problem")
-            interrupts.check(f"during inference of {policy} (unfinished inference is "
-                             "redone on the next run)")
+            interrupts.check(
+                f"during inference of {policy} (unfinished inference is redone on the next run)"
+            )
 
-    answers = generate_answers(model, tokenizer, config, jobs, mode == "greedy", device,
-                               after_each)
+    answers = generate_answers(model, tokenizer, config, jobs, mode == "greedy", device, after_each)
     return [job.row(answer) for job, answer in zip(jobs, answers)]
 
 
@@ -134,8 +146,10 @@ def _inference_target(out_dir: Path, policy: str) -> tuple[Path, Path]:
     material in the inference folders and missing weights."""
     folder = inference_dir(out_dir, policy)
     if folder.exists() and any(folder.iterdir()):
-        raise FileExistsError(f"{folder} exists; inference files are never overwritten "
-                              "(remove the folder or use a new --out)")
+        raise FileExistsError(
+            f"{folder} exists; inference files are never overwritten "
+            "(remove the folder or use a new --out)"
+        )
     assert_no_labels(out_dir / "inference")
     weights = checkpoint_path(out_dir, policy)
     if not weights.is_file():
@@ -149,38 +163,68 @@ def _load_policy(config: dict, out_dir: Path, policy: str, weights: Path) -> tup
     from verifiable_grpo.core import model as model_lib
 
     policy_model, metadata = model_lib.reload_policy(
-        weights, config, RunFolder(out_dir).recorded_policy_sha256(policy))
+        weights, config, RunFolder(out_dir).recorded_policy_sha256(policy)
+    )
     policy_model.eval()
     tokenizer = model_lib.load_tokenizer(config)
     digest_before = model_lib.model_digest(policy_model)
     if metadata.get("model_digest") not in (None, digest_before):
-        raise ValueError(f"{weights}: reloaded weights digest {digest_before[:12]}... differs "
-                         f"from the recorded {metadata['model_digest'][:12]}...")
+        raise ValueError(
+            f"{weights}: reloaded weights digest {digest_before[:12]}... differs "
+            f"from the recorded {metadata['model_digest'][:12]}..."
+        )
     return policy_model, tokenizer, digest_before
 
 
-def _write_mode(policy_model, tokenizer, config: dict, policy: str, mode: str, selected,
-                prompt_ids, folder: Path, digest: str) -> tuple[dict, float]:
+def _write_mode(
+    policy_model,
+    tokenizer,
+    config: dict,
+    policy: str,
+    mode: str,
+    selected,
+    prompt_ids,
+    folder: Path,
+    digest: str,
+) -> tuple[dict, float]:
     """Answer every selected problem in one mode and write OUT/inference/{policy}/{mode}.json;
     returns (its entry in the audit, the seconds it took)."""
     ev = typed(config).evaluation
     draws, seed_base = ev.draws, ev.seed_base
     device = next(policy_model.parameters()).device
     started = time.perf_counter()
-    bar = tqdm(total=len(selected) * (1 if mode == "greedy" else draws),
-               desc=f"{policy} {mode}", leave=False)
-    rows = _mode_rows(policy_model, tokenizer, config,
-                      response_jobs(selected, prompt_ids, mode, draws, seed_base), mode, device,
-                      bar, policy)
+    bar = tqdm(
+        total=len(selected) * (1 if mode == "greedy" else draws),
+        desc=f"{policy} {mode}",
+        leave=False,
+    )
+    rows = _mode_rows(
+        policy_model,
+        tokenizer,
+        config,
+        response_jobs(selected, prompt_ids, mode, draws, seed_base),
+        mode,
+        device,
+        bar,
+        policy,
+    )
     bar.close()
     if device.type == "cuda":
         torch.cuda.synchronize(device)
     seconds = time.perf_counter() - started
-    path = save_json(folder / f"{mode}.json", {
-        "policy": policy, "mode": mode, "model_digest": digest,
-        "problems": len(selected), "draws_per_problem": 1 if mode == "greedy" else draws,
-        "document_ids": [page["document_id"] for _, page in selected],
-        "labels_read": False, "rows": rows})
+    path = save_json(
+        folder / f"{mode}.json",
+        {
+            "policy": policy,
+            "mode": mode,
+            "model_digest": digest,
+            "problems": len(selected),
+            "draws_per_problem": 1 if mode == "greedy" else draws,
+            "document_ids": [page["document_id"] for _, page in selected],
+            "labels_read": False,
+            "rows": rows,
+        },
+    )
     return {"file": path.name, "sha256": sha256_file(path), "responses": len(rows)}, seconds
 
 
@@ -205,24 +249,37 @@ def generate_policy(config: dict, out_dir, policy: str) -> dict:
         if cuda:
             torch.cuda.synchronize(device)
             torch.cuda.reset_peak_memory_stats(device)
-        prompt_ids = [prompts.prompt_ids(tokenizer, page["statement"], config)
-                      for _, page in selected]
+        prompt_ids = [
+            prompts.prompt_ids(tokenizer, page["statement"], config) for _, page in selected
+        ]
         files, seconds = {}, {}
         for mode in INFERENCE_MODES:
-            files[mode], seconds[mode] = _write_mode(policy_model, tokenizer, config, policy,
-                                                     mode, selected, prompt_ids, folder,
-                                                     digest_before)
+            files[mode], seconds[mode] = _write_mode(
+                policy_model,
+                tokenizer,
+                config,
+                policy,
+                mode,
+                selected,
+                prompt_ids,
+                folder,
+                digest_before,
+            )
         digest_after = model_lib.model_digest(policy_model)
         if digest_after != digest_before:
             raise ValueError(f"{policy}: generation changed the policy's weights")
         audit = {
-            "policy": policy, "model_digest": digest_before,
+            "policy": policy,
+            "model_digest": digest_before,
             "checkpoint": str(weights.relative_to(out_dir)),
             "checkpoint_sha256": sha256_file(weights),
             "seconds": {**seconds, "total": seconds["greedy"] + seconds["sample"]},
             "peak_cuda_memory_bytes": torch.cuda.max_memory_allocated(device) if cuda else None,
-            "device": str(device), "settings": _generation_settings(config),
-            "files": files, "labels_read": False, "finished_at": utc_now(),
+            "device": str(device),
+            "settings": _generation_settings(config),
+            "files": files,
+            "labels_read": False,
+            "finished_at": utc_now(),
             "provenance": provenance(config),
         }
         save_json(folder / "audit.json", audit)
@@ -237,8 +294,10 @@ def check_inference(out_dir, policy: str) -> dict | None:
         return None  # never started (an empty folder is what a kill before any file leaves)
     audit_path = folder / "audit.json"
     if not audit_path.is_file():
-        raise ValueError(f"{folder} is half-written (no audit.json): remove it or use a new "
-                         "--out; inference files are never overwritten")
+        raise ValueError(
+            f"{folder} is half-written (no audit.json): remove it or use a new "
+            "--out; inference files are never overwritten"
+        )
     audit = read_json(audit_path)
     for entry in audit["files"].values():
         path = folder / entry["file"]
@@ -248,22 +307,23 @@ def check_inference(out_dir, policy: str) -> dict | None:
 
 
 # --------------------------------------------------------------------------- scoring
-def _score_policy(out_dir: Path, policy: str, audit: dict, gold: dict, draws: int,
-                  labels_read_at: str) -> dict:
+def _score_policy(
+    out_dir: Path, policy: str, audit: dict, gold: dict, draws: int, labels_read_at: str
+) -> dict:
     """Score one policy's greedy and sampled answers (writing their score files); returns
     its entry in the results."""
     folder = inference_dir(out_dir, policy)
     entry = {}
     for mode in INFERENCE_MODES:
         inference = read_json(folder / f"{mode}.json")
-        check_counts(inference["rows"], inference["document_ids"],
-                     1 if mode == "greedy" else draws)
+        check_counts(inference["rows"], inference["document_ids"], 1 if mode == "greedy" else draws)
         scored = score_rows(inference["rows"], gold)
-        save_json(RunFolder(out_dir).scores(policy, mode),
-                  {"policy": policy, "mode": mode, "labels_read_at": labels_read_at,
-                   "rows": scored})
+        save_json(
+            RunFolder(out_dir).scores(policy, mode),
+            {"policy": policy, "mode": mode, "labels_read_at": labels_read_at, "rows": scored},
+        )
         entry[mode] = population_metrics(scored)
-        for metrics in entry[mode].values():   # measured once per policy run, not per population
+        for metrics in entry[mode].values():  # measured once per policy run, not per population
             metrics["peak_cuda_memory_bytes"] = audit["peak_cuda_memory_bytes"]
     return {
         "greedy_pass_at_1": entry["greedy"],
@@ -271,10 +331,13 @@ def _score_policy(out_dir: Path, policy: str, audit: dict, gold: dict, draws: in
         "draws_per_problem": draws,
         "best_of_draws_reported": False,
         "model_digest": audit["model_digest"],
-        "generation": {"seconds": audit["seconds"],
-                       "peak_cuda_memory_bytes": audit["peak_cuda_memory_bytes"],
-                       "device": audit["device"], "finished_at": audit["finished_at"],
-                       "files": audit["files"]},
+        "generation": {
+            "seconds": audit["seconds"],
+            "peak_cuda_memory_bytes": audit["peak_cuda_memory_bytes"],
+            "device": audit["device"],
+            "finished_at": audit["finished_at"],
+            "files": audit["files"],
+        },
     }
 
 
@@ -306,23 +369,28 @@ def score_policies(config: dict, out_dir, policies, results_path) -> dict:
         raise ValueError(f"inference of {late} finished after scoring began")
     gold = data.read_gold(out_dir / "data")
     draws = typed(config).evaluation.draws
-    policies_out = {policy: _score_policy(out_dir, policy, audits[policy], gold, draws,
-                                          labels_read_at)
-                    for policy in policies}
+    policies_out = {
+        policy: _score_policy(out_dir, policy, audits[policy], gold, draws, labels_read_at)
+        for policy in policies
+    }
     first = _same_problems(out_dir, policies)
     results = {
         "policies": policies_out,
-        "problems": len(first), "draws": draws,
-        "populations": {p: policies_out[policies[0]]["greedy_pass_at_1"][p]["problems"]
-                        for p in POPULATIONS},
+        "problems": len(first),
+        "draws": draws,
+        "populations": {
+            p: policies_out[policies[0]]["greedy_pass_at_1"][p]["problems"] for p in POPULATIONS
+        },
         "settings": _generation_settings(config),
         "labels_read_at": labels_read_at,
         "inference_finished_before_labels": True,
         "dataset_sha256": data.dataset_sha256(out_dir / "data"),
-        "notes": ["per-draw success counts every sampled response; it is not best-of-k",
-                  "invalid outputs are kept and score 0",
-                  "a deterministic solver computes every answer exactly; this is a teaching "
-                  "task, not evidence about real inventories"],
+        "notes": [
+            "per-draw success counts every sampled response; it is not best-of-k",
+            "invalid outputs are kept and score 0",
+            "a deterministic solver computes every answer exactly; this is a teaching "
+            "task, not evidence about real inventories",
+        ],
         "provenance": provenance(config),
     }
     save_json(results_path, results)
@@ -345,13 +413,17 @@ def command_evaluate(args) -> int:
     out_dir = Path(args.out)
     if getattr(args, "policy", None):
         audit = generate_policy(config, out_dir, args.policy)
-        print(f"{args.policy}: inference written in {audit['seconds']['total']:.1f} s; "
-              "labels not read (run `evaluate` without --policy to score)")
+        print(
+            f"{args.policy}: inference written in {audit['seconds']['total']:.1f} s; "
+            "labels not read (run `evaluate` without --policy to score)"
+        )
         return 0
     results = evaluate_policies(config, out_dir, MAIN_POLICIES, RunFolder(out_dir).results)
     for policy, entry in results["policies"].items():
         greedy = entry["greedy_pass_at_1"]["ALL"]
         sample = entry["per_draw_success"]["ALL"]
-        print(f"{policy:10s} greedy pass@1 {greedy['success_rate']:.3f}  per-draw success "
-              f"{sample['success_rate']:.3f}  (valid JSON {sample['json_validity']:.3f})")
+        print(
+            f"{policy:10s} greedy pass@1 {greedy['success_rate']:.3f}  per-draw success "
+            f"{sample['success_rate']:.3f}  (valid JSON {sample['json_validity']:.3f})"
+        )
     return 0

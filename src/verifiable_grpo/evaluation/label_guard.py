@@ -2,6 +2,7 @@
 folders a `labels_out_of_reach` block names, and `assert_no_labels` refuses answer
 material where inference reads or writes. evaluate.generate_policy uses both.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -25,8 +26,10 @@ def _audit_open(event: str, args) -> None:
         return
     for folder in _FORBIDDEN:
         if path == folder or path.startswith(folder + os.sep):
-            raise PermissionError(f"inference tried to open {path}: labels are out of reach "
-                                  "until every inference file is written")
+            raise PermissionError(
+                f"inference tried to open {path}: labels are out of reach "
+                "until every inference file is written"
+            )
 
 
 @contextlib.contextmanager
@@ -51,8 +54,13 @@ def assert_no_labels(folder) -> None:
     folder = Path(folder)
     if not folder.exists():
         return
-    found = [str(p) for p in folder.rglob("*")
-             if p.name in ("gold.json", "labels") or "labels" in p.relative_to(folder).parts]
+    found = [
+        str(p)
+        for p in folder.rglob("*")
+        if p.name in ("gold.json", "labels") or "labels" in p.relative_to(folder).parts
+    ]
     if found:
-        raise ValueError(f"{folder} holds label material {sorted(found)[:5]}; inference must "
-                         "not see answers (move them out before generating)")
+        raise ValueError(
+            f"{folder} holds label material {sorted(found)[:5]}; inference must "
+            "not see answers (move them out before generating)"
+        )

@@ -6,6 +6,7 @@ use the same jobs, draw seeds, batching and verifier (evaluation.evaluate), so a
 gets the same answers either way. Labels are read by the caller and passed in only after
 every answer exists.
 """
+
 from __future__ import annotations
 
 import torch
@@ -20,20 +21,21 @@ ANSWER_KEYS = ("text", "finish_reason", "tokenization_valid", "response_tokens",
 
 
 @torch.no_grad()
-def answer(policy, tokenizer, config: dict, selected: list[tuple[int, dict]], draws: int,
-           seed_base: int) -> dict[str, list[dict]]:
+def answer(
+    policy, tokenizer, config: dict, selected: list[tuple[int, dict]], draws: int, seed_base: int
+) -> dict[str, list[dict]]:
     """{"greedy": rows, "sample": rows} for the (index, page) problems: one greedy answer
     each and `draws` sampled answers with responses.draw_seed(seed_base, index, ...)."""
     if policy.training:
         raise ValueError("scoring a policy needs it in eval mode (dropout off)")
     device = rollout.model_device(policy)
-    prompt_rows = [prompts.prompt_ids(tokenizer, page["statement"], config)
-                   for _, page in selected]
+    prompt_rows = [prompts.prompt_ids(tokenizer, page["statement"], config) for _, page in selected]
     found = {}
     for mode in INFERENCE_MODES:
         jobs = responses.response_jobs(selected, prompt_rows, mode, draws, seed_base)
-        answers = responses.generate_answers(policy, tokenizer, config, jobs, mode == "greedy",
-                                            device)
+        answers = responses.generate_answers(
+            policy, tokenizer, config, jobs, mode == "greedy", device
+        )
         found[mode] = [job.row({k: a[k] for k in ANSWER_KEYS}) for job, a in zip(jobs, answers)]
     return found
 

@@ -6,6 +6,7 @@ generator, so a row's answer does not depend on its batch. Part I's staged evalu
 (evaluate.py) and the in-memory scoring of studies and sweeps (policy_scores.py) both
 generate through here, so a policy gets the same answers either way.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -27,9 +28,10 @@ EVALUATION_BATCH_ROWS = 64
 
 
 def _answer(out: dict) -> dict:
-    return {key: out[key] for key in ("text", "finish_reason", "tokenization_valid",
-                                      "response_tokens", "seconds")} | {
-        "response_ids": [int(t) for t in out["response_ids"]]}
+    return {
+        key: out[key]
+        for key in ("text", "finish_reason", "tokenization_valid", "response_tokens", "seconds")
+    } | {"response_ids": [int(t) for t in out["response_ids"]]}
 
 
 def _respond(model, tokenizer, ids, config, generator, greedy):
@@ -42,26 +44,39 @@ def _respond(model, tokenizer, ids, config, generator, greedy):
 class ResponseJob:
     """One response to generate: which problem, its prompt, which draw, and the draw's seed
     (None for the greedy response)."""
-    problem_index: int       # index in the test-input file
-    page: dict               # the test input (document_id, population, statement)
+
+    problem_index: int  # index in the test-input file
+    page: dict  # the test input (document_id, population, statement)
     prompt_ids: list[int]
     draw: int
     seed: int | None
 
     def row(self, answer: dict) -> dict:
         """The inference-file row of this job's answer (keys in the files' order)."""
-        return {"document_id": self.page["document_id"], "population": self.page["population"],
-                "problem_index": self.problem_index, "draw": self.draw, "seed": self.seed,
-                **answer}
+        return {
+            "document_id": self.page["document_id"],
+            "population": self.page["population"],
+            "problem_index": self.problem_index,
+            "draw": self.draw,
+            "seed": self.seed,
+            **answer,
+        }
 
 
-def response_jobs(selected, prompt_ids, mode: str, draws: int,
-                  seed_base: int) -> list[ResponseJob]:
+def response_jobs(selected, prompt_ids, mode: str, draws: int, seed_base: int) -> list[ResponseJob]:
     """Every response of a mode, in order: problem by problem, draw by draw."""
     count = 1 if mode == "greedy" else draws
-    return [ResponseJob(index, page, ids, draw,
-                        None if mode == "greedy" else draw_seed(seed_base, index, draws, draw))
-            for (index, page), ids in zip(selected, prompt_ids) for draw in range(count)]
+    return [
+        ResponseJob(
+            index,
+            page,
+            ids,
+            draw,
+            None if mode == "greedy" else draw_seed(seed_base, index, draws, draw),
+        )
+        for (index, page), ids in zip(selected, prompt_ids)
+        for draw in range(count)
+    ]
 
 
 def generate_answers(model, tokenizer, config, jobs, greedy: bool, device, after_each=None):
@@ -75,16 +90,25 @@ def generate_answers(model, tokenizer, config, jobs, greedy: bool, device, after
     size = EVALUATION_BATCH_ROWS if batched else 1
     answers = []
     for start in range(0, len(jobs), size):
-        chunk = jobs[start:start + size]
-        generators = [None if job.seed is None
-                      else torch.Generator(device=device).manual_seed(job.seed) for job in chunk]
+        chunk = jobs[start : start + size]
+        generators = [
+            None if job.seed is None else torch.Generator(device=device).manual_seed(job.seed)
+            for job in chunk
+        ]
         if batched:
-            found = [_answer(out) for out in batched_rollout.generate_batch(
-                model, tokenizer, [job.prompt_ids for job in chunk], config,
-                None if greedy else generators, greedy=greedy)]
+            found = [
+                _answer(out)
+                for out in batched_rollout.generate_batch(
+                    model,
+                    tokenizer,
+                    [job.prompt_ids for job in chunk],
+                    config,
+                    None if greedy else generators,
+                    greedy=greedy,
+                )
+            ]
         else:
-            found = [_respond(model, tokenizer, chunk[0].prompt_ids, config, generators[0],
-                              greedy)]
+            found = [_respond(model, tokenizer, chunk[0].prompt_ids, config, generators[0], greedy)]
         for job, answer in zip(chunk, found):
             answers.append(answer)
             if after_each is not None:

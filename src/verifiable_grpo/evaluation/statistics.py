@@ -8,6 +8,7 @@ Shared by Parts I, II and III. Conventions (so that recorded figures reproduce):
   (1 + level)/2;
 - the exact McNemar test is computed with integer arithmetic, not floating-point sums.
 """
+
 from __future__ import annotations
 
 import math
@@ -15,7 +16,7 @@ from fractions import Fraction
 
 import numpy as np
 
-Z_95 = 1.959964   # the two-sided 95% normal quantile, as the post-training module writes it
+Z_95 = 1.959964  # the two-sided 95% normal quantile, as the post-training module writes it
 
 
 # --------------------------------------------------------------------------- checks
@@ -47,8 +48,13 @@ def _check_count(value, name: str) -> int:
 
 
 # --------------------------------------------------------------------------- intervals
-def percentile_bootstrap(values, rng: np.random.Generator, resamples: int = 10_000,
-                         level: float = 0.95, statistic=np.mean) -> tuple[float, float]:
+def percentile_bootstrap(
+    values,
+    rng: np.random.Generator,
+    resamples: int = 10_000,
+    level: float = 0.95,
+    statistic=np.mean,
+) -> tuple[float, float]:
     """Percentile interval of `statistic` over resampled items (with replacement).
 
     `statistic(samples, axis=1)` must reduce each row of a (resamples, n) matrix
@@ -85,8 +91,9 @@ def wilson_interval(successes: int, n: int, z: float = Z_95) -> tuple[float, flo
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-def paired_bootstrap(a, b, rng: np.random.Generator, resamples: int = 10_000,
-                     level: float = 0.95) -> dict:
+def paired_bootstrap(
+    a, b, rng: np.random.Generator, resamples: int = 10_000, level: float = 0.95
+) -> dict:
     """Mean difference a - b on the same items, with a percentile interval.
 
     Items are resampled as pairs (the per-item differences), so an item easy for both
@@ -94,8 +101,10 @@ def paired_bootstrap(a, b, rng: np.random.Generator, resamples: int = 10_000,
     """
     first, second = _as_values(a, "a"), _as_values(b, "b")
     if first.shape != second.shape:
-        raise ValueError(f"a and b must score the same items: lengths {first.size} and "
-                         f"{second.size} differ; align them by item first")
+        raise ValueError(
+            f"a and b must score the same items: lengths {first.size} and "
+            f"{second.size} differ; align them by item first"
+        )
     difference = first - second
     low, high = percentile_bootstrap(difference, rng, resamples=resamples, level=level)
     return {"difference": float(difference.mean()), "low": low, "high": high}
@@ -115,7 +124,7 @@ def exact_binomial_two_sided(k: int, n: int) -> float:
     if n == 0 or 2 * k == n:
         return 1.0
     tail = sum(math.comb(n, j) for j in range(min(k, n - k) + 1))
-    return float(min(Fraction(1), Fraction(2 * tail, 2 ** n)))
+    return float(min(Fraction(1), Fraction(2 * tail, 2**n)))
 
 
 def exact_mcnemar(only_a: int, only_b: int) -> float:

@@ -3,6 +3,7 @@
 counts and rates per population (ALL, ID50, OOD100). evaluate.score_policies runs them
 once every inference file exists.
 """
+
 from __future__ import annotations
 
 POPULATIONS = ("ALL", "ID50", "OOD100")
@@ -17,15 +18,31 @@ def score_rows(rows: list[dict], gold: dict[str, dict]) -> list[dict]:
         label = gold.get(row["document_id"])
         if label is None:
             raise ValueError(f"no gold label for {row['document_id']}")
-        verdict = score_generated_json(row["text"], row["finish_reason"], label["problem"],
-                                       tokenization_valid=row["tokenization_valid"])
+        verdict = score_generated_json(
+            row["text"],
+            row["finish_reason"],
+            label["problem"],
+            tokenization_valid=row["tokenization_valid"],
+        )
         if verdict["expected"] != label["final_stock"]:
             raise ValueError(f"{row['document_id']}: the solver and the gold label disagree")
-        scored.append({key: row[key] for key in ("document_id", "population", "problem_index",
-                                                 "draw", "seed", "finish_reason",
-                                                 "response_tokens", "seconds", "text")}
-                      | {key: verdict[key] for key in ("valid", "value", "reason", "reward",
-                                                       "expected")})
+        scored.append(
+            {
+                key: row[key]
+                for key in (
+                    "document_id",
+                    "population",
+                    "problem_index",
+                    "draw",
+                    "seed",
+                    "finish_reason",
+                    "response_tokens",
+                    "seconds",
+                    "text",
+                )
+            }
+            | {key: verdict[key] for key in ("valid", "value", "reason", "reward", "expected")}
+        )
     return scored
 
 
@@ -35,8 +52,10 @@ def check_counts(rows: list[dict], document_ids: list[str], draws: int) -> None:
     seen = [(r["document_id"], r["draw"]) for r in rows]
     if len(seen) != len(set(seen)) or set(seen) != expected:
         missing = sorted(expected - set(seen))[:3]
-        raise ValueError(f"responses do not cover {len(document_ids)} problems x {draws} draws "
-                         f"exactly once (got {len(seen)} rows; missing e.g. {missing})")
+        raise ValueError(
+            f"responses do not cover {len(document_ids)} problems x {draws} draws "
+            f"exactly once (got {len(seen)} rows; missing e.g. {missing})"
+        )
 
 
 def population_metrics(scored: list[dict]) -> dict:
@@ -52,8 +71,10 @@ def population_metrics(scored: list[dict]) -> dict:
         metrics[population] = {
             "responses": n,
             "problems": len({r["document_id"] for r in rows}),
-            "correct": correct, "success_rate": correct / n,
-            "valid_json": valid, "json_validity": valid / n,
+            "correct": correct,
+            "success_rate": correct / n,
+            "valid_json": valid,
+            "json_validity": valid / n,
             "without_eos": sum(r["finish_reason"] != "eos" for r in rows),
             "mean_response_tokens": sum(r["response_tokens"] for r in rows) / n,
             "generation_seconds": sum(r["seconds"] for r in rows),

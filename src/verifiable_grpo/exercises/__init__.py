@@ -1,4 +1,5 @@
 """Exercises with checkers: each check_* runs hidden cases against a learner's function."""
+
 from verifiable_grpo.exercises.advantages import check_group_advantages
 from verifiable_grpo.exercises.checking import CheckResult
 from verifiable_grpo.exercises.clipping import check_clipped_surrogate
@@ -12,7 +13,17 @@ from verifiable_grpo.exercises.reward import check_reward
 from verifiable_grpo.exercises.selection import check_reported_difference
 from verifiable_grpo.exercises.sft_loss import check_sft_loss
 
-__all__ = ["CheckResult", "check_clipped_surrogate", "check_constant_group_probability",
-           "check_exact_kl", "check_exact_mcnemar", "check_group_advantages", "check_grpo_loop",
-           "check_grpo_loss", "check_reported_difference", "check_resume", "check_reward",
-           "check_sft_loss"]
+__all__ = [
+    "CheckResult",
+    "check_clipped_surrogate",
+    "check_constant_group_probability",
+    "check_exact_kl",
+    "check_exact_mcnemar",
+    "check_group_advantages",
+    "check_grpo_loop",
+    "check_grpo_loss",
+    "check_reported_difference",
+    "check_resume",
+    "check_reward",
+    "check_sft_loss",
+]

@@ -4,6 +4,7 @@ The learner writes fn(rewards, epsilon) with rewards a float64 tensor [P, G] (on
 row); it returns the advantages [P, G]. References are written out by hand here, in float64,
 independently of the package's implementation.
 """
+
 from __future__ import annotations
 
 import math
@@ -12,13 +13,17 @@ import torch
 
 from verifiable_grpo.exercises.checking import Case, run_cases
 
-SAMPLE_STD = ("looks like the sample standard deviation (divide by G - 1, torch.std's default); "
-              "this practical uses the population std (divide by G)")
+SAMPLE_STD = (
+    "looks like the sample standard deviation (divide by G - 1, torch.std's default); "
+    "this practical uses the population std (divide by G)"
+)
 NO_EPSILON = "looks like the epsilon is missing from the denominator (std + epsilon)"
 NO_STD = "looks like the rewards are only centred: divide by (std + epsilon) as well"
 WHOLE_BATCH = "looks like one mean/std over the whole batch: each row is its own group"
-NAN_FOR_CONSTANT = ("a constant group must give exactly 0, not NaN: keep epsilon in the "
-                    "denominator, never divide by the std alone")
+NAN_FOR_CONSTANT = (
+    "a constant group must give exactly 0, not NaN: keep epsilon in the "
+    "denominator, never divide by the std alone"
+)
 
 
 def _by_hand(rows, epsilon, correction=0, use_epsilon=True, scale=True, exact_constant=True):
@@ -39,15 +44,21 @@ def _batch_wide(rows, epsilon):
 
 
 def _case(label, rows, epsilon=1e-8, tolerance=1e-12):
-    mistakes = {NO_EPSILON: _by_hand(rows, epsilon, use_epsilon=False), NO_STD: _by_hand(rows, epsilon, scale=False)}
+    mistakes = {
+        NO_EPSILON: _by_hand(rows, epsilon, use_epsilon=False),
+        NO_STD: _by_hand(rows, epsilon, scale=False),
+    }
     if len(rows[0]) > 1:
         mistakes[SAMPLE_STD] = _by_hand(rows, epsilon, correction=1)
     if len(rows) > 1:
         mistakes[WHOLE_BATCH] = _batch_wide(rows, epsilon)
-    return Case(label=f"{label}: rewards {rows}, epsilon {epsilon:g}",
-                run=lambda fn: fn(torch.tensor(rows, dtype=torch.float64), epsilon),
-                expected=_by_hand(rows, epsilon), tolerance=tolerance,
-                mistakes=mistakes)
+    return Case(
+        label=f"{label}: rewards {rows}, epsilon {epsilon:g}",
+        run=lambda fn: fn(torch.tensor(rows, dtype=torch.float64), epsilon),
+        expected=_by_hand(rows, epsilon),
+        tolerance=tolerance,
+        mistakes=mistakes,
+    )
 
 
 def _constant_case(rows, tolerance=0.0):

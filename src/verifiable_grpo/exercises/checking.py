@@ -6,6 +6,7 @@ common mistake gives a recognisable wrong value, that value and a hint. The repo
 the failing input, the expected value and what the function returned, then the hint.
 Passing cases print nothing but a count, so a report is the same on every CPU.
 """
+
 from __future__ import annotations
 
 import math
@@ -20,11 +21,11 @@ import torch
 class Case:
     """One hidden test: `run(fn)` calls the learner's function and returns what it gave."""
 
-    label: str                                  # what the case probes, in words
+    label: str  # what the case probes, in words
     run: Callable[[Callable], Any]
     expected: Any
-    tolerance: float = 1e-9                     # absolute, on every element
-    mistakes: dict[str, Any] = field(default_factory=dict)   # hint -> the value that mistake gives
+    tolerance: float = 1e-9  # absolute, on every element
+    mistakes: dict[str, Any] = field(default_factory=dict)  # hint -> the value that mistake gives
     compare: Callable[[Any, Any, float], str | None] | None = None
 
 
@@ -99,10 +100,12 @@ def gradient_of(fn, current: torch.Tensor, *rest) -> torch.Tensor | None:
 
 def gradient_comparison(what: str):
     """A `compare` for Case: a missing gradient names `what` did not reach the graph."""
+
     def compare(got, expected, tolerance):
         if got is None:
             return f"no gradient reached {what}: keep them in the graph"
         return compare_numbers(got, expected, tolerance)
+
     return compare
 
 
@@ -129,8 +132,10 @@ def run_cases(exercise: str, fn: Callable, cases: list[Case], verbose: bool = Tr
         except NotImplementedError:
             result = CheckResult(exercise, len(cases), [], attempted=False)
             if verbose:
-                print(f"{exercise}: not attempted yet (the function raises NotImplementedError); "
-                      "write it, then run this cell again")
+                print(
+                    f"{exercise}: not attempted yet (the function raises NotImplementedError); "
+                    "write it, then run this cell again"
+                )
             return result
         except Exception as error:  # the learner's bug, reported, never re-raised
             failures.append(f"{case.label}: raised {type(error).__name__}: {error}")
@@ -138,8 +143,11 @@ def run_cases(exercise: str, fn: Callable, cases: list[Case], verbose: bool = Tr
         problem = compare(got, case.expected, case.tolerance)
         if problem is None:
             continue
-        hints = [hint for hint, value in case.mistakes.items()
-                 if _matches(got, value, case.tolerance, compare)]
+        hints = [
+            hint
+            for hint, value in case.mistakes.items()
+            if _matches(got, value, case.tolerance, compare)
+        ]
         line = f"{case.label}: {problem}"
         failures.append(line + "".join(f"\n    hint: {hint}" for hint in hints))
     result = CheckResult(exercise, len(cases), failures)

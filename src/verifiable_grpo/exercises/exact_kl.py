@@ -6,17 +6,22 @@ normalised with the logsumexp of the FULL row. The checker compares values (floa
 references from log_softmax over the whole row) and the gradient with respect to the
 current logits, which must be p (log p - log q - KL) at every vocabulary entry.
 """
+
 from __future__ import annotations
 
 import torch
 
 from verifiable_grpo.exercises.checking import Case, gradient_comparison, gradient_of, run_cases
 
-PER_BLOCK = ("looks like each block was normalised on its own (a softmax inside the block): "
-             "normalise every block with the logsumexp of the whole row")
+PER_BLOCK = (
+    "looks like each block was normalised on its own (a softmax inside the block): "
+    "normalise every block with the logsumexp of the whole row"
+)
 REVERSED = "looks like KL(p_ref || p_cur): the expectation is under the current policy"
-NAN_AT_ZERO = ("a token with logit -inf has probability 0 and contributes 0, not 0 * (-inf) = NaN: "
-               "skip entries where p = 0")
+NAN_AT_ZERO = (
+    "a token with logit -inf has probability 0 and contributes 0, not 0 * (-inf) = NaN: "
+    "skip entries where p = 0"
+)
 
 
 def _logits(seed: int, rows: int, vocab: int, scale: float = 2.0) -> torch.Tensor:
@@ -41,8 +46,9 @@ def reference_gradient(current: torch.Tensor, reference: torch.Tensor) -> torch.
 def _per_block(current, reference, block_size):
     total = torch.zeros(current.shape[0], dtype=torch.float64)
     for start in range(0, current.shape[-1], block_size):
-        total = total + reference_kl(current[:, start:start + block_size],
-                                     reference[:, start:start + block_size])
+        total = total + reference_kl(
+            current[:, start : start + block_size], reference[:, start : start + block_size]
+        )
     return total
 
 
@@ -50,9 +56,13 @@ def _value_case(label, current, reference, block_size):
     mistakes = {REVERSED: reference_kl(reference, current)}
     if block_size < current.shape[-1]:
         mistakes[PER_BLOCK] = _per_block(current, reference, block_size)
-    return Case(f"{label} (T={current.shape[0]}, V={current.shape[1]}, block_size={block_size})",
-                lambda fn: fn(current.clone(), reference.clone(), block_size),
-                reference_kl(current, reference), tolerance=1e-10, mistakes=mistakes)
+    return Case(
+        f"{label} (T={current.shape[0]}, V={current.shape[1]}, block_size={block_size})",
+        lambda fn: fn(current.clone(), reference.clone(), block_size),
+        reference_kl(current, reference),
+        tolerance=1e-10,
+        mistakes=mistakes,
+    )
 
 
 _compare_gradient = gradient_comparison("the current logits")
@@ -68,18 +78,30 @@ def cases() -> list[Case]:
         _value_case("blocks that divide the vocabulary", current, reference, 5),
         _value_case("blocks that do not divide it", current, reference, 4),
         _value_case("blocks of one entry", current, reference, 1),
-        _value_case("logits near 1e4 (a softmax without its max shift overflows)", big, big.flip(-1), 3),
-        Case("KL(p, p) is exactly 0 (T=3, V=10, block_size=4)",
-             lambda fn: fn(current.clone(), current.clone(), 4), torch.zeros(3), tolerance=0.0),
+        _value_case(
+            "logits near 1e4 (a softmax without its max shift overflows)", big, big.flip(-1), 3
+        ),
+        Case(
+            "KL(p, p) is exactly 0 (T=3, V=10, block_size=4)",
+            lambda fn: fn(current.clone(), current.clone(), 4),
+            torch.zeros(3),
+            tolerance=0.0,
+        ),
     ]
-    zero_case = _value_case("a token the current policy never emits (logit -inf)",
-                            with_zero, reference, 4)
+    zero_case = _value_case(
+        "a token the current policy never emits (logit -inf)", with_zero, reference, 4
+    )
     zero_case.mistakes[NAN_AT_ZERO] = torch.full((3,), float("nan"))
     out.append(zero_case)
-    out.append(Case("gradient w.r.t. the current logits (T=3, V=10, block_size=4)",
-                    lambda fn: gradient_of(fn, current, reference, 4),
-                    reference_gradient(current, reference), tolerance=1e-10,
-                    compare=_compare_gradient))
+    out.append(
+        Case(
+            "gradient w.r.t. the current logits (T=3, V=10, block_size=4)",
+            lambda fn: gradient_of(fn, current, reference, 4),
+            reference_gradient(current, reference),
+            tolerance=1e-10,
+            compare=_compare_gradient,
+        )
+    )
     return out
 
 

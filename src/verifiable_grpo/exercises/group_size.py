@@ -3,6 +3,7 @@
 If each response to a prompt is correct with probability p, independently, a group of G is
 constant (no reward signal) with probability p^G + (1 - p)^G. The learner writes fn(p, G).
 """
+
 from __future__ import annotations
 
 from verifiable_grpo.exercises.checking import Case, run_cases
@@ -13,16 +14,23 @@ COMPLEMENT = "that is the probability that the group is informative: the questio
 
 
 def constant_probability(p: float, group_size: int) -> float:
-    return p ** group_size + (1 - p) ** group_size
+    return p**group_size + (1 - p) ** group_size
 
 
 def cases() -> list[Case]:
     out = []
     for p, g in ((0.5, 2), (0.1, 4), (0.2, 8), (0.0, 4), (1.0, 8), (0.3, 1), (0.15, 16)):
         want = constant_probability(p, g)
-        mistakes = {ALL_WRONG_ONLY: (1 - p) ** g, ALL_RIGHT_ONLY: p ** g, COMPLEMENT: 1 - want}
-        out.append(Case(f"p = {p}, G = {g}", lambda fn, p=p, g=g: fn(p, g), want, tolerance=1e-12,
-                        mistakes={h: v for h, v in mistakes.items() if abs(v - want) > 1e-12}))
+        mistakes = {ALL_WRONG_ONLY: (1 - p) ** g, ALL_RIGHT_ONLY: p**g, COMPLEMENT: 1 - want}
+        out.append(
+            Case(
+                f"p = {p}, G = {g}",
+                lambda fn, p=p, g=g: fn(p, g),
+                want,
+                tolerance=1e-12,
+                mistakes={h: v for h, v in mistakes.items() if abs(v - want) > 1e-12},
+            )
+        )
     return out
 
 

@@ -16,6 +16,7 @@ When the learner's loop differs, the checker runs the package's iteration again 
 common mistake seeded in (MISTAKES) and names the mistakes whose results the learner's
 loop reproduces; otherwise it says where the two loops first part.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -33,27 +34,27 @@ EPSILON = 0.2
 BETA = 0.02
 UPDATES = 2
 LEARNING_RATE = 0.02
-TOLERANCE = 1e-5     # two correct float64 loops agree to ~1e-14; float32 rewards to ~3e-6
+TOLERANCE = 1e-5  # two correct float64 loops agree to ~1e-14; float32 rewards to ~3e-6
 ADVANTAGE_EPSILON = 1e-8
 QUANTITIES = ("rewards", "advantages", "losses", "weights")
 
 # A seeded mistake -> the hint that names it.
 MISTAKES = {
     "sample_std": "the advantages use the sample std (divide by G - 1, torch.std's default); "
-                  "GRPO here divides by the population std (correction=0)",
+    "GRPO here divides by the population std (correction=0)",
     "no_centring": "the advantages are not centred: subtract each group's mean reward first",
     "clip_wrong_side": "the clipped surrogate takes the max of rho*A and clip(rho)*A: take the "
-                       "min, the pessimistic side, so the clip removes the gain of a ratio "
-                       "pushed past the interval",
+    "min, the pessimistic side, so the clip removes the gain of a ratio "
+    "pushed past the interval",
     "kl_sign": "the KL is subtracted: it is a penalty, + beta * KL in the loss",
     "old_recomputed": "the old log-probs are recomputed from the current policy at each update "
-                      "(every ratio is 1, nothing can clip): use the log-probs captured at "
-                      "sampling time, fixed for both updates",
+    "(every ratio is 1, nothing can clip): use the log-probs captured at "
+    "sampling time, fixed for both updates",
     "one_update": "one update per rollout set: make `updates` (two) updates on the same samples",
     "batch_token_mean": "one mean over all the tokens of the batch: take each response's token "
-                        "mean first, then the mean over its group, then over prompts",
+    "mean first, then the mean over its group, then over prompts",
     "no_zero_grad": "gradients are never zeroed: call optimizer.zero_grad() before each "
-                    "update, or each step adds the earlier gradients again",
+    "update, or each step adds the earlier gradients again",
 }
 
 
@@ -68,21 +69,24 @@ def _advantages(rewards: torch.Tensor, mistake: str | None) -> torch.Tensor:
 
 def _padded(rows: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
     values = torch.nn.utils.rnn.pad_sequence(rows, batch_first=True)
-    mask = torch.nn.utils.rnn.pad_sequence([torch.ones(len(r), dtype=torch.bool) for r in rows],
-                                           batch_first=True)
+    mask = torch.nn.utils.rnn.pad_sequence(
+        [torch.ones(len(r), dtype=torch.bool) for r in rows], batch_first=True
+    )
     return values, mask
 
 
 def _rollout_loss(policy, reference, task, samples, advantages, epsilon, beta, mistake):
     """The scalar loss of one update on the whole rollout set (responses prompt by prompt)."""
-    pairs = [(prompt, response) for prompt, group in zip(task.prompts, samples)
-             for response, _ in group]
+    pairs = [
+        (prompt, response) for prompt, group in zip(task.prompts, samples) for response, _ in group
+    ]
     captured = [old for group in samples for _, old in group]
     with torch.no_grad():
         reference_logits = task.logits_of_many(reference, pairs)
     current_rows, old_rows, kl_rows = [], [], []
-    for (_, response), old, logits, frozen in zip(pairs, captured,
-                                                  task.logits_of_many(policy, pairs), reference_logits):
+    for (_, response), old, logits, frozen in zip(
+        pairs, captured, task.logits_of_many(policy, pairs), reference_logits
+    ):
         current = torch.log_softmax(logits, dim=-1)[torch.arange(len(response)), response]
         current_rows.append(current)
         old_rows.append(current.detach() if mistake == "old_recomputed" else old)
@@ -92,8 +96,9 @@ def _rollout_loss(policy, reference, task, samples, advantages, epsilon, beta, m
     flat_advantages = advantages.reshape(-1)
     if mistake not in ("clip_wrong_side", "batch_token_mean"):
         coefficient = -beta if mistake == "kl_sign" else beta
-        return losses.grpo_objective(current, old, flat_advantages, mask, kl, advantages.shape[1],
-                                     epsilon, coefficient)[0]
+        return losses.grpo_objective(
+            current, old, flat_advantages, mask, kl, advantages.shape[1], epsilon, coefficient
+        )[0]
     if mistake == "clip_wrong_side":
         ratio = losses.importance_ratio(current, old, mask)
         a = flat_advantages.unsqueeze(1)
@@ -107,9 +112,17 @@ def _rollout_loss(policy, reference, task, samples, advantages, epsilon, beta, m
     return losses.reduce_responses_then_prompts(per_response, advantages.shape[1])
 
 
-def grpo_iteration(policy, reference, optimizer, task, group_size: int = GROUP_SIZE,
-                   epsilon: float = EPSILON, beta: float = BETA, updates: int = UPDATES,
-                   mistake: str | None = None) -> dict:
+def grpo_iteration(
+    policy,
+    reference,
+    optimizer,
+    task,
+    group_size: int = GROUP_SIZE,
+    epsilon: float = EPSILON,
+    beta: float = BETA,
+    updates: int = UPDATES,
+    mistake: str | None = None,
+) -> dict:
     """One GRPO iteration: G samples per prompt (old log-probs captured), verified rewards,
     population-std group advantages, then `updates` AdamW updates of the clipped surrogate
     plus beta times the exact prefix KL, reduced token -> response -> prompt.
@@ -120,8 +133,13 @@ def grpo_iteration(policy, reference, optimizer, task, group_size: int = GROUP_S
     if mistake is not None and mistake not in MISTAKES:
         raise ValueError(f"unknown mistake {mistake!r}: use one of {sorted(MISTAKES)}")
     samples = [[task.sample(policy, prompt) for _ in range(group_size)] for prompt in task.prompts]
-    rewards = torch.tensor([[task.reward(prompt, response) for response, _ in group]
-                            for prompt, group in zip(task.prompts, samples)], dtype=torch.float64)
+    rewards = torch.tensor(
+        [
+            [task.reward(prompt, response) for response, _ in group]
+            for prompt, group in zip(task.prompts, samples)
+        ],
+        dtype=torch.float64,
+    )
     advantages = _advantages(rewards, mistake)
     recorded = []
     for _ in range(1 if mistake == "one_update" else updates):
@@ -154,7 +172,7 @@ def run_loop(iteration_fn, iterations: int = ITERATIONS) -> Trace:
     """Run iteration_fn on a fresh micro policy, its frozen reference, an AdamW and the
     toy task, all from the fixed seeds; exceptions of iteration_fn propagate."""
     threads = torch.get_num_threads()
-    torch.set_num_threads(1)        # a micro model gains nothing from threads; a shared CPU loses
+    torch.set_num_threads(1)  # a micro model gains nothing from threads; a shared CPU loses
     try:
         return _run_loop(iteration_fn, iterations)
     finally:
@@ -169,8 +187,16 @@ def _run_loop(iteration_fn, iterations: int) -> Trace:
     task = MicroTask()
     trace = Trace()
     for _ in range(iterations):
-        out = iteration_fn(policy, reference, optimizer, task, group_size=GROUP_SIZE,
-                           epsilon=EPSILON, beta=BETA, updates=UPDATES)
+        out = iteration_fn(
+            policy,
+            reference,
+            optimizer,
+            task,
+            group_size=GROUP_SIZE,
+            epsilon=EPSILON,
+            beta=BETA,
+            updates=UPDATES,
+        )
         if not isinstance(out, dict) or any(k not in out for k in QUANTITIES[:3]):
             raise TypeError(f"return a dict with keys {QUANTITIES[:3]}, got {out!r:.80}")
         for key in QUANTITIES[:3]:
@@ -183,25 +209,29 @@ def _run_loop(iteration_fn, iterations: int) -> Trace:
 @cache
 def reference_trace(mistake: str | None = None) -> Trace:
     """The package's loop (with `mistake` seeded in); cached: it depends on nothing else."""
+
     def iteration(*args, **kwargs):
         return grpo_iteration(*args, mistake=mistake, **kwargs)
+
     return run_loop(iteration)
 
 
 # --------------------------------------------------------------------------- comparing loops
 STAGE_HINTS = {
     "rewards": "sample G responses per prompt with task.sample(policy, prompt), prompt by prompt "
-               "in the order of task.prompts, and score each with task.reward(prompt, response)",
+    "in the order of task.prompts, and score each with task.reward(prompt, response)",
     "advantages": "A = (r - mean of its group) / (population std of its group + 1e-8), one group "
-                  "per row of the [P, G] rewards",
+    "per row of the [P, G] rewards",
     "losses": "per token -min(rho A, clip(rho, 1-eps, 1+eps) A) + beta * exact KL, with rho from "
-              "the old log-probs captured at sampling; a token mean per response, then the mean "
-              "over its group, then over prompts",
+    "the old log-probs captured at sampling; a token mean per response, then the mean "
+    "over its group, then over prompts",
     "weights": "every loss agrees but the weights do not: zero the gradients, backpropagate the "
-               "loss and step the optimiser once per update",
+    "loss and step the optimiser once per update",
 }
-FROZEN_REFERENCE = ("the reference changed: it stays frozen (its logits under torch.no_grad(), "
-                    "never in the optimiser)")
+FROZEN_REFERENCE = (
+    "the reference changed: it stays frozen (its logits under torch.no_grad(), "
+    "never in the optimiser)"
+)
 
 
 def _as_float64(value) -> torch.Tensor:
@@ -232,8 +262,9 @@ def differences(got: Trace, expected: Trace) -> list[tuple[int, str, str]]:
     found = []
     for index in range(len(expected.rewards)):
         for quantity in QUANTITIES:
-            problem = _difference(getattr(got, quantity)[index], getattr(expected, quantity)[index],
-                                  quantity)
+            problem = _difference(
+                getattr(got, quantity)[index], getattr(expected, quantity)[index], quantity
+            )
             if problem is not None:
                 found.append((index + 1, quantity, problem))
     return found
@@ -246,7 +277,7 @@ def named_mistakes(got: Trace) -> list[str]:
 
 def _report(lines: list[str], hints: list[str], checks: int) -> None:
     print(f"GRPO loop: {len(lines)} of {checks} checks fail")
-    for line in lines[:3]:               # the first difference explains the rest
+    for line in lines[:3]:  # the first difference explains the rest
         print(f"  x {line}")
     if len(lines) > 3:
         print(f"  ... and {len(lines) - 3} more")
@@ -260,13 +291,15 @@ def check_grpo_loop(fn, verbose: bool = True) -> CheckResult:
     exercise = "GRPO loop"
     if not callable(fn):
         raise TypeError(f"{exercise}: pass your function itself (without calling it), got {fn!r}")
-    checks = ITERATIONS * len(QUANTITIES) + 1          # + the frozen reference
+    checks = ITERATIONS * len(QUANTITIES) + 1  # + the frozen reference
     try:
         got = run_loop(fn)
     except NotImplementedError:
         if verbose:
-            print(f"{exercise}: not attempted yet (the function raises NotImplementedError); "
-                  "write it, then run this cell again")
+            print(
+                f"{exercise}: not attempted yet (the function raises NotImplementedError); "
+                "write it, then run this cell again"
+            )
         return CheckResult(exercise, checks, [], attempted=False)
     except Exception as error:  # the learner's bug, reported, never re-raised
         failure = f"raised {type(error).__name__}: {error}"
@@ -279,8 +312,10 @@ def check_grpo_loop(fn, verbose: bool = True) -> CheckResult:
         failures.append(FROZEN_REFERENCE)
     if not failures:
         if verbose:
-            print(f"{exercise}: all {checks} checks pass ({ITERATIONS} iterations: rewards, "
-                  f"advantages, losses and weights within {TOLERANCE:g}; the reference stayed frozen)")
+            print(
+                f"{exercise}: all {checks} checks pass ({ITERATIONS} iterations: rewards, "
+                f"advantages, losses and weights within {TOLERANCE:g}; the reference stayed frozen)"
+            )
         return CheckResult(exercise, checks, [])
     hints = [MISTAKES[name] for name in named_mistakes(got)] if found else []
     if found and not hints:

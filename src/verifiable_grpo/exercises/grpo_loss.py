@@ -6,6 +6,7 @@ the mean over each response's active tokens, over the responses of each prompt, 
 prompts. Responses are laid out prompt by prompt; current/old/kl/mask are float64/bool
 [P*G, T], advantages [P*G]. The reference is written out with python floats.
 """
+
 from __future__ import annotations
 
 import math
@@ -14,8 +15,10 @@ import torch
 
 from verifiable_grpo.exercises.checking import Case, run_cases
 
-TOKEN_MEAN = ("looks like one mean over all tokens of the batch: average each response's tokens "
-              "first, so a long response counts as much as a short one")
+TOKEN_MEAN = (
+    "looks like one mean over all tokens of the batch: average each response's tokens "
+    "first, so a long response counts as much as a short one"
+)
 SIGN = "the loss is MINUS the surrogate (the optimiser minimises it), plus beta * KL"
 KL_SIGN = "the KL is a penalty: + beta * KL in the loss"
 NO_CLIP = "looks like rho * A without the clip: take min(rho A, clip(rho) A)"
@@ -38,7 +41,7 @@ def _token_terms(current, old, advantages, mask, kl, epsilon, beta, clip=True, k
 
 def _reduce(rows, group_size):
     means = [sum(r) / len(r) for r in rows]
-    prompts = [means[i:i + group_size] for i in range(0, len(means), group_size)]
+    prompts = [means[i : i + group_size] for i in range(0, len(means), group_size)]
     return sum(sum(p) / len(p) for p in prompts) / len(prompts)
 
 
@@ -47,39 +50,83 @@ def _case(label, inputs, group_size, epsilon=0.2, beta=0.02):
     rows = _token_terms(current, old, advantages, mask, kl, epsilon, beta)
     flat = [t for r in rows for t in r]
     expected = _reduce(rows, group_size)
-    mistakes = {TOKEN_MEAN: sum(flat) / len(flat),
-                SIGN: -_reduce(_token_terms(current, old, advantages, mask, kl, epsilon, -beta), group_size),
-                KL_SIGN: _reduce(_token_terms(current, old, advantages, mask, kl, epsilon, beta,
-                                              kl_sign=-1.0), group_size),
-                NO_CLIP: _reduce(_token_terms(current, old, advantages, mask, kl, epsilon, beta,
-                                              clip=False), group_size)}
+    mistakes = {
+        TOKEN_MEAN: sum(flat) / len(flat),
+        SIGN: -_reduce(
+            _token_terms(current, old, advantages, mask, kl, epsilon, -beta), group_size
+        ),
+        KL_SIGN: _reduce(
+            _token_terms(current, old, advantages, mask, kl, epsilon, beta, kl_sign=-1.0),
+            group_size,
+        ),
+        NO_CLIP: _reduce(
+            _token_terms(current, old, advantages, mask, kl, epsilon, beta, clip=False), group_size
+        ),
+    }
     mistakes = {h: v for h, v in mistakes.items() if abs(v - expected) > 1e-9}
 
     def run(fn):
         tensors = [torch.tensor(x, dtype=torch.float64) for x in (current, old, advantages)]
-        return fn(*tensors, torch.tensor(mask), torch.tensor(kl, dtype=torch.float64),
-                  group_size, epsilon, beta)
-    return Case(f"{label} (P={len(current) // group_size}, G={group_size}, eps={epsilon}, beta={beta})",
-                run, expected, tolerance=1e-12, mistakes=mistakes)
+        return fn(
+            *tensors,
+            torch.tensor(mask),
+            torch.tensor(kl, dtype=torch.float64),
+            group_size,
+            epsilon,
+            beta,
+        )
+
+    return Case(
+        f"{label} (P={len(current) // group_size}, G={group_size}, eps={epsilon}, beta={beta})",
+        run,
+        expected,
+        tolerance=1e-12,
+        mistakes=mistakes,
+    )
 
 
 def cases() -> list[Case]:
-    on_policy = ([[-1.0, -2.0, -0.5], [-0.3, -0.7, -9.0]], [[-1.0, -2.0, -0.5], [-0.3, -0.7, -9.0]],
-                 [1.0, -1.0], [[True, True, True], [True, True, False]],
-                 [[0.0, 0.0, 0.0], [0.0, 0.0, 0.0]])
-    moved = ([[-0.8, -2.0, -0.1, -1.0], [-0.3, -1.2, -5.0, -5.0], [-2.0, -0.1, -0.2, -5.0],
-              [-0.4, -0.6, -0.9, -1.1]],
-             [[-1.0, -2.0, -0.5, -1.0], [-0.6, -0.7, -5.0, -5.0], [-1.5, -0.1, -0.4, -5.0],
-              [-0.4, -0.5, -0.5, -1.5]],
-             [1.2, -0.8, 0.5, -0.9],
-             [[True, True, True, True], [True, True, False, False], [True, True, True, False],
-              [True, True, True, True]],
-             [[0.01, 0.02, 0.0, 0.03], [0.05, 0.0, 9.0, 9.0], [0.2, 0.01, 0.0, 9.0],
-              [0.0, 0.1, 0.02, 0.04]])
+    on_policy = (
+        [[-1.0, -2.0, -0.5], [-0.3, -0.7, -9.0]],
+        [[-1.0, -2.0, -0.5], [-0.3, -0.7, -9.0]],
+        [1.0, -1.0],
+        [[True, True, True], [True, True, False]],
+        [[0.0, 0.0, 0.0], [0.0, 0.0, 0.0]],
+    )
+    moved = (
+        [
+            [-0.8, -2.0, -0.1, -1.0],
+            [-0.3, -1.2, -5.0, -5.0],
+            [-2.0, -0.1, -0.2, -5.0],
+            [-0.4, -0.6, -0.9, -1.1],
+        ],
+        [
+            [-1.0, -2.0, -0.5, -1.0],
+            [-0.6, -0.7, -5.0, -5.0],
+            [-1.5, -0.1, -0.4, -5.0],
+            [-0.4, -0.5, -0.5, -1.5],
+        ],
+        [1.2, -0.8, 0.5, -0.9],
+        [
+            [True, True, True, True],
+            [True, True, False, False],
+            [True, True, True, False],
+            [True, True, True, True],
+        ],
+        [
+            [0.01, 0.02, 0.0, 0.03],
+            [0.05, 0.0, 9.0, 9.0],
+            [0.2, 0.01, 0.0, 9.0],
+            [0.0, 0.1, 0.02, 0.04],
+        ],
+    )
     return [
         _case("first update: every ratio is 1", on_policy, group_size=2),
-        _case("second update: ratios moved, some clipped, responses of different lengths",
-              moved, group_size=2),
+        _case(
+            "second update: ratios moved, some clipped, responses of different lengths",
+            moved,
+            group_size=2,
+        ),
         _case("the same set read as one prompt of four", moved, group_size=4),
         _case("a wider clip and a stronger KL", moved, group_size=2, epsilon=0.3, beta=0.5),
     ]

@@ -6,6 +6,7 @@ log p_train - log p_sample); a row whose ratio exceeds `cap` gets weight 0 on ev
 any other row gets its ratio on its active tokens; inactive tokens get 0. The expected
 values come from training.mismatch.importance_weights(..., "sequence_mask", cap).
 """
+
 from __future__ import annotations
 
 import torch
@@ -13,10 +14,12 @@ import torch
 from verifiable_grpo.exercises.checking import Case, compare_numbers, run_cases
 from verifiable_grpo.training.mismatch import importance_weights
 
-PER_TOKEN = ("looks like one ratio per token: the sequence modes share the product of the "
-             "row's token ratios")
-TRUNCATED = ("looks like the ratio was clamped to the cap: masking drops the whole row "
-             "(weight 0) instead")
+PER_TOKEN = (
+    "looks like one ratio per token: the sequence modes share the product of the row's token ratios"
+)
+TRUNCATED = (
+    "looks like the ratio was clamped to the cap: masking drops the whole row (weight 0) instead"
+)
 INVERTED = "looks like exp(log p_sample - log p_train): the ratio is train over sample"
 PADDING_LEAK = "inactive tokens must get weight 0 and must not enter the row's sum"
 
@@ -46,13 +49,20 @@ def cases() -> list[Case]:
             PER_TOKEN: importance_weights(train, sample, mask, "token_mask", cap),
             TRUNCATED: importance_weights(train, sample, mask, "sequence_truncate", cap),
             INVERTED: importance_weights(sample, train, mask, "sequence_mask", cap),
-            PADDING_LEAK: importance_weights(train, sample, torch.ones_like(mask),
-                                             "sequence_mask", cap),
+            PADDING_LEAK: importance_weights(
+                train, sample, torch.ones_like(mask), "sequence_mask", cap
+            ),
         }
-        out.append(Case(f"random log-probs (seed {seed}), ragged rows, cap {cap:g}",
-                        lambda fn, seed=seed, cap=cap: _call(fn, seed, cap),
-                        importance_weights(train, sample, mask, "sequence_mask", cap),
-                        tolerance=1e-12, mistakes=mistakes, compare=compare_numbers))
+        out.append(
+            Case(
+                f"random log-probs (seed {seed}), ragged rows, cap {cap:g}",
+                lambda fn, seed=seed, cap=cap: _call(fn, seed, cap),
+                importance_weights(train, sample, mask, "sequence_mask", cap),
+                tolerance=1e-12,
+                mistakes=mistakes,
+                compare=compare_numbers,
+            )
+        )
     return out
 
 

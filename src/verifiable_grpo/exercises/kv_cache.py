@@ -4,6 +4,7 @@ While a batch of completions is decoded, every layer keeps a key and a value vec
 head for every token so far, in 16-bit. The learner writes
 fn(layers, heads, kv_heads, head_dim, sequences, tokens) -> bytes.
 """
+
 from __future__ import annotations
 
 from verifiable_grpo.exercises.checking import Case, compare_exact, run_cases
@@ -20,15 +21,29 @@ def kv_cache_bytes(layers, heads, kv_heads, head_dim, sequences, tokens) -> int:
 
 def cases() -> list[Case]:
     out = []
-    for shape in ((36, 32, 8, 128, 16, 1184), (28, 32, 8, 128, 1, 1), (24, 14, 2, 64, 4, 300),
-                  (2, 4, 4, 8, 3, 5)):
+    for shape in (
+        (36, 32, 8, 128, 16, 1184),
+        (28, 32, 8, 128, 1, 1),
+        (24, 14, 2, 64, 4, 300),
+        (2, 4, 4, 8, 3, 5),
+    ):
         want = kv_cache_bytes(*shape)
         layers, heads, kv_heads = shape[:3]
-        mistakes = {ONLY_ONE: want // 2, QUERY_HEADS: want // kv_heads * heads,
-                    FOUR_BYTES: want * 2, NO_LAYERS: want // layers}
-        out.append(Case(f"layers, heads, kv_heads, head_dim, sequences, tokens = {shape}",
-                        lambda fn, s=shape: fn(*s), want, compare=compare_exact,
-                        mistakes={h: v for h, v in mistakes.items() if v != want}))
+        mistakes = {
+            ONLY_ONE: want // 2,
+            QUERY_HEADS: want // kv_heads * heads,
+            FOUR_BYTES: want * 2,
+            NO_LAYERS: want // layers,
+        }
+        out.append(
+            Case(
+                f"layers, heads, kv_heads, head_dim, sequences, tokens = {shape}",
+                lambda fn, s=shape: fn(*s),
+                want,
+                compare=compare_exact,
+                mistakes={h: v for h, v in mistakes.items() if v != want},
+            )
+        )
     return out
 
 

@@ -16,6 +16,7 @@ Sampling follows rollout.generate: temperature 1 over the whole vocabulary, one 
 a time, each token's log-probability taken from the very logits it was drawn from (the
 old log-probs of the GRPO ratio), drawn with the task's own seeded generator.
 """
+
 from __future__ import annotations
 
 import torch
@@ -23,7 +24,7 @@ import torch
 from verifiable_grpo.training import rollout
 
 DIGITS = 6
-EOS = DIGITS                    # the last id of the vocabulary
+EOS = DIGITS  # the last id of the vocabulary
 VOCABULARY = DIGITS + 1
 MAX_RESPONSE = 4
 PROMPTS = ((1, 2, 4), (5, 0, 3), (2, 2), (4, 1, 5, 3))
@@ -38,10 +39,19 @@ def micro_policy(seed: int = MODEL_SEED):
     """
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
-    config = Qwen2Config(vocab_size=VOCABULARY, hidden_size=16, intermediate_size=32,
-                         num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=1,
-                         max_position_embeddings=16, tie_word_embeddings=False,
-                         attn_implementation="eager", eos_token_id=EOS, pad_token_id=EOS)
+    config = Qwen2Config(
+        vocab_size=VOCABULARY,
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        max_position_embeddings=16,
+        tie_word_embeddings=False,
+        attn_implementation="eager",
+        eos_token_id=EOS,
+        pad_token_id=EOS,
+    )
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = Qwen2ForCausalLM(config)
@@ -85,7 +95,7 @@ class MicroTask:
         return response, torch.stack(old)
 
     def reward(self, prompt, response) -> float:
-        body = response[:response.index(EOS)] if EOS in response else response
+        body = response[: response.index(EOS)] if EOS in response else response
         return 1.0 if answer(prompt) in body else 0.0
 
     def logits(self, model, prompt, response) -> torch.Tensor:
@@ -101,5 +111,6 @@ class MicroTask:
         width = max(len(s) for s in sequences)
         ids = torch.tensor([s + [EOS] * (width - len(s)) for s in sequences])
         logits = model(input_ids=ids, use_cache=False).logits
-        return [logits[row, rollout.response_slice(len(p), len(r))]
-                for row, (p, r) in enumerate(pairs)]
+        return [
+            logits[row, rollout.response_slice(len(p), len(r))] for row, (p, r) in enumerate(pairs)
+        ]

@@ -5,6 +5,7 @@ token at position i may attend the token at position j. segment_ids is a list of
 per position, naming the example each slot holds; -1 marks padding, which attends nothing
 and is attended by nothing.
 """
+
 from __future__ import annotations
 
 import torch
@@ -12,8 +13,10 @@ import torch
 from verifiable_grpo.exercises.checking import Case, run_cases
 from verifiable_grpo.part3.sft_data import block_causal_mask
 
-NAIVE = ("looks like one causal mask over the whole row: tokens of a later example then "
-         "attend the earlier examples; also require the same segment")
+NAIVE = (
+    "looks like one causal mask over the whole row: tokens of a later example then "
+    "attend the earlier examples; also require the same segment"
+)
 NOT_CAUSAL = "looks like whole blocks: a token may not attend later tokens of its own example"
 PADDING = "padding (segment -1) must attend nothing: exclude it from both sides"
 
@@ -29,16 +32,20 @@ def _blocks(segments):
 
 def _with_padding(segments):
     seg = torch.tensor(segments)
-    return ((seg[:, None] == seg[None, :]).double().tril())
+    return (seg[:, None] == seg[None, :]).double().tril()
 
 
 def _case(label, segments):
     mistakes = {NAIVE: _naive(segments), NOT_CAUSAL: _blocks(segments)}
     if -1 in segments:
         mistakes[PADDING] = _with_padding(segments)
-    return Case(f"{label}: segment_ids {segments}",
-                lambda fn: torch.as_tensor(fn(list(segments))).double(),
-                block_causal_mask(segments).double(), tolerance=0, mistakes=mistakes)
+    return Case(
+        f"{label}: segment_ids {segments}",
+        lambda fn: torch.as_tensor(fn(list(segments))).double(),
+        block_causal_mask(segments).double(),
+        tolerance=0,
+        mistakes=mistakes,
+    )
 
 
 def cases() -> list[Case]:

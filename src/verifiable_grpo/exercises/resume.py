@@ -5,6 +5,7 @@ ints and strings: True only when every value is identical to the bit (tensor dty
 and bytes; floats by their bits), ignoring any key named "timings" at any depth. The
 expected answers come from the package's compare_states, whose rules have their own tests.
 """
+
 from __future__ import annotations
 
 import copy
@@ -19,9 +20,14 @@ from verifiable_grpo.exercises.checking import Case, compare_exact, run_cases
 def _state() -> dict:
     generator = torch.Generator().manual_seed(0)
     return {
-        "model": {"layer.weight": torch.randn(3, 4, generator=generator),
-                  "layer.bias": torch.zeros(4)},
-        "optimizer": {"step": 12, "exp_avg": torch.randn(4, generator=generator, dtype=torch.float64)},
+        "model": {
+            "layer.weight": torch.randn(3, 4, generator=generator),
+            "layer.bias": torch.zeros(4),
+        },
+        "optimizer": {
+            "step": 12,
+            "exp_avg": torch.randn(4, generator=generator, dtype=torch.float64),
+        },
         "schedule": {"learning_rate": 1e-5, "update": 12},
         "rng": {"torch": torch.Generator().manual_seed(1).get_state()},
         "consumed": ["r-0001", "r-0002"],
@@ -41,6 +47,7 @@ def _set(path, value):
         for key in path[:-1]:
             target = target[key]
         target[path[-1]] = value(target[path[-1]]) if callable(value) else value
+
     return edit
 
 
@@ -59,24 +66,51 @@ def _flip_byte(rng_state):
 
 PAIRS = [
     ("an exact copy", lambda s: None, "an identical state must match"),
-    ("a weight one ulp larger", _set(("model", "layer.weight"), _ulp),
-     "allclose/isclose hide a one-ulp difference: compare the bytes"),
-    ("a bias of -0.0 instead of 0.0", _set(("model", "layer.bias"), lambda t: -t),
-     "0.0 == -0.0 is True but the bits differ: compare the bytes"),
-    ("the same weights in float64", _set(("model", "layer.weight"), lambda t: t.double()),
-     "equal values of another dtype are another state"),
-    ("only the timings differ", _set(("timings", "seconds"), 9.0),
-     "wall-clock timings can never match across processes: ignore the key 'timings'"),
-    ("a timing nested in another section", _set(("schedule", "timings"), {"seconds": 3.0}),
-     "ignore 'timings' at any depth"),
-    ("one more optimiser key", _set(("optimizer", "exp_avg_sq"), torch.ones(4)),
-     "a key present in one state only is a difference"),
-    ("one byte of the RNG state", _set(("rng", "torch"), _flip_byte),
-     "the RNG state decides every later sample: it must match too"),
-    ("a learning rate one ulp larger", _set(("schedule", "learning_rate"), lambda v: math.nextafter(v, 1.0)),
-     "python floats are compared by their bits too"),
-    ("one consumed rollout more", _set(("consumed",), lambda v: v + ["r-0003"]),
-     "a rollout consumed twice (or lost) is a difference"),
+    (
+        "a weight one ulp larger",
+        _set(("model", "layer.weight"), _ulp),
+        "allclose/isclose hide a one-ulp difference: compare the bytes",
+    ),
+    (
+        "a bias of -0.0 instead of 0.0",
+        _set(("model", "layer.bias"), lambda t: -t),
+        "0.0 == -0.0 is True but the bits differ: compare the bytes",
+    ),
+    (
+        "the same weights in float64",
+        _set(("model", "layer.weight"), lambda t: t.double()),
+        "equal values of another dtype are another state",
+    ),
+    (
+        "only the timings differ",
+        _set(("timings", "seconds"), 9.0),
+        "wall-clock timings can never match across processes: ignore the key 'timings'",
+    ),
+    (
+        "a timing nested in another section",
+        _set(("schedule", "timings"), {"seconds": 3.0}),
+        "ignore 'timings' at any depth",
+    ),
+    (
+        "one more optimiser key",
+        _set(("optimizer", "exp_avg_sq"), torch.ones(4)),
+        "a key present in one state only is a difference",
+    ),
+    (
+        "one byte of the RNG state",
+        _set(("rng", "torch"), _flip_byte),
+        "the RNG state decides every later sample: it must match too",
+    ),
+    (
+        "a learning rate one ulp larger",
+        _set(("schedule", "learning_rate"), lambda v: math.nextafter(v, 1.0)),
+        "python floats are compared by their bits too",
+    ),
+    (
+        "one consumed rollout more",
+        _set(("consumed",), lambda v: v + ["r-0003"]),
+        "a rollout consumed twice (or lost) is a difference",
+    ),
 ]
 
 
@@ -92,14 +126,25 @@ def cases() -> list[Case]:
     for label, edit, hint in PAIRS:
         a, b = _state(), _changed(edit)
         want = compare_states(a, b) == []
-        out.append(Case(f"{label}: should match = {want}",
-                        lambda fn, a=a, b=b: bool(fn(copy.deepcopy(a), copy.deepcopy(b))), want,
-                        compare=compare_exact, mistakes={hint: not want}))
+        out.append(
+            Case(
+                f"{label}: should match = {want}",
+                lambda fn, a=a, b=b: bool(fn(copy.deepcopy(a), copy.deepcopy(b))),
+                want,
+                compare=compare_exact,
+                mistakes={hint: not want},
+            )
+        )
     a, b = _nan_pair()
-    out.append(Case("the same NaN in both: should match = True",
-                    lambda fn: bool(fn(copy.deepcopy(a), copy.deepcopy(b))), compare_states(a, b) == [],
-                    compare=compare_exact,
-                    mistakes={"NaN != NaN as values, but the bits are the same: compare bytes": False}))
+    out.append(
+        Case(
+            "the same NaN in both: should match = True",
+            lambda fn: bool(fn(copy.deepcopy(a), copy.deepcopy(b))),
+            compare_states(a, b) == [],
+            compare=compare_exact,
+            mistakes={"NaN != NaN as values, but the bits are the same: compare bytes": False},
+        )
+    )
     return out
 
 

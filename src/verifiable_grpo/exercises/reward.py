@@ -5,6 +5,7 @@ on EOS and the text is exactly one JSON object (JSON whitespace around it allowe
 256 characters) holding exactly the integer field final_stock, equal to `expected`. The
 expected rewards come from the package's verifier, whose rules have their own tests.
 """
+
 from __future__ import annotations
 
 from verifiable_grpo.exercises.checking import Case, compare_exact, run_cases
@@ -19,13 +20,27 @@ CASES = [
     (RIGHT, "length", 17, "no EOS, no reward: the generation hit the token limit"),
     ("```json\n" + RIGHT + "\n```", "eos", 17, "a Markdown fence is text outside the object"),
     ("The answer is " + RIGHT, "eos", 17, "prose outside the object makes it invalid"),
-    (RIGHT + " " + RIGHT, "eos", 17, "two objects are not one JSON object (json.loads refuses extra data)"),
+    (
+        RIGHT + " " + RIGHT,
+        "eos",
+        17,
+        "two objects are not one JSON object (json.loads refuses extra data)",
+    ),
     ('{"final_stock": 17.0}', "eos", 17, "17.0 is a JSON float, not an integer"),
     ('{"final_stock": "17"}', "eos", 17, "a string is not an integer"),
-    ('{"final_stock": true}', "eos", 1, "true is not an integer (in Python, bool is a subclass of int)"),
+    (
+        '{"final_stock": true}',
+        "eos",
+        1,
+        "true is not an integer (in Python, bool is a subclass of int)",
+    ),
     ('{"final_stock": 17, "note": 1}', "eos", 17, "exactly one field"),
-    ('{"final_stock": 16, "final_stock": 17}', "eos", 17,
-     "a repeated key is refused (json.loads would silently keep the last one)"),
+    (
+        '{"final_stock": 16, "final_stock": 17}',
+        "eos",
+        17,
+        "a repeated key is refused (json.loads would silently keep the last one)",
+    ),
     ('{"final_stock": -0}', "eos", 0, "-0 is a JSON integer literal equal to 0"),
     ('{"final_stock": NaN}', "eos", 17, "NaN is not JSON, although json.loads accepts it"),
     ("\ufeff" + RIGHT, "eos", 17, "a byte-order mark is a character outside the object"),
@@ -43,9 +58,15 @@ def cases() -> list[Case]:
     for text, finish, expected, hint in CASES:
         want = expected_reward(text, finish, expected)
         shown = text if len(text) < 60 else text[:40] + f"... ({len(text)} characters)"
-        out.append(Case(f"text {shown!r}, finish {finish!r}, expected {expected}",
-                        lambda fn, t=text, f=finish, e=expected: fn(t, f, e), want,
-                        compare=_compare_reward, mistakes={hint: 1 - want}))
+        out.append(
+            Case(
+                f"text {shown!r}, finish {finish!r}, expected {expected}",
+                lambda fn, t=text, f=finish, e=expected: fn(t, f, e),
+                want,
+                compare=_compare_reward,
+                mistakes={hint: 1 - want},
+            )
+        )
     return out
 
 

@@ -6,14 +6,16 @@ set. The sweep picks the setting with the highest mean on the test set (select_o
 or on the validation set (False), then reports that setting's mean test difference to the
 warm start. The learner writes fn(test, validation, warm_test, select_on_test) -> float.
 """
+
 from __future__ import annotations
 
 import numpy as np
 
 from verifiable_grpo.exercises.checking import Case, run_cases
 
-WRONG_SELECTION = ("picked the setting on the other split: select_on_test says which split "
-                   "chooses the setting")
+WRONG_SELECTION = (
+    "picked the setting on the other split: select_on_test says which split chooses the setting"
+)
 REPORTED_VALIDATION = "reported the validation difference: the report is always on the test set"
 NO_BASELINE = "reported the setting's test mean itself: subtract the warm start's test mean"
 LOWEST = "picked the lowest mean: the sweep keeps the best setting"
@@ -25,8 +27,9 @@ def reported_difference(test, validation, warm_test, select_on_test: bool) -> fl
     return float((np.asarray(test, dtype=np.float64)[pick] - np.asarray(warm_test)).mean())
 
 
-def _variant(test, validation, warm, select_on_test, *, swap=False, report=None, baseline=True,
-             best=True) -> float:
+def _variant(
+    test, validation, warm, select_on_test, *, swap=False, report=None, baseline=True, best=True
+) -> float:
     chooser = np.asarray(validation if select_on_test == swap else test).mean(axis=1)
     pick = int(np.argmax(chooser) if best else np.argmin(chooser))
     shown = np.asarray(report if report is not None else test)[pick]
@@ -41,11 +44,13 @@ def _case(label, test, validation, warm, select_on_test) -> Case:
         NO_BASELINE: _variant(test, validation, warm, select_on_test, baseline=False),
         LOWEST: _variant(test, validation, warm, select_on_test, best=False),
     }
-    return Case(f"{label}, select_on_test={select_on_test}",
-                lambda fn: float(fn(np.array(test), np.array(validation), np.array(warm),
-                                    select_on_test)),
-                want, tolerance=1e-12,
-                mistakes={h: v for h, v in mistakes.items() if abs(v - want) > 1e-12})
+    return Case(
+        f"{label}, select_on_test={select_on_test}",
+        lambda fn: float(fn(np.array(test), np.array(validation), np.array(warm), select_on_test)),
+        want,
+        tolerance=1e-12,
+        mistakes={h: v for h, v in mistakes.items() if abs(v - want) > 1e-12},
+    )
 
 
 def cases() -> list[Case]:
@@ -56,12 +61,24 @@ def cases() -> list[Case]:
     rng = np.random.default_rng(7)
     big = [rng.integers(0, 5, size=(6, 40)) / 4 for _ in range(2)]
     big_warm = rng.integers(0, 5, size=40) / 4
-    return [_case("splits disagree", test, validation, warm, True),
-            _case("splits disagree", test, validation, warm, False),
-            _case("six settings, forty problems", big[0].tolist(), big[1].tolist(),
-                  big_warm.tolist(), True),
-            _case("six settings, forty problems", big[0].tolist(), big[1].tolist(),
-                  big_warm.tolist(), False)]
+    return [
+        _case("splits disagree", test, validation, warm, True),
+        _case("splits disagree", test, validation, warm, False),
+        _case(
+            "six settings, forty problems",
+            big[0].tolist(),
+            big[1].tolist(),
+            big_warm.tolist(),
+            True,
+        ),
+        _case(
+            "six settings, forty problems",
+            big[0].tolist(),
+            big[1].tolist(),
+            big_warm.tolist(),
+            False,
+        ),
+    ]
 
 
 def check_reported_difference(fn, verbose: bool = True):

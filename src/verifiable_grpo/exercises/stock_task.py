@@ -7,6 +7,7 @@ captured from the logits each token was drawn from), the reward is chapter 1's v
 (verifier.score_generated_json on the decoded text) and the logits come from one
 teacher-forced float32 forward pass (core.scoring), as the training loop computes them.
 """
+
 from __future__ import annotations
 
 import torch
@@ -21,13 +22,15 @@ class StockTask:
     """examples: learning examples (statement + problem); seed: the sampling generator's;
     device: the policy's (the generator must live there)."""
 
-    def __init__(self, tokenizer, examples: list[dict], config: dict, seed: int,
-                 device: str = "cpu"):
+    def __init__(
+        self, tokenizer, examples: list[dict], config: dict, seed: int, device: str = "cpu"
+    ):
         if not examples:
             raise ValueError("StockTask needs at least one example")
         self.tokenizer, self.config = tokenizer, config
-        self.prompts = [tuple(prompt_lib.prompt_ids(tokenizer, e["statement"], config))
-                        for e in examples]
+        self.prompts = [
+            tuple(prompt_lib.prompt_ids(tokenizer, e["statement"], config)) for e in examples
+        ]
         self.problems = dict(zip(self.prompts, (e["problem"] for e in examples)))
         self.eos = prompt_lib.eos_id(tokenizer, config)
         self.generator = torch.Generator(device=device).manual_seed(seed)
@@ -39,9 +42,12 @@ class StockTask:
     def reward(self, prompt, response) -> float:
         finish_reason = "eos" if response and response[-1] == self.eos else "length"
         decoded = rollout.decode_response(self.tokenizer, list(response), finish_reason)
-        score = verifier.score_generated_json(decoded["text"], finish_reason,
-                                              self.problems[tuple(prompt)],
-                                              decoded["tokenization_valid"])
+        score = verifier.score_generated_json(
+            decoded["text"],
+            finish_reason,
+            self.problems[tuple(prompt)],
+            decoded["tokenization_valid"],
+        )
         return float(score["reward"])
 
     def logits(self, model, prompt, response) -> torch.Tensor:

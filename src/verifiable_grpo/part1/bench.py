@@ -16,6 +16,7 @@ Also measured, each in a fresh process: the exact KL's working memory at vocabul
 on a 16 x 64 rollout set for two block sizes, and (read, not run) the tiny pipeline's wall
 time by stage from a run folder's timings.json.
 """
+
 from __future__ import annotations
 
 import json
@@ -39,8 +40,14 @@ from verifiable_grpo.part1.bench_memory import (  # noqa: F401 (re-exported)
 from verifiable_grpo.task import data, prompts, verifier
 from verifiable_grpo.training import batched_rollout, batched_scoring, grpo, objectives, rollout
 
-BENCH_SHAPE = {"prompts": 4, "group_size": 4, "max_new_tokens": 64, "updates_per_rollout": 2,
-               "kl_coefficient": 0.02, "temperature": 1.0}
+BENCH_SHAPE = {
+    "prompts": 4,
+    "group_size": 4,
+    "max_new_tokens": 64,
+    "updates_per_rollout": 2,
+    "kl_coefficient": 0.02,
+    "temperature": 1.0,
+}
 DEFAULT_OUT = "data/recorded/bench/grpo.json"
 
 
@@ -69,26 +76,34 @@ def bench_examples(config: dict, count: int) -> list[dict]:
 
 def _sets(examples: list[dict], count: int) -> list[list[dict]]:
     size = BENCH_SHAPE["prompts"]
-    return [examples[(i * size) % len(examples):][:size] for i in range(count)]
+    return [examples[(i * size) % len(examples) :][:size] for i in range(count)]
 
 
 def _summary(times: list[dict], warmup: int, memory: int, extra: dict) -> dict:
     timed = times[warmup:]
     keys = ("generation", "verification", "optimisation", "total")
-    return {"median_seconds": {k: statistics.median(t[k] for t in timed) for k in keys},
-            "per_set": timed, "warmup_sets": warmup, "peak_memory_bytes": memory, **extra}
+    return {
+        "median_seconds": {k: statistics.median(t[k] for t in timed) for k in keys},
+        "per_set": timed,
+        "warmup_sets": warmup,
+        "peak_memory_bytes": memory,
+        **extra,
+    }
 
 
 # --------------------------------------------------------------------------- our loop
-def _sample_set(policy, tokenizer, chunk: list[dict], config: dict, generator, index: int,
-                batched: bool) -> list[dict]:
+def _sample_set(
+    policy, tokenizer, chunk: list[dict], config: dict, generator, index: int, batched: bool
+) -> list[dict]:
     """One rollout set, sampled and scored as the GRPO loop does it."""
     g = BENCH_SHAPE["group_size"]
     ids = [f"bench/{index}/{i}" for i in range(len(chunk))]
     if batched:
         return batched_rollout.sample_groups(policy, tokenizer, chunk, config, generator, g, ids)
-    return [rollout.sample_group(policy, tokenizer, e, config, generator, g, i)
-            for e, i in zip(chunk, ids)]
+    return [
+        rollout.sample_group(policy, tokenizer, e, config, generator, g, i)
+        for e, i in zip(chunk, ids)
+    ]
 
 
 def _reward_seconds(groups: list[dict], chunk: list[dict]) -> float:
@@ -96,20 +111,26 @@ def _reward_seconds(groups: list[dict], chunk: list[dict]) -> float:
     tick = time.perf_counter()
     for group, example in zip(groups, chunk):
         for row in group["responses"]:
-            verifier.score_generated_json(row["text"], row["finish_reason"],
-                                          example["problem"], row["tokenization_valid"])
+            verifier.score_generated_json(
+                row["text"], row["finish_reason"], example["problem"], row["tokenization_valid"]
+            )
     return time.perf_counter() - tick
 
 
-def _check_seconds(policy, tokenizer, rows: list[dict], config: dict, batched: bool,
-                   device) -> float:
+def _check_seconds(
+    policy, tokenizer, rows: list[dict], config: dict, batched: bool, device
+) -> float:
     """The rescoring check of the captured log-probs, timed."""
     cfg = typed(config)
     tick = time.perf_counter()
     if batched:
-        batched_scoring.verify_captured_logprobs(policy, rows, cfg.grpo.verify_tolerance,
-                                                 prompts.eos_id(tokenizer, config),
-                                                 cfg.grpo.share_prompts)
+        batched_scoring.verify_captured_logprobs(
+            policy,
+            rows,
+            cfg.grpo.verify_tolerance,
+            prompts.eos_id(tokenizer, config),
+            cfg.grpo.share_prompts,
+        )
     else:
         rollout.verify_captured_logprobs(policy, rows, cfg.grpo.verify_tolerance)
     model_lib.synchronize(device)
@@ -123,11 +144,15 @@ def run_ours(config: dict, examples: list[dict], sets: int, warmup: int, batched
     tokenizer = model_lib.load_tokenizer(config)
     policy, reference = recorded_warmstart(config), recorded_warmstart(config).requires_grad_(False)
     device = rollout.model_device(policy)
-    optimizer = torch.optim.AdamW(model_lib.unique_parameters(policy), lr=cfg.grpo.learning_rate,
-                                  weight_decay=cfg.grpo.weight_decay)
+    optimizer = torch.optim.AdamW(
+        model_lib.unique_parameters(policy),
+        lr=cfg.grpo.learning_rate,
+        weight_decay=cfg.grpo.weight_decay,
+    )
     total_updates = (sets + warmup) * BENCH_SHAPE["updates_per_rollout"]
-    scheduler = schedule.make_scheduler(optimizer, total_updates, cfg.grpo.warmup_fraction,
-                                        cfg.grpo.final_lr_fraction)
+    scheduler = schedule.make_scheduler(
+        optimizer, total_updates, cfg.grpo.warmup_fraction, cfg.grpo.final_lr_fraction
+    )
     generator = torch.Generator(device=device).manual_seed(cfg.seed + grpo.GENERATION_SEED_OFFSET)
     objective = objectives.objective_from_config(config)
     times = []
@@ -143,20 +168,35 @@ def run_ours(config: dict, examples: list[dict], sets: int, warmup: int, batched
             rows = [r for group in groups for r in group["responses"]]
             check_seconds = _check_seconds(policy, tokenizer, rows, config, batched, device)
             tick = time.perf_counter()
-            memo: dict = {}   # as the GRPO loop: the reference read once per rollout set
+            memo: dict = {}  # as the GRPO loop: the reference read once per rollout set
             for _ in range(BENCH_SHAPE["updates_per_rollout"]):
-                grpo.grpo_update(policy, reference, optimizer, scheduler, groups, config,
-                                 reference_memo=memo if batched else None)
+                grpo.grpo_update(
+                    policy,
+                    reference,
+                    optimizer,
+                    scheduler,
+                    groups,
+                    config,
+                    reference_memo=memo if batched else None,
+                )
             model_lib.synchronize(device)
             optimisation = time.perf_counter() - tick
-            times.append({"generation": sampled - start - reward_seconds,
-                          "verification": reward_seconds + check_seconds,
-                          "optimisation": optimisation,
-                          "total": time.perf_counter() - start - reward_seconds,
-                          "response_tokens": sum(r["response_tokens"] for r in rows)})
+            times.append(
+                {
+                    "generation": sampled - start - reward_seconds,
+                    "verification": reward_seconds + check_seconds,
+                    "optimisation": optimisation,
+                    "total": time.perf_counter() - start - reward_seconds,
+                    "response_tokens": sum(r["response_tokens"] for r in rows),
+                }
+            )
     name = "ours, batched" if batched else "ours, one sequence at a time"
-    return _summary(times, warmup, memory.peak, {
-        "arm": name, "kl": "exact, every visited prefix", "kv_cache": cfg.sampling.use_kv_cache})
+    return _summary(
+        times,
+        warmup,
+        memory.peak,
+        {"arm": name, "kl": "exact, every visited prefix", "kv_cache": cfg.sampling.use_kv_cache},
+    )
 
 
 # --------------------------------------------------------------------------- TRL
@@ -174,24 +214,30 @@ def run_trl(config: dict, examples: list[dict], sets: int, warmup: int) -> dict:
     device = rollout.model_device(policy)
     count = (sets + warmup) * BENCH_SHAPE["prompts"]
     chunk = [e for s in _sets(examples, sets + warmup) for e in s][:count]
-    rendered = [prompts.render_text(tokenizer, prompts.messages_for(e["statement"]), True)
-                for e in chunk]
+    rendered = [
+        prompts.render_text(tokenizer, prompts.messages_for(e["statement"]), True) for e in chunk
+    ]
     for text, example in zip(rendered, chunk):  # the very token ids our arms read
         ids = tokenizer(text, add_special_tokens=False)["input_ids"]
         if ids != prompts.prompt_ids(tokenizer, example["statement"], config):
             raise ValueError("TRL would read other prompt ids than ours; the comparison is off")
-    dataset = Dataset.from_list([{"prompt": t, "problem": json.dumps(e["problem"])}
-                                 for t, e in zip(rendered, chunk)])
+    dataset = Dataset.from_list(
+        [{"prompt": t, "problem": json.dumps(e["problem"])} for t, e in zip(rendered, chunk)]
+    )
     verification = []
 
     eos = prompts.eos_id(tokenizer, config)
 
     def reward(prompts, completions, problem, completion_ids=None, **_):
         tick = time.perf_counter()
-        ends = ["eos" if completion_ids is None or eos in ids else "length"
-                for ids in (completion_ids or [None] * len(completions))]
-        scores = [float(verifier.score_generated_json(c, end, json.loads(p), True)["reward"])
-                  for c, end, p in zip(completions, ends, problem)]
+        ends = [
+            "eos" if completion_ids is None or eos in ids else "length"
+            for ids in (completion_ids or [None] * len(completions))
+        ]
+        scores = [
+            float(verifier.score_generated_json(c, end, json.loads(p), True)["reward"])
+            for c, end, p in zip(completions, ends, problem)
+        ]
         verification.append(time.perf_counter() - tick)
         return scores
 
@@ -202,19 +248,42 @@ def run_trl(config: dict, examples: list[dict], sets: int, warmup: int) -> dict:
         policy.save_pretrained(Path(out) / "warmstart")
         policy.config._name_or_path = str(Path(out) / "warmstart")
         args = GRPOConfig(
-            output_dir=out, per_device_train_batch_size=BENCH_SHAPE["prompts"] * g,
-            gradient_accumulation_steps=1, steps_per_generation=1, num_generations=g,
-            max_completion_length=BENCH_SHAPE["max_new_tokens"], temperature=1.0, top_p=1.0,
-            top_k=0, num_iterations=BENCH_SHAPE["updates_per_rollout"],
-            beta=BENCH_SHAPE["kl_coefficient"], loss_type="grpo", epsilon=cfg.grpo.clip_epsilon,
-            learning_rate=cfg.grpo.learning_rate, weight_decay=cfg.grpo.weight_decay,
-            max_grad_norm=cfg.grpo.max_grad_norm, lr_scheduler_type="constant",
+            output_dir=out,
+            per_device_train_batch_size=BENCH_SHAPE["prompts"] * g,
+            gradient_accumulation_steps=1,
+            steps_per_generation=1,
+            num_generations=g,
+            max_completion_length=BENCH_SHAPE["max_new_tokens"],
+            temperature=1.0,
+            top_p=1.0,
+            top_k=0,
+            num_iterations=BENCH_SHAPE["updates_per_rollout"],
+            beta=BENCH_SHAPE["kl_coefficient"],
+            loss_type="grpo",
+            epsilon=cfg.grpo.clip_epsilon,
+            learning_rate=cfg.grpo.learning_rate,
+            weight_decay=cfg.grpo.weight_decay,
+            max_grad_norm=cfg.grpo.max_grad_norm,
+            lr_scheduler_type="constant",
             max_steps=(sets + warmup) * BENCH_SHAPE["updates_per_rollout"],
-            use_cpu=device.type == "cpu", bf16=False, fp16=False, report_to="none",
-            logging_steps=10_000, save_strategy="no", shuffle_dataset=False, seed=cfg.seed,
-            disable_tqdm=True, dataloader_num_workers=0)
-        trainer = GRPOTrainer(model=policy, reward_funcs=reward, args=args,
-                              train_dataset=dataset, processing_class=tokenizer)
+            use_cpu=device.type == "cpu",
+            bf16=False,
+            fp16=False,
+            report_to="none",
+            logging_steps=10_000,
+            save_strategy="no",
+            shuffle_dataset=False,
+            seed=cfg.seed,
+            disable_tqdm=True,
+            dataloader_num_workers=0,
+        )
+        trainer = GRPOTrainer(
+            model=policy,
+            reward_funcs=reward,
+            args=args,
+            train_dataset=dataset,
+            processing_class=tokenizer,
+        )
         generation, steps = [], []
         inner_generate = trainer._generate_and_score_completions
         inner_step = trainer.training_step
@@ -245,12 +314,24 @@ def run_trl(config: dict, examples: list[dict], sets: int, warmup: int) -> dict:
         # (the optimizer step and the scheduler sit between training_step calls).
         end = steps[(index + 1) * per][0] if (index + 1) * per < len(steps) else last[1]
         total = end - first[0]
-        times.append({"generation": generation[index] - verification[index],
-                      "verification": verification[index],
-                      "optimisation": total - generation[index], "total": total})
-    return _summary(times, warmup, memory.peak, {
-        "arm": f"TRL {trl.__version__} GRPOTrainer", "kl": "k3 on the sampled token",
-        "loss_type": "grpo"})
+        times.append(
+            {
+                "generation": generation[index] - verification[index],
+                "verification": verification[index],
+                "optimisation": total - generation[index],
+                "total": total,
+            }
+        )
+    return _summary(
+        times,
+        warmup,
+        memory.peak,
+        {
+            "arm": f"TRL {trl.__version__} GRPOTrainer",
+            "kl": "k3 on the sampled token",
+            "loss_type": "grpo",
+        },
+    )
 
 
 # --------------------------------------------------------------------------- pipeline times
@@ -259,59 +340,88 @@ def pipeline_times(folder) -> dict | None:
     if not path.is_file():
         return None
     timings = read_json(path)
-    return {"source": str(path), "groups": timings["groups"],
-            "total_seconds": timings["total_seconds"]}
+    return {
+        "source": str(path),
+        "groups": timings["groups"],
+        "total_seconds": timings["total_seconds"],
+    }
 
 
 # --------------------------------------------------------------------------- the command
-def bench_grpo(sets: int = 5, warmup: int = 1, with_trl: bool = True, with_kl: bool = True,
-               runs: list[str] | None = None, profile: str = "tiny") -> dict:
+def bench_grpo(
+    sets: int = 5,
+    warmup: int = 1,
+    with_trl: bool = True,
+    with_kl: bool = True,
+    runs: list[str] | None = None,
+    profile: str = "tiny",
+) -> dict:
     config = bench_config(profile)
     examples = bench_examples(config, (sets + warmup) * BENCH_SHAPE["prompts"])
     torch.manual_seed(0)
     started = time.perf_counter()
-    arms = [run_ours(config, examples, sets, warmup, batched=True),
-            run_ours(config, examples, sets, warmup, batched=False)]
+    arms = [
+        run_ours(config, examples, sets, warmup, batched=True),
+        run_ours(config, examples, sets, warmup, batched=False),
+    ]
     if with_trl:
         arms.append(run_trl(config, examples, sets, warmup))
-    result = {"shape": BENCH_SHAPE, "sets": sets, "arms": arms,
-              "ratio_ours_batched_to_trl": (arms[0]["median_seconds"]["total"]
-                                            / arms[2]["median_seconds"]["total"])
-              if with_trl else None,
-              "ratio_sequential_to_batched": (arms[1]["median_seconds"]["total"]
-                                              / arms[0]["median_seconds"]["total"]),
-              "arms_seconds": time.perf_counter() - started,
-              "exact_kl_memory": exact_kl_memory() if with_kl else None,
-              "pipeline": {r: pipeline_times(repo_root() / r) for r in (runs or [])},
-              "provenance": provenance(config)}
+    result = {
+        "shape": BENCH_SHAPE,
+        "sets": sets,
+        "arms": arms,
+        "ratio_ours_batched_to_trl": (
+            arms[0]["median_seconds"]["total"] / arms[2]["median_seconds"]["total"]
+        )
+        if with_trl
+        else None,
+        "ratio_sequential_to_batched": (
+            arms[1]["median_seconds"]["total"] / arms[0]["median_seconds"]["total"]
+        ),
+        "arms_seconds": time.perf_counter() - started,
+        "exact_kl_memory": exact_kl_memory() if with_kl else None,
+        "pipeline": {r: pipeline_times(repo_root() / r) for r in (runs or [])},
+        "provenance": provenance(config),
+    }
     return result
 
 
 def format_bench(result: dict) -> str:
-    lines = [f"GRPO rollout set: {result['shape']['prompts']} prompts x G={result['shape']['group_size']}, "
-             f"<= {result['shape']['max_new_tokens']} new tokens, "
-             f"{result['shape']['updates_per_rollout']} updates, beta {result['shape']['kl_coefficient']}; "
-             f"median of {result['sets']} sets", "",
-             f"{'arm':34} {'total s':>8} {'gen s':>7} {'verify s':>8} {'optim s':>8} {'peak MB':>8}"]
+    lines = [
+        f"GRPO rollout set: {result['shape']['prompts']} prompts x G={result['shape']['group_size']}, "
+        f"<= {result['shape']['max_new_tokens']} new tokens, "
+        f"{result['shape']['updates_per_rollout']} updates, beta {result['shape']['kl_coefficient']}; "
+        f"median of {result['sets']} sets",
+        "",
+        f"{'arm':34} {'total s':>8} {'gen s':>7} {'verify s':>8} {'optim s':>8} {'peak MB':>8}",
+    ]
     for arm in result["arms"]:
         m = arm["median_seconds"]
-        lines.append(f"{arm['arm']:34} {m['total']:8.3f} {m['generation']:7.3f} "
-                     f"{m['verification']:8.3f} {m['optimisation']:8.3f} "
-                     f"{arm['peak_memory_bytes'] / 2**20:8.0f}")
+        lines.append(
+            f"{arm['arm']:34} {m['total']:8.3f} {m['generation']:7.3f} "
+            f"{m['verification']:8.3f} {m['optimisation']:8.3f} "
+            f"{arm['peak_memory_bytes'] / 2**20:8.0f}"
+        )
     if result["ratio_ours_batched_to_trl"] is not None:
         lines.append(f"ours batched / TRL: {result['ratio_ours_batched_to_trl']:.2f}")
     lines.append(f"ours sequential / ours batched: {result['ratio_sequential_to_batched']:.2f}")
     kl = result.get("exact_kl_memory")
     if kl:
-        lines.append(f"exact KL at vocabulary {kl['vocabulary']:,}, {kl['responses']} x "
-                     f"{kl['tokens']} (each logits tensor {kl['logits_bytes_each'] / 2**20:.0f} MB): "
-                     + ", ".join(f"block {b['block_size']:,}: {b['working_bytes'] / 2**20:.0f} MB"
-                                 for b in kl["blocks"]))
+        lines.append(
+            f"exact KL at vocabulary {kl['vocabulary']:,}, {kl['responses']} x "
+            f"{kl['tokens']} (each logits tensor {kl['logits_bytes_each'] / 2**20:.0f} MB): "
+            + ", ".join(
+                f"block {b['block_size']:,}: {b['working_bytes'] / 2**20:.0f} MB"
+                for b in kl["blocks"]
+            )
+        )
     for name, times in (result.get("pipeline") or {}).items():
         if times:
-            lines.append(f"pipeline {name}: " + ", ".join(
-                f"{g} {s:.0f} s" for g, s in times["groups"].items())
-                + f"; total {times['total_seconds']:.0f} s")
+            lines.append(
+                f"pipeline {name}: "
+                + ", ".join(f"{g} {s:.0f} s" for g, s in times["groups"].items())
+                + f"; total {times['total_seconds']:.0f} s"
+            )
     return "\n".join(lines)
 
 
@@ -322,8 +432,9 @@ def command_bench(args) -> int:
         raise ValueError(f"unknown benchmark {args.what!r}: use grpo or pipeline")
     if args.sets < 1 or args.warmup < 0:
         raise ValueError("--sets must be >= 1 and --warmup >= 0")
-    result = bench_grpo(args.sets, args.warmup, with_trl=not args.no_trl,
-                        with_kl=not args.no_kl, runs=args.runs)
+    result = bench_grpo(
+        args.sets, args.warmup, with_trl=not args.no_trl, with_kl=not args.no_kl, runs=args.runs
+    )
     print(format_bench(result))
     if args.save:
         path = save_json(repo_root() / args.save, result)

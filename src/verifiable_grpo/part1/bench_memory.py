@@ -2,6 +2,7 @@
 CUDA allocated bytes, or the resident set sampled on CPU), and the exact KL's working
 memory at a real vocabulary, each block size in a fresh process (exact_kl_memory).
 """
+
 from __future__ import annotations
 
 import subprocess
@@ -70,16 +71,29 @@ def exact_kl_memory(blocks=(4096, KL_SHAPE["vocabulary"])) -> dict:
     """Working memory of the exact KL (forward + backward) beyond its inputs and the
     gradient it returns, each block size in a fresh process (peak resident set, ru_maxrss)."""
     script = KL_PROBE.format(**KL_SHAPE)
-    env = {"PYTHONPATH": str(repo_root() / "src"), "OMP_NUM_THREADS": "1",
-           "OMP_WAIT_POLICY": "PASSIVE", "PATH": "/usr/bin:/bin"}
+    env = {
+        "PYTHONPATH": str(repo_root() / "src"),
+        "OMP_NUM_THREADS": "1",
+        "OMP_WAIT_POLICY": "PASSIVE",
+        "PATH": "/usr/bin:/bin",
+    }
     rows = []
     for block in blocks:
-        out = subprocess.run([sys.executable, "-c", script, str(block)], capture_output=True,
-                             text=True, env=env, timeout=600)
+        out = subprocess.run(
+            [sys.executable, "-c", script, str(block)],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=600,
+        )
         if out.returncode != 0:
             raise RuntimeError(f"exact-KL probe failed: {out.stderr[-2000:]}")
         rows.append({"block_size": block, "working_bytes": int(out.stdout.split()[-1])})
     logits = KL_SHAPE["responses"] * KL_SHAPE["tokens"] * KL_SHAPE["vocabulary"] * 4
-    return {**KL_SHAPE, "logits_bytes_each": logits, "blocks": rows,
-            "note": "peak resident bytes of forward + backward beyond the two float32 logit "
-                    "tensors (inputs) and the gradient they return (output)"}
+    return {
+        **KL_SHAPE,
+        "logits_bytes_each": logits,
+        "blocks": rows,
+        "note": "peak resident bytes of forward + backward beyond the two float32 logit "
+        "tensors (inputs) and the gradient they return (output)",
+    }

@@ -6,6 +6,7 @@ behind them, each one named below, instead of times. Training is compute-bound (
 at a time is memory-bound (every new token reads every weight once). The token counts come
 from the profile's budgets and the recorded tiny run (the same counts, the same task).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -13,8 +14,14 @@ from dataclasses import dataclass
 from verifiable_grpo.core.config_schema import typed
 
 # Qwen2.5-0.5B-Instruct's shape (its config.json); tied embeddings.
-QWEN_SHAPE = {"hidden": 896, "intermediate": 4864, "layers": 24, "heads": 14, "kv_heads": 2,
-              "vocabulary": 151_936}
+QWEN_SHAPE = {
+    "hidden": 896,
+    "intermediate": 4864,
+    "layers": 24,
+    "heads": 14,
+    "kv_heads": 2,
+    "vocabulary": 151_936,
+}
 
 
 @dataclass(frozen=True)
@@ -28,16 +35,16 @@ class Gpu:
     compute_efficiency: float = 0.35
     bandwidth_bytes: float = 320e9
     bandwidth_efficiency: float = 0.5
-    prompt_tokens: int = 60       # assumed: Qwen's chat template with its default system message
+    prompt_tokens: int = 60  # assumed: Qwen's chat template with its default system message
 
 
 def qwen_parameters(shape: dict = QWEN_SHAPE) -> int:
     """Unique parameters: embedding (tied with the output head), 24 decoder layers, final norm."""
     h, f, v = shape["hidden"], shape["intermediate"], shape["vocabulary"]
     kv = h // shape["heads"] * shape["kv_heads"]
-    attention = h * h + h + 2 * (h * kv + kv) + h * h      # q (bias), k, v (bias), o
+    attention = h * h + h + 2 * (h * kv + kv) + h * h  # q (bias), k, v (bias), o
     mlp = 3 * h * f
-    layer = attention + mlp + 2 * h                          # two RMSNorm weights
+    layer = attention + mlp + 2 * h  # two RMSNorm weights
     return v * h + shape["layers"] * layer + h
 
 
@@ -46,7 +53,7 @@ def _seconds_training(tokens: float, parameters: int, gpu: Gpu, factor: float = 
 
 
 def _seconds_decoding(tokens: float, parameters: int, gpu: Gpu) -> float:
-    per_token = 4 * parameters / (gpu.bandwidth_bytes * gpu.bandwidth_efficiency)   # FP32 weights
+    per_token = 4 * parameters / (gpu.bandwidth_bytes * gpu.bandwidth_efficiency)  # FP32 weights
     return tokens * per_token
 
 
@@ -61,23 +68,36 @@ def stage_estimates(config: dict, response_tokens: float, gpu: Gpu = Gpu()) -> l
     for name, section in (("warm-start SFT", c.warmstart), ("further SFT", c.sft)):
         trained = section.examples * section.epochs * sequence
         validated = section.validation_examples * section.epochs * sequence
-        seconds = _seconds_training(trained, parameters, gpu) + _seconds_training(validated, parameters, gpu, 2.0)
+        seconds = _seconds_training(trained, parameters, gpu) + _seconds_training(
+            validated, parameters, gpu, 2.0
+        )
         rows.append({"stage": name, "tokens": 2 * trained, "seconds": 2 * seconds})
     g, e = c.grpo, c.exercise
-    for name, iterations, group in (("GRPO", g.iterations, g.group_size),
-                                    *((f"GRPO G={size} (exercise)", e.iterations, size)
-                                      for size in e.group_sizes)):
+    for name, iterations, group in (
+        ("GRPO", g.iterations, g.group_size),
+        *((f"GRPO G={size} (exercise)", e.iterations, size) for size in e.group_sizes),
+    ):
         responses = iterations * g.prompts_per_iteration * group
         generated = responses * response_tokens
         scored = responses * sequence
         # per update: current forward + backward (6), reference forward (2); one rescoring (2)
-        training = g.updates_per_rollout * (_seconds_training(scored, parameters, gpu)
-                                            + _seconds_training(scored, parameters, gpu, 2.0))
-        seconds = _seconds_decoding(generated, parameters, gpu) + training + \
-            _seconds_training(scored, parameters, gpu, 2.0)
+        training = g.updates_per_rollout * (
+            _seconds_training(scored, parameters, gpu)
+            + _seconds_training(scored, parameters, gpu, 2.0)
+        )
+        seconds = (
+            _seconds_decoding(generated, parameters, gpu)
+            + training
+            + _seconds_training(scored, parameters, gpu, 2.0)
+        )
         rows.append({"stage": name, "tokens": 2 * (generated + scored), "seconds": 2 * seconds})
     policies = 3 + len(e.group_sizes)
     answers = policies * c.evaluation.problems * (1 + c.evaluation.draws)
-    rows.append({"stage": f"evaluation ({policies} policies)", "tokens": answers * response_tokens,
-                 "seconds": _seconds_decoding(answers * response_tokens, parameters, gpu)})
+    rows.append(
+        {
+            "stage": f"evaluation ({policies} policies)",
+            "tokens": answers * response_tokens,
+            "seconds": _seconds_decoding(answers * response_tokens, parameters, gpu),
+        }
+    )
     return rows

@@ -5,6 +5,7 @@ rollout set: the current policy *is* the behaviour policy then, so every ratio i
 1. Only from the second update on, after the parameters moved, can a ratio leave the
 interval.
 """
+
 from __future__ import annotations
 
 import torch
@@ -13,10 +14,16 @@ from verifiable_grpo.core.config_schema import typed
 from verifiable_grpo.training.losses import clipped_group_surrogate, group_advantages
 
 
-def two_updates_on_one_rollout_set(vocab: int = 6, group_size: int = 4, length: int = 3,
-                                   learning_rate: float = 0.5, updates: int = 2,
-                                   clip_epsilon: float = 0.2, seed: int = 0,
-                                   refresh_old: bool = False) -> list[dict]:
+def two_updates_on_one_rollout_set(
+    vocab: int = 6,
+    group_size: int = 4,
+    length: int = 3,
+    learning_rate: float = 0.5,
+    updates: int = 2,
+    clip_epsilon: float = 0.2,
+    seed: int = 0,
+    refresh_old: bool = False,
+) -> list[dict]:
     """A categorical 'policy' (one logit vector) samples one group of `length`-token responses;
     reward 1 when the response starts with a token of the lower half of the vocabulary.
     Returns the audit of each update on that same rollout set.
@@ -30,9 +37,10 @@ def two_updates_on_one_rollout_set(vocab: int = 6, group_size: int = 4, length: 
     logits = torch.zeros(vocab, dtype=torch.float64, requires_grad=True)
     with torch.no_grad():
         probs = torch.softmax(logits, dim=0)
-        tokens = torch.multinomial(probs.expand(group_size, vocab), length, replacement=True,
-                                   generator=generator)
-        old = torch.log_softmax(logits, dim=0)[tokens]          # captured at sampling time
+        tokens = torch.multinomial(
+            probs.expand(group_size, vocab), length, replacement=True, generator=generator
+        )
+        old = torch.log_softmax(logits, dim=0)[tokens]  # captured at sampling time
     rewards = (tokens[:, 0] < vocab // 2).to(torch.float64).unsqueeze(0)
     advantages, _, _ = group_advantages(rewards)
     mask = torch.ones_like(tokens, dtype=torch.bool)
@@ -46,45 +54,60 @@ def two_updates_on_one_rollout_set(vocab: int = 6, group_size: int = 4, length: 
         objective = loss.mean()
         optimizer.zero_grad()
         objective.backward()
-        report.append({
-            "update": update + 1,
-            "rewards": rewards[0].tolist(),
-            "advantages": advantages[0].tolist(),
-            "min_ratio": float(audit["ratios"].min()),
-            "max_ratio": float(audit["ratios"].max()),
-            "outside_fraction": audit["outside_fraction"],
-            "active_clip_fraction": audit["active_clip_fraction"],
-            "loss": float(objective.detach()),
-            "gradient_norm": float(logits.grad.norm()),
-        })
+        report.append(
+            {
+                "update": update + 1,
+                "rewards": rewards[0].tolist(),
+                "advantages": advantages[0].tolist(),
+                "min_ratio": float(audit["ratios"].min()),
+                "max_ratio": float(audit["ratios"].max()),
+                "outside_fraction": audit["outside_fraction"],
+                "active_clip_fraction": audit["active_clip_fraction"],
+                "loss": float(objective.detach()),
+                "gradient_norm": float(logits.grad.norm()),
+            }
+        )
         optimizer.step()
     return report
 
 
-def clip_gradient_table(ratios=(0.5, 0.9, 1.0, 1.1, 1.5), advantages=(1.0, -1.0),
-                        clip_epsilon: float = 0.2) -> list[dict]:
+def clip_gradient_table(
+    ratios=(0.5, 0.9, 1.0, 1.1, 1.5), advantages=(1.0, -1.0), clip_epsilon: float = 0.2
+) -> list[dict]:
     """For each (rho, A): the objective min(rho A, clip(rho) A), which branch is selected and
     the gradient of the objective with respect to the log-probability (autograd, float64)."""
     rows = []
     for advantage in advantages:
         for ratio in ratios:
-            current = torch.tensor([[float(torch.log(torch.tensor(ratio, dtype=torch.float64)))]],
-                                   dtype=torch.float64, requires_grad=True)
+            current = torch.tensor(
+                [[float(torch.log(torch.tensor(ratio, dtype=torch.float64)))]],
+                dtype=torch.float64,
+                requires_grad=True,
+            )
             old = torch.zeros(1, 1, dtype=torch.float64)
-            loss, audit = clipped_group_surrogate(current, old, torch.tensor([advantage],
-                                                  dtype=torch.float64),
-                                                  torch.ones(1, 1, dtype=torch.bool), clip_epsilon)
+            loss, audit = clipped_group_surrogate(
+                current,
+                old,
+                torch.tensor([advantage], dtype=torch.float64),
+                torch.ones(1, 1, dtype=torch.bool),
+                clip_epsilon,
+            )
             loss.sum().backward()
-            unclipped, clipped = ratio * advantage, min(max(ratio, 1 - clip_epsilon),
-                                                         1 + clip_epsilon) * advantage
-            rows.append({
-                "advantage": advantage, "ratio": ratio, "objective": -float(loss.detach()),
-                "branch": "clipped (constant)" if clipped < unclipped else "unclipped",
-                "d_objective_d_logp": -float(current.grad) + 0.0,  # no "-0.0" in tables
-                "active_clip": audit["active_clip_fraction"] > 0,
-            })
+            unclipped, clipped = (
+                ratio * advantage,
+                min(max(ratio, 1 - clip_epsilon), 1 + clip_epsilon) * advantage,
+            )
+            rows.append(
+                {
+                    "advantage": advantage,
+                    "ratio": ratio,
+                    "objective": -float(loss.detach()),
+                    "branch": "clipped (constant)" if clipped < unclipped else "unclipped",
+                    "d_objective_d_logp": -float(current.grad) + 0.0,  # no "-0.0" in tables
+                    "active_clip": audit["active_clip_fraction"] > 0,
+                }
+            )
     return rows
-
 
 
 def kl_normalising_each_block(current_logits, reference_logits, block_size: int):
@@ -94,8 +117,8 @@ def kl_normalising_each_block(current_logits, reference_logits, block_size: int)
     KL(p || q) unless there is a single block. For the notebooks and tests only."""
     total = torch.zeros(current_logits.shape[:-1], dtype=current_logits.dtype)
     for start in range(0, current_logits.shape[-1], block_size):
-        log_p = torch.log_softmax(current_logits[..., start:start + block_size], dim=-1)
-        log_q = torch.log_softmax(reference_logits[..., start:start + block_size], dim=-1)
+        log_p = torch.log_softmax(current_logits[..., start : start + block_size], dim=-1)
+        log_q = torch.log_softmax(reference_logits[..., start : start + block_size], dim=-1)
         total = total + (log_p.exp() * (log_p - log_q)).sum(dim=-1)
     return total
 
@@ -131,7 +154,8 @@ def sampled_estimates_at_prefixes(current_logits, reference_logits, samples: int
     draws = torch.multinomial(log_p.exp(), samples, replacement=True, generator=generator)
     estimates = sampled_kl_estimators(log_p.gather(-1, draws), log_q.gather(-1, draws))
     return {name: value.mean(dim=-1) for name, value in estimates.items()} | {
-        f"{name}_std": value.std(dim=-1) for name, value in estimates.items()}
+        f"{name}_std": value.std(dim=-1) for name, value in estimates.items()
+    }
 
 
 def response_logprob_sums(model, group: dict) -> list[float]:
@@ -142,11 +166,15 @@ def response_logprob_sums(model, group: dict) -> list[float]:
     sums = []
     with torch.no_grad():
         for row in group["responses"]:
-            ids = torch.tensor([row["prompt_ids"] + row["response_ids"]],
-                               device=model_device(model))
+            ids = torch.tensor(
+                [row["prompt_ids"] + row["response_ids"]], device=model_device(model)
+            )
             scores = token_logprobs(model, ids, torch.ones_like(ids))[0]
-            sums.append(float(scores[response_slice(len(row["prompt_ids"]),
-                                                    len(row["response_ids"]))].sum()))
+            sums.append(
+                float(
+                    scores[response_slice(len(row["prompt_ids"]), len(row["response_ids"]))].sum()
+                )
+            )
     return sums
 
 
@@ -160,8 +188,9 @@ def update_on_one_group(policy, group: dict, config: dict, learning_rate: float)
 
     current = copy.deepcopy(policy).eval()
     reference = copy.deepcopy(policy).eval().requires_grad_(False)
-    optimizer = torch.optim.AdamW(current.parameters(), lr=learning_rate,
-                                  weight_decay=typed(config).grpo.weight_decay)
+    optimizer = torch.optim.AdamW(
+        current.parameters(), lr=learning_rate, weight_decay=typed(config).grpo.weight_decay
+    )
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0)
     before = response_logprob_sums(current, group)
     telemetry = grpo_update(current, reference, optimizer, scheduler, [group], config)

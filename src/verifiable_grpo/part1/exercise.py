@@ -8,6 +8,7 @@
 (c) Real training: G=2 and G=8 from the same warm start on the same prompt presentations,
     resumed and verified like the main branches, then evaluated on the same problems.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -31,8 +32,9 @@ def constructed_reward_patterns(group_size: int) -> list[list[float]]:
     return [[0.0] * group_size, [1.0] * group_size, [1.0, 0.0] * (group_size // 2)]
 
 
-def constructed_group(rewards: list[float], epsilon: float = 1e-8,
-                      clip_epsilon: float = 0.2) -> dict:
+def constructed_group(
+    rewards: list[float], epsilon: float = 1e-8, clip_epsilon: float = 0.2
+) -> dict:
     """Advantages, std, surrogate and token gradients of one constructed group (float64).
 
     The response log-probs are made up (current == old, so every ratio is 1, as at the first
@@ -41,14 +43,16 @@ def constructed_group(rewards: list[float], epsilon: float = 1e-8,
     from verifiable_grpo.training.losses import clipped_group_surrogate, group_advantages
 
     group = len(rewards)
-    advantages, mean, std = group_advantages(torch.tensor([rewards], dtype=torch.float64),
-                                             epsilon=epsilon)
+    advantages, mean, std = group_advantages(
+        torch.tensor([rewards], dtype=torch.float64), epsilon=epsilon
+    )
     steps = torch.arange(TOKENS_PER_CONSTRUCTED_RESPONSE, dtype=torch.float64)
     logprobs = -1.0 - 0.25 * steps - 0.1 * torch.arange(group, dtype=torch.float64)[:, None]
     current = logprobs.clone().requires_grad_(True)
     mask = torch.ones_like(current, dtype=torch.bool)
-    per_response, _ = clipped_group_surrogate(current, logprobs.detach(), advantages[0], mask,
-                                              clip_epsilon=clip_epsilon)
+    per_response, _ = clipped_group_surrogate(
+        current, logprobs.detach(), advantages[0], mask, clip_epsilon=clip_epsilon
+    )
     loss = per_response.mean()
     loss.backward()
     return {
@@ -70,8 +74,9 @@ def constructed_groups(config: dict) -> list[dict]:
     cfg = typed(config)
     sizes = sorted({cfg.grpo.group_size, *cfg.exercise.group_sizes})
     epsilon, clip = cfg.grpo.advantage_epsilon, cfg.grpo.clip_epsilon
-    return [constructed_group(r, epsilon, clip) for g in sizes
-            for r in constructed_reward_patterns(g)]
+    return [
+        constructed_group(r, epsilon, clip) for g in sizes for r in constructed_reward_patterns(g)
+    ]
 
 
 # --------------------------------------------------------------------------- (b) protection
@@ -81,7 +86,8 @@ def main_artifacts(config: dict, out_dir) -> dict[str, Path]:
     paths = {"config": Path(config["_path"]), "results.json": out_dir / "results.json"}
     for policy in MAIN_POLICIES:
         paths[f"checkpoints/{policy}-resume.safetensors"] = (
-            out_dir / "checkpoints" / f"{policy}-resume.safetensors")
+            out_dir / "checkpoints" / f"{policy}-resume.safetensors"
+        )
         paths[f"resume-{policy}.json"] = out_dir / f"resume-{policy}.json"
         for name in ("greedy.json", "sample.json", "audit.json"):
             paths[f"inference/{policy}/{name}"] = out_dir / "inference" / policy / name
@@ -94,8 +100,10 @@ def _fingerprints(config: dict, out_dir) -> dict:
     files = {}
     for label, path in main_artifacts(config, out_dir).items():
         if not path.is_file():
-            raise FileNotFoundError(f"main artifact {path} is missing: finish the main run "
-                                    "(training, resume checks, evaluation) before the exercise")
+            raise FileNotFoundError(
+                f"main artifact {path} is missing: finish the main run "
+                "(training, resume checks, evaluation) before the exercise"
+            )
         files[label] = sha256_file(path)
     return {"files": files, "verifier_sha256": sha256_file(verifier.__file__)}
 
@@ -152,8 +160,7 @@ def evaluate_exercise(config: dict, out_dir) -> dict:
     from verifiable_grpo.evaluation.evaluate import evaluate_policies
 
     policies = [branch_name(g) for g in typed(config).exercise.group_sizes]
-    return evaluate_policies(config, out_dir, policies,
-                             Path(out_dir) / "exercise" / "results.json")
+    return evaluate_policies(config, out_dir, policies, Path(out_dir) / "exercise" / "results.json")
 
 
 def _run_record(out_dir, branch: str) -> dict:
@@ -194,13 +201,18 @@ def summarise(config: dict, out_dir) -> dict:
         "constructed_groups": constructed_groups(config),
         "constructed_label": CONSTRUCTED_LABEL,
         "budgets": {b: budget(r) for b, r in records.items()},
-        "same_initial_digest": True, "initial_model_digest": initial[branches[0]],
+        "same_initial_digest": True,
+        "initial_model_digest": initial[branches[0]],
         "same_prompt_order": True,
         "prompt_presentations": sum(len(ids) for ids in orders[branches[0]]),
         "resume": resume,
-        "evaluation": {b: {"greedy_pass_at_1": results["policies"][b]["greedy_pass_at_1"],
-                           "per_draw_success": results["policies"][b]["per_draw_success"]}
-                       for b in branches},
+        "evaluation": {
+            b: {
+                "greedy_pass_at_1": results["policies"][b]["greedy_pass_at_1"],
+                "per_draw_success": results["policies"][b]["per_draw_success"],
+            }
+            for b in branches
+        },
         "protected_sha256": protected,
         "main_artifacts_unchanged": True,
         "verifier_unchanged": True,
@@ -210,7 +222,8 @@ def summarise(config: dict, out_dir) -> dict:
             f"{cfg.exercise.iterations} here: comparing it with these branches is not "
             "an ablation of group size alone. Equal updates do not mean equal compute "
             "(more rollouts per prompt cost more generation and scoring); equal compute is "
-            "not claimed."),
+            "not claimed."
+        ),
         "equal_compute_claimed": False,
         "finished_at": utc_now(),
     }
@@ -236,9 +249,11 @@ def command_exercise(args) -> int:
     summary = run_exercise(config, args.out)
     for branch, numbers in summary["budgets"].items():
         evaluation = summary["evaluation"][branch]
-        print(f"{branch}: {numbers['updates']} updates, {numbers['prompts']} prompts, "
-              f"{numbers['rollouts']} rollouts, {numbers['seconds']:.1f} s; greedy pass@1 "
-              f"{evaluation['greedy_pass_at_1']['ALL']['success_rate']:.3f}, per-draw "
-              f"{evaluation['per_draw_success']['ALL']['success_rate']:.3f}")
+        print(
+            f"{branch}: {numbers['updates']} updates, {numbers['prompts']} prompts, "
+            f"{numbers['rollouts']} rollouts, {numbers['seconds']:.1f} s; greedy pass@1 "
+            f"{evaluation['greedy_pass_at_1']['ALL']['success_rate']:.3f}, per-draw "
+            f"{evaluation['per_draw_success']['ALL']['success_rate']:.3f}"
+        )
     print("main artifacts and verifier unchanged (SHA-256 checked)")
     return 0

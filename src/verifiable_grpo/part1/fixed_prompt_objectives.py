@@ -15,6 +15,7 @@ the setting, and the summary: success after training on the eight prompts (32 dr
 with a Wilson interval, and its difference from GRPO's with a 95 % bootstrap interval
 over the eight prompts.
 """
+
 from __future__ import annotations
 
 import copy
@@ -30,10 +31,20 @@ from verifiable_grpo.evaluation import statistics
 from verifiable_grpo.part1 import fixed_prompts
 from verifiable_grpo.training import objectives
 
-OBJECTIVES_RUN = ("cispo", "gmpo", "sapo", "rloo", "reinforce_pp", "reinforce",
-                  "reinforce_baseline", "grpo_tis", "grpo_mis")
-SETTING = dataclasses.replace(fixed_prompts.RECORDED_SETTING, name="objectives",
-                              validation_problems=0)
+OBJECTIVES_RUN = (
+    "cispo",
+    "gmpo",
+    "sapo",
+    "rloo",
+    "reinforce_pp",
+    "reinforce",
+    "reinforce_baseline",
+    "grpo_tis",
+    "grpo_mis",
+)
+SETTING = dataclasses.replace(
+    fixed_prompts.RECORDED_SETTING, name="objectives", validation_problems=0
+)
 # The mismatch made on purpose (chapter II.6 on a run): the sampler decodes under bfloat16
 # autocast, the trainer stays float32; Part I's GRPO without a correction, with TIS and
 # with MIS. The captured-vs-rescored check cannot hold (that gap is the point), so its
@@ -76,12 +87,15 @@ def seed_selection(out: Path, recorded: dict) -> None:
     selection = out / "selection.json"
     if not selection.is_file():
         out.mkdir(parents=True, exist_ok=True)
-        files.save_json(selection, [{"document_id": p["document_id"], "before": p["before"]}
-                                    for p in recorded["prompts"]])
+        files.save_json(
+            selection,
+            [{"document_id": p["document_id"], "before": p["before"]} for p in recorded["prompts"]],
+        )
 
 
-def run_objective(base: dict, runs: Path, name: str, progress: bool = True,
-                  mismatch: bool = False) -> dict:
+def run_objective(
+    base: dict, runs: Path, name: str, progress: bool = True, mismatch: bool = False
+) -> dict:
     """One objective's run in RUNS/NAME (continued where it stopped); its result. mismatch:
     the bfloat16 sampler (MISMATCH_RUNS)."""
     check_names([name])
@@ -99,8 +113,10 @@ def export(runs: Path, names=OBJECTIVES_RUN, reference: Path | None = None) -> P
     final weights are checked against the record)."""
     extra = {}
     if reference is not None:
-        if (files.read_json(Path(reference) / "result.json")["final_model_digest"]
-                != fixed_prompts.recorded()["ours"]["final_model_digest"]):
+        if (
+            files.read_json(Path(reference) / "result.json")["final_model_digest"]
+            != fixed_prompts.recorded()["ours"]["final_model_digest"]
+        ):
             raise ValueError(f"{reference} is not the recorded GRPO run")
         extra["grpo_first_update_clip_fraction"] = _first_update_clip(Path(reference))
     found = {}
@@ -108,20 +124,25 @@ def export(runs: Path, names=OBJECTIVES_RUN, reference: Path | None = None) -> P
     for name in wanted:
         done = Path(runs) / name / "result.json"
         if done.is_file():
-            found[name] = {**files.read_json(done),
-                           "first_update_clip_fraction": _first_update_clip(Path(runs) / name)}
+            found[name] = {
+                **files.read_json(done),
+                "first_update_clip_fraction": _first_update_clip(Path(runs) / name),
+            }
     if not found:
         raise FileNotFoundError(f"no finished objective run under {runs}")
-    return files.save_json(resolve(RECORDED), {"setting": dataclasses.asdict(SETTING),
-                                               "runs": found, **extra})
+    return files.save_json(
+        resolve(RECORDED), {"setting": dataclasses.asdict(SETTING), "runs": found, **extra}
+    )
 
 
 def _first_update_clip(out: Path) -> list[float]:
     """Per iteration, the clipped share of tokens in its first update (where the policy
     still is the rollout's, so any clipping comes from the sampler/trainer gap)."""
     record = files.read_json(RunFolder(out / "train").record("grpo", "continuous"))
-    return [h["updates"][0]["clip_low_fraction"] + h["updates"][0]["clip_high_fraction"]
-            for h in record["history"]]
+    return [
+        h["updates"][0]["clip_low_fraction"] + h["updates"][0]["clip_high_fraction"]
+        for h in record["history"]
+    ]
 
 
 def recorded(path: str = RECORDED) -> dict:
@@ -147,13 +168,18 @@ def comparison(runs: dict, grpo: dict, resamples: int = 10_000) -> list[dict]:
         rng = np.random.default_rng(BOOTSTRAP_SEED)
         paired = statistics.paired_bootstrap(after, _rates(grpo, "after"), rng, resamples)
         summary = fixed_prompts.summary(result)
-        rows.append({"objective": name, "after": hits / total,
-                     "after_interval": statistics.wilson_interval(hits, total),
-                     "difference": paired["difference"],
-                     "difference_interval": (paired["low"], paired["high"]),
-                     "prompts_improved": summary["prompts_improved"],
-                     "reward_first_fifth": summary["reward_first_fifth"],
-                     "reward_last_fifth": summary["reward_last_fifth"],
-                     "final_exact_kl": result["history"][-1]["mean_exact_kl"],
-                     "final_entropy": result["history"][-1]["mean_entropy"]})
+        rows.append(
+            {
+                "objective": name,
+                "after": hits / total,
+                "after_interval": statistics.wilson_interval(hits, total),
+                "difference": paired["difference"],
+                "difference_interval": (paired["low"], paired["high"]),
+                "prompts_improved": summary["prompts_improved"],
+                "reward_first_fifth": summary["reward_first_fifth"],
+                "reward_last_fifth": summary["reward_last_fifth"],
+                "final_exact_kl": result["history"][-1]["mean_exact_kl"],
+                "final_entropy": result["history"][-1]["mean_entropy"],
+            }
+        )
     return rows

@@ -15,6 +15,7 @@ module shows the algorithm doing what it is built to do, on prompts it trains on
 Everything is an ordinary Part I GRPO branch run in OUT/train (a learning view whose
 train split holds only the chosen prompts) from the recorded warm start.
 """
+
 from __future__ import annotations
 
 import copy
@@ -32,7 +33,7 @@ from verifiable_grpo.part1 import sweep
 from verifiable_grpo.task import data
 
 RECORDED = "data/recorded/fixed-prompts"
-SELECTION_SEED_BASE = 450000      # draw seeds of the selection and the after-training probe
+SELECTION_SEED_BASE = 450000  # draw seeds of the selection and the after-training probe
 
 
 @dataclass(frozen=True)
@@ -53,8 +54,7 @@ class FixedPromptSetting:
 # Declared before the recorded run: the setting in which both trainers were seen to learn.
 RECORDED_SETTING = FixedPromptSetting("eight-prompts")
 # The chapter's live run: the same recipe, small enough for a laptop CPU in a minute.
-LIVE_SETTING = FixedPromptSetting("live", prompts=4, draws=16, iterations=12,
-                                  validation_problems=0)
+LIVE_SETTING = FixedPromptSetting("live", prompts=4, draws=16, iterations=12, validation_problems=0)
 
 
 def setting_config(base: dict, setting: FixedPromptSetting) -> dict:
@@ -62,11 +62,16 @@ def setting_config(base: dict, setting: FixedPromptSetting) -> dict:
     constant learning rate (no warm-up, no decay)."""
     config = copy.deepcopy(base)
     grpo = config["grpo"]
-    grpo.update(iterations=setting.iterations, prompts_per_iteration=setting.prompts,
-                group_size=setting.group_size, learning_rate=setting.learning_rate,
-                updates_per_rollout=setting.updates_per_rollout,
-                kl_coefficient=setting.kl_coefficient, warmup_fraction=0.0,
-                final_lr_fraction=1.0)
+    grpo.update(
+        iterations=setting.iterations,
+        prompts_per_iteration=setting.prompts,
+        group_size=setting.group_size,
+        learning_rate=setting.learning_rate,
+        updates_per_rollout=setting.updates_per_rollout,
+        kl_coefficient=setting.kl_coefficient,
+        warmup_fraction=0.0,
+        final_lr_fraction=1.0,
+    )
     grpo["interrupt_at"] = min(grpo["interrupt_at"], setting.iterations - 1)
     typed(config)
     return config
@@ -80,8 +85,14 @@ def probe_config(config: dict) -> dict:
     return probe
 
 
-def success_counts(policy, tokenizer, config: dict, examples: list[dict], draws: int,
-                   seed_base: int = SELECTION_SEED_BASE) -> list[int]:
+def success_counts(
+    policy,
+    tokenizer,
+    config: dict,
+    examples: list[dict],
+    draws: int,
+    seed_base: int = SELECTION_SEED_BASE,
+) -> list[int]:
     """Sampled successes out of `draws` for each example (draw seeds fixed per position)."""
     selected = list(enumerate(examples))
     answers = policy_scores.answer(policy, tokenizer, config, selected, draws, seed_base)
@@ -93,12 +104,18 @@ def success_counts(policy, tokenizer, config: dict, examples: list[dict], draws:
     return [counts[e["document_id"]] for e in examples]
 
 
-def select_prompts(policy, tokenizer, config: dict, examples: list[dict],
-                   setting: FixedPromptSetting, chunk: int = 16) -> list[dict]:
+def select_prompts(
+    policy,
+    tokenizer,
+    config: dict,
+    examples: list[dict],
+    setting: FixedPromptSetting,
+    chunk: int = 16,
+) -> list[dict]:
     """The first `setting.prompts` training examples with success in [low, high]."""
     chosen: list[dict] = []
     for start in range(0, len(examples), chunk):
-        batch = examples[start:start + chunk]
+        batch = examples[start : start + chunk]
         counts = success_counts(policy, tokenizer, config, batch, setting.draws)
         for example, count in zip(batch, counts):
             rate = count / setting.draws
@@ -106,23 +123,39 @@ def select_prompts(policy, tokenizer, config: dict, examples: list[dict],
                 chosen.append({"document_id": example["document_id"], "before": count})
         if len(chosen) == setting.prompts:
             return chosen
-    raise ValueError(f"only {len(chosen)} training prompts have success in "
-                     f"[{setting.low}, {setting.high}]; {setting.prompts} were asked for")
+    raise ValueError(
+        f"only {len(chosen)} training prompts have success in "
+        f"[{setting.low}, {setting.high}]; {setting.prompts} were asked for"
+    )
 
 
 def _history(record: dict) -> list[dict]:
     """What the chapter plots, per iteration."""
-    keys = ("mean_reward", "zero_variance_fraction", "mean_exact_kl", "mean_entropy",
-            "mean_response_tokens", "clip_low_fraction", "clip_high_fraction", "loss")
-    corrected = ("behaviour_weight_mean", "behaviour_weight_zero_fraction",
-                 "behaviour_weight_min", "behaviour_weight_max")  # objectives with a correction
+    keys = (
+        "mean_reward",
+        "zero_variance_fraction",
+        "mean_exact_kl",
+        "mean_entropy",
+        "mean_response_tokens",
+        "clip_low_fraction",
+        "clip_high_fraction",
+        "loss",
+    )
+    corrected = (
+        "behaviour_weight_mean",
+        "behaviour_weight_zero_fraction",
+        "behaviour_weight_min",
+        "behaviour_weight_max",
+    )  # objectives with a correction
 
     def update_means(h):
         found = [k for k in corrected if k in h["updates"][0]]
         return {k: sum(u[k] for u in h["updates"]) / len(h["updates"]) for k in found}
 
-    return [{"iteration": h["iteration"], **{k: h[k] for k in keys}, **update_means(h)}
-            for h in record["history"]]
+    return [
+        {"iteration": h["iteration"], **{k: h[k] for k in keys}, **update_means(h)}
+        for h in record["history"]
+    ]
 
 
 def _validation(policy, tokenizer, config, learning: Path, problems: int) -> list[list]:
@@ -133,8 +166,9 @@ def _validation(policy, tokenizer, config, learning: Path, problems: int) -> lis
     return [[r["document_id"], r["draw"], int(r["reward"])] for r in rows]
 
 
-def run(base: dict, out, setting: FixedPromptSetting = RECORDED_SETTING,
-        progress: bool = True) -> dict:
+def run(
+    base: dict, out, setting: FixedPromptSetting = RECORDED_SETTING, progress: bool = True
+) -> dict:
     """Select, train, probe; returns (and writes) OUT/result.json. A finished folder is
     read back; an interrupted training continues from its crash checkpoint."""
     from verifiable_grpo.training.grpo import run_grpo_branch
@@ -156,30 +190,41 @@ def run(base: dict, out, setting: FixedPromptSetting = RECORDED_SETTING,
     chosen = files.read_json(selection)
     train = out / "train"
     if not (train / "learning-data" / "MANIFEST.json").is_file():
-        data.write_train_subset(out / "base" / "learning-data", train / "learning-data",
-                                [c["document_id"] for c in chosen])
+        data.write_train_subset(
+            out / "base" / "learning-data",
+            train / "learning-data",
+            [c["document_id"] for c in chosen],
+        )
     sweep.copy_warm_start(train)
     folder = RunFolder(train)
     trained = folder.record("grpo", "continuous")
-    record = (files.read_json(trained) if trained.is_file()
-              else run_grpo_branch(config, train, "grpo", "continuous", progress=progress))
+    record = (
+        files.read_json(trained)
+        if trained.is_file()
+        else run_grpo_branch(config, train, "grpo", "continuous", progress=progress)
+    )
     policy = copy.deepcopy(warm)
     policy.load_state_dict(checkpoint.load_state(folder.state("grpo", "continuous"))["model"])
     policy.eval()
     trained_examples = data.read_examples(train / "learning-data", "train")
-    after = success_counts(policy, tokenizer, probe_config(config), trained_examples,
-                           setting.draws)
+    after = success_counts(policy, tokenizer, probe_config(config), trained_examples, setting.draws)
     learning = out / "base" / "learning-data"
-    result = {"setting": asdict(setting), "config_grpo": config["grpo"],
-              "prompts": [{**c, "after": a} for c, a in zip(chosen, after)],
-              "history": _history(record),
-              "validation_before": _validation(warm, tokenizer, config, learning,
-                                               setting.validation_problems),
-              "validation_after": _validation(policy, tokenizer, config, learning,
-                                              setting.validation_problems),
-              "final_model_digest": model_lib.model_digest(policy),
-              "train_seconds": record["timings"]["total_seconds"],
-              "seconds": time.perf_counter() - started, "provenance": provenance(config)}
+    result = {
+        "setting": asdict(setting),
+        "config_grpo": config["grpo"],
+        "prompts": [{**c, "after": a} for c, a in zip(chosen, after)],
+        "history": _history(record),
+        "validation_before": _validation(
+            warm, tokenizer, config, learning, setting.validation_problems
+        ),
+        "validation_after": _validation(
+            policy, tokenizer, config, learning, setting.validation_problems
+        ),
+        "final_model_digest": model_lib.model_digest(policy),
+        "train_seconds": record["timings"]["total_seconds"],
+        "seconds": time.perf_counter() - started,
+        "provenance": provenance(config),
+    }
     files.save_json(done, result)
     return result
 
@@ -196,14 +241,16 @@ def summary(result: dict) -> dict:
     # ours records a history per iteration; TRL's record keeps its log (one entry per set)
     history = result.get("history") or [{"mean_reward": e["reward"]} for e in result["log"]]
     fifth = max(1, len(history) // 5)
-    return {"trained_before": sum(p["before"] for p in prompts) / total,
-            "trained_after": sum(p["after"] for p in prompts) / total,
-            "prompts_improved": sum(p["after"] > p["before"] for p in prompts),
-            "prompts": len(prompts),
-            "reward_first_fifth": sum(h["mean_reward"] for h in history[:fifth]) / fifth,
-            "reward_last_fifth": sum(h["mean_reward"] for h in history[-fifth:]) / fifth,
-            "validation_before": rate(result.get("validation_before")),
-            "validation_after": rate(result.get("validation_after"))}
+    return {
+        "trained_before": sum(p["before"] for p in prompts) / total,
+        "trained_after": sum(p["after"] for p in prompts) / total,
+        "prompts_improved": sum(p["after"] > p["before"] for p in prompts),
+        "prompts": len(prompts),
+        "reward_first_fifth": sum(h["mean_reward"] for h in history[:fifth]) / fifth,
+        "reward_last_fifth": sum(h["mean_reward"] for h in history[-fifth:]) / fifth,
+        "validation_before": rate(result.get("validation_before")),
+        "validation_after": rate(result.get("validation_after")),
+    }
 
 
 def recorded(path: str = RECORDED) -> dict:

@@ -7,6 +7,7 @@ What differs is stated, not hidden: TRL's KL term is its k3 estimate on the samp
 success on the trained prompts after training is measured by our sampler with the same
 draw seeds as our run (fixed_prompts.success_counts), so the end points are paired.
 """
+
 from __future__ import annotations
 
 import json
@@ -23,16 +24,28 @@ from verifiable_grpo.core.runfolder import RunFolder
 from verifiable_grpo.part1 import fixed_prompts
 from verifiable_grpo.task import data, prompts, verifier
 
-LOGGED = ("reward", "kl", "entropy", "completions/mean_length", "clip_ratio/region_mean",
-          "frac_reward_zero_std", "loss")
+LOGGED = (
+    "reward",
+    "kl",
+    "entropy",
+    "completions/mean_length",
+    "clip_ratio/region_mean",
+    "frac_reward_zero_std",
+    "loss",
+)
 
 
 def _reward_function(eos: int):
     def reward(prompts, completions, problem, completion_ids=None, **_):
-        ends = ["eos" if completion_ids is None or eos in ids else "length"
-                for ids in (completion_ids or [None] * len(completions))]
-        return [float(verifier.score_generated_json(c, end, json.loads(p), True)["reward"])
-                for c, end, p in zip(completions, ends, problem)]
+        ends = [
+            "eos" if completion_ids is None or eos in ids else "length"
+            for ids in (completion_ids or [None] * len(completions))
+        ]
+        return [
+            float(verifier.score_generated_json(c, end, json.loads(p), True)["reward"])
+            for c, end, p in zip(completions, ends, problem)
+        ]
+
     return reward
 
 
@@ -41,17 +54,36 @@ def _grpo_args(out: str, setting, cfg, device) -> object:
 
     g = setting.group_size
     return GRPOConfig(
-        output_dir=out, per_device_train_batch_size=setting.prompts * g,
-        gradient_accumulation_steps=1, steps_per_generation=1, num_generations=g,
-        max_completion_length=cfg.tokens.max_response, temperature=1.0, top_p=1.0, top_k=0,
-        num_iterations=setting.updates_per_rollout, beta=setting.kl_coefficient,
-        loss_type="grpo", epsilon=cfg.grpo.clip_epsilon, learning_rate=setting.learning_rate,
-        weight_decay=cfg.grpo.weight_decay, max_grad_norm=cfg.grpo.max_grad_norm,
-        lr_scheduler_type="constant", warmup_steps=0,
+        output_dir=out,
+        per_device_train_batch_size=setting.prompts * g,
+        gradient_accumulation_steps=1,
+        steps_per_generation=1,
+        num_generations=g,
+        max_completion_length=cfg.tokens.max_response,
+        temperature=1.0,
+        top_p=1.0,
+        top_k=0,
+        num_iterations=setting.updates_per_rollout,
+        beta=setting.kl_coefficient,
+        loss_type="grpo",
+        epsilon=cfg.grpo.clip_epsilon,
+        learning_rate=setting.learning_rate,
+        weight_decay=cfg.grpo.weight_decay,
+        max_grad_norm=cfg.grpo.max_grad_norm,
+        lr_scheduler_type="constant",
+        warmup_steps=0,
         max_steps=setting.iterations * setting.updates_per_rollout,
-        use_cpu=device.type == "cpu", bf16=False, fp16=False, report_to="none",
-        logging_steps=1, save_strategy="no", shuffle_dataset=False, seed=cfg.seed,
-        disable_tqdm=True, dataloader_num_workers=0)
+        use_cpu=device.type == "cpu",
+        bf16=False,
+        fp16=False,
+        report_to="none",
+        logging_steps=1,
+        save_strategy="no",
+        shuffle_dataset=False,
+        seed=cfg.seed,
+        disable_tqdm=True,
+        dataloader_num_workers=0,
+    )
 
 
 def run_trl(base: dict, ours_folder, out, setting=fixed_prompts.RECORDED_SETTING) -> dict:
@@ -71,35 +103,51 @@ def run_trl(base: dict, ours_folder, out, setting=fixed_prompts.RECORDED_SETTING
     tokenizer = model_lib.load_tokenizer(config)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
-    policy, _ = model_lib.reload_policy(RunFolder(ours_folder / "base").policy("warmstart"),
-                                        config)
+    policy, _ = model_lib.reload_policy(RunFolder(ours_folder / "base").policy("warmstart"), config)
     device = policy.device
-    rendered = [prompts.render_text(tokenizer, prompts.messages_for(e["statement"]), True)
-                for e in examples]
+    rendered = [
+        prompts.render_text(tokenizer, prompts.messages_for(e["statement"]), True) for e in examples
+    ]
     for text, example in zip(rendered, examples):  # TRL must read our very prompt ids
         if tokenizer(text, add_special_tokens=False)["input_ids"] != prompts.prompt_ids(
-                tokenizer, example["statement"], config):
+            tokenizer, example["statement"], config
+        ):
             raise ValueError("TRL would read other prompt ids than ours; the comparison is off")
-    dataset = Dataset.from_list([{"prompt": t, "problem": json.dumps(e["problem"])}
-                                 for t, e in zip(rendered, examples)])
+    dataset = Dataset.from_list(
+        [{"prompt": t, "problem": json.dumps(e["problem"])} for t, e in zip(rendered, examples)]
+    )
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as scratch:
         # TRL builds its reference from the policy's name_or_path: a copy of the warm start.
         policy.save_pretrained(Path(scratch) / "warmstart")
         policy.config._name_or_path = str(Path(scratch) / "warmstart")
-        trainer = GRPOTrainer(model=policy, reward_funcs=_reward_function(
-            prompts.eos_id(tokenizer, config)), args=_grpo_args(scratch, setting, cfg, device),
-            train_dataset=dataset, processing_class=tokenizer)
+        trainer = GRPOTrainer(
+            model=policy,
+            reward_funcs=_reward_function(prompts.eos_id(tokenizer, config)),
+            args=_grpo_args(scratch, setting, cfg, device),
+            train_dataset=dataset,
+            processing_class=tokenizer,
+        )
         trainer.train()
-        log = [{k: entry[k] for k in LOGGED if k in entry}
-               for entry in trainer.state.log_history if "reward" in entry]
+        log = [
+            {k: entry[k] for k in LOGGED if k in entry}
+            for entry in trainer.state.log_history
+            if "reward" in entry
+        ]
     policy.eval()
     after = fixed_prompts.success_counts(policy, tokenizer, config, examples, setting.draws)
-    result = {"arm": f"TRL {trl.__version__} GRPOTrainer", "setting": asdict(setting),
-              "prompts": [{**c, "after": a} for c, a in zip(chosen, after)],
-              "log": log, "seconds": time.perf_counter() - started,
-              "differences": ["KL: k3 on the sampled token", "advantages: sample std + 1e-4",
-                              "own sampling generator"],
-              "provenance": provenance(config)}
+    result = {
+        "arm": f"TRL {trl.__version__} GRPOTrainer",
+        "setting": asdict(setting),
+        "prompts": [{**c, "after": a} for c, a in zip(chosen, after)],
+        "log": log,
+        "seconds": time.perf_counter() - started,
+        "differences": [
+            "KL: k3 on the sampled token",
+            "advantages: sample std + 1e-4",
+            "own sampling generator",
+        ],
+        "provenance": provenance(config),
+    }
     files.save_json(done, result)
     return result

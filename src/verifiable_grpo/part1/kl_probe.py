@@ -6,6 +6,7 @@ fixed and only log p(y) carries a gradient. Its expected gradient is therefore
 sum_y p(y) grad k(y), which `estimator_loss_gradients` computes exactly by enumerating the
 vocabulary (every y, weighted by a detached p(y)) instead of sampling.
 """
+
 from __future__ import annotations
 
 import statistics
@@ -31,7 +32,11 @@ def estimator_loss_gradients(current_logits: torch.Tensor, reference_logits: tor
 
     out["reverse"] = gradient(lambda log_p: (log_p.exp() * (log_p - log_q)).sum(-1))
     out["forward"] = gradient(lambda log_p: (log_q.exp() * (log_q - log_p)).sum(-1))
-    estimators = {"k1": lambda d: d, "k2": lambda d: d.square() / 2, "k3": lambda d: torch.expm1(-d) + d}
+    estimators = {
+        "k1": lambda d: d,
+        "k2": lambda d: d.square() / 2,
+        "k3": lambda d: torch.expm1(-d) + d,
+    }
     for name, k in estimators.items():
         # d = log p(y) - log q(y) for every y; the sampling weight p(y) is a constant.
         out[name] = gradient(lambda log_p, k=k: (log_p.exp().detach() * k(log_p - log_q)).sum(-1))
@@ -49,22 +54,28 @@ def response_prefix_logits(model, sequences) -> torch.Tensor:
         for prompt, response in sequences:
             ids = torch.tensor([list(prompt) + list(response)], device=model_device(model))
             logits = forward_logits(model, ids, torch.ones_like(ids))[0]
-            start = len(prompt) - 1             # logits at t predict token t + 1
-            rows.append(logits[start:start + len(response)].double().cpu())
+            start = len(prompt) - 1  # logits at t predict token t + 1
+            rows.append(logits[start : start + len(response)].double().cpu())
     return torch.cat(rows)
 
 
 def visited_prefix_kl(current_model, reference_model, sequences) -> torch.Tensor:
     """Exact KL(current || reference) [N] at every response prefix of the sequences."""
-    return exact_prefix_kl(response_prefix_logits(current_model, sequences),
-                           response_prefix_logits(reference_model, sequences))
+    return exact_prefix_kl(
+        response_prefix_logits(current_model, sequences),
+        response_prefix_logits(reference_model, sequences),
+    )
 
 
 def kl_summary(values: torch.Tensor, threshold: float = 1e-4) -> dict:
     numbers = [float(v) for v in values]
     if not numbers:
         raise ValueError("no prefixes to summarise")
-    return {"prefixes": len(numbers), "mean": sum(numbers) / len(numbers),
-            "median": statistics.median(numbers), "max": max(numbers),
-            "share_above": sum(v > threshold for v in numbers) / len(numbers),
-            "threshold": threshold}
+    return {
+        "prefixes": len(numbers),
+        "mean": sum(numbers) / len(numbers),
+        "median": statistics.median(numbers),
+        "max": max(numbers),
+        "share_above": sum(v > threshold for v in numbers) / len(numbers),
+        "threshold": threshold,
+    }

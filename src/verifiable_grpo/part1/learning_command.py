@@ -1,5 +1,6 @@
 """`python -m verifiable_grpo learn WHAT`: the GRPO learning runs of chapter 6 and the
 held-out lift study, each continued where it stopped and optionally recorded."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -18,17 +19,23 @@ from verifiable_grpo.part1 import (
 def _print_fixed(name: str, result: dict) -> None:
     prompts, draws = result["prompts"], result["setting"]["draws"]
     total = draws * len(prompts)
-    print(f"{name}: success on the {len(prompts)} trained prompts "
-          f"{sum(p['before'] for p in prompts) / total:.3f} -> "
-          f"{sum(p['after'] for p in prompts) / total:.3f} ({draws} draws each)")
+    print(
+        f"{name}: success on the {len(prompts)} trained prompts "
+        f"{sum(p['before'] for p in prompts) / total:.3f} -> "
+        f"{sum(p['after'] for p in prompts) / total:.3f} ({draws} draws each)"
+    )
 
 
 def command_learn(args) -> int:
     base = load_config(args.config)
     unknown = sorted(set(args.candidates or []) - {c.name for c in lift_study.CANDIDATES})
-    if unknown:   # refused before any folder is touched
-        raise ConfigError([f"--candidates: unknown {unknown}; choose from "
-                           f"{[c.name for c in lift_study.CANDIDATES]}"])
+    if unknown:  # refused before any folder is touched
+        raise ConfigError(
+            [
+                f"--candidates: unknown {unknown}; choose from "
+                f"{[c.name for c in lift_study.CANDIDATES]}"
+            ]
+        )
     names = getattr(args, "objectives", None)
     try:
         fixed_prompt_objectives.check_names(names or [])
@@ -38,7 +45,7 @@ def command_learn(args) -> int:
         out = runlock.usable_folder(args.out)
         with runlock.locked(out, f"learn {args.what}"):
             return _learn(args, base, Path(out))
-    except runlock.RunFolderError as err:   # a file in the way, or a folder in use
+    except runlock.RunFolderError as err:  # a file in the way, or a folder in use
         raise ConfigError([str(err)]) from None
 
 
@@ -59,8 +66,10 @@ def _learn(args, base: dict, out: Path) -> int:
     else:
         for candidate in lift_study.CANDIDATES:
             if args.candidates is None and candidate.model != "tiny":
-                print(f"{candidate.name}: declared; {candidate.model} runs only when named "
-                      "in --candidates")
+                print(
+                    f"{candidate.name}: declared; {candidate.model} runs only when named "
+                    "in --candidates"
+                )
                 continue
             if args.candidates is None or candidate.name in args.candidates:
                 lift_study.run_candidate(base, candidate, out / "lift")
@@ -88,6 +97,6 @@ def _learn_objectives(args, base: dict, runs: Path) -> None:
             result = fixed_prompt_objectives.run_objective(base, runs, name, mismatch=True)
             _print_fixed(fixed_prompt_objectives.run_name(name, True), result)
     if args.export:
-        reference = runs.parent / "fixed-prompts"   # `learn fixed-prompts` with this --out
+        reference = runs.parent / "fixed-prompts"  # `learn fixed-prompts` with this --out
         found = reference if (reference / "result.json").is_file() else None
         print(f"recorded {fixed_prompt_objectives.export(runs, reference=found)}")

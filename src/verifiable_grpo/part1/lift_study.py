@@ -22,6 +22,7 @@ streams follow the tiny candidates' order, keeps every number it had. A candidat
 responses show their working needs machinery this package does not have yet; it is
 declared here so that the order is fixed, and run_candidate refuses it.
 """
+
 from __future__ import annotations
 
 import copy
@@ -40,16 +41,18 @@ from verifiable_grpo.part1 import smollm2_candidate, sweep
 
 RECORDED = "data/recorded/lift-study"
 ANALYSIS_SEED = 20261202
-RULE = ("primary: test per-draw success (200 x 4), paired with the warm start; a candidate "
-        "learns when its paired 95% interval of validation per-draw success lies above 0; "
-        "the first learner in declared order is selected and its paired test comparison "
-        "reported (greedy pass@1 and McNemar beside it)")
+RULE = (
+    "primary: test per-draw success (200 x 4), paired with the warm start; a candidate "
+    "learns when its paired 95% interval of validation per-draw success lies above 0; "
+    "the first learner in declared order is selected and its paired test comparison "
+    "reported (greedy pass@1 and McNemar beside it)"
+)
 
 
 @dataclass(frozen=True)
 class Candidate:
     name: str
-    model: str                    # "tiny" runs here; others are declared, not yet runnable
+    model: str  # "tiny" runs here; others are declared, not yet runnable
     prompts_per_iteration: int
     group_size: int
     learning_rate: float
@@ -61,18 +64,46 @@ class Candidate:
 
 # Declared before any run (the order is the run order).
 CANDIDATES = (
-    Candidate("tiny-64x8-lr3e-5", "tiny", 64, 8, 3e-5, 100,
-              "16x the prompts of the specification's shape and twice the group: far more "
-              "signal per update at a rate the sweep found safe"),
-    Candidate("smollm2-4x4-lr1e-5", "smollm2-135m-instruct", 4, 4, 1e-5, 60,
-              "a pretrained model that already computes; needs its own warm start on the task"),
-    Candidate("tiny-working-64x8", "tiny-with-working", 64, 8, 3e-5, 100,
-              "responses may show one step per line before the JSON object (an extension of "
-              "the task); needs a base pretrained on worked problems"),
+    Candidate(
+        "tiny-64x8-lr3e-5",
+        "tiny",
+        64,
+        8,
+        3e-5,
+        100,
+        "16x the prompts of the specification's shape and twice the group: far more "
+        "signal per update at a rate the sweep found safe",
+    ),
+    Candidate(
+        "smollm2-4x4-lr1e-5",
+        "smollm2-135m-instruct",
+        4,
+        4,
+        1e-5,
+        60,
+        "a pretrained model that already computes; needs its own warm start on the task",
+    ),
+    Candidate(
+        "tiny-working-64x8",
+        "tiny-with-working",
+        64,
+        8,
+        3e-5,
+        100,
+        "responses may show one step per line before the JSON object (an extension of "
+        "the task); needs a base pretrained on worked problems",
+    ),
     # Declared after the first candidate's result (validation +0.025 [-0.004, +0.054], test
     # greedy +0.110 while test per-draw stayed flat): is it a matter of iterations?
-    Candidate("tiny-64x8-lr3e-5-200it", "tiny", 64, 8, 3e-5, 200,
-              "declared after the first result: the same setting for twice the iterations"),
+    Candidate(
+        "tiny-64x8-lr3e-5-200it",
+        "tiny",
+        64,
+        8,
+        3e-5,
+        200,
+        "declared after the first result: the same setting for twice the iterations",
+    ),
 )
 
 
@@ -80,15 +111,19 @@ def candidate_config(base: dict, candidate: Candidate) -> dict:
     if candidate.model == smollm2_candidate.MODEL:
         return smollm2_candidate.smollm2_config(base, candidate)
     if candidate.model != "tiny":
-        raise ValueError(f"candidate {candidate.name}: model {candidate.model!r} is declared "
-                         "but not runnable in this package yet")
+        raise ValueError(
+            f"candidate {candidate.name}: model {candidate.model!r} is declared "
+            "but not runnable in this package yet"
+        )
     config = copy.deepcopy(base)
-    config["grpo"].update(prompts_per_iteration=candidate.prompts_per_iteration,
-                          group_size=candidate.group_size,
-                          learning_rate=candidate.learning_rate,
-                          iterations=candidate.iterations,
-                          updates_per_rollout=candidate.updates_per_rollout,
-                          kl_coefficient=candidate.kl_coefficient)
+    config["grpo"].update(
+        prompts_per_iteration=candidate.prompts_per_iteration,
+        group_size=candidate.group_size,
+        learning_rate=candidate.learning_rate,
+        iterations=candidate.iterations,
+        updates_per_rollout=candidate.updates_per_rollout,
+        kl_coefficient=candidate.kl_coefficient,
+    )
     config["grpo"]["interrupt_at"] = min(config["grpo"]["interrupt_at"], candidate.iterations - 1)
     typed(config)
     return config
@@ -96,8 +131,7 @@ def candidate_config(base: dict, candidate: Candidate) -> dict:
 
 def _history(record: dict) -> list[dict]:
     keys = smollm2_candidate.HISTORY_KEYS
-    return [{"iteration": h["iteration"], **{k: h.get(k) for k in keys}}
-            for h in record["history"]]
+    return [{"iteration": h["iteration"], **{k: h.get(k) for k in keys}} for h in record["history"]]
 
 
 def run_candidate(base: dict, candidate: Candidate, runs, progress: bool = True) -> dict:
@@ -111,12 +145,16 @@ def run_candidate(base: dict, candidate: Candidate, runs, progress: bool = True)
         return files.read_json(done)
     started = time.perf_counter()
     record, policy, scored = sweep.train_and_score(config, folder, progress)
-    result = {"candidate": asdict(candidate), "config_grpo": config["grpo"],
-              "final_model_digest": model_lib.model_digest(policy),
-              "train_seconds": record["timings"]["total_seconds"],
-              "seconds": time.perf_counter() - started, "history": _history(record),
-              **{k: sweep._compact(v) for k, v in scored.items()},
-              "provenance": provenance(config)}
+    result = {
+        "candidate": asdict(candidate),
+        "config_grpo": config["grpo"],
+        "final_model_digest": model_lib.model_digest(policy),
+        "train_seconds": record["timings"]["total_seconds"],
+        "seconds": time.perf_counter() - started,
+        "history": _history(record),
+        **{k: sweep._compact(v) for k, v in scored.items()},
+        "provenance": provenance(config),
+    }
     files.save_json(done, result)
     return result
 
@@ -130,31 +168,37 @@ def compare(warm: dict, result: dict, index: int, resamples: int = 10_000) -> di
     out = {}
     for key in ("validation_sample", "test_sample", "test_greedy"):
         rng = np.random.default_rng([ANALYSIS_SEED, index])
-        out[key] = paired.compare(sweep._expand(warm[key]), sweep._expand(result[key]), rng,
-                                  resamples=resamples)
+        out[key] = paired.compare(
+            sweep._expand(warm[key]), sweep._expand(result[key]), rng, resamples=resamples
+        )
     history = result["history"]
     fifth = max(1, len(history) // 5)
-    return {"name": result["candidate"]["name"],
-            "validation_per_draw": _rate(result["validation_sample"]),
-            "test_per_draw": _rate(result["test_sample"]),
-            "test_greedy": _rate(result["test_greedy"]),
-            "training_reward_first_fifth": float(np.mean(
-                [h["mean_reward"] for h in history[:fifth]])),
-            "training_reward_last_fifth": float(np.mean(
-                [h["mean_reward"] for h in history[-fifth:]])),
-            "paired": out, "learns": bool(out["validation_sample"]["low"] > 0),
-            "train_seconds": result["train_seconds"]}
+    return {
+        "name": result["candidate"]["name"],
+        "validation_per_draw": _rate(result["validation_sample"]),
+        "test_per_draw": _rate(result["test_sample"]),
+        "test_greedy": _rate(result["test_greedy"]),
+        "training_reward_first_fifth": float(np.mean([h["mean_reward"] for h in history[:fifth]])),
+        "training_reward_last_fifth": float(np.mean([h["mean_reward"] for h in history[-fifth:]])),
+        "paired": out,
+        "learns": bool(out["validation_sample"]["low"] > 0),
+        "train_seconds": result["train_seconds"],
+    }
 
 
 def summarise(warm: dict, results: list[dict]) -> dict:
     rows = [compare(warm, res, i) for i, res in enumerate(results)]
     selected = next((r["name"] for r in rows if r["learns"]), None)
     ran = {r["name"] for r in rows}
-    return {"rule": RULE,
-            "warm_start": {k: _rate(warm[k]) for k in
-                           ("validation_sample", "test_sample", "test_greedy")},
-            "candidates": rows, "selected": selected,
-            "not_run": [c.name for c in CANDIDATES if c.name not in ran]}
+    return {
+        "rule": RULE,
+        "warm_start": {
+            k: _rate(warm[k]) for k in ("validation_sample", "test_sample", "test_greedy")
+        },
+        "candidates": rows,
+        "selected": selected,
+        "not_run": [c.name for c in CANDIDATES if c.name not in ran],
+    }
 
 
 def export(base: dict, runs, dest=None) -> Path:
@@ -162,15 +206,20 @@ def export(base: dict, runs, dest=None) -> Path:
     runs = Path(runs)
     warm = sweep.warm_start_result(base, runs)
     sweep.check_warm_start(warm)
-    results = [files.read_json(runs / c.name / "result.json") for c in CANDIDATES
-               if c.model == "tiny" and (runs / c.name / "result.json").is_file()]
+    results = [
+        files.read_json(runs / c.name / "result.json")
+        for c in CANDIDATES
+        if c.model == "tiny" and (runs / c.name / "result.json").is_file()
+    ]
     if not results:
         raise ValueError(f"no finished candidate in {runs}")
     dest = resolve(RECORDED) if dest is None else Path(dest)
     # a record is replaced on purpose (the runs folder keeps the evidence)
-    return files.save_json(dest / "study.json", {"summary": summarise(warm, results),
-                                                 "warm_start": warm, "results": results},
-                           overwrite=True)
+    return files.save_json(
+        dest / "study.json",
+        {"summary": summarise(warm, results), "warm_start": warm, "results": results},
+        overwrite=True,
+    )
 
 
 def summarise_own_warm_start(result: dict) -> dict:
@@ -178,23 +227,30 @@ def summarise_own_warm_start(result: dict) -> dict:
     bootstrap stream is its declared position, so it needs no other candidate."""
     names = [c.name for c in CANDIDATES]
     warm = result["warm_start"]
-    return {"rule": RULE,
-            "warm_start": {k: _rate(warm[k]) for k in
-                           ("validation_sample", "test_sample", "test_greedy")},
-            "candidates": [compare(warm, result, names.index(result["candidate"]["name"]))]}
+    return {
+        "rule": RULE,
+        "warm_start": {
+            k: _rate(warm[k]) for k in ("validation_sample", "test_sample", "test_greedy")
+        },
+        "candidates": [compare(warm, result, names.index(result["candidate"]["name"]))],
+    }
 
 
 def export_own_warm_start(runs, model: str = smollm2_candidate.MODEL, dest=None) -> Path:
     """data/recorded/lift-study/smollm2.json from the finished candidates of `model`."""
     runs = Path(runs)
-    results = [files.read_json(runs / c.name / "result.json") for c in CANDIDATES
-               if c.model == model and (runs / c.name / "result.json").is_file()]
+    results = [
+        files.read_json(runs / c.name / "result.json")
+        for c in CANDIDATES
+        if c.model == model and (runs / c.name / "result.json").is_file()
+    ]
     if not results:
         raise ValueError(f"no finished {model} candidate in {runs}")
     summaries = [summarise_own_warm_start(r) for r in results]
     dest = resolve(RECORDED) if dest is None else Path(dest)
-    return files.save_json(dest / "smollm2.json", {"summaries": summaries, "results": results},
-                           overwrite=True)
+    return files.save_json(
+        dest / "smollm2.json", {"summaries": summaries, "results": results}, overwrite=True
+    )
 
 
 def recorded(path: str = RECORDED) -> dict:
@@ -208,18 +264,26 @@ def recorded_own_warm_start(path: str = RECORDED) -> dict:
 
 def table_rows(summary: dict) -> list[list]:
     """One row per candidate that ran: what the chapter's table prints."""
+
     def interval(paired):
         return f"{paired['difference']:+.3f} [{paired['low']:+.3f}, {paired['high']:+.3f}]"
 
     rows = []
     for row in summary["candidates"]:
         paired = row["paired"]
-        rows.append([row["name"],
-                     f"{row['training_reward_first_fifth']:.3f} -> "
-                     f"{row['training_reward_last_fifth']:.3f}",
-                     f"{row['validation_per_draw']:.3f}", interval(paired["validation_sample"]),
-                     f"{row['test_per_draw']:.3f}", interval(paired["test_sample"]),
-                     f"{row['test_greedy']:.3f}", interval(paired["test_greedy"]),
-                     f"{paired['test_greedy']['mcnemar_p']:.4f}",
-                     "yes" if row["learns"] else "no"])
+        rows.append(
+            [
+                row["name"],
+                f"{row['training_reward_first_fifth']:.3f} -> "
+                f"{row['training_reward_last_fifth']:.3f}",
+                f"{row['validation_per_draw']:.3f}",
+                interval(paired["validation_sample"]),
+                f"{row['test_per_draw']:.3f}",
+                interval(paired["test_sample"]),
+                f"{row['test_greedy']:.3f}",
+                interval(paired["test_greedy"]),
+                f"{paired['test_greedy']['mcnemar_p']:.4f}",
+                "yes" if row["learns"] else "no",
+            ]
+        )
     return rows

@@ -11,6 +11,7 @@ remains of the half-done step are moved to OUT/aborted/<stage>-<time>/ with a no
 that no stage accounts for are refused rather than written over. One process at a time
 holds the folder (OUT/.lock).
 """
+
 from __future__ import annotations
 
 import fnmatch
@@ -37,7 +38,7 @@ from verifiable_grpo.part1.stages import Stage, build_stages, stage_needs, stage
 
 STAGES_DIR = "stages"
 TIMINGS = "timings.json"
-PIPELINE_FILES = (TIMINGS, runlock.LOCK_NAME)   # the pipeline's own bookkeeping
+PIPELINE_FILES = (TIMINGS, runlock.LOCK_NAME)  # the pipeline's own bookkeeping
 BOOKKEEPING_DIRS = (STAGES_DIR, crash.CRASH_DIR, crash.ABORTED_DIR)
 
 
@@ -79,14 +80,18 @@ def _check_marker(out: Path, marker: dict, bar=None) -> None:
     for rel, entry in marker["outputs"].items():
         path = out / rel
         if state_digests.vouched_for(out, rel, entry):
-            continue                  # a state reduced to its digest record (keep_states digest)
+            continue  # a state reduced to its digest record (keep_states digest)
         if not path.is_file():
-            raise HalfDoneStageError(f"{path} (output of finished stage {marker['stage']}) is "
-                                     "missing; evidence cannot be rebuilt in place: use a new --out")
+            raise HalfDoneStageError(
+                f"{path} (output of finished stage {marker['stage']}) is "
+                "missing; evidence cannot be rebuilt in place: use a new --out"
+            )
         if path.stat().st_size != entry["bytes"] or files.sha256_file(path) != entry["sha256"]:
-            raise HalfDoneStageError(f"{path} changed after stage {marker['stage']} finished "
-                                     "(its SHA-256 differs from the marker's); restore it or "
-                                     "use a new --out")
+            raise HalfDoneStageError(
+                f"{path} changed after stage {marker['stage']} finished "
+                "(its SHA-256 differs from the marker's); restore it or "
+                "use a new --out"
+            )
         if bar is not None:
             bar.update(entry["bytes"])
 
@@ -111,11 +116,13 @@ def _owner(rel: str, stages: list[Stage]) -> Stage | None:
     return None
 
 
-def _refuse_foreign(out: Path, orphans: list[str], stages: list[Stage],
-                    markers: dict[str, dict]) -> None:
+def _refuse_foreign(
+    out: Path, orphans: list[str], stages: list[Stage], markers: dict[str, dict]
+) -> None:
     """Files no unfinished stage claims were not written by this pipeline: refuse them."""
-    foreign = [rel for rel in orphans
-               if (owner := _owner(rel, stages)) is None or owner.name in markers]
+    foreign = [
+        rel for rel in orphans if (owner := _owner(rel, stages)) is None or owner.name in markers
+    ]
     if not foreign:
         return
     listing = "\n  ".join(str(out / rel) for rel in foreign[:20])
@@ -123,7 +130,8 @@ def _refuse_foreign(out: Path, orphans: list[str], stages: list[Stage],
     raise HalfDoneStageError(
         f"{out} holds files that no stage of this pipeline accounts for:\n  {listing}{more}\n"
         "Evidence is never overwritten: move these files out of the run folder, or run with "
-        "a new --out folder.")
+        "a new --out folder."
+    )
 
 
 def _recover(stage: Stage, out: Path, mine: list[str]) -> None:
@@ -132,24 +140,47 @@ def _recover(stage: Stage, out: Path, mine: list[str]) -> None:
     if not mine or stage.self_recovering:
         return
     keep = stage.reuse(out, mine)
-    crash.move_aside(out, stage.name, [r for r in mine if r not in keep],
-                     "left by an interrupted run of this stage; the stage is redone")
+    crash.move_aside(
+        out,
+        stage.name,
+        [r for r in mine if r not in keep],
+        "left by an interrupted run of this stage; the stage is redone",
+    )
 
 
-def _write_marker(stage: Stage, config: dict, out: Path, outputs: list[str],
-                  snapshot: dict[str, tuple[int, int]], started_at: str, seconds: float,
-                  adopted: bool = False) -> dict:
-    marker = {"stage": stage.name, "group": stage.group, "started_at": started_at,
-              "finished_at": utc_now(), "seconds": seconds,
-              "config_sections": stage_sections(stage, config),
-              "config_sha256": sections_hash(config, stage_sections(stage, config)),
-              "provenance": provenance(config),
-              "outputs": {rel: {"sha256": files.sha256_file(out / rel),
-                                "bytes": snapshot[rel][0], "mtime_ns": snapshot[rel][1]}
-                          for rel in sorted(outputs)}}
+def _write_marker(
+    stage: Stage,
+    config: dict,
+    out: Path,
+    outputs: list[str],
+    snapshot: dict[str, tuple[int, int]],
+    started_at: str,
+    seconds: float,
+    adopted: bool = False,
+) -> dict:
+    marker = {
+        "stage": stage.name,
+        "group": stage.group,
+        "started_at": started_at,
+        "finished_at": utc_now(),
+        "seconds": seconds,
+        "config_sections": stage_sections(stage, config),
+        "config_sha256": sections_hash(config, stage_sections(stage, config)),
+        "provenance": provenance(config),
+        "outputs": {
+            rel: {
+                "sha256": files.sha256_file(out / rel),
+                "bytes": snapshot[rel][0],
+                "mtime_ns": snapshot[rel][1],
+            }
+            for rel in sorted(outputs)
+        },
+    }
     if adopted:
-        marker["adopted"] = ("the stage had finished but was stopped before its marker was "
-                             "written; its complete outputs were adopted")
+        marker["adopted"] = (
+            "the stage had finished but was stopped before its marker was "
+            "written; its complete outputs were adopted"
+        )
     fault_point("before-marker")
     save_json(marker_path(out, stage.name), marker)
     crash.clear(out, stage.name)
@@ -159,6 +190,7 @@ def _write_marker(stage: Stage, config: dict, out: Path, outputs: list[str],
 @dataclass
 class _Started:
     """What the pipeline notes about a stage before it runs, to write its marker after."""
+
     stage: Stage
     accounted: dict
     before: dict
@@ -166,8 +198,9 @@ class _Started:
     started: float
 
 
-def _start_stage(stage: Stage, config: dict, out: Path,
-                 markers: dict[str, dict]) -> _Started | dict:
+def _start_stage(
+    stage: Stage, config: dict, out: Path, markers: dict[str, dict]
+) -> _Started | dict:
     """Recover what a half-done run of the stage left; returns the marker at once when that
     run had in fact finished (adopted), else what _end_stage needs."""
     accounted = {rel: entry for m in markers.values() for rel, entry in m["outputs"].items()}
@@ -185,17 +218,20 @@ def _unaccounted(stage: Stage, snapshot: dict, accounted: dict) -> list[str]:
     return [rel for rel in snapshot if rel not in accounted and _owner(rel, [stage]) is not None]
 
 
-def _end_stage(started: _Started, config: dict, out: Path, others: bool = False,
-               seconds: float | None = None) -> dict:
+def _end_stage(
+    started: _Started, config: dict, out: Path, others: bool = False, seconds: float | None = None
+) -> dict:
     """The marker of a stage that ran; `others`: stages ran beside it; `seconds`: its own
     time as the worker measured it (default: since it started here)."""
     stage, before = started.stage, started.before
     if seconds is None:
         seconds = time.perf_counter() - started.started
     after = _snapshot(out)
-    altered = sorted(rel for rel, entry in started.accounted.items()
-                     if after.get(rel) != before.get(rel)
-                     and not state_digests.vouched_for(out, rel, entry))
+    altered = sorted(
+        rel
+        for rel, entry in started.accounted.items()
+        if after.get(rel) != before.get(rel) and not state_digests.vouched_for(out, rel, entry)
+    )
     if altered:
         raise RuntimeError(f"stage {stage.name} changed or removed earlier evidence: {altered}")
     # what a crashed run of this stage had written and the stage continued from
@@ -203,10 +239,12 @@ def _end_stage(started: _Started, config: dict, out: Path, others: bool = False,
     # New files: this stage's claims; anything else new is left to the stage (running beside
     # it) that claims it. A stage's new files all fall under its claims (a smoke-run test
     # checks it), so nothing is left unaccounted.
-    created = {rel for rel in set(after) - set(before)
-               if not others or _owner(rel, [stage]) is not None}
-    return _write_marker(stage, config, out, sorted(created | set(continued)), after,
-                         started.started_at, seconds)
+    created = {
+        rel for rel in set(after) - set(before) if not others or _owner(rel, [stage]) is not None
+    }
+    return _write_marker(
+        stage, config, out, sorted(created | set(continued)), after, started.started_at, seconds
+    )
 
 
 def stage_threads(stage: Stage, config: dict) -> int | None:
@@ -263,13 +301,18 @@ def write_timings(out: Path, stages: list[Stage], markers: dict[str, dict]) -> d
     for s in stages:
         if s.name in markers:
             groups[s.group] = groups.get(s.group, 0.0) + markers[s.name]["seconds"]
-    timings = {"stages": per_stage, "groups": groups, "total_seconds": sum(per_stage.values()),
-               "elapsed_seconds": elapsed_seconds(markers.values()),
-               "finished_stages": len(per_stage), "all_stages": len(stages),
-               "note": "wall-clock seconds of each stage as it ran (stages side by side "
-                       "overlap, so they sum to more than the elapsed time); a stage skipped "
-                       "on a later run keeps its first time; elapsed: first start to last "
-                       "finish (across runs, if the folder was continued)"}
+    timings = {
+        "stages": per_stage,
+        "groups": groups,
+        "total_seconds": sum(per_stage.values()),
+        "elapsed_seconds": elapsed_seconds(markers.values()),
+        "finished_stages": len(per_stage),
+        "all_stages": len(stages),
+        "note": "wall-clock seconds of each stage as it ran (stages side by side "
+        "overlap, so they sum to more than the elapsed time); a stage skipped "
+        "on a later run keeps its first time; elapsed: first start to last "
+        "finish (across runs, if the folder was continued)",
+    }
     save_json(out / TIMINGS, timings, overwrite=True)
     return timings
 
@@ -284,11 +327,12 @@ def load_markers(out: Path, stages: list[Stage], config: dict) -> dict[str, dict
         for path in sorted(folder.glob("*.json")):
             marker = read_json(path)
             if marker["stage"] not in by_name:
-                raise HalfDoneStageError(f"{path}: unknown stage {marker['stage']!r} (another "
-                                         "configuration's stage list); use a new --out")
+                raise HalfDoneStageError(
+                    f"{path}: unknown stage {marker['stage']!r} (another "
+                    "configuration's stage list); use a new --out"
+                )
             sections = marker.get("config_sections")
-            now = (config_hash(config) if sections is None
-                   else sections_hash(config, sections))
+            now = config_hash(config) if sections is None else sections_hash(config, sections)
             if marker["config_sha256"] != now:
                 invalidated.append(marker["stage"])
             markers[marker["stage"]] = marker
@@ -297,19 +341,21 @@ def load_markers(out: Path, stages: list[Stage], config: dict) -> dict[str, dict
         raise HalfDoneStageError(
             f"{out} was produced with another configuration: the change invalidates the "
             f"finished stages {', '.join(order)} (each depends on the changed parts). A "
-            "run folder holds one configuration: undo the change, or use a new --out")
+            "run folder holds one configuration: undo the change, or use a new --out"
+        )
     return markers
 
 
 def _clean_temporaries(out: Path) -> None:
     removed = files.remove_temporaries(out)
     if removed:
-        print(f"removed {len(removed)} temporary file(s) of writes cut short by a crash "
-              f"(never evidence): {', '.join(str(p.relative_to(out)) for p in removed[:5])}")
+        print(
+            f"removed {len(removed)} temporary file(s) of writes cut short by a crash "
+            f"(never evidence): {', '.join(str(p.relative_to(out)) for p in removed[:5])}"
+        )
 
 
-def run_pipeline(config: dict, out_dir, stop_after: str | None = None,
-                 workers: int = 1) -> dict:
+def run_pipeline(config: dict, out_dir, stop_after: str | None = None, workers: int = 1) -> dict:
     """Run every unfinished stage; returns the timings. `stop_after` names a stage after
     which to stop (tests and partial runs). workers > 1: stages side by side in that many
     worker processes (part1.side_by_side), each with its own threads as alone."""
@@ -322,8 +368,10 @@ def run_pipeline(config: dict, out_dir, stop_after: str | None = None,
     with runlock.locked(out, "run") as lock:
         if lock["took_over"]:
             holder = lock["took_over"]
-            print(f"{out}: the previous run (PID {holder.get('pid')}, started "
-                  f"{holder.get('started_at')}) ended without releasing the folder; continuing")
+            print(
+                f"{out}: the previous run (PID {holder.get('pid')}, started "
+                f"{holder.get('started_at')}) ended without releasing the folder; continuing"
+            )
         _clean_temporaries(out)
         markers = load_markers(out, stages, config)
         _check_markers(out, markers)
@@ -352,11 +400,17 @@ def _execute_in_worker(name: str, config: dict, out: str, threads: int | None) -
     return time.perf_counter() - started
 
 
-def _run_side_by_side(stages: list[Stage], config: dict, out: Path, markers: dict[str, dict],
-                      workers: int, stop_after: str | None) -> None:
+def _run_side_by_side(
+    stages: list[Stage],
+    config: dict,
+    out: Path,
+    markers: dict[str, dict],
+    workers: int,
+    stop_after: str | None,
+) -> None:
     names = [s.name for s in stages]
     if stop_after is not None:
-        names = names[:names.index(stop_after) + 1]
+        names = names[: names.index(stop_after) + 1]
     by_name = {s.name: s for s in stages}
     needs = stage_needs(stages)
     bar = tqdm(total=len(names), desc=f"pipeline ({workers} workers)", unit="stage")
@@ -364,7 +418,7 @@ def _run_side_by_side(stages: list[Stage], config: dict, out: Path, markers: dic
 
     def start(name):
         started = _start_stage(by_name[name], config, out, markers)
-        if isinstance(started, dict):        # adopted: had finished
+        if isinstance(started, dict):  # adopted: had finished
             markers[name] = started
             write_timings(out, stages, markers)
             bar.update(1)
@@ -381,16 +435,23 @@ def _run_side_by_side(stages: list[Stage], config: dict, out: Path, markers: dic
 
     threads = {n: stage_threads(by_name[n], config) for n in names}
     try:
-        run_side_by_side(names, needs, set(markers), workers, threads,
-                         {n: by_name[n].cost for n in names}, start, end,
-                         lambda n: (_execute_in_worker, (n, config, str(out), threads[n])),
-                         progress)
+        run_side_by_side(
+            names,
+            needs,
+            set(markers),
+            workers,
+            threads,
+            {n: by_name[n].cost for n in names},
+            start,
+            end,
+            lambda n: (_execute_in_worker, (n, config, str(out), threads[n])),
+            progress,
+        )
     finally:
         bar.close()
 
 
-USER_ERRORS = (HalfDoneStageError, runlock.RunFolderError, files.DamagedFileError,
-               WorkerDied)
+USER_ERRORS = (HalfDoneStageError, runlock.RunFolderError, files.DamagedFileError, WorkerDied)
 
 
 def command_run(args) -> int:
@@ -406,16 +467,21 @@ def command_run(args) -> int:
     except USER_ERRORS as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    print(f"run folder {args.out}: {timings['finished_stages']}/{timings['all_stages']} stages "
-          f"finished; elapsed {timings['elapsed_seconds']:.1f} s (stage times summed "
-          f"{timings['total_seconds']:.1f} s, {args.workers} worker(s))")
+    print(
+        f"run folder {args.out}: {timings['finished_stages']}/{timings['all_stages']} stages "
+        f"finished; elapsed {timings['elapsed_seconds']:.1f} s (stage times summed "
+        f"{timings['total_seconds']:.1f} s, {args.workers} worker(s))"
+    )
     for group, seconds in timings["groups"].items():
         print(f"  {group:10s} {seconds:9.1f} s")
     print(f"report: {Path(args.out) / 'report.md'}")
-    different = [p.stem for p in sorted(Path(args.out).glob("resume-*.json"))
-                 if not read_json(p)["equal"]]
+    different = [
+        p.stem for p in sorted(Path(args.out).glob("resume-*.json")) if not read_json(p)["equal"]
+    ]
     if different:
-        print(f"WARNING: continuous and resumed states differ for {different}; see "
-              "OUT/resume-<branch>.json")
+        print(
+            f"WARNING: continuous and resumed states differ for {different}; see "
+            "OUT/resume-<branch>.json"
+        )
         return 1
     return 0

@@ -3,6 +3,7 @@
 The report only reads files the other stages wrote (results, resume verdicts, checkpoint
 sizes, timings); it computes nothing that could differ from them.
 """
+
 from __future__ import annotations
 
 import shutil
@@ -48,28 +49,48 @@ def collect(out_dir) -> dict:
     for source in (main, exercise):
         if source:
             policies.update(source["policies"])
-    resume = {p.stem.removeprefix("resume-"): read_json(p)
-              for p in sorted(out.glob("resume-*.json"))}
+    resume = {
+        p.stem.removeprefix("resume-"): read_json(p) for p in sorted(out.glob("resume-*.json"))
+    }
     checkpoints = out / "checkpoints"
-    sizes = {p.name: p.stat().st_size for p in sorted(checkpoints.glob("*"))
-             if p.is_file()} if checkpoints.is_dir() else {}
+    sizes = (
+        {p.name: p.stat().st_size for p in sorted(checkpoints.glob("*")) if p.is_file()}
+        if checkpoints.is_dir()
+        else {}
+    )
     grpo = {}
-    trained = {p.name.removesuffix("-continuous.json") for p in (out / "learning").glob(
-        "*-continuous.json")} if (out / "learning").is_dir() else set()
+    trained = (
+        {
+            p.name.removesuffix("-continuous.json")
+            for p in (out / "learning").glob("*-continuous.json")
+        }
+        if (out / "learning").is_dir()
+        else set()
+    )
     for branch in [b for b in order_policies(trained) if b not in SFT_BRANCHES]:
         record = _read_optional(out / "learning" / f"{branch}-continuous.json")
         if record and record.get("history"):
             history = record["history"]
-            grpo[branch] = {"iterations": len(history), "updates": record["updates"],
-                            "first_reward": history[0]["mean_reward"],
-                            "last_reward": history[-1]["mean_reward"],
-                            "zero_variance_fraction": sum(h["zero_variance_fraction"]
-                                                          for h in history) / len(history),
-                            "last_exact_kl": history[-1]["mean_exact_kl"]}
-    return {"out": str(out), "main": main, "grpo": grpo, "exercise": exercise, "policies": policies,
-            "resume": resume, "state_sizes": sizes,
-            "timings": _read_optional(out / "timings.json"),
-            "group_size": _read_optional(out / "exercise" / "group-size.json")}
+            grpo[branch] = {
+                "iterations": len(history),
+                "updates": record["updates"],
+                "first_reward": history[0]["mean_reward"],
+                "last_reward": history[-1]["mean_reward"],
+                "zero_variance_fraction": sum(h["zero_variance_fraction"] for h in history)
+                / len(history),
+                "last_exact_kl": history[-1]["mean_exact_kl"],
+            }
+    return {
+        "out": str(out),
+        "main": main,
+        "grpo": grpo,
+        "exercise": exercise,
+        "policies": policies,
+        "resume": resume,
+        "state_sizes": sizes,
+        "timings": _read_optional(out / "timings.json"),
+        "group_size": _read_optional(out / "exercise" / "group-size.json"),
+    }
 
 
 def _run_lines(evidence: dict, config: dict | None) -> list[str]:
@@ -80,9 +101,11 @@ def _run_lines(evidence: dict, config: dict | None) -> list[str]:
         lines += [f"Profile `{typed(config).profile}`, run folder `{evidence['out']}`.", ""]
     if source:
         prov = source["provenance"]
-        lines += [f"Git commit `{prov['git_commit']}`, config SHA-256 `{prov['config_sha256'][:16]}...`, "
-                  f"dataset SHA-256 `{source['dataset_sha256'][:16]}...`, device {prov['device']}.",
-                  ""]
+        lines += [
+            f"Git commit `{prov['git_commit']}`, config SHA-256 `{prov['config_sha256'][:16]}...`, "
+            f"dataset SHA-256 `{source['dataset_sha256'][:16]}...`, device {prov['device']}.",
+            "",
+        ]
     return lines
 
 
@@ -91,26 +114,39 @@ def _success_lines(policies: dict) -> list[str]:
     first = next(iter(policies.values()))
     problems = first["greedy_pass_at_1"]["ALL"]["problems"]
     draws = first["draws_per_problem"]
-    lines = ["## Success on the test problems", "",
-             f"{problems} test problems, one greedy response each (greedy pass@1) and "
-             f"{draws} sampled draws each (per-draw success over all "
-             f"{problems * draws} draws; not best-of-{draws}). Invalid outputs count as "
-             "wrong.", ""]
-    header = ["policy"] + [f"greedy {p}" for p in POPULATIONS] + [
-        f"per-draw {p}" for p in POPULATIONS]
+    lines = [
+        "## Success on the test problems",
+        "",
+        f"{problems} test problems, one greedy response each (greedy pass@1) and "
+        f"{draws} sampled draws each (per-draw success over all "
+        f"{problems * draws} draws; not best-of-{draws}). Invalid outputs count as "
+        "wrong.",
+        "",
+    ]
+    header = (
+        ["policy"] + [f"greedy {p}" for p in POPULATIONS] + [f"per-draw {p}" for p in POPULATIONS]
+    )
     rows = []
     for name in order_policies(policies):
         if name in policies:
             entry = policies[name]
-            rows.append([name] + [
-                f"{_pct(entry[k][p]['success_rate'])} ({entry[k][p]['correct']}/"
-                f"{entry[k][p]['responses']})"
-                for k in ("greedy_pass_at_1", "per_draw_success") for p in POPULATIONS])
+            rows.append(
+                [name]
+                + [
+                    f"{_pct(entry[k][p]['success_rate'])} ({entry[k][p]['correct']}/"
+                    f"{entry[k][p]['responses']})"
+                    for k in ("greedy_pass_at_1", "per_draw_success")
+                    for p in POPULATIONS
+                ]
+            )
     lines += _table(header, rows)
     short = [name for name in order_policies(policies) if exercise_group_size(name)]
     if short:
-        lines += [f"{' and '.join(short)} are the exercise's short branches (see below), "
-                  "not the main GRPO run.", ""]
+        lines += [
+            f"{' and '.join(short)} are the exercise's short branches (see below), "
+            "not the main GRPO run.",
+            "",
+        ]
     return lines
 
 
@@ -123,15 +159,36 @@ def _validity_lines(policies: dict) -> list[str]:
             continue
         for key, label in (("greedy_pass_at_1", "greedy"), ("per_draw_success", "sampled")):
             m = policies[name][key]["ALL"]
-            rows.append([name, label, m["responses"], f"{m['valid_json']} ({_pct(m['json_validity'])})",
-                         m["without_eos"], f"{m['mean_response_tokens']:.2f}",
-                         f"{m['generation_seconds']:.1f}"])
-    lines += _table(["policy", "kind", "responses", "valid JSON", "without EOS",
-                     "mean response tokens", "generation s"], rows)
+            rows.append(
+                [
+                    name,
+                    label,
+                    m["responses"],
+                    f"{m['valid_json']} ({_pct(m['json_validity'])})",
+                    m["without_eos"],
+                    f"{m['mean_response_tokens']:.2f}",
+                    f"{m['generation_seconds']:.1f}",
+                ]
+            )
+    lines += _table(
+        [
+            "policy",
+            "kind",
+            "responses",
+            "valid JSON",
+            "without EOS",
+            "mean response tokens",
+            "generation s",
+        ],
+        rows,
+    )
     peaks = {n: policies[n]["generation"]["peak_cuda_memory_bytes"] for n in policies}
     if any(v is not None for v in peaks.values()):
-        lines += ["Peak CUDA memory during generation: " + ", ".join(
-            f"{n} {v / 2**20:.0f} MiB" for n, v in peaks.items() if v is not None), ""]
+        lines += [
+            "Peak CUDA memory during generation: "
+            + ", ".join(f"{n} {v / 2**20:.0f} MiB" for n, v in peaks.items() if v is not None),
+            "",
+        ]
     return lines
 
 
@@ -147,27 +204,61 @@ def _training_lines(evidence: dict) -> list[str]:
     """GRPO's histories at a glance, the resume verdicts and the state sizes."""
     lines = []
     if evidence["grpo"]:
-        lines += ["## GRPO training at a glance", "",
-                  "From the continuous runs' histories: reward of the sampled groups, fraction "
-                  "of groups whose rewards were all equal (no reward gradient), exact KL to the "
-                  "reference at the last update.", ""]
-        rows = [[b, g["iterations"], g["updates"], f"{g['first_reward']:.3f}",
-                 f"{g['last_reward']:.3f}", f"{g['zero_variance_fraction']:.2f}",
-                 f"{g['last_exact_kl']:.2e}"] for b, g in evidence["grpo"].items()]
-        lines += _table(["branch", "iterations", "updates", "mean reward (first it.)",
-                         "mean reward (last it.)", "zero-variance groups", "exact KL (last)"],
-                        rows)
+        lines += [
+            "## GRPO training at a glance",
+            "",
+            "From the continuous runs' histories: reward of the sampled groups, fraction "
+            "of groups whose rewards were all equal (no reward gradient), exact KL to the "
+            "reference at the last update.",
+            "",
+        ]
+        rows = [
+            [
+                b,
+                g["iterations"],
+                g["updates"],
+                f"{g['first_reward']:.3f}",
+                f"{g['last_reward']:.3f}",
+                f"{g['zero_variance_fraction']:.2f}",
+                f"{g['last_exact_kl']:.2e}",
+            ]
+            for b, g in evidence["grpo"].items()
+        ]
+        lines += _table(
+            [
+                "branch",
+                "iterations",
+                "updates",
+                "mean reward (first it.)",
+                "mean reward (last it.)",
+                "zero-variance groups",
+                "exact KL (last)",
+            ],
+            rows,
+        )
     if evidence["resume"]:
-        lines += ["## Exact resume", "",
-                  "Continuous run vs interrupted-then-resumed run, whole saved state compared bit "
-                  "for bit (times excluded).", ""]
+        lines += [
+            "## Exact resume",
+            "",
+            "Continuous run vs interrupted-then-resumed run, whole saved state compared bit "
+            "for bit (times excluded).",
+            "",
+        ]
         ordered = [(b, evidence["resume"][b]) for b in order_policies(evidence["resume"])]
-        rows = [[b, "identical" if r["equal"] else f"DIFFERENT: {len(r['differences'])} fields",
-                 f"{r['resume']['bytes']:,}"] for b, r in ordered]
+        rows = [
+            [
+                b,
+                "identical" if r["equal"] else f"DIFFERENT: {len(r['differences'])} fields",
+                f"{r['resume']['bytes']:,}",
+            ]
+            for b, r in ordered
+        ]
         lines += _table(["branch", "verdict", "resumed state bytes (gzip 1)"], rows)
     if evidence["state_sizes"]:
         lines += ["## State sizes", ""]
-        lines += _table(["file", "bytes"], [[n, f"{b:,}"] for n, b in evidence["state_sizes"].items()])
+        lines += _table(
+            ["file", "bytes"], [[n, f"{b:,}"] for n, b in evidence["state_sizes"].items()]
+        )
     return lines
 
 
@@ -177,20 +268,30 @@ def _exercise_and_time_lines(evidence: dict) -> list[str]:
     summary = evidence["group_size"]
     if summary:
         lines += ["## Group-size exercise", ""]
-        rows = [[b, n["updates"], n["prompts"], n["rollouts"], f"{n['seconds']:.1f}"]
-                for b, n in summary["budgets"].items()]
-        lines += _table(["branch", "updates", "prompt presentations", "rollouts", "training s"], rows)
-        lines += [summary["limitation"], "",
-                  "Main artifacts and the verifier were unchanged after the exercise (SHA-256).",
-                  ""]
+        rows = [
+            [b, n["updates"], n["prompts"], n["rollouts"], f"{n['seconds']:.1f}"]
+            for b, n in summary["budgets"].items()
+        ]
+        lines += _table(
+            ["branch", "updates", "prompt presentations", "rollouts", "training s"], rows
+        )
+        lines += [
+            summary["limitation"],
+            "",
+            "Main artifacts and the verifier were unchanged after the exercise (SHA-256).",
+            "",
+        ]
     timings = evidence["timings"]
     if timings:
         lines += ["## Wall time by stage", ""]
-        lines += _table(["stage group", "seconds"],
-                        [[g, f"{s:.1f}"] for g, s in timings["groups"].items()]
-                        + [["total", f"{timings['total_seconds']:.1f}"]])
-        lines += _table(["stage", "seconds"],
-                        [[name, f"{s:.1f}"] for name, s in timings["stages"].items()])
+        lines += _table(
+            ["stage group", "seconds"],
+            [[g, f"{s:.1f}"] for g, s in timings["groups"].items()]
+            + [["total", f"{timings['total_seconds']:.1f}"]],
+        )
+        lines += _table(
+            ["stage", "seconds"], [[name, f"{s:.1f}"] for name, s in timings["stages"].items()]
+        )
     return lines
 
 
@@ -200,12 +301,21 @@ def _reference_lines(policies: dict) -> list[str]:
     reference = repo_root() / REFERENCE
     if reference.is_file() and policies:
         ref = read_json(reference)
-        lines += ["## The specification's published figures (not measured by this project)", "",
-                  f"Source: {ref['attribution']['source']}. Shown for scale only; other model, "
-                  "other machine.", ""]
-        rows = [[n, _pct(m["greedy_pass_at_1"]["success_rate"]),
-                 _pct(m["empirical_per_draw_success"]["success_rate"])]
-                for n, m in ref["metrics"].items()]
+        lines += [
+            "## The specification's published figures (not measured by this project)",
+            "",
+            f"Source: {ref['attribution']['source']}. Shown for scale only; other model, "
+            "other machine.",
+            "",
+        ]
+        rows = [
+            [
+                n,
+                _pct(m["greedy_pass_at_1"]["success_rate"]),
+                _pct(m["empirical_per_draw_success"]["success_rate"]),
+            ]
+            for n, m in ref["metrics"].items()
+        ]
         lines += _table(["policy", "greedy pass@1 (ALL)", "per-draw (ALL)"], rows)
     return lines
 
@@ -227,7 +337,7 @@ def write_report(config: dict, out_dir) -> Path:
 
 
 # --------------------------------------------------------------------------- export
-TRIMMED_KEYS = ("history", "telemetry")   # repeated in the continuous record of the same branch
+TRIMMED_KEYS = ("history", "telemetry")  # repeated in the continuous record of the same branch
 EXPORTED_POLICIES = ("warmstart", "grpo")
 
 
@@ -245,8 +355,11 @@ def _learning_records(out: Path, dest: Path) -> dict[str, str]:
         else:
             record = read_json(path)
             trimmed = [k for k in TRIMMED_KEYS if k in record]
-            save_json(target, {k: v for k, v in record.items() if k not in trimmed}
-                      | {"trimmed_for_export": trimmed})
+            save_json(
+                target,
+                {k: v for k, v in record.items() if k not in trimmed}
+                | {"trimmed_for_export": trimmed},
+            )
         copied[name] = sha256_file(target)
     return copied
 
@@ -260,22 +373,29 @@ def export_recorded(out_dir, dest, config: dict | None = None) -> Path:
         raise FileExistsError(f"{dest} is not empty; recorded summaries are never overwritten")
     if not (out / "results.json").is_file():
         raise FileNotFoundError(f"{out / 'results.json'} is missing: evaluate before exporting")
-    copies = {"results.json": out / "results.json", "report.md": out / "report.md",
-              "timings.json": out / "timings.json",
-              "exercise/results.json": out / "exercise" / "results.json",
-              "exercise/group-size.json": out / "exercise" / "group-size.json",
-              "exercise/protected.json": out / "exercise" / "protected.json"}
+    copies = {
+        "results.json": out / "results.json",
+        "report.md": out / "report.md",
+        "timings.json": out / "timings.json",
+        "exercise/results.json": out / "exercise" / "results.json",
+        "exercise/group-size.json": out / "exercise" / "group-size.json",
+        "exercise/protected.json": out / "exercise" / "protected.json",
+    }
     copies.update({p.name: p for p in sorted(out.glob("resume-*.json"))})
     # Two policies (a few MB each) so chapters can sample from the models whose results
     # they show, and the scored draws so the evaluation chapter can recompute its contrasts.
     for policy in EXPORTED_POLICIES:
-        copies[f"policies/{policy}.safetensors"] = out / "checkpoints" / f"{policy}-resume.safetensors"
-    for path in sorted((out / "scores").glob("*.json")):   # sample and greedy: per-item pairing
+        copies[f"policies/{policy}.safetensors"] = (
+            out / "checkpoints" / f"{policy}-resume.safetensors"
+        )
+    for path in sorted((out / "scores").glob("*.json")):  # sample and greedy: per-item pairing
         copies[f"scores/{path.name}"] = path
     results = read_json(out / "results.json")
     if config is not None and results["provenance"]["config_sha256"] != config_hash(config):
-        raise ValueError(f"{out} was run with another configuration than "
-                         f"{config.get('_path')}; export with the run's own profile")
+        raise ValueError(
+            f"{out} was run with another configuration than "
+            f"{config.get('_path')}; export with the run's own profile"
+        )
     dest.mkdir(parents=True, exist_ok=True)
     copied = _learning_records(out, dest)
     for name, source in copies.items():
@@ -287,16 +407,19 @@ def export_recorded(out_dir, dest, config: dict | None = None) -> Path:
     evidence = collect(out)
     save_json(dest / "state-sizes.json", evidence["state_sizes"])
     timings = evidence["timings"] or {}
-    save_json(dest / "provenance.json", {
-        "exported_from": str(out),
-        "command": " ".join(sys.argv),
-        "run_provenance": results["provenance"],
-        "export_provenance": provenance(config),
-        "dataset_sha256": results["dataset_sha256"],
-        "config": {k: v for k, v in (config or {}).items() if not k.startswith("_")},
-        "wall_time_seconds": timings.get("total_seconds"),
-        "files": copied,
-    })
+    save_json(
+        dest / "provenance.json",
+        {
+            "exported_from": str(out),
+            "command": " ".join(sys.argv),
+            "run_provenance": results["provenance"],
+            "export_provenance": provenance(config),
+            "dataset_sha256": results["dataset_sha256"],
+            "config": {k: v for k, v in (config or {}).items() if not k.startswith("_")},
+            "wall_time_seconds": timings.get("total_seconds"),
+            "files": copied,
+        },
+    )
     return dest
 
 
@@ -309,8 +432,11 @@ def command_report(args) -> int:
         print(f"report written: {write_report(config, args.out)}")
     export = getattr(args, "export", None)
     if export:
-        target = Path(export) if export != "default" else (
-            repo_root() / "data" / "recorded" / typed(config).profile)
+        target = (
+            Path(export)
+            if export != "default"
+            else (repo_root() / "data" / "recorded" / typed(config).profile)
+        )
         export_recorded(args.out, target, config)
         print(f"summary exported to {target}")
     return 0

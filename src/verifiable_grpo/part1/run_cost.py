@@ -17,6 +17,7 @@ efficiencies: nothing here was measured on a GPU. The CPU constants are fitted t
 stand-in's recorded step times (data/recorded/plan/standin-steps.json), and a test checks
 that the model then predicts the other recorded step kinds within a stated tolerance.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -41,20 +42,21 @@ def head_parameters(shape: dict) -> int:
 def forward_flops(shape: dict, tokens: int) -> float:
     """One forward pass over a sequence of `tokens`, every position's logits kept. The
     embedding lookup is free; the tied head is a full matmul at every position."""
-    body = parameters(shape) - head_parameters(shape)      # decoder layers and norms
+    body = parameters(shape) - head_parameters(shape)  # decoder layers and norms
     matmuls = 2.0 * tokens * (body + head_parameters(shape))
     attention = 4.0 * shape["layers"] * shape["hidden"] * tokens * tokens
     return matmuls + attention
 
 
 def training_flops(shape: dict, tokens: int) -> float:
-    return 3.0 * forward_flops(shape, tokens)              # forward + backward (2x)
+    return 3.0 * forward_flops(shape, tokens)  # forward + backward (2x)
 
 
 @dataclass(frozen=True)
 class Device:
     """A device as the cost model sees it: sustained FP32 FLOP/s, sustained memory bytes/s
     and seconds per model call."""
+
     name: str
     flops: float
     bandwidth: float
@@ -65,13 +67,13 @@ class Device:
         return 4.0 * parameters(shape) / self.bandwidth
 
     def forward(self, shape: dict, tokens: int) -> float:
-        return forward_flops(shape, tokens) / self.flops + self.weights(shape) + \
-            self.call_seconds
+        return forward_flops(shape, tokens) / self.flops + self.weights(shape) + self.call_seconds
 
     def training(self, shape: dict, tokens: int) -> float:
         """Forward and backward over one sequence of `tokens` tokens."""
-        return training_flops(shape, tokens) / self.flops + 2 * (self.weights(shape)
-                                                                 + self.call_seconds)
+        return training_flops(shape, tokens) / self.flops + 2 * (
+            self.weights(shape) + self.call_seconds
+        )
 
     def decode(self, shape: dict) -> float:
         """One cached step: one token's logits, every weight read once."""
@@ -88,13 +90,20 @@ class Device:
         return sum(self.forward(shape, prompt + t) for t in range(response))
 
 
-def gpu(name: str, peak_flops: float, bandwidth: float, compute_efficiency: float = 0.35,
-        bandwidth_efficiency: float = 0.5, call_seconds: float = 0.008) -> Device:
+def gpu(
+    name: str,
+    peak_flops: float,
+    bandwidth: float,
+    compute_efficiency: float = 0.35,
+    bandwidth_efficiency: float = 0.5,
+    call_seconds: float = 0.008,
+) -> Device:
     """A GPU from its datasheet peaks. Assumed (not measured): a 0.5B model's FP32 matmuls in
     eager mode sustain 35 % of peak, weight reads 50 % of peak bandwidth, and one model call
     of 24 layers costs 8 ms of launches and Python."""
-    return Device(name, peak_flops * compute_efficiency, bandwidth * bandwidth_efficiency,
-                  call_seconds)
+    return Device(
+        name, peak_flops * compute_efficiency, bandwidth * bandwidth_efficiency, call_seconds
+    )
 
 
 # FP32 (non-tensor-core) peaks and memory bandwidth from NVIDIA's datasheets.
@@ -114,8 +123,9 @@ def calibrated_cpu(record: dict) -> Device:
     bandwidth = OPTIMIZER_PASSES * 4.0 * parameters(shape) / seconds["adamw_step"]
     reading = 4.0 * parameters(shape) / bandwidth
     flops = forward_flops(shape, 256) / (seconds["forward_all_logits_256"] - reading)
-    return Device(f"CPU ({record['machine']}, {record['threads']} thread(s))", flops,
-                  bandwidth, 0.0)
+    return Device(
+        f"CPU ({record['machine']}, {record['threads']} thread(s))", flops, bandwidth, 0.0
+    )
 
 
 def predicted_steps(device: Device, shape: dict) -> dict:
@@ -125,7 +135,10 @@ def predicted_steps(device: Device, shape: dict) -> dict:
         "forward_all_logits_128": device.forward(shape, 128),
         "forward_all_logits_256": device.forward(shape, 256),
         "cached_decode_16_after_96": device.forward(shape, 96) + 16 * device.decode(shape),
-        "sft_update_8x96": (8 * training_flops(shape, 96) / device.flops
-                            + 2 * device.weights(shape) + device.optimizer(shape)),
+        "sft_update_8x96": (
+            8 * training_flops(shape, 96) / device.flops
+            + 2 * device.weights(shape)
+            + device.optimizer(shape)
+        ),
         "adamw_step": device.optimizer(shape),
     }

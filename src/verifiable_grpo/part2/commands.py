@@ -7,6 +7,7 @@ analyse  the pre-registered analysis of the finished runs (also OUT/analysis.jso
 status   which runs are finished, in flight (a checkpoint) or not started
 export   the trimmed record of a finished study (data/recorded/part2)
 """
+
 from __future__ import annotations
 
 import os
@@ -26,8 +27,10 @@ def _lock(args):
     if args.check:
         lock, sha = lock_lib.read_lock(path)
         lock_lib.check_lock(lock, path=path)
-        print(f"treatment lock {path} matches the code, the profile and the warm start "
-              f"(SHA-256 {sha})")
+        print(
+            f"treatment lock {path} matches the code, the profile and the warm start "
+            f"(SHA-256 {sha})"
+        )
         return 0
     written = lock_lib.write_lock(lock_lib.build_lock(), path)
     print(f"wrote {written} (SHA-256 {lock_lib.read_lock(written)[1]})")
@@ -49,24 +52,36 @@ def _run(args):
     if args.regime is None:
         raise ConfigError(["family run needs --regime (on_policy or two_updates)"])
     started = time.perf_counter()
-    manifest = study.run_arm(args.lock, args.out, args.arm, args.seed, args.regime,
-                             stop_after=args.stop_after, progress=True)
+    manifest = study.run_arm(
+        args.lock,
+        args.out,
+        args.arm,
+        args.seed,
+        args.regime,
+        stop_after=args.stop_after,
+        progress=True,
+    )
     if manifest is None:
         print(f"stopped after step {args.stop_after}; continue with the same command")
         return 0
     s = manifest["summary"]
-    print(f"{args.regime} {args.arm} seed {args.seed}: held-out greedy "
-          f"{s['heldout_greedy_all']:.3f} (ID50 {s['heldout_greedy_id50']:.3f}, OOD100 "
-          f"{s['heldout_greedy_ood100']:.3f}), per-draw {s['heldout_per_draw_all']:.3f}, mean "
-          f"ZVF {s['mean_zero_variance_fraction']:.3f}, rollouts {s['rollouts_generated']} "
-          f"({s['rollouts_discarded']} discarded), {s['seconds_per_step']:.2f} s/step, "
-          f"{time.perf_counter() - started:.1f} s")
+    print(
+        f"{args.regime} {args.arm} seed {args.seed}: held-out greedy "
+        f"{s['heldout_greedy_all']:.3f} (ID50 {s['heldout_greedy_id50']:.3f}, OOD100 "
+        f"{s['heldout_greedy_ood100']:.3f}), per-draw {s['heldout_per_draw_all']:.3f}, mean "
+        f"ZVF {s['mean_zero_variance_fraction']:.3f}, rollouts {s['rollouts_generated']} "
+        f"({s['rollouts_discarded']} discarded), {s['seconds_per_step']:.2f} s/step, "
+        f"{time.perf_counter() - started:.1f} s"
+    )
     return 0
 
 
 def _pending(lock, args) -> list[tuple[str, str, int]]:
-    return [(r, a, s) for r, a, s in _runs_of(lock, args)
-            if not study.manifest_path(args.out, r, a, s).is_file()]
+    return [
+        (r, a, s)
+        for r, a, s in _runs_of(lock, args)
+        if not study.manifest_path(args.out, r, a, s).is_file()
+    ]
 
 
 def _study(args):
@@ -76,7 +91,7 @@ def _study(args):
         return trl_backend_commands.run_study(args, trl_backend_commands.runs_of(args))
     lock, sha = lock_lib.read_lock(args.lock)
     lock_lib.check_lock(lock, path=args.lock)
-    for regime, arm, seed in _runs_of(lock, args):   # every requested run, before any compute
+    for regime, arm, seed in _runs_of(lock, args):  # every requested run, before any compute
         lock_lib.check_request(lock, arm, seed, regime)
     if os.environ.get(runlock.PARENT_ENV):
         # a worker of a study: its parent holds OUT; it dies with it (each run folder is
@@ -109,21 +124,40 @@ def _study_in_workers(args, lock) -> int:
     import subprocess
 
     seeds = args.seeds or list(lock["seeds"])
-    shares = [seeds[i::args.workers] for i in range(args.workers)]
-    base = [sys.executable, "-m", "verifiable_grpo", "family", "study", "--lock",
-            str(args.lock), "--out", str(args.out), "--workers", "1"]
+    shares = [seeds[i :: args.workers] for i in range(args.workers)]
+    base = [
+        sys.executable,
+        "-m",
+        "verifiable_grpo",
+        "family",
+        "study",
+        "--lock",
+        str(args.lock),
+        "--out",
+        str(args.out),
+        "--workers",
+        "1",
+    ]
     for name in ("arms", "regimes"):
         if getattr(args, name):
             base += [f"--{name}", *map(str, getattr(args, name))]
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-           runlock.PARENT_ENV: str(os.getpid())}
-    children = [subprocess.Popen(base + ["--seeds", *map(str, share)], env=env)
-                for share in shares if share]
+    env = {
+        **os.environ,
+        "OMP_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+        runlock.PARENT_ENV: str(os.getpid()),
+    }
+    children = [
+        subprocess.Popen(base + ["--seeds", *map(str, share)], env=env) for share in shares if share
+    ]
     codes = [child.wait() for child in children]
     failed = [code for code in codes if code != 0]
     if failed:
-        print(f"error: {len(failed)} of {len(children)} workers failed; run the same command "
-              "again to continue (finished runs are kept)", file=sys.stderr)
+        print(
+            f"error: {len(failed)} of {len(children)} workers failed; run the same command "
+            "again to continue (finished runs are kept)",
+            file=sys.stderr,
+        )
         return 2
     return 0
 
@@ -139,7 +173,7 @@ def _analyse(args):
     result["provenance"] = provenance()
     path = Path(args.out) / "analysis.json"
     if path.exists():
-        path.unlink()   # derived from the manifests, recomputed exactly each time
+        path.unlink()  # derived from the manifests, recomputed exactly each time
     files.save_json(path, result)
     print(analysis.format_analysis(result))
     return 0
@@ -152,7 +186,7 @@ def _status(args):
         folder = study.run_dir(args.out, regime, arm, seed)
         if (folder / "run_manifest.json").is_file():
             state = "finished"
-        elif any((folder / "checkpoints").glob("checkpoint-*")):   # ours: .pt; TRL: folders
+        elif any((folder / "checkpoints").glob("checkpoint-*")):  # ours: .pt; TRL: folders
             state = "in flight"
         else:
             state = "not started"
@@ -170,8 +204,14 @@ def _export(args):
     return 0
 
 
-HANDLERS = {"lock": _lock, "run": _run, "study": _study, "analyse": _analyse,
-            "status": _status, "export": _export}
+HANDLERS = {
+    "lock": _lock,
+    "run": _run,
+    "study": _study,
+    "analyse": _analyse,
+    "status": _status,
+    "export": _export,
+}
 
 
 def command_family(args) -> int:
@@ -181,7 +221,11 @@ def command_family(args) -> int:
         raise ConfigError(["family needs a subcommand: " + ", ".join(HANDLERS)])
     try:
         return HANDLERS[args.family](args)
-    except (ValueError, FileExistsError, FileNotFoundError,
-            samplers.DynamicSamplingExhausted) as err:
+    except (
+        ValueError,
+        FileExistsError,
+        FileNotFoundError,
+        samplers.DynamicSamplingExhausted,
+    ) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -4,6 +4,7 @@ arms by autograd, and what dynamic sampling costs, on small hand-set inputs.
 Everything goes through the registry (training/objectives.py) and the real samplers
 (training/samplers.py); nothing here has arithmetic of its own.
 """
+
 from __future__ import annotations
 
 import torch
@@ -16,21 +17,25 @@ TRL_REDUCTIONS = ("bnpo", "dr_grpo", "dapo_token")
 
 def arm_rows(names=STUDY_ARMS + TRL_REDUCTIONS) -> tuple[list[str], list[list[str]]]:
     """The registry's columns for the study's arms and TRL's reductions."""
-    return objectives.registry_table([objectives.get_objective(n) for n in names],
-                                     ("name", "advantages", "ratio", "clip", "aggregation",
-                                      "sampler"))
+    return objectives.registry_table(
+        [objectives.get_objective(n) for n in names],
+        ("name", "advantages", "ratio", "clip", "aggregation", "sampler"),
+    )
 
 
-def token_weights(rewards, lengths, names=STUDY_ARMS + TRL_REDUCTIONS,
-                  max_length: int | None = None) -> dict[str, list[float]]:
+def token_weights(
+    rewards, lengths, names=STUDY_ARMS + TRL_REDUCTIONS, max_length: int | None = None
+) -> dict[str, list[float]]:
     """On policy, one group: the gradient weight w = d(-loss)/d log p that each token of
     each response gets under each arm (the same on every token of a response), by
     autograd through objectives.objective_loss. Lengths are tokens per response."""
     rewards = [float(r) for r in rewards]
     lengths = [int(n) for n in lengths]
     if len(rewards) != len(lengths) or len(rewards) < 2:
-        raise ValueError(f"need one length per reward and at least 2 responses; got "
-                         f"{len(rewards)} rewards and {len(lengths)} lengths")
+        raise ValueError(
+            f"need one length per reward and at least 2 responses; got "
+            f"{len(rewards)} rewards and {len(lengths)} lengths"
+        )
     if any(n < 1 for n in lengths):
         raise ValueError("every response needs at least one token")
     width = max(lengths)
@@ -41,9 +46,16 @@ def token_weights(rewards, lengths, names=STUDY_ARMS + TRL_REDUCTIONS,
         objective = objectives.get_objective(name)
         adv = objectives.advantages(objective, torch.tensor([rewards], dtype=torch.float64))
         current = logp.clone().requires_grad_(True)
-        loss, _ = objectives.objective_loss(objective, current, current.detach(), adv.values[0],
-                                            mask, None, group_size=len(rewards),
-                                            max_length=max_length or width)
+        loss, _ = objectives.objective_loss(
+            objective,
+            current,
+            current.detach(),
+            adv.values[0],
+            mask,
+            None,
+            group_size=len(rewards),
+            max_length=max_length or width,
+        )
         loss.backward()
         table[name] = [float(-current.grad[i, 0]) for i in range(len(lengths))]
     return table
@@ -63,8 +75,9 @@ def placebo_gradients(seed: int = 0, shift: float = 0.0) -> dict[str, float]:
     grads = {}
     for name in ("grpo", "gspo", "dapo"):
         logp = current.clone().requires_grad_(True)
-        loss, _ = objectives.objective_loss(objectives.get_objective(name), logp, old,
-                                            advantages, mask, None, group_size=4)
+        loss, _ = objectives.objective_loss(
+            objectives.get_objective(name), logp, old, advantages, mask, None, group_size=4
+        )
         loss.backward()
         grads[name] = logp.grad
     return {name: float((grads[name] - grads["grpo"]).abs().max()) for name in ("gspo", "dapo")}
@@ -80,9 +93,13 @@ class BernoulliSource:
         self.next = 0
 
     def prompts(self, count):
-        chosen = [{"document_id": f"p{self.next + i}", "rate": self.rates[(self.next + i)
-                                                                           % len(self.rates)]}
-                  for i in range(count)]
+        chosen = [
+            {
+                "document_id": f"p{self.next + i}",
+                "rate": self.rates[(self.next + i) % len(self.rates)],
+            }
+            for i in range(count)
+        ]
         self.next += count
         return chosen
 
@@ -91,8 +108,14 @@ class BernoulliSource:
         return [{"reward": float(u < example["rate"]), "response_tokens": 1} for u in draws]
 
 
-def dynamic_sampling_cost(rates, steps: int = 200, prompts: int = 4, group_size: int = 4,
-                          max_batches: int = 10, seed: int = 0) -> dict:
+def dynamic_sampling_cost(
+    rates,
+    steps: int = 200,
+    prompts: int = 4,
+    group_size: int = 4,
+    max_batches: int = 10,
+    seed: int = 0,
+) -> dict:
     """Mean rollouts per step that dapo's real sampler draws and discards on a fake source
     of prompts with the given success rates; steps that exhausted the cap are counted."""
     source = BernoulliSource(rates, seed)
@@ -109,9 +132,13 @@ def dynamic_sampling_cost(rates, steps: int = 200, prompts: int = 4, group_size:
     def mean(xs) -> float:
         return sum(xs) / len(xs) if xs else float("nan")
 
-    return {"rollouts_per_step": mean(generated), "discarded_per_step": mean(discarded),
-            "plain_rollouts_per_step": prompts * group_size, "failed_steps": failed,
-            "steps": steps}
+    return {
+        "rollouts_per_step": mean(generated),
+        "discarded_per_step": mean(discarded),
+        "plain_rollouts_per_step": prompts * group_size,
+        "failed_steps": failed,
+        "steps": steps,
+    }
 
 
 # --------------------------------------------------------------------------- the E1 card
@@ -124,6 +151,8 @@ def e1_runs() -> list[dict]:
     from verifiable_grpo.core.config import read_json, resolve
 
     reference = read_json(resolve(E1_REFERENCE))
-    return [{"arm": arm, "seed": seed, "regime": "on_policy", "heldout_greedy_all": value}
-            for arm, values in reference["per_seed_heldout"].items()
-            for seed, value in zip(reference["seeds"], values)]
+    return [
+        {"arm": arm, "seed": seed, "regime": "on_policy", "heldout_greedy_all": value}
+        for arm, values in reference["per_seed_heldout"].items()
+        for seed, value in zip(reference["seeds"], values)
+    ]

@@ -8,6 +8,7 @@ kept, and the number must be an integer (`#### 3.5` or `#### seven` score 0). Ex
 only: no partial credit, no formatting bonus, so the reward cannot tell a formatting
 failure from a reasoning failure.
 """
+
 from __future__ import annotations
 
 import json
@@ -30,8 +31,8 @@ def final_integer(text: str) -> int | None:
     digits = found.group(1).replace(",", "")
     if digits in ("", "-"):
         return None
-    after = tail[found.end():]
-    if after[:1] == "." and after[1:2].isdigit():   # 3.5 is not an integer answer
+    after = tail[found.end() :]
+    if after[:1] == "." and after[1:2].isdigit():  # 3.5 is not an integer answer
         return None
     return int(digits)
 

@@ -4,6 +4,7 @@ The same selection, draw seeds and verifier as Part I's evaluation (evaluation.e
 labels are read only after every response exists. The per-item trace keeps the problem
 id, the draw, the correctness and the SHA-256 of the completion text, never the text.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -31,12 +32,30 @@ def heldout_accuracy(policy, tokenizer, config: dict, data_dir) -> dict:
     result, trace = {}, []
     for mode, name in (("greedy", "greedy"), ("sample", "per_draw")):
         scored = scored_by_mode[mode]
-        result[name] = {p: {k: m[k] for k in ("responses", "problems", "correct",
-                                             "success_rate", "valid_json", "without_eos")}
-                        for p, m in evaluate.population_metrics(scored).items()}
-        trace += [{"mode": mode, "document_id": r["document_id"], "draw": r["draw"],
-                   "correct": bool(r["reward"]), "completion_sha256": _completion_sha256(r["text"])}
-                  for r in scored]
+        result[name] = {
+            p: {
+                k: m[k]
+                for k in (
+                    "responses",
+                    "problems",
+                    "correct",
+                    "success_rate",
+                    "valid_json",
+                    "without_eos",
+                )
+            }
+            for p, m in evaluate.population_metrics(scored).items()
+        }
+        trace += [
+            {
+                "mode": mode,
+                "document_id": r["document_id"],
+                "draw": r["draw"],
+                "correct": bool(r["reward"]),
+                "completion_sha256": _completion_sha256(r["text"]),
+            }
+            for r in scored
+        ]
     result["trace"] = trace
     result["problems"] = len(selected)
     result["draws"] = ev.draws

@@ -11,6 +11,7 @@ run refuses to start when the file differs from the lock that the code, the prof
 warm start build from the pinned choices, field by field, or from the pinned digest
 (`check_lock`); every run manifest carries the lock's SHA-256.
 """
+
 from __future__ import annotations
 
 import copy
@@ -34,7 +35,7 @@ LOCK_PATH = "configs/part2/lock.json"
 ARMS = ("grpo", "drgrpo", "dapo", "gspo", "aero")
 BASELINE = "grpo"
 SEEDS = (11, 23, 37, 53, 71, 89, 107, 131)
-REGIMES = {"on_policy": 1, "two_updates": 2}       # regime -> updates per rollout set
+REGIMES = {"on_policy": 1, "two_updates": 2}  # regime -> updates per rollout set
 WARM_START = "data/recorded/tiny/policies/warmstart.safetensors"
 # The config parts a run's numbers depend on (budgets come from the lock itself).
 BASE_SECTIONS = ("model", "data", "tokens", "sampling", "device")
@@ -43,13 +44,22 @@ LOCKED_AT = "2026-12-01"
 # The committed lock's SHA-256 (of its canonical JSON, as every recorded manifest names it),
 # pinned here so that an edit of configs/part2/lock.json cannot carry its own digest along.
 COMMITTED_LOCK_SHA256 = "71e6c499e6f208967bc22d295a13b6027729cf23c0af4cc708c4bee7f60b2e05"
-PIN_SUFFIX = ".pin.json"   # another lock's pin: lock.json -> lock.pin.json
+PIN_SUFFIX = ".pin.json"  # another lock's pin: lock.json -> lock.pin.json
 
 RECORDED_BUDGET = {
-    "steps": 30, "prompts_per_step": 4, "group_size": 4, "learning_rate": 3.0e-5,
-    "weight_decay": 0.0, "max_grad_norm": 1.0, "warmup_fraction": 0.0,
-    "final_lr_fraction": 0.0, "beta": 0.0, "temperature": 1.0, "checkpoint_every_steps": 5,
-    "trainable": "full"}
+    "steps": 30,
+    "prompts_per_step": 4,
+    "group_size": 4,
+    "learning_rate": 3.0e-5,
+    "weight_decay": 0.0,
+    "max_grad_norm": 1.0,
+    "warmup_fraction": 0.0,
+    "final_lr_fraction": 0.0,
+    "beta": 0.0,
+    "temperature": 1.0,
+    "checkpoint_every_steps": 5,
+    "trainable": "full",
+}
 RECORDED_EVALUATION = {"problems": 200, "draws": 4}
 # budget["trainable"]: "full" (every parameter) or "lora" (training/lora.py on every
 # q/k/v/o/gate/up/down projection, the base frozen); a lora budget carries budget["lora"].
@@ -64,11 +74,13 @@ def _budget(budget: dict | None) -> dict:
     if merged["trainable"] == "lora":
         merged["lora"] = {**LORA_DEFAULTS, **merged.get("lora", {})}
         if set(merged["lora"]) != set(LORA_DEFAULTS):
-            raise ValueError(f"budget lora needs exactly {sorted(LORA_DEFAULTS)}, got "
-                             f"{sorted(merged['lora'])}")
+            raise ValueError(
+                f"budget lora needs exactly {sorted(LORA_DEFAULTS)}, got {sorted(merged['lora'])}"
+            )
     elif "lora" in merged:
         raise ValueError("budget lora is only read with trainable 'lora'")
     return merged
+
 
 NOTES = [
     "learning rate 3e-5 (not the study card's 1e-6): on the tiny base 1e-6 leaves the policy "
@@ -98,22 +110,32 @@ def _treatment_changes(name: str) -> list[str]:
     base = objectives.get_objective(BASELINE).mechanics()
     spec = objectives.get_objective(name).mechanics()
     # an axis the baseline leaves at its default is absent from its mechanics (hash growth)
-    return sorted(set(spec) ^ set(base) | {k for k in spec.keys() & base.keys()
-                                            if spec[k] != base[k]})
+    return sorted(
+        set(spec) ^ set(base) | {k for k in spec.keys() & base.keys() if spec[k] != base[k]}
+    )
 
 
 def _arm_entry(name: str) -> dict:
     objective = objectives.get_objective(name)
     trl = trl_parity.trl_arm(objective)
-    return {"objective_sha256": objective.sha256(), "description": objective.description,
-            "treatment_changes": _treatment_changes(name),
-            "trl": {"config": trl.config, "subclass": trl.subclass}}
+    return {
+        "objective_sha256": objective.sha256(),
+        "description": objective.description,
+        "treatment_changes": _treatment_changes(name),
+        "trl": {"config": trl.config, "subclass": trl.subclass},
+    }
 
 
-def build_lock(profile: str = "tiny", budget: dict | None = None,
-               evaluation: dict | None = None, seeds=SEEDS, arms=ARMS,
-               warm_start: str = WARM_START, locked_at: str = LOCKED_AT,
-               notes=tuple(NOTES)) -> dict:
+def build_lock(
+    profile: str = "tiny",
+    budget: dict | None = None,
+    evaluation: dict | None = None,
+    seeds=SEEDS,
+    arms=ARMS,
+    warm_start: str = WARM_START,
+    locked_at: str = LOCKED_AT,
+    notes=tuple(NOTES),
+) -> dict:
     """The lock as the code and the base profile define it today (a pure function)."""
     unknown = [a for a in arms if a not in objectives.OBJECTIVES]
     if unknown:
@@ -131,7 +153,7 @@ def build_lock(profile: str = "tiny", budget: dict | None = None,
         "locked_at": locked_at,
         "status": "preregistered-not-run",
         "scope": "Part II family study: arms, seeds, regimes, budgets, metric and analysis "
-                 "are fixed here before any recorded run; a change needs a new lock file.",
+        "are fixed here before any recorded run; a change needs a new lock file.",
         "base_profile": profile,
         "base_sections": list(BASE_SECTIONS),
         "base_config_sha256": sections_hash(config, BASE_SECTIONS),
@@ -141,11 +163,14 @@ def build_lock(profile: str = "tiny", budget: dict | None = None,
         "seeds": list(seeds),
         "regimes": {name: {"updates_per_rollout": n} for name, n in REGIMES.items()},
         "budget": _budget(budget),
-        "evaluation": {**evaluation, "seed_base": ev.seed_base, "greedy": True,
-                       "populations": ["ALL", "ID50", "OOD100"],
-                       "test_set": "the first `problems` of input/pages.json (balanced "
-                                   "ID50/OOD100 below 200)",
-                       "untrained_warm_start": "evaluated once, stored as warmstart-heldout.json"},
+        "evaluation": {
+            **evaluation,
+            "seed_base": ev.seed_base,
+            "greedy": True,
+            "populations": ["ALL", "ID50", "OOD100"],
+            "test_set": "the first `problems` of input/pages.json (balanced ID50/OOD100 below 200)",
+            "untrained_warm_start": "evaluated once, stored as warmstart-heldout.json",
+        },
         "metric": _metric_plan(),
         "analysis": _analysis_plan(),
         "notes": list(notes),
@@ -156,31 +181,42 @@ def _metric_plan() -> dict:
     """The lock's metrics: the primary one and what is reported beside it."""
     return {
         "primary": "held-out greedy accuracy (ALL), per seed, paired with grpo's same seed",
-        "secondary": ["per-draw success over the draws", "ID50 and OOD100 accuracy",
-                      "mean training reward of the last 10 steps", "mean ZVF and GU",
-                      "rollouts generated and discarded", "tokens generated",
-                      "wall seconds"]}
+        "secondary": [
+            "per-draw success over the draws",
+            "ID50 and OOD100 accuracy",
+            "mean training reward of the last 10 steps",
+            "mean ZVF and GU",
+            "rollouts generated and discarded",
+            "tokens generated",
+            "wall seconds",
+        ],
+    }
 
 
 def _analysis_plan() -> dict:
     """The lock's pre-registered analysis (bootstrap, tests, verdicts, exclusions)."""
     return {
-        "rng_seed": ANALYSIS_SEED, "resamples": 10_000, "level": 0.95,
+        "rng_seed": ANALYSIS_SEED,
+        "resamples": 10_000,
+        "level": 0.95,
         "per_arm": "mean over seeds with a percentile bootstrap over seeds",
         "comparison": "arm - grpo per seed; paired percentile bootstrap of the mean "
-                      "difference (seeds resampled jointly)",
+        "difference (seeds resampled jointly)",
         "p_value": "exact two-sided paired sign-flip test over the seeds",
         "multiple_testing": "Benjamini-Hochberg at alpha 0.05 over the non-baseline "
-                            "arms, within each regime",
-        "verdicts": {"better": "BH rejects and the 95% interval lies above 0",
-                     "worse": "BH rejects and the 95% interval lies below 0",
-                     "inconclusive": "anything else"},
+        "arms, within each regime",
+        "verdicts": {
+            "better": "BH rejects and the 95% interval lies above 0",
+            "worse": "BH rejects and the 95% interval lies below 0",
+            "inconclusive": "anything else",
+        },
         # "zvf": a key of the pre-registered lock, frozen with its digest
         "zvf": "observed ZVF vs the i.i.d. prediction p^G + (1-p)^G with p the mean "
-               "reward of the drawn groups; not comparable across arms",
+        "reward of the drawn groups; not comparable across arms",
         "exclusions": "none: a run that fails (e.g. dynamic sampling exhausts its cap) is "
-                      "reported as failed, never rerun with another seed; a regime with a "
-                      "failed or missing run gets no verdicts (BH needs all four tests)"}
+        "reported as failed, never rerun with another seed; a regime with a "
+        "failed or missing run gets no verdicts (BH needs all four tests)",
+    }
 
 
 def lock_sha256(lock: dict) -> str:
@@ -189,11 +225,16 @@ def lock_sha256(lock: dict) -> str:
 
 def _choices(lock: dict) -> dict:
     """The pre-registered choices of a lock: build_lock's arguments that re-derive it."""
-    return {"profile": lock["base_profile"], "seeds": list(lock["seeds"]),
-            "arms": list(lock["arms"]), "warm_start": lock["warm_start"]["path"],
-            "budget": lock["budget"], "locked_at": lock["locked_at"],
-            "notes": list(lock["notes"]),
-            "evaluation": {k: lock["evaluation"][k] for k in ("problems", "draws")}}
+    return {
+        "profile": lock["base_profile"],
+        "seeds": list(lock["seeds"]),
+        "arms": list(lock["arms"]),
+        "warm_start": lock["warm_start"]["path"],
+        "budget": lock["budget"],
+        "locked_at": lock["locked_at"],
+        "notes": list(lock["notes"]),
+        "evaluation": {k: lock["evaluation"][k] for k in ("problems", "draws")},
+    }
 
 
 def pin_path(path) -> Path:
@@ -210,15 +251,27 @@ def read_pin(path=LOCK_PATH) -> dict:
     """{"lock_sha256", "choices"} pinned for the lock at `path`: the committed lock's live in
     this module (an edit of the file cannot follow them), another lock's in its pin file."""
     if _is_committed_lock(path):
-        return {"lock_sha256": COMMITTED_LOCK_SHA256,
-                "choices": {"profile": "tiny", "seeds": list(SEEDS), "arms": list(ARMS),
-                            "warm_start": WARM_START, "budget": dict(RECORDED_BUDGET),
-                            "locked_at": LOCKED_AT, "evaluation": dict(RECORDED_EVALUATION)}}
+        return {
+            "lock_sha256": COMMITTED_LOCK_SHA256,
+            "choices": {
+                "profile": "tiny",
+                "seeds": list(SEEDS),
+                "arms": list(ARMS),
+                "warm_start": WARM_START,
+                "budget": dict(RECORDED_BUDGET),
+                "locked_at": LOCKED_AT,
+                "evaluation": dict(RECORDED_EVALUATION),
+            },
+        }
     pin = pin_path(path)
     if not pin.is_file():
-        raise ConfigError([f"{path} has no pinned digest ({pin} is missing): a lock is pinned "
-                           "when `family lock --lock PATH` writes it; restore the pin file, or "
-                           "pre-register a new lock under a new path"])
+        raise ConfigError(
+            [
+                f"{path} has no pinned digest ({pin} is missing): a lock is pinned "
+                "when `family lock --lock PATH` writes it; restore the pin file, or "
+                "pre-register a new lock under a new path"
+            ]
+        )
     return files.read_json(pin)
 
 
@@ -227,9 +280,11 @@ def write_lock(lock: dict, path=LOCK_PATH) -> Path:
     target, pin = resolve(path), pin_path(path)
     for existing in (target, pin):
         if existing.exists():
-            raise FileExistsError(f"{existing} exists: a pre-registered lock is never "
-                                  "rewritten; verify it with `family lock --check`, or lock a "
-                                  "new study under another --lock path")
+            raise FileExistsError(
+                f"{existing} exists: a pre-registered lock is never "
+                "rewritten; verify it with `family lock --check`, or lock a "
+                "new study under another --lock path"
+            )
     files.save_json(pin, {"lock_sha256": lock_sha256(lock), "choices": _choices(lock)})
     return files.save_json(target, lock)
 
@@ -238,8 +293,10 @@ def read_lock(path=LOCK_PATH) -> tuple[dict, str]:
     """(lock, SHA-256 of its canonical JSON)."""
     target = resolve(path)
     if not target.is_file():
-        raise FileNotFoundError(f"no treatment lock at {target}: write it first with "
-                                "`python -m verifiable_grpo family lock`")
+        raise FileNotFoundError(
+            f"no treatment lock at {target}: write it first with "
+            "`python -m verifiable_grpo family lock`"
+        )
     lock = files.read_json(target)
     if lock.get("schema") != SCHEMA:
         raise ConfigError([f"{target} is not a {SCHEMA} lock (schema {lock.get('schema')!r})"])
@@ -260,9 +317,11 @@ def _field_differences(found: dict, expected: dict, where: str) -> list[str]:
         if mine == theirs:
             continue
         if where.endswith(" ") and key == "arms" and isinstance(mine, dict):
-            out += [f"{where}arms.{arm} (its registry entry or TRL mapping changed)"
-                    for arm in sorted(set(mine) | set(theirs or {}))
-                    if mine.get(arm) != (theirs or {}).get(arm)]
+            out += [
+                f"{where}arms.{arm} (its registry entry or TRL mapping changed)"
+                for arm in sorted(set(mine) | set(theirs or {}))
+                if mine.get(arm) != (theirs or {}).get(arm)
+            ]
         elif isinstance(mine, dict) and isinstance(theirs, dict):
             out += _field_differences(mine, theirs, f"{where}{key}.")
         else:
@@ -281,32 +340,48 @@ def lock_differences(lock: dict, path=LOCK_PATH) -> list[str]:
         return [str(err)]
     found = _field_differences(lock, expected, f"{Path(str(path)).name} ")
     if not found and lock_sha256(lock) != pin["lock_sha256"]:
-        found.append(f"{Path(str(path)).name} hashes to {lock_sha256(lock)[:12]}..., pinned "
-                     f"{pin['lock_sha256'][:12]}...")
+        found.append(
+            f"{Path(str(path)).name} hashes to {lock_sha256(lock)[:12]}..., pinned "
+            f"{pin['lock_sha256'][:12]}..."
+        )
     return found
 
 
-def check_request(lock: dict, arm: str | None = None, seed: int | None = None,
-                  regime: str | None = None) -> None:
+def check_request(
+    lock: dict, arm: str | None = None, seed: int | None = None, regime: str | None = None
+) -> None:
     """Refuse a run the lock does not cover (no compute, no rebuild of the lock)."""
     if arm is not None and arm not in lock["arms"]:
         objectives.get_objective(arm)  # an unknown name gets the registry's message
-        raise ConfigError([f"arm {arm!r} is not in the treatment lock (arms: "
-                          f"{', '.join(lock['arms'])}); a new arm needs a new lock"])
+        raise ConfigError(
+            [
+                f"arm {arm!r} is not in the treatment lock (arms: "
+                f"{', '.join(lock['arms'])}); a new arm needs a new lock"
+            ]
+        )
     if seed is not None and seed not in lock["seeds"]:
         raise ConfigError([f"seed {seed} is not pre-registered (seeds: {lock['seeds']})"])
     if regime is not None and regime not in lock["regimes"]:
         raise ConfigError([f"unknown regime {regime!r}: use one of {', '.join(lock['regimes'])}"])
 
 
-def check_lock(lock: dict, arm: str | None = None, seed: int | None = None,
-               regime: str | None = None, path=LOCK_PATH) -> None:
+def check_lock(
+    lock: dict,
+    arm: str | None = None,
+    seed: int | None = None,
+    regime: str | None = None,
+    path=LOCK_PATH,
+) -> None:
     """Refuse a lock that no longer matches its pin, or a run it does not cover."""
     changed = lock_differences(lock, path)
     if changed:
-        raise ConfigError(["the treatment lock differs from its pre-registration "
-                           f"({'; '.join(changed)}); a locked study cannot change: restore "
-                           "it, or pre-register a new lock file for a new study"])
+        raise ConfigError(
+            [
+                "the treatment lock differs from its pre-registration "
+                f"({'; '.join(changed)}); a locked study cannot change: restore "
+                "it, or pre-register a new lock file for a new study"
+            ]
+        )
     check_request(lock, arm, seed, regime)
 
 
@@ -315,18 +390,30 @@ def run_config(lock: dict, regime: str, seed: int) -> dict:
     config = copy.deepcopy(load_config(lock["base_profile"]))
     budget, evaluation = lock["budget"], lock["evaluation"]
     config["seed"] = int(seed)
-    config["grpo"].update({
-        "iterations": budget["steps"], "prompts_per_iteration": budget["prompts_per_step"],
-        "group_size": budget["group_size"],
-        "updates_per_rollout": lock["regimes"][regime]["updates_per_rollout"],
-        "learning_rate": budget["learning_rate"], "weight_decay": budget["weight_decay"],
-        "max_grad_norm": budget["max_grad_norm"], "warmup_fraction": budget["warmup_fraction"],
-        "final_lr_fraction": budget["final_lr_fraction"], "kl_coefficient": budget["beta"],
-        "interrupt_at": 1, "checkpoint_every_iterations": budget["checkpoint_every_steps"],
-        # The recorded study ran before prompt sharing existed; it reruns as recorded.
-        "share_prompts": False})
-    config["evaluation"].update({"problems": evaluation["problems"],
-                                 "draws": evaluation["draws"],
-                                 "seed_base": evaluation["seed_base"]})
+    config["grpo"].update(
+        {
+            "iterations": budget["steps"],
+            "prompts_per_iteration": budget["prompts_per_step"],
+            "group_size": budget["group_size"],
+            "updates_per_rollout": lock["regimes"][regime]["updates_per_rollout"],
+            "learning_rate": budget["learning_rate"],
+            "weight_decay": budget["weight_decay"],
+            "max_grad_norm": budget["max_grad_norm"],
+            "warmup_fraction": budget["warmup_fraction"],
+            "final_lr_fraction": budget["final_lr_fraction"],
+            "kl_coefficient": budget["beta"],
+            "interrupt_at": 1,
+            "checkpoint_every_iterations": budget["checkpoint_every_steps"],
+            # The recorded study ran before prompt sharing existed; it reruns as recorded.
+            "share_prompts": False,
+        }
+    )
+    config["evaluation"].update(
+        {
+            "problems": evaluation["problems"],
+            "draws": evaluation["draws"],
+            "seed_base": evaluation["seed_base"],
+        }
+    )
     typed(config)  # the schema's checks, before anything runs
     return config

@@ -8,13 +8,14 @@ arms, seeds, regimes, budgets and analysis, with the policy frozen under r16/alp
 written and hashed, not run. Its SHA-256 is pinned here and in its pin file, so an edit of
 the file is refused like an edit of the committed lock.
 """
+
 from __future__ import annotations
 
 from verifiable_grpo.part2 import lock as lock_lib
 
 PATH = "configs/part2/lock-lora-rate.json"
 LOCKED_AT = "2026-12-02"
-FULL_TO_LORA_RATE = 10      # TRL's LoRA Without Regret guide: 1e-5 for LoRA beside 1e-6 full
+FULL_TO_LORA_RATE = 10  # TRL's LoRA Without Regret guide: 1e-5 for LoRA beside 1e-6 full
 # FULL_TO_LORA_RATE x the committed 3e-5, written out so the JSON holds 0.0003 exactly.
 BUDGET = {"trainable": "lora", "lora": dict(lock_lib.LORA_DEFAULTS), "learning_rate": 3.0e-4}
 PINNED_SHA256 = "0b178a3408814756ffad9ba6931e1955e98d58dd1e989b4875bb46f1559a6dd6"

@@ -5,6 +5,7 @@ TIS / MIS weights, and what TRL 1.16 makes of each entry.
 Everything goes through the registry (training/objectives.py) by autograd; nothing here
 has arithmetic of its own.
 """
+
 from __future__ import annotations
 
 import torch
@@ -12,8 +13,17 @@ import torch
 from verifiable_grpo.training import objectives, surrogates, trl_parity
 from verifiable_grpo.training.objective_sources import source_of
 
-NEWER = ("cispo", "gmpo", "sapo", "rloo", "reinforce_pp", "reinforce", "reinforce_baseline",
-         "grpo_tis", "grpo_mis")
+NEWER = (
+    "cispo",
+    "gmpo",
+    "sapo",
+    "rloo",
+    "reinforce_pp",
+    "reinforce",
+    "reinforce_baseline",
+    "grpo_tis",
+    "grpo_mis",
+)
 SURROGATE_ENTRIES = ("grpo", "cispo", "gmpo", "sapo", "reinforce")
 BASELINE_ENTRIES = ("grpo", "reinforce_baseline", "rloo", "reinforce_pp", "reinforce")
 
@@ -23,17 +33,26 @@ def entry_rows(names=NEWER) -> tuple[list[str], list[list[str]]]:
     rows = []
     for name in names:
         objective, source = objectives.get_objective(name), source_of(name)
-        rows.append([name, objective.advantages.describe(), objective.surrogate.describe(),
-                     objective.aggregation.describe(), objective.correction.describe(),
-                     source.cite])
+        rows.append(
+            [
+                name,
+                objective.advantages.describe(),
+                objective.surrogate.describe(),
+                objective.aggregation.describe(),
+                objective.correction.describe(),
+                source.cite,
+            ]
+        )
     return ["name", "advantages", "surrogate", "aggregation", "correction", "paper"], rows
 
 
 def baseline_table(groups, names=BASELINE_ENTRIES) -> dict[str, list[list[float]]]:
     """Each entry's advantages for a batch of groups (rewards [P][G])."""
     rewards = torch.tensor(groups, dtype=torch.float64)
-    return {name: objectives.advantages(objectives.get_objective(name), rewards).values.tolist()
-            for name in names}
+    return {
+        name: objectives.advantages(objectives.get_objective(name), rewards).values.tolist()
+        for name in names
+    }
 
 
 def ratio_weights(ratios, advantage: float, names=SURROGATE_ENTRIES) -> dict[str, list[float]]:
@@ -47,9 +66,15 @@ def ratio_weights(ratios, advantage: float, names=SURROGATE_ENTRIES) -> dict[str
     for name in names:
         current = torch.log(ratios).clone().requires_grad_(True)
         loss, _ = objectives.objective_loss(
-            objectives.get_objective(name), current, torch.zeros_like(ratios),
+            objectives.get_objective(name),
+            current,
+            torch.zeros_like(ratios),
             torch.full((count,), advantage, dtype=torch.float64),
-            torch.ones_like(ratios, dtype=torch.bool), None, group_size=1, max_length=1)
+            torch.ones_like(ratios, dtype=torch.bool),
+            None,
+            group_size=1,
+            max_length=1,
+        )
         loss.backward()
         table[name] = (-current.grad[:, 0] * count).tolist()
     return table
@@ -60,8 +85,12 @@ def behaviour_weight_table(gaps, modes=surrogates.CORRECTION_MODES, clip_max: fl
     `gaps`: one row of weights per mode (TRL's cap 3 by default)."""
     gaps = torch.tensor([gaps], dtype=torch.float64)
     mask = torch.ones_like(gaps, dtype=torch.bool)
-    return {mode: surrogates.behaviour_weights(gaps, torch.zeros_like(gaps), mask, mode,
-                                               None, clip_max)[0].tolist() for mode in modes}
+    return {
+        mode: surrogates.behaviour_weights(
+            gaps, torch.zeros_like(gaps), mask, mode, None, clip_max
+        )[0].tolist()
+        for mode in modes
+    }
 
 
 def trl_rows(names=NEWER) -> tuple[list[str], list[list[str]]]:
@@ -70,8 +99,13 @@ def trl_rows(names=NEWER) -> tuple[list[str], list[list[str]]]:
     for name in names:
         try:
             config = trl_parity.trl_arm(objectives.get_objective(name)).config
-            keys = ["loss_type", "sapo_temperature_pos", "sapo_temperature_neg",
-                    "vllm_importance_sampling_mode", "vllm_importance_sampling_clip_max"]
+            keys = [
+                "loss_type",
+                "sapo_temperature_pos",
+                "sapo_temperature_neg",
+                "vllm_importance_sampling_mode",
+                "vllm_importance_sampling_clip_max",
+            ]
             keys += ["epsilon_high"] if config["loss_type"] == "cispo" else []
             shown = {k: config[k] for k in keys if k in config}
             rows.append([name, ", ".join(f"{k}={v}" for k, v in shown.items())])

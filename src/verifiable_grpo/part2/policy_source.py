@@ -1,6 +1,7 @@
 """The family study's rollout source: fresh training prompts (a seeded permutation) and
 scored responses from the policy, the interface training/samplers.py collects a batch
 through."""
+
 from __future__ import annotations
 
 from verifiable_grpo.core.config_schema import typed
@@ -26,26 +27,36 @@ class PolicySource:
 
     def draw_many(self, requests: list[tuple[dict, int, str]]) -> list[list[dict]]:
         run = self.run
-        jobs = []   # (example, prompt ids, rollout id) of every row
+        jobs = []  # (example, prompt ids, rollout id) of every row
         for example, count, group_id in requests:
             prompt = prompts.prompt_ids(run.tokenizer, example["statement"], run.config)
             jobs += [(example, prompt, f"{group_id}/response-{m:02d}") for m in range(count)]
         if typed(run.config).sampling.batched:
             generated = batched_rollout.generate_batch(
-                run.policy, run.tokenizer, [prompt for _, prompt, _ in jobs], run.config,
-                run.generator, greedy=False)
+                run.policy,
+                run.tokenizer,
+                [prompt for _, prompt, _ in jobs],
+                run.config,
+                run.generator,
+                greedy=False,
+            )
         else:
-            generated = [rollout.generate(run.policy, run.tokenizer, prompt, run.config,
-                                          run.generator, greedy=False) for _, prompt, _ in jobs]
+            generated = [
+                rollout.generate(
+                    run.policy, run.tokenizer, prompt, run.config, run.generator, greedy=False
+                )
+                for _, prompt, _ in jobs
+            ]
         rows = []
         for (example, _, rollout_id), row in zip(jobs, generated):
             row["rollout_id"] = rollout_id
-            verdict = verifier.score_generated_json(row["text"], row["finish_reason"],
-                                                    example["problem"], row["tokenization_valid"])
+            verdict = verifier.score_generated_json(
+                row["text"], row["finish_reason"], example["problem"], row["tokenization_valid"]
+            )
             row["reward"] = float(verdict["reward"])
             rows.append(row)
         found, start = [], 0
         for _, count, _ in requests:
-            found.append(rows[start:start + count])
+            found.append(rows[start : start + count])
             start += count
         return found

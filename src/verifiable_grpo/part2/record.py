@@ -11,6 +11,7 @@ except that trace, which becomes
 The layout is the study folder's (runs/{regime}/{arm}-seed-{S}/run_manifest.json), so
 analysis.load_manifests reads a record exactly as it reads a live study.
 """
+
 from __future__ import annotations
 
 import shutil
@@ -32,8 +33,9 @@ def trim_heldout(heldout: dict) -> dict:
     kept = {k: v for k, v in heldout.items() if k != "trace"}
     kept["trace_sha256"] = sha256_bytes(canonical_json(trace))
     kept["trace_order"] = "problems in evaluation order; per-draw rows problem by problem"
-    kept["correct"] = {m: "".join("1" if t["correct"] else "0" for t in trace if t["mode"] == m)
-                       for m in modes}
+    kept["correct"] = {
+        m: "".join("1" if t["correct"] else "0" for t in trace if t["mode"] == m) for m in modes
+    }
     return kept
 
 
@@ -48,27 +50,37 @@ def export_study(out, dest, lock_file) -> dict:
     lock, sha = lock_lib.read_lock(lock_file)
     bound = files.read_json(out / "study.json")["lock_sha256"]
     if bound != sha:
-        raise ValueError(f"{out} was run under lock {bound[:12]}..., not {lock_file} "
-                         f"({sha[:12]}...): export it with the lock it was run under")
-    paths = {(r, a, s): out / "runs" / r / f"{a}-seed-{s}" / "run_manifest.json"
-             for r in lock["regimes"] for a in lock["arms"] for s in lock["seeds"]}
+        raise ValueError(
+            f"{out} was run under lock {bound[:12]}..., not {lock_file} "
+            f"({sha[:12]}...): export it with the lock it was run under"
+        )
+    paths = {
+        (r, a, s): out / "runs" / r / f"{a}-seed-{s}" / "run_manifest.json"
+        for r in lock["regimes"]
+        for a in lock["arms"]
+        for s in lock["seeds"]
+    }
     missing = [f"{r}/{a}/seed {s}" for (r, a, s), p in paths.items() if not p.is_file()]
     if missing:
-        raise ValueError(f"{len(missing)} pre-registered runs are not finished (e.g. "
-                         f"{', '.join(missing[:3])}): finish the study before recording it")
+        raise ValueError(
+            f"{len(missing)} pre-registered runs are not finished (e.g. "
+            f"{', '.join(missing[:3])}): finish the study before recording it"
+        )
     if dest.exists():
         shutil.rmtree(dest)
     for (regime, arm, seed), path in paths.items():
         target = dest / "runs" / regime / f"{arm}-seed-{seed}" / "run_manifest.json"
         files.save_json(target, trim_manifest(files.read_json(path)))
     warm = files.read_json(out / "warmstart-heldout.json")
-    files.save_json(dest / "warmstart-heldout.json", {**warm,
-                                                      "heldout": trim_heldout(warm["heldout"])})
+    files.save_json(
+        dest / "warmstart-heldout.json", {**warm, "heldout": trim_heldout(warm["heldout"])}
+    )
     files.save_json(dest / "study.json", files.read_json(out / "study.json"))
     result = analysis.analyse(lock, analysis.load_manifests(dest), lock_sha=sha)
     result["warm_start"] = warm["heldout"]["greedy"]["ALL"]
     result["lock_sha256"] = sha
     files.save_json(dest / "analysis.json", result)
-    files.save_json(dest / "provenance.json", {"exported_from": out.name,
-                                               "runs": len(paths), **provenance()})
+    files.save_json(
+        dest / "provenance.json", {"exported_from": out.name, "runs": len(paths), **provenance()}
+    )
     return result

@@ -7,6 +7,7 @@ in proportion. This demonstration measures it on the tiny base with the card's a
 optimised for 30 Adam steps at each rate, and the change of the answers' token log-probs is
 measured. Everything is seeded, so a rerun gives the same movement up to the CPU's kernels.
 """
+
 from __future__ import annotations
 
 import copy
@@ -28,8 +29,13 @@ def _batch(config: dict, tokenizer, problems: int, data_seed: int) -> dict:
         answer = statements.canonical_response(verifier.compute_final_stock(problem))
         row = prompts.completion_row(tokenizer, statement, answer, config)
         cut = row["prompt_length"]
-        rows.append({"prompt_ids": row["input_ids"][:cut], "response_ids": row["input_ids"][cut:],
-                     "behaviour_logprobs": [0.0] * row["response_tokens"]})
+        rows.append(
+            {
+                "prompt_ids": row["input_ids"][:cut],
+                "response_ids": row["input_ids"][cut:],
+                "behaviour_logprobs": [0.0] * row["response_tokens"],
+            }
+        )
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     return batched_scoring.rollout_batch(rows, pad, "cpu")
 
@@ -39,8 +45,9 @@ def _logprobs(policy, batch: dict) -> torch.Tensor:
     return batched_scoring.token_logprobs(logits, batch["targets"])
 
 
-def lora_movement(rates=(3e-4, 3e-5, 6e-6), steps: int = 30, problems: int = 8,
-                  seed: int = 11) -> list[dict]:
+def lora_movement(
+    rates=(3e-4, 3e-5, 6e-6), steps: int = 30, problems: int = 8, seed: int = 11
+) -> list[dict]:
     """Per rate: the mean |change| of the answers' token log-probs after `steps` Adam steps,
     and the mean signed change along the advantages (how far the objective moved)."""
     config = load_config("tiny")
@@ -55,8 +62,9 @@ def lora_movement(rates=(3e-4, 3e-5, 6e-6), steps: int = 30, problems: int = 8,
     rows = []
     for rate in rates:
         policy = copy.deepcopy(base)
-        study.attach_adapters(policy, {"trainable": "lora", "lora": dict(lock_lib.LORA_DEFAULTS)},
-                              seed)
+        study.attach_adapters(
+            policy, {"trainable": "lora", "lora": dict(lock_lib.LORA_DEFAULTS)}, seed
+        )
         trained = [p for p in policy.parameters() if p.requires_grad]
         optimizer = torch.optim.Adam(trained, lr=rate)
         for _ in range(steps):
@@ -68,8 +76,13 @@ def lora_movement(rates=(3e-4, 3e-5, 6e-6), steps: int = 30, problems: int = 8,
         with torch.no_grad():
             change = (_logprobs(policy, batch) - before) * mask
         per_answer = change.sum(1) / mask.sum(1)
-        rows.append({"rate": rate, "mean_abs_change": float(change.abs().sum() / mask.sum()),
-                     "objective_change": float((advantages * per_answer).mean())})
+        rows.append(
+            {
+                "rate": rate,
+                "mean_abs_change": float(change.abs().sum() / mask.sum()),
+                "objective_change": float((advantages * per_answer).mean()),
+            }
+        )
     return rows
 
 

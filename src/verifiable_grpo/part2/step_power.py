@@ -16,6 +16,7 @@ the paired differences in Part II's recorded tiny study (where the policy moved)
 is the seed spread that the study card reports for its arms at lr 1e-6 (where, by the
 argument of the chapter, it barely moved), read from the card's 95 % intervals.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -26,8 +27,13 @@ import numpy as np
 from verifiable_grpo.part2 import results
 
 # The card's per-arm 95 % percentile-bootstrap intervals over 8 seeds (held-out accuracy).
-CARD_INTERVALS = {"aero": (0.6300, 0.6350), "dapo": (0.6298, 0.6388), "drgrpo": (0.6252, 0.6372),
-                  "grpo": (0.6275, 0.6388), "gspo": (0.6342, 0.6415)}
+CARD_INTERVALS = {
+    "aero": (0.6300, 0.6350),
+    "dapo": (0.6298, 0.6388),
+    "drgrpo": (0.6252, 0.6372),
+    "grpo": (0.6275, 0.6388),
+    "gspo": (0.6342, 0.6415),
+}
 CARD_SEEDS = 8
 Z_95 = 1.959963984540054
 
@@ -67,8 +73,14 @@ def _sign_patterns(seeds: int) -> np.ndarray:
     return np.array(list(itertools.product((1.0, -1.0), repeat=seeds)))
 
 
-def sign_flip_power(effect: float, spread: float, seeds: int = CARD_SEEDS, alpha: float = 0.05,
-                    trials: int = 4000, rng_seed: int = 0) -> float:
+def sign_flip_power(
+    effect: float,
+    spread: float,
+    seeds: int = CARD_SEEDS,
+    alpha: float = 0.05,
+    trials: int = 4000,
+    rng_seed: int = 0,
+) -> float:
     """The share of simulated studies whose exact sign-flip p-value is at most alpha."""
     if not spread > 0:
         raise ValueError(f"spread must be positive, got {spread!r}")
@@ -84,23 +96,38 @@ def sign_flip_power(effect: float, spread: float, seeds: int = CARD_SEEDS, alpha
     return float(np.mean(pvalues <= alpha))
 
 
-def power_table(effects, step_factors, sigma_train: float, sigma_floor: float,
-                seeds: int = CARD_SEEDS, alpha: float = 0.05, trials: int = 4000) -> list[dict]:
+def power_table(
+    effects,
+    step_factors,
+    sigma_train: float,
+    sigma_floor: float,
+    seeds: int = CARD_SEEDS,
+    alpha: float = 0.05,
+    trials: int = 4000,
+) -> list[dict]:
     """One row per (effect at the full step, step factor): the shrunken effect, the spread,
     and the power; every cell draws its own fixed stream so the table is reproducible."""
     if sigma_train < 0 or not sigma_floor > 0:
-        raise ValueError("sigma_train must be >= 0 and sigma_floor > 0, got "
-                         f"{sigma_train!r} and {sigma_floor!r}")
+        raise ValueError(
+            f"sigma_train must be >= 0 and sigma_floor > 0, got {sigma_train!r} and {sigma_floor!r}"
+        )
     rows = []
     for i, effect in enumerate(effects):
         for j, factor in enumerate(step_factors):
             if not 0 < factor <= 1:
                 raise ValueError(f"step factor must be in (0, 1], got {factor!r}")
             spread = math.hypot(factor * sigma_train, sigma_floor)
-            rows.append({"effect": effect, "step_factor": factor,
-                         "shrunken_effect": factor * effect, "spread": spread,
-                         "power": sign_flip_power(factor * effect, spread, seeds, alpha, trials,
-                                                  rng_seed=1000 * i + j)})
+            rows.append(
+                {
+                    "effect": effect,
+                    "step_factor": factor,
+                    "shrunken_effect": factor * effect,
+                    "spread": spread,
+                    "power": sign_flip_power(
+                        factor * effect, spread, seeds, alpha, trials, rng_seed=1000 * i + j
+                    ),
+                }
+            )
     return rows
 
 
@@ -112,11 +139,14 @@ def plot_power(rows: list[dict], alpha: float = 0.05):
     ax = figure.subplots()
     for effect in sorted({row["effect"] for row in rows}):
         mine = sorted((r for r in rows if r["effect"] == effect), key=lambda r: r["step_factor"])
-        ax.plot([r["step_factor"] for r in mine], [r["power"] for r in mine], "o-",
-                label=f"{100 * effect:g} points at the full step")
+        ax.plot(
+            [r["step_factor"] for r in mine],
+            [r["power"] for r in mine],
+            "o-",
+            label=f"{100 * effect:g} points at the full step",
+        )
     ax.axhline(alpha, ls="--", color="grey", lw=1, label=f"the test's level ({alpha:g})")
     ax.set_xscale("log")
-    ax.set(xlabel="effective step / appropriate step", ylabel="power with 8 seeds",
-           ylim=(0, 1))
+    ax.set(xlabel="effective step / appropriate step", ylabel="power with 8 seeds", ylim=(0, 1))
     ax.legend(fontsize=8, loc="upper left")
     return figure

@@ -21,6 +21,7 @@ Layout (OUT = the study folder):
   OUT/warmstart-heldout.json          the untrained warm start's held-out accuracy
   OUT/runs/{regime}/{arm}-seed-{S}/   checkpoints/, final.safetensors, run_manifest.json
 """
+
 from __future__ import annotations
 
 import time
@@ -53,7 +54,7 @@ from verifiable_grpo.training import (
     samplers,
 )
 
-SAMPLER_SEED_OFFSET = 400        # grpo.py uses 200 (generation) and 300 (prompt order)
+SAMPLER_SEED_OFFSET = 400  # grpo.py uses 200 (generation) and 300 (prompt order)
 # The code a study checkpoint depends on: this module and everything it imports.
 CODE_ENTRY = "part2/study.py"
 
@@ -73,10 +74,14 @@ def bind_study_folder(out, lock_sha: str, lock_file: str) -> None:
     if path.is_file():
         bound = files.read_json(path)["lock_sha256"]
         if bound != lock_sha:
-            raise ConfigError([f"the treatment lock changed: {out} was started under lock "
-                              f"{bound[:12]}... but {lock_file} now hashes to {lock_sha[:12]}...; "
-                              "a pre-registered study cannot change its lock: restore the "
-                              "file, or run the new lock in a new --out folder"])
+            raise ConfigError(
+                [
+                    f"the treatment lock changed: {out} was started under lock "
+                    f"{bound[:12]}... but {lock_file} now hashes to {lock_sha[:12]}...; "
+                    "a pre-registered study cannot change its lock: restore the "
+                    "file, or run the new lock in a new --out folder"
+                ]
+            )
         return
     files.save_json(path, {"lock_sha256": lock_sha, "lock_file": str(lock_file)})
 
@@ -97,8 +102,19 @@ def prepare_data(out, config: dict) -> tuple[Path, Path]:
 @dataclass
 class StudyRun(ResumableRun):
     CODE_ENTRY = CODE_ENTRY
-    STATE_ORDER = ("identity", "step", "model", "optimizer", "scheduler", "prompt_order",
-                   "generation_rng", "sampler_rng", "system_rng", "telemetry", "timings")
+    STATE_ORDER = (
+        "identity",
+        "step",
+        "model",
+        "optimizer",
+        "scheduler",
+        "prompt_order",
+        "generation_rng",
+        "sampler_rng",
+        "system_rng",
+        "telemetry",
+        "timings",
+    )
     config: dict
     lock: dict
     lock_sha: str
@@ -130,10 +146,14 @@ class StudyRun(ResumableRun):
         return self.lock["regimes"][self.regime]["updates_per_rollout"]
 
     def run_state(self) -> dict:
-        return {"step": self.step, "prompt_order": self.order.state(),
-                "generation_rng": self.generator.get_state(),
-                "sampler_rng": self.sampler_rng.get_state(), "telemetry": self.telemetry,
-                "timings": {"per_step": list(self.times)}}
+        return {
+            "step": self.step,
+            "prompt_order": self.order.state(),
+            "generation_rng": self.generator.get_state(),
+            "sampler_rng": self.sampler_rng.get_state(),
+            "telemetry": self.telemetry,
+            "timings": {"per_step": list(self.times)},
+        }
 
     def load_run_state(self, state: dict) -> None:
         self.order.load(state["prompt_order"])
@@ -149,10 +169,16 @@ class StudyRun(ResumableRun):
 
 
 def _identity(run: StudyRun, warm_sha: str, learning_sha: str) -> dict:
-    return {"lock_sha256": run.lock_sha, "arm": run.arm, "seed": run.seed,
-            "regime": run.regime, "objective_sha256": run.objective.sha256(),
-            **run.shared_identity(run.config),     # the whole config: no sections
-            "warm_start_sha256": warm_sha, "learning_data_sha256": learning_sha}
+    return {
+        "lock_sha256": run.lock_sha,
+        "arm": run.arm,
+        "seed": run.seed,
+        "regime": run.regime,
+        "objective_sha256": run.objective.sha256(),
+        **run.shared_identity(run.config),  # the whole config: no sections
+        "warm_start_sha256": warm_sha,
+        "learning_data_sha256": learning_sha,
+    }
 
 
 def _prepare(run: StudyRun) -> None:
@@ -160,7 +186,8 @@ def _prepare(run: StudyRun) -> None:
     run.order = grpo.PromptOrder(len(run.examples), run.seed + grpo.PROMPT_ORDER_SEED_OFFSET)
     device = rollout.model_device(run.policy)
     run.generator = torch.Generator(device=device).manual_seed(
-        run.seed + grpo.GENERATION_SEED_OFFSET)
+        run.seed + grpo.GENERATION_SEED_OFFSET
+    )
     run.sampler_rng = torch.Generator().manual_seed(run.seed + SAMPLER_SEED_OFFSET)
     checkpoint.seed_everything(run.seed)
 
@@ -187,11 +214,13 @@ def _restore(run: StudyRun) -> bool:
     mine = run.identity
     other = [k for k in ("arm", "seed", "regime") if theirs.get(k) != mine[k]]
     if other:
-        raise ValueError(f"{path} is a checkpoint of arm {theirs.get('arm')} seed "
-                         f"{theirs.get('seed')} regime {theirs.get('regime')}, not of this run "
-                         f"(arm {run.arm} seed {run.seed} regime {run.regime}): a run resumes "
-                         "only from its own folder's checkpoints; move the file back to its "
-                         "own run folder")
+        raise ValueError(
+            f"{path} is a checkpoint of arm {theirs.get('arm')} seed "
+            f"{theirs.get('seed')} regime {theirs.get('regime')}, not of this run "
+            f"(arm {run.arm} seed {run.seed} regime {run.regime}): a run resumes "
+            "only from its own folder's checkpoints; move the file back to its "
+            "own run folder"
+        )
     run.restore(state, f"checkpoint {path}")
     return True
 
@@ -201,14 +230,14 @@ def _save_checkpoint(run: StudyRun) -> None:
     pairs); older pairs go only after both, so a kill leaves one complete pair."""
     target = run.folder / "checkpoints" / f"checkpoint-{run.step:04d}.pt"
     record = target.with_suffix(".json")
-    old = [p for p in (run.folder / "checkpoints").glob("checkpoint-*.*")
-           if p not in (target, record)]
-    for path in (record, target):   # the same step redone after a crash
+    old = [
+        p for p in (run.folder / "checkpoints").glob("checkpoint-*.*") if p not in (target, record)
+    ]
+    for path in (record, target):  # the same step redone after a crash
         if path.exists():
             path.unlink()
     saved = checkpoint.save_state(target, run.state(), compress=False)  # gzip costs seconds
-    files.save_json(record, {"step": run.step, "sha256": saved["sha256"],
-                             "bytes": saved["bytes"]})
+    files.save_json(record, {"step": run.step, "sha256": saved["sha256"], "bytes": saved["bytes"]})
     fault_point("family-after-checkpoint")
     for path in old:
         path.unlink()
@@ -219,49 +248,79 @@ def _step(run: StudyRun) -> None:
     step = run.step
     objective = run.objective
     budget = run.budget
-    batch = samplers.collect(PolicySource(run), objective.sampler, budget["prompts_per_step"],
-                             budget["group_size"], step, run.sampler_rng)
+    batch = samplers.collect(
+        PolicySource(run),
+        objective.sampler,
+        budget["prompts_per_step"],
+        budget["group_size"],
+        step,
+        run.sampler_rng,
+    )
     generation_seconds = time.perf_counter() - started
     groups = []
     for g in batch.groups:
         one = len(g["rewards"]) == 1
-        groups.append(objectives.with_advantages(
-            g, objective, g["successes"] if one else None, g["observations"] if one else None))
+        groups.append(
+            objectives.with_advantages(
+                g, objective, g["successes"] if one else None, g["observations"] if one else None
+            )
+        )
     rows = [r for g in groups for r in g["responses"]]
     # run_config keeps grpo.share_prompts false: the recorded study reruns as recorded.
     verification = batched_scoring.verify_rollout_set(run.policy, rows, run.config, run.tokenizer)
     tick = time.perf_counter()
     slots = budget["group_size"] if objective.sampler.kind == "aero" else None
-    updates = [grpo.grpo_update(run.policy, run.reference, run.optimizer, run.scheduler,
-                                groups, run.config, objective, slots=slots)
-               for _ in range(run.updates_per_rollout)]
+    updates = [
+        grpo.grpo_update(
+            run.policy,
+            run.reference,
+            run.optimizer,
+            run.scheduler,
+            groups,
+            run.config,
+            objective,
+            slots=slots,
+        )
+        for _ in range(run.updates_per_rollout)
+    ]
     update_seconds = time.perf_counter() - tick
     drawn = [r for group in batch.drawn for r in group]
     zero_variance_fraction = study_records.mean(g["zero_variance"] for g in groups)
-    run.telemetry.append({
-        "step": step,
-        "document_ids": [g["document_id"] for g in groups],
-        "rewards": [g["rewards"] for g in groups],
-        "advantages": [g["advantages"] for g in groups],
-        "strategies": [g["strategy"] for g in groups],
-        "mean_reward": study_records.mean(r for g in groups for r in g["rewards"]),
-        "mean_reward_drawn": study_records.mean(drawn),
-        "zero_variance_fraction": zero_variance_fraction, "gu": 1.0 - zero_variance_fraction,
-        "zero_variance_fraction_drawn": study_records.mean(len(set(d)) == 1 for d in batch.drawn),
-        **batch.cost.as_dict(),
-        "tokens_trained": sum(r["response_tokens"] for r in rows),
-        "verify_max_abs_difference": verification["max_abs_difference"],
-        "loss": [u["loss"] for u in updates], "grad_norm": [u["grad_norm"] for u in updates],
-        "learning_rate": [u["learning_rate"] for u in updates],
-        "clip_low_fraction": [u["clip_low_fraction"] for u in updates],
-        "clip_high_fraction": [u["clip_high_fraction"] for u in updates],
-        "mean_exact_kl": [u["mean_exact_kl"] for u in updates],
-        "ratio_range": [[u["ratio_min"], u["ratio_max"]] for u in updates],
-    })
+    run.telemetry.append(
+        {
+            "step": step,
+            "document_ids": [g["document_id"] for g in groups],
+            "rewards": [g["rewards"] for g in groups],
+            "advantages": [g["advantages"] for g in groups],
+            "strategies": [g["strategy"] for g in groups],
+            "mean_reward": study_records.mean(r for g in groups for r in g["rewards"]),
+            "mean_reward_drawn": study_records.mean(drawn),
+            "zero_variance_fraction": zero_variance_fraction,
+            "gu": 1.0 - zero_variance_fraction,
+            "zero_variance_fraction_drawn": study_records.mean(
+                len(set(d)) == 1 for d in batch.drawn
+            ),
+            **batch.cost.as_dict(),
+            "tokens_trained": sum(r["response_tokens"] for r in rows),
+            "verify_max_abs_difference": verification["max_abs_difference"],
+            "loss": [u["loss"] for u in updates],
+            "grad_norm": [u["grad_norm"] for u in updates],
+            "learning_rate": [u["learning_rate"] for u in updates],
+            "clip_low_fraction": [u["clip_low_fraction"] for u in updates],
+            "clip_high_fraction": [u["clip_high_fraction"] for u in updates],
+            "mean_exact_kl": [u["mean_exact_kl"] for u in updates],
+            "ratio_range": [[u["ratio_min"], u["ratio_max"]] for u in updates],
+        }
+    )
     run.step += 1
-    run.times.append({"step": step, "generation_seconds": generation_seconds,
-                      "update_seconds": update_seconds,
-                      "step_seconds": time.perf_counter() - started})
+    run.times.append(
+        {
+            "step": step,
+            "generation_seconds": generation_seconds,
+            "update_seconds": update_seconds,
+            "step_seconds": time.perf_counter() - started,
+        }
+    )
 
 
 def warmstart_heldout(lock: dict, out, lock_sha: str, progress: bool = False) -> dict:
@@ -276,15 +335,26 @@ def warmstart_heldout(lock: dict, out, lock_sha: str, progress: bool = False) ->
     policy, _ = model_lib.reload_policy(resolve(warm["path"]), config, warm["sha256"])
     policy.eval()
     result = heldout.heldout_accuracy(policy, model_lib.load_tokenizer(config), config, data_dir)
-    record = {"policy": "warm start (untrained)", "lock_sha256": lock_sha,
-              "warm_start_sha256": warm["sha256"], "heldout": result,
-              "provenance": provenance(config)}
+    record = {
+        "policy": "warm start (untrained)",
+        "lock_sha256": lock_sha,
+        "warm_start_sha256": warm["sha256"],
+        "heldout": result,
+        "provenance": provenance(config),
+    }
     files.save_json(path, record)
     return record
 
 
-def run_arm(lock_file, out, arm: str, seed: int, regime: str, stop_after: int | None = None,
-            progress: bool = False) -> dict | None:
+def run_arm(
+    lock_file,
+    out,
+    arm: str,
+    seed: int,
+    regime: str,
+    stop_after: int | None = None,
+    progress: bool = False,
+) -> dict | None:
     """Run (or continue) one arm/seed/regime; returns its manifest, or None when stopped
     after `stop_after` steps (a checkpoint boundary or not: the rerun continues from the
     newest checkpoint)."""
@@ -298,15 +368,29 @@ def run_arm(lock_file, out, arm: str, seed: int, regime: str, stop_after: int | 
     # One process per run folder: a second command on it is refused here, before compute.
     with runlock.locked(folder, f"family run --arm {arm} --seed {seed} --regime {regime}"):
         if (folder / "run_manifest.json").is_file():
-            raise FileExistsError(f"{folder / 'run_manifest.json'} exists: this run is "
-                                  "finished and evidence is never overwritten (use a new "
-                                  "--out folder)")
-        return _train_and_record(lock, lock_sha, config, out, folder, arm, seed, regime,
-                                 stop_after, progress, command_start)
+            raise FileExistsError(
+                f"{folder / 'run_manifest.json'} exists: this run is "
+                "finished and evidence is never overwritten (use a new "
+                "--out folder)"
+            )
+        return _train_and_record(
+            lock,
+            lock_sha,
+            config,
+            out,
+            folder,
+            arm,
+            seed,
+            regime,
+            stop_after,
+            progress,
+            command_start,
+        )
 
 
-def _train_and_record(lock, lock_sha, config, out, folder, arm, seed, regime, stop_after,
-                      progress, command_start) -> dict | None:
+def _train_and_record(
+    lock, lock_sha, config, out, folder, arm, seed, regime, stop_after, progress, command_start
+) -> dict | None:
     """run_arm's work once the run folder is held."""
     data_dir, learning = prepare_data(out, config)
     examples = data.read_examples(learning, "train")
@@ -319,8 +403,20 @@ def _train_and_record(lock, lock_sha, config, out, folder, arm, seed, regime, st
     reference.requires_grad_(False)
     adapters = attach_adapters(policy, lock["budget"], seed)
     tokenizer = model_lib.load_tokenizer(config)
-    run = StudyRun(config, lock, lock_sha, arm, seed, regime, folder, examples, tokenizer,
-                   policy, reference, objectives.get_objective(arm))
+    run = StudyRun(
+        config,
+        lock,
+        lock_sha,
+        arm,
+        seed,
+        regime,
+        folder,
+        examples,
+        tokenizer,
+        policy,
+        reference,
+        objectives.get_objective(arm),
+    )
     initial_digest = model_lib.model_digest(policy)
     reference_digest = model_lib.model_digest(reference)
     run.identity = _identity(run, warm["sha256"], data.dataset_sha256(learning))
@@ -328,14 +424,20 @@ def _train_and_record(lock, lock_sha, config, out, folder, arm, seed, regime, st
     resumed_from = run.step if _restore(run) else None
     every = run.budget["checkpoint_every_steps"]
     steps = run.budget["steps"]
-    bar = tqdm(range(run.step, steps), desc=f"{regime} {arm} seed {seed}", initial=run.step,
-               total=steps, disable=not progress, unit="step")
+    bar = tqdm(
+        range(run.step, steps),
+        desc=f"{regime} {arm} seed {seed}",
+        initial=run.step,
+        total=steps,
+        disable=not progress,
+        unit="step",
+    )
     for _ in bar:
         _step(run)
         fault_point("family-after-step")
         stopping = stop_after is not None and stop_after <= run.step < steps
         if run.step % every == 0 or run.step == steps or stopping or interrupts.requested():
-            _save_checkpoint(run)   # a signal or a requested stop keeps the step just done
+            _save_checkpoint(run)  # a signal or a requested stop keeps the step just done
         if stopping:
             return None
         interrupts.check(f"after step {run.step} of {regime}/{arm}/seed {seed}")
@@ -345,8 +447,14 @@ def _train_and_record(lock, lock_sha, config, out, folder, arm, seed, regime, st
     return _finish(run, data_dir, adapters, initial_digest, resumed_from, command_start)
 
 
-def _finish(run: StudyRun, data_dir: Path, adapters: list, initial_digest: str,
-            resumed_from: int | None, command_start: float) -> dict:
+def _finish(
+    run: StudyRun,
+    data_dir: Path,
+    adapters: list,
+    initial_digest: str,
+    resumed_from: int | None,
+    command_start: float,
+) -> dict:
     """The final weights, the held-out evaluation and the run manifest."""
     folder = run.folder
     final_digest = model_lib.model_digest(run.policy)
@@ -354,13 +462,27 @@ def _finish(run: StudyRun, data_dir: Path, adapters: list, initial_digest: str,
         (folder / "final.safetensors").unlink()
     # A LoRA policy is saved merged (a plain model reload_policy can read); the held-out
     # evaluation below uses the policy as trained, adapters unmerged.
-    weights_sha = model_lib.save_policy(merged_copy(run.policy) if adapters else run.policy,
-                                        folder / "final.safetensors", {
-        "arm": run.arm, "seed": run.seed, "regime": run.regime, "steps": run.budget["steps"],
-        "lock_sha256": run.lock_sha, "trainable": run.budget["trainable"]})
+    weights_sha = model_lib.save_policy(
+        merged_copy(run.policy) if adapters else run.policy,
+        folder / "final.safetensors",
+        {
+            "arm": run.arm,
+            "seed": run.seed,
+            "regime": run.regime,
+            "steps": run.budget["steps"],
+            "lock_sha256": run.lock_sha,
+            "trainable": run.budget["trainable"],
+        },
+    )
     result = heldout.heldout_accuracy(run.policy, run.tokenizer, run.config, data_dir)
-    manifest = study_records.manifest(run, result, adapters, weights_sha,
-                                      (initial_digest, final_digest), resumed_from,
-                                      time.perf_counter() - command_start)
+    manifest = study_records.manifest(
+        run,
+        result,
+        adapters,
+        weights_sha,
+        (initial_digest, final_digest),
+        resumed_from,
+        time.perf_counter() - command_start,
+    )
     files.save_json(folder / "run_manifest.json", manifest)
     return manifest

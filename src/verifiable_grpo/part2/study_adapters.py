@@ -1,5 +1,6 @@
 """LoRA for the family study: adapters attached from the lock's budget (each process
 builds the same A from a seeded stream) and a merged copy for saving."""
+
 from __future__ import annotations
 
 import copy
@@ -8,7 +9,7 @@ import torch
 
 from verifiable_grpo.training import lora
 
-LORA_SEED_OFFSET = 500           # the adapters' A matrices (trainable: lora)
+LORA_SEED_OFFSET = 500  # the adapters' A matrices (trainable: lora)
 
 
 def attach_adapters(policy, budget: dict, seed: int) -> list[str]:

@@ -1,5 +1,6 @@
 """What a family-study run leaves behind: its manifest and the summaries both backends
 (ours and TRL's) compute from their telemetry."""
+
 from __future__ import annotations
 
 import torch
@@ -18,8 +19,15 @@ def mean(values) -> float:
 
 def stack_fingerprint(config: dict) -> str:
     versions = provenance(config)["packages"]
-    return sha256_bytes(repr((sorted(versions.items()), torch.__config__.parallel_info()
-                              .splitlines()[:1], compute_identity(torch.device("cpu")))).encode())
+    return sha256_bytes(
+        repr(
+            (
+                sorted(versions.items()),
+                torch.__config__.parallel_info().splitlines()[:1],
+                compute_identity(torch.device("cpu")),
+            )
+        ).encode()
+    )
 
 
 def telemetry_summary(telemetry: list, step_seconds: list) -> dict:
@@ -29,8 +37,9 @@ def telemetry_summary(telemetry: list, step_seconds: list) -> dict:
         "last10_mean_reward": mean(t["mean_reward"] for t in last),
         "mean_zero_variance_fraction": mean(t["zero_variance_fraction"] for t in telemetry),
         "mean_gu": mean(t["gu"] for t in telemetry),
-        "mean_zero_variance_fraction_drawn": mean(t["zero_variance_fraction_drawn"]
-                                                   for t in telemetry),
+        "mean_zero_variance_fraction_drawn": mean(
+            t["zero_variance_fraction_drawn"] for t in telemetry
+        ),
         "mean_reward_drawn": mean(t["mean_reward_drawn"] for t in telemetry),
         "rollouts_generated": sum(t["rollouts_generated"] for t in telemetry),
         "rollouts_discarded": sum(t["rollouts_discarded"] for t in telemetry),
@@ -50,21 +59,38 @@ def manifest_summary(telemetry: list, times: list, result: dict) -> dict:
     }
 
 
-def manifest(run, result: dict, adapters: list, weights_sha: str, digests: tuple[str, str],
-             resumed_from: int | None, wall_seconds: float) -> dict:
+def manifest(
+    run,
+    result: dict,
+    adapters: list,
+    weights_sha: str,
+    digests: tuple[str, str],
+    resumed_from: int | None,
+    wall_seconds: float,
+) -> dict:
     """The run manifest of a finished study run (`run`: a study.StudyRun)."""
     initial_digest, final_digest = digests
     return {
         "schema": SCHEMA,
-        "arm": run.arm, "seed": run.seed, "regime": run.regime, "lock_sha256": run.lock_sha,
-        "identity": run.identity, "resumed_from_step": resumed_from,
-        "config": run.config, "provenance": provenance(run.config),
+        "arm": run.arm,
+        "seed": run.seed,
+        "regime": run.regime,
+        "lock_sha256": run.lock_sha,
+        "identity": run.identity,
+        "resumed_from_step": resumed_from,
+        "config": run.config,
+        "provenance": provenance(run.config),
         "stack_fingerprint": stack_fingerprint(run.config),
-        "initial_model_digest": initial_digest, "final_model_digest": final_digest,
-        "trainable": {"mode": run.budget["trainable"], "adapters": len(adapters),
-                      **lora.parameter_counts(run.policy)},
+        "initial_model_digest": initial_digest,
+        "final_model_digest": final_digest,
+        "trainable": {
+            "mode": run.budget["trainable"],
+            "adapters": len(adapters),
+            **lora.parameter_counts(run.policy),
+        },
         "final_weights_sha256": weights_sha,
-        "telemetry": run.telemetry, "times": run.times,
+        "telemetry": run.telemetry,
+        "times": run.times,
         "summary": manifest_summary(run.telemetry, run.times, result),
         "heldout": result,
         "wall_seconds": wall_seconds,

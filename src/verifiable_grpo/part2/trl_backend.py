@@ -17,6 +17,7 @@ rollout set of the first step after the resume (TRL never saves buffered complet
 a checkpoint sits on a rollout-set boundary, so none is lost). Our samplers' refills
 and curation draw from generators seeded by (seed, step), so they are regenerated too.
 """
+
 from __future__ import annotations
 
 import time
@@ -35,8 +36,16 @@ from verifiable_grpo.part2.trl_backend_trainer import TELEMETRY_FILE, StopAfter,
 from verifiable_grpo.training import objectives, trl_parity
 
 SCHEMA = "verifiable-grpo-family-run-v1"
-LOGGED = ("loss", "grad_norm", "learning_rate", "clip_ratio/region_mean",
-          "clip_ratio/low_mean", "clip_ratio/high_mean", "entropy", "step_time")
+LOGGED = (
+    "loss",
+    "grad_norm",
+    "learning_rate",
+    "clip_ratio/region_mean",
+    "clip_ratio/low_mean",
+    "clip_ratio/high_mean",
+    "entropy",
+    "step_time",
+)
 
 
 def arm_fields(lock: dict, arm: str) -> dict:
@@ -49,15 +58,25 @@ def arm_fields(lock: dict, arm: str) -> dict:
         raise ConfigError([f"arm {arm!r} cannot run on the TRL backend: {err}"]) from err
     locked = lock["arms"][arm]["trl"]
     if locked["config"] != live.config:
-        raise ConfigError([f"arm {arm!r}: the lock's TRL fields {locked['config']} differ from "
-                           f"training/trl_parity's {live.config}; pre-register a new lock"])
+        raise ConfigError(
+            [
+                f"arm {arm!r}: the lock's TRL fields {locked['config']} differ from "
+                f"training/trl_parity's {live.config}; pre-register a new lock"
+            ]
+        )
     return dict(live.config)
 
 
 def _identity(lock_sha, config, arm, seed, regime) -> dict:
-    return {"backend": "trl", "lock_sha256": lock_sha, "arm": arm, "seed": seed,
-            "regime": regime, "run_config_sha256": config_hash(config),
-            "objective_sha256": objectives.get_objective(arm).sha256()}
+    return {
+        "backend": "trl",
+        "lock_sha256": lock_sha,
+        "arm": arm,
+        "seed": seed,
+        "regime": regime,
+        "run_config_sha256": config_hash(config),
+        "objective_sha256": objectives.get_objective(arm).sha256(),
+    }
 
 
 def bind_run_config(out, config: dict) -> None:
@@ -66,29 +85,37 @@ def bind_run_config(out, config: dict) -> None:
     path = Path(out) / "trl-run-config.json"
     digest = config_hash(config)
     if not path.is_file():
-        files.save_json(path, {"run_config_sha256": digest,
-                               "source_file": config["_source_file"],
-                               "config": config})
+        files.save_json(
+            path,
+            {"run_config_sha256": digest, "source_file": config["_source_file"], "config": config},
+        )
         return
     bound = files.read_json(path)
     if bound["run_config_sha256"] != digest:
-        raise ConfigError([f"{out} holds runs of the configuration {bound['source_file']} "
-                           f"({bound['run_config_sha256'][:12]}...), not {config['_source_file']} "
-                           f"({digest[:12]}...): a study keeps one configuration; use a new --out"])
+        raise ConfigError(
+            [
+                f"{out} holds runs of the configuration {bound['source_file']} "
+                f"({bound['run_config_sha256'][:12]}...), not {config['_source_file']} "
+                f"({digest[:12]}...): a study keeps one configuration; use a new --out"
+            ]
+        )
 
 
 def _newest_checkpoint(folder: Path, identity: dict) -> Path | None:
-    found = sorted((folder / "checkpoints").glob("checkpoint-*"),
-                   key=lambda p: int(p.name.split("-")[1]))
+    found = sorted(
+        (folder / "checkpoints").glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[1])
+    )
     found = [p for p in found if (p / TELEMETRY_FILE).is_file()]
     if not found:
         return None
     theirs = files.read_json(found[-1] / TELEMETRY_FILE)["identity"]
     differ = [k for k in identity if theirs.get(k) != identity[k]]
     if differ:
-        raise ValueError(f"{found[-1]} belongs to another run ({differ[0]} is "
-                         f"{theirs.get(differ[0])!r}, this run's {identity[differ[0]]!r}): "
-                         "a run resumes only from its own checkpoints; use a new --out folder")
+        raise ValueError(
+            f"{found[-1]} belongs to another run ({differ[0]} is "
+            f"{theirs.get(differ[0])!r}, this run's {identity[differ[0]]!r}): "
+            "a run resumes only from its own checkpoints; use a new --out folder"
+        )
     return found[-1]
 
 
@@ -97,18 +124,34 @@ def grpo_config(config, fields, seed, updates, layout, folder, progress):
 
     budget, cuda = config["budget"], config["device"] == "cuda"
     return GRPOConfig(
-        output_dir=str(folder / "checkpoints"), **layout, **fields, **config["trl_pins"],
-        num_iterations=updates, max_completion_length=budget["max_completion_length"],
-        temperature=budget["temperature"], learning_rate=budget["learning_rate"],
-        lr_scheduler_type=budget["lr_scheduler"], warmup_steps=budget["warmup_steps"],
-        weight_decay=budget["weight_decay"], max_grad_norm=budget["max_grad_norm"],
-        max_steps=budget["steps"] * updates, save_strategy="steps",
-        save_steps=budget["checkpoint_every_steps"] * updates, save_only_model=False,
-        logging_steps=1, report_to="none", seed=seed, data_seed=seed, use_cpu=not cuda,
+        output_dir=str(folder / "checkpoints"),
+        **layout,
+        **fields,
+        **config["trl_pins"],
+        num_iterations=updates,
+        max_completion_length=budget["max_completion_length"],
+        temperature=budget["temperature"],
+        learning_rate=budget["learning_rate"],
+        lr_scheduler_type=budget["lr_scheduler"],
+        warmup_steps=budget["warmup_steps"],
+        weight_decay=budget["weight_decay"],
+        max_grad_norm=budget["max_grad_norm"],
+        max_steps=budget["steps"] * updates,
+        save_strategy="steps",
+        save_steps=budget["checkpoint_every_steps"] * updates,
+        save_only_model=False,
+        logging_steps=1,
+        report_to="none",
+        seed=seed,
+        data_seed=seed,
+        use_cpu=not cuda,
         bf16=cuda and config["model"]["dtype"] == "bfloat16",
-        activation_checkpointing=budget["gradient_checkpointing"], disable_tqdm=not progress,
-        dataloader_num_workers=0, log_completions=False,
-        chat_template_kwargs=config["data"]["chat_template_kwargs"])
+        activation_checkpointing=budget["gradient_checkpointing"],
+        disable_tqdm=not progress,
+        dataloader_num_workers=0,
+        log_completions=False,
+        chat_template_kwargs=config["data"]["chat_template_kwargs"],
+    )
 
 
 def _model_and_tokenizer(config: dict):
@@ -123,8 +166,9 @@ def _model_and_tokenizer(config: dict):
     tokenizer = AutoTokenizer.from_pretrained(where, revision=spec["revision"])
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
-    model = AutoModelForCausalLM.from_pretrained(where, revision=spec["revision"],
-                                                 dtype=getattr(torch, spec["dtype"]))
+    model = AutoModelForCausalLM.from_pretrained(
+        where, revision=spec["revision"], dtype=getattr(torch, spec["dtype"])
+    )
     return model, tokenizer
 
 
@@ -132,8 +176,13 @@ def _lora(config: dict):
     from peft import LoraConfig
 
     spec = config["model"]["lora"]
-    return LoraConfig(r=spec["r"], lora_alpha=spec["alpha"], lora_dropout=spec["dropout"],
-                      target_modules=spec["target_modules"], task_type="CAUSAL_LM")
+    return LoraConfig(
+        r=spec["r"],
+        lora_alpha=spec["alpha"],
+        lora_dropout=spec["dropout"],
+        target_modules=spec["target_modules"],
+        task_type="CAUSAL_LM",
+    )
 
 
 def check_request(lock_file, config_file, arm, seed, regime, processes=1):
@@ -143,27 +192,54 @@ def check_request(lock_file, config_file, arm, seed, regime, processes=1):
     config = run_config.load_run_config(config_file)
     fields = arm_fields(lock, arm)
     if config["budget"]["beta"] != fields["beta"]:
-        raise ConfigError([f"{config['name']}: budget.beta is {config['budget']['beta']}, the "
-                           f"lock's arm {arm} runs beta {fields['beta']}"])
+        raise ConfigError(
+            [
+                f"{config['name']}: budget.beta is {config['budget']['beta']}, the "
+                f"lock's arm {arm} runs beta {fields['beta']}"
+            ]
+        )
     run_config.check_machine(config, processes, objectives.get_objective(arm).sampler.kind)
     return lock, lock_sha, config, fields
 
 
-def run_arm_trl(lock_file, config_file, out, arm: str, seed: int, regime: str,
-                stop_after: int | None = None, progress: bool = False) -> dict | None:
+def run_arm_trl(
+    lock_file,
+    config_file,
+    out,
+    arm: str,
+    seed: int,
+    regime: str,
+    stop_after: int | None = None,
+    progress: bool = False,
+) -> dict | None:
     """Run (or continue) one arm/seed/regime through GRPOTrainer; its manifest, or None
     when stopped after `stop_after` optimizer steps."""
     started = time.perf_counter()
     processes = run_config.world_size()
-    lock, lock_sha, config, fields = check_request(lock_file, config_file, arm, seed, regime,
-                                                   processes)
+    lock, lock_sha, config, fields = check_request(
+        lock_file, config_file, arm, seed, regime, processes
+    )
     folder = study.run_dir(out, regime, arm, seed)
     if (folder / "run_manifest.json").is_file():
-        raise FileExistsError(f"{folder / 'run_manifest.json'} exists: this run is finished "
-                              "and evidence is never overwritten (use a new --out folder)")
-    work = (lock, lock_sha, config, fields, folder, arm, seed, regime, processes, stop_after,
-            progress, started)
-    if run_config.process_rank() != 0:   # the main process holds the folder and writes
+        raise FileExistsError(
+            f"{folder / 'run_manifest.json'} exists: this run is finished "
+            "and evidence is never overwritten (use a new --out folder)"
+        )
+    work = (
+        lock,
+        lock_sha,
+        config,
+        fields,
+        folder,
+        arm,
+        seed,
+        regime,
+        processes,
+        stop_after,
+        progress,
+        started,
+    )
+    if run_config.process_rank() != 0:  # the main process holds the folder and writes
         return _train_and_record(*work)
     out = runlock.usable_folder(out)
     study.bind_study_folder(out, lock_sha, str(lock_file))
@@ -172,8 +248,16 @@ def run_arm_trl(lock_file, config_file, out, arm: str, seed: int, regime: str,
         return _train_and_record(*work)
 
 
-def build_trainer(config: dict, fields: dict, arm: str, seed: int, updates: int, folder,
-                  processes: int = 1, progress: bool = False):
+def build_trainer(
+    config: dict,
+    fields: dict,
+    arm: str,
+    seed: int,
+    updates: int,
+    folder,
+    processes: int = 1,
+    progress: bool = False,
+):
     """(FamilyGRPOTrainer for this arm, tokenizer): the model, LoRA, data and GRPOConfig."""
     from datasets import Dataset
     from transformers import PrinterCallback, set_seed
@@ -183,35 +267,56 @@ def build_trainer(config: dict, fields: dict, arm: str, seed: int, updates: int,
     layout = run_config.step_layout(config, processes)
     train = backend_data.examples(config, "train")
     model, tokenizer = _model_and_tokenizer(config)
-    set_seed(seed)   # the LoRA A matrices draw from the global generator
+    set_seed(seed)  # the LoRA A matrices draw from the global generator
     trainer = FamilyGRPOTrainer(
-        model=model, args=grpo_config(config, fields, seed, updates, layout, Path(folder),
-                                      progress),
-        train_dataset=Dataset.from_list(train), processing_class=tokenizer,
-        peft_config=_lora(config), objective=objectives.get_objective(arm), seed=seed,
-        pool=train, reward=GSM8KReward())
+        model=model,
+        args=grpo_config(config, fields, seed, updates, layout, Path(folder), progress),
+        train_dataset=Dataset.from_list(train),
+        processing_class=tokenizer,
+        peft_config=_lora(config),
+        objective=objectives.get_objective(arm),
+        seed=seed,
+        pool=train,
+        reward=GSM8KReward(),
+    )
     if not progress:
-        trainer.remove_callback(PrinterCallback)   # no per-step log dicts on stdout
+        trainer.remove_callback(PrinterCallback)  # no per-step log dicts on stdout
     return trainer, tokenizer
 
 
-def _train_and_record(lock, lock_sha, config, fields, folder, arm, seed, regime, processes,
-                      stop_after, progress, started):
+def _train_and_record(
+    lock,
+    lock_sha,
+    config,
+    fields,
+    folder,
+    arm,
+    seed,
+    regime,
+    processes,
+    stop_after,
+    progress,
+    started,
+):
     identity = _identity(lock_sha, config, arm, seed, regime)
     resume = _newest_checkpoint(folder, identity)
     updates = lock["regimes"][regime]["updates_per_rollout"]
-    trainer, tokenizer = build_trainer(config, fields, arm, seed, updates, folder, processes,
-                                       progress)
+    trainer, tokenizer = build_trainer(
+        config, fields, arm, seed, updates, folder, processes, progress
+    )
     trainer.add_callback(TelemetryCheckpoint(trainer, identity))
     trainer.add_callback(StopAfter(stop_after * updates if stop_after is not None else None))
     if resume is not None:
         # a checkpoint written before the rename says `zvf` (no code hash guards this resume)
         trainer.family_telemetry = with_current_names(
-            files.read_json(resume / TELEMETRY_FILE)["telemetry"])
+            files.read_json(resume / TELEMETRY_FILE)["telemetry"]
+        )
     trainer.train(resume_from_checkpoint=str(resume) if resume is not None else None)
     if trainer.state.global_step < trainer.state.max_steps:
-        interrupts.check(f"after step {trainer.state.global_step // updates} of {regime}/{arm}/"
-                         f"seed {seed} (checkpoint saved)")
+        interrupts.check(
+            f"after step {trainer.state.global_step // updates} of {regime}/{arm}/"
+            f"seed {seed} (checkpoint saved)"
+        )
         return None
     final = folder / "final"
     trainer.save_model(str(final))
@@ -223,14 +328,23 @@ def _train_and_record(lock, lock_sha, config, fields, folder, arm, seed, regime,
         return None
     telemetry = _with_updates(trainer.family_telemetry, trainer.state.log_history, updates)
     manifest = {
-        "schema": SCHEMA, "backend": "trl", "arm": arm, "seed": seed, "regime": regime,
-        "lock_sha256": lock_sha, "identity": identity,
+        "schema": SCHEMA,
+        "backend": "trl",
+        "arm": arm,
+        "seed": seed,
+        "regime": regime,
+        "lock_sha256": lock_sha,
+        "identity": identity,
         "resumed_from_step": int(resume.name.split("-")[1]) // updates if resume else None,
         "config": {**config, "grpo": _study_view(config, updates), "trl_fields": fields},
-        "provenance": provenance(), "versions": _versions(),
+        "provenance": provenance(),
+        "versions": _versions(),
         "stack_fingerprint": stack_fingerprint(config),
-        "telemetry": telemetry, "summary": _summary(telemetry, result),
-        "heldout": result, "wall_seconds": time.perf_counter() - started}
+        "telemetry": telemetry,
+        "summary": _summary(telemetry, result),
+        "heldout": result,
+        "wall_seconds": time.perf_counter() - started,
+    }
     files.save_json(folder / "run_manifest.json", manifest)
     return manifest
 
@@ -252,9 +366,14 @@ def base_heldout(lock_file, config_file, out) -> dict:
     if config["device"] == "cuda":
         model.to("cuda")
     result = backend_data.heldout_accuracy(model, tokenizer, config)
-    record = {"policy": f"untrained base {config['model']['name_or_path']}",
-              "lock_sha256": lock_sha, "run_config_sha256": config_hash(config),
-              "heldout": result, "versions": _versions(), "provenance": provenance()}
+    record = {
+        "policy": f"untrained base {config['model']['name_or_path']}",
+        "lock_sha256": lock_sha,
+        "run_config_sha256": config_hash(config),
+        "heldout": result,
+        "versions": _versions(),
+        "provenance": provenance(),
+    }
     files.save_json(path, record)
     return record
 
@@ -262,9 +381,14 @@ def base_heldout(lock_file, config_file, out) -> dict:
 def _study_view(config: dict, updates: int) -> dict:
     """The run's counts under the names the tiny study's manifests use (analysis reads them)."""
     budget = config["budget"]
-    return {"iterations": budget["steps"], "prompts_per_iteration": budget["prompts_per_step"],
-            "group_size": budget["group_size"], "updates_per_rollout": updates,
-            "learning_rate": budget["learning_rate"], "kl_coefficient": budget["beta"]}
+    return {
+        "iterations": budget["steps"],
+        "prompts_per_iteration": budget["prompts_per_step"],
+        "group_size": budget["group_size"],
+        "updates_per_rollout": updates,
+        "learning_rate": budget["learning_rate"],
+        "kl_coefficient": budget["beta"],
+    }
 
 
 def _with_updates(telemetry: list, log_history: list, updates: int) -> list:
@@ -273,8 +397,9 @@ def _with_updates(telemetry: list, log_history: list, updates: int) -> list:
     joined = []
     for record in telemetry:
         steps = [record["step"] * updates + u + 1 for u in range(updates)]
-        values = {key.replace("/", "_"): [logged.get(s, {}).get(key) for s in steps]
-                  for key in LOGGED}
+        values = {
+            key.replace("/", "_"): [logged.get(s, {}).get(key) for s in steps] for key in LOGGED
+        }
         # the names our runner's telemetry uses for the same quantities
         values["clip_low_fraction"] = values["clip_ratio_low_mean"]
         values["clip_high_fraction"] = values["clip_ratio_high_mean"]
@@ -284,10 +409,14 @@ def _with_updates(telemetry: list, log_history: list, updates: int) -> list:
 
 def _summary(telemetry: list, result: dict) -> dict:
     # TRL's step_time covers generation, scoring and the update of an optimizer step
-    times = [sum(t["step_time"]) if None not in t["step_time"] else t["generation_seconds"]
-             for t in telemetry]
-    return {"heldout_greedy_all": result["greedy"]["ALL"]["success_rate"],
-            **study_records.telemetry_summary(telemetry, times)}
+    times = [
+        sum(t["step_time"]) if None not in t["step_time"] else t["generation_seconds"]
+        for t in telemetry
+    ]
+    return {
+        "heldout_greedy_all": result["greedy"]["ALL"]["success_rate"],
+        **study_records.telemetry_summary(telemetry, times),
+    }
 
 
 def _versions() -> dict:
@@ -296,13 +425,25 @@ def _versions() -> dict:
     import transformers
     import trl
 
-    return {"torch": torch.__version__, "transformers": transformers.__version__,
-            "trl": trl.__version__, "peft": peft.__version__,
-            "accelerate": accelerate.__version__}
+    return {
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "trl": trl.__version__,
+        "peft": peft.__version__,
+        "accelerate": accelerate.__version__,
+    }
 
 
 def stack_fingerprint(config: dict) -> str:
     """SHA-256 of the library versions, the device and the precision a run used."""
     device = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu"
-    return sha256_bytes(repr((sorted(_versions().items()), device, config["model"]["dtype"],
-                              torch.__config__.parallel_info().splitlines()[:1])).encode())
+    return sha256_bytes(
+        repr(
+            (
+                sorted(_versions().items()),
+                device,
+                config["model"]["dtype"],
+                torch.__config__.parallel_info().splitlines()[:1],
+            )
+        ).encode()
+    )

@@ -5,6 +5,7 @@ loads (the lock, the run configuration, the arm, CUDA, FILE's process count agai
 the GPUs), then starts itself again under `accelerate launch --config_file FILE`, one
 launch per run; without it, the run happens in this process.
 """
+
 from __future__ import annotations
 
 import os
@@ -21,35 +22,66 @@ LAUNCHED_ENV = "VERIFIABLE_GRPO_TRL_LAUNCHED"
 
 def _needs_config(args) -> None:
     if not args.trl_config:
-        raise ConfigError(["--backend trl needs --config CONFIG (e.g. "
-                           "configs/part2/card-qwen3-8b-gsm8k.yaml or configs/part2/trl-smoke.yaml)"])
+        raise ConfigError(
+            [
+                "--backend trl needs --config CONFIG (e.g. "
+                "configs/part2/card-qwen3-8b-gsm8k.yaml or configs/part2/trl-smoke.yaml)"
+            ]
+        )
 
 
 def launch_command(args, arm: str, seed: int, regime: str) -> list[str]:
     """The `accelerate launch` command line that runs one arm/seed/regime."""
-    return [sys.executable, "-m", "accelerate.commands.launch", "--config_file",
-            str(args.accelerate_config), "-m", "verifiable_grpo", "family", "run",
-            "--backend", "trl", "--config", str(args.trl_config), "--lock", str(args.lock),
-            "--out", str(args.out), "--arm", arm, "--seed", str(seed), "--regime", regime]
+    return [
+        sys.executable,
+        "-m",
+        "accelerate.commands.launch",
+        "--config_file",
+        str(args.accelerate_config),
+        "-m",
+        "verifiable_grpo",
+        "family",
+        "run",
+        "--backend",
+        "trl",
+        "--config",
+        str(args.trl_config),
+        "--lock",
+        str(args.lock),
+        "--out",
+        str(args.out),
+        "--arm",
+        arm,
+        "--seed",
+        str(seed),
+        "--regime",
+        regime,
+    ]
 
 
 def _launch(args, arm: str, seed: int, regime: str) -> int:
     processes = run_config.read_process_count(args.accelerate_config)
     trl_backend.check_request(args.lock, args.trl_config, arm, seed, regime, processes)
-    code = subprocess.call(launch_command(args, arm, seed, regime),
-                           env={**os.environ, LAUNCHED_ENV: "1"})
+    code = subprocess.call(
+        launch_command(args, arm, seed, regime), env={**os.environ, LAUNCHED_ENV: "1"}
+    )
     if code != 0:
-        print(f"error: accelerate launch of {arm} seed {seed} exited {code}; run the same "
-              "command again to continue from the newest checkpoint", file=sys.stderr)
+        print(
+            f"error: accelerate launch of {arm} seed {seed} exited {code}; run the same "
+            "command again to continue from the newest checkpoint",
+            file=sys.stderr,
+        )
         return 2
     return 0
 
 
 def _report(manifest: dict) -> None:
     s = manifest["summary"]
-    print(f"trl {manifest['regime']} {manifest['arm']} seed {manifest['seed']}: held-out greedy "
-          f"{s['heldout_greedy_all']:.3f}, mean ZVF {s['mean_zero_variance_fraction']:.3f}, rollouts "
-          f"{s['rollouts_generated']} ({s['rollouts_discarded']} discarded)")
+    print(
+        f"trl {manifest['regime']} {manifest['arm']} seed {manifest['seed']}: held-out greedy "
+        f"{s['heldout_greedy_all']:.3f}, mean ZVF {s['mean_zero_variance_fraction']:.3f}, rollouts "
+        f"{s['rollouts_generated']} ({s['rollouts_discarded']} discarded)"
+    )
 
 
 def run(args) -> int:
@@ -57,11 +89,18 @@ def run(args) -> int:
     regime = args.regime or "on_policy"
     if args.accelerate_config and not os.environ.get(LAUNCHED_ENV):
         return _launch(args, args.arm, args.seed, regime)
-    manifest = trl_backend.run_arm_trl(args.lock, args.trl_config, args.out, args.arm,
-                                       args.seed, regime, stop_after=args.stop_after,
-                                       progress=True)
+    manifest = trl_backend.run_arm_trl(
+        args.lock,
+        args.trl_config,
+        args.out,
+        args.arm,
+        args.seed,
+        regime,
+        stop_after=args.stop_after,
+        progress=True,
+    )
     if manifest is None and run_config.process_rank() != 0:
-        return 0   # another process of the launch: the main one reports
+        return 0  # another process of the launch: the main one reports
     if manifest is None:
         print(f"stopped after step {args.stop_after}; continue with the same command")
         return 0
@@ -72,9 +111,10 @@ def run(args) -> int:
 def run_study(args, runs: list[tuple[str, str, int]]) -> int:
     """Every requested run not finished yet, one after another (each checked first)."""
     _needs_config(args)
-    processes = (run_config.read_process_count(args.accelerate_config)
-                 if args.accelerate_config else 1)
-    for regime, arm, seed in runs:   # every refusal before the first run starts
+    processes = (
+        run_config.read_process_count(args.accelerate_config) if args.accelerate_config else 1
+    )
+    for regime, arm, seed in runs:  # every refusal before the first run starts
         trl_backend.check_request(args.lock, args.trl_config, arm, seed, regime, processes)
     base = trl_backend.base_heldout(args.lock, args.trl_config, args.out)
     print(f"untrained base: held-out greedy {base['heldout']['greedy']['ALL']['success_rate']:.3f}")
@@ -85,8 +125,7 @@ def run_study(args, runs: list[tuple[str, str, int]]) -> int:
             if _launch(args, arm, seed, regime) != 0:
                 return 2
             continue
-        _report(trl_backend.run_arm_trl(args.lock, args.trl_config, args.out, arm, seed,
-                                        regime))
+        _report(trl_backend.run_arm_trl(args.lock, args.trl_config, args.out, arm, seed, regime))
     return 0
 
 

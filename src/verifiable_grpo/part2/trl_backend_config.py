@@ -6,6 +6,7 @@ A run configuration fixes the model (base, revision, dtype, LoRA shape), the dat
 the budgets and the held-out evaluation; the treatment lock fixes the arms, the seeds and
 the analysis. Every refusal is one line naming the key (ConfigError: exit 2).
 """
+
 from __future__ import annotations
 
 import os
@@ -17,17 +18,29 @@ SCHEMA = "verifiable-grpo-trl-run-v1"
 SECTIONS = {
     "model": {"name_or_path": str, "revision": (str, type(None)), "dtype": str, "lora": dict},
     "data": {"source": str, "instruction": str},
-    "budget": {"steps": int, "prompts_per_step": int, "group_size": int,
-               "micro_batch_rows": int, "learning_rate": float, "lr_scheduler": str,
-               "warmup_steps": int, "weight_decay": float, "max_grad_norm": float,
-               "beta": float, "temperature": float,
-               "max_completion_length": int, "checkpoint_every_steps": int,
-               "gradient_checkpointing": bool},
+    "budget": {
+        "steps": int,
+        "prompts_per_step": int,
+        "group_size": int,
+        "micro_batch_rows": int,
+        "learning_rate": float,
+        "lr_scheduler": str,
+        "warmup_steps": int,
+        "weight_decay": float,
+        "max_grad_norm": float,
+        "beta": float,
+        "temperature": float,
+        "max_completion_length": int,
+        "checkpoint_every_steps": int,
+        "gradient_checkpointing": bool,
+    },
     "heldout": {"problems": int, "max_new_tokens": int, "batch_size": int},
     "trl_pins": {},
 }
-DATA_KEYS = {"hub": ("name", "subset", "revision", "train_split", "test_split"),
-             "jsonl": ("train", "test")}
+DATA_KEYS = {
+    "hub": ("name", "subset", "revision", "train_split", "test_split"),
+    "jsonl": ("train", "test"),
+}
 LORA_KEYS = ("r", "alpha", "dropout", "target_modules")
 DTYPES = ("float32", "bfloat16", "float16")
 # Arms whose sampler draws a reward-dependent number of generation batches: every
@@ -36,11 +49,27 @@ SINGLE_PROCESS_SAMPLERS = ("dynamic", "aero")
 
 
 # GRPOConfig fields the backend sets from the lock or the budget: never from trl_pins.
-RESERVED_PINS = ("loss_type", "scale_rewards", "importance_sampling_level", "epsilon",
-                 "epsilon_high", "beta", "num_iterations", "num_generations", "temperature",
-                 "learning_rate", "max_steps", "max_completion_length", "seed", "save_steps",
-                 "per_device_train_batch_size", "gradient_accumulation_steps",
-                 "steps_per_generation", "output_dir", "chat_template_kwargs")
+RESERVED_PINS = (
+    "loss_type",
+    "scale_rewards",
+    "importance_sampling_level",
+    "epsilon",
+    "epsilon_high",
+    "beta",
+    "num_iterations",
+    "num_generations",
+    "temperature",
+    "learning_rate",
+    "max_steps",
+    "max_completion_length",
+    "seed",
+    "save_steps",
+    "per_device_train_batch_size",
+    "gradient_accumulation_steps",
+    "steps_per_generation",
+    "output_dir",
+    "chat_template_kwargs",
+)
 
 
 def _typed(value, kind) -> bool:
@@ -71,8 +100,9 @@ def load_run_config(path) -> dict:
             if key not in config[section]:
                 raise ConfigError([f"{name}: {section}.{key}: missing"])
             if not _typed(config[section][key], kind):
-                raise ConfigError([f"{name}: {section}.{key}: wrong type "
-                                   f"{type(config[section][key]).__name__}"])
+                raise ConfigError(
+                    [f"{name}: {section}.{key}: wrong type {type(config[section][key]).__name__}"]
+                )
     _check_sections(config, name)
     config["_source_file"] = str(path)
     return config
@@ -86,21 +116,28 @@ def _check_sections(config: dict, name: str) -> None:
     if missing:
         raise ConfigError([f"{name}: model.lora.{missing[0]}: missing"])
     if data["source"] not in DATA_KEYS:
-        raise ConfigError([f"{name}: data.source: one of {tuple(DATA_KEYS)}, got "
-                           f"{data['source']!r}"])
+        raise ConfigError(
+            [f"{name}: data.source: one of {tuple(DATA_KEYS)}, got {data['source']!r}"]
+        )
     if not isinstance(data.setdefault("chat_template_kwargs", {}), dict):
         raise ConfigError([f"{name}: data.chat_template_kwargs: must be a mapping"])
     missing = [k for k in DATA_KEYS[data["source"]] if k not in data]
     if missing:
         raise ConfigError([f"{name}: data.{missing[0]}: missing for source {data['source']!r}"])
-    for key in ("steps", "prompts_per_step", "micro_batch_rows", "max_completion_length",
-                "checkpoint_every_steps"):
+    for key in (
+        "steps",
+        "prompts_per_step",
+        "micro_batch_rows",
+        "max_completion_length",
+        "checkpoint_every_steps",
+    ):
         if budget[key] < 1:
             raise ConfigError([f"{name}: budget.{key}: must be >= 1, got {budget[key]}"])
     clash = [k for k in config["trl_pins"] if k in RESERVED_PINS]
     if clash:
-        raise ConfigError([f"{name}: trl_pins.{clash[0]}: set by the lock or the budget, "
-                           "not pinned here"])
+        raise ConfigError(
+            [f"{name}: trl_pins.{clash[0]}: set by the lock or the budget, not pinned here"]
+        )
     if budget["group_size"] < 2:
         raise ConfigError([f"{name}: budget.group_size: must be >= 2"])
     if budget["temperature"] != 1.0:
@@ -114,14 +151,21 @@ def step_layout(config: dict, processes: int) -> dict:
     rows = budget["prompts_per_step"] * budget["group_size"]
     micro = budget["micro_batch_rows"]
     if rows % (processes * micro) or (rows // processes) % budget["group_size"]:
-        raise ConfigError([f"{config.get('name')}: budget: {rows} rows per step do not split "
-                           f"into whole groups of {budget['group_size']} and micro-batches of "
-                           f"{micro} over {processes} processes; change "
-                           "accelerate's num_processes or budget.micro_batch_rows"])
+        raise ConfigError(
+            [
+                f"{config.get('name')}: budget: {rows} rows per step do not split "
+                f"into whole groups of {budget['group_size']} and micro-batches of "
+                f"{micro} over {processes} processes; change "
+                "accelerate's num_processes or budget.micro_batch_rows"
+            ]
+        )
     accumulation = rows // (processes * micro)
-    return {"per_device_train_batch_size": micro, "gradient_accumulation_steps": accumulation,
-            "steps_per_generation": accumulation,
-            "num_generations": budget["group_size"]}
+    return {
+        "per_device_train_batch_size": micro,
+        "gradient_accumulation_steps": accumulation,
+        "steps_per_generation": accumulation,
+        "num_generations": budget["group_size"],
+    }
 
 
 def read_process_count(accelerate_file) -> int:
@@ -145,18 +189,30 @@ def check_machine(config: dict, processes: int, sampler_kind: str, cuda_count=No
         cuda_count = torch.cuda.device_count() if torch.cuda.is_available() else 0
     name = config.get("name")
     if config["device"] == "cuda" and cuda_count == 0:
-        raise ConfigError([f"{name}: device 'cuda' but this machine has no CUDA GPU; nothing "
-                           f"was loaded (run {config['model']['name_or_path']} on a GPU "
-                           "machine, or use a device: cpu config such as trl-smoke)"])
+        raise ConfigError(
+            [
+                f"{name}: device 'cuda' but this machine has no CUDA GPU; nothing "
+                f"was loaded (run {config['model']['name_or_path']} on a GPU "
+                "machine, or use a device: cpu config such as trl-smoke)"
+            ]
+        )
     if config["device"] == "cuda" and processes > cuda_count:
-        raise ConfigError([f"{name}: accelerate num_processes is {processes} but this machine "
-                           f"has {cuda_count} CUDA GPU(s): set num_processes <= {cuda_count}"])
+        raise ConfigError(
+            [
+                f"{name}: accelerate num_processes is {processes} but this machine "
+                f"has {cuda_count} CUDA GPU(s): set num_processes <= {cuda_count}"
+            ]
+        )
     if config["device"] == "cpu" and processes > 1:
         raise ConfigError([f"{name}: device 'cpu' runs in one process, not {processes}"])
     if processes > 1 and sampler_kind in SINGLE_PROCESS_SAMPLERS:
-        raise ConfigError([f"{name}: the {sampler_kind} sampler draws a reward-dependent number "
-                           f"of generation batches, which TRL cannot split over {processes} "
-                           "processes: run this arm with configs/accelerate/one-gpu.yaml"])
+        raise ConfigError(
+            [
+                f"{name}: the {sampler_kind} sampler draws a reward-dependent number "
+                f"of generation batches, which TRL cannot split over {processes} "
+                "processes: run this arm with configs/accelerate/one-gpu.yaml"
+            ]
+        )
     step_layout(config, processes)
 
 

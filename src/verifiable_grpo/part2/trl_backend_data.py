@@ -5,6 +5,7 @@ Held-out: the first `heldout.problems` test items, greedy, scored by the GSM8K r
 The trace keeps, per item, its id, the draw (0: greedy), the correctness and the
 SHA-256 of the completion text, never the text (as part2/heldout.py for the tiny study).
 """
+
 from __future__ import annotations
 
 import time
@@ -22,47 +23,81 @@ def _items(config: dict, split: str) -> list[dict]:
         return gsm8k.read_items(resolve(data[split]))
     from datasets import load_dataset
 
-    rows = load_dataset(data["name"], data["subset"], revision=data["revision"],
-                        split=data[f"{split}_split"])
+    rows = load_dataset(
+        data["name"], data["subset"], revision=data["revision"], split=data[f"{split}_split"]
+    )
     return [{"question": r["question"], "answer": r["answer"]} for r in rows]
 
 
 def examples(config: dict, split: str) -> list[dict]:
     """Rows {"prompt" (messages), "answer", "document_id"} of the train or test split."""
     instruction = config["data"]["instruction"]
-    return [{"prompt": [{"role": "user", "content": f"{instruction}\n\n{item['question']}"}],
-             "answer": item["answer"], "document_id": f"{split}-{i:05d}"}
-            for i, item in enumerate(_items(config, split))]
+    return [
+        {
+            "prompt": [{"role": "user", "content": f"{instruction}\n\n{item['question']}"}],
+            "answer": item["answer"],
+            "document_id": f"{split}-{i:05d}",
+        }
+        for i, item in enumerate(_items(config, split))
+    ]
 
 
 @torch.no_grad()
 def heldout_accuracy(model, tokenizer, config: dict) -> dict:
     """{"greedy": {"ALL": {...}}, "trace": [...], "problems", "draws", "seconds"}."""
     spec = config["heldout"]
-    items = examples(config, "test")[:spec["problems"]]
+    items = examples(config, "test")[: spec["problems"]]
     started = time.perf_counter()
     was_training = model.training
     model.eval()
     device = next(model.parameters()).device
     trace = []
     for start in range(0, len(items), spec["batch_size"]):
-        chunk = items[start:start + spec["batch_size"]]
-        texts = [tokenizer.apply_chat_template(e["prompt"], tokenize=False,
-                                               add_generation_prompt=True,
-                                               **config["data"]["chat_template_kwargs"])
-                 for e in chunk]
-        encoded = tokenizer(texts, return_tensors="pt", padding=True, padding_side="left",
-                            add_special_tokens=False).to(device)
-        generated = model.generate(**encoded, do_sample=False, max_new_tokens=spec["max_new_tokens"],
-                                   pad_token_id=tokenizer.pad_token_id)
-        completions = tokenizer.batch_decode(generated[:, encoded["input_ids"].shape[1]:],
-                                             skip_special_tokens=True)
-        trace += [{"mode": "greedy", "document_id": e["document_id"], "draw": 0,
-                   "correct": gsm8k.reward(c, e["answer"]) == 1.0,
-                   "completion_sha256": text_sha256(c)} for e, c in zip(chunk, completions)]
+        chunk = items[start : start + spec["batch_size"]]
+        texts = [
+            tokenizer.apply_chat_template(
+                e["prompt"],
+                tokenize=False,
+                add_generation_prompt=True,
+                **config["data"]["chat_template_kwargs"],
+            )
+            for e in chunk
+        ]
+        encoded = tokenizer(
+            texts, return_tensors="pt", padding=True, padding_side="left", add_special_tokens=False
+        ).to(device)
+        generated = model.generate(
+            **encoded,
+            do_sample=False,
+            max_new_tokens=spec["max_new_tokens"],
+            pad_token_id=tokenizer.pad_token_id,
+        )
+        completions = tokenizer.batch_decode(
+            generated[:, encoded["input_ids"].shape[1] :], skip_special_tokens=True
+        )
+        trace += [
+            {
+                "mode": "greedy",
+                "document_id": e["document_id"],
+                "draw": 0,
+                "correct": gsm8k.reward(c, e["answer"]) == 1.0,
+                "completion_sha256": text_sha256(c),
+            }
+            for e, c in zip(chunk, completions)
+        ]
     model.train(was_training)
     correct = sum(t["correct"] for t in trace)
-    return {"greedy": {"ALL": {"responses": len(trace), "problems": len(trace),
-                               "correct": correct, "success_rate": correct / len(trace)}},
-            "trace": trace, "problems": len(trace), "draws": 1,
-            "seconds": time.perf_counter() - started}
+    return {
+        "greedy": {
+            "ALL": {
+                "responses": len(trace),
+                "problems": len(trace),
+                "correct": correct,
+                "success_rate": correct / len(trace),
+            }
+        },
+        "trace": trace,
+        "problems": len(trace),
+        "draws": 1,
+        "seconds": time.perf_counter() - started,
+    }

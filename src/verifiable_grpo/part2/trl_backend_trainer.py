@@ -13,6 +13,7 @@ Prompts: the first prompts of a step are the ones TRL's dataloader chose; the re
 dynamic sampling, and AERO's random picks, draw from generators seeded by (seed, step),
 so a resumed run redraws them without any saved sampler state.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -48,6 +49,7 @@ def text_sha256(text: str) -> str:
 
 class GSM8KReward:
     """TRL reward function: GSM8K exact match; remembers the rows of its last call."""
+
     __name__ = "gsm8k_exact_match"
 
     def __init__(self):
@@ -55,11 +57,19 @@ class GSM8KReward:
 
     def __call__(self, prompts, completions, answer, document_id, completion_ids=None, **_):
         texts = [_text(c) for c in completions]
-        lengths = [len(ids) for ids in completion_ids] if completion_ids is not None else [0] * len(texts)
+        lengths = (
+            [len(ids) for ids in completion_ids] if completion_ids is not None else [0] * len(texts)
+        )
         rewards = [gsm8k.reward(t, a) for t, a in zip(texts, answer)]
-        self.last = [{"document_id": d, "reward": r, "response_tokens": n,
-                      "completion_sha256": text_sha256(t)}
-                     for d, r, n, t in zip(document_id, rewards, lengths, texts)]
+        self.last = [
+            {
+                "document_id": d,
+                "reward": r,
+                "response_tokens": n,
+                "completion_sha256": text_sha256(t),
+            }
+            for d, r, n, t in zip(document_id, rewards, lengths, texts)
+        ]
         return rewards
 
 
@@ -83,16 +93,24 @@ class TrainerSource:
         examples = [ex for ex, count, _ in requests for _ in range(count)]
         ids = [f"{gid}/response-{m:02d}" for _, count, gid in requests for m in range(count)]
         prompt_ids, completion_ids, _, completions, *_ = trainer._generate(
-            [ex["prompt"] for ex in examples])
+            [ex["prompt"] for ex in examples]
+        )
         rewards = trainer.family_reward(
-            [ex["prompt"] for ex in examples], completions, [ex["answer"] for ex in examples],
-            [ex["document_id"] for ex in examples], completion_ids=completion_ids)
-        rows = [{**meta, "rollout_id": rid, "reward": r, "prompt_ids": p, "completion_ids": c}
-                for meta, rid, r, p, c in zip(trainer.family_reward.last, ids, rewards,
-                                              prompt_ids, completion_ids)]
+            [ex["prompt"] for ex in examples],
+            completions,
+            [ex["answer"] for ex in examples],
+            [ex["document_id"] for ex in examples],
+            completion_ids=completion_ids,
+        )
+        rows = [
+            {**meta, "rollout_id": rid, "reward": r, "prompt_ids": p, "completion_ids": c}
+            for meta, rid, r, p, c in zip(
+                trainer.family_reward.last, ids, rewards, prompt_ids, completion_ids
+            )
+        ]
         found, start = [], 0
         for _, count, _ in requests:
-            found.append(rows[start:start + count])
+            found.append(rows[start : start + count])
             start += count
         return found
 
@@ -102,17 +120,24 @@ def _pad(rows: list[list[int]], value: int, left: bool, device) -> torch.Tensor:
     out = torch.full((len(rows), width), value, dtype=torch.long)
     for i, r in enumerate(rows):
         if r and left:
-            out[i, width - len(r):] = torch.tensor(r)
+            out[i, width - len(r) :] = torch.tensor(r)
         elif r:
-            out[i, :len(r)] = torch.tensor(r)
+            out[i, : len(r)] = torch.tensor(r)
     return out.to(device)
 
 
 class FamilyGRPOTrainer(GRPOTrainer):
     """GRPOTrainer + the arm's sampler + one telemetry record per rollout set."""
 
-    def __init__(self, *args, objective: objectives.Objective, seed: int, pool: list[dict],
-                 reward: GSM8KReward, **kwargs):
+    def __init__(
+        self,
+        *args,
+        objective: objectives.Objective,
+        seed: int,
+        pool: list[dict],
+        reward: GSM8KReward,
+        **kwargs,
+    ):
         super().__init__(*args, reward_funcs=[reward], **kwargs)
         self.family_objective, self.family_seed = objective, seed
         self.family_pool, self.family_reward = pool, reward
@@ -126,11 +151,17 @@ class FamilyGRPOTrainer(GRPOTrainer):
             output = super()._generate_and_score_completions(inputs)
             size = self.num_generations
             rows = self.family_reward.last
-            groups = [rows[i:i + size] for i in range(0, len(rows), size)]
+            groups = [rows[i : i + size] for i in range(0, len(rows), size)]
             cost = samplers.Cost(generation_batches=1)
             cost.drew(rows)
-            self._record(step, groups, [[r["reward"] for r in g] for g in groups],
-                         ["plain"] * len(groups), cost, started)
+            self._record(
+                step,
+                groups,
+                [[r["reward"] for r in g] for g in groups],
+                ["plain"] * len(groups),
+                cost,
+                started,
+            )
             return output
         return self._sampled_batch(inputs, step, started)
 
@@ -138,13 +169,31 @@ class FamilyGRPOTrainer(GRPOTrainer):
         size = self.num_generations
         first = [inputs[i] for i in range(0, len(inputs), size)]
         curation = step_generator(self.family_seed, step, CURATION_SEED_OFFSET)
-        batch = samplers.collect(TrainerSource(self, first, step), self.family_objective.sampler,
-                                 len(first), size, step, curation)
-        groups = [objectives.with_advantages(
-            g, self.family_objective, g["successes"] if len(g["rewards"]) == 1 else None,
-            g["observations"] if len(g["rewards"]) == 1 else None) for g in batch.groups]
-        self._record(step, [g["responses"] for g in groups], batch.drawn,
-                     [g["strategy"] for g in groups], batch.cost, started)
+        batch = samplers.collect(
+            TrainerSource(self, first, step),
+            self.family_objective.sampler,
+            len(first),
+            size,
+            step,
+            curation,
+        )
+        groups = [
+            objectives.with_advantages(
+                g,
+                self.family_objective,
+                g["successes"] if len(g["rewards"]) == 1 else None,
+                g["observations"] if len(g["rewards"]) == 1 else None,
+            )
+            for g in batch.groups
+        ]
+        self._record(
+            step,
+            [g["responses"] for g in groups],
+            batch.drawn,
+            [g["strategy"] for g in groups],
+            batch.cost,
+            started,
+        )
         return self.assemble(groups, size)
 
     def assemble(self, groups: list[dict], slots: int) -> dict:
@@ -167,17 +216,24 @@ class FamilyGRPOTrainer(GRPOTrainer):
         completion_ids = _pad(completion, pad_id, False, device)
         completion_mask = _pad([[1] * len(c) for c in completion], 0, False, device)
         completion_mask = completion_mask * torch.tensor(real, device=device).long().unsqueeze(1)
-        output = {"prompt_ids": prompt_ids, "prompt_mask": prompt_mask,
-                  "completion_ids": completion_ids, "completion_mask": completion_mask,
-                  "advantages": torch.tensor(advantages, dtype=torch.float32, device=device),
-                  "num_items_in_batch": self.accelerator.gather(completion_mask.sum()).sum()}
+        output = {
+            "prompt_ids": prompt_ids,
+            "prompt_mask": prompt_mask,
+            "completion_ids": completion_ids,
+            "completion_mask": completion_mask,
+            "advantages": torch.tensor(advantages, dtype=torch.float32, device=device),
+            "num_items_in_batch": self.accelerator.gather(completion_mask.sum()).sum(),
+        }
         generate_every = self.args.steps_per_generation * self.num_iterations
         if self.args.gradient_accumulation_steps % generate_every != 0:  # off-policy updates
             with torch.no_grad():
                 output["old_per_token_logps"], _, _ = self._get_per_token_logps_and_entropies(
-                    self.model, torch.cat([prompt_ids, completion_ids], dim=1),
-                    torch.cat([prompt_mask, completion_mask], dim=1), completion_ids.size(1),
-                    batch_size=self.args.per_device_train_batch_size)
+                    self.model,
+                    torch.cat([prompt_ids, completion_ids], dim=1),
+                    torch.cat([prompt_mask, completion_mask], dim=1),
+                    completion_ids.size(1),
+                    batch_size=self.args.per_device_train_batch_size,
+                )
         return output
 
     def _record(self, step, groups, drawn, strategies, cost, started) -> None:
@@ -185,17 +241,23 @@ class FamilyGRPOTrainer(GRPOTrainer):
         zero_variance_fraction = sum(len(set(r)) == 1 for r in rewards) / len(rewards)
         flat = [r for g in rewards for r in g]
         flat_drawn = [r for d in drawn for r in d]
-        self.family_telemetry.append({
-            "step": step, "document_ids": [g[0]["document_id"] for g in groups],
-            "rewards": rewards, "strategies": strategies,
-            "mean_reward": sum(flat) / len(flat),
-            "mean_reward_drawn": sum(flat_drawn) / len(flat_drawn),
-            "zero_variance_fraction": zero_variance_fraction, "gu": 1.0 - zero_variance_fraction,
-            "zero_variance_fraction_drawn": sum(len(set(d)) == 1 for d in drawn) / len(drawn),
-            **cost.as_dict(),
-            "tokens_trained": sum(r["response_tokens"] for g in groups for r in g),
-            "completion_sha256": [[r["completion_sha256"] for r in g] for g in groups],
-            "generation_seconds": time.perf_counter() - started})
+        self.family_telemetry.append(
+            {
+                "step": step,
+                "document_ids": [g[0]["document_id"] for g in groups],
+                "rewards": rewards,
+                "strategies": strategies,
+                "mean_reward": sum(flat) / len(flat),
+                "mean_reward_drawn": sum(flat_drawn) / len(flat_drawn),
+                "zero_variance_fraction": zero_variance_fraction,
+                "gu": 1.0 - zero_variance_fraction,
+                "zero_variance_fraction_drawn": sum(len(set(d)) == 1 for d in drawn) / len(drawn),
+                **cost.as_dict(),
+                "tokens_trained": sum(r["response_tokens"] for g in groups for r in g),
+                "completion_sha256": [[r["completion_sha256"] for r in g] for g in groups],
+                "generation_seconds": time.perf_counter() - started,
+            }
+        )
 
 
 class TelemetryCheckpoint(TrainerCallback):
@@ -209,9 +271,14 @@ class TelemetryCheckpoint(TrainerCallback):
         if not state.is_world_process_zero:
             return control
         folder = f"{args.output_dir}/checkpoint-{state.global_step}"
-        files.save_json(f"{folder}/{TELEMETRY_FILE}",
-                        {"identity": self.identity, "global_step": state.global_step,
-                         "telemetry": self.trainer.family_telemetry})
+        files.save_json(
+            f"{folder}/{TELEMETRY_FILE}",
+            {
+                "identity": self.identity,
+                "global_step": state.global_step,
+                "telemetry": self.trainer.family_telemetry,
+            },
+        )
         return control
 
 

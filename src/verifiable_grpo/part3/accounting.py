@@ -16,6 +16,7 @@ Conventions (each one named where it is used):
 - activations under full checkpointing: each layer's input stays stored, and one layer is
   recomputed at a time, whose live tensors are counted by `layer_activation_values`.
 """
+
 from __future__ import annotations
 
 import math
@@ -28,7 +29,7 @@ METHODS = ("full", "lora", "qlora")
 # Bytes of optimizer state per trained parameter (FP32 moments).
 OPTIMIZER_BYTES = {"adamw": 8.0, "sgd-momentum": 4.0, "sgd": 0.0}
 PROJECTIONS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
-GB, GIB = 1e9, float(2 ** 30)
+GB, GIB = 1e9, float(2**30)
 
 
 def _positive_int(name: str, value) -> None:
@@ -44,6 +45,7 @@ def _known(name: str, value: str, table) -> None:
 @dataclass(frozen=True)
 class ModelShape:
     """A Llama/Qwen2-style decoder: attention with grouped KV heads and a gated FFN."""
+
     name: str
     vocab: int
     hidden: int
@@ -63,7 +65,9 @@ class ModelShape:
         elif self.hidden % self.heads:
             raise ValueError(f"hidden ({self.hidden}) must be a multiple of heads ({self.heads})")
         if self.heads % self.kv_heads:
-            raise ValueError(f"heads ({self.heads}) must be a multiple of kv_heads ({self.kv_heads})")
+            raise ValueError(
+                f"heads ({self.heads}) must be a multiple of kv_heads ({self.kv_heads})"
+            )
 
     @property
     def dim_per_head(self) -> int:
@@ -73,8 +77,15 @@ class ModelShape:
         """(in, out) features of the seven projections of one layer."""
         d, f = self.hidden, self.ffn
         q, kv = self.heads * self.dim_per_head, self.kv_heads * self.dim_per_head
-        return {"q_proj": (d, q), "k_proj": (d, kv), "v_proj": (d, kv), "o_proj": (q, d),
-                "gate_proj": (d, f), "up_proj": (d, f), "down_proj": (f, d)}
+        return {
+            "q_proj": (d, q),
+            "k_proj": (d, kv),
+            "v_proj": (d, kv),
+            "o_proj": (q, d),
+            "gate_proj": (d, f),
+            "up_proj": (d, f),
+            "down_proj": (f, d),
+        }
 
     def block_parameters(self) -> int:
         """Everything but the embedding and output tables: L layers plus the final norm."""
@@ -98,18 +109,37 @@ class ModelShape:
 
 def shape_from_config(name: str, config) -> ModelShape:
     """A ModelShape from a transformers config (or a dict of its fields)."""
-    get = config.get if isinstance(config, dict) else lambda key, default=None: getattr(config, key, default)
-    missing = [k for k in ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
-                           "intermediate_size") if get(k) is None]
+    get = (
+        config.get
+        if isinstance(config, dict)
+        else lambda key, default=None: getattr(config, key, default)
+    )
+    missing = [
+        k
+        for k in (
+            "vocab_size",
+            "hidden_size",
+            "num_hidden_layers",
+            "num_attention_heads",
+            "intermediate_size",
+        )
+        if get(k) is None
+    ]
     if missing:
         raise ValueError(f"config of {name} lacks {', '.join(missing)}")
     model_type = get("model_type", "")
-    return ModelShape(name=name, vocab=get("vocab_size"), hidden=get("hidden_size"),
-                      layers=get("num_hidden_layers"), heads=get("num_attention_heads"),
-                      kv_heads=get("num_key_value_heads") or get("num_attention_heads"),
-                      ffn=get("intermediate_size"), tied=bool(get("tie_word_embeddings", False)),
-                      qkv_bias=model_type == "qwen2" or bool(get("attention_bias", False)),
-                      head_dim=get("head_dim"))
+    return ModelShape(
+        name=name,
+        vocab=get("vocab_size"),
+        hidden=get("hidden_size"),
+        layers=get("num_hidden_layers"),
+        heads=get("num_attention_heads"),
+        kv_heads=get("num_key_value_heads") or get("num_attention_heads"),
+        ffn=get("intermediate_size"),
+        tied=bool(get("tie_word_embeddings", False)),
+        qkv_bias=model_type == "qwen2" or bool(get("attention_bias", False)),
+        head_dim=get("head_dim"),
+    )
 
 
 # ---------------------------------------------------------------- LoRA
@@ -121,8 +151,10 @@ def lora_parameters(shape: ModelShape, rank: int, targets=PROJECTIONS) -> int:
         _known("LoRA target", target, shapes)
         width = min(shapes[target])
         if rank > width:
-            raise ValueError(f"LoRA rank {rank} exceeds the width {width} of {target} in "
-                             f"{shape.name}: a rank above min(in, out) adds no expressiveness")
+            raise ValueError(
+                f"LoRA rank {rank} exceeds the width {width} of {target} in "
+                f"{shape.name}: a rank above min(in, out) adds no expressiveness"
+            )
     return shape.layers * sum(rank * sum(shapes[t]) for t in targets)
 
 
@@ -137,17 +169,17 @@ def lora_scale(alpha: float, rank: int, rank_stabilised: bool = False) -> float:
 # ---------------------------------------------------------------- the setup
 @dataclass(frozen=True)
 class TrainingSetup:
-    method: str = "full"              # full | lora | qlora
-    weights_dtype: str = "bf16"       # how frozen (and trained, in compute) weights are stored
+    method: str = "full"  # full | lora | qlora
+    weights_dtype: str = "bf16"  # how frozen (and trained, in compute) weights are stored
     optimizer: str = "adamw"
     sequence_length: int = 8192
-    batch: int = 1                    # sequences per step
+    batch: int = 1  # sequences per step
     lora_rank: int = 64
     lora_targets: tuple = PROJECTIONS
     checkpointing: bool = True
     activation_dtype: str = "bf16"
     logits_dtype: str = "fp32"
-    master_weights: bool = True       # FP32 master copy (mixed precision); False: train in place
+    master_weights: bool = True  # FP32 master copy (mixed precision); False: train in place
     qlora_bits: float = field(default=4.127)  # per quantised block weight, scales included
 
     def __post_init__(self):
@@ -164,9 +196,12 @@ class TrainingSetup:
 def trained_bytes_per_parameter(setup: TrainingSetup) -> dict[str, float]:
     """Bytes per trained parameter, by kind (16 for bf16 + FP32 master + AdamW)."""
     weight = DTYPE_BYTES[setup.weights_dtype]
-    parts = {"weights": weight, "gradients": weight,
-             "master weights": 4.0 if setup.master_weights and weight < 4 else 0.0,
-             "optimizer moments": OPTIMIZER_BYTES[setup.optimizer]}
+    parts = {
+        "weights": weight,
+        "gradients": weight,
+        "master weights": 4.0 if setup.master_weights and weight < 4 else 0.0,
+        "optimizer moments": OPTIMIZER_BYTES[setup.optimizer],
+    }
     return parts
 
 
@@ -214,7 +249,9 @@ def activation_bytes(shape: ModelShape, setup: TrainingSetup) -> float:
 
 def logits_bytes(shape: ModelShape, setup: TrainingSetup) -> float:
     """A materialised [batch, T, V] logits tensor (chunking the loss avoids it)."""
-    return float(setup.batch * setup.sequence_length * shape.vocab * DTYPE_BYTES[setup.logits_dtype])
+    return float(
+        setup.batch * setup.sequence_length * shape.vocab * DTYPE_BYTES[setup.logits_dtype]
+    )
 
 
 # ---------------------------------------------------------------- the table
@@ -224,46 +261,79 @@ def frozen_weight_bytes(shape: ModelShape, setup: TrainingSetup) -> float:
         return 0.0
     if setup.method == "lora":
         return shape.parameters() * DTYPE_BYTES[setup.weights_dtype]
-    quantised = shape.block_parameters() - (2 * shape.layers + 1) * shape.hidden  # norms stay 16-bit
-    return quantised * setup.qlora_bits / 8 + (shape.parameters() - quantised) * DTYPE_BYTES[setup.weights_dtype]
+    quantised = (
+        shape.block_parameters() - (2 * shape.layers + 1) * shape.hidden
+    )  # norms stay 16-bit
+    return (
+        quantised * setup.qlora_bits / 8
+        + (shape.parameters() - quantised) * DTYPE_BYTES[setup.weights_dtype]
+    )
 
 
 def memory_rows(shape: ModelShape, setup: TrainingSetup) -> list[tuple[str, float]]:
     """(component, bytes) for one training step; the last row is the total."""
     trained = trained_parameters(shape, setup)
     rows = [("frozen base weights", frozen_weight_bytes(shape, setup))]
-    rows += [(f"trained {kind}", trained * size)
-             for kind, size in trained_bytes_per_parameter(setup).items()]
-    rows += [("activations", activation_bytes(shape, setup)),
-             ("logits", logits_bytes(shape, setup))]
+    rows += [
+        (f"trained {kind}", trained * size)
+        for kind, size in trained_bytes_per_parameter(setup).items()
+    ]
+    rows += [
+        ("activations", activation_bytes(shape, setup)),
+        ("logits", logits_bytes(shape, setup)),
+    ]
     rows.append(("total", sum(b for _, b in rows)))
     return rows
 
 
 def memory_table(shape: ModelShape, setup: TrainingSetup) -> list[dict]:
     """memory_rows with decimal GB and binary GiB side by side."""
-    return [{"component": name, "bytes": size, "GB": size / GB, "GiB": size / GIB}
-            for name, size in memory_rows(shape, setup)]
+    return [
+        {"component": name, "bytes": size, "GB": size / GB, "GiB": size / GIB}
+        for name, size in memory_rows(shape, setup)
+    ]
 
 
 def summary(shape: ModelShape, setup: TrainingSetup) -> dict:
     """The headline numbers of one (model, setup) pair."""
     trained = trained_parameters(shape, setup)
-    return {"model": shape.name, "method": setup.method, "parameters": shape.parameters(),
-            "trained": trained, "trained_fraction": trained / shape.parameters(),
-            "flops_per_token": flops_per_token(shape, setup.sequence_length, setup.method),
-            "total_GB": memory_rows(shape, setup)[-1][1] / GB}
+    return {
+        "model": shape.name,
+        "method": setup.method,
+        "parameters": shape.parameters(),
+        "trained": trained,
+        "trained_fraction": trained / shape.parameters(),
+        "flops_per_token": flops_per_token(shape, setup.sequence_length, setup.method),
+        "total_GB": memory_rows(shape, setup)[-1][1] / GB,
+    }
 
 
 # ---------------------------------------------------------------- the book's three models
 # The module's case-study model, reconstructed: V, d and N are printed there; L = 36 is the
 # only depth that gives its FLOP figures at T = 8,192; 32 heads of 128 with 8 KV heads and
 # an FFN of 15,360 then give exactly its 9,550,729,216 parameters (untied tables).
-CASE_STUDY = ModelShape(name="case-study 9.55B", vocab=152_064, hidden=4096, layers=36,
-                        heads=32, kv_heads=8, ffn=15_360, tied=False)
+CASE_STUDY = ModelShape(
+    name="case-study 9.55B",
+    vocab=152_064,
+    hidden=4096,
+    layers=36,
+    heads=32,
+    kv_heads=8,
+    ffn=15_360,
+    tied=False,
+)
 # Qwen2.5-0.5B-Instruct (the qwen profile), from its published config.json.
-QWEN2_5_0_5B = ModelShape(name="Qwen2.5-0.5B", vocab=151_936, hidden=896, layers=24, heads=14,
-                          kv_heads=2, ffn=4864, tied=True, qkv_bias=True)
+QWEN2_5_0_5B = ModelShape(
+    name="Qwen2.5-0.5B",
+    vocab=151_936,
+    hidden=896,
+    layers=24,
+    heads=14,
+    kv_heads=2,
+    ffn=4864,
+    tied=True,
+    qkv_bias=True,
+)
 
 
 def smollm2_135m() -> ModelShape:

@@ -6,6 +6,7 @@ Every cost is arithmetic on `accounting`'s FLOP counts under assumptions held in
 trial, 200 for three trials of each) but not all its assumptions; where ours are our
 own, `Prices` says so, and the chapter shows both side by side.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
@@ -26,14 +27,18 @@ def _check_positive(obj, names, integer=False) -> None:
 @dataclass(frozen=True)
 class Workload:
     """One request: a stable prefix (system, schema, references) plus its own tokens."""
+
     stable_prompt_tokens: int = 3000
     request_tokens: int = 1000
     output_tokens: int = 2000
     requests_per_day: int = 2000
 
     def __post_init__(self):
-        _check_positive(self, ("stable_prompt_tokens", "request_tokens", "output_tokens",
-                               "requests_per_day"), integer=True)
+        _check_positive(
+            self,
+            ("stable_prompt_tokens", "request_tokens", "output_tokens", "requests_per_day"),
+            integer=True,
+        )
 
     @property
     def prompt_tokens(self) -> int:
@@ -47,7 +52,7 @@ class SftPlan:
     learning_rate: float = 1e-4
     warmup_fraction: float = 0.03
     epochs: int = 2
-    tokens: float = 50e6           # total tokens per epoch, general data included
+    tokens: float = 50e6  # total tokens per epoch, general data included
     pack_length: int = 8192
     general_share: float = 1 / 3
 
@@ -62,18 +67,20 @@ class SftPlan:
 @dataclass(frozen=True)
 class GrpoPlan:
     prompts: int = 3000
-    epochs: int = 2                # sampling passes over the prompts
+    epochs: int = 2  # sampling passes over the prompts
     group_size: int = 8
     inner_updates: int = 1
     beta: float = 0.04
-    scoring_passes: int = 2        # forward passes to score rollouts: old policy + reference
+    scoring_passes: int = 2  # forward passes to score rollouts: old policy + reference
 
     def __post_init__(self):
         _check_positive(self, ("prompts", "epochs", "group_size", "inner_updates"), integer=True)
         if self.group_size < 2:
             raise ValueError("group_size must be at least 2: a group of one has no baseline")
         if not isinstance(self.scoring_passes, int) or self.scoring_passes < 0:
-            raise ValueError(f"scoring_passes must be a non-negative integer, got {self.scoring_passes!r}")
+            raise ValueError(
+                f"scoring_passes must be a non-negative integer, got {self.scoring_passes!r}"
+            )
         if not self.beta >= 0:
             raise ValueError(f"beta must be non-negative, got {self.beta!r}")
 
@@ -86,6 +93,7 @@ class Prices:
     """The module's USD 2.50 per H100-hour; the rest are ours: the H100 SXM's dense BF16
     peak, 40 % of it for training-shaped passes, 25 % while generating (decoding is
     limited by memory bandwidth), and one context length for the attention term."""
+
     usd_per_gpu_hour: float = 2.50
     peak_flops: float = 989e12
     training_utilisation: float = 0.40
@@ -93,8 +101,10 @@ class Prices:
     context_length: int = 8192
 
     def __post_init__(self):
-        _check_positive(self, ("usd_per_gpu_hour", "peak_flops", "training_utilisation",
-                               "generation_utilisation"))
+        _check_positive(
+            self,
+            ("usd_per_gpu_hour", "peak_flops", "training_utilisation", "generation_utilisation"),
+        )
         _check_positive(self, ("context_length",), integer=True)
         for name in ("training_utilisation", "generation_utilisation"):
             if getattr(self, name) > 1:
@@ -110,8 +120,12 @@ def sft_cost(shape: acc.ModelShape, plan: SftPlan, prices: Prices) -> dict:
     tokens = plan.epochs * plan.tokens
     flops = tokens * acc.flops_per_token(shape, plan.pack_length, "lora")
     hours = prices.hours(flops)
-    return {"tokens": tokens, "flops": flops, "gpu_hours": hours,
-            "usd": hours * prices.usd_per_gpu_hour}
+    return {
+        "tokens": tokens,
+        "flops": flops,
+        "gpu_hours": hours,
+        "usd": hours * prices.usd_per_gpu_hour,
+    }
 
 
 def grpo_cost(shape: acc.ModelShape, plan: GrpoPlan, workload: Workload, prices: Prices) -> dict:
@@ -122,28 +136,48 @@ def grpo_cost(shape: acc.ModelShape, plan: GrpoPlan, workload: Workload, prices:
     stages = {
         "generation": prices.hours(tokens * forward, generation=True),
         "scoring": prices.hours(plan.scoring_passes * tokens * forward),
-        "updates": prices.hours(plan.inner_updates * tokens *
-                                acc.flops_per_token(shape, prices.context_length, "lora")),
+        "updates": prices.hours(
+            plan.inner_updates * tokens * acc.flops_per_token(shape, prices.context_length, "lora")
+        ),
     }
     hours = sum(stages.values())
-    return {"responses": plan.responses(), "tokens": tokens, "stage_hours": stages,
-            "gpu_hours": hours, "usd": hours * prices.usd_per_gpu_hour}
+    return {
+        "responses": plan.responses(),
+        "tokens": tokens,
+        "stage_hours": stages,
+        "gpu_hours": hours,
+        "usd": hours * prices.usd_per_gpu_hour,
+    }
 
 
-def bill(shape: acc.ModelShape = acc.CASE_STUDY, sft: SftPlan = SftPlan(),
-         grpo: GrpoPlan = GrpoPlan(), workload: Workload = Workload(),
-         prices: Prices = Prices(), trials: int = 3) -> dict:
+def bill(
+    shape: acc.ModelShape = acc.CASE_STUDY,
+    sft: SftPlan = SftPlan(),
+    grpo: GrpoPlan = GrpoPlan(),
+    workload: Workload = Workload(),
+    prices: Prices = Prices(),
+    trials: int = 3,
+) -> dict:
     """SFT and one GRPO trial, and `trials` of each (judges and people not included)."""
     if isinstance(trials, bool) or not isinstance(trials, int) or trials <= 0:
         raise ValueError(f"trials must be a positive integer, got {trials!r}")
     one_sft, one_grpo = sft_cost(shape, sft, prices), grpo_cost(shape, grpo, workload, prices)
-    return {"sft": one_sft, "grpo": one_grpo, "trials": trials,
-            "total_usd": trials * (one_sft["usd"] + one_grpo["usd"])}
+    return {
+        "sft": one_sft,
+        "grpo": one_grpo,
+        "trials": trials,
+        "total_usd": trials * (one_sft["usd"] + one_grpo["usd"]),
+    }
 
 
 # ---------------------------------------------------------------- serving memory
-def serving_memory(shape: acc.ModelShape = acc.CASE_STUDY, code_bits: float = 4,
-                   scale_block: int = 128, scale_bits: float = 16, table_bits: float = 8) -> dict:
+def serving_memory(
+    shape: acc.ModelShape = acc.CASE_STUDY,
+    code_bits: float = 4,
+    scale_block: int = 128,
+    scale_bits: float = 16,
+    table_bits: float = 8,
+) -> dict:
     """Bytes to serve: block weights in `code_bits` with one scale per `scale_block`, the
     embedding and output tables in `table_bits`; and all weights at a flat 4 bits."""
     block_bits = bits_per_weight(code_bits, scale_block, scale_bits)
@@ -151,8 +185,13 @@ def serving_memory(shape: acc.ModelShape = acc.CASE_STUDY, code_bits: float = 4,
         raise ValueError(f"table_bits must be positive, got {table_bits!r}")
     blocks = shape.block_parameters() * block_bits / 8
     tables = shape.table_parameters() * table_bits / 8
-    return {"block_bits": block_bits, "block_bytes": blocks, "table_bytes": tables,
-            "total_bytes": blocks + tables, "uniform_4bit_bytes": shape.parameters() * 4 / 8}
+    return {
+        "block_bits": block_bits,
+        "block_bytes": blocks,
+        "table_bytes": tables,
+        "total_bytes": blocks + tables,
+        "uniform_4bit_bytes": shape.parameters() * 4 / 8,
+    }
 
 
 # ---------------------------------------------------------------- the composite reward
@@ -161,9 +200,15 @@ def serving_memory(shape: acc.ModelShape = acc.CASE_STUDY, code_bits: float = 4,
 REWARD_WEIGHTS = {"structure": 0.5, "preservation": 0.2, "coverage": 0.3, "degenerate": 0.3}
 
 
-def composite_reward(parsed: bool, structure: float = 0.0, coverage: float = 0.0,
-                     degenerate: bool = False, preservation: float | None = None,
-                     renormalise: bool = False, weights: dict = REWARD_WEIGHTS) -> float:
+def composite_reward(
+    parsed: bool,
+    structure: float = 0.0,
+    coverage: float = 0.0,
+    degenerate: bool = False,
+    preservation: float | None = None,
+    renormalise: bool = False,
+    weights: dict = REWARD_WEIGHTS,
+) -> float:
     """0 for an unparsable or empty artifact; else a weighted sum of the structural pass
     fraction, capped judged coverage and (edit briefs only) preserved content, minus a
     penalty for a reviewed degeneracy flag, floored at 0. `preservation=None` marks a
@@ -184,8 +229,12 @@ def composite_reward(parsed: bool, structure: float = 0.0, coverage: float = 0.0
     return score
 
 
-def assumptions(sft: SftPlan = SftPlan(), grpo: GrpoPlan = GrpoPlan(),
-                workload: Workload = Workload(), prices: Prices = Prices()) -> list[tuple[str, object]]:
+def assumptions(
+    sft: SftPlan = SftPlan(),
+    grpo: GrpoPlan = GrpoPlan(),
+    workload: Workload = Workload(),
+    prices: Prices = Prices(),
+) -> list[tuple[str, object]]:
     """Every assumption as (name, value) rows, for a table beside the bill."""
     rows = []
     for group, obj in (("workload", workload), ("SFT", sft), ("GRPO", grpo), ("prices", prices)):

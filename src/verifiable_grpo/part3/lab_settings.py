@@ -6,6 +6,7 @@ range and a one-line meaning, checked with the profile schema's machinery
 naming the file and the key, an unknown key gets a did-you-mean. A key left out keeps the
 function's default (`absent` below only stands in for the checks).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -24,7 +25,7 @@ from verifiable_grpo.core.schema_checks import (
 )
 
 # Lab 3's best-of-n grid (best_of_n.SIZES; spelled here so that checking needs no numpy).
-GRID = tuple(4 ** k for k in range(8))
+GRID = tuple(4**k for k in range(8))
 ON_GRID = one_of(*GRID)
 POSITIVE = at_least(1)
 
@@ -34,33 +35,41 @@ class RewardModelSettings:
     sizes: tuple[int, ...] = key("best-of-n grid sizes", NON_EMPTY, each(ON_GRID), absent=GRID)
     trials: int = key("selections averaged per n", POSITIVE, absent=200)
     seed: int = key("numpy and torch seed", SEED, absent=0)
-    softmax_n: int | None = key("n of the softmax-selection variant (null: skip it)", ON_GRID,
-                                absent=1024)
-    temperatures: tuple[float, ...] = key("softmax temperatures", NON_EMPTY, each(above(0)),
-                                          absent=(0.1, 0.3, 1.0, 3.0))
+    softmax_n: int | None = key(
+        "n of the softmax-selection variant (null: skip it)", ON_GRID, absent=1024
+    )
+    temperatures: tuple[float, ...] = key(
+        "softmax temperatures", NON_EMPTY, each(above(0)), absent=(0.1, 0.3, 1.0, 3.0)
+    )
 
 
 @dataclass(frozen=True)
 class DPOSettings:
-    betas: tuple[float, ...] = key("bandit KL coefficients", NON_EMPTY, each(above(0)),
-                                   absent=(0.25, 0.5, 1.0, 2.0))
+    betas: tuple[float, ...] = key(
+        "bandit KL coefficients", NON_EMPTY, each(above(0)), absent=(0.25, 0.5, 1.0, 2.0)
+    )
     pairs: int = key("bandit preference pairs", POSITIVE, absent=20_000)
     bandit_steps: int = key("Adam steps per beta", POSITIVE, absent=1000)
     beta: float = key("digit-policy DPO coefficient", above(0), absent=0.1)
     steps: int = key("digit-policy DPO steps per condition", POSITIVE, absent=300)
-    variant_beta: float | None = key("the on-policy condition again at this beta (null: skip)",
-                                     above(0), absent=0.5)
+    variant_beta: float | None = key(
+        "the on-policy condition again at this beta (null: skip)", above(0), absent=0.5
+    )
 
 
 @dataclass(frozen=True)
 class ExpertIterationSettings:
-    betas: tuple[float, ...] = key("GRPO KL coefficients with the exact verifier", NON_EMPTY,
-                                   each(at_least(0)), absent=(0.04, 0.5))
-    substring_beta: float = key("KL coefficient with the flawed substring verifier",
-                                at_least(0), absent=0.04)
+    betas: tuple[float, ...] = key(
+        "GRPO KL coefficients with the exact verifier",
+        NON_EMPTY,
+        each(at_least(0)),
+        absent=(0.04, 0.5),
+    )
+    substring_beta: float = key(
+        "KL coefficient with the flawed substring verifier", at_least(0), absent=0.04
+    )
     iterations: int = key("GRPO iterations per run", POSITIVE, absent=150)
-    group_size: int = key("responses per prompt", at_least(2, "a group needs a spread"),
-                          absent=8)
+    group_size: int = key("responses per prompt", at_least(2, "a group needs a spread"), absent=8)
     expert_rounds: int = key("expert-iteration rounds", POSITIVE, absent=3)
     variants: bool = key("also Part I's population std and beta 0", absent=True)
 
@@ -84,26 +93,32 @@ class MergingSettings:
     steps: int = key("SFT steps per fine-tune", POSITIVE, absent=100)
     seed: int = key("fine-tune A's seed (B: seed + 1; DARE's masks)", SEED, absent=0)
     density: float = key("TIES: share of each task vector kept", closed(0, 1), absent=0.2)
-    drops: tuple[float, ...] = key("DARE drop probabilities", NON_EMPTY,
-                                   each(open_between(0, 1)), absent=(0.5, 0.9))
+    drops: tuple[float, ...] = key(
+        "DARE drop probabilities", NON_EMPTY, each(open_between(0, 1)), absent=(0.5, 0.9)
+    )
     scales: tuple[float, ...] = key("task-arithmetic scales", NON_EMPTY, absent=(0.25, 0.5))
-    soup_weights: tuple[float, ...] = key("weight on fine-tune A in a two-model soup",
-                                          NON_EMPTY, each(closed(0, 1)), absent=(0.5,))
+    soup_weights: tuple[float, ...] = key(
+        "weight on fine-tune A in a two-model soup", NON_EMPTY, each(closed(0, 1)), absent=(0.5,)
+    )
 
 
 @dataclass(frozen=True)
 class TryThisSettings:
     grpo_iterations: int = key("GRPO iterations per Lab 5 variant run", POSITIVE, absent=150)
-    grpo_seeds: tuple[int, ...] = key("seeds of the exact and substring runs", NON_EMPTY,
-                                      each(SEED), absent=(41, 42, 43))
-    reward_seeds: tuple[int, ...] = key("Lab 3 seeds (200 against 4,000 pairs)", NON_EMPTY,
-                                        each(SEED), absent=(0, 1, 2))
-    small_pairs: int = key("the small training set of Lab 3's first variant", at_least(2),
-                           absent=200)
+    grpo_seeds: tuple[int, ...] = key(
+        "seeds of the exact and substring runs", NON_EMPTY, each(SEED), absent=(41, 42, 43)
+    )
+    reward_seeds: tuple[int, ...] = key(
+        "Lab 3 seeds (200 against 4,000 pairs)", NON_EMPTY, each(SEED), absent=(0, 1, 2)
+    )
+    small_pairs: int = key(
+        "the small training set of Lab 3's first variant", at_least(2), absent=200
+    )
     label_bias: float = key("the labeller's weight on x2 (Lab 3)", absent=0.5)
     dpo_steps: int = key("steps per Lab 4 variant run", POSITIVE, absent=300)
-    sft_weight: float = key("weight of the SFT term on chosen replies (Lab 4)", at_least(0),
-                            absent=1.0)
+    sft_weight: float = key(
+        "weight of the SFT term on chosen replies (Lab 4)", at_least(0), absent=1.0
+    )
 
 
 @dataclass(frozen=True)
@@ -112,10 +127,16 @@ class PackingSettings:
     batch: int = key("conversations per padded batch", POSITIVE, absent=10)
 
 
-SCHEMAS = {"reward-model": RewardModelSettings, "dpo": DPOSettings,
-           "expert-iteration": ExpertIterationSettings, "judge": JudgeSettings,
-           "fault-tree": FaultTreeSettings, "merging": MergingSettings,
-           "try-this": TryThisSettings, "sft-packing": PackingSettings}
+SCHEMAS = {
+    "reward-model": RewardModelSettings,
+    "dpo": DPOSettings,
+    "expert-iteration": ExpertIterationSettings,
+    "judge": JudgeSettings,
+    "fault-tree": FaultTreeSettings,
+    "merging": MergingSettings,
+    "try-this": TryThisSettings,
+    "sft-packing": PackingSettings,
+}
 
 
 def check(name: str, raw, source: str) -> dict:

@@ -9,6 +9,7 @@ its run folder (data/recorded/part3/NAME-metrics.json):
   QUICK budget) and after 20 (`--steps 20`; its cosine schedule spans 20).
 A variant not yet recorded is left out of the rows and named by `missing`.
 """
+
 from __future__ import annotations
 
 from verifiable_grpo.part3.smollm2 import records
@@ -21,10 +22,18 @@ LORA_TARGETS = {
     "q, k, v, o only": ("lora-qkvo", "lora --targets " + ",".join(ATTENTION)),
 }
 # (rank, alpha) -> record name
-LORA_RANKS = {(2, 4): "lora-r2-a4", (8, 16): "lora", (32, 64): "lora-r32-a64",
-              (2, 16): "lora-r2-a16", (32, 16): "lora-r32-a16"}
+LORA_RANKS = {
+    (2, 4): "lora-r2-a4",
+    (8, 16): "lora",
+    (32, 64): "lora-r32-a64",
+    (2, 16): "lora-r2-a16",
+    (32, 16): "lora-r32-a16",
+}
 # the two series the course asks for, in its order (rank 8, alpha 16 belongs to both)
-RANK_SERIES = {"alpha = 2r": ((2, 4), (8, 16), (32, 64)), "alpha = 16": ((2, 16), (8, 16), (32, 16))}
+RANK_SERIES = {
+    "alpha = 2r": ((2, 4), (8, 16), (32, 64)),
+    "alpha = 16": ((2, 16), (8, 16), (32, 16)),
+}
 # updates -> record name (both keep the chat rows as loaded)
 SFT_UPDATES = {15: "sft-no-row-init", 20: "sft-no-row-init-20"}
 
@@ -38,19 +47,29 @@ def _recorded(name: str) -> dict | None:
 
 def missing() -> list[str]:
     """The variants' record names that are not recorded yet."""
-    names = [n for n, _ in LORA_TARGETS.values()] + list(LORA_RANKS.values()) + \
-        list(SFT_UPDATES.values())
+    names = (
+        [n for n, _ in LORA_TARGETS.values()]
+        + list(LORA_RANKS.values())
+        + list(SFT_UPDATES.values())
+    )
     return sorted({n for n in names if _recorded(n) is None})
 
 
 def lora_row(record: dict) -> dict:
     """What a Lab 2 run changed and what it scored (adapted model, 50 held-out items)."""
     s, adapted = record["settings"], record["adapted"]
-    return {"rank": s["rank"], "alpha": s["alpha"], "scale": s["alpha"] / s["rank"],
-            "wrapped": record["wrapped"], "trainable": record["trainable"],
-            "final_loss": record["history"][-1]["loss"], "loss": adapted["loss"],
-            "stop": adapted["stop"], "exact": adapted["exact"],
-            "training_seconds": record["training_seconds"]}
+    return {
+        "rank": s["rank"],
+        "alpha": s["alpha"],
+        "scale": s["alpha"] / s["rank"],
+        "wrapped": record["wrapped"],
+        "trainable": record["trainable"],
+        "final_loss": record["history"][-1]["loss"],
+        "loss": adapted["loss"],
+        "stop": adapted["stop"],
+        "exact": adapted["exact"],
+        "training_seconds": record["training_seconds"],
+    }
 
 
 def target_rows() -> dict:
@@ -81,8 +100,12 @@ def sft_rows() -> dict:
         record = _recorded(name)
         if record is not None:
             after = record["after"]
-            rows[updates] = {"final_loss": record["history"][-1]["loss"], "loss": after["loss"],
-                             "stop": after["stop"], "exact": after["exact"],
-                             "families": after["families"],
-                             "training_seconds": record["training_seconds"]}
+            rows[updates] = {
+                "final_loss": record["history"][-1]["loss"],
+                "loss": after["loss"],
+                "stop": after["stop"],
+                "exact": after["exact"],
+                "families": after["families"],
+                "training_seconds": record["training_seconds"],
+            }
     return rows

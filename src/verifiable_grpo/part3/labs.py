@@ -15,6 +15,7 @@ that is the one entry point of every lab. Labs come in two kinds:
 
 Adding a lab is one row here and its module; a settings lab adds its YAML and its schema.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -40,9 +41,9 @@ from verifiable_grpo.core.config import (
 
 @dataclass(frozen=True)
 class Lab:
-    module: str                          # under verifiable_grpo.part3; defines run_lab
-    summary: str                         # one line, for --help and the book
-    options: tuple[str, ...] | None = None   # a model lab's command-line options; None: YAML
+    module: str  # under verifiable_grpo.part3; defines run_lab
+    summary: str  # one line, for --help and the book
+    options: tuple[str, ...] | None = None  # a model lab's command-line options; None: YAML
 
     @property
     def takes_settings(self) -> bool:
@@ -50,40 +51,69 @@ class Lab:
 
 
 # The options a model lab may take besides --out: what `lab` refuses for a settings lab.
-MODEL_OPTIONS = ("full", "no_mask", "no_row_init", "steps", "letters", "row_delta", "rank", "alpha",
-                 "targets", "policy", "cache")
+MODEL_OPTIONS = (
+    "full",
+    "no_mask",
+    "no_row_init",
+    "steps",
+    "letters",
+    "row_delta",
+    "rank",
+    "alpha",
+    "targets",
+    "policy",
+    "cache",
+)
 
 LABS = {
-    "reward-model": Lab("reward_lab.best_of_n",
-                        "Lab 3: Bradley-Terry reward model, calibration, best-of-n"),
+    "reward-model": Lab(
+        "reward_lab.best_of_n", "Lab 3: Bradley-Terry reward model, calibration, best-of-n"
+    ),
     "dpo": Lab("dpo_lab.dpo", "Lab 4: DPO on a bandit and on the digit policy"),
-    "expert-iteration": Lab("expert_iteration_lab.group_relative",
-                            "Lab 5: expert iteration vs GRPO, substring verifier"),
+    "expert-iteration": Lab(
+        "expert_iteration_lab.group_relative", "Lab 5: expert iteration vs GRPO, substring verifier"
+    ),
     "judge": Lab("judge_lab.judge", "Lab 6: simulated judge with position and length bias"),
     "fault-tree": Lab("fault_tree_lab.fault_tree", "the fault-tree reward exercise"),
-    "merging": Lab("merge_lab.digit_merges",
-                   "model merging on two fine-tunes of the digit policy"),
-    "sft": Lab("sft_lab.masked_sft", "Lab 1: full-weight SFT with the assistant-only masked loss",
-               options=("full", "no_mask", "no_row_init", "steps", "letters")),
-    "sft-past-turn": Lab("sft_lab.past_turn",
-                         "Lab 1, Try this: greedy past <|im_end|>, masked vs --no-mask policies",
-                         options=()),
-    "lora": Lab("lora_lab", "Lab 2: LoRA from scratch, zero-init check, merge",
-                options=("no_row_init", "rank", "alpha", "targets", "row_delta")),
-    "suite": Lab("suite_lab.greedy", "Lab 6: the 40-item behavioural suite, paired",
-                 options=("policy",)),
-    "suite-sampled": Lab("suite_lab.sampled",
-                         "Lab 6, Try this: the suite sampled 5 times per item at temperature 0.7",
-                         options=("policy",)),
-    "suite-families": Lab("suite_lab.families_run",
-                          "Lab 6, Try this: five failure families of five items, both models",
-                          options=("policy",)),
-    "dpo-smollm2": Lab("dpo_lab.dpo_smollm2",
-                       "Lab 4, Try this: DPO on SmolLM2-135M-Instruct, 64 on-policy pairs",
-                       options=("policy",)),
+    "merging": Lab("merge_lab.digit_merges", "model merging on two fine-tunes of the digit policy"),
+    "sft": Lab(
+        "sft_lab.masked_sft",
+        "Lab 1: full-weight SFT with the assistant-only masked loss",
+        options=("full", "no_mask", "no_row_init", "steps", "letters"),
+    ),
+    "sft-past-turn": Lab(
+        "sft_lab.past_turn",
+        "Lab 1, Try this: greedy past <|im_end|>, masked vs --no-mask policies",
+        options=(),
+    ),
+    "lora": Lab(
+        "lora_lab",
+        "Lab 2: LoRA from scratch, zero-init check, merge",
+        options=("no_row_init", "rank", "alpha", "targets", "row_delta"),
+    ),
+    "suite": Lab(
+        "suite_lab.greedy", "Lab 6: the 40-item behavioural suite, paired", options=("policy",)
+    ),
+    "suite-sampled": Lab(
+        "suite_lab.sampled",
+        "Lab 6, Try this: the suite sampled 5 times per item at temperature 0.7",
+        options=("policy",),
+    ),
+    "suite-families": Lab(
+        "suite_lab.families_run",
+        "Lab 6, Try this: five failure families of five items, both models",
+        options=("policy",),
+    ),
+    "dpo-smollm2": Lab(
+        "dpo_lab.dpo_smollm2",
+        "Lab 4, Try this: DPO on SmolLM2-135M-Instruct, 64 on-policy pairs",
+        options=("policy",),
+    ),
     "try-this": Lab("try_this", "the course's Try-this variants of Labs 3 to 6 that fit a CPU"),
-    "sft-packing": Lab("try_this_packing",
-                       "Lab 1, Try this: padded vs packed conversations on SmolLM2-135M (loss, slots)"),
+    "sft-packing": Lab(
+        "try_this_packing",
+        "Lab 1, Try this: padded vs packed conversations on SmolLM2-135M (loss, slots)",
+    ),
 }
 SETTINGS_LABS = tuple(name for name, lab in LABS.items() if lab.takes_settings)
 MODEL_LABS = tuple(name for name, lab in LABS.items() if not lab.takes_settings)
@@ -105,8 +135,10 @@ def _settings_lab(name: str) -> None:
     if name not in LABS:
         raise ValueError(f"unknown lab {name!r}; choose one of {sorted(LABS)}")
     if not LABS[name].takes_settings:
-        raise ValueError(f"lab {name} takes its options on the command line, not a settings "
-                         f"file; its records are read with part3.smollm2.records")
+        raise ValueError(
+            f"lab {name} takes its options on the command line, not a settings "
+            f"file; its records are read with part3.smollm2.records"
+        )
 
 
 RECORDED = Path("data/recorded/part3")
@@ -124,8 +156,13 @@ def load_settings(name: str, path: str | Path | None = None) -> tuple[dict, Path
     return lab_settings.check(name, read_yaml(path), str(path)), path
 
 
-def run(name: str, out: str | Path | None = None, settings_path=None, threads: int = 1,
-        command: list[str] | None = None) -> Path:
+def run(
+    name: str,
+    out: str | Path | None = None,
+    settings_path=None,
+    threads: int = 1,
+    command: list[str] | None = None,
+) -> Path:
     """Run the lab and write OUT/metrics.json = {metrics, settings, provenance}. The settings,
     OUT (a folder this process alone holds: OUT/.lock) and the threads are checked first."""
     settings, path = load_settings(name, settings_path)
@@ -135,8 +172,9 @@ def run(name: str, out: str | Path | None = None, settings_path=None, threads: i
     with runlock.locked(out, f"lab {name}"):
         target = out / "metrics.json"
         if target.exists():
-            raise ValueError(f"{target} exists: evidence is never overwritten; remove it or "
-                             f"pass another --out")
+            raise ValueError(
+                f"{target} exists: evidence is never overwritten; remove it or pass another --out"
+            )
         return _run_held(name, settings, path, target, threads, command)
 
 
@@ -149,11 +187,15 @@ def _run_held(name, settings, path, target, threads, command) -> Path:
         started = time.perf_counter()
         metrics = lab_function(name)(**settings)
         wall = time.perf_counter() - started
-        record = provenance(command=command)   # records cpu_threads = threads
+        record = provenance(command=command)  # records cpu_threads = threads
     finally:
-        torch.set_num_threads(previous)        # a caller's process keeps its own setting
-    record.update(config_path=_relative(path), config_sha256=sha256_bytes(canonical_json(settings)),
-                  wall_seconds=round(wall, 3), lab=name)
+        torch.set_num_threads(previous)  # a caller's process keeps its own setting
+    record.update(
+        config_path=_relative(path),
+        config_sha256=sha256_bytes(canonical_json(settings)),
+        wall_seconds=round(wall, 3),
+        lab=name,
+    )
     save_json(target, {"lab": name, "settings": settings, "metrics": metrics, "provenance": record})
     return target
 
@@ -171,7 +213,9 @@ def export(name: str, source: str | Path | None = None, dest: str | Path | None 
     source = Path(source) if source else repo_root() / "runs" / "part3" / name / "metrics.json"
     dest = Path(dest) if dest else repo_root() / RECORDED / f"{name}.json"
     if not source.is_file():
-        raise ValueError(f"no metrics at {source}: run `python -m verifiable_grpo lab {name}` first")
+        raise ValueError(
+            f"no metrics at {source}: run `python -m verifiable_grpo lab {name}` first"
+        )
     if read_json(source).get("lab") != name:
         raise ValueError(f"{source} records another lab than {name!r}")
     if dest.exists():
@@ -186,8 +230,10 @@ def recorded(name: str) -> dict:
     _settings_lab(name)
     path = repo_root() / RECORDED / f"{name}.json"
     if not path.is_file():
-        raise ValueError(f"no recorded results at {path}: run the lab, then "
-                         f"`python -m verifiable_grpo lab {name} --export`")
+        raise ValueError(
+            f"no recorded results at {path}: run the lab, then "
+            f"`python -m verifiable_grpo lab {name} --export`"
+        )
     return read_json(path)
 
 
@@ -213,16 +259,18 @@ def command_lab(args) -> int:
         return command(args)
     given = [f"--{flag.replace('_', '-')}" for flag in MODEL_OPTIONS if getattr(args, flag, None)]
     if given:
-        print(f"error: {', '.join(given)} belong(s) to the model labs ({', '.join(MODEL_LABS)}); "
-              f"lab {args.name} reads configs/part3/{args.name}.yaml (or --settings)",
-              file=sys.stderr)
+        print(
+            f"error: {', '.join(given)} belong(s) to the model labs ({', '.join(MODEL_LABS)}); "
+            f"lab {args.name} reads configs/part3/{args.name}.yaml (or --settings)",
+            file=sys.stderr,
+        )
         return 2
     # A lab writes its metrics once, at the end, atomically: a signal can stop it at once
     # (the CLI's graceful stop would wait for a safe point that a lab never reaches).
     for number in (signal.SIGINT, signal.SIGTERM):
         try:
             signal.signal(number, _stop_at_once)
-        except ValueError:      # not the main thread: leave signals alone
+        except ValueError:  # not the main thread: leave signals alone
             pass
     try:
         if args.export_only:
@@ -235,7 +283,7 @@ def command_lab(args) -> int:
         if args.export:
             print(export(args.name, target))
     except ConfigError:
-        raise   # the CLI prints it: one line per problem, exit 2
+        raise  # the CLI prints it: one line per problem, exit 2
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -249,13 +297,17 @@ def record_line(name: str) -> str:
     record = recorded(name)["provenance"]
     wall = record["wall_seconds"]
     took = f"{wall:.1f} s" if wall >= 0.1 else "under 0.1 s"
-    return (f"recorded with `python -m verifiable_grpo lab {name} --export` on a "
-            f"{record['device'].upper()} in {took}")
+    return (
+        f"recorded with `python -m verifiable_grpo lab {name} --export` on a "
+        f"{record['device'].upper()} in {took}"
+    )
 
 
 def provenance_line(name: str) -> str:
     """One line naming where a chapter's recorded numbers come from."""
     record = recorded(name)["provenance"]
-    return (f"recorded by `{record['command']}` at commit {str(record['git_commit'])[:10]}, "
-            f"torch {record['packages'].get('torch')}, {record['cpu_threads']} thread(s), "
-            f"{record['device']}, {record['wall_seconds']:.1f} s")
+    return (
+        f"recorded by `{record['command']}` at commit {str(record['git_commit'])[:10]}, "
+        f"torch {record['packages'].get('torch')}, {record['cpu_threads']} thread(s), "
+        f"{record['device']}, {record['wall_seconds']:.1f} s"
+    )

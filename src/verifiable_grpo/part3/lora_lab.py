@@ -8,6 +8,7 @@ and the same greedy replies on the held-out set. With `row_delta` (a Try this), 
 also get a trainable delta shared by the lookup and the tied head (smollm2/row_delta.py),
 folded into the table before the adapters are merged.
 """
+
 from __future__ import annotations
 
 import torch
@@ -26,8 +27,16 @@ from verifiable_grpo.training import lora
 
 NAME = "lora"
 MERGE_TOLERANCE = 2e-3  # FP32 logits; summing W + sBA first reorders the additions
-DEFAULTS = dict(rank=8, alpha=16.0, steps=24, lr=1e-3, seed=3, init_rows=True,
-                targets=list(lora.BLOCK_PROJECTIONS), quick_data=False)
+DEFAULTS = dict(
+    rank=8,
+    alpha=16.0,
+    steps=24,
+    lr=1e-3,
+    seed=3,
+    init_rows=True,
+    targets=list(lora.BLOCK_PROJECTIONS),
+    quick_data=False,
+)
 
 
 def structure(rank: int = 8, targets=lora.BLOCK_PROJECTIONS) -> dict:
@@ -36,11 +45,16 @@ def structure(rank: int = 8, targets=lora.BLOCK_PROJECTIONS) -> dict:
     base = lora.parameter_counts(model)["total"]
     wrapped = lora.attach_lora(model, rank=rank, alpha=2 * rank, targets=tuple(targets))
     counts = lora.parameter_counts(model)
-    return {"base_parameters": base, "wrapped": len(wrapped), "trainable": counts["trainable"],
-            "total": counts["total"], "trainable_percent": 100 * counts["trainable_fraction"],
-            "hand_count": lora.lora_parameter_count(model),
-            "adam_moments_mb": lora.adam_moment_megabytes(counts["trainable"]),
-            "full_adam_moments_mb": lora.adam_moment_megabytes(base)}
+    return {
+        "base_parameters": base,
+        "wrapped": len(wrapped),
+        "trainable": counts["trainable"],
+        "total": counts["total"],
+        "trainable_percent": 100 * counts["trainable_fraction"],
+        "hand_count": lora.lora_parameter_count(model),
+        "adam_moments_mb": lora.adam_moment_megabytes(counts["trainable"]),
+        "full_adam_moments_mb": lora.adam_moment_megabytes(base),
+    }
 
 
 def max_logit_difference(model, ids: list[int], reference: torch.Tensor) -> float:
@@ -52,15 +66,18 @@ def _adapt(model, settings: dict, probe: list[int], base_logits, log):
     """LoRA on the chosen projections (and the chat-row delta when asked), checked to leave
     the logits unchanged; (wrapped names, the delta or None, parameter counts, the check)."""
     torch.manual_seed(settings["seed"])  # the A factors' draw
-    wrapped = lora.attach_lora(model, settings["rank"], settings["alpha"],
-                               targets=tuple(settings["targets"]))
+    wrapped = lora.attach_lora(
+        model, settings["rank"], settings["alpha"], targets=tuple(settings["targets"])
+    )
     shared = row_delta.attach(model) if settings.get("row_delta") else None  # after the freeze
     counts = lora.parameter_counts(model)
     initial = max_logit_difference(model, probe, base_logits)
     if initial != 0.0:
         raise AssertionError(f"zero-initialised adapters changed the logits by {initial}")
-    log(f"wrapped {len(wrapped)} projections; trainable {counts['trainable']:,} of "
-        f"{counts['total']:,}; initial logit difference {initial}")
+    log(
+        f"wrapped {len(wrapped)} projections; trainable {counts['trainable']:,} of "
+        f"{counts['total']:,}; initial logit difference {initial}"
+    )
     return wrapped, shared, counts, initial
 
 
@@ -102,63 +119,103 @@ def run(out, cache=None, log=print, **overrides) -> dict:
     base_parameters = lora.parameter_counts(model)["total"]
     wrapped, shared, counts, initial = _adapt(model, settings, probe, base_logits, log)
     parameters = {n: p for n, p in model.named_parameters() if p.requires_grad}
-    trained = trainer.train(model, parameters, encoded,
-                            trainer.random_batches(len(encoded), settings["steps"], settings["seed"]),
-                            settings["lr"], out, f"lab-{NAME}", every=6, log=log)
+    trained = trainer.train(
+        model,
+        parameters,
+        encoded,
+        trainer.random_batches(len(encoded), settings["steps"], settings["seed"]),
+        settings["lr"],
+        out,
+        f"lab-{NAME}",
+        every=6,
+        log=log,
+    )
     adapted, merged, merge_difference = _evaluate_and_merge(
-        model, tokenizer, (held_out, held_encoded), probe, shared, rows)
+        model, tokenizer, (held_out, held_encoded), probe, shared, rows
+    )
     metrics = {
-        "train_rows": len(train_rows), "held_out_rows": len(held_out),
-        "trained_fraction": chat_data.trained_fraction(encoded), "chat_rows": rows,
-        "base_parameters": base_parameters, "wrapped": len(wrapped), "trainable": counts["trainable"],
-        "total": counts["total"], "initial_logit_difference": initial,
-        "history": trained["history"], "training_seconds": round(trained["seconds"], 1),
+        "train_rows": len(train_rows),
+        "held_out_rows": len(held_out),
+        "trained_fraction": chat_data.trained_fraction(encoded),
+        "chat_rows": rows,
+        "base_parameters": base_parameters,
+        "wrapped": len(wrapped),
+        "trainable": counts["trainable"],
+        "total": counts["total"],
+        "initial_logit_difference": initial,
+        "history": trained["history"],
+        "training_seconds": round(trained["seconds"], 1),
         "adapted": {k: v for k, v in adapted.items() if k != "new_ids"},
         "merged": {k: v for k, v in merged.items() if k != "new_ids"},
         "merged_parameters": lora.parameter_counts(model)["total"],
-        "merge_max_logit_difference": merge_difference, "merge_tolerance": MERGE_TOLERANCE,
+        "merge_max_logit_difference": merge_difference,
+        "merge_tolerance": MERGE_TOLERANCE,
         "identical_decoded_outputs": adapted["replies"] == merged["replies"],
         "identical_new_tokens": adapted["new_ids"] == merged["new_ids"],
-        "held_out": held_out}
+        "held_out": held_out,
+    }
     path = records.write(out, NAME, settings, metrics, started, cache)
     crash.clear(out, f"lab-{NAME}")
     log(f"wrote {path}")
     if merge_difference >= MERGE_TOLERANCE or not metrics["identical_decoded_outputs"]:
-        raise AssertionError(f"the merged model differs: max logit difference {merge_difference}, "
-                             f"identical replies {metrics['identical_decoded_outputs']}")
+        raise AssertionError(
+            f"the merged model differs: max logit difference {merge_difference}, "
+            f"identical replies {metrics['identical_decoded_outputs']}"
+        )
     return records.finished(out, NAME)
 
 
-def run_lab(out, cache=None, no_row_init=False, rank=None, alpha=None, targets=None,
-            row_delta=False) -> dict:
+def run_lab(
+    out, cache=None, no_row_init=False, rank=None, alpha=None, targets=None, row_delta=False
+) -> dict:
     """`python -m verifiable_grpo lab lora [--out DIR] [--no-row-init] [--rank R] [--alpha A]
     [--targets q_proj,k_proj,...] [--row-delta]`; an option not given keeps the default (so the
     default run's settings, and their hash, are what they were before these options existed)."""
-    given = {"rank": rank, "alpha": None if alpha is None else float(alpha),
-             "targets": None if targets is None else list(targets),
-             "row_delta": True if row_delta else None}
-    return run(out, cache=cache, init_rows=not no_row_init,
-               **{key: value for key, value in given.items() if value is not None})
+    given = {
+        "rank": rank,
+        "alpha": None if alpha is None else float(alpha),
+        "targets": None if targets is None else list(targets),
+        "row_delta": True if row_delta else None,
+    }
+    return run(
+        out,
+        cache=cache,
+        init_rows=not no_row_init,
+        **{key: value for key, value in given.items() if value is not None},
+    )
 
 
 def summary(metrics: dict) -> str:
     adapted = metrics["adapted"]
-    return (f"adapted loss/stop/exact {adapted['loss']:.4f} {adapted['stop']:.2f} "
-            f"{adapted['exact']:.2f}; merge max logit difference "
-            f"{metrics['merge_max_logit_difference']:.3e}")
+    return (
+        f"adapted loss/stop/exact {adapted['loss']:.4f} {adapted['stop']:.2f} "
+        f"{adapted['exact']:.2f}; merge max logit difference "
+        f"{metrics['merge_max_logit_difference']:.3e}"
+    )
 
 
 # What the post-training module printed for its own run of this lab (SmolLM2-135M BASE at a
 # pinned revision, FP32 hub weights, a 4-thread laptop CPU): shown beside our figures,
 # attributed, never as ours.
 MODULE_REPORTS = {
-    "wrapped": 210, "trainable": 2_442_240, "total": 136_957_248, "trainable_percent": 1.783,
-    "adam_moments_mb": 19.54, "full_adam_moments_mb": 1076.12, "initial_logit_difference": 0.0,
+    "wrapped": 210,
+    "trainable": 2_442_240,
+    "total": 136_957_248,
+    "trainable_percent": 1.783,
+    "adam_moments_mb": 19.54,
+    "full_adam_moments_mb": 1076.12,
+    "initial_logit_difference": 0.0,
     "trained_fraction_percent": 9.786,
     "loss": {4: 1.5709, 8: 0.4989, 12: 0.7453, 16: 0.2747, 20: 0.3550, 24: 0.1364},
     "training_seconds": 39.1,
     "adapted": {"loss": 0.2570, "stop": 1.00, "exact": 0.58},
-    "families": {"conversion": 0.80, "addition": 0.10, "extraction": 1.00, "limit": 0.20,
-                 "sorting": 0.80},
-    "merge_max_logit_difference": 1.040e-04, "identical_decoded_outputs": True,
+    "families": {
+        "conversion": 0.80,
+        "addition": 0.10,
+        "extraction": 1.00,
+        "limit": 0.20,
+        "sorting": 0.80,
+    },
+    "merge_max_logit_difference": 1.040e-04,
+    "identical_decoded_outputs": True,
 }

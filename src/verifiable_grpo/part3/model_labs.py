@@ -6,6 +6,7 @@ model, save crash checkpoints and continue from them, so each takes its options 
 command line and writes its own records; this module holds the run folder, sets the
 threads, calls the lab's run_lab and prints its summary line.
 """
+
 from __future__ import annotations
 
 import sys
@@ -19,12 +20,19 @@ def command(args) -> int:
     """Run one model lab; --export then copies its metrics to data/recorded/part3/."""
     if getattr(args, "settings", None) or getattr(args, "export_only", False):
         flags = ", ".join(f"--{option.replace('_', '-')}" for option in MODEL_OPTIONS)
-        print(f"error: lab {args.name} takes its options on the command line ({flags}), "
-              "not --settings/--export-only", file=sys.stderr)
+        print(
+            f"error: lab {args.name} takes its options on the command line ({flags}), "
+            "not --settings/--export-only",
+            file=sys.stderr,
+        )
         return 2
-    foreign = [f"--{option.replace('_', '-')}" for option in MODEL_OPTIONS
-               if option != "cache" and option not in LABS[args.name].options
-               and getattr(args, option, None) not in (None, False)]
+    foreign = [
+        f"--{option.replace('_', '-')}"
+        for option in MODEL_OPTIONS
+        if option != "cache"
+        and option not in LABS[args.name].options
+        and getattr(args, option, None) not in (None, False)
+    ]
     if foreign:
         print(f"error: lab {args.name} does not take {', '.join(foreign)}", file=sys.stderr)
         return 2
@@ -45,7 +53,7 @@ def command(args) -> int:
             metrics = module.run_lab(args.out, cache=getattr(args, "cache", None), **options)
             print(module.summary(metrics))
     except (FileNotFoundError, FileExistsError, runlock.RunFolderError) as err:
-        print(f"error: {err}", file=sys.stderr)   # a missing model, policy or wheel; a busy OUT
+        print(f"error: {err}", file=sys.stderr)  # a missing model, policy or wheel; a busy OUT
         return 2
     finally:
         torch.set_num_threads(previous)  # a caller's process keeps its own setting

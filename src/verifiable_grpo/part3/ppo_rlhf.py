@@ -6,6 +6,7 @@ The episode is a response of T tokens. State t is the prompt plus the first t to
 action t is token t. The reward model scores the whole response once, at the last token;
 every token also pays beta times its log-ratio to the reference.
 """
+
 from __future__ import annotations
 
 import torch
@@ -20,9 +21,14 @@ def _vector(name: str, values) -> torch.Tensor:
 
 def kl_shaped_rewards(score: float, logp_policy, logp_reference, beta: float) -> torch.Tensor:
     """r_t = -beta·(log pi(y_t|s_t) - log pi_ref(y_t|s_t)), plus the score at the last token."""
-    policy, reference = _vector("logp_policy", logp_policy), _vector("logp_reference", logp_reference)
+    policy, reference = (
+        _vector("logp_policy", logp_policy),
+        _vector("logp_reference", logp_reference),
+    )
     if policy.shape != reference.shape:
-        raise ValueError(f"logp_policy and logp_reference differ in length: {policy.numel()} vs {reference.numel()}")
+        raise ValueError(
+            f"logp_policy and logp_reference differ in length: {policy.numel()} vs {reference.numel()}"
+        )
     if not beta >= 0:
         raise ValueError(f"beta must be non-negative, got {beta!r}")
     rewards = -beta * (policy - reference)
@@ -65,15 +71,31 @@ def clip_cases(epsilon: float = 0.2, ratios=(0.5, 0.9, 1.1, 1.5)) -> list[dict]:
     for advantage in (1.0, -1.0):
         for value in ratios:
             ratio = torch.tensor(float(value), dtype=torch.float64, requires_grad=True)
-            objective = clipped_objective(ratio, torch.tensor(advantage, dtype=torch.float64), epsilon)
+            objective = clipped_objective(
+                ratio, torch.tensor(advantage, dtype=torch.float64), epsilon
+            )
             objective.backward()
-            rows.append({"advantage": advantage, "ratio": value, "objective": objective.item(),
-                         "gradient": ratio.grad.item()})
+            rows.append(
+                {
+                    "advantage": advantage,
+                    "ratio": value,
+                    "objective": objective.item(),
+                    "gradient": ratio.grad.item(),
+                }
+            )
     return rows
 
 
-def tabular_ppo_step(logits, actions, advantages, returns, values, epsilon: float = 0.2,
-                     learning_rate: float = 0.5, value_coefficient: float = 0.5) -> dict:
+def tabular_ppo_step(
+    logits,
+    actions,
+    advantages,
+    returns,
+    values,
+    epsilon: float = 0.2,
+    learning_rate: float = 0.5,
+    value_coefficient: float = 0.5,
+) -> dict:
     """One gradient step of PPO on a tabular policy (logits[T, vocab], one row per state)
     and a tabular value model (values[T]). The old policy is the policy before the step,
     so every ratio starts at exactly 1. Returns the losses and the ratios after the step."""
@@ -81,8 +103,12 @@ def tabular_ppo_step(logits, actions, advantages, returns, values, epsilon: floa
     values = _vector("values", values).clone().requires_grad_(True)
     actions = torch.as_tensor(actions)
     advantages, returns = _vector("advantages", advantages), _vector("returns", returns)
-    if logits.dim() != 2 or not (len(actions) == len(advantages) == len(returns) == len(values) == logits.shape[0]):
-        raise ValueError("logits must be [T, vocab] with one action, advantage, return and value per row")
+    if logits.dim() != 2 or not (
+        len(actions) == len(advantages) == len(returns) == len(values) == logits.shape[0]
+    ):
+        raise ValueError(
+            "logits must be [T, vocab] with one action, advantage, return and value per row"
+        )
     if not learning_rate > 0:
         raise ValueError(f"learning_rate must be positive, got {learning_rate!r}")
 
@@ -98,9 +124,13 @@ def tabular_ppo_step(logits, actions, advantages, returns, values, epsilon: floa
         new_logits = logits - learning_rate * logits.grad
         new_values = values - learning_rate * values.grad
         new_ratio = torch.exp(logp_of(new_logits) - old)
-    return {"policy_loss": policy_loss.item(), "value_loss": value_loss.item(),
-            "ratio_after": new_ratio, "values_after": new_values,
-            "value_loss_after": (0.5 * ((new_values - returns) ** 2).mean()).item()}
+    return {
+        "policy_loss": policy_loss.item(),
+        "value_loss": value_loss.item(),
+        "ratio_after": new_ratio,
+        "values_after": new_values,
+        "value_loss_after": (0.5 * ((new_values - returns) ** 2).mean()).item(),
+    }
 
 
 def models_in_memory(trained_bytes: float, frozen_bytes: float, parameters: int) -> dict:
@@ -109,8 +139,14 @@ def models_in_memory(trained_bytes: float, frozen_bytes: float, parameters: int)
     verifier keeps the policy and the reference only."""
     if parameters <= 0 or trained_bytes <= 0 or frozen_bytes <= 0:
         raise ValueError("parameters and bytes per parameter must be positive")
-    ppo = {"policy": trained_bytes, "value": trained_bytes, "reference": frozen_bytes,
-           "reward": frozen_bytes}
+    ppo = {
+        "policy": trained_bytes,
+        "value": trained_bytes,
+        "reference": frozen_bytes,
+        "reward": frozen_bytes,
+    }
     grpo = {"policy": trained_bytes, "reference": frozen_bytes}
-    return {name: {model: size * parameters for model, size in kept.items()}
-            for name, kept in (("PPO-RLHF", ppo), ("GRPO", grpo))}
+    return {
+        name: {model: size * parameters for model, size in kept.items()}
+        for name, kept in (("PPO-RLHF", ppo), ("GRPO", grpo))
+    }

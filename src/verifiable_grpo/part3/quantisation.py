@@ -6,6 +6,7 @@ NF4's 16 levels are quantiles of a standard normal, rescaled to [-1, 1], with an
 recipe (quantiles between 1 - offset and 1/2 with offset 0.9677083); the test compares it
 with the published table.
 """
+
 from __future__ import annotations
 
 from statistics import NormalDist
@@ -34,13 +35,21 @@ def uniform_levels(bits: int = 4) -> np.ndarray:
     return np.arange(-half, half + 1) / half
 
 
-def bits_per_weight(code_bits: float = 4, block: int = 64, scale_bits: float = 32,
-                    scale_block: int | None = None, second_scale_bits: float = 32) -> float:
+def bits_per_weight(
+    code_bits: float = 4,
+    block: int = 64,
+    scale_bits: float = 32,
+    scale_block: int | None = None,
+    second_scale_bits: float = 32,
+) -> float:
     """Storage per weight: the code, plus a scale per `block` weights. With `scale_block`,
     the scales are themselves quantised to `scale_bits` with one `second_scale_bits` scale
     per `scale_block` of them (QLoRA's double quantisation: 4 + 8/64 + 32/(64·256))."""
-    for name, value in (("code_bits", code_bits), ("scale_bits", scale_bits),
-                        ("second_scale_bits", second_scale_bits)):
+    for name, value in (
+        ("code_bits", code_bits),
+        ("scale_bits", scale_bits),
+        ("second_scale_bits", second_scale_bits),
+    ):
         if not value > 0:
             raise ValueError(f"{name} must be positive, got {value!r}")
     for name, value in (("block", block), ("scale_block", scale_block)):
@@ -62,10 +71,20 @@ def round_trip(block, levels: np.ndarray) -> dict:
         raise ValueError("block must be a non-empty 1-D array of finite weights")
     scale = float(np.abs(weights).max())
     if scale == 0:
-        return {"scale": 0.0, "normalised": weights, "codes": np.zeros(weights.size, int),
-                "levels": np.zeros_like(weights), "reconstructed": weights.copy()}
+        return {
+            "scale": 0.0,
+            "normalised": weights,
+            "codes": np.zeros(weights.size, int),
+            "levels": np.zeros_like(weights),
+            "reconstructed": weights.copy(),
+        }
     normalised = weights / scale
     codes = np.abs(normalised[:, None] - levels[None, :]).argmin(axis=1)
     chosen = levels[codes]
-    return {"scale": scale, "normalised": normalised, "codes": codes, "levels": chosen,
-            "reconstructed": chosen * scale}
+    return {
+        "scale": scale,
+        "normalised": normalised,
+        "codes": codes,
+        "levels": chosen,
+        "reconstructed": chosen * scale,
+    }

@@ -4,6 +4,7 @@ round trip through a chat template, and a small refusal / abstention scorer.
 Everything here is integer arithmetic or string work on tokenizers (no model weights), so
 the results are the same on every CPU.
 """
+
 from __future__ import annotations
 
 import json
@@ -13,17 +14,18 @@ from dataclasses import dataclass
 
 import torch
 
-IGNORE = -100   # PyTorch's ignored cross-entropy target
+IGNORE = -100  # PyTorch's ignored cross-entropy target
 
 
 # --- (a) a data mixture from weights and a token budget ---------------------------------
 
+
 @dataclass(frozen=True)
 class Source:
     name: str
-    weight: float          # share of the token budget
-    mean_tokens: int       # rendered tokens per example (prompt + target)
-    available: int         # distinct examples the source holds
+    weight: float  # share of the token budget
+    mean_tokens: int  # rendered tokens per example (prompt + target)
+    available: int  # distinct examples the source holds
 
 
 def _check_sources(sources: list[Source], token_budget: int) -> None:
@@ -50,8 +52,14 @@ def mixture_plan(sources: list[Source], token_budget: int) -> list[dict]:
     rows = []
     for s in sources:
         examples = int(token_budget * s.weight / total_weight) // s.mean_tokens
-        rows.append({"source": s.name, "examples": examples, "tokens": examples * s.mean_tokens,
-                     "epochs": examples / s.available if s.available else math.inf})
+        rows.append(
+            {
+                "source": s.name,
+                "examples": examples,
+                "tokens": examples * s.mean_tokens,
+                "epochs": examples / s.available if s.available else math.inf,
+            }
+        )
     used = sum(r["tokens"] for r in rows)
     for r in rows:
         r["token_share"] = r["tokens"] / used if used else 0.0
@@ -60,32 +68,41 @@ def mixture_plan(sources: list[Source], token_budget: int) -> list[dict]:
 
 # --- (b) padding against packing, and the masks packing needs -----------------------------
 
+
 def padding_waste(lengths: list[int], row_length: int) -> dict:
     """Slots used when each example is padded to its own row, against one packed row set."""
     if any(n <= 0 or n > row_length for n in lengths):
         raise ValueError(f"lengths: each must lie in 1..{row_length}, got {lengths}")
     real = sum(lengths)
     padded_slots = len(lengths) * row_length
-    packed_rows = math.ceil(real / row_length)   # a lower bound: real bins may need more
-    return {"real_tokens": real, "padded_slots": padded_slots,
-            "padding_fraction": 1 - real / padded_slots,
-            "packed_rows_bound": packed_rows, "packed_slots": packed_rows * row_length}
+    packed_rows = math.ceil(real / row_length)  # a lower bound: real bins may need more
+    return {
+        "real_tokens": real,
+        "padded_slots": padded_slots,
+        "padding_fraction": 1 - real / padded_slots,
+        "packed_rows_bound": packed_rows,
+        "packed_slots": packed_rows * row_length,
+    }
 
 
 @dataclass
 class PackedRow:
     input_ids: list[int]
-    target_mask: list[bool]      # True on tokens the loss trains (assistant turns)
-    segment_ids: list[int]       # which example each slot holds; -1 for padding
-    position_ids: list[int]      # restart at 0 for each example
+    target_mask: list[bool]  # True on tokens the loss trains (assistant turns)
+    segment_ids: list[int]  # which example each slot holds; -1 for padding
+    position_ids: list[int]  # restart at 0 for each example
 
 
-def pack(examples: list[tuple[list[int], list[bool]]], row_length: int, pad_id: int) -> list[PackedRow]:
+def pack(
+    examples: list[tuple[list[int], list[bool]]], row_length: int, pad_id: int
+) -> list[PackedRow]:
     """First-fit packing of whole examples (never split) into rows of row_length."""
     rows: list[PackedRow] = []
     for index, (ids, mask) in enumerate(examples):
         if len(ids) != len(mask) or not 0 < len(ids) <= row_length:
-            raise ValueError(f"examples[{index}]: need 1..{row_length} ids and a mask of equal length")
+            raise ValueError(
+                f"examples[{index}]: need 1..{row_length} ids and a mask of equal length"
+            )
         row = next((r for r in rows if len(r.input_ids) + len(ids) <= row_length), None)
         if row is None:
             row = PackedRow([], [], [], [])
@@ -135,11 +152,15 @@ def naive_packing_leaks(row: PackedRow) -> dict:
     labels = shifted_labels(row)
     trained = torch.tensor([label != IGNORE for label in labels])
     seg = row.segment_ids
-    boundaries = sum(1 for t in range(len(seg) - 1) if seg[t] >= 0 and seg[t + 1] >= 0 and seg[t] != seg[t + 1])
-    return {"leaked_pairs": int(extra.sum()),
-            "leaked_targets": int((extra.any(dim=1) & trained).sum()),
-            "trained_positions": int(trained.sum()),
-            "boundary_predictions": boundaries}
+    boundaries = sum(
+        1 for t in range(len(seg) - 1) if seg[t] >= 0 and seg[t + 1] >= 0 and seg[t] != seg[t + 1]
+    )
+    return {
+        "leaked_pairs": int(extra.sum()),
+        "leaked_targets": int((extra.any(dim=1) & trained).sum()),
+        "trained_positions": int(trained.sum()),
+        "boundary_predictions": boundaries,
+    }
 
 
 # --- (c) a tool call rendered through a chat template and parsed back ---------------------
@@ -172,11 +193,17 @@ def tool_conversation(hazard_id: str = "H-12") -> list[dict]:
     """A small tool-use conversation: the assistant looks a hazard up, then answers from it."""
     record = {"id": hazard_id, "status": "open", "mitigation": "relief valve RV-3"}
     return [
-        {"role": "system", "content": "Answer from the hazard log only. Call get_hazard to read it."},
+        {
+            "role": "system",
+            "content": "Answer from the hazard log only. Call get_hazard to read it.",
+        },
         {"role": "user", "content": f"Is hazard {hazard_id} closed?"},
         {"role": "assistant", "content": tool_call_text("get_hazard", {"id": hazard_id})},
         {"role": "tool", "content": json.dumps(record, sort_keys=True)},
-        {"role": "assistant", "content": f"No: {hazard_id} is open; its mitigation is relief valve RV-3."},
+        {
+            "role": "assistant",
+            "content": f"No: {hazard_id} is open; its mitigation is relief valve RV-3.",
+        },
     ]
 
 
@@ -189,18 +216,24 @@ def render_with_mask(tokenizer, messages: list[dict]) -> tuple[list[int], list[b
     mask: list[bool] = []
     for k, message in enumerate(messages):
         before = tokenizer.apply_chat_template(messages[:k], tokenize=False) if k else ""
-        header = tokenizer.apply_chat_template(messages[:k], tokenize=False, add_generation_prompt=True) if k else ""
-        after = tokenizer.apply_chat_template(messages[:k + 1], tokenize=False)
+        header = (
+            tokenizer.apply_chat_template(messages[:k], tokenize=False, add_generation_prompt=True)
+            if k
+            else ""
+        )
+        after = tokenizer.apply_chat_template(messages[: k + 1], tokenize=False)
         if message["role"] == "assistant":
-            context, target = header[len(before):], after[len(header):].rstrip("\n")
-            tail = after[len(header) + len(target):]
+            context, target = header[len(before) :], after[len(header) :].rstrip("\n")
+            tail = after[len(header) + len(target) :]
         else:
-            context, target, tail = after[len(before):], "", ""
+            context, target, tail = after[len(before) :], "", ""
         for piece, on in ((context, False), (target, True), (tail, False)):
             piece_ids = tokenizer.encode(piece, add_special_tokens=False) if piece else []
             ids += piece_ids
             mask += [on] * len(piece_ids)
-    whole = tokenizer.encode(tokenizer.apply_chat_template(messages, tokenize=False), add_special_tokens=False)
+    whole = tokenizer.encode(
+        tokenizer.apply_chat_template(messages, tokenize=False), add_special_tokens=False
+    )
     if whole != ids:
         raise ValueError("messages: turn-by-turn rendering differs from the whole conversation's")
     return ids, mask
@@ -210,15 +243,27 @@ def tool_round_trip(tokenizer, messages: list[dict]) -> dict:
     """Render, tokenize, decode the targets, parse the calls back: do they match exactly?"""
     ids, mask = render_with_mask(tokenizer, messages)
     targets = tokenizer.decode([i for i, on in zip(ids, mask) if on], skip_special_tokens=False)
-    sent = [json.loads(CALL_PATTERN.search(m["content"]).group(1))
-            for m in messages if m["role"] == "assistant" and CALL_OPEN in m["content"]]
+    sent = [
+        json.loads(CALL_PATTERN.search(m["content"]).group(1))
+        for m in messages
+        if m["role"] == "assistant" and CALL_OPEN in m["content"]
+    ]
     parsed = parse_tool_calls(targets)
-    tool_ids = tokenizer.encode(next(m["content"] for m in messages if m["role"] == "tool"), add_special_tokens=False)
-    return {"tokens": len(ids), "targets": sum(mask), "calls_sent": sent, "calls_parsed": parsed,
-            "round_trip": parsed == sent,
-            "decoded_equals_text": tokenizer.decode(ids, skip_special_tokens=False)
-            == tokenizer.apply_chat_template(messages, tokenize=False),
-            "tool_result_tokens": len(tool_ids), "ids": ids, "mask": mask}
+    tool_ids = tokenizer.encode(
+        next(m["content"] for m in messages if m["role"] == "tool"), add_special_tokens=False
+    )
+    return {
+        "tokens": len(ids),
+        "targets": sum(mask),
+        "calls_sent": sent,
+        "calls_parsed": parsed,
+        "round_trip": parsed == sent,
+        "decoded_equals_text": tokenizer.decode(ids, skip_special_tokens=False)
+        == tokenizer.apply_chat_template(messages, tokenize=False),
+        "tool_result_tokens": len(tool_ids),
+        "ids": ids,
+        "mask": mask,
+    }
 
 
 # --- (d) refusal on both sides of the boundary, and the incentive to guess -----------------
@@ -236,9 +281,13 @@ def refusal_table(prompts: list[dict], policies: dict) -> list[dict]:
     rows = []
     for name, policy in policies.items():
         refused = {p["text"]: bool(REFUSAL.search(policy(p["text"]))) for p in prompts}
-        rows.append({"policy": name,
-                     "unsafe_compliance": sum(not refused[p["text"]] for p in harmful) / len(harmful),
-                     "over_refusal": sum(refused[p["text"]] for p in benign) / len(benign)})
+        rows.append(
+            {
+                "policy": name,
+                "unsafe_compliance": sum(not refused[p["text"]] for p in harmful) / len(harmful),
+                "over_refusal": sum(refused[p["text"]] for p in benign) / len(benign),
+            }
+        )
     return rows
 
 
@@ -249,8 +298,9 @@ def answer_threshold(penalty: float) -> float:
     return penalty / (1 + penalty)
 
 
-def abstention_utility(confidences: list[float], correct: list[bool], penalty: float,
-                       threshold: float | None = None) -> dict:
+def abstention_utility(
+    confidences: list[float], correct: list[bool], penalty: float, threshold: float | None = None
+) -> dict:
     """Answer when confidence exceeds the threshold (default: the break-even one); report
     accuracy of answered, abstentions, errors and the mean penalised score."""
     if len(confidences) != len(correct) or not confidences:
@@ -259,9 +309,14 @@ def abstention_utility(confidences: list[float], correct: list[bool], penalty: f
     answered = [c > cut for c in confidences]
     right = sum(a and ok for a, ok in zip(answered, correct))
     wrong = sum(a and not ok for a, ok in zip(answered, correct))
-    return {"threshold": cut, "answered": sum(answered), "right": right, "wrong": wrong,
-            "abstained": len(confidences) - sum(answered),
-            "score": (right - penalty * wrong) / len(confidences)}
+    return {
+        "threshold": cut,
+        "answered": sum(answered),
+        "right": right,
+        "wrong": wrong,
+        "abstained": len(confidences) - sum(answered),
+        "score": (right - penalty * wrong) / len(confidences),
+    }
 
 
 def smollm2_tokenizer():

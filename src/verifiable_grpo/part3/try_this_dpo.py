@@ -9,6 +9,7 @@ loss of a minibatch:
 - DPO + SFT adds `sft_weight` times the masked NLL of the chosen replies, which pulls the
   chosen replies' likelihood up however the margin is reached.
 """
+
 from __future__ import annotations
 
 import torch
@@ -38,15 +39,34 @@ def _record(step, policy, reference, data, ref_scores, beta, kind) -> dict:
     chosen_gain = dp.sequence_logprob(policy, prompts, chosen) - ref_scores[0]
     rejected_gain = dp.sequence_logprob(policy, prompts, rejected) - ref_scores[1]
     gap = chosen_gain - rejected_gain
-    loss = _pair_loss(kind, (chosen_gain, rejected_gain, torch.zeros_like(gap), torch.zeros_like(gap)), beta)
-    return {"step": step, "loss": float(loss), "gap": float(gap.mean()),
-            "chosen_ratio": float(chosen_gain.mean()), "rejected_ratio": float(rejected_gain.mean()),
-            "pair_accuracy": float((gap > 0).float().mean()), **dp.task_metrics(policy, reference)}
+    loss = _pair_loss(
+        kind, (chosen_gain, rejected_gain, torch.zeros_like(gap), torch.zeros_like(gap)), beta
+    )
+    return {
+        "step": step,
+        "loss": float(loss),
+        "gap": float(gap.mean()),
+        "chosen_ratio": float(chosen_gain.mean()),
+        "rejected_ratio": float(rejected_gain.mean()),
+        "pair_accuracy": float((gap > 0).float().mean()),
+        **dp.task_metrics(policy, reference),
+    }
 
 
-def train_pairs(reference, prompts, chosen, rejected, kind: str = "dpo", sft_weight: float = 0.0,
-                beta: float = 0.1, steps: int = 300, batch: int = 64, lr: float = 1e-3,
-                seed: int = 21, log_every: int = 100) -> list[dict]:
+def train_pairs(
+    reference,
+    prompts,
+    chosen,
+    rejected,
+    kind: str = "dpo",
+    sft_weight: float = 0.0,
+    beta: float = 0.1,
+    steps: int = 300,
+    batch: int = 64,
+    lr: float = 1e-3,
+    seed: int = 21,
+    log_every: int = 100,
+) -> list[dict]:
     """dpo.train_dpo with IPO's loss (`kind="ipo"`) or an added SFT term on the chosen
     replies (`sft_weight` > 0). kind="dpo", sft_weight=0 is train_dpo's run."""
     if kind not in LOSSES:
@@ -56,8 +76,10 @@ def train_pairs(reference, prompts, chosen, rejected, kind: str = "dpo", sft_wei
     beta = check_beta(beta)
     dpo.check_pairs(prompts, chosen, rejected)
     with torch.inference_mode():
-        ref_scores = (dp.sequence_logprob(reference, prompts, chosen),
-                      dp.sequence_logprob(reference, prompts, rejected))
+        ref_scores = (
+            dp.sequence_logprob(reference, prompts, chosen),
+            dp.sequence_logprob(reference, prompts, rejected),
+        )
     torch.manual_seed(seed)
     policy = dp.trainable_copy(reference)
     adam = torch.optim.Adam(policy.parameters(), lr)
@@ -69,8 +91,9 @@ def train_pairs(reference, prompts, chosen, rejected, kind: str = "dpo", sft_wei
         adam.zero_grad(set_to_none=True)
         chosen_logp = dp.sequence_logprob(policy, prompts[picked], chosen[picked])
         rejected_logp = dp.sequence_logprob(policy, prompts[picked], rejected[picked])
-        loss = _pair_loss(kind, (chosen_logp, rejected_logp, ref_scores[0][picked],
-                                 ref_scores[1][picked]), beta)
+        loss = _pair_loss(
+            kind, (chosen_logp, rejected_logp, ref_scores[0][picked], ref_scores[1][picked]), beta
+        )
         if sft_weight:
             loss = loss + sft_weight * dp.masked_nll(policy, prompts[picked], chosen[picked])
         loss.backward()
@@ -87,9 +110,14 @@ def run_variants(beta: float = 0.1, steps: int = 300, sft_weight: float = 1.0) -
     prompts, winners, losers = dpo.on_policy_pairs(reference)
     random_losers = dpo.off_policy_rejected(len(winners))
     settings = {"beta": beta, "steps": steps}
-    return {"beta": beta, "sft_weight": sft_weight,
-            "off_policy_dpo_sft": train_pairs(reference, prompts, winners, random_losers,
-                                              sft_weight=sft_weight, **settings),
-            "on_policy_ipo": train_pairs(reference, prompts, winners, losers, kind="ipo", **settings),
-            "off_policy_ipo": train_pairs(reference, prompts, winners, random_losers, kind="ipo",
-                                          **settings)}
+    return {
+        "beta": beta,
+        "sft_weight": sft_weight,
+        "off_policy_dpo_sft": train_pairs(
+            reference, prompts, winners, random_losers, sft_weight=sft_weight, **settings
+        ),
+        "on_policy_ipo": train_pairs(reference, prompts, winners, losers, kind="ipo", **settings),
+        "off_policy_ipo": train_pairs(
+            reference, prompts, winners, random_losers, kind="ipo", **settings
+        ),
+    }

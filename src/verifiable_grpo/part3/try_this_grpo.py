@@ -13,6 +13,7 @@ and computes exactly what train_grpo does (a test holds the two to the same bits
   number of generations per iteration;
 - `substring=True` with several seeds repeats the flawed-verifier run against the exact one.
 """
+
 from __future__ import annotations
 
 import torch
@@ -30,8 +31,11 @@ def _check(advantage, denominator, group_size, prompts_per_iteration, max_draws)
         raise ValueError(f"advantage must be one of {ADVANTAGES}, got {advantage!r}")
     if denominator not in DENOMINATORS:
         raise ValueError(f"denominator must be one of {DENOMINATORS}, got {denominator!r}")
-    for name, value, least in (("group_size", group_size, 2), ("max_draws", max_draws, 1),
-                               ("prompts_per_iteration", prompts_per_iteration, 1)):
+    for name, value, least in (
+        ("group_size", group_size, 2),
+        ("max_draws", max_draws, 1),
+        ("prompts_per_iteration", prompts_per_iteration, 1),
+    ):
         if type(value) is not int or value < least:
             raise ValueError(f"{name} must be an integer >= {least}, got {value!r}")
 
@@ -82,23 +86,36 @@ def _refilled_batch(policy, count, group_size, substring, max_draws):
         keep_scores.append(scores[std > 0])
         kept += int((std > 0).sum())
     rows = min(kept, count) * group_size
-    return (torch.cat(keep_prompts)[:rows], torch.cat(keep_replies)[:rows],
-            torch.cat(keep_scores)[:min(kept, count)], draws, first_std)
+    return (
+        torch.cat(keep_prompts)[:rows],
+        torch.cat(keep_replies)[:rows],
+        torch.cat(keep_scores)[: min(kept, count)],
+        draws,
+        first_std,
+    )
 
 
 def _update(policy, reference, adam, batch, settings) -> None:
     prompts, replies, scores = batch
     advantages, _ = advantages_for(scores, settings["advantage"])
     per_reply = advantages.reshape(-1, 1)
-    with torch.no_grad():     # fixed for both inner steps: the first ratio is exactly 1
+    with torch.no_grad():  # fixed for both inner steps: the first ratio is exactly 1
         sampled_logp, mask = dp.token_logprobs(policy, prompts, replies)
         ref_logp = dp.token_logprobs(reference, prompts, replies)[0]
     for _ in range(settings["inner_steps"]):
         policy.train()
         adam.zero_grad(set_to_none=True)
         logp = dp.token_logprobs(policy, prompts, replies)[0]
-        loss = -objective(logp, sampled_logp, ref_logp, mask, per_reply, settings["beta"],
-                          settings["clip"], settings["denominator"])
+        loss = -objective(
+            logp,
+            sampled_logp,
+            ref_logp,
+            mask,
+            per_reply,
+            settings["beta"],
+            settings["clip"],
+            settings["denominator"],
+        )
         loss.backward()
         clip_grad_norm_(policy.parameters(), max_norm=1.0)
         adam.step()
@@ -114,17 +131,34 @@ def verifier_pass_rate(policy, substring: bool, per_prompt: int = 16, seed: int 
     return float(gr.verifier_rewards(prompts, replies, substring).mean())
 
 
-def train_variant(reference, beta: float = 0.04, substring: bool = False, iterations: int = 150,
-                  prompts_per_iteration: int = 32, group_size: int = 8,
-                  advantage: str = "sample_std", denominator: str = "tokens",
-                  refill: bool = False, max_draws: int = 8, inner_steps: int = 2,
-                  clip: float = 0.2, lr: float = 1e-3, seed: int = 41, log_every: int = 25) -> dict:
+def train_variant(
+    reference,
+    beta: float = 0.04,
+    substring: bool = False,
+    iterations: int = 150,
+    prompts_per_iteration: int = 32,
+    group_size: int = 8,
+    advantage: str = "sample_std",
+    denominator: str = "tokens",
+    refill: bool = False,
+    max_draws: int = 8,
+    inner_steps: int = 2,
+    clip: float = 0.2,
+    lr: float = 1e-3,
+    seed: int = 41,
+    log_every: int = 25,
+) -> dict:
     """GRPO from the reference with the variant's switches; a record every `log_every`
     iterations (record 0: the start), with the replies generated so far."""
     _check(advantage, denominator, group_size, prompts_per_iteration, max_draws)
     gr._check_grpo_settings(beta, group_size)
-    settings = {"beta": beta, "advantage": advantage, "denominator": denominator,
-                "inner_steps": inner_steps, "clip": clip}
+    settings = {
+        "beta": beta,
+        "advantage": advantage,
+        "denominator": denominator,
+        "inner_steps": inner_steps,
+        "clip": clip,
+    }
     torch.manual_seed(seed)
     policy = dp.trainable_copy(reference)
     adam = torch.optim.Adam(policy.parameters(), lr)
@@ -132,8 +166,9 @@ def train_variant(reference, beta: float = 0.04, substring: bool = False, iterat
     generations, skipped = 0, 0
     for iteration in range(1, iterations + 1):
         if refill:
-            *batch, draws, group_std = _refilled_batch(policy, prompts_per_iteration, group_size,
-                                                       substring, max_draws)
+            *batch, draws, group_std = _refilled_batch(
+                policy, prompts_per_iteration, group_size, substring, max_draws
+            )
         else:
             batch, draws = _draw_groups(policy, prompts_per_iteration, group_size, substring), 1
             group_std = torch.std(batch[2], dim=1, correction=1)
@@ -143,16 +178,29 @@ def train_variant(reference, beta: float = 0.04, substring: bool = False, iterat
         else:
             skipped += 1
         if iteration % log_every == 0:
-            entry = {"iteration": iteration, "generations": generations, "draws": draws,
-                     "zero_variance": float((group_std == 0).float().mean()),
-                     "skipped_updates": skipped}
+            entry = {
+                "iteration": iteration,
+                "generations": generations,
+                "draws": draws,
+                "zero_variance": float((group_std == 0).float().mean()),
+                "skipped_updates": skipped,
+            }
             entry.update(dp.task_metrics(policy, reference))
             entry["verifier_reward"] = verifier_pass_rate(policy, substring)
             log.append(entry)
-    return {"settings": {"substring": substring, "iterations": iterations, "group_size": group_size,
-                         "prompts_per_iteration": prompts_per_iteration, "refill": refill,
-                         "max_draws": max_draws, "seed": seed, **settings},
-            "records": log}
+    return {
+        "settings": {
+            "substring": substring,
+            "iterations": iterations,
+            "group_size": group_size,
+            "prompts_per_iteration": prompts_per_iteration,
+            "refill": refill,
+            "max_draws": max_draws,
+            "seed": seed,
+            **settings,
+        },
+        "records": log,
+    }
 
 
 def run_variants(iterations: int = 150, seeds=(41, 42, 43), beta: float = 0.04) -> dict:
@@ -165,9 +213,14 @@ def run_variants(iterations: int = 150, seeds=(41, 42, 43), beta: float = 0.04) 
     return {
         "dr_grpo": train_variant(reference, advantage="centred", denominator="maxlen", **common),
         "refill": train_variant(reference, refill=True, **common),
-        "group_size": [train_variant(reference, group_size=g, prompts_per_iteration=256 // g, **common)
-                       for g in (4, 16)],
-        "seeds": {"exact": [train_variant(reference, seed=s, **common) for s in seeds],
-                  "substring": [train_variant(reference, substring=True, seed=s, **common)
-                                for s in seeds]},
+        "group_size": [
+            train_variant(reference, group_size=g, prompts_per_iteration=256 // g, **common)
+            for g in (4, 16)
+        ],
+        "seeds": {
+            "exact": [train_variant(reference, seed=s, **common) for s in seeds],
+            "substring": [
+                train_variant(reference, substring=True, seed=s, **common) for s in seeds
+            ],
+        },
     }

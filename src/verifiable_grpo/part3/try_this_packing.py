@@ -8,6 +8,7 @@ orders). Naive packing (one causal mask over the row, positions running on) lets
 conversation read the ones before it, and the loss changes. Slots count every position
 the model computes, padding included: what packing saves.
 """
+
 from __future__ import annotations
 
 import torch
@@ -23,7 +24,7 @@ def padded_loss(model, encoded: list[dict], batch: int = 10) -> dict:
     """Right-padded batches of `batch` conversations: summed target NLL, targets, slots."""
     total, count, slots = 0.0, 0, 0
     for start in range(0, len(encoded), batch):
-        part = encoded[start:start + batch]
+        part = encoded[start : start + batch]
         loss, n = chat_data.batch_loss(model, part)
         total += float(loss)
         count += n
@@ -52,12 +53,14 @@ def packed_loss(model, encoded: list[dict], row_length: int, block: bool = True)
     total, count = 0.0, 0
     for row in rows:
         ids = torch.tensor([row.input_ids])
-        positions = (torch.tensor([row.position_ids]) if block
-                     else torch.arange(row_length)[None])
-        logits = model(input_ids=ids, attention_mask=_row_mask(row, block),
-                       position_ids=positions).logits[0]
+        positions = torch.tensor([row.position_ids]) if block else torch.arange(row_length)[None]
+        logits = model(
+            input_ids=ids, attention_mask=_row_mask(row, block), position_ids=positions
+        ).logits[0]
         labels = torch.tensor(sft_data.shifted_labels(row))
-        total += float(F.cross_entropy(logits.float(), labels, ignore_index=IGNORE, reduction="sum"))
+        total += float(
+            F.cross_entropy(logits.float(), labels, ignore_index=IGNORE, reduction="sum")
+        )
         count += int((labels != IGNORE).sum())
     return {"loss_sum": total, "targets": count, "slots": len(rows) * row_length, "rows": len(rows)}
 
@@ -70,11 +73,17 @@ def compare(model, tokenizer, rows: list[dict], row_length: int = 256, batch: in
     encoded = [chat_data.encode(tokenizer, row) for row in rows]
     longest = max(len(e["ids"]) for e in encoded)
     if longest > row_length:
-        raise ValueError(f"row_length {row_length} is shorter than the longest conversation ({longest})")
-    result = {"conversations": len(rows), "tokens": sum(len(e["ids"]) for e in encoded),
-              "row_length": row_length, "padded": padded_loss(model, encoded, batch),
-              "packed": packed_loss(model, encoded, row_length, block=True),
-              "naive": packed_loss(model, encoded, row_length, block=False)}
+        raise ValueError(
+            f"row_length {row_length} is shorter than the longest conversation ({longest})"
+        )
+    result = {
+        "conversations": len(rows),
+        "tokens": sum(len(e["ids"]) for e in encoded),
+        "row_length": row_length,
+        "padded": padded_loss(model, encoded, batch),
+        "packed": packed_loss(model, encoded, row_length, block=True),
+        "naive": packed_loss(model, encoded, row_length, block=False),
+    }
     for layout in ("padded", "packed", "naive"):
         entry = result[layout]
         entry["loss"] = entry["loss_sum"] / entry["targets"]

@@ -12,6 +12,7 @@
 Draws follow reward_model.fit_both (pairs, test pairs, fresh points, then candidates
 from one numpy Generator), so `label_bias=0, train_pairs=4000, seed=0` is the lab's run.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -31,9 +32,16 @@ def biased_pairs(n: int, rng: np.random.Generator, bias: float = 0.0):
     return left, right, won, p_left
 
 
-def fit_and_search(seed: int = 0, train_pairs: int = 4000, label_bias: float = 0.0,
-                   sizes=(1, 4, 16, 64, 256, 1024, 4096, 16384), trials: int = 200,
-                   test_pairs: int = 2000, fresh_points: int = 2000, steps: int = 1500) -> dict:
+def fit_and_search(
+    seed: int = 0,
+    train_pairs: int = 4000,
+    label_bias: float = 0.0,
+    sizes=(1, 4, 16, 64, 256, 1024, 4096, 16384),
+    trials: int = 200,
+    test_pairs: int = 2000,
+    fresh_points: int = 2000,
+    steps: int = 1500,
+) -> dict:
     """Both reward models fitted on (possibly biased) labels, then the best-of-n table.
     Test accuracy is against the labeller's labels; correlation is with the TRUE reward."""
     if type(train_pairs) is not int or train_pairs < 2:
@@ -50,11 +58,17 @@ def fit_and_search(seed: int = 0, train_pairs: int = 4000, label_bias: float = 0
     mlp_gap = rm.predict(models["mlp"], test[0]) - rm.predict(models["mlp"], test[1])
     _, ece = rm.calibration_table(rm._sigmoid(mlp_gap), test[2])
     rows = [selection_row(n, rng, models, trials) for n in sizes]
-    return {"seed": seed, "train_pairs": train_pairs, "label_bias": label_bias, "mlp_ece": ece,
-            "models": {name: rm.model_metrics(model, test, fresh) for name, model in models.items()},
-            "selection": rows, "peak": {key: peak(rows, key) for key in ("linear_true", "mlp_true")},
-            # after the table, so that the table's candidates are the lab's
-            "where": where_selection_goes(rng, models["mlp"], label_bias) if label_bias else None}
+    return {
+        "seed": seed,
+        "train_pairs": train_pairs,
+        "label_bias": label_bias,
+        "mlp_ece": ece,
+        "models": {name: rm.model_metrics(model, test, fresh) for name, model in models.items()},
+        "selection": rows,
+        "peak": {key: peak(rows, key) for key in ("linear_true", "mlp_true")},
+        # after the table, so that the table's candidates are the lab's
+        "where": where_selection_goes(rng, models["mlp"], label_bias) if label_bias else None,
+    }
 
 
 def peak(rows: list[dict], key: str) -> dict:
@@ -63,7 +77,9 @@ def peak(rows: list[dict], key: str) -> dict:
     return {"n": best["n"], "true_reward": best[key]}
 
 
-def where_selection_goes(rng, network, bias: float, sizes=(16, 256, 4096), trials: int = 200) -> list[dict]:
+def where_selection_goes(
+    rng, network, bias: float, sizes=(16, 256, 4096), trials: int = 200
+) -> list[dict]:
     """Best-of-n by three scores on fresh candidates: the learned reward, the labeller's own
     utility r* + bias * x2 (a perfect fit to the biased labels) and r* itself. For each,
     the mean true reward and the mean x2 of the kept candidates."""
@@ -71,20 +87,29 @@ def where_selection_goes(rng, network, bias: float, sizes=(16, 256, 4096), trial
     for n in sizes:
         points = rng.normal(size=(trials, n, 2)).astype(np.float32)
         truth = rm.true_reward(points)
-        scores = {"learned": rm.predict(network, points), "labeller": truth + bias * points[..., 1],
-                  "true": truth}
+        scores = {
+            "learned": rm.predict(network, points),
+            "labeller": truth + bias * points[..., 1],
+            "true": truth,
+        }
         row = {"n": n}
         for name, score in scores.items():
             kept = np.take_along_axis(points, score.argmax(1)[:, None, None], axis=1)[:, 0]
-            row[name] = {"true_reward": float(rm.true_reward(kept).mean()), "x2": float(kept[:, 1].mean())}
+            row[name] = {
+                "true_reward": float(rm.true_reward(kept).mean()),
+                "x2": float(kept[:, 1].mean()),
+            }
         rows.append(row)
     return rows
 
 
-def run_variants(seeds=(0, 1, 2), small: int = 200, label_bias: float = 0.5,
-                 trials: int = 200) -> dict:
+def run_variants(
+    seeds=(0, 1, 2), small: int = 200, label_bias: float = 0.5, trials: int = 200
+) -> dict:
     """200 against 4,000 training pairs for each seed, and the biased labeller (seed 0)."""
-    runs = {"pairs": [fit_and_search(seed, n, trials=trials) for seed in seeds for n in (small, 4000)]}
+    runs = {
+        "pairs": [fit_and_search(seed, n, trials=trials) for seed in seeds for n in (small, 4000)]
+    }
     runs["label_bias"] = fit_and_search(0, 4000, label_bias=label_bias, trials=trials)
     runs["biased_top_true_reward"] = float(rm.true_reward(np.array([2.0, 1.0 + label_bias])))
     return runs

@@ -11,6 +11,7 @@ Short prompts have no 13-gram at all, so a 13-gram check cannot flag them whatev
 training set holds; `overlap_report` therefore runs several n and says how many suite
 items are long enough to be checked at each.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -35,7 +36,7 @@ def ngrams(text: str, n: int) -> set[tuple[str, ...]]:
     if type(n) is not int or n < 1:
         raise ValueError(f"n must be a positive integer, got {n!r}")
     words = normalise(text).split()
-    return {tuple(words[i:i + n]) for i in range(len(words) - n + 1)}
+    return {tuple(words[i : i + n]) for i in range(len(words) - n + 1)}
 
 
 def overlap(suite: list[str], training: list[str], n: int) -> dict:
@@ -51,9 +52,13 @@ def overlap_report(suite: list[str], training: list[str], sizes=(13, 8, 5, 3, 2)
     trained = {prompt_hash(t) for t in training}
     duplicates = [i for i, p in enumerate(suite) if prompt_hash(p) in trained]
     lengths = [len(normalise(p).split()) for p in suite]
-    return {"suite_items": len(suite), "training_prompts": len(training),
-            "duplicates": duplicates, "longest_suite_prompt_words": max(lengths, default=0),
-            "ngram": [overlap(suite, training, n) for n in sizes]}
+    return {
+        "suite_items": len(suite),
+        "training_prompts": len(training),
+        "duplicates": duplicates,
+        "longest_suite_prompt_words": max(lengths, default=0),
+        "ngram": [overlap(suite, training, n) for n in sizes],
+    }
 
 
 def run_suite_check(quick: bool = True, sizes=(13, 8, 5, 3, 2)) -> dict:
@@ -64,5 +69,7 @@ def run_suite_check(quick: bool = True, sizes=(13, 8, 5, 3, 2)) -> dict:
     train, _ = chat_data.split(quick)
     suite = [item["prompt"] for item in catalogue.SUITE]
     report = overlap_report(suite, [row["user"] for row in train], sizes)
-    report["flagged_prompts"] = {str(r["n"]): [suite[i] for i in r["flagged"]] for r in report["ngram"]}
+    report["flagged_prompts"] = {
+        str(r["n"]): [suite[i] for i in r["flagged"]] for r in report["ngram"]
+    }
     return report

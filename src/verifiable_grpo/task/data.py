@@ -12,6 +12,7 @@ Pages hold only the statement (the chat instruction is added by `prompts`). Labe
 structured problem, the solver's answer and the canonical response built from it. The test
 answers live only in labels/gold.json, which the learning view never copies.
 """
+
 from __future__ import annotations
 
 import json
@@ -28,8 +29,8 @@ DATASET_NAME = "StockArithmetic-v1"
 LEARNING_SPLITS = ("warmstart", "train", "validation")
 SPLITS = LEARNING_SPLITS + ("test",)
 TEST_COUNTS = {"ID50": 100, "OOD100": 100}
-ID_MAXIMUM = 50      # operands of ID50 problems: 0..50
-OOD_MAXIMUM = 100    # OOD100: every operand 0..100, at least one above ID_MAXIMUM
+ID_MAXIMUM = 50  # operands of ID50 problems: 0..50
+OOD_MAXIMUM = 100  # OOD100: every operand 0..100, at least one above ID_MAXIMUM
 MANIFEST = "MANIFEST.json"
 TEST_INPUTS = "input/pages.json"
 GOLD = "labels/gold.json"
@@ -67,8 +68,9 @@ def _draw(seed: int) -> dict[str, list[tuple[dict, str, int]]]:
     seen: set = set()
     n_id = COUNTS["warmstart"] + COUNTS["train"] + COUNTS["validation"] + TEST_COUNTS["ID50"]
     in_range = _draw_unique(rng, n_id, ID_MAXIMUM, seen, lambda p: True)
-    out_of_range = _draw_unique(rng, TEST_COUNTS["OOD100"], OOD_MAXIMUM, seen,
-                                lambda p: max(_operands(p)) > ID_MAXIMUM)
+    out_of_range = _draw_unique(
+        rng, TEST_COUNTS["OOD100"], OOD_MAXIMUM, seen, lambda p: max(_operands(p)) > ID_MAXIMUM
+    )
     cut_w = COUNTS["warmstart"]
     cut_t = cut_w + COUNTS["train"]
     cut_v = cut_t + COUNTS["validation"]
@@ -80,8 +82,10 @@ def _draw(seed: int) -> dict[str, list[tuple[dict, str, int]]]:
     }
     # Mix the two test populations so that any prefix of the test list holds both.
     rng.shuffle(populations["test"])
-    return {split: [(p, pop, rng.randrange(len(TEMPLATES))) for p, pop in populations[split]]
-            for split in SPLITS}
+    return {
+        split: [(p, pop, rng.randrange(len(TEMPLATES))) for p, pop in populations[split]]
+        for split in SPLITS
+    }
 
 
 def generate_problem_set(seed: int) -> dict[str, list[tuple[dict, str]]]:
@@ -103,8 +107,10 @@ def _json_bytes(value) -> bytes:
 
 def _require_empty(directory: Path) -> None:
     if directory.exists() and (not directory.is_dir() or any(directory.iterdir())):
-        raise FileExistsError(f"{directory} exists and is not an empty folder; a dataset is "
-                              "never written over existing files (choose a new folder)")
+        raise FileExistsError(
+            f"{directory} exists and is not an empty folder; a dataset is "
+            "never written over existing files (choose a new folder)"
+        )
 
 
 def _write_files(directory: Path, files: dict[str, bytes]) -> dict[str, dict]:
@@ -125,13 +131,23 @@ def _split_files(seed: int) -> tuple[dict[str, bytes], dict]:
         for index, (problem, population, template) in enumerate(rows):
             document_id = _document_id(split, index)
             final_stock = compute_final_stock(problem)
-            pages.append({"document_id": document_id, "split": split,
-                          "population": population,
-                          "statement": render_statement(problem, template)})
-            labels.append({"document_id": document_id, "problem": problem,
-                           "final_stock": final_stock,
-                           "response": canonical_response(final_stock),
-                           "warmstart": split == "warmstart"})
+            pages.append(
+                {
+                    "document_id": document_id,
+                    "split": split,
+                    "population": population,
+                    "statement": render_statement(problem, template),
+                }
+            )
+            labels.append(
+                {
+                    "document_id": document_id,
+                    "problem": problem,
+                    "final_stock": final_stock,
+                    "response": canonical_response(final_stock),
+                    "warmstart": split == "warmstart",
+                }
+            )
         if split == "test":
             files[TEST_INPUTS] = _json_bytes(pages)
             files[GOLD] = _json_bytes(labels)
@@ -153,8 +169,13 @@ def write_dataset(out_dir, seed: int) -> dict:
     _require_empty(out_dir)
     files, counts = _split_files(seed)
     out_dir.mkdir(parents=True, exist_ok=True)
-    manifest = {"dataset": DATASET_NAME, "kind": "full", "seed": seed, "counts": counts,
-                "files": _write_files(out_dir, files)}
+    manifest = {
+        "dataset": DATASET_NAME,
+        "kind": "full",
+        "seed": seed,
+        "counts": counts,
+        "files": _write_files(out_dir, files),
+    }
     (out_dir / MANIFEST).write_bytes(_json_bytes(manifest))
     return manifest
 
@@ -184,9 +205,11 @@ def _verify(data_dir: Path, names, manifest: dict | None) -> None:
             raise FileNotFoundError(f"{path} is listed in the manifest but missing")
         size, digest = path.stat().st_size, sha256_file(path)
         if (size, digest) != (entry["bytes"], entry["sha256"]):
-            raise ValueError(f"{path} changed since {MANIFEST} was written "
-                             f"(sha256 {digest[:12]}..., {size} bytes; expected "
-                             f"{entry['sha256'][:12]}..., {entry['bytes']} bytes)")
+            raise ValueError(
+                f"{path} changed since {MANIFEST} was written "
+                f"(sha256 {digest[:12]}..., {size} bytes; expected "
+                f"{entry['sha256'][:12]}..., {entry['bytes']} bytes)"
+            )
 
 
 def _read_verified(data_dir, names: list[str]) -> list:
@@ -198,8 +221,10 @@ def _read_verified(data_dir, names: list[str]) -> list:
 def read_examples(data_dir, split: str) -> list[dict]:
     """Pages of a learning split merged with their labels (checked against the solver)."""
     if split not in LEARNING_SPLITS:
-        raise ValueError(f"split must be one of {LEARNING_SPLITS}, got {split!r} "
-                         "(test inputs: read_test_inputs; answers: read_gold)")
+        raise ValueError(
+            f"split must be one of {LEARNING_SPLITS}, got {split!r} "
+            "(test inputs: read_test_inputs; answers: read_gold)"
+        )
     pages, labels = _read_verified(data_dir, [f"{split}/pages.json", f"labels/{split}.json"])
     if [p["document_id"] for p in pages] != [label["document_id"] for label in labels]:
         raise ValueError(f"{split}: pages and labels list different document ids")
@@ -245,10 +270,14 @@ def write_learning_view(data_dir, dest) -> Path:
     names += [f"labels/{split}.json" for split in LEARNING_SPLITS]
     files = {name: (data_dir / name).read_bytes() for name in names}
     dest.mkdir(parents=True, exist_ok=True)
-    manifest = {"dataset": DATASET_NAME, "kind": "learning-view", "seed": source["seed"],
-                "counts": {s: source["counts"][s] for s in LEARNING_SPLITS},
-                "source_dataset_sha256": source_sha256,
-                "files": _write_files(dest, files)}
+    manifest = {
+        "dataset": DATASET_NAME,
+        "kind": "learning-view",
+        "seed": source["seed"],
+        "counts": {s: source["counts"][s] for s in LEARNING_SPLITS},
+        "source_dataset_sha256": source_sha256,
+        "files": _write_files(dest, files),
+    }
     (dest / MANIFEST).write_bytes(_json_bytes(manifest))
     assert_learning_only(dest)
     return dest
@@ -265,19 +294,24 @@ def write_train_subset(learning_dir, dest, document_ids: list[str]) -> Path:
     by_id = {p["document_id"]: (p, label) for p, label in zip(pages, labels)}
     missing = [d for d in document_ids if d not in by_id]
     if missing or not document_ids or len(set(document_ids)) != len(document_ids):
-        raise ValueError(f"train subset needs distinct ids of the train split; not found: "
-                         f"{missing[:3]}")
+        raise ValueError(
+            f"train subset needs distinct ids of the train split; not found: {missing[:3]}"
+        )
     names = [f"{split}/pages.json" for split in LEARNING_SPLITS if split != "train"]
     names += [f"labels/{split}.json" for split in LEARNING_SPLITS if split != "train"]
     payload = {name: (learning_dir / name).read_bytes() for name in names}
     payload["train/pages.json"] = _json_bytes([by_id[d][0] for d in document_ids])
     payload["labels/train.json"] = _json_bytes([by_id[d][1] for d in document_ids])
     dest.mkdir(parents=True, exist_ok=True)
-    manifest = {"dataset": DATASET_NAME, "kind": "learning-view", "seed": source["seed"],
-                "counts": {**source["counts"], "train": len(document_ids)},
-                "source_dataset_sha256": source["source_dataset_sha256"],
-                "train_subset_of": sha256_bytes(_json_bytes(source)),
-                "files": _write_files(dest, payload)}
+    manifest = {
+        "dataset": DATASET_NAME,
+        "kind": "learning-view",
+        "seed": source["seed"],
+        "counts": {**source["counts"], "train": len(document_ids)},
+        "source_dataset_sha256": source["source_dataset_sha256"],
+        "train_subset_of": sha256_bytes(_json_bytes(source)),
+        "files": _write_files(dest, payload),
+    }
     (dest / MANIFEST).write_bytes(_json_bytes(manifest))
     return dest
 
@@ -287,17 +321,25 @@ def assert_learning_only(data_dir) -> None:
     data_dir = Path(data_dir)
     if not data_dir.is_dir():
         raise FileNotFoundError(f"{data_dir} is not a folder")
-    found = [name for name in (GOLD, os.path.dirname(TEST_INPUTS), INFERENCE_DIR)
-             if (data_dir / name).exists()]
+    found = [
+        name
+        for name in (GOLD, os.path.dirname(TEST_INPUTS), INFERENCE_DIR)
+        if (data_dir / name).exists()
+    ]
     manifest = _manifest(data_dir, required=False)
     if manifest is not None:
-        found += [name for name in manifest["files"]
-                  if name == GOLD or name.startswith(("input/", INFERENCE_DIR + "/"))]
+        found += [
+            name
+            for name in manifest["files"]
+            if name == GOLD or name.startswith(("input/", INFERENCE_DIR + "/"))
+        ]
         if manifest.get("kind") != "learning-view":
             found.append(f"{MANIFEST} of kind {manifest.get('kind')!r}")
     if found:
-        raise ValueError(f"{data_dir} is not a learning-only view; it holds test or inference "
-                         f"material: {sorted(set(found))}")
+        raise ValueError(
+            f"{data_dir} is not a learning-only view; it holds test or inference "
+            f"material: {sorted(set(found))}"
+        )
 
 
 def command_data(args) -> int:
@@ -311,13 +353,29 @@ def command_data(args) -> int:
     manifest = write_dataset(args.out, seed)
     counts = manifest["counts"]
     print(f"{DATASET_NAME} written to {args.out} (seed {seed})")
-    print("  " + ", ".join(f"{name} {counts[name]}" for name in
-                           ("warmstart", "train", "validation", "test", "test_ID50",
-                            "test_OOD100")))
+    print(
+        "  "
+        + ", ".join(
+            f"{name} {counts[name]}"
+            for name in ("warmstart", "train", "validation", "test", "test_ID50", "test_OOD100")
+        )
+    )
     print(f"  dataset sha256 {dataset_sha256(args.out)}")
     return 0
 
 
-__all__ = ["generate_problem_set", "write_dataset", "read_examples", "read_test_inputs",
-           "read_gold", "dataset_sha256", "write_learning_view", "assert_learning_only",
-           "command_data", "COUNTS", "TEST_COUNTS", "SPLITS", "LEARNING_SPLITS"]
+__all__ = [
+    "generate_problem_set",
+    "write_dataset",
+    "read_examples",
+    "read_test_inputs",
+    "read_gold",
+    "dataset_sha256",
+    "write_learning_view",
+    "assert_learning_only",
+    "command_data",
+    "COUNTS",
+    "TEST_COUNTS",
+    "SPLITS",
+    "LEARNING_SPLITS",
+]

@@ -6,6 +6,7 @@ that prompt, then the response tokens, then the end-of-turn token (EOS); only th
 and its EOS are supervised. Nothing is ever truncated: an example over the token budget is
 an error, because silently cutting it would train on a different task.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -40,13 +41,17 @@ def _as_ids(rendered: Any) -> list[int]:
 
 
 def render_ids(tokenizer, messages: list[dict], add_generation_prompt: bool) -> list[int]:
-    return _as_ids(tokenizer.apply_chat_template(
-        messages, add_generation_prompt=add_generation_prompt, tokenize=True, return_dict=False))
+    return _as_ids(
+        tokenizer.apply_chat_template(
+            messages, add_generation_prompt=add_generation_prompt, tokenize=True, return_dict=False
+        )
+    )
 
 
 def render_text(tokenizer, messages: list[dict], add_generation_prompt: bool) -> str:
-    return tokenizer.apply_chat_template(messages, add_generation_prompt=add_generation_prompt,
-                                         tokenize=False)
+    return tokenizer.apply_chat_template(
+        messages, add_generation_prompt=add_generation_prompt, tokenize=False
+    )
 
 
 def eos_id(tokenizer, config: dict) -> int:
@@ -65,8 +70,10 @@ def prompt_ids(tokenizer, statement: str, config: dict) -> list[int]:
     if not ids:
         raise ValueError("the chat template rendered an empty prompt")
     if len(ids) > limit:
-        raise ValueError(f"prompt has {len(ids)} tokens, over tokens.max_prompt={limit}; "
-                         "examples are never truncated")
+        raise ValueError(
+            f"prompt has {len(ids)} tokens, over tokens.max_prompt={limit}; "
+            "examples are never truncated"
+        )
     return ids
 
 
@@ -75,8 +82,10 @@ def response_ids(tokenizer, response_text: str, config: dict) -> list[int]:
     ids = tokenizer.encode(response_text, add_special_tokens=False) + [eos_id(tokenizer, config)]
     limit = typed(config).tokens.max_response
     if len(ids) > limit:
-        raise ValueError(f"response has {len(ids)} tokens with EOS, over "
-                         f"tokens.max_response={limit}; examples are never truncated")
+        raise ValueError(
+            f"response has {len(ids)} tokens with EOS, over "
+            f"tokens.max_response={limit}; examples are never truncated"
+        )
     return ids
 
 
@@ -89,9 +98,12 @@ def completion_row(tokenizer, statement: str, response_text: str, config: dict) 
     # Within max_prompt and max_response, the row fits max_total (a rule of the schema).
     prompt = prompt_ids(tokenizer, statement, config)
     response = response_ids(tokenizer, response_text, config)
-    return {"input_ids": prompt + response, "prompt_length": len(prompt),
-            "response_mask": [False] * len(prompt) + [True] * len(response),
-            "response_tokens": len(response)}
+    return {
+        "input_ids": prompt + response,
+        "prompt_length": len(prompt),
+        "response_mask": [False] * len(prompt) + [True] * len(response),
+        "response_tokens": len(response),
+    }
 
 
 def full_conversation_ids(tokenizer, statement: str, response_text: str) -> list[int]:
@@ -100,14 +112,17 @@ def full_conversation_ids(tokenizer, statement: str, response_text: str) -> list
     return render_ids(tokenizer, messages, add_generation_prompt=False)
 
 
-def check_row_rendering(tokenizer, statement: str, response_text: str, row: dict,
-                        config: dict) -> None:
+def check_row_rendering(
+    tokenizer, statement: str, response_text: str, row: dict, config: dict
+) -> None:
     """A row must equal the template's rendering of the full conversation up to its EOS."""
     full = full_conversation_ids(tokenizer, statement, response_text)
     ids, eos = row["input_ids"], eos_id(tokenizer, config)
-    if full[:len(ids)] != ids:
-        raise ValueError("training row differs from the chat template's rendering of the "
-                         "conversation; prompt and response would not match generation")
+    if full[: len(ids)] != ids:
+        raise ValueError(
+            "training row differs from the chat template's rendering of the "
+            "conversation; prompt and response would not match generation"
+        )
     if ids[-1] != eos:
         raise ValueError("training row does not end with the EOS token")
 
@@ -118,6 +133,10 @@ def template_identity(tokenizer, config: dict) -> dict:
     messages = messages_for(statement)
     text = render_text(tokenizer, messages, add_generation_prompt=True)
     ids = prompt_ids(tokenizer, statement, config)
-    return {"probe_statement": statement, "text": text, "ids": ids,
-            "eos_id": eos_id(tokenizer, config),
-            "sha256": sha256_bytes(canonical_json({"text": text, "ids": ids}))}
+    return {
+        "probe_statement": statement,
+        "text": text,
+        "ids": ids,
+        "eos_id": eos_id(tokenizer, config),
+        "sha256": sha256_bytes(canonical_json({"text": text, "ids": ids})),
+    }

@@ -6,6 +6,7 @@ the task at all (see book/tiny-base.md), so every template says the same four fa
 about a dozen words. Movements are listed in the order the solver applies them:
 deliveries first, then withdrawals.
 """
+
 from __future__ import annotations
 
 TEMPLATES = (

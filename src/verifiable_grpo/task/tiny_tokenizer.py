@@ -10,6 +10,7 @@ The BPE merges are learned, deterministically, from a synthetic corpus of statem
 instructions and answers; a few hundred merges are enough to make every word of the
 task a single token.
 """
+
 from __future__ import annotations
 
 import json
@@ -45,19 +46,52 @@ CHAT_TEMPLATE = (
 # JSON keys the base sees in pretraining (never final_stock; see tinybase.py). The
 # tokenizer corpus also holds final_stock, because the warm start must write it.
 PRETRAIN_KEYS = (
-    "stock", "total", "result", "remaining", "answer", "value", "count", "left",
-    "balance", "units", "amount", "quantity", "end_stock", "new_stock", "stock_left",
-    "closing_stock", "final_total", "final_count", "final_value", "final_answer",
+    "stock",
+    "total",
+    "result",
+    "remaining",
+    "answer",
+    "value",
+    "count",
+    "left",
+    "balance",
+    "units",
+    "amount",
+    "quantity",
+    "end_stock",
+    "new_stock",
+    "stock_left",
+    "closing_stock",
+    "final_total",
+    "final_count",
+    "final_value",
+    "final_answer",
 )
-FILLER_WORDS = ("system", "user", "assistant", "The", "answer", "is", "stock", "total",
-                "JSON", "number", "integer", "Reply", "only", "with")
+FILLER_WORDS = (
+    "system",
+    "user",
+    "assistant",
+    "The",
+    "answer",
+    "is",
+    "stock",
+    "total",
+    "JSON",
+    "number",
+    "integer",
+    "Reply",
+    "only",
+    "with",
+)
 
 
 def pretokenizer() -> pre_tokenizers.PreTokenizer:
-    return pre_tokenizers.Sequence([
-        pre_tokenizers.Split(Regex(QWEN2_PRETOKENIZE_REGEX), behavior="isolated", invert=False),
-        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
-    ])
+    return pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(Regex(QWEN2_PRETOKENIZE_REGEX), behavior="isolated", invert=False),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+        ]
+    )
 
 
 def corpus_lines(seed: int = CORPUS_SEED, lines: int = CORPUS_LINES) -> list[str]:
@@ -66,9 +100,11 @@ def corpus_lines(seed: int = CORPUS_SEED, lines: int = CORPUS_LINES) -> list[str
     keys = PRETRAIN_KEYS + (statements.ANSWER_KEY,)
     out = []
     for _ in range(lines):
-        problem = {"initial": rng.randint(0, 100),
-                   "deliveries": [rng.randint(0, 100), rng.randint(0, 100)],
-                   "withdrawals": [rng.randint(0, 100), rng.randint(0, 100)]}
+        problem = {
+            "initial": rng.randint(0, 100),
+            "deliveries": [rng.randint(0, 100), rng.randint(0, 100)],
+            "withdrawals": [rng.randint(0, 100), rng.randint(0, 100)],
+        }
         statement = statements.render_statement(problem, rng.randrange(len(statements.TEMPLATES)))
         if rng.random() < 0.8:
             key = rng.choice(keys)
@@ -85,16 +121,27 @@ def corpus_lines(seed: int = CORPUS_SEED, lines: int = CORPUS_LINES) -> list[str
 
 def train_tokenizer(vocab_size: int = VOCAB_SIZE, seed: int = CORPUS_SEED) -> Tokenizer:
     """A deterministic byte-level BPE with Qwen2's normaliser, pre-tokenizer and decoder."""
-    tokenizer = Tokenizer(models.BPE(unk_token=None, continuing_subword_prefix="",
-                                     end_of_word_suffix="", fuse_unk=False, byte_fallback=False))
+    tokenizer = Tokenizer(
+        models.BPE(
+            unk_token=None,
+            continuing_subword_prefix="",
+            end_of_word_suffix="",
+            fuse_unk=False,
+            byte_fallback=False,
+        )
+    )
     tokenizer.normalizer = normalizers.NFC()
     tokenizer.pre_tokenizer = pretokenizer()
-    tokenizer.decoder = decoders.ByteLevel(add_prefix_space=False, trim_offsets=False,
-                                           use_regex=False)
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=2,
-                                  special_tokens=list(SPECIAL_TOKENS),
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-                                  show_progress=False)
+    tokenizer.decoder = decoders.ByteLevel(
+        add_prefix_space=False, trim_offsets=False, use_regex=False
+    )
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        min_frequency=2,
+        special_tokens=list(SPECIAL_TOKENS),
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
     tokenizer.train_from_iterator(corpus_lines(seed), trainer=trainer)
     return tokenizer
 
@@ -102,8 +149,14 @@ def train_tokenizer(vocab_size: int = VOCAB_SIZE, seed: int = CORPUS_SEED) -> To
 def tokenizer_config() -> dict:
     """tokenizer_config.json in Qwen's style: <|im_end|> ends a turn, <|endoftext|> pads."""
     added = {
-        str(i): {"content": token, "lstrip": False, "normalized": False, "rstrip": False,
-                 "single_word": False, "special": True}
+        str(i): {
+            "content": token,
+            "lstrip": False,
+            "normalized": False,
+            "rstrip": False,
+            "single_word": False,
+            "special": True,
+        }
         for i, token in enumerate(SPECIAL_TOKENS)
     }
     return {
@@ -129,6 +182,7 @@ def save_tokenizer(tokenizer: Tokenizer, out_dir: str | Path) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     paths = [out / "tokenizer.json", out / "tokenizer_config.json"]
     tokenizer.save(str(paths[0]), pretty=True)
-    paths[1].write_text(json.dumps(tokenizer_config(), indent=2, sort_keys=True) + "\n",
-                        encoding="utf-8")
+    paths[1].write_text(
+        json.dumps(tokenizer_config(), indent=2, sort_keys=True) + "\n", encoding="utf-8"
+    )
     return paths

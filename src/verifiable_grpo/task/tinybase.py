@@ -16,6 +16,7 @@ turns that look like the task but never are the task:
 The warm start then only has to learn the one new key. Why this recipe and what failed
 before it: book/tiny-base.md and REFERENCE.md.
 """
+
 from __future__ import annotations
 
 import json
@@ -46,13 +47,13 @@ RECIPE = {
     "batch_size": 32,
     "peak_learning_rate": 2e-3,
     "warmup_steps": 100,
-    "final_lr_fraction": 0.1,      # linear decay from the peak to 10 % of it
+    "final_lr_fraction": 0.1,  # linear decay from the peak to 10 % of it
     "weight_decay": 0.01,
     "betas": [0.9, 0.95],
     "max_grad_norm": 1.0,
-    "json_fraction": 0.8,          # the rest ask for the plain number
-    "id50_fraction": 0.5,          # problems drawn like ID50 (0..50), the rest like OOD100
-    "held_out_problems": 400,      # disjoint problems that measure the base (half each range)
+    "json_fraction": 0.8,  # the rest ask for the plain number
+    "id50_fraction": 0.5,  # problems drawn like ID50 (0..50), the rest like OOD100
+    "held_out_problems": 400,  # disjoint problems that measure the base (half each range)
     "nominal_step_seconds": 0.25,  # only converts --minutes into a step count
     "model": {
         "hidden_size": 192,
@@ -66,8 +67,13 @@ RECIPE = {
         "tie_word_embeddings": True,
     },
 }
-SHIPPED_FILES = ("config.json", "generation_config.json", "model.safetensors",
-                 "tokenizer.json", "tokenizer_config.json")
+SHIPPED_FILES = (
+    "config.json",
+    "generation_config.json",
+    "model.safetensors",
+    "tokenizer.json",
+    "tokenizer_config.json",
+)
 MAX_NEW_TOKENS = 16
 
 
@@ -79,8 +85,11 @@ def dataset_problems(data_seed: int) -> set[tuple]:
     from verifiable_grpo.task.data import generate_problem_set
 
     splits = generate_problem_set(data_seed)
-    return {verifier.normalized_problem(problem)
-            for rows in splits.values() for problem, _population in rows}
+    return {
+        verifier.normalized_problem(problem)
+        for rows in splits.values()
+        for problem, _population in rows
+    }
 
 
 def sample_problem(rng: random.Random, id50_fraction: float, excluded: set[tuple]) -> dict:
@@ -99,15 +108,19 @@ def turn(problem: dict, rng: random.Random, json_fraction: float) -> tuple[str, 
     if rng.random() < json_fraction:
         key = rng.choice(tiny_tokenizer.PRETRAIN_KEYS)
         assert key != statements.ANSWER_KEY  # never the task's key in pretraining
-        return (statements.user_message(statement, statements.json_instruction(key)),
-                statements.canonical_response(answer, key))
+        return (
+            statements.user_message(statement, statements.json_instruction(key)),
+            statements.canonical_response(answer, key),
+        )
     return statements.user_message(statement, statements.number_instruction()), str(answer)
 
 
 def chat_prompt(user: str) -> str:
     """The tokenizer's chat template with add_generation_prompt, written out (fast)."""
-    return f"{tiny_tokenizer.IM_START}user\n{user}{tiny_tokenizer.IM_END}\n" \
-           f"{tiny_tokenizer.IM_START}assistant\n"
+    return (
+        f"{tiny_tokenizer.IM_START}user\n{user}{tiny_tokenizer.IM_END}\n"
+        f"{tiny_tokenizer.IM_START}assistant\n"
+    )
 
 
 def encode_batch(tokenizer, turns: list[tuple[str, str]]):
@@ -125,7 +138,7 @@ def encode_batch(tokenizer, turns: list[tuple[str, str]]):
         n = len(p) + len(a)
         ids[i, :n] = torch.tensor(p + a)
         mask[i, :n] = 1
-        labels[i, len(p):n] = torch.tensor(a)
+        labels[i, len(p) : n] = torch.tensor(a)
     return ids, mask, labels
 
 
@@ -170,22 +183,33 @@ def lr_factor(step: int, total: int, warmup: int, final_fraction: float) -> floa
 def pretrain(model, tokenizer, recipe: dict, steps: int, excluded: set[tuple]) -> list[float]:
     """The fixed-step pretraining loop; returns the per-step loss."""
     rng = random.Random(recipe["seed"])
-    optimizer = torch.optim.AdamW(model.parameters(), lr=recipe["peak_learning_rate"],
-                                  betas=tuple(recipe["betas"]),
-                                  weight_decay=recipe["weight_decay"])
+    optimizer = torch.optim.AdamW(
+        model.parameters(),
+        lr=recipe["peak_learning_rate"],
+        betas=tuple(recipe["betas"]),
+        weight_decay=recipe["weight_decay"],
+    )
     scheduler = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda s: lr_factor(s, steps, recipe["warmup_steps"],
-                                       recipe["final_lr_fraction"]))
+        optimizer,
+        lambda s: lr_factor(s, steps, recipe["warmup_steps"], recipe["final_lr_fraction"]),
+    )
     model.train()
     losses = []
     bar = tqdm(range(steps), desc="pretrain", mininterval=5, file=sys.stderr)
     for _ in bar:
-        turns = [turn(sample_problem(rng, recipe["id50_fraction"], excluded), rng,
-                      recipe["json_fraction"]) for _ in range(recipe["batch_size"])]
+        turns = [
+            turn(
+                sample_problem(rng, recipe["id50_fraction"], excluded), rng, recipe["json_fraction"]
+            )
+            for _ in range(recipe["batch_size"])
+        ]
         ids, mask, labels = encode_batch(tokenizer, turns)
         logits = model(input_ids=ids, attention_mask=mask).logits
-        loss = F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]),
-                               labels[:, 1:].reshape(-1), ignore_index=-100)
+        loss = F.cross_entropy(
+            logits[:, :-1].reshape(-1, logits.shape[-1]),
+            labels[:, 1:].reshape(-1),
+            ignore_index=-100,
+        )
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), recipe["max_grad_norm"])
@@ -220,12 +244,17 @@ def greedy_answers(model, tokenizer, users: list[str], batch_size: int = 64) -> 
     texts = []
     tokenizer.padding_side = "left"
     for start in range(0, len(users), batch_size):
-        chunk = [chat_prompt(u) for u in users[start:start + batch_size]]
+        chunk = [chat_prompt(u) for u in users[start : start + batch_size]]
         enc = tokenizer(chunk, add_special_tokens=False, return_tensors="pt", padding=True)
-        out = model.generate(**enc, max_new_tokens=MAX_NEW_TOKENS, do_sample=False,
-                             eos_token_id=eos, pad_token_id=model.config.pad_token_id)
-        for row in out[:, enc["input_ids"].shape[1]:].tolist():
-            row = row[:row.index(eos)] if eos in row else row
+        out = model.generate(
+            **enc,
+            max_new_tokens=MAX_NEW_TOKENS,
+            do_sample=False,
+            eos_token_id=eos,
+            pad_token_id=model.config.pad_token_id,
+        )
+        for row in out[:, enc["input_ids"].shape[1] :].tolist():
+            row = row[: row.index(eos)] if eos in row else row
             texts.append(tokenizer.decode(row, skip_special_tokens=False))
     tokenizer.padding_side = "right"
     return texts
@@ -239,8 +268,10 @@ def measure_base(model, tokenizer, problems: list[tuple[dict, str]]) -> dict:
         statement = statements.render_statement(problem, i % len(statements.TEMPLATES))
         answer = verifier.compute_final_stock(problem)
         key = keys[i % len(keys)]
-        users += [statements.user_message(statement, statements.json_instruction(key)),
-                  statements.user_message(statement, statements.number_instruction())]
+        users += [
+            statements.user_message(statement, statements.json_instruction(key)),
+            statements.user_message(statement, statements.number_instruction()),
+        ]
         targets += [statements.canonical_response(answer, key), str(answer)]
         populations += [population, population]
     texts = greedy_answers(model, tokenizer, users)
@@ -258,16 +289,24 @@ def measure_base(model, tokenizer, problems: list[tuple[dict, str]]) -> dict:
         "exact_rate_number": rate([k == "number" for k in kinds]),
         "exact_rate_id50": rate([p == "ID50" for p in populations]),
         "exact_rate_ood100": rate([p == "OOD100" for p in populations]),
-        "examples": [{"user": u, "target": g, "greedy": t}
-                     for u, g, t in list(zip(users, targets, texts))[:6]],
+        "examples": [
+            {"user": u, "target": g, "greedy": t}
+            for u, g, t in list(zip(users, targets, texts))[:6]
+        ],
     }
 
 
 # ---------------------------------------------------------------------------------------
 # The build
 # ---------------------------------------------------------------------------------------
-def build_base(out_dir: str | Path, steps: int | None = None, data_seed: int | None = None,
-               recipe: dict | None = None, measure: bool = True, command: str = "") -> dict:
+def build_base(
+    out_dir: str | Path,
+    steps: int | None = None,
+    data_seed: int | None = None,
+    recipe: dict | None = None,
+    measure: bool = True,
+    command: str = "",
+) -> dict:
     """Train the tokenizer and the model, save them into `out_dir`, write BUILD.json."""
     from transformers import PreTrainedTokenizerFast
 
@@ -282,9 +321,11 @@ def build_base(out_dir: str | Path, steps: int | None = None, data_seed: int | N
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     tiny_tokenizer.save_tokenizer(tiny_tokenizer.train_tokenizer(), out)
-    tokenizer = PreTrainedTokenizerFast(tokenizer_file=str(out / "tokenizer.json"),
-                                        eos_token=tiny_tokenizer.IM_END,
-                                        pad_token=tiny_tokenizer.PAD_TOKEN)
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_file=str(out / "tokenizer.json"),
+        eos_token=tiny_tokenizer.IM_END,
+        pad_token=tiny_tokenizer.PAD_TOKEN,
+    )
     excluded = dataset_problems(data_seed)
     held_out = held_out_problems(recipe, excluded)
     excluded |= {verifier.normalized_problem(p) for p, _ in held_out}
@@ -294,7 +335,7 @@ def build_base(out_dir: str | Path, steps: int | None = None, data_seed: int | N
     train_cpu_seconds = time.process_time() - cpu_started
     model.save_pretrained(str(out), safe_serialization=True)
     measured = measure_base(model, tokenizer, held_out) if measure else None
-    tail = losses[-min(100, len(losses)):]
+    tail = losses[-min(100, len(losses)) :]
     build = {
         "command": command,
         "recipe": recipe,
@@ -304,8 +345,10 @@ def build_base(out_dir: str | Path, steps: int | None = None, data_seed: int | N
         "unique_parameters": unique_parameters(model),
         "vocab_size": len(tokenizer),
         "final_loss_mean_last_100_steps": round(sum(tail) / len(tail), 5),
-        "loss_every_100_steps": [round(sum(losses[i:i + 100]) / len(losses[i:i + 100]), 4)
-                                 for i in range(0, len(losses), 100)],
+        "loss_every_100_steps": [
+            round(sum(losses[i : i + 100]) / len(losses[i : i + 100]), 4)
+            for i in range(0, len(losses), 100)
+        ],
         "build_seconds": round(train_seconds, 1),
         # CPU seconds of this process over both threads: less sensitive to other jobs
         # sharing the machine than the wall time (idle wall ~ cpu / threads).
@@ -323,11 +366,15 @@ def build_base(out_dir: str | Path, steps: int | None = None, data_seed: int | N
 def command_build(args) -> int:
     """`python -m verifiable_grpo build-tiny-base [--out DIR] [--force] [--minutes M]`."""
     out = resolve(args.out)
-    existing = [n for n in (*SHIPPED_FILES, "BUILD.json")
-                if n not in ("tokenizer.json", "tokenizer_config.json") and (out / n).exists()]
+    existing = [
+        n
+        for n in (*SHIPPED_FILES, "BUILD.json")
+        if n not in ("tokenizer.json", "tokenizer_config.json") and (out / n).exists()
+    ]
     if existing and not args.force:
-        raise SystemExit(f"{out} already holds a base ({', '.join(existing)}); "
-                         "pass --force to rebuild it")
+        raise SystemExit(
+            f"{out} already holds a base ({', '.join(existing)}); pass --force to rebuild it"
+        )
     steps = None
     if args.minutes is not None:  # quick experiments only: a fixed step count, not a clock
         steps = max(1, round(args.minutes * 60 / RECIPE["nominal_step_seconds"]))
@@ -337,7 +384,19 @@ def command_build(args) -> int:
         out.mkdir(parents=True, exist_ok=True)
         for name in (*SHIPPED_FILES, "BUILD.json"):
             shutil.copyfile(Path(scratch) / name, out / name)
-    print(json.dumps({k: build[k] for k in ("steps", "unique_parameters", "build_seconds",
-                                            "final_loss_mean_last_100_steps")}, indent=2))
+    print(
+        json.dumps(
+            {
+                k: build[k]
+                for k in (
+                    "steps",
+                    "unique_parameters",
+                    "build_seconds",
+                    "final_loss_mean_last_100_steps",
+                )
+            },
+            indent=2,
+        )
+    )
     print(json.dumps(build["held_out"], indent=2) if build["held_out"] else "")
     return 0

@@ -13,6 +13,7 @@ Stated choices (each has a test):
   are rejected, whatever their value.
 - The 256-character limit counts Python characters of the decoded text, whitespace included.
 """
+
 from __future__ import annotations
 
 import json
@@ -20,10 +21,10 @@ import random
 
 ANSWER_KEY = "final_stock"
 MAX_RESPONSE_CHARS = 256
-MAX_FINAL_STOCK = 300          # 100 + 100 + 100: the largest stock an OOD100 problem can reach
+MAX_FINAL_STOCK = 300  # 100 + 100 + 100: the largest stock an OOD100 problem can reach
 MAX_OPERAND = 100
 PROBLEM_KEYS = ("initial", "deliveries", "withdrawals")
-GENERATOR_MAXIMA = (50, 100)   # the ID50 and OOD100 operand ranges
+GENERATOR_MAXIMA = (50, 100)  # the ID50 and OOD100 operand ranges
 
 # Reasons a response is invalid (None when valid).
 COMPLETION_WITHOUT_EOS = "completion_without_eos"
@@ -61,8 +62,10 @@ def compute_final_stock(problem: dict) -> int:
     missing = [k for k in PROBLEM_KEYS if k not in problem]
     extra = sorted(str(k) for k in problem if k not in PROBLEM_KEYS)
     if missing or extra:
-        raise ValueError(f"a problem holds exactly {list(PROBLEM_KEYS)}; "
-                         f"missing keys {missing}, extra keys {extra}")
+        raise ValueError(
+            f"a problem holds exactly {list(PROBLEM_KEYS)}; "
+            f"missing keys {missing}, extra keys {extra}"
+        )
     _check_operand(problem["initial"], "initial")
     deliveries = _check_movements(problem, "deliveries")
     withdrawals = _check_movements(problem, "withdrawals")
@@ -72,15 +75,18 @@ def compute_final_stock(problem: dict) -> int:
     for index, value in enumerate(withdrawals):
         stock -= value
         if stock < 0:
-            raise ValueError(f"negative intermediate stock: withdrawals[{index}]={value} "
-                             f"leaves {stock}")
+            raise ValueError(
+                f"negative intermediate stock: withdrawals[{index}]={value} leaves {stock}"
+            )
     return stock
 
 
 def normalized_problem(problem: dict) -> tuple[int, tuple[int, int], tuple[int, int]]:
     """The deduplication key: movements sorted within each kind, so permutations collide."""
     compute_final_stock(problem)  # validates; a malformed problem has no key
-    deliveries, withdrawals = (tuple(sorted(problem[kind])) for kind in ("deliveries", "withdrawals"))
+    deliveries, withdrawals = (
+        tuple(sorted(problem[kind])) for kind in ("deliveries", "withdrawals")
+    )
     return problem["initial"], deliveries, withdrawals
 
 
@@ -134,8 +140,9 @@ def parse_generated_json(text, finish_reason: str) -> dict:
     try:
         # json.loads parses the whole string: a second object or any trailing text is an
         # "Extra data" error, so exactly one complete value is accepted.
-        value = json.loads(text, object_pairs_hook=_object_without_duplicates,
-                           parse_constant=_refuse_non_finite)
+        value = json.loads(
+            text, object_pairs_hook=_object_without_duplicates, parse_constant=_refuse_non_finite
+        )
     except (ValueError, RecursionError):  # JSONDecodeError is a ValueError
         return _invalid(INVALID_JSON_SCHEMA)
     if type(value) is not dict or list(value) != [ANSWER_KEY]:
@@ -146,8 +153,9 @@ def parse_generated_json(text, finish_reason: str) -> dict:
     return {"valid": True, "value": answer, "reason": None}
 
 
-def score_generated_json(text, finish_reason: str, problem: dict,
-                         tokenization_valid: bool = True) -> dict:
+def score_generated_json(
+    text, finish_reason: str, problem: dict, tokenization_valid: bool = True
+) -> dict:
     """Reward 1 for a valid response equal to the solver's answer, 0 otherwise.
 
     A malformed problem or a non-bool `tokenization_valid` raises ValueError: both are
@@ -156,8 +164,7 @@ def score_generated_json(text, finish_reason: str, problem: dict,
     """
     expected = compute_final_stock(problem)
     if type(tokenization_valid) is not bool:
-        raise ValueError("tokenization_valid must be True or False, got "
-                         f"{tokenization_valid!r}")
+        raise ValueError(f"tokenization_valid must be True or False, got {tokenization_valid!r}")
     parsed = parse_generated_json(text, finish_reason)
     if not tokenization_valid:
         parsed = _invalid(UNDECODABLE_TOKEN)

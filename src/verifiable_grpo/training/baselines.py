@@ -4,6 +4,7 @@ baseline (centred), a Beta posterior for one-rollout groups, the leave-one-out b
 all (plain REINFORCE). Each takes rewards [P, G], one group per row, and returns
 detached tensors; a constant group gets exactly 0 from every rule that has a baseline.
 """
+
 from __future__ import annotations
 
 import torch
@@ -14,8 +15,9 @@ def _check_rewards(rewards) -> torch.Tensor:
     if not rewards.is_floating_point():
         rewards = rewards.to(torch.get_default_dtype())
     if rewards.dim() != 2 or 0 in rewards.shape:
-        raise ValueError(f"rewards must be a non-empty 2-D [prompts, group], got shape "
-                         f"{tuple(rewards.shape)}")
+        raise ValueError(
+            f"rewards must be a non-empty 2-D [prompts, group], got shape {tuple(rewards.shape)}"
+        )
     if not torch.isfinite(rewards).all():
         raise ValueError("rewards must be finite")
     return rewards
@@ -31,8 +33,7 @@ def centred_advantages(rewards):
     return rewards - mean, mean
 
 
-def posterior_advantages(rewards, successes, observations, prior=(1.0, 1.0),
-                         epsilon: float = 1e-4):
+def posterior_advantages(rewards, successes, observations, prior=(1.0, 1.0), epsilon: float = 1e-4):
     """One-rollout groups scored against a Beta posterior of the prompt's success rate.
 
     rewards [P, 1] binary (the one kept rollout of each prompt); successes and
@@ -43,17 +44,22 @@ def posterior_advantages(rewards, successes, observations, prior=(1.0, 1.0),
     """
     rewards = _check_rewards(rewards)
     if rewards.shape[1] != 1:
-        raise ValueError(f"the posterior rule scores one-rollout groups, got {rewards.shape[1]} "
-                         "rollouts per prompt")
+        raise ValueError(
+            f"the posterior rule scores one-rollout groups, got {rewards.shape[1]} "
+            "rollouts per prompt"
+        )
     if not ((rewards == 0) | (rewards == 1)).all():
         raise ValueError("the posterior rule needs binary rewards (0 or 1)")
     successes = torch.as_tensor(successes, dtype=rewards.dtype).reshape(-1, 1)
     observations = torch.as_tensor(observations, dtype=rewards.dtype).reshape(-1, 1)
     if successes.shape != rewards.shape or observations.shape != rewards.shape:
-        raise ValueError(f"successes and observations need one count per prompt "
-                         f"({rewards.shape[0]}), got {successes.numel()} and {observations.numel()}")
-    if not ((observations >= 1).all() and (successes >= 0).all()
-            and (successes <= observations).all()):
+        raise ValueError(
+            f"successes and observations need one count per prompt "
+            f"({rewards.shape[0]}), got {successes.numel()} and {observations.numel()}"
+        )
+    if not (
+        (observations >= 1).all() and (successes >= 0).all() and (successes <= observations).all()
+    ):
         raise ValueError("counts must satisfy 0 <= successes <= observations, observations >= 1")
     if not (successes >= rewards).all() or not (observations - successes >= 1 - rewards).all():
         raise ValueError("the kept rollout must be among the counted observations")
@@ -93,8 +99,9 @@ def batch_normalised_advantages(rewards, epsilon: float = 1e-8, correction: int 
     Returns (advantages[P, G], mean[P, 1], batch std as [P, 1])."""
     rewards = _check_rewards(rewards)
     if correction not in (0, 1):
-        raise ValueError(f"correction must be 0 (population std) or 1 (sample std), got "
-                         f"{correction!r}")
+        raise ValueError(
+            f"correction must be 0 (population std) or 1 (sample std), got {correction!r}"
+        )
     if correction == 1 and rewards.numel() < 2:
         raise ValueError("the sample std (correction=1) needs at least 2 responses")
     if not epsilon > 0:

@@ -27,6 +27,7 @@ The rows and groups have exactly the layout of rollout.generate / rollout.sample
 so every caller and every objective works unchanged. Each row's "seconds" is its share of
 the batch's wall time: the rows of a batch sum to it.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -46,8 +47,8 @@ def left_padded(prompt_rows: list[list[int]], pad_id: int, device) -> tuple:
     ids = torch.full((len(prompt_rows), width), int(pad_id), dtype=torch.long)
     mask = torch.zeros((len(prompt_rows), width), dtype=torch.long)
     for row, prompt in enumerate(prompt_rows):
-        ids[row, width - len(prompt):] = torch.tensor(prompt, dtype=torch.long)
-        mask[row, width - len(prompt):] = 1
+        ids[row, width - len(prompt) :] = torch.tensor(prompt, dtype=torch.long)
+        mask[row, width - len(prompt) :] = 1
     return ids.to(device), mask.to(device), positions(mask).to(device)
 
 
@@ -109,17 +110,20 @@ def _check(model, prompt_rows, config, generator, greedy, device):
         if not prompt:
             raise ValueError("empty prompt")
         if len(prompt) > cfg.tokens.max_prompt:
-            raise ValueError(f"prompt of {len(prompt)} tokens exceeds tokens.max_prompt "
-                             f"{cfg.tokens.max_prompt}; prompts are never truncated")
+            raise ValueError(
+                f"prompt of {len(prompt)} tokens exceeds tokens.max_prompt "
+                f"{cfg.tokens.max_prompt}; prompts are never truncated"
+            )
     if not greedy:
         streams = generator if isinstance(generator, (list, tuple)) else [generator]
         if isinstance(generator, (list, tuple)) and len(streams) != len(prompt_rows):
-            raise ValueError(f"{len(streams)} generators for {len(prompt_rows)} prompt rows: "
-                             "pass one generator, or one per row")
+            raise ValueError(
+                f"{len(streams)} generators for {len(prompt_rows)} prompt rows: "
+                "pass one generator, or one per row"
+            )
         for stream in streams:
             if not isinstance(stream, torch.Generator):
-                raise ValueError("sampling needs a torch.Generator (seeded) for reproducible "
-                                 "draws")
+                raise ValueError("sampling needs a torch.Generator (seeded) for reproducible draws")
             if stream.device.type != device.type:
                 raise ValueError(f"generator on {stream.device} but model on {device}")
     return cfg
@@ -128,19 +132,26 @@ def _check(model, prompt_rows, config, generator, greedy, device):
 def _uniforms(generator, finished: torch.Tensor, device) -> torch.Tensor:
     """This step's uniforms [B] in the documented order (see the module docstring)."""
     if isinstance(generator, torch.Generator):
-        return torch.rand(finished.shape[0], dtype=torch.float64, generator=generator,
-                          device=device)
+        return torch.rand(
+            finished.shape[0], dtype=torch.float64, generator=generator, device=device
+        )
     values = torch.zeros(finished.shape[0], dtype=torch.float64, device=device)
     for row in (~finished).nonzero().flatten().tolist():
-        values[row] = torch.rand(1, dtype=torch.float64, generator=generator[row],
-                                 device=device)[0]
+        values[row] = torch.rand(1, dtype=torch.float64, generator=generator[row], device=device)[0]
     return values
 
 
 @torch.no_grad()
-def generate_batch(model, tokenizer, prompt_rows: list[list[int]], config: dict, generator,
-                   greedy: bool = False, policy_digest: str | None = None,
-                   share_prompts: bool = False) -> list[dict]:
+def generate_batch(
+    model,
+    tokenizer,
+    prompt_rows: list[list[int]],
+    config: dict,
+    generator,
+    greedy: bool = False,
+    policy_digest: str | None = None,
+    share_prompts: bool = False,
+) -> list[dict]:
     """One response per prompt row, all rows decoded together; rows as rollout.generate's.
     `generator`: one torch.Generator for the batch, or a list with one per row.
     share_prompts (with the KV cache): identical prompt rows are read once and their cache
@@ -155,14 +166,26 @@ def generate_batch(model, tokenizer, prompt_rows: list[list[int]], config: dict,
     synchronize(device)
     start = time.perf_counter()
     with _sampler_precision(cfg.sampling.precision, device):
-        tokens, behaviour, lengths = _decode(model, prompt_rows, cfg, generator, greedy, eos,
-                                             share_prompts, device)
+        tokens, behaviour, lengths = _decode(
+            model, prompt_rows, cfg, generator, greedy, eos, share_prompts, device
+        )
     synchronize(device)
     seconds = time.perf_counter() - start
 
-    return _response_rows(tokenizer, prompt_rows, tokens, behaviour, lengths, eos,
-                          {"seconds": seconds / batch, "greedy": bool(greedy),
-                           "kv_cache": use_cache, "policy_digest": policy_digest})
+    return _response_rows(
+        tokenizer,
+        prompt_rows,
+        tokens,
+        behaviour,
+        lengths,
+        eos,
+        {
+            "seconds": seconds / batch,
+            "greedy": bool(greedy),
+            "kv_cache": use_cache,
+            "policy_digest": policy_digest,
+        },
+    )
 
 
 def _sampler_precision(precision: str, device):
@@ -184,7 +207,7 @@ def _decode(model, prompt_rows, cfg, generator, greedy, eos, share_prompts, devi
 
         cache = DynamicCache(config=model.config)
     dtype = next(model.parameters()).dtype
-    shared = use_cache and share_prompts   # step 0 then reads the distinct prompts instead
+    shared = use_cache and share_prompts  # step 0 then reads the distinct prompts instead
     step_ids, step_positions = ids, position
     step_mask = None if shared else full_forward_mask(mask, dtype, model)
     tokens = torch.empty((batch, 0), dtype=torch.long, device=device)
@@ -192,19 +215,30 @@ def _decode(model, prompt_rows, cfg, generator, greedy, eos, share_prompts, devi
     finished = torch.zeros(batch, dtype=torch.bool, device=device)
     lengths = torch.zeros(batch, dtype=torch.long, device=device)
     if share_prompts and not use_cache:
-        raise ValueError("share_prompts needs sampling.use_kv_cache (the shared prompt lives in "
-                         "the cache)")
+        raise ValueError(
+            "share_prompts needs sampling.use_kv_cache (the shared prompt lives in the cache)"
+        )
     for step in range(cfg.tokens.max_response):
         if shared and step == 0:
             logits = _shared_prefill(model, prompt_rows, eos, dtype, cache)
         elif use_cache:
-            out = model(input_ids=step_ids, attention_mask=step_mask,
-                        position_ids=step_positions, cache=cache, use_cache=True,
-                        logits_to_keep=1)
+            out = model(
+                input_ids=step_ids,
+                attention_mask=step_mask,
+                position_ids=step_positions,
+                cache=cache,
+                use_cache=True,
+                logits_to_keep=1,
+            )
             logits = out.logits[:, -1].float()
         else:
-            out = model(input_ids=ids, attention_mask=full_forward_mask(mask, dtype, model),
-                        position_ids=position, use_cache=False, logits_to_keep=1)
+            out = model(
+                input_ids=ids,
+                attention_mask=full_forward_mask(mask, dtype, model),
+                position_ids=position,
+                use_cache=False,
+                logits_to_keep=1,
+            )
             logits = out.logits[:, -1].float()
         live = ~finished
         if not torch.isfinite(logits[live]).all():
@@ -232,8 +266,9 @@ def _decode(model, prompt_rows, cfg, generator, greedy, eos, share_prompts, devi
     return tokens, behaviour, lengths
 
 
-def _response_rows(tokenizer, prompt_rows, tokens, behaviour, lengths, eos,
-                   shared: dict) -> list[dict]:
+def _response_rows(
+    tokenizer, prompt_rows, tokens, behaviour, lengths, eos, shared: dict
+) -> list[dict]:
     """The decoded batch as rollout.generate's rows (`shared`: what every row repeats)."""
     rows = []
     for row, prompt in enumerate(prompt_rows):
@@ -241,17 +276,19 @@ def _response_rows(tokenizer, prompt_rows, tokens, behaviour, lengths, eos,
         response = tokens[row, :n].tolist()
         finish_reason = "eos" if response[-1] == eos else "length"
         decoded = decode_response(tokenizer, response, finish_reason)
-        rows.append({
-            "prompt_ids": prompt,
-            "response_ids": response,
-            "text": decoded["text"],
-            "finish_reason": finish_reason,
-            "behaviour_logprobs": behaviour[row, :n].tolist(),
-            "tokenization_valid": decoded["tokenization_valid"],
-            "undecodable_ids": decoded["undecodable_ids"],
-            "response_tokens": n,
-            **shared,
-        })
+        rows.append(
+            {
+                "prompt_ids": prompt,
+                "response_ids": response,
+                "text": decoded["text"],
+                "finish_reason": finish_reason,
+                "behaviour_logprobs": behaviour[row, :n].tolist(),
+                "tokenization_valid": decoded["tokenization_valid"],
+                "undecodable_ids": decoded["undecodable_ids"],
+                "response_tokens": n,
+                **shared,
+            }
+        )
     return rows
 
 
@@ -261,17 +298,30 @@ def _shared_prefill(model, prompt_rows, pad_id, dtype, cache) -> torch.Tensor:
     distinct, row_prompt = distinct_prompts(prompt_rows)
     device = model_device(model)
     ids, mask, position = left_padded(distinct, pad_id, device)
-    out = model(input_ids=ids, attention_mask=full_forward_mask(mask, dtype, model),
-                position_ids=position, cache=cache, use_cache=True, logits_to_keep=1)
+    out = model(
+        input_ids=ids,
+        attention_mask=full_forward_mask(mask, dtype, model),
+        position_ids=position,
+        cache=cache,
+        use_cache=True,
+        logits_to_keep=1,
+    )
     index = torch.tensor(row_prompt, dtype=torch.long, device=device)
     cache.reorder_cache(index)
     return out.logits[:, -1].float().index_select(0, index)
 
 
 @torch.no_grad()
-def sample_groups(model, tokenizer, examples: list[dict], config: dict, generator,
-                  group_size: int, group_ids: list[str],
-                  policy_digest: str | None = None) -> list[dict]:
+def sample_groups(
+    model,
+    tokenizer,
+    examples: list[dict],
+    config: dict,
+    generator,
+    group_size: int,
+    group_ids: list[str],
+    policy_digest: str | None = None,
+) -> list[dict]:
     """G responses to each example, all P x G in one batch; groups as rollout.sample_group's
     (rewards from the verifier, no advantages), in the order of `examples`. With
     grpo.share_prompts and the KV cache, each prompt is read once for its G rows."""
@@ -281,19 +331,34 @@ def sample_groups(model, tokenizer, examples: list[dict], config: dict, generato
         raise ValueError(f"{len(group_ids)} group ids for {len(examples)} examples")
     prompt_rows = [prompts.prompt_ids(tokenizer, e["statement"], config) for e in examples]
     cfg = typed(config)
-    rows = generate_batch(model, tokenizer, [p for p in prompt_rows for _ in range(group_size)],
-                          config, generator, greedy=False, policy_digest=policy_digest,
-                          share_prompts=cfg.grpo.share_prompts and cfg.sampling.use_kv_cache)
+    rows = generate_batch(
+        model,
+        tokenizer,
+        [p for p in prompt_rows for _ in range(group_size)],
+        config,
+        generator,
+        greedy=False,
+        policy_digest=policy_digest,
+        share_prompts=cfg.grpo.share_prompts and cfg.sampling.use_kv_cache,
+    )
     groups = []
     for index, (example, prompt, group_id) in enumerate(zip(examples, prompt_rows, group_ids)):
-        responses = rows[index * group_size:(index + 1) * group_size]
+        responses = rows[index * group_size : (index + 1) * group_size]
         for member, row in enumerate(responses):
             row["rollout_id"] = f"{group_id}/response-{member:02d}"
             row["verifier"] = verifier.score_generated_json(
-                row["text"], row["finish_reason"], example["problem"], row["tokenization_valid"])
+                row["text"], row["finish_reason"], example["problem"], row["tokenization_valid"]
+            )
         scores = [float(r["verifier"]["reward"]) for r in responses]
-        groups.append({"group_id": group_id, "document_id": example["document_id"],
-                       "prompt_ids": prompt, "policy_digest": policy_digest,
-                       "responses": responses, "rewards": scores,
-                       "zero_variance": len(set(scores)) == 1})
+        groups.append(
+            {
+                "group_id": group_id,
+                "document_id": example["document_id"],
+                "prompt_ids": prompt,
+                "policy_digest": policy_digest,
+                "responses": responses,
+                "rewards": scores,
+                "zero_variance": len(set(scores)) == 1,
+            }
+        )
     return groups

@@ -18,6 +18,7 @@ through on top of it, predicting tokens 1..R-1. The logits are those of the whol
 layout up to float rounding (another order of the same sums); a GRPO iteration's
 forward and backward then cost about P*W + B*R token positions instead of B*(W + R).
 """
+
 from __future__ import annotations
 
 import torch
@@ -46,34 +47,48 @@ def rollout_batch(rows: list[dict], pad_id: int, device, share_prompts: bool = F
         raise ValueError("every response needs at least one token")
     for row in rows:
         if len(row["behaviour_logprobs"]) != len(row["response_ids"]):
-            raise ValueError(f"{row.get('rollout_id')}: {len(row['behaviour_logprobs'])} captured "
-                             f"log-probs for {len(row['response_ids'])} response tokens")
+            raise ValueError(
+                f"{row.get('rollout_id')}: {len(row['behaviour_logprobs'])} captured "
+                f"log-probs for {len(row['response_ids'])} response tokens"
+            )
     width = max(lengths)
     targets = torch.full((len(rows), width), int(pad_id), dtype=torch.long)
     old = torch.zeros((len(rows), width), dtype=torch.float32)
     for i, row in enumerate(rows):
-        targets[i, :lengths[i]] = torch.tensor(row["response_ids"], dtype=torch.long)
-        old[i, :lengths[i]] = torch.tensor(row["behaviour_logprobs"], dtype=torch.float32)
+        targets[i, : lengths[i]] = torch.tensor(row["response_ids"], dtype=torch.long)
+        old[i, : lengths[i]] = torch.tensor(row["behaviour_logprobs"], dtype=torch.float32)
     response_mask = torch.arange(width)[None, :] < torch.tensor(lengths)[:, None]
-    common = {"targets": targets.to(device), "response_mask": response_mask.to(device),
-              "old": old.to(device), "lengths": lengths}
+    common = {
+        "targets": targets.to(device),
+        "response_mask": response_mask.to(device),
+        "old": old.to(device),
+        "lengths": lengths,
+    }
     if share_prompts:
         distinct, row_prompt = distinct_prompts([r["prompt_ids"] for r in rows])
         prompt_ids, prompt_mask, prompt_positions = left_padded(distinct, pad_id, "cpu")
         index = torch.tensor(row_prompt, dtype=torch.long)
         attention = torch.cat([prompt_mask[index], response_mask.long()], dim=1)
         prompt_lengths = prompt_mask.sum(dim=1)[index]
-        return {**common, "prompt_ids": prompt_ids.to(device),
-                "prompt_mask": prompt_mask.to(device),
-                "prompt_positions": prompt_positions.to(device), "row_prompt": index.to(device),
-                "attention_mask": attention.to(device),
-                "response_positions": (prompt_lengths[:, None]
-                                       + torch.arange(width)[None, :]).to(device)}
+        return {
+            **common,
+            "prompt_ids": prompt_ids.to(device),
+            "prompt_mask": prompt_mask.to(device),
+            "prompt_positions": prompt_positions.to(device),
+            "row_prompt": index.to(device),
+            "attention_mask": attention.to(device),
+            "response_positions": (prompt_lengths[:, None] + torch.arange(width)[None, :]).to(
+                device
+            ),
+        }
     prompt_ids, prompt_mask, _ = left_padded([r["prompt_ids"] for r in rows], pad_id, "cpu")
     attention = torch.cat([prompt_mask, response_mask.long()], dim=1)
-    return {**common, "input_ids": torch.cat([prompt_ids, targets], dim=1).to(device),
-            "attention_mask": attention.to(device),
-            "position_ids": positions(attention).to(device)}
+    return {
+        **common,
+        "input_ids": torch.cat([prompt_ids, targets], dim=1).to(device),
+        "attention_mask": attention.to(device),
+        "position_ids": positions(attention).to(device),
+    }
 
 
 def response_logits(model, batch: dict) -> torch.Tensor:
@@ -82,26 +97,37 @@ def response_logits(model, batch: dict) -> torch.Tensor:
     dtype = next(model.parameters()).dtype
     if "row_prompt" not in batch:
         mask = full_forward_mask(batch["attention_mask"], dtype, model)
-        out = model(input_ids=batch["input_ids"], attention_mask=mask,
-                    position_ids=batch["position_ids"], use_cache=False,
-                    logits_to_keep=width + 1)
+        out = model(
+            input_ids=batch["input_ids"],
+            attention_mask=mask,
+            position_ids=batch["position_ids"],
+            use_cache=False,
+            logits_to_keep=width + 1,
+        )
         return out.logits[:, :-1].float()
     from transformers import DynamicCache  # transformers 5: passed as `cache=`
 
     cache = DynamicCache(config=model.config)
-    prompt = model(input_ids=batch["prompt_ids"],
-                   attention_mask=full_forward_mask(batch["prompt_mask"], dtype, model),
-                   position_ids=batch["prompt_positions"], cache=cache, use_cache=True,
-                   logits_to_keep=1)
+    prompt = model(
+        input_ids=batch["prompt_ids"],
+        attention_mask=full_forward_mask(batch["prompt_mask"], dtype, model),
+        position_ids=batch["prompt_positions"],
+        cache=cache,
+        use_cache=True,
+        logits_to_keep=1,
+    )
     first = prompt.logits[:, -1:].float().index_select(0, batch["row_prompt"])
     if width == 1:
         return first
     cache.reorder_cache(batch["row_prompt"])  # [U] -> [B] rows, differentiable
     prompt_width = batch["prompt_ids"].shape[1]
-    rest = model(input_ids=batch["targets"][:, :-1],
-                 attention_mask=batch["attention_mask"][:, :prompt_width + width - 1],
-                 position_ids=batch["response_positions"][:, :-1], cache=cache,
-                 use_cache=True)
+    rest = model(
+        input_ids=batch["targets"][:, :-1],
+        attention_mask=batch["attention_mask"][:, : prompt_width + width - 1],
+        position_ids=batch["response_positions"][:, :-1],
+        cache=cache,
+        use_cache=True,
+    )
     return torch.cat([first, rest.logits.float()], dim=1)
 
 
@@ -111,8 +137,9 @@ def token_logprobs(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
 
 
 @torch.no_grad()
-def verify_captured_logprobs(model, rows: list[dict], tolerance: float, pad_id: int,
-                             share_prompts: bool = False) -> dict:
+def verify_captured_logprobs(
+    model, rows: list[dict], tolerance: float, pad_id: int, share_prompts: bool = False
+) -> dict:
     """rollout.verify_captured_logprobs with one padded rescoring pass for all rows."""
     if model.training:
         raise ValueError("verification needs the model in eval mode (dropout off)")
@@ -131,6 +158,7 @@ def verify_rollout_set(model, rows: list[dict], config: dict, tokenizer) -> dict
     cfg = typed(config)
     tolerance = cfg.grpo.verify_tolerance
     if cfg.sampling.batched:
-        return verify_captured_logprobs(model, rows, tolerance, prompts.eos_id(tokenizer, config),
-                                        cfg.grpo.share_prompts)
+        return verify_captured_logprobs(
+            model, rows, tolerance, prompts.eos_id(tokenizer, config), cfg.grpo.share_prompts
+        )
     return verify_sequentially(model, rows, tolerance)

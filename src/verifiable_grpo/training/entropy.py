@@ -5,6 +5,7 @@ vocabulary in blocks, each block normalised with the full-vocabulary logsumexp, 
 memory stays one block of probabilities beside the logits. Falling entropy is the early
 warning of a policy collapsing onto few answers; it never enters the loss here.
 """
+
 from __future__ import annotations
 
 import torch
@@ -21,15 +22,16 @@ def exact_token_entropy(logits: torch.Tensor, block_size: int = 4096) -> torch.T
     normaliser = torch.logsumexp(values, dim=-1, keepdim=True)
     total = torch.zeros(values.shape[:-1], dtype=torch.float32, device=values.device)
     for start in range(0, values.shape[-1], block_size):
-        log_p = values[..., start:start + block_size] - normaliser
+        log_p = values[..., start : start + block_size] - normaliser
         p = log_p.exp()
         # p log p -> 0 as p -> 0 (a logit of -inf has probability zero, not NaN)
         total -= torch.where(p > 0, p * log_p, torch.zeros_like(p)).sum(-1)
     return total
 
 
-def masked_mean_entropy(logits: torch.Tensor, mask: torch.Tensor,
-                        block_size: int = 4096) -> torch.Tensor:
+def masked_mean_entropy(
+    logits: torch.Tensor, mask: torch.Tensor, block_size: int = 4096
+) -> torch.Tensor:
     """Per row of [B, T, V] logits: the token mean of the entropy over the True positions."""
     per_token = exact_token_entropy(logits, block_size)
     mask = mask.to(per_token.device)

@@ -19,6 +19,7 @@ slots (Part II's AERO): prompts may keep 1..slots responses; each prompt is padd
 `slots` rows that carry no loss but count in the mean, so every kept response gets
 w_i = 1 / (P * slots) (TRL's per-micro-batch row mean over a padded batch).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -35,8 +36,9 @@ REFERENCE_MEMO_BYTES = 256 * 2**20
 
 
 # --------------------------------------------------------------------------- weights
-def response_weights(groups: list[dict], objective: objectives.Objective, config: dict,
-                     slots: int | None) -> list[list[float]]:
+def response_weights(
+    groups: list[dict], objective: objectives.Objective, config: dict, slots: int | None
+) -> list[list[float]]:
     """w_i of every response ([P][G_p]); refuses a rollout set the objective cannot weigh."""
     group_size = len(groups[0]["responses"])
     if slots is not None:
@@ -48,8 +50,10 @@ def response_weights(groups: list[dict], objective: objectives.Objective, config
     if any(len(g["responses"]) != group_size for g in groups):
         raise ValueError("every prompt of a rollout set needs the same number of responses")
     return objectives.response_weights(
-        objective, [[len(r["response_ids"]) for r in g["responses"]] for g in groups],
-        max_length=typed(config).tokens.max_response)
+        objective,
+        [[len(r["response_ids"]) for r in g["responses"]] for g in groups],
+        max_length=typed(config).tokens.max_response,
+    )
 
 
 # --------------------------------------------------------------------------- forward passes
@@ -67,8 +71,9 @@ def _single_logits(model, prompt_ids: list[int], response_ids: list[int]) -> tor
     return logits[:, rollout.response_slice(len(prompt_ids), len(response_ids))]
 
 
-def single_pass(policy, reference, rows: list[dict], share_prompts: bool,
-                memo: dict | None, key) -> dict:
+def single_pass(
+    policy, reference, rows: list[dict], share_prompts: bool, memo: dict | None, key
+) -> dict:
     """One response, unpadded (no memo: the path's memory is that of one sequence)."""
     (row,) = rows
     device = rollout.model_device(policy)
@@ -77,47 +82,63 @@ def single_pass(policy, reference, rows: list[dict], share_prompts: bool,
         reference_logits = _single_logits(reference, row["prompt_ids"], response)
     current_logits = _single_logits(policy, row["prompt_ids"], response)
     targets = torch.tensor([response], dtype=torch.long, device=device)
-    return {"targets": targets, "mask": torch.ones_like(targets, dtype=torch.bool),
-            "old": torch.tensor([row["behaviour_logprobs"]], dtype=torch.float32, device=device),
-            "lengths": [len(response)], "current_logits": current_logits,
-            "reference_logits": reference_logits}
+    return {
+        "targets": targets,
+        "mask": torch.ones_like(targets, dtype=torch.bool),
+        "old": torch.tensor([row["behaviour_logprobs"]], dtype=torch.float32, device=device),
+        "lengths": [len(response)],
+        "current_logits": current_logits,
+        "reference_logits": reference_logits,
+    }
 
 
-def batched_pass(policy, reference, rows: list[dict], share_prompts: bool,
-                 memo: dict | None, key) -> dict:
+def batched_pass(
+    policy, reference, rows: list[dict], share_prompts: bool, memo: dict | None, key
+) -> dict:
     """Responses in one padded batch; the reference's logits read from `memo` at `key`
     when an earlier update of the same rollout set kept them there."""
-    batch = batched_scoring.rollout_batch(rows, _pad_id(policy), rollout.model_device(policy),
-                                          share_prompts)
+    batch = batched_scoring.rollout_batch(
+        rows, _pad_id(policy), rollout.model_device(policy), share_prompts
+    )
     if memo is not None and key in memo:
         reference_logits = memo[key]
     else:
         with torch.no_grad():
             reference_logits = batched_scoring.response_logits(reference, batch)
-        if (memo is not None and reference_logits.numel() * reference_logits.element_size()
-                <= REFERENCE_MEMO_BYTES):
+        if (
+            memo is not None
+            and reference_logits.numel() * reference_logits.element_size() <= REFERENCE_MEMO_BYTES
+        ):
             memo[key] = reference_logits
-    return {"targets": batch["targets"], "mask": batch["response_mask"], "old": batch["old"],
-            "lengths": batch["lengths"],
-            "current_logits": batched_scoring.response_logits(policy, batch),
-            "reference_logits": reference_logits}
+    return {
+        "targets": batch["targets"],
+        "mask": batch["response_mask"],
+        "old": batch["old"],
+        "lengths": batch["lengths"],
+        "current_logits": batched_scoring.response_logits(policy, batch),
+        "reference_logits": reference_logits,
+    }
 
 
 # --------------------------------------------------------------------------- telemetry
 @dataclass
 class _Tally:
     """Per-response numbers and token counts gathered over the passes."""
-    per: dict = field(default_factory=lambda: {k: [] for k in
-                                               ("loss", "surrogate", "kl", "exact", "entropy")})
-    counts: dict = field(default_factory=lambda: {"tokens": 0, "clip_low": 0.0,
-                                                  "clip_high": 0.0, "outside": 0.0})
+
+    per: dict = field(
+        default_factory=lambda: {k: [] for k in ("loss", "surrogate", "kl", "exact", "entropy")}
+    )
+    counts: dict = field(
+        default_factory=lambda: {"tokens": 0, "clip_low": 0.0, "clip_high": 0.0, "outside": 0.0}
+    )
     ratio_min: float = float("inf")
     ratio_max: float = float("-inf")
     weight_range: tuple = (float("inf"), float("-inf"))  # behaviour weights, if corrected
     audits: list = field(default_factory=list)
 
-    def add(self, chunk: list[dict], step: dict, audit: dict, exact: torch.Tensor,
-            block: int) -> None:
+    def add(
+        self, chunk: list[dict], step: dict, audit: dict, exact: torch.Tensor, block: int
+    ) -> None:
         mask = step["mask"]
         exact_means = losses.masked_token_mean(exact, mask)
         entropies = entropy.masked_mean_entropy(step["current_logits"], mask, block)
@@ -127,10 +148,14 @@ class _Tally:
             self.counts[name] += audit[f"{name}_fraction"] * tokens
         if "behaviour_weights" in audit:  # only objectives with a correction report it
             weights = audit["behaviour_weights"][mask]
-            self.counts["weight_zero"] = self.counts.get("weight_zero", 0) + int((weights == 0).sum())
+            self.counts["weight_zero"] = self.counts.get("weight_zero", 0) + int(
+                (weights == 0).sum()
+            )
             self.counts["weight_sum"] = self.counts.get("weight_sum", 0.0) + float(weights.sum())
-            self.weight_range = (min(self.weight_range[0], float(weights.min())),
-                                 max(self.weight_range[1], float(weights.max())))
+            self.weight_range = (
+                min(self.weight_range[0], float(weights.min())),
+                max(self.weight_range[1], float(weights.max())),
+            )
         ratios = audit["ratios"]
         active = ratios[mask]
         self.ratio_min = min(self.ratio_min, float(active.min()))
@@ -141,12 +166,23 @@ class _Tally:
                 self.per[name].append(float(audit[name][i]))
             self.per["exact"].append(float(exact_means[i]))
             self.per["entropy"].append(float(entropies[i]))
-            self.audits.append({"rollout_id": row["rollout_id"], "ratios": ratios[i, :n].tolist(),
-                                "exact_kl": exact[i, :n].tolist(),
-                                "surrogate": self.per["surrogate"][-1], "kl": self.per["kl"][-1]})
+            self.audits.append(
+                {
+                    "rollout_id": row["rollout_id"],
+                    "ratios": ratios[i, :n].tolist(),
+                    "exact_kl": exact[i, :n].tolist(),
+                    "surrogate": self.per["surrogate"][-1],
+                    "kl": self.per["kl"][-1],
+                }
+            )
 
-    def telemetry(self, groups: list[dict], weights: list[list[float]],
-                  objective: objectives.Objective, padded: bool) -> dict:
+    def telemetry(
+        self,
+        groups: list[dict],
+        weights: list[list[float]],
+        objective: objectives.Objective,
+        padded: bool,
+    ) -> dict:
         group_size = len(groups[0]["responses"])
         flat = [w for row in weights for w in row]
 
@@ -162,19 +198,30 @@ class _Tally:
             return losses.response_prompt_mean(values, len(groups), group_size, padded)
 
         tokens = self.counts["tokens"]
-        corrected = ({"behaviour_weight_mean": self.counts["weight_sum"] / tokens,
-                      "behaviour_weight_zero_fraction": self.counts["weight_zero"] / tokens,
-                      "behaviour_weight_min": self.weight_range[0],
-                      "behaviour_weight_max": self.weight_range[1]}
-                     if "weight_sum" in self.counts else {})
-        return {**corrected, "loss": reduced(self.per["loss"]), "surrogate": reduced(self.per["surrogate"]),
-                "mean_exact_kl": response_mean(self.per["exact"]),
-                "mean_entropy": response_mean(self.per["entropy"]),
-                "clip_low_fraction": self.counts["clip_low"] / tokens,
-                "clip_high_fraction": self.counts["clip_high"] / tokens,
-                "outside_fraction": self.counts["outside"] / tokens,
-                "ratio_min": self.ratio_min, "ratio_max": self.ratio_max, "tokens": tokens,
-                "responses": self.audits}
+        corrected = (
+            {
+                "behaviour_weight_mean": self.counts["weight_sum"] / tokens,
+                "behaviour_weight_zero_fraction": self.counts["weight_zero"] / tokens,
+                "behaviour_weight_min": self.weight_range[0],
+                "behaviour_weight_max": self.weight_range[1],
+            }
+            if "weight_sum" in self.counts
+            else {}
+        )
+        return {
+            **corrected,
+            "loss": reduced(self.per["loss"]),
+            "surrogate": reduced(self.per["surrogate"]),
+            "mean_exact_kl": response_mean(self.per["exact"]),
+            "mean_entropy": response_mean(self.per["entropy"]),
+            "clip_low_fraction": self.counts["clip_low"] / tokens,
+            "clip_high_fraction": self.counts["clip_high"] / tokens,
+            "outside_fraction": self.counts["outside"] / tokens,
+            "ratio_min": self.ratio_min,
+            "ratio_max": self.ratio_max,
+            "tokens": tokens,
+            "responses": self.audits,
+        }
 
 
 # --------------------------------------------------------------------------- the loop
@@ -198,11 +245,16 @@ def _trainer_old(objective, current, tensors: dict, chunk: list[dict], memo: dic
     return detached
 
 
-
-def accumulate_gradients(policy, reference, groups: list[dict], config: dict,
-                         objective: objectives.Objective | None = None,
-                         slots: int | None = None, reference_memo: dict | None = None,
-                         rows_per_pass: int | None = None) -> dict:
+def accumulate_gradients(
+    policy,
+    reference,
+    groups: list[dict],
+    config: dict,
+    objective: objectives.Objective | None = None,
+    slots: int | None = None,
+    reference_memo: dict | None = None,
+    rows_per_pass: int | None = None,
+) -> dict:
     """Backpropagate sum_i w_i * loss_i of a rollout set into policy .grad; returns the
     telemetry. The path is the config's (sampling.batched); `rows_per_pass` (batched only,
     default all rows) bounds a pass; `reference_memo` (a dict kept for one rollout set,
@@ -228,22 +280,26 @@ def accumulate_gradients(policy, reference, groups: list[dict], config: dict,
     device, block = rollout.model_device(policy), cfg.grpo.kl_block_size
     tally = _Tally()
     for start in range(0, len(rows), step):
-        chunk = rows[start:start + step]
-        tensors = forward(policy, reference, chunk, cfg.grpo.share_prompts, reference_memo,
-                          (start, step))
+        chunk = rows[start : start + step]
+        tensors = forward(
+            policy, reference, chunk, cfg.grpo.share_prompts, reference_memo, (start, step)
+        )
         current_logits, reference_logits = tensors["current_logits"], tensors["reference_logits"]
         current = batched_scoring.token_logprobs(current_logits, tensors["targets"])
-        advantage = torch.tensor(advantages[start:start + step], dtype=torch.float32,
-                                 device=device)
-        kl = objectives.kl_per_token(objective, current_logits, reference_logits,
-                                     tensors["targets"], block_size=block)
+        advantage = torch.tensor(
+            advantages[start : start + step], dtype=torch.float32, device=device
+        )
+        kl = objectives.kl_per_token(
+            objective, current_logits, reference_logits, tensors["targets"], block_size=block
+        )
         trainer_old = _trainer_old(objective, current, tensors, chunk, reference_memo)
-        loss, audit = objectives.response_losses(objective, current, tensors["old"], advantage,
-                                                 tensors["mask"], kl, trainer_old)
+        loss, audit = objectives.response_losses(
+            objective, current, tensors["old"], advantage, tensors["mask"], kl, trainer_old
+        )
         if not torch.isfinite(loss).all():
             bad = (~torch.isfinite(loss)).nonzero().flatten().tolist()
             raise ValueError(f"non-finite GRPO loss on {chunk[bad[0]]['rollout_id']}")
-        weight = torch.tensor(flat_weights[start:start + step], dtype=loss.dtype, device=device)
+        weight = torch.tensor(flat_weights[start : start + step], dtype=loss.dtype, device=device)
         (loss * weight).sum().backward()
         if objective.kl.kind == "exact_prefix":
             exact = kl.detach()

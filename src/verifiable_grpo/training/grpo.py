@@ -27,6 +27,7 @@ Outputs (OUT = out_dir):
 This module runs a branch: the loop, the crash checkpoints and the final record. The run's
 context is grpo_run.GRPORun; the steps of one iteration are in grpo_iteration.py.
 """
+
 from __future__ import annotations
 
 import time
@@ -79,24 +80,33 @@ def _continue_after_crash(run: GRPORun) -> bool:
     for rel, digest in run.evidence.items():
         files.check_sha256(out / rel, digest, "rollout evidence")
     beyond = [rel for rel in existing if rel not in run.evidence]
-    crash.move_aside(out, run.stage, beyond,
-                     f"written after the crash checkpoint at iteration {run.iteration}")
+    crash.move_aside(
+        out, run.stage, beyond, f"written after the crash checkpoint at iteration {run.iteration}"
+    )
     return True
 
 
 def _save_crash(run: GRPORun, loop_seconds: float) -> None:
-    saved = run.save_crash(run.paths["out"], run.stage, run.iteration, run.evidence,
-                           timings=run.timings(loop_seconds))
-    run.crash_saves.append({"iteration": run.iteration, "seconds": saved["seconds"],
-                            "bytes": saved["bytes"]})
+    saved = run.save_crash(
+        run.paths["out"], run.stage, run.iteration, run.evidence, timings=run.timings(loop_seconds)
+    )
+    run.crash_saves.append(
+        {"iteration": run.iteration, "seconds": saved["seconds"], "bytes": saved["bytes"]}
+    )
 
 
 def _loop(run: GRPORun) -> float:
     """Iterations from run.iteration to the stop, a crash checkpoint every
     checkpoint_every_iterations (and at a requested stop); returns the loop's seconds."""
     every = run.section.checkpoint_every_iterations
-    bar = tqdm(range(run.iteration, run.stop), desc=f"GRPO {run.branch} ({run.mode})",
-               initial=run.iteration, total=run.stop, disable=not run.progress, unit="it")
+    bar = tqdm(
+        range(run.iteration, run.stop),
+        desc=f"GRPO {run.branch} ({run.mode})",
+        initial=run.iteration,
+        total=run.stop,
+        disable=not run.progress,
+        unit="it",
+    )
     model_lib.synchronize(run.device)
     loop_start = time.perf_counter()
 
@@ -106,9 +116,11 @@ def _loop(run: GRPORun) -> float:
     for iteration in bar:
         run_iteration(run, iteration)
         last = run.history[-1]
-        bar.set_postfix(reward=f"{last['mean_reward']:.3f}",
-                        zero_var=f"{last['zero_variance_fraction']:.2f}",
-                        kl=f"{last['mean_exact_kl']:.2e}")
+        bar.set_postfix(
+            reward=f"{last['mean_reward']:.3f}",
+            zero_var=f"{last['zero_variance_fraction']:.2f}",
+            kl=f"{last['mean_exact_kl']:.2e}",
+        )
         fault_point("grpo-after-iteration")
         if run.iteration % every == 0 or interrupts.requested():
             _save_crash(run, elapsed())
@@ -123,8 +135,9 @@ def _check_reference_unchanged(run: GRPORun) -> str:
     gradients."""
     reference_after = model_lib.model_digest(run.reference)
     if reference_after != run.reference_digest:
-        raise ValueError(f"the frozen reference changed: {run.reference_digest} -> "
-                         f"{reference_after}")
+        raise ValueError(
+            f"the frozen reference changed: {run.reference_digest} -> {reference_after}"
+        )
     if any(p.grad is not None for p in run.reference.parameters()):
         raise ValueError("the frozen reference holds gradients")
     return reference_after
@@ -135,11 +148,23 @@ def _save_weights(run: GRPORun, final_digest: str) -> dict | None:
     if run.mode != "resume":
         return None
     tick = time.perf_counter()
-    sha = model_lib.save_policy(run.policy, run.paths["weights"], {
-        "branch": run.branch, "source": "GRPO resume", "iterations": run.stop,
-        "updates": run.updates_done, "warmstart_sha256": run.identity["warmstart_sha256"]})
-    return {"path": str(run.paths["weights"]), "sha256": sha, "model_digest": final_digest,
-            "seconds": time.perf_counter() - tick}
+    sha = model_lib.save_policy(
+        run.policy,
+        run.paths["weights"],
+        {
+            "branch": run.branch,
+            "source": "GRPO resume",
+            "iterations": run.stop,
+            "updates": run.updates_done,
+            "warmstart_sha256": run.identity["warmstart_sha256"],
+        },
+    )
+    return {
+        "path": str(run.paths["weights"]),
+        "sha256": sha,
+        "model_digest": final_digest,
+        "seconds": time.perf_counter() - tick,
+    }
 
 
 def _costs(run: GRPORun, telemetry: list, saved: dict, peak: int | None) -> dict:
@@ -149,10 +174,14 @@ def _costs(run: GRPORun, telemetry: list, saved: dict, peak: int | None) -> dict
         "response_tokens_generated": sum(h["response_tokens"] for h in telemetry),
         "kv_cache": run.cfg.sampling.use_kv_cache,
         "batched": run.cfg.sampling.batched,
-        "state_bytes": saved["bytes"], "state_save_seconds": saved["seconds"],
-        "state_sha256": saved["sha256"], "state_path": str(run.paths["state"]),
-        "crash_checkpoints": {"saved": len(run.crash_saves),
-                              "seconds": sum(c["seconds"] for c in run.crash_saves)},
+        "state_bytes": saved["bytes"],
+        "state_save_seconds": saved["seconds"],
+        "state_sha256": saved["sha256"],
+        "state_path": str(run.paths["state"]),
+        "crash_checkpoints": {
+            "saved": len(run.crash_saves),
+            "seconds": sum(c["seconds"] for c in run.crash_saves),
+        },
         "peak_cuda_memory_bytes": peak,
         "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
     }
@@ -183,12 +212,17 @@ def _finish(run: GRPORun, loop_seconds: float) -> dict:
     peak = torch.cuda.max_memory_allocated(run.device) if run.device.type == "cuda" else None
     telemetry = [{**run.history[t["iteration"]], "times": t} for t in run.times]
     record = {
-        "branch": run.branch, "mode": run.mode, "provenance": provenance(run.config),
-        "identity": run.identity, "budget": run.budget,
+        "branch": run.branch,
+        "mode": run.mode,
+        "provenance": provenance(run.config),
+        "identity": run.identity,
+        "budget": run.budget,
         "iterations_run": [telemetry[0]["iteration"] if telemetry else run.stop, run.stop],
         "updates": run.updates_done,
-        "initial_model_digest": run.initial_digest, "final_model_digest": final_digest,
-        "reference_digest_before": run.reference_digest, "reference_digest_after": reference_after,
+        "initial_model_digest": run.initial_digest,
+        "final_model_digest": final_digest,
+        "reference_digest_before": run.reference_digest,
+        "reference_digest_after": reference_after,
         "consumed_rollouts": len(run.consumed),
         "history": run.history,
         "telemetry": telemetry,
@@ -208,8 +242,12 @@ def _checked_profile(config: dict) -> Profile:
     the objective and its sampling path included."""
     cfg = typed(config)
     if cfg.grpo.share_prompts and not cfg.sampling.batched:
-        raise ConfigError(["grpo.share_prompts: needs sampling.batched (the one-at-a-time path "
-                           "has no prompt to share); set it to false"])
+        raise ConfigError(
+            [
+                "grpo.share_prompts: needs sampling.batched (the one-at-a-time path "
+                "has no prompt to share); set it to false"
+            ]
+        )
     try:
         objectives.objective_from_config(config)
     except ValueError as error:
@@ -220,8 +258,10 @@ def _checked_profile(config: dict) -> Profile:
 def _check_run_folder(out_dir: Path, branch: str, mode: str, paths: dict) -> None:
     """Refuse a branch that already ran, and a start without the files it reads."""
     if crash.branch_finished(out_dir, branch, mode):
-        raise FileExistsError(f"GRPO {branch} {mode} already ran ({paths['record']} exists); "
-                              "evidence is never overwritten (use a new --out folder)")
+        raise FileExistsError(
+            f"GRPO {branch} {mode} already ran ({paths['record']} exists); "
+            "evidence is never overwritten (use a new --out folder)"
+        )
     if not paths["warmstart"].is_file():
         raise FileNotFoundError(f"{paths['warmstart']} is missing: run the warm start first")
     if mode == "resume" and not paths["interrupt_state"].is_file():
@@ -240,9 +280,16 @@ def _load_policy_and_reference(config: dict, out_dir: Path, paths: dict) -> tupl
     return policy, reference, reference_meta
 
 
-def run_grpo_branch(config: dict, out_dir, branch: str = "grpo", mode: str = "continuous",
-                    group_size: int | None = None, iterations: int | None = None,
-                    interrupt_at: int | None = None, progress: bool = True) -> dict:
+def run_grpo_branch(
+    config: dict,
+    out_dir,
+    branch: str = "grpo",
+    mode: str = "continuous",
+    group_size: int | None = None,
+    iterations: int | None = None,
+    interrupt_at: int | None = None,
+    progress: bool = True,
+) -> dict:
     """Run one GRPO branch in one mode; returns the learning record (also written to
     OUT/learning/{branch}-{mode}.json).
 
@@ -263,17 +310,34 @@ def run_grpo_branch(config: dict, out_dir, branch: str = "grpo", mode: str = "co
     tokenizer = model_lib.load_tokenizer(config)
     policy, reference, reference_meta = _load_policy_and_reference(config, out_dir, paths)
     device = rollout.model_device(policy)
-    run = GRPORun(config, cfg, budget, branch, mode, paths, examples, tokenizer, policy,
-                  reference, device, progress, command_start)
+    run = GRPORun(
+        config,
+        cfg,
+        budget,
+        branch,
+        mode,
+        paths,
+        examples,
+        tokenizer,
+        policy,
+        reference,
+        device,
+        progress,
+        command_start,
+    )
     with deterministic_kernels(device):
         prepare(run)
         if not run.initial_digest == run.reference_digest == reference_meta["model_digest"]:
-            raise ValueError("policy and reference must both be the warm start as saved "
-                             f"({reference_meta['model_digest']}); got {run.initial_digest} "
-                             f"and {run.reference_digest}")
+            raise ValueError(
+                "policy and reference must both be the warm start as saved "
+                f"({reference_meta['model_digest']}); got {run.initial_digest} "
+                f"and {run.reference_digest}"
+            )
         if not _continue_after_crash(run) and mode == "resume":
-            state = checkpoint.load_state(paths["interrupt_state"],
-                                          RunFolder(out_dir).recorded_state_sha256(branch, "interrupt"))
+            state = checkpoint.load_state(
+                paths["interrupt_state"],
+                RunFolder(out_dir).recorded_state_sha256(branch, "interrupt"),
+            )
             run.restore(state, f"GRPO state {paths['interrupt_state']}")
             del state
         return _finish(run, _loop(run))
@@ -284,9 +348,11 @@ def command_grpo(args) -> int:
     branch = getattr(args, "branch", None) or "grpo"
     record = run_grpo_branch(config, args.out, branch=branch, mode=args.mode)
     last = record["history"][-1] if record["history"] else {}
-    print(f"GRPO {branch} ({args.mode}): iterations {record['iterations_run'][0]}->"
-          f"{record['iterations_run'][1]}, updates {record['updates']}, last mean reward "
-          f"{last.get('mean_reward')}, state {record['costs']['state_path']} "
-          f"({record['costs']['state_bytes']:,} bytes), "
-          f"{record['timings']['total_seconds']:.1f} s")
+    print(
+        f"GRPO {branch} ({args.mode}): iterations {record['iterations_run'][0]}->"
+        f"{record['iterations_run'][1]}, updates {record['updates']}, last mean reward "
+        f"{last.get('mean_reward')}, state {record['costs']['state_path']} "
+        f"({record['costs']['state_bytes']:,} bytes), "
+        f"{record['timings']['total_seconds']:.1f} s"
+    )
     return 0

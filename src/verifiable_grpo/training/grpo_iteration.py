@@ -5,6 +5,7 @@ too), and record the iteration's evidence file and history entry.
 
 training/grpo.py runs the iterations; the run's context is grpo_run.GRPORun.
 """
+
 from __future__ import annotations
 
 import time
@@ -22,9 +23,17 @@ from verifiable_grpo.training.grpo_run import GRPORun
 
 
 # --------------------------------------------------------------------------- one update
-def grpo_update(policy, reference, optimizer, scheduler, groups: list[dict], config: dict,
-                objective: objectives.Objective | None = None, slots: int | None = None,
-                reference_memo: dict | None = None) -> dict:
+def grpo_update(
+    policy,
+    reference,
+    optimizer,
+    scheduler,
+    groups: list[dict],
+    config: dict,
+    objective: objectives.Objective | None = None,
+    slots: int | None = None,
+    reference_memo: dict | None = None,
+) -> dict:
     """One AdamW update on every response of a rollout set (Part I's objective unless
     another is given; `slots` and `reference_memo` as in gradients.accumulate_gradients);
     returns its telemetry."""
@@ -32,11 +41,14 @@ def grpo_update(policy, reference, optimizer, scheduler, groups: list[dict], con
         raise ValueError("dropout must stay off: policy and reference in eval mode")
     learning_rate = optimizer.param_groups[0]["lr"]
     optimizer.zero_grad(set_to_none=True)
-    telemetry = accumulate_gradients(policy, reference, groups, config, objective, slots,
-                                     reference_memo)
+    telemetry = accumulate_gradients(
+        policy, reference, groups, config, objective, slots, reference_memo
+    )
     grad_norm = torch.nn.utils.clip_grad_norm_(
-        model_lib.unique_parameters(policy), typed(config).grpo.max_grad_norm,
-        error_if_nonfinite=True)
+        model_lib.unique_parameters(policy),
+        typed(config).grpo.max_grad_norm,
+        error_if_nonfinite=True,
+    )
     if any(p.grad is not None or p.requires_grad for p in reference.parameters()):
         raise ValueError("the reference received gradients or became trainable")
     optimizer.step()
@@ -52,17 +64,35 @@ def _sample(run: GRPORun, iteration: int) -> tuple[list, str, float]:
     behaviour_digest = model_lib.model_digest(run.policy)
     digest_seconds = time.perf_counter() - tick
     objective = objectives.objective_from_config(run.config)  # the sampler gives rewards only
-    group_ids = [f"{run.branch}/iteration-{iteration:04d}/prompt-{position:02d}"
-                 for position in range(len(indices))]
+    group_ids = [
+        f"{run.branch}/iteration-{iteration:04d}/prompt-{position:02d}"
+        for position in range(len(indices))
+    ]
     if run.cfg.sampling.batched:  # all P x G responses in one batch
         sampled = batched_rollout.sample_groups(
-            run.policy, run.tokenizer, [run.examples[i] for i in indices], run.config,
-            run.generator, run.budget["group_size"], group_ids, policy_digest=behaviour_digest)
+            run.policy,
+            run.tokenizer,
+            [run.examples[i] for i in indices],
+            run.config,
+            run.generator,
+            run.budget["group_size"],
+            group_ids,
+            policy_digest=behaviour_digest,
+        )
     else:
-        sampled = [rollout.sample_group(run.policy, run.tokenizer, run.examples[index],
-                                        run.config, run.generator, run.budget["group_size"],
-                                        group_id=group_id, policy_digest=behaviour_digest)
-                   for index, group_id in zip(indices, group_ids)]
+        sampled = [
+            rollout.sample_group(
+                run.policy,
+                run.tokenizer,
+                run.examples[index],
+                run.config,
+                run.generator,
+                run.budget["group_size"],
+                group_id=group_id,
+                policy_digest=behaviour_digest,
+            )
+            for index, group_id in zip(indices, group_ids)
+        ]
     groups = objectives.batch_with_advantages(sampled, objective)
     rows = [r for g in groups for r in g["responses"]]
     ids = [r["rollout_id"] for r in rows]
@@ -84,23 +114,41 @@ def _verify(run: GRPORun, rows: list) -> tuple[dict, float]:
 def _update(run: GRPORun, groups: list) -> tuple[list, float]:
     tick = time.perf_counter()
     updates = []
-    memo: dict = {}   # the frozen reference's logits, computed once per rollout set
+    memo: dict = {}  # the frozen reference's logits, computed once per rollout set
     for _ in range(run.budget["updates_per_rollout"]):
-        updates.append(grpo_update(run.policy, run.reference, run.optimizer, run.scheduler,
-                                   groups, run.config, reference_memo=memo))
+        updates.append(
+            grpo_update(
+                run.policy,
+                run.reference,
+                run.optimizer,
+                run.scheduler,
+                groups,
+                run.config,
+                reference_memo=memo,
+            )
+        )
         run.updates_done += 1
     model_lib.synchronize(run.device)
     run.consumed.extend(r["rollout_id"] for g in groups for r in g["responses"])
     return updates, time.perf_counter() - tick
 
 
-def _record(run: GRPORun, iteration: int, groups: list, behaviour_digest: str,
-            verification: dict, updates: list) -> float:
+def _record(
+    run: GRPORun,
+    iteration: int,
+    groups: list,
+    behaviour_digest: str,
+    verification: dict,
+    updates: list,
+) -> float:
     """Write the iteration's evidence file and append its history entry."""
     tick = time.perf_counter()
     evidence = {
-        "branch": run.branch, "mode": run.mode, "iteration": iteration,
-        "policy_digest": behaviour_digest, "reference_digest": run.reference_digest,
+        "branch": run.branch,
+        "mode": run.mode,
+        "iteration": iteration,
+        "policy_digest": behaviour_digest,
+        "reference_digest": run.reference_digest,
         "document_ids": [g["document_id"] for g in groups],
         "verification": verification,
         "groups": groups,
@@ -109,8 +157,7 @@ def _record(run: GRPORun, iteration: int, groups: list, behaviour_digest: str,
     path = files.save_json(run.paths["rollouts"] / f"iteration-{iteration:04d}.json", evidence)
     run.evidence[path.relative_to(run.paths["out"]).as_posix()] = sha256_file(path)
     evidence_seconds = time.perf_counter() - tick
-    run.history.append(history_entry(iteration, groups, behaviour_digest, verification,
-                                     updates))
+    run.history.append(history_entry(iteration, groups, behaviour_digest, verification, updates))
     return evidence_seconds
 
 
@@ -124,9 +171,14 @@ def run_iteration(run: GRPORun, iteration: int) -> None:
     evidence_seconds = _record(run, iteration, groups, behaviour_digest, verification, updates)
     run.iteration = iteration + 1
     model_lib.synchronize(run.device)
-    run.times.append({"iteration": iteration,
-                      "generation_seconds": sum(r["seconds"] for r in rows),
-                      "verification_seconds": verification_seconds,
-                      "optimisation_seconds": optimisation_seconds,
-                      "digest_seconds": digest_seconds, "evidence_seconds": evidence_seconds,
-                      "iteration_seconds": time.perf_counter() - iteration_start})
+    run.times.append(
+        {
+            "iteration": iteration,
+            "generation_seconds": sum(r["seconds"] for r in rows),
+            "verification_seconds": verification_seconds,
+            "optimisation_seconds": optimisation_seconds,
+            "digest_seconds": digest_seconds,
+            "evidence_seconds": evidence_seconds,
+            "iteration_seconds": time.perf_counter() - iteration_start,
+        }
+    )

@@ -1,5 +1,6 @@
 """A GRPO branch's plan: its budget (group size, iterations, interrupt point) and the
 order in which it reads training prompts (a seeded permutation read with a cursor)."""
+
 from __future__ import annotations
 
 import torch
@@ -13,8 +14,13 @@ PROMPT_ORDER_SEED_OFFSET = 300
 
 
 # --------------------------------------------------------------------------- budget
-def branch_budget(config: dict, branch: str = "grpo", group_size: int | None = None,
-                  iterations: int | None = None, interrupt_at: int | None = None) -> dict:
+def branch_budget(
+    config: dict,
+    branch: str = "grpo",
+    group_size: int | None = None,
+    iterations: int | None = None,
+    interrupt_at: int | None = None,
+) -> dict:
     """Group size, iterations and interrupt point of a branch (explicit values win).
 
     "grpo" reads config.grpo; "grpo-gN" is an exercise branch (N in exercise.group_sizes)
@@ -28,11 +34,14 @@ def branch_budget(config: dict, branch: str = "grpo", group_size: int | None = N
     else:
         named = exercise_group_size(branch)
         if named is None:
-            raise ValueError(f"unknown GRPO branch {branch!r}: use 'grpo' or 'grpo-gN' with N in "
-                             f"exercise.group_sizes {sizes}")
+            raise ValueError(
+                f"unknown GRPO branch {branch!r}: use 'grpo' or 'grpo-gN' with N in "
+                f"exercise.group_sizes {sizes}"
+            )
         if named not in sizes:
-            raise ValueError(f"branch {branch!r}: group size {named} is not in "
-                             f"exercise.group_sizes {sizes}")
+            raise ValueError(
+                f"branch {branch!r}: group size {named} is not in exercise.group_sizes {sizes}"
+            )
         if group_size is not None and group_size != named:
             raise ValueError(f"branch {branch!r} names group size {named}, got {group_size}")
         defaults = (named, cfg.exercise.iterations, cfg.exercise.interrupt_at)
@@ -47,9 +56,15 @@ def branch_budget(config: dict, branch: str = "grpo", group_size: int | None = N
     if (iterations, interrupt_at) != (None, None) and (type(k) is not int or not 1 <= k < n):
         raise ValueError(f"interrupt_at must be an integer in [1, {n - 1}], got {k!r}")
     updates = cfg.grpo.updates_per_rollout
-    return {"branch": branch, "group_size": g, "iterations": n, "interrupt_at": k,
-            "prompts_per_iteration": cfg.grpo.prompts_per_iteration,
-            "updates_per_rollout": updates, "total_updates": n * updates}
+    return {
+        "branch": branch,
+        "group_size": g,
+        "iterations": n,
+        "interrupt_at": k,
+        "prompts_per_iteration": cfg.grpo.prompts_per_iteration,
+        "updates_per_rollout": updates,
+        "total_updates": n * updates,
+    }
 
 
 # --------------------------------------------------------------------------- prompt order
@@ -78,8 +93,13 @@ class PromptOrder:
         return chosen
 
     def state(self) -> dict:
-        return {"size": self.size, "permutation": list(self.permutation), "cursor": self.cursor,
-                "passes": self.passes, "generator": self.generator.get_state()}
+        return {
+            "size": self.size,
+            "permutation": list(self.permutation),
+            "cursor": self.cursor,
+            "passes": self.passes,
+            "generator": self.generator.get_state(),
+        }
 
     def load(self, state: dict) -> None:
         if state["size"] != self.size:

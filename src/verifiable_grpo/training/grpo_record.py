@@ -1,16 +1,22 @@
 """What a GRPO iteration leaves in the learning record's history: means over the rollout
 set's groups, responses and updates, and each group without its times or token lists."""
+
 from __future__ import annotations
 
 
 def group_record(group: dict) -> dict:
     """The part of a group that enters the history (no times, no token lists)."""
-    return {"group_id": group["group_id"], "document_id": group["document_id"],
-            "rewards": group["rewards"], "advantages": group["advantages"],
-            "reward_std": group["reward_std"], "zero_variance": group["zero_variance"],
-            "finish_reasons": [r["finish_reason"] for r in group["responses"]],
-            "response_tokens": [r["response_tokens"] for r in group["responses"]],
-            "tokenization_valid": [r["tokenization_valid"] for r in group["responses"]]}
+    return {
+        "group_id": group["group_id"],
+        "document_id": group["document_id"],
+        "rewards": group["rewards"],
+        "advantages": group["advantages"],
+        "reward_std": group["reward_std"],
+        "zero_variance": group["zero_variance"],
+        "finish_reasons": [r["finish_reason"] for r in group["responses"]],
+        "response_tokens": [r["response_tokens"] for r in group["responses"]],
+        "tokenization_valid": [r["tokenization_valid"] for r in group["responses"]],
+    }
 
 
 def mean(values) -> float:
@@ -18,8 +24,9 @@ def mean(values) -> float:
     return sum(values) / len(values)
 
 
-def history_entry(iteration: int, groups: list, behaviour_digest: str, verification: dict,
-                  updates: list) -> dict:
+def history_entry(
+    iteration: int, groups: list, behaviour_digest: str, verification: dict, updates: list
+) -> dict:
     """An iteration's entry in the learning record's history (means over its groups,
     responses and updates; the updates without their per-response audits)."""
     rows = [r for g in groups for r in g["responses"]]

@@ -4,6 +4,7 @@ prepared (digests, identity, optimizer, schedule, prompt order, RNG streams).
 
 training/grpo.py runs it; the steps of one iteration are in grpo_iteration.py.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -58,23 +59,35 @@ def run_outputs(paths: dict, mode: str) -> list[Path]:
     return found
 
 
-def run_identity(config, cfg, budget, paths, tokenizer, initial_digest, reference_digest,
-                 device) -> dict:
+def run_identity(
+    config, cfg, budget, paths, tokenizer, initial_digest, reference_digest, device
+) -> dict:
     """What a resumed run must share with the interrupted one (modes excluded)."""
     sections = IDENTITY_SECTIONS + (("exercise",) if budget["branch"] != "grpo" else ())
     return {
         "variant": "educational GRPO, exact KL on prefixes",
-        **{k: budget[k] for k in ("branch", "group_size", "iterations", "prompts_per_iteration",
-                                  "updates_per_rollout", "total_updates")},
+        **{
+            k: budget[k]
+            for k in (
+                "branch",
+                "group_size",
+                "iterations",
+                "prompts_per_iteration",
+                "updates_per_rollout",
+                "total_updates",
+            )
+        },
         **GRPORun.shared_identity(config, sections),
         "warmstart_sha256": sha256_file(paths["warmstart"]),
         "initial_model_digest": initial_digest,
         "reference_model_digest": reference_digest,
         "learning_data_sha256": data.dataset_sha256(paths["learning_data"]),
         "template": prompts.template_identity(tokenizer, config),
-        "seeds": {"system": cfg.seed,
-                  "generation": cfg.seed + GENERATION_SEED_OFFSET,
-                  "prompt_order": cfg.seed + PROMPT_ORDER_SEED_OFFSET},
+        "seeds": {
+            "system": cfg.seed,
+            "generation": cfg.seed + GENERATION_SEED_OFFSET,
+            "prompt_order": cfg.seed + PROMPT_ORDER_SEED_OFFSET,
+        },
         "compute": compute_identity(device),
     }
 
@@ -83,12 +96,24 @@ def run_identity(config, cfg, budget, paths, tokenizer, initial_digest, referenc
 @dataclass
 class GRPORun(ResumableRun):
     """Everything one branch-and-mode run shares between its steps."""
+
     CODE_ENTRY = CODE_ENTRY
-    STATE_ORDER = ("identity", "iteration", "updates", "model", "optimizer", "scheduler",
-                   "prompt_order", "generation_rng", "system_rng", "consumed_rollout_ids",
-                   "history", "timings")
-    config: dict                           # the carrier (hashes, provenance, callees)
-    cfg: Profile                           # how its values are read
+    STATE_ORDER = (
+        "identity",
+        "iteration",
+        "updates",
+        "model",
+        "optimizer",
+        "scheduler",
+        "prompt_order",
+        "generation_rng",
+        "system_rng",
+        "consumed_rollout_ids",
+        "history",
+        "timings",
+    )
+    config: dict  # the carrier (hashes, provenance, callees)
+    cfg: Profile  # how its values are read
     budget: dict
     branch: str
     mode: str
@@ -107,13 +132,13 @@ class GRPORun(ResumableRun):
     scheduler: object = None
     order: PromptOrder | None = None
     generator: torch.Generator | None = None
-    iteration: int = 0                     # iterations done (the next one to run)
+    iteration: int = 0  # iterations done (the next one to run)
     updates_done: int = 0
     consumed: list = field(default_factory=list)
     history: list = field(default_factory=list)
-    times: list = field(default_factory=list)          # per-iteration times of this mode
-    loop_seconds_before: float = 0.0       # loop time spent before a crash
-    evidence: dict = field(default_factory=dict)       # rollout file (relative) -> sha256
+    times: list = field(default_factory=list)  # per-iteration times of this mode
+    loop_seconds_before: float = 0.0  # loop time spent before a crash
+    evidence: dict = field(default_factory=dict)  # rollout file (relative) -> sha256
     crash_saves: list = field(default_factory=list)
 
     @property
@@ -126,13 +151,20 @@ class GRPORun(ResumableRun):
 
     @property
     def stop(self) -> int:
-        return self.budget["interrupt_at"] if self.mode == "interrupt" else self.budget["iterations"]
+        return (
+            self.budget["interrupt_at"] if self.mode == "interrupt" else self.budget["iterations"]
+        )
 
     def run_state(self) -> dict:
         """The GRPO part of a state at an iteration boundary."""
-        return {"iteration": self.iteration, "updates": self.updates_done,
-                "prompt_order": self.order.state(), "generation_rng": self.generator.get_state(),
-                "consumed_rollout_ids": list(self.consumed), "history": self.history}
+        return {
+            "iteration": self.iteration,
+            "updates": self.updates_done,
+            "prompt_order": self.order.state(),
+            "generation_rng": self.generator.get_state(),
+            "consumed_rollout_ids": list(self.consumed),
+            "history": self.history,
+        }
 
     def load_run_state(self, state: dict) -> None:
         self.order.load(state["prompt_order"])
@@ -142,8 +174,10 @@ class GRPORun(ResumableRun):
         self.updates_done = state["updates"]
 
     def check_boundary(self, what: str) -> None:
-        if self.updates_done != self.iteration * self.budget["updates_per_rollout"] \
-                or len(self.history) != self.iteration:
+        if (
+            self.updates_done != self.iteration * self.budget["updates_per_rollout"]
+            or len(self.history) != self.iteration
+        ):
             raise ValueError(f"{what} is not at a completed iteration boundary")
 
     def timings(self, loop_seconds: float) -> dict:
@@ -154,10 +188,19 @@ def prepare(run: GRPORun) -> None:
     """Digests, identity, optimizer, schedule, prompt order and RNG streams of a fresh run."""
     run.initial_digest = model_lib.model_digest(run.policy)
     run.reference_digest = model_lib.model_digest(run.reference)
-    run.identity = run_identity(run.config, run.cfg, run.budget, run.paths, run.tokenizer,
-                                run.initial_digest, run.reference_digest, run.device)
+    run.identity = run_identity(
+        run.config,
+        run.cfg,
+        run.budget,
+        run.paths,
+        run.tokenizer,
+        run.initial_digest,
+        run.reference_digest,
+        run.device,
+    )
     run.prepare_optimizer(run.section, run.budget["total_updates"])
     run.order = PromptOrder(len(run.examples), run.cfg.seed + PROMPT_ORDER_SEED_OFFSET)
     run.generator = torch.Generator(device=run.device).manual_seed(
-        run.cfg.seed + GENERATION_SEED_OFFSET)
+        run.cfg.seed + GENERATION_SEED_OFFSET
+    )
     checkpoint.seed_everything(run.cfg.seed)  # the run never depends on the process's RNG

@@ -4,6 +4,7 @@ memory is one vocabulary block), and the sampled one-token estimators k1, k2 and
 
 losses.py re-exports both; objectives choose which a loss uses.
 """
+
 from __future__ import annotations
 
 import torch
@@ -20,18 +21,18 @@ def _blockwise_shift_and_log_sum(logits: torch.Tensor, block_size: int):
     vocab = logits.shape[-1]
     m = None
     for start in range(0, vocab, block_size):
-        block_max = logits[..., start:start + block_size].amax(dim=-1, keepdim=True)
+        block_max = logits[..., start : start + block_size].amax(dim=-1, keepdim=True)
         m = block_max if m is None else torch.maximum(m, block_max)
     s = torch.zeros_like(m)
     for start in range(0, vocab, block_size):
-        s = s + torch.exp(logits[..., start:start + block_size] - m).sum(dim=-1, keepdim=True)
+        s = s + torch.exp(logits[..., start : start + block_size] - m).sum(dim=-1, keepdim=True)
     return m, torch.log(s)
 
 
 def _block_terms(current, reference, cur_norm, ref_norm, start, block_size):
     """log p, p and log p - log q for one vocabulary block (p = 0 where log p = -inf)."""
-    log_p = (current[..., start:start + block_size] - cur_norm[0]) - cur_norm[1]
-    log_q = (reference[..., start:start + block_size] - ref_norm[0]) - ref_norm[1]
+    log_p = (current[..., start : start + block_size] - cur_norm[0]) - cur_norm[1]
+    log_q = (reference[..., start : start + block_size] - ref_norm[0]) - ref_norm[1]
     p = torch.exp(log_p)
     # A token the current policy never emits (logit -inf) contributes 0, not 0 * nan.
     difference = torch.where(p > 0, log_p - log_q, torch.zeros_like(log_p))
@@ -63,9 +64,10 @@ class _ExactKL(torch.autograd.Function):
         grad = torch.empty_like(current)
         scale = grad_kl.unsqueeze(-1)
         for start in range(0, current.shape[-1], block_size):
-            p, difference = _block_terms(current, reference, (cur_m, cur_log_s),
-                                         (ref_m, ref_log_s), start, block_size)
-            grad[..., start:start + block_size] = scale * p * (difference - kl.unsqueeze(-1))
+            p, difference = _block_terms(
+                current, reference, (cur_m, cur_log_s), (ref_m, ref_log_s), start, block_size
+            )
+            grad[..., start : start + block_size] = scale * p * (difference - kl.unsqueeze(-1))
         return grad, None, None
 
 
@@ -74,7 +76,7 @@ def _check_logits_blockwise(name: str, logits: torch.Tensor, block_size: int) ->
     on the whole tensor would allocate a [..., V] mask, more than the KL itself needs."""
     reachable = None
     for start in range(0, logits.shape[-1], block_size):
-        block = logits[..., start:start + block_size]
+        block = logits[..., start : start + block_size]
         if torch.isnan(block).any() or torch.isposinf(block).any():
             raise ValueError(f"{name} logits contain NaN or +inf")
         finite = (~torch.isneginf(block)).any(dim=-1)
@@ -83,8 +85,9 @@ def _check_logits_blockwise(name: str, logits: torch.Tensor, block_size: int) ->
         raise ValueError(f"{name} logits have a row where every entry is -inf")
 
 
-def exact_prefix_kl(current_logits: torch.Tensor, reference_logits: torch.Tensor,
-                    block_size: int = 4096) -> torch.Tensor:
+def exact_prefix_kl(
+    current_logits: torch.Tensor, reference_logits: torch.Tensor, block_size: int = 4096
+) -> torch.Tensor:
     """Exact KL(p_cur || p_ref) = sum_v p_cur(v) (log p_cur(v) - log p_ref(v)) per prefix.
 
     Logits are [..., T, V]; returns [..., T]. The vocabulary is processed in blocks of
@@ -96,15 +99,21 @@ def exact_prefix_kl(current_logits: torch.Tensor, reference_logits: torch.Tensor
     if not isinstance(block_size, int) or isinstance(block_size, bool) or block_size < 1:
         raise ValueError(f"block_size must be a positive integer, got {block_size!r}")
     if current_logits.dim() < 1 or current_logits.shape[-1] == 0:
-        raise ValueError(f"logits need a non-empty vocabulary axis, got {tuple(current_logits.shape)}")
+        raise ValueError(
+            f"logits need a non-empty vocabulary axis, got {tuple(current_logits.shape)}"
+        )
     if reference_logits.shape != current_logits.shape:
-        raise ValueError(f"reference logits shape {tuple(reference_logits.shape)} differs from "
-                         f"current {tuple(current_logits.shape)}")
+        raise ValueError(
+            f"reference logits shape {tuple(reference_logits.shape)} differs from "
+            f"current {tuple(current_logits.shape)}"
+        )
     if not current_logits.is_floating_point():
         raise ValueError("logits must be floating point")
     for name, logits in (("current", current_logits), ("reference", reference_logits)):
         _check_logits_blockwise(name, logits, block_size)
-    reference = reference_logits.detach().to(device=current_logits.device, dtype=current_logits.dtype)
+    reference = reference_logits.detach().to(
+        device=current_logits.device, dtype=current_logits.dtype
+    )
     return _ExactKL.apply(current_logits, reference, block_size)
 
 
@@ -117,8 +126,10 @@ def sampled_kl_estimators(current_logprobs: torch.Tensor, reference_logprobs: to
     current_logprobs = torch.as_tensor(current_logprobs)
     reference_logprobs = torch.as_tensor(reference_logprobs, device=current_logprobs.device)
     if current_logprobs.shape != reference_logprobs.shape:
-        raise ValueError(f"log-prob shapes differ: current {tuple(current_logprobs.shape)}, "
-                         f"reference {tuple(reference_logprobs.shape)}")
+        raise ValueError(
+            f"log-prob shapes differ: current {tuple(current_logprobs.shape)}, "
+            f"reference {tuple(reference_logprobs.shape)}"
+        )
     log_r = reference_logprobs - current_logprobs
     return {
         "k1": -log_r,

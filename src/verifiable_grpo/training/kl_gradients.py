@@ -15,6 +15,7 @@ p_old = p.detach(), so rho == 1 in value but grad rho = grad log p(y). TRL multi
 k3 term by it when `use_bias_correction_kl` is on (trl/trainer/grpo_trainer.py, line 3104:
 `per_token_kl = per_token_kl * coef_1`). Its per-sample gradient equals k2's exactly.
 """
+
 from __future__ import annotations
 
 import copy
@@ -27,14 +28,23 @@ ESTIMATORS = ("k1", "k2", "k3", "k3_trl")
 
 
 def _check_pair(current_logits: torch.Tensor, reference_logits: torch.Tensor) -> None:
-    if not isinstance(current_logits, torch.Tensor) or not isinstance(reference_logits, torch.Tensor):
+    if not isinstance(current_logits, torch.Tensor) or not isinstance(
+        reference_logits, torch.Tensor
+    ):
         raise ValueError("current_logits and reference_logits must be tensors")
     if current_logits.dim() != 2 or current_logits.shape[-1] < 2:
-        raise ValueError(f"current_logits must be [prefixes, vocab>=2], got {tuple(current_logits.shape)}")
+        raise ValueError(
+            f"current_logits must be [prefixes, vocab>=2], got {tuple(current_logits.shape)}"
+        )
     if reference_logits.shape != current_logits.shape:
-        raise ValueError(f"reference_logits shape {tuple(reference_logits.shape)} differs from "
-                         f"current_logits {tuple(current_logits.shape)}")
-    for name, logits in (("current_logits", current_logits), ("reference_logits", reference_logits)):
+        raise ValueError(
+            f"reference_logits shape {tuple(reference_logits.shape)} differs from "
+            f"current_logits {tuple(current_logits.shape)}"
+        )
+    for name, logits in (
+        ("current_logits", current_logits),
+        ("reference_logits", reference_logits),
+    ):
         if not logits.is_floating_point() or not torch.isfinite(logits).all():
             raise ValueError(f"{name} must be finite floating-point logits")
 
@@ -46,7 +56,7 @@ def estimator_losses(current_logprobs, reference_logprobs) -> dict:
     exp(log p - log p.detach()), whose value is 1 and whose gradient is grad log p."""
     values = sampled_kl_estimators(current_logprobs, reference_logprobs.detach())
     coef_1 = torch.exp(current_logprobs - current_logprobs.detach())
-    values["k3_trl"] = values["k3"] * coef_1      # trl grpo_trainer.py:3104-3105
+    values["k3_trl"] = values["k3"] * coef_1  # trl grpo_trainer.py:3104-3105
     return values
 
 
@@ -93,15 +103,22 @@ def sampled_gradients(current_logits, reference_logits, samples: int, generator)
     log_q = torch.log_softmax(reference_logits.detach(), -1).gather(-1, tokens)
     out = {}
     for name in ESTIMATORS:
-        leaf = current_logits.detach().unsqueeze(1).expand(-1, samples, -1).clone().requires_grad_(True)
+        leaf = (
+            current_logits.detach()
+            .unsqueeze(1)
+            .expand(-1, samples, -1)
+            .clone()
+            .requires_grad_(True)
+        )
         log_p = torch.log_softmax(leaf, -1).gather(-1, tokens.unsqueeze(-1)).squeeze(-1)
         estimator_losses(log_p, log_q)[name].sum().backward()
         out[name] = leaf.grad
     return out
 
 
-def gradient_bias_and_variance(current_logits, reference_logits, samples: int = 256,
-                               seed: int = 0) -> dict:
+def gradient_bias_and_variance(
+    current_logits, reference_logits, samples: int = 256, seed: int = 0
+) -> dict:
     """Per estimator, over all prefixes together (Frobenius norms over [N, V]):
     relative_bias = |mean sampled grad - grad KL(p||q)| / |grad KL(p||q)|,
     exact_relative_bias = the same with the exact expectation (enumeration),
@@ -110,8 +127,9 @@ def gradient_bias_and_variance(current_logits, reference_logits, samples: int = 
     <E grad, grad KL> / |grad KL|^2 (1 means the estimator pushes like the exact term)."""
     _, exact_gradient = exact_kl_and_gradient(current_logits, reference_logits)
     enumerated = expected_by_enumeration(current_logits, reference_logits)
-    per_sample = sampled_gradients(current_logits, reference_logits, samples,
-                                   torch.Generator().manual_seed(seed))
+    per_sample = sampled_gradients(
+        current_logits, reference_logits, samples, torch.Generator().manual_seed(seed)
+    )
     norm = exact_gradient.norm()
     if norm == 0:
         raise ValueError("the exact KL gradient is zero: current and reference coincide")
@@ -123,7 +141,8 @@ def gradient_bias_and_variance(current_logits, reference_logits, samples: int = 
         report[name] = {
             "relative_bias": float((mean - exact_gradient).norm() / norm),
             "exact_relative_bias": float((expected - exact_gradient).norm() / norm),
-            "variance": float(spread), "relative_variance": float(spread / norm.square()),
+            "variance": float(spread),
+            "relative_variance": float(spread / norm.square()),
             "scale": float((expected * exact_gradient).sum() / norm.square()),
         }
     return report
@@ -140,7 +159,9 @@ def perturbed_copy(model, relative_noise: float, seed: int):
         for parameter in moved.parameters():
             if parameter.is_floating_point() and parameter.numel() > 1:
                 noise = torch.randn(parameter.shape, generator=generator, dtype=torch.float32)
-                parameter.add_(noise.to(parameter) * relative_noise * parameter.float().std().to(parameter))
+                parameter.add_(
+                    noise.to(parameter) * relative_noise * parameter.float().std().to(parameter)
+                )
     return moved
 
 
@@ -149,15 +170,17 @@ def exact_gradient_variance(current_logits, reference_logits) -> dict:
     of every vocabulary entry y (autograd on one copy of z per y), weighted by p(y)."""
     _check_pair(current_logits, reference_logits)
     vocab = current_logits.shape[-1]
-    tokens = torch.arange(vocab).expand(current_logits.shape[0], -1)        # [N, V]: every y
+    tokens = torch.arange(vocab).expand(current_logits.shape[0], -1)  # [N, V]: every y
     p = torch.softmax(current_logits.detach(), -1)
     log_q = torch.log_softmax(reference_logits.detach(), -1)
     out = {}
     for name in ESTIMATORS:
-        leaf = current_logits.detach().unsqueeze(1).expand(-1, vocab, -1).clone().requires_grad_(True)
+        leaf = (
+            current_logits.detach().unsqueeze(1).expand(-1, vocab, -1).clone().requires_grad_(True)
+        )
         log_p = torch.log_softmax(leaf, -1).gather(-1, tokens.unsqueeze(-1)).squeeze(-1)
         estimator_losses(log_p, log_q)[name].sum().backward()
-        per_token = leaf.grad                                                 # [N, y, V]
+        per_token = leaf.grad  # [N, y, V]
         mean = (p.unsqueeze(-1) * per_token).sum(1, keepdim=True)
         out[name] = (p * (per_token - mean).square().sum(-1)).sum(-1)
     return out
@@ -168,7 +191,11 @@ def per_prefix_relative_bias(current_logits, reference_logits) -> dict:
     estimator and for grad KL(q||p) ("forward")."""
     _, exact_gradient = exact_kl_and_gradient(current_logits, reference_logits)
     norm = exact_gradient.norm(dim=-1).clamp_min(torch.finfo(exact_gradient.dtype).tiny)
-    expected = {name: value["gradient"]
-                for name, value in expected_by_enumeration(current_logits, reference_logits).items()}
+    expected = {
+        name: value["gradient"]
+        for name, value in expected_by_enumeration(current_logits, reference_logits).items()
+    }
     expected["forward"] = forward_kl_gradient(current_logits, reference_logits)
-    return {name: (gradient - exact_gradient).norm(dim=-1) / norm for name, gradient in expected.items()}
+    return {
+        name: (gradient - exact_gradient).norm(dim=-1) / norm for name, gradient in expected.items()
+    }

@@ -13,6 +13,7 @@ recognises (as it does peft's), so `model.trainable: adapters` works with these 
 The layout matches peft's LoraLayer (A kaiming-uniform like nn.Linear, B zero, scaling
 alpha/r, dropout on the input of A only); tests check outputs and gradients against peft.
 """
+
 from __future__ import annotations
 
 import math
@@ -35,8 +36,10 @@ class LoRALinear(nn.Module):
         if not isinstance(rank, int) or rank < 1:
             raise ValueError(f"LoRA rank must be a positive integer, got {rank!r}")
         if rank > min(base.in_features, base.out_features):
-            raise ValueError(f"LoRA rank {rank} exceeds min(in, out) = "
-                             f"{min(base.in_features, base.out_features)}: no low-rank saving")
+            raise ValueError(
+                f"LoRA rank {rank} exceeds min(in, out) = "
+                f"{min(base.in_features, base.out_features)}: no low-rank saving"
+            )
         if not alpha > 0:
             raise ValueError(f"LoRA alpha must be positive, got {alpha!r}")
         if not 0.0 <= dropout < 1.0:
@@ -69,8 +72,13 @@ class LoRALinear(nn.Module):
 
     def merged(self) -> nn.Linear:
         """A plain nn.Linear computing W + scale * B A (same bias), frozen like the base."""
-        merged = nn.Linear(self.in_features, self.out_features, bias=self.base.bias is not None,
-                           device=self.base.weight.device, dtype=self.base.weight.dtype)
+        merged = nn.Linear(
+            self.in_features,
+            self.out_features,
+            bias=self.base.bias is not None,
+            device=self.base.weight.device,
+            dtype=self.base.weight.dtype,
+        )
         with torch.no_grad():
             merged.weight.copy_(self.base.weight + self.delta_weight())
             if self.base.bias is not None:
@@ -87,8 +95,13 @@ def _set_child(model: nn.Module, name: str, module: nn.Module) -> None:
     setattr(model.get_submodule(parent_name) if parent_name else model, child, module)
 
 
-def attach_lora(model: nn.Module, rank: int, alpha: float, dropout: float = 0.0,
-                targets: tuple[str, ...] = BLOCK_PROJECTIONS) -> list[str]:
+def attach_lora(
+    model: nn.Module,
+    rank: int,
+    alpha: float,
+    dropout: float = 0.0,
+    targets: tuple[str, ...] = BLOCK_PROJECTIONS,
+) -> list[str]:
     """Freeze every parameter, wrap each nn.Linear whose last name part is in `targets`.
 
     Returns the wrapped module names in model order. Raises if nothing matched (a typo in
@@ -96,13 +109,19 @@ def attach_lora(model: nn.Module, rank: int, alpha: float, dropout: float = 0.0,
     if any(isinstance(m, LoRALinear) for m in model.modules()):
         raise ValueError("the model already holds LoRA wrappers; merge_lora(model) first")
     targets = tuple(targets)
-    names = [name for name, module in model.named_modules()
-             if isinstance(module, nn.Linear) and name.rpartition(".")[2] in targets]
+    names = [
+        name
+        for name, module in model.named_modules()
+        if isinstance(module, nn.Linear) and name.rpartition(".")[2] in targets
+    ]
     if not names:
-        found = sorted({n.rpartition(".")[2] for n, m in model.named_modules()
-                        if isinstance(m, nn.Linear)})
-        raise ValueError(f"no nn.Linear named one of {list(targets)}; this model's linear "
-                         f"layers are named {found}")
+        found = sorted(
+            {n.rpartition(".")[2] for n, m in model.named_modules() if isinstance(m, nn.Linear)}
+        )
+        raise ValueError(
+            f"no nn.Linear named one of {list(targets)}; this model's linear "
+            f"layers are named {found}"
+        )
     model.requires_grad_(False)
     for name in names:
         _set_child(model, name, LoRALinear(model.get_submodule(name), rank, alpha, dropout))

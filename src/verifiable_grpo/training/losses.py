@@ -11,6 +11,7 @@ Which of these a run combines is data: see objectives.py.
 
 Every function validates its shapes and raises a ValueError that names the problem.
 """
+
 from __future__ import annotations
 
 import torch
@@ -55,9 +56,13 @@ def group_advantages(rewards, epsilon: float = 1e-8, correction: int = 0):
         raise ValueError(f"rewards must be 2-D [prompts, group], got shape {tuple(rewards.shape)}")
     prompts, group = rewards.shape
     if prompts == 0 or group == 0:
-        raise ValueError(f"rewards must hold at least one group and one response, got {tuple(rewards.shape)}")
+        raise ValueError(
+            f"rewards must hold at least one group and one response, got {tuple(rewards.shape)}"
+        )
     if correction not in (0, 1):
-        raise ValueError(f"correction must be 0 (population std) or 1 (sample std), got {correction!r}")
+        raise ValueError(
+            f"correction must be 0 (population std) or 1 (sample std), got {correction!r}"
+        )
     if correction == 1 and group < 2:
         raise ValueError("the sample std (correction=1) needs a group of at least 2 responses")
     if not epsilon > 0:
@@ -79,10 +84,14 @@ def group_advantages(rewards, epsilon: float = 1e-8, correction: int = 0):
 # --------------------------------------------------------------------------- reductions
 def _check_mask(values: torch.Tensor, mask) -> torch.Tensor:
     if values.dim() != 2:
-        raise ValueError(f"per-token values must be 2-D [responses, tokens], got {tuple(values.shape)}")
+        raise ValueError(
+            f"per-token values must be 2-D [responses, tokens], got {tuple(values.shape)}"
+        )
     mask = torch.as_tensor(mask, device=values.device)
     if mask.shape != values.shape:
-        raise ValueError(f"mask shape {tuple(mask.shape)} differs from values shape {tuple(values.shape)}")
+        raise ValueError(
+            f"mask shape {tuple(mask.shape)} differs from values shape {tuple(values.shape)}"
+        )
     mask = mask.bool()
     if not mask.any(dim=1).all():
         empty = (~mask.any(dim=1)).nonzero().flatten().tolist()
@@ -110,15 +119,18 @@ def masked_normalize(values: torch.Tensor, mask, normalize_constant: float, dim=
     entries never leak in, even when they hold inf or NaN."""
     mask = torch.as_tensor(mask, device=values.device).bool()
     if mask.shape != values.shape:
-        raise ValueError(f"mask shape {tuple(mask.shape)} differs from values shape "
-                         f"{tuple(values.shape)}")
+        raise ValueError(
+            f"mask shape {tuple(mask.shape)} differs from values shape {tuple(values.shape)}"
+        )
     if not normalize_constant > 0:
         raise ValueError(f"normalize_constant must be positive, got {normalize_constant!r}")
     kept = torch.where(mask, values, torch.zeros_like(values))
     return (kept.sum() if dim is None else kept.sum(dim=dim)) / normalize_constant
 
 
-def reduce_responses_then_prompts(per_response: torch.Tensor, group_size: int | None = None) -> torch.Tensor:
+def reduce_responses_then_prompts(
+    per_response: torch.Tensor, group_size: int | None = None
+) -> torch.Tensor:
     """Mean over the responses of each prompt, then mean over prompts -> scalar.
 
     per_response is [P, G], or [P * G] laid out prompt by prompt (then group_size is needed).
@@ -127,11 +139,15 @@ def reduce_responses_then_prompts(per_response: torch.Tensor, group_size: int | 
         if group_size is None or group_size < 1:
             raise ValueError("a flat [P*G] tensor needs a positive group_size")
         if per_response.numel() == 0 or per_response.numel() % group_size:
-            raise ValueError(f"{per_response.numel()} responses do not split into groups of {group_size}")
+            raise ValueError(
+                f"{per_response.numel()} responses do not split into groups of {group_size}"
+            )
         per_response = per_response.reshape(-1, group_size)
     elif per_response.dim() == 2:
         if group_size is not None and per_response.shape[1] != group_size:
-            raise ValueError(f"group_size {group_size} differs from the tensor's {per_response.shape[1]}")
+            raise ValueError(
+                f"group_size {group_size} differs from the tensor's {per_response.shape[1]}"
+            )
         if per_response.numel() == 0:
             raise ValueError("no responses to reduce")
     else:
@@ -147,13 +163,20 @@ def response_prompt_mean(values, groups: int, group_size: int, plain: bool = Fal
     reported: response mean, then prompt mean; `plain` (padded AERO slots): one mean."""
     if plain:
         return sum(values) / len(values)
-    return float(reduce_responses_then_prompts(
-        torch.tensor(values, dtype=torch.float64).reshape(groups, group_size)))
+    return float(
+        reduce_responses_then_prompts(
+            torch.tensor(values, dtype=torch.float64).reshape(groups, group_size)
+        )
+    )
 
 
-def aggregation_weights(kind: str, lengths, length: int | None = None,
-                        total_tokens: int | None = None,
-                        micro_batches: int | None = None) -> list[list[float]]:
+def aggregation_weights(
+    kind: str,
+    lengths,
+    length: int | None = None,
+    total_tokens: int | None = None,
+    micro_batches: int | None = None,
+) -> list[list[float]]:
     """The multiplier of each response's reduced loss, so that loss = sum_i w_i * l_i.
 
     lengths: [P][G] active tokens per response (prompt by prompt, every prompt G).
@@ -184,13 +207,17 @@ def aggregation_weights(kind: str, lengths, length: int | None = None,
     elif kind == "token_sum":
         tokens = sum(map(sum, rows)) if total_tokens is None else total_tokens
         if type(tokens) is not int or tokens < sum(map(sum, rows)):
-            raise ValueError(f"total_tokens must be an integer >= the {sum(map(sum, rows))} "
-                             f"tokens given, got {total_tokens!r}")
+            raise ValueError(
+                f"total_tokens must be an integer >= the {sum(map(sum, rows))} "
+                f"tokens given, got {total_tokens!r}"
+            )
         weight = 1.0 / tokens
     else:
         if type(length) is not int or length < max(map(max, rows)):
-            raise ValueError(f"a constant-length normaliser needs an integer length >= the "
-                             f"longest response ({max(map(max, rows))}), got {length!r}")
+            raise ValueError(
+                f"a constant-length normaliser needs an integer length >= the "
+                f"longest response ({max(map(max, rows))}), got {length!r}"
+            )
         weight = 1.0 / (responses * length)
     return [[weight] * len(row) for row in rows]
 
@@ -199,13 +226,17 @@ def _micro_batch_weights(rows: list[list[int]], micro_batches) -> list[list[floa
     """1 / (k * tokens of the micro-batch) per response, micro-batches taken in order."""
     flat = [n for row in rows for n in row]
     if type(micro_batches) is not int or micro_batches < 1 or len(flat) % micro_batches:
-        raise ValueError(f"micro_batches must be a positive integer dividing the "
-                         f"{len(flat)} responses, got {micro_batches!r}")
+        raise ValueError(
+            f"micro_batches must be a positive integer dividing the "
+            f"{len(flat)} responses, got {micro_batches!r}"
+        )
     size = len(flat) // micro_batches
-    weights = [1.0 / (micro_batches * sum(flat[i - i % size:i - i % size + size]))
-               for i in range(len(flat))]
+    weights = [
+        1.0 / (micro_batches * sum(flat[i - i % size : i - i % size + size]))
+        for i in range(len(flat))
+    ]
     width = len(rows[0])
-    return [weights[p * width:(p + 1) * width] for p in range(len(rows))]
+    return [weights[p * width : (p + 1) * width] for p in range(len(rows))]
 
 
 # --------------------------------------------------------------------------- surrogate
@@ -214,10 +245,14 @@ def check_surrogate_inputs(current, old, advantages, mask, clip_low, clip_high):
         raise ValueError(f"current log-probs must be [B, T], got {tuple(current.shape)}")
     old = torch.as_tensor(old, device=current.device)
     if old.shape != current.shape:
-        raise ValueError(f"old log-probs shape {tuple(old.shape)} differs from current {tuple(current.shape)}")
+        raise ValueError(
+            f"old log-probs shape {tuple(old.shape)} differs from current {tuple(current.shape)}"
+        )
     advantages = torch.as_tensor(advantages, device=current.device)
     if advantages.shape != current.shape[:1]:
-        raise ValueError(f"advantages must be [B] = [{current.shape[0]}], got {tuple(advantages.shape)}")
+        raise ValueError(
+            f"advantages must be [B] = [{current.shape[0]}], got {tuple(advantages.shape)}"
+        )
     if not 0 < clip_low < 1:
         raise ValueError(f"clip_epsilon must lie in (0, 1), got {clip_low!r}")
     high = clip_low if clip_high is None else clip_high
@@ -238,7 +273,9 @@ def importance_ratio(current, old, mask, level: str = "token") -> torch.Tensor:
     mask = _check_mask(current, mask)
     old = torch.as_tensor(old, device=current.device).detach().to(current.dtype)
     if old.shape != current.shape:
-        raise ValueError(f"old log-probs shape {tuple(old.shape)} differs from current {tuple(current.shape)}")
+        raise ValueError(
+            f"old log-probs shape {tuple(old.shape)} differs from current {tuple(current.shape)}"
+        )
     # Zero the log-ratio on inactive tokens before exp: exp of padding garbage could be
     # inf, and inf * 0 in the backward pass would turn into NaN gradients.
     log_ratio = torch.where(mask, current - old, torch.zeros_like(current))
@@ -248,8 +285,9 @@ def importance_ratio(current, old, mask, level: str = "token") -> torch.Tensor:
     return torch.exp(log_ratio)
 
 
-def ratio_audit(ratio, adv, mask, low_bound: float, high_bound: float, ratio_level: str,
-                clips: bool = True) -> dict:
+def ratio_audit(
+    ratio, adv, mask, low_bound: float, high_bound: float, ratio_level: str, clips: bool = True
+) -> dict:
     """What the ratio did, detached: see clipped_group_surrogate. `clips` False (a
     surrogate that removes no token's gradient): the clip fractions are 0, while
     "outside_fraction" still counts ratios outside [low_bound, high_bound]."""
@@ -281,13 +319,21 @@ def ratio_audit(ratio, adv, mask, low_bound: float, high_bound: float, ratio_lev
         }
 
 
-def clipped_surrogate_tokens(current, old, advantages, mask, clip_epsilon: float = 0.2,
-                             clip_epsilon_high: float | None = None, ratio_level: str = "token"):
+def clipped_surrogate_tokens(
+    current,
+    old,
+    advantages,
+    mask,
+    clip_epsilon: float = 0.2,
+    clip_epsilon_high: float | None = None,
+    ratio_level: str = "token",
+):
     """Per token, -min(rho * A, clip(rho, 1 - eps, 1 + eps_high) * A): [B, T], 0.0 on
     inactive tokens. rho is the token or the sequence ratio (importance_ratio).
     Returns (per_token, audit); the audit is described in clipped_group_surrogate."""
-    old, advantages, high, mask = check_surrogate_inputs(current, old, advantages, mask,
-                                                          clip_epsilon, clip_epsilon_high)
+    old, advantages, high, mask = check_surrogate_inputs(
+        current, old, advantages, mask, clip_epsilon, clip_epsilon_high
+    )
     adv = advantages.detach().to(current.dtype).unsqueeze(1)
     ratio = importance_ratio(current, old, mask, ratio_level)
     low_bound, high_bound = 1.0 - clip_epsilon, 1.0 + high
@@ -299,8 +345,15 @@ def clipped_surrogate_tokens(current, old, advantages, mask, clip_epsilon: float
     return per_token, audit
 
 
-def clipped_group_surrogate(current, old, advantages, mask, clip_epsilon: float = 0.2,
-                            clip_epsilon_high: float | None = None, ratio_level: str = "token"):
+def clipped_group_surrogate(
+    current,
+    old,
+    advantages,
+    mask,
+    clip_epsilon: float = 0.2,
+    clip_epsilon_high: float | None = None,
+    ratio_level: str = "token",
+):
     """Per response, the token mean of -min(rho * A, clip(rho, 1 - eps, 1 + eps_high) * A).
 
     current, old: token log-probs [B, T] under the current and the old (behaviour) policy;
@@ -313,15 +366,24 @@ def clipped_group_surrogate(current, old, advantages, mask, clip_epsilon: float 
     removes, "outside_fraction": rho outside the interval whatever the sign of A), and the
     same per response as [B] tensors ("*_per_response").
     """
-    per_token, audit = clipped_surrogate_tokens(current, old, advantages, mask, clip_epsilon,
-                                                clip_epsilon_high, ratio_level)
+    per_token, audit = clipped_surrogate_tokens(
+        current, old, advantages, mask, clip_epsilon, clip_epsilon_high, ratio_level
+    )
     return masked_token_mean(per_token, mask), audit
 
 
 # --------------------------------------------------------------------------- objective
-def grpo_objective(current_logprobs, old_logprobs, advantages, mask, kl_per_token, group_size: int,
-                   clip_epsilon: float = 0.2, kl_coefficient: float = 0.02,
-                   clip_epsilon_high: float | None = None):
+def grpo_objective(
+    current_logprobs,
+    old_logprobs,
+    advantages,
+    mask,
+    kl_per_token,
+    group_size: int,
+    clip_epsilon: float = 0.2,
+    kl_coefficient: float = 0.02,
+    clip_epsilon_high: float | None = None,
+):
     """The scalar GRPO loss: reduced clipped surrogate + kl_coefficient * reduced KL.
 
     Both terms are averaged the same way: over each response's active tokens, then over
@@ -330,7 +392,8 @@ def grpo_objective(current_logprobs, old_logprobs, advantages, mask, kl_per_toke
     Returns (loss, audit): the surrogate's audit plus "surrogate", "kl" and "loss" floats.
     """
     surrogate_per_response, audit = clipped_group_surrogate(
-        current_logprobs, old_logprobs, advantages, mask, clip_epsilon, clip_epsilon_high)
+        current_logprobs, old_logprobs, advantages, mask, clip_epsilon, clip_epsilon_high
+    )
     surrogate = reduce_responses_then_prompts(surrogate_per_response, group_size)
     if kl_per_token is None:
         if kl_coefficient != 0:
@@ -338,11 +401,17 @@ def grpo_objective(current_logprobs, old_logprobs, advantages, mask, kl_per_toke
         kl = torch.zeros((), dtype=surrogate.dtype, device=surrogate.device)
     else:
         if kl_per_token.shape != current_logprobs.shape:
-            raise ValueError(f"kl_per_token shape {tuple(kl_per_token.shape)} differs from "
-                             f"log-probs {tuple(current_logprobs.shape)}")
+            raise ValueError(
+                f"kl_per_token shape {tuple(kl_per_token.shape)} differs from "
+                f"log-probs {tuple(current_logprobs.shape)}"
+            )
         kl = reduce_responses_then_prompts(masked_token_mean(kl_per_token, mask), group_size)
     loss = surrogate + kl_coefficient * kl
-    audit = dict(audit, surrogate=float(surrogate.detach()), kl=float(kl.detach()),
-                 loss=float(loss.detach()), surrogate_per_response=surrogate_per_response.detach())
+    audit = dict(
+        audit,
+        surrogate=float(surrogate.detach()),
+        kl=float(kl.detach()),
+        loss=float(loss.detach()),
+        surrogate_per_response=surrogate_per_response.detach(),
+    )
     return loss, audit
-

@@ -11,6 +11,7 @@ sampling, with TRL 1.16's mode names and default cap (GRPOConfig
 vllm_importance_sampling_mode = "sequence_mask", vllm_importance_sampling_clip_max = 3.0,
 clip_min None; trainer/grpo_trainer.py, the block that builds vllm_importance_sampling_ratio).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -38,14 +39,15 @@ def score_one_by_one(model, rows: list[dict], bf16: bool = False) -> list[torch.
         ids = torch.tensor([prompt + response], dtype=torch.long, device=device)
         with _precision(bf16):
             logits = model(input_ids=ids, use_cache=False).logits[0]
-        logits = logits[len(prompt) - 1:len(prompt) - 1 + len(response)].float()
+        logits = logits[len(prompt) - 1 : len(prompt) - 1 + len(response)].float()
         targets = torch.tensor(response, dtype=torch.long, device=device)
         scored.append(batched_scoring.token_logprobs(logits, targets).double().cpu())
     return scored
 
 
-def score_padded_batch(model, rows: list[dict], pad_id: int,
-                       bf16: bool = False) -> list[torch.Tensor]:
+def score_padded_batch(
+    model, rows: list[dict], pad_id: int, bf16: bool = False
+) -> list[torch.Tensor]:
     """All rows in one left-padded forward (the book's batched trainer path)."""
     batch = batched_scoring.rollout_batch(rows, pad_id, model_device(model))
     with _precision(bf16):
@@ -82,12 +84,13 @@ def padded(per_row: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
     values = torch.zeros((len(per_row), width), dtype=torch.float64)
     mask = torch.zeros((len(per_row), width), dtype=torch.bool)
     for i, r in enumerate(per_row):
-        values[i, :len(r)], mask[i, :len(r)] = r, True
+        values[i, : len(r)], mask[i, : len(r)] = r, True
     return values, mask
 
 
-def log_ratio_summary(train: list[torch.Tensor], sample: list[torch.Tensor],
-                      clip_epsilon: float = 0.2) -> dict:
+def log_ratio_summary(
+    train: list[torch.Tensor], sample: list[torch.Tensor], clip_epsilon: float = 0.2
+) -> dict:
     """Per-token log p_train - log p_sample: max |.|, quantiles of |.|, the ratio's largest
     deviation from 1, the sequence log-ratio's largest |.|, and the fraction of tokens the
     PPO clip [1 - eps, 1 + eps] would see outside (python floats)."""
@@ -98,17 +101,26 @@ def log_ratio_summary(train: list[torch.Tensor], sample: list[torch.Tensor],
     ratio = diff.exp()
     outside = (ratio < 1 - clip_epsilon) | (ratio > 1 + clip_epsilon)
     sequence = torch.stack([(a - b).sum() for a, b in zip(train, sample)])
-    return {"tokens": int(diff.numel()), "max_abs": float(size.max()),
-            "median_abs": float(size.quantile(0.5)), "q99_abs": float(size.quantile(0.99)),
-            "max_ratio_deviation": float((ratio - 1).abs().max()),
-            "max_sequence_abs": float(sequence.abs().max()),
-            "clip_outside_fraction": float(outside.double().mean())}
+    return {
+        "tokens": int(diff.numel()),
+        "max_abs": float(size.max()),
+        "median_abs": float(size.quantile(0.5)),
+        "q99_abs": float(size.quantile(0.99)),
+        "max_ratio_deviation": float((ratio - 1).abs().max()),
+        "max_sequence_abs": float(sequence.abs().max()),
+        "clip_outside_fraction": float(outside.double().mean()),
+    }
 
 
 # --------------------------------------------------------------------------- corrections
-def importance_weights(train: torch.Tensor, sample: torch.Tensor, mask: torch.Tensor,
-                       mode: str = "sequence_mask", clip_max: float | None = TRL_CLIP_MAX,
-                       clip_min: float | None = None) -> torch.Tensor:
+def importance_weights(
+    train: torch.Tensor,
+    sample: torch.Tensor,
+    mask: torch.Tensor,
+    mode: str = "sequence_mask",
+    clip_max: float | None = TRL_CLIP_MAX,
+    clip_min: float | None = None,
+) -> torch.Tensor:
     """Per-token weights [B, T] that multiply the per-token loss, as TRL 1.16 builds them.
 
     ratio = exp(log p_train - log p_sample), per token or (sequence modes) the exponential of
@@ -123,26 +135,37 @@ def importance_weights(train: torch.Tensor, sample: torch.Tensor, mask: torch.Te
 
 
 # --------------------------------------------------------------------------- gradients
-def surrogate_gradient(model, rows: list[dict], old: list[torch.Tensor],
-                       advantages: torch.Tensor, pad_id: int,
-                       weights: torch.Tensor | None = None) -> torch.Tensor:
+def surrogate_gradient(
+    model,
+    rows: list[dict],
+    old: list[torch.Tensor],
+    advantages: torch.Tensor,
+    pad_id: int,
+    weights: torch.Tensor | None = None,
+) -> torch.Tensor:
     """Flat gradient of the batch mean of losses.clipped_group_surrogate (float32, padded
     batch), with `old` as the behaviour log-probs and optional per-token weights [B, T]
     multiplying the per-token loss (a TIS/MIS correction)."""
     batch = batched_scoring.rollout_batch(rows, pad_id, model_device(model))
-    current = batched_scoring.token_logprobs(batched_scoring.response_logits(model, batch),
-                                             batch["targets"])
+    current = batched_scoring.token_logprobs(
+        batched_scoring.response_logits(model, batch), batch["targets"]
+    )
     old_values, mask = padded(old)
     old_values = old_values.to(current.dtype)
-    per_token, _ = losses.clipped_surrogate_tokens(current, old_values, advantages, mask, 0.2,
-                                                   None, "token")
+    per_token, _ = losses.clipped_surrogate_tokens(
+        current, old_values, advantages, mask, 0.2, None, "token"
+    )
     if weights is not None:
         per_token = per_token * weights.to(per_token.dtype)
     loss = losses.masked_token_mean(per_token, mask).mean()
     params = [p for p in model.parameters() if p.requires_grad]
     grads = torch.autograd.grad(loss, params, allow_unused=True)
-    return torch.cat([(g if g is not None else torch.zeros_like(p)).reshape(-1).double()
-                      for g, p in zip(grads, params)])
+    return torch.cat(
+        [
+            (g if g is not None else torch.zeros_like(p)).reshape(-1).double()
+            for g, p in zip(grads, params)
+        ]
+    )
 
 
 def gradient_gap(reference: torch.Tensor, other: torch.Tensor) -> dict:

@@ -4,6 +4,7 @@ policy term its surrogate chooses, each response's reduced loss and the batch's 
 The arithmetic lives in losses.py and surrogates.py; these functions choose among it as
 an objectives.Objective says (objectives.py re-exports them).
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -16,9 +17,13 @@ if TYPE_CHECKING:  # only an annotation here: objectives.py imports this module
     from verifiable_grpo.training.objectives import Objective
 
 
-def response_weights(objective: Objective, lengths, max_length: int | None = None,
-                     total_tokens: int | None = None,
-                     micro_batches: int | None = None) -> list[list[float]]:
+def response_weights(
+    objective: Objective,
+    lengths,
+    max_length: int | None = None,
+    total_tokens: int | None = None,
+    micro_batches: int | None = None,
+) -> list[list[float]]:
     """The multiplier of each response's reduced loss ([P][G] python floats): the loss of
     a batch is sum_i w_i * response_losses_i. max_length resolves a constant-length
     aggregation without its own length; total_tokens is the generation batch's token
@@ -30,15 +35,18 @@ def response_weights(objective: Objective, lengths, max_length: int | None = Non
     aggregation = objective.aggregation
     length = aggregation.length if aggregation.length is not None else max_length
     if aggregation.kind == "constant_length" and length is None:
-        raise ValueError(f"objective {objective.name}: a constant-length aggregation needs "
-                         "max_length (the run's tokens.max_response)")
+        raise ValueError(
+            f"objective {objective.name}: a constant-length aggregation needs "
+            "max_length (the run's tokens.max_response)"
+        )
     tokens = total_tokens if aggregation.tokens == "generation_batch" else None
     split = micro_batches if aggregation.tokens == "micro_batch" else None
     return losses.aggregation_weights(aggregation.kind, lengths, length, tokens, split)
 
 
-def token_weights(objective: Objective, lengths, max_length: int | None = None,
-                  total_tokens: int | None = None) -> list[list[float]]:
+def token_weights(
+    objective: Objective, lengths, max_length: int | None = None, total_tokens: int | None = None
+) -> list[list[float]]:
     """The weight each active token of each response gets in the loss ([P][G], one
     number per response, the same on all its tokens): what a chapter tabulates."""
     weights = response_weights(objective, lengths, max_length, total_tokens)
@@ -47,8 +55,9 @@ def token_weights(objective: Objective, lengths, max_length: int | None = None,
     return [[w / n for w, n in zip(wr, nr)] for wr, nr in zip(weights, lengths)]
 
 
-def kl_per_token(objective: Objective, current_logits, reference_logits, targets,
-                 block_size: int = 4096):
+def kl_per_token(
+    objective: Objective, current_logits, reference_logits, targets, block_size: int = 4096
+):
     """The objective's per-token KL [B, T] (None for no KL term). Logits are [B, T, V] at
     the prefixes that predicted `targets` [B, T]; the reference is a constant."""
     kind = objective.kl.kind
@@ -68,23 +77,34 @@ def policy_tokens(objective: Objective, current, old, advantages, mask):
     `old` the log-probs the ratio divides by."""
     kind, clip = objective.surrogate.kind, objective.clip
     if kind == "clipped_ratio":
-        return losses.clipped_surrogate_tokens(current, old, advantages, mask, clip.low,
-                                               clip.high, objective.ratio)
+        return losses.clipped_surrogate_tokens(
+            current, old, advantages, mask, clip.low, clip.high, objective.ratio
+        )
     if kind == "cispo":
-        return surrogates.cispo_tokens(current, old, advantages, mask, objective.surrogate.cap,
-                                       objective.ratio)
+        return surrogates.cispo_tokens(
+            current, old, advantages, mask, objective.surrogate.cap, objective.ratio
+        )
     if kind == "gmpo":
         return surrogates.gmpo_tokens(current, old, advantages, mask, clip.low, clip.high)
     interval = (1.0 - clip.low, 1.0 + clip.high)
     if kind == "sapo":
         s = objective.surrogate
-        return surrogates.sapo_tokens(current, old, advantages, mask, s.temperature_positive,
-                                      s.temperature_negative, objective.ratio, interval)
+        return surrogates.sapo_tokens(
+            current,
+            old,
+            advantages,
+            mask,
+            s.temperature_positive,
+            s.temperature_negative,
+            objective.ratio,
+            interval,
+        )
     return surrogates.reinforce_tokens(current, old, advantages, mask, interval)
 
 
-def response_losses(objective: Objective, current, old, advantages, mask, kl_per_token=None,
-                    trainer_old=None):
+def response_losses(
+    objective: Objective, current, old, advantages, mask, kl_per_token=None, trainer_old=None
+):
     """Each response's loss [B] before the batch weights: policy term + coefficient * KL,
     both reduced over the response's tokens the objective's way (mean, or sum).
 
@@ -99,13 +119,17 @@ def response_losses(objective: Objective, current, old, advantages, mask, kl_per
         per_token, audit = policy_tokens(objective, current, old, advantages, mask)
     else:
         trainer = current.detach() if trainer_old is None else torch.as_tensor(trainer_old)
-        weights = surrogates.behaviour_weights(trainer, old, mask, correction.kind,
-                                               correction.clip_min, correction.clip_max)
+        weights = surrogates.behaviour_weights(
+            trainer, old, mask, correction.kind, correction.clip_min, correction.clip_max
+        )
         per_token, audit = policy_tokens(objective, current, trainer, advantages, mask)
         per_token = per_token * weights.to(per_token.dtype)
         audit = dict(audit, behaviour_weights=weights)
-    reduce = (losses.masked_token_mean if objective.aggregation.kind == "response_mean"
-              else losses.masked_token_sum)
+    reduce = (
+        losses.masked_token_mean
+        if objective.aggregation.kind == "response_mean"
+        else losses.masked_token_sum
+    )
     surrogate = reduce(per_token, mask)
     if objective.kl.kind == "none":
         if kl_per_token is not None:
@@ -114,29 +138,43 @@ def response_losses(objective: Objective, current, old, advantages, mask, kl_per
         loss = surrogate
     else:
         if kl_per_token is None or kl_per_token.shape != current.shape:
-            raise ValueError(f"objective {objective.name} needs a per-token KL shaped like the "
-                             f"log-probs {tuple(current.shape)}")
+            raise ValueError(
+                f"objective {objective.name} needs a per-token KL shaped like the "
+                f"log-probs {tuple(current.shape)}"
+            )
         kl = reduce(kl_per_token, mask)
         loss = surrogate + objective.kl.coefficient * kl
     audit = dict(audit, surrogate=surrogate.detach(), kl=kl.detach(), loss=loss.detach())
     return loss, audit
 
 
-def objective_loss(objective: Objective, current, old, advantages, mask, kl_per_token,
-                   group_size: int, max_length: int | None = None,
-                   total_tokens: int | None = None, micro_batches: int | None = None,
-                   trainer_old=None):
+def objective_loss(
+    objective: Objective,
+    current,
+    old,
+    advantages,
+    mask,
+    kl_per_token,
+    group_size: int,
+    max_length: int | None = None,
+    total_tokens: int | None = None,
+    micro_batches: int | None = None,
+    trainer_old=None,
+):
     """The scalar loss of a batch [B = P * G, T] laid out prompt by prompt:
     sum_i w_i * loss_i with the objective's weights (micro_batches: response_weights;
     trainer_old: response_losses). Returns (loss, audit)."""
-    per_response, audit = response_losses(objective, current, old, advantages, mask,
-                                          kl_per_token, trainer_old)
+    per_response, audit = response_losses(
+        objective, current, old, advantages, mask, kl_per_token, trainer_old
+    )
     if type(group_size) is not int or group_size < 1 or per_response.numel() % group_size:
-        raise ValueError(f"{per_response.numel()} responses do not split into groups of "
-                         f"{group_size!r}")
+        raise ValueError(
+            f"{per_response.numel()} responses do not split into groups of {group_size!r}"
+        )
     lengths = torch.as_tensor(mask).bool().sum(dim=1).reshape(-1, group_size).tolist()
     weights = response_weights(objective, lengths, max_length, total_tokens, micro_batches)
-    flat = torch.tensor([w for row in weights for w in row], dtype=per_response.dtype,
-                        device=per_response.device)
+    flat = torch.tensor(
+        [w for row in weights for w in row], dtype=per_response.dtype, device=per_response.device
+    )
     loss = (per_response * flat).sum()
     return loss, dict(audit, weights=weights, total=float(loss.detach()))

@@ -5,15 +5,15 @@ advantages (AdvantageRule), clip interval, aggregation, KL term, sampler (schema
 the axes added since, each with a default that reproduces v1's arithmetic: the surrogate
 (Surrogate) and a correction for the sampler's own log-probs (BehaviourCorrection).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from verifiable_grpo.training import losses, surrogates
 
-ADVANTAGE_KINDS = ("group_std", "centred", "posterior", "leave_one_out", "batch_normalised",
-                   "none")
-UNSCALED_KINDS = ("centred", "leave_one_out", "none")   # take no correction, epsilon or prior
+ADVANTAGE_KINDS = ("group_std", "centred", "posterior", "leave_one_out", "batch_normalised", "none")
+UNSCALED_KINDS = ("centred", "leave_one_out", "none")  # take no correction, epsilon or prior
 TOKEN_COUNTS = ("micro_batch", "generation_batch")
 KL_KINDS = ("exact_prefix", "k3", "none")
 SAMPLER_KINDS = ("plain", "dynamic", "aero")
@@ -45,29 +45,41 @@ class AdvantageRule:
     batch_normalised (REINFORCE++ with a group baseline): r - group mean, divided by the
     std (`correction`) of those centred values over the whole batch + epsilon.
     none (plain REINFORCE): the reward itself."""
+
     kind: str = "group_std"
     correction: int | None = 0
     epsilon: float | None = 1e-8
     prior: tuple[float, float] | None = None
 
     def __post_init__(self):
-        _require(self.kind in ADVANTAGE_KINDS,
-                 f"advantage rule {self.kind!r} is unknown: use one of {ADVANTAGE_KINDS}")
+        _require(
+            self.kind in ADVANTAGE_KINDS,
+            f"advantage rule {self.kind!r} is unknown: use one of {ADVANTAGE_KINDS}",
+        )
         if self.kind in UNSCALED_KINDS:
-            _require(self.correction is None and self.epsilon is None and self.prior is None,
-                     f"a {self.kind} advantage rule takes no correction, epsilon or prior")
+            _require(
+                self.correction is None and self.epsilon is None and self.prior is None,
+                f"a {self.kind} advantage rule takes no correction, epsilon or prior",
+            )
             return
-        _require(self.correction in (0, 1),
-                 f"{self.kind}: correction must be 0 (population) or 1 (sample), got "
-                 f"{self.correction!r}")
-        _require(_number(self.epsilon) and self.epsilon > 0,
-                 f"{self.kind}: epsilon must be a positive number, got {self.epsilon!r}")
+        _require(
+            self.correction in (0, 1),
+            f"{self.kind}: correction must be 0 (population) or 1 (sample), got "
+            f"{self.correction!r}",
+        )
+        _require(
+            _number(self.epsilon) and self.epsilon > 0,
+            f"{self.kind}: epsilon must be a positive number, got {self.epsilon!r}",
+        )
         if self.kind != "posterior":
             _require(self.prior is None, f"a {self.kind} rule takes no prior")
         else:
-            _require(isinstance(self.prior, tuple) and len(self.prior) == 2
-                     and all(_number(x) and x > 0 for x in self.prior),
-                     f"posterior: prior must be a pair (a, b) > 0, got {self.prior!r}")
+            _require(
+                isinstance(self.prior, tuple)
+                and len(self.prior) == 2
+                and all(_number(x) and x > 0 for x in self.prior),
+                f"posterior: prior must be a pair (a, b) > 0, got {self.prior!r}",
+            )
 
     @property
     def batch_level(self) -> bool:
@@ -75,8 +87,11 @@ class AdvantageRule:
         return self.kind == "batch_normalised"
 
     def describe(self) -> str:
-        fixed = {"centred": "r - mean", "leave_one_out": "r - mean of the others",
-                 "none": "r (no baseline)"}
+        fixed = {
+            "centred": "r - mean",
+            "leave_one_out": "r - mean of the others",
+            "none": "r (no baseline)",
+        }
         if self.kind in fixed:
             return fixed[self.kind]
         std = f"{('population', 'sample')[self.correction]} std + {self.epsilon:g}"
@@ -91,14 +106,17 @@ class AdvantageRule:
 @dataclass(frozen=True)
 class ClipInterval:
     """Ratios are clipped to [1 - low, 1 + high]."""
+
     low: float = 0.2
     high: float = 0.2
 
     def __post_init__(self):
-        _require(_number(self.low) and 0 < self.low < 1,
-                 f"clip low must lie in (0, 1), got {self.low!r}")
-        _require(_number(self.high) and self.high > 0,
-                 f"clip high must be positive, got {self.high!r}")
+        _require(
+            _number(self.low) and 0 < self.low < 1, f"clip low must lie in (0, 1), got {self.low!r}"
+        )
+        _require(
+            _number(self.high) and self.high > 0, f"clip high must be positive, got {self.high!r}"
+        )
 
     def describe(self) -> str:
         return f"[{1 - self.low:g}, {1 + self.high:g}]"
@@ -110,19 +128,26 @@ class Aggregation:
     token_sum: token sum / tokens counted over `tokens` (the micro-batch, bnpo; or the
     whole generation batch, dapo). constant_length: token sum / (responses * `length`),
     `length` None meaning the run's tokens.max_response."""
+
     kind: str = "response_mean"
     tokens: str | None = None
     length: int | None = None
 
     def __post_init__(self):
-        _require(self.kind in losses.AGGREGATIONS,
-                 f"aggregation {self.kind!r} is unknown: use one of {losses.AGGREGATIONS}")
-        _require((self.tokens in TOKEN_COUNTS) == (self.kind == "token_sum"),
-                 f"{self.kind}: tokens must be one of {TOKEN_COUNTS} for token_sum and None "
-                 f"otherwise, got {self.tokens!r}")
-        _require(self.length is None or (self.kind == "constant_length" and _count(self.length)),
-                 f"{self.kind}: length must be None, or a positive integer for constant_length; "
-                 f"got {self.length!r}")
+        _require(
+            self.kind in losses.AGGREGATIONS,
+            f"aggregation {self.kind!r} is unknown: use one of {losses.AGGREGATIONS}",
+        )
+        _require(
+            (self.tokens in TOKEN_COUNTS) == (self.kind == "token_sum"),
+            f"{self.kind}: tokens must be one of {TOKEN_COUNTS} for token_sum and None "
+            f"otherwise, got {self.tokens!r}",
+        )
+        _require(
+            self.length is None or (self.kind == "constant_length" and _count(self.length)),
+            f"{self.kind}: length must be None, or a positive integer for constant_length; "
+            f"got {self.length!r}",
+        )
 
     def describe(self) -> str:
         if self.kind == "response_mean":
@@ -137,18 +162,27 @@ class KLTerm:
     """exact_prefix: the exact KL to the reference on every visited prefix; k3: the k3
     estimate on the sampled token; none. Added per token as coefficient * KL and
     aggregated like the surrogate."""
+
     kind: str = "exact_prefix"
     coefficient: float = 0.02
 
     def __post_init__(self):
         _require(self.kind in KL_KINDS, f"KL term {self.kind!r} is unknown: use one of {KL_KINDS}")
-        _require(_number(self.coefficient) and self.coefficient >= 0,
-                 f"KL coefficient must be a number >= 0, got {self.coefficient!r}")
-        _require(self.kind != "none" or self.coefficient == 0,
-                 f"KL term none needs coefficient 0, got {self.coefficient!r}")
+        _require(
+            _number(self.coefficient) and self.coefficient >= 0,
+            f"KL coefficient must be a number >= 0, got {self.coefficient!r}",
+        )
+        _require(
+            self.kind != "none" or self.coefficient == 0,
+            f"KL term none needs coefficient 0, got {self.coefficient!r}",
+        )
 
     def describe(self) -> str:
-        return "none" if self.kind == "none" else f"{self.kind.replace('_', ' ')} x {self.coefficient:g}"
+        return (
+            "none"
+            if self.kind == "none"
+            else f"{self.kind.replace('_', ' ')} x {self.coefficient:g}"
+        )
 
 
 @dataclass(frozen=True)
@@ -158,6 +192,7 @@ class Sampler:
     fail. aero: `exploration_rollouts` per prompt, one more at a time for all-wrong prompts
     from a `rescue_budget` shared by the batch, keep the correct ones plus `rejection_k`
     incorrect per correct, at most `max_rollouts` slots per prompt."""
+
     kind: str = "plain"
     max_generation_batches: int | None = None
     exploration_rollouts: int | None = None
@@ -166,28 +201,36 @@ class Sampler:
     max_rollouts: int | None = None
 
     def __post_init__(self):
-        _require(self.kind in SAMPLER_KINDS,
-                 f"sampler {self.kind!r} is unknown: use one of {SAMPLER_KINDS}")
+        _require(
+            self.kind in SAMPLER_KINDS,
+            f"sampler {self.kind!r} is unknown: use one of {SAMPLER_KINDS}",
+        )
         aero = ("exploration_rollouts", "rescue_budget", "rejection_k", "max_rollouts")
         wanted = {"plain": (), "dynamic": ("max_generation_batches",), "aero": aero}[self.kind]
         for name in ("max_generation_batches",) + aero:
             value = getattr(self, name)
             if name in wanted:
-                _require(_count(value), f"sampler {self.kind}: {name} must be a positive "
-                                        f"integer, got {value!r}")
+                _require(
+                    _count(value),
+                    f"sampler {self.kind}: {name} must be a positive integer, got {value!r}",
+                )
             else:
                 _require(value is None, f"sampler {self.kind} takes no {name}")
         if self.kind == "aero":
-            _require(self.exploration_rollouts <= self.max_rollouts,
-                     "sampler aero: exploration_rollouts exceeds max_rollouts")
+            _require(
+                self.exploration_rollouts <= self.max_rollouts,
+                "sampler aero: exploration_rollouts exceeds max_rollouts",
+            )
 
     def describe(self) -> str:
         if self.kind == "plain":
             return "plain"
         if self.kind == "dynamic":
             return f"dynamic (<= {self.max_generation_batches} batches)"
-        return (f"aero ({self.exploration_rollouts} explore, rescue {self.rescue_budget}, "
-                f"k={self.rejection_k}, <= {self.max_rollouts})")
+        return (
+            f"aero ({self.exploration_rollouts} explore, rescue {self.rescue_budget}, "
+            f"k={self.rejection_k}, <= {self.max_rollouts})"
+        )
 
 
 @dataclass(frozen=True)
@@ -198,23 +241,30 @@ class Surrogate:
     geometric mean of the response's token ratios, each clipped in log space to
     [-clip.low, clip.high]. sapo: -(4 / tau) sigmoid(tau (rho - 1)) A, tau the
     temperature of A's sign (positive if A > 0). reinforce: -A log p (no ratio)."""
+
     kind: str = "clipped_ratio"
     cap: float | None = None
     temperature_positive: float | None = None
     temperature_negative: float | None = None
 
     def __post_init__(self):
-        _require(self.kind in SURROGATE_KINDS,
-                 f"surrogate {self.kind!r} is unknown: use one of {SURROGATE_KINDS}")
+        _require(
+            self.kind in SURROGATE_KINDS,
+            f"surrogate {self.kind!r} is unknown: use one of {SURROGATE_KINDS}",
+        )
         if self.kind == "cispo":
-            _require(_number(self.cap) and self.cap > 0,
-                     f"surrogate cispo: cap must be a positive number, got {self.cap!r}")
+            _require(
+                _number(self.cap) and self.cap > 0,
+                f"surrogate cispo: cap must be a positive number, got {self.cap!r}",
+            )
         else:
             _require(self.cap is None, f"surrogate {self.kind} takes no cap")
         temperatures = (self.temperature_positive, self.temperature_negative)
         if self.kind == "sapo":
-            _require(all(_number(t) and t > 0 for t in temperatures),
-                     f"surrogate sapo: both temperatures must be positive, got {temperatures!r}")
+            _require(
+                all(_number(t) and t > 0 for t in temperatures),
+                f"surrogate sapo: both temperatures must be positive, got {temperatures!r}",
+            )
         else:
             _require(temperatures == (None, None), f"surrogate {self.kind} takes no temperatures")
 
@@ -222,10 +272,15 @@ class Surrogate:
         if self.kind == "cispo":
             return f"cispo (sg min(rho, {self.cap:g}) A log p)"
         if self.kind == "sapo":
-            return (f"sapo (soft gate, tau+ {self.temperature_positive:g}, "
-                    f"tau- {self.temperature_negative:g})")
-        return {"clipped_ratio": "clipped ratio", "gmpo": "gmpo (geometric mean ratio)",
-                "reinforce": "reinforce (-A log p)"}[self.kind]
+            return (
+                f"sapo (soft gate, tau+ {self.temperature_positive:g}, "
+                f"tau- {self.temperature_negative:g})"
+            )
+        return {
+            "clipped_ratio": "clipped ratio",
+            "gmpo": "gmpo (geometric mean ratio)",
+            "reinforce": "reinforce (-A log p)",
+        }[self.kind]
 
 
 @dataclass(frozen=True)
@@ -236,23 +291,31 @@ class BehaviourCorrection:
     is the sampler's log-prob. Otherwise the ratio's denominator is the trainer's, and
     w = exp(log p_train - log p_sample) per token or per sequence (summed log-ratio),
     *_truncate clamped to [clip_min, clip_max] (TIS), *_mask set to 0 outside (MIS)."""
+
     kind: str = "none"
     clip_min: float | None = None
     clip_max: float | None = None
 
     def __post_init__(self):
-        _require(self.kind in CORRECTION_KINDS,
-                 f"behaviour correction {self.kind!r} is unknown: use one of {CORRECTION_KINDS}")
+        _require(
+            self.kind in CORRECTION_KINDS,
+            f"behaviour correction {self.kind!r} is unknown: use one of {CORRECTION_KINDS}",
+        )
         bounds = (self.clip_min, self.clip_max)
         if self.kind == "none":
             _require(bounds == (None, None), "behaviour correction none takes no bounds")
             return
-        _require(bounds != (None, None), f"behaviour correction {self.kind} needs clip_min or "
-                                         "clip_max")
-        _require(all(b is None or (_number(b) and b > 0) for b in bounds),
-                 f"behaviour correction {self.kind}: bounds must be positive, got {bounds!r}")
-        _require(None in bounds or self.clip_min < self.clip_max,
-                 f"behaviour correction {self.kind}: clip_min must be below clip_max")
+        _require(
+            bounds != (None, None), f"behaviour correction {self.kind} needs clip_min or clip_max"
+        )
+        _require(
+            all(b is None or (_number(b) and b > 0) for b in bounds),
+            f"behaviour correction {self.kind}: bounds must be positive, got {bounds!r}",
+        )
+        _require(
+            None in bounds or self.clip_min < self.clip_max,
+            f"behaviour correction {self.kind}: clip_min must be below clip_max",
+        )
 
     def describe(self) -> str:
         if self.kind == "none":

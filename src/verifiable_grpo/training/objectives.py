@@ -14,6 +14,7 @@ pre-registration can lock them by `Objective.sha256()`.
 The arithmetic lives in losses.py; this module only chooses among it. The loss an
 objective takes on a batch is built in objective_loss.py (re-exported here).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -65,22 +66,39 @@ class Objective:
     correction: BehaviourCorrection = field(default_factory=BehaviourCorrection)
 
     def __post_init__(self):
-        _require(isinstance(self.name, str) and self.name.isidentifier(),
-                 f"an objective's name must be an identifier, got {self.name!r}")
-        _require(isinstance(self.description, str) and self.description.strip() != ""
-                 and "\n" not in self.description,
-                 f"objective {self.name}: the description must be one non-empty line")
-        _require(self.ratio in losses.RATIO_LEVELS,
-                 f"objective {self.name}: ratio level {self.ratio!r} is unknown: use one of "
-                 f"{losses.RATIO_LEVELS}")
-        for part, kind in (("advantages", AdvantageRule), ("clip", ClipInterval),
-                           ("aggregation", Aggregation), ("kl", KLTerm), ("sampler", Sampler),
-                           ("surrogate", Surrogate), ("correction", BehaviourCorrection)):
-            _require(isinstance(getattr(self, part), kind),
-                     f"objective {self.name}: {part} must be a {kind.__name__}")
-        _require(self.surrogate.kind not in ("gmpo", "reinforce") or self.ratio == "token",
-                 f"objective {self.name}: surrogate {self.surrogate.kind} takes the token "
-                 "ratio level (it builds its own ratio, or none)")
+        _require(
+            isinstance(self.name, str) and self.name.isidentifier(),
+            f"an objective's name must be an identifier, got {self.name!r}",
+        )
+        _require(
+            isinstance(self.description, str)
+            and self.description.strip() != ""
+            and "\n" not in self.description,
+            f"objective {self.name}: the description must be one non-empty line",
+        )
+        _require(
+            self.ratio in losses.RATIO_LEVELS,
+            f"objective {self.name}: ratio level {self.ratio!r} is unknown: use one of "
+            f"{losses.RATIO_LEVELS}",
+        )
+        for part, kind in (
+            ("advantages", AdvantageRule),
+            ("clip", ClipInterval),
+            ("aggregation", Aggregation),
+            ("kl", KLTerm),
+            ("sampler", Sampler),
+            ("surrogate", Surrogate),
+            ("correction", BehaviourCorrection),
+        ):
+            _require(
+                isinstance(getattr(self, part), kind),
+                f"objective {self.name}: {part} must be a {kind.__name__}",
+            )
+        _require(
+            self.surrogate.kind not in ("gmpo", "reinforce") or self.ratio == "token",
+            f"objective {self.name}: surrogate {self.surrogate.kind} takes the token "
+            "ratio level (it builds its own ratio, or none)",
+        )
 
     def mechanics(self) -> dict:
         """Everything that decides the arithmetic (name and description left out, so two
@@ -96,8 +114,9 @@ class Objective:
                 continue
             if axis.name not in V1_AXES and _at_defaults(value):
                 continue  # a part added after v1, left at its defaults: not hashed
-            spec[axis.name] = (_part_mechanics(value, axis.name)
-                               if dataclasses.is_dataclass(value) else value)
+            spec[axis.name] = (
+                _part_mechanics(value, axis.name) if dataclasses.is_dataclass(value) else value
+            )
         return {"schema": SCHEMA, **spec}
 
     def sha256(self) -> str:
@@ -105,24 +124,41 @@ class Objective:
         return sha256_bytes(canonical_json(self.mechanics()))
 
     def as_row(self) -> dict:
-        return {"name": self.name, "advantages": self.advantages.describe(), "ratio": self.ratio,
-                "clip": self.clip.describe(), "aggregation": self.aggregation.describe(),
-                "KL": self.kl.describe(), "sampler": self.sampler.describe(),
-                "surrogate": self.surrogate.describe(), "correction": self.correction.describe(),
-                "sha256": self.sha256()[:12], "description": self.description}
+        return {
+            "name": self.name,
+            "advantages": self.advantages.describe(),
+            "ratio": self.ratio,
+            "clip": self.clip.describe(),
+            "aggregation": self.aggregation.describe(),
+            "KL": self.kl.describe(),
+            "sampler": self.sampler.describe(),
+            "surrogate": self.surrogate.describe(),
+            "correction": self.correction.describe(),
+            "sha256": self.sha256()[:12],
+            "description": self.description,
+        }
 
 
 # The axes of SCHEMA v1: always hashed. A part added later (surrogate, correction) enters
 # an entry's hash only when the entry sets it away from its default.
 V1_AXES = ("advantages", "ratio", "clip", "aggregation", "kl", "sampler")
 # The fields each part had when it entered the schema: hashed whenever the part is.
-V1_FIELDS = {"advantages": ("kind", "correction", "epsilon", "prior"),
-             "clip": ("low", "high"), "aggregation": ("kind", "tokens", "length"),
-             "kl": ("kind", "coefficient"),
-             "sampler": ("kind", "max_generation_batches", "exploration_rollouts",
-                         "rescue_budget", "rejection_k", "max_rollouts"),
-             "surrogate": ("kind", "cap", "temperature_positive", "temperature_negative"),
-             "correction": ("kind", "clip_min", "clip_max")}
+V1_FIELDS = {
+    "advantages": ("kind", "correction", "epsilon", "prior"),
+    "clip": ("low", "high"),
+    "aggregation": ("kind", "tokens", "length"),
+    "kl": ("kind", "coefficient"),
+    "sampler": (
+        "kind",
+        "max_generation_batches",
+        "exploration_rollouts",
+        "rescue_budget",
+        "rejection_k",
+        "max_rollouts",
+    ),
+    "surrogate": ("kind", "cap", "temperature_positive", "temperature_negative"),
+    "correction": ("kind", "clip_min", "clip_max"),
+}
 
 
 def _at_defaults(part) -> bool:
@@ -140,66 +176,136 @@ def _part_mechanics(part, axis: str) -> dict:
 
 
 # --------------------------------------------------------------------------- the registry
-_SAMPLE_STD = AdvantageRule("group_std", 1, 1e-4)       # TRL's: Bessel's correction, + 1e-4
+_SAMPLE_STD = AdvantageRule("group_std", 1, 1e-4)  # TRL's: Bessel's correction, + 1e-4
 _CENTRED = AdvantageRule("centred", None, None)
 
 
-def _entry(name, description, advantages=_SAMPLE_STD, ratio="token",
-           clip=ClipInterval(0.2, 0.2), aggregation=Aggregation(), kl=KLTerm("none", 0.0),
-           sampler=Sampler(), surrogate=Surrogate(), correction=BehaviourCorrection()):
+def _entry(
+    name,
+    description,
+    advantages=_SAMPLE_STD,
+    ratio="token",
+    clip=ClipInterval(0.2, 0.2),
+    aggregation=Aggregation(),
+    kl=KLTerm("none", 0.0),
+    sampler=Sampler(),
+    surrogate=Surrogate(),
+    correction=BehaviourCorrection(),
+):
     """An entry that differs from the Part II grpo arm only where it says so."""
-    return Objective(name, description, advantages, ratio, clip, aggregation, kl, sampler,
-                     surrogate, correction)
+    return Objective(
+        name, description, advantages, ratio, clip, aggregation, kl, sampler, surrogate, correction
+    )
 
-OBJECTIVES: dict[str, Objective] = {o.name: o for o in (
-    _entry("part1", "Part I (seed 000): population std + 1e-8, exact KL on prefixes x 0.02",
-           advantages=AdvantageRule("group_std", 0, 1e-8), kl=KLTerm("exact_prefix", 0.02)),
-    # Part II's five arms as the seed-003 study ran them: beta 0, per-response token mean.
-    _entry("grpo", "Part II baseline arm: sample std + 1e-4, token ratio, clip [0.8, 1.2]"),
-    _entry("drgrpo", "Part II arm: the grpo arm without std scaling (advantages r - mean only)",
-           advantages=_CENTRED),
-    _entry("dapo", "Part II arm: clip-higher 0.28 and dynamic sampling (groups whose rewards "
-                   "vary, <= 10 generation batches)",
-           clip=ClipInterval(0.2, 0.28), sampler=Sampler("dynamic", max_generation_batches=10)),
-    _entry("gspo", "Part II arm: sequence ratio exp(masked mean token log-ratio), clipped to "
-                   "[0.8, 1.2]", ratio="sequence"),
-    _entry("aero", "Part II arm: AERO rollouts (3 explore, rescue 4, k=1, 4 slots) and a "
-                   "Beta(1,1) posterior advantage for one-rollout groups",
-           advantages=AdvantageRule("posterior", 1, 1e-4, (1.0, 1.0)),
-           sampler=Sampler("aero", exploration_rollouts=3, rescue_budget=4, rejection_k=1,
-                           max_rollouts=4)),
-    # TRL's loss_type reductions, each otherwise the grpo arm.
-    _entry("bnpo", "TRL loss_type bnpo: token sum / the micro-batch's token count",
-           aggregation=Aggregation("token_sum", tokens="micro_batch")),
-    _entry("dr_grpo", "TRL loss_type dr_grpo with no std scaling: token sum / (B x max "
-                      "completion length)",
-           advantages=_CENTRED, aggregation=Aggregation("constant_length")),
-    _entry("dapo_token", "TRL loss_type dapo: token sum / the generation batch's token count",
-           aggregation=Aggregation("token_sum", tokens="generation_batch")),
-    # Newer objectives (chapter II.7), each otherwise the grpo arm.
-    _entry("cispo", "CISPO: -sg(min(rho, 5)) A log p, token sum / the generation batch's tokens",
-           surrogate=Surrogate("cispo", cap=5.0),
-           aggregation=Aggregation("token_sum", tokens="generation_batch")),
-    _entry("gmpo", "GMPO: -A x the geometric mean of token ratios, log-ratios clipped to "
-                   "[-0.4, 0.4]", clip=ClipInterval(0.4, 0.4), surrogate=Surrogate("gmpo")),
-    _entry("sapo", "SAPO: a sigmoid gate on the ratio instead of a hard clip (tau+ 1, tau- 1.05)",
-           surrogate=Surrogate("sapo", temperature_positive=1.0, temperature_negative=1.05)),
-    _entry("rloo", "RLOO: each reward minus the mean of the group's other rewards, PPO clip",
-           advantages=AdvantageRule("leave_one_out", None, None)),
-    _entry("reinforce_pp", "REINFORCE++ (group baseline): r - group mean, / the batch's std "
-                           "+ 1e-8, PPO clip", advantages=AdvantageRule("batch_normalised", 0, 1e-8)),
-    _entry("reinforce", "Plain REINFORCE: -r log p, no baseline, no ratio",
-           advantages=AdvantageRule("none", None, None), surrogate=Surrogate("reinforce")),
-    _entry("reinforce_baseline", "REINFORCE with the group-mean baseline: -(r - mean) log p",
-           advantages=_CENTRED, surrogate=Surrogate("reinforce")),
-    # The grpo arm with a correction for the sampler's log-probs (TRL's two defaults' kinds).
-    _entry("grpo_tis", "grpo with truncated importance sampling: per-token weight "
-                       "min(p_train / p_sample, 3)",
-           correction=BehaviourCorrection("token_truncate", clip_max=3.0)),
-    _entry("grpo_mis", "grpo with masked importance sampling: a response whose sequence ratio "
-                       "exceeds 3 gets weight 0",
-           correction=BehaviourCorrection("sequence_mask", clip_max=3.0)),
-)}
+
+OBJECTIVES: dict[str, Objective] = {
+    o.name: o
+    for o in (
+        _entry(
+            "part1",
+            "Part I (seed 000): population std + 1e-8, exact KL on prefixes x 0.02",
+            advantages=AdvantageRule("group_std", 0, 1e-8),
+            kl=KLTerm("exact_prefix", 0.02),
+        ),
+        # Part II's five arms as the seed-003 study ran them: beta 0, per-response token mean.
+        _entry("grpo", "Part II baseline arm: sample std + 1e-4, token ratio, clip [0.8, 1.2]"),
+        _entry(
+            "drgrpo",
+            "Part II arm: the grpo arm without std scaling (advantages r - mean only)",
+            advantages=_CENTRED,
+        ),
+        _entry(
+            "dapo",
+            "Part II arm: clip-higher 0.28 and dynamic sampling (groups whose rewards "
+            "vary, <= 10 generation batches)",
+            clip=ClipInterval(0.2, 0.28),
+            sampler=Sampler("dynamic", max_generation_batches=10),
+        ),
+        _entry(
+            "gspo",
+            "Part II arm: sequence ratio exp(masked mean token log-ratio), clipped to [0.8, 1.2]",
+            ratio="sequence",
+        ),
+        _entry(
+            "aero",
+            "Part II arm: AERO rollouts (3 explore, rescue 4, k=1, 4 slots) and a "
+            "Beta(1,1) posterior advantage for one-rollout groups",
+            advantages=AdvantageRule("posterior", 1, 1e-4, (1.0, 1.0)),
+            sampler=Sampler(
+                "aero", exploration_rollouts=3, rescue_budget=4, rejection_k=1, max_rollouts=4
+            ),
+        ),
+        # TRL's loss_type reductions, each otherwise the grpo arm.
+        _entry(
+            "bnpo",
+            "TRL loss_type bnpo: token sum / the micro-batch's token count",
+            aggregation=Aggregation("token_sum", tokens="micro_batch"),
+        ),
+        _entry(
+            "dr_grpo",
+            "TRL loss_type dr_grpo with no std scaling: token sum / (B x max completion length)",
+            advantages=_CENTRED,
+            aggregation=Aggregation("constant_length"),
+        ),
+        _entry(
+            "dapo_token",
+            "TRL loss_type dapo: token sum / the generation batch's token count",
+            aggregation=Aggregation("token_sum", tokens="generation_batch"),
+        ),
+        # Newer objectives (chapter II.7), each otherwise the grpo arm.
+        _entry(
+            "cispo",
+            "CISPO: -sg(min(rho, 5)) A log p, token sum / the generation batch's tokens",
+            surrogate=Surrogate("cispo", cap=5.0),
+            aggregation=Aggregation("token_sum", tokens="generation_batch"),
+        ),
+        _entry(
+            "gmpo",
+            "GMPO: -A x the geometric mean of token ratios, log-ratios clipped to [-0.4, 0.4]",
+            clip=ClipInterval(0.4, 0.4),
+            surrogate=Surrogate("gmpo"),
+        ),
+        _entry(
+            "sapo",
+            "SAPO: a sigmoid gate on the ratio instead of a hard clip (tau+ 1, tau- 1.05)",
+            surrogate=Surrogate("sapo", temperature_positive=1.0, temperature_negative=1.05),
+        ),
+        _entry(
+            "rloo",
+            "RLOO: each reward minus the mean of the group's other rewards, PPO clip",
+            advantages=AdvantageRule("leave_one_out", None, None),
+        ),
+        _entry(
+            "reinforce_pp",
+            "REINFORCE++ (group baseline): r - group mean, / the batch's std + 1e-8, PPO clip",
+            advantages=AdvantageRule("batch_normalised", 0, 1e-8),
+        ),
+        _entry(
+            "reinforce",
+            "Plain REINFORCE: -r log p, no baseline, no ratio",
+            advantages=AdvantageRule("none", None, None),
+            surrogate=Surrogate("reinforce"),
+        ),
+        _entry(
+            "reinforce_baseline",
+            "REINFORCE with the group-mean baseline: -(r - mean) log p",
+            advantages=_CENTRED,
+            surrogate=Surrogate("reinforce"),
+        ),
+        # The grpo arm with a correction for the sampler's log-probs (TRL's two defaults' kinds).
+        _entry(
+            "grpo_tis",
+            "grpo with truncated importance sampling: per-token weight min(p_train / p_sample, 3)",
+            correction=BehaviourCorrection("token_truncate", clip_max=3.0),
+        ),
+        _entry(
+            "grpo_mis",
+            "grpo with masked importance sampling: a response whose sequence ratio "
+            "exceeds 3 gets weight 0",
+            correction=BehaviourCorrection("sequence_mask", clip_max=3.0),
+        ),
+    )
+}
 
 
 def get_objective(name: str) -> Objective:
@@ -208,8 +314,7 @@ def get_objective(name: str) -> Objective:
         return OBJECTIVES[name]
     close = difflib.get_close_matches(str(name), OBJECTIVES, n=2)
     hint = f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""
-    raise ValueError(f"unknown objective {name!r}{hint}; known objectives: "
-                     f"{', '.join(OBJECTIVES)}")
+    raise ValueError(f"unknown objective {name!r}{hint}; known objectives: {', '.join(OBJECTIVES)}")
 
 
 def objective_from_config(config: dict) -> Objective:
@@ -222,7 +327,8 @@ def objective_from_config(config: dict) -> Objective:
         base,
         advantages=dataclasses.replace(base.advantages, epsilon=grpo.advantage_epsilon),
         clip=ClipInterval(grpo.clip_epsilon, grpo.clip_epsilon),
-        kl=KLTerm("exact_prefix", grpo.kl_coefficient))
+        kl=KLTerm("exact_prefix", grpo.kl_coefficient),
+    )
     if grpo.objective is None or grpo.objective == "part1":
         return part1
     return on_part1(get_objective(grpo.objective), part1)
@@ -230,8 +336,7 @@ def objective_from_config(config: dict) -> Objective:
 
 # The axes an entry may carry over to Part I's loop; the sampler is not one of them (the
 # loop samples G answers per prompt, nothing else).
-TRANSPLANTED_AXES = ("advantages", "ratio", "clip", "aggregation", "kl", "surrogate",
-                     "correction")
+TRANSPLANTED_AXES = ("advantages", "ratio", "clip", "aggregation", "kl", "surrogate", "correction")
 
 
 def on_part1(entry: Objective, part1: Objective | None = None) -> Objective:
@@ -242,13 +347,21 @@ def on_part1(entry: Objective, part1: Objective | None = None) -> Objective:
     part1 = OBJECTIVES["part1"] if part1 is None else part1
     arm = OBJECTIVES["grpo"]
     if entry.sampler != arm.sampler:
-        raise ValueError(f"objective {entry.name}: its sampler ({entry.sampler.describe()}) "
-                         "needs Part II's loop; Part I's samples G answers per prompt")
-    own = {axis: getattr(entry, axis) for axis in TRANSPLANTED_AXES
-           if getattr(entry, axis) != getattr(arm, axis)}
-    return dataclasses.replace(part1, name=f"part1_{entry.name}",
-                               description=f"Part I's GRPO with {entry.name}'s "
-                                           f"{', '.join(own) or 'nothing'}", **own)
+        raise ValueError(
+            f"objective {entry.name}: its sampler ({entry.sampler.describe()}) "
+            "needs Part II's loop; Part I's samples G answers per prompt"
+        )
+    own = {
+        axis: getattr(entry, axis)
+        for axis in TRANSPLANTED_AXES
+        if getattr(entry, axis) != getattr(arm, axis)
+    }
+    return dataclasses.replace(
+        part1,
+        name=f"part1_{entry.name}",
+        description=f"Part I's GRPO with {entry.name}'s {', '.join(own) or 'nothing'}",
+        **own,
+    )
 
 
 COLUMNS = ("name", "advantages", "ratio", "clip", "aggregation", "KL", "sampler", "sha256")
@@ -271,9 +384,9 @@ def format_registry(objectives=None, columns=COLUMNS) -> str:
 # --------------------------------------------------------------------------- advantages
 @dataclass(frozen=True)
 class GroupAdvantages:
-    values: torch.Tensor        # [P, G]
-    mean: torch.Tensor          # [P, 1] the centre (the posterior mean for one rollout)
-    std: torch.Tensor | None    # [P, 1] the spread divided by (before epsilon); None if unscaled
+    values: torch.Tensor  # [P, G]
+    mean: torch.Tensor  # [P, 1] the centre (the posterior mean for one rollout)
+    std: torch.Tensor | None  # [P, 1] the spread divided by (before epsilon); None if unscaled
 
 
 def advantages(objective: Objective, rewards, successes=None, observations=None) -> GroupAdvantages:
@@ -282,20 +395,26 @@ def advantages(objective: Objective, rewards, successes=None, observations=None)
     counts over every rollout generated for each prompt."""
     rule = objective.advantages
     if rule.kind in ("centred", "leave_one_out", "none"):
-        rule_function = {"centred": baselines.centred_advantages,
-                         "leave_one_out": baselines.leave_one_out_advantages,
-                         "none": baselines.no_baseline_advantages}[rule.kind]
+        rule_function = {
+            "centred": baselines.centred_advantages,
+            "leave_one_out": baselines.leave_one_out_advantages,
+            "none": baselines.no_baseline_advantages,
+        }[rule.kind]
         values, mean = rule_function(rewards)
         return GroupAdvantages(values, mean, None)
     if rule.kind == "batch_normalised":
-        return GroupAdvantages(*baselines.batch_normalised_advantages(
-            rewards, rule.epsilon, rule.correction))
+        return GroupAdvantages(
+            *baselines.batch_normalised_advantages(rewards, rule.epsilon, rule.correction)
+        )
     if rule.kind == "posterior" and torch.as_tensor(rewards).shape[-1:] == (1,):
         if successes is None or observations is None:
-            raise ValueError(f"objective {objective.name}: one-rollout groups need the "
-                             "prompt's successes and observations for the posterior")
-        return GroupAdvantages(*losses.posterior_advantages(
-            rewards, successes, observations, rule.prior, rule.epsilon))
+            raise ValueError(
+                f"objective {objective.name}: one-rollout groups need the "
+                "prompt's successes and observations for the posterior"
+            )
+        return GroupAdvantages(
+            *losses.posterior_advantages(rewards, successes, observations, rule.prior, rule.epsilon)
+        )
     values, mean, std = losses.group_advantages(rewards, rule.epsilon, rule.correction)
     return GroupAdvantages(values, mean, std)
 
@@ -304,8 +423,10 @@ def with_advantages(group: dict, objective: Objective, successes=None, observati
     """A sampled group (rollout.sample_group) with the objective's advantages added:
     "advantages" (floats), "reward_mean", "reward_std" (None for an unscaled rule)."""
     if objective.advantages.batch_level:
-        raise ValueError(f"objective {objective.name}: {objective.advantages.kind} advantages "
-                         "depend on the whole batch; use batch_with_advantages(groups, ...)")
+        raise ValueError(
+            f"objective {objective.name}: {objective.advantages.kind} advantages "
+            "depend on the whole batch; use batch_with_advantages(groups, ...)"
+        )
     rewards = torch.tensor([group["rewards"]], dtype=torch.float64)
     if successes is not None:
         successes, observations = [successes], [observations]
@@ -317,15 +438,18 @@ def batch_with_advantages(groups: list[dict], objective: Objective) -> list[dict
     two or more rollouts (a batch-level rule sees all groups at once)."""
     if not objective.advantages.batch_level:
         return [with_advantages(group, objective) for group in groups]
-    result = advantages(objective, torch.tensor([g["rewards"] for g in groups],
-                                                dtype=torch.float64))
+    result = advantages(
+        objective, torch.tensor([g["rewards"] for g in groups], dtype=torch.float64)
+    )
     return [_scored(group, result, i) for i, group in enumerate(groups)]
 
 
 def _scored(group: dict, result: GroupAdvantages, row: int) -> dict:
     scored = {k: v for k, v in group.items() if k != "zero_variance"}
-    scored.update(advantages=[float(a) for a in result.values[row]],
-                  reward_mean=result.mean[row].item(),
-                  reward_std=None if result.std is None else result.std[row].item())
+    scored.update(
+        advantages=[float(a) for a in result.values[row]],
+        reward_mean=result.mean[row].item(),
+        reward_std=None if result.std is None else result.std[row].item(),
+    )
     scored["zero_variance"] = group["zero_variance"]  # kept last, where it always was
     return scored

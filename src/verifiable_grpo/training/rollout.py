@@ -7,6 +7,7 @@ log-probs of the GRPO ratio, and nothing later replaces them. Before the first u
 of a rollout set, `verify_captured_logprobs` rescores the full sequences in one
 teacher-forced pass and insists the two agree within the configured tolerance.
 """
+
 from __future__ import annotations
 
 import time
@@ -31,12 +32,14 @@ def decode_response(tokenizer, response_ids: list[int], finish_reason: str) -> d
     """
     body = response_ids[:-1] if finish_reason == "eos" else response_ids
     size = len(tokenizer)
-    undecodable = [i for i in response_ids
-                   if not 0 <= i < size or tokenizer.convert_ids_to_tokens(i) is None]
+    undecodable = [
+        i for i in response_ids if not 0 <= i < size or tokenizer.convert_ids_to_tokens(i) is None
+    ]
     decodable = [i for i in body if i not in undecodable]
     # Special tokens stay in the text: dropping one could make broken output look like JSON.
-    text = tokenizer.decode(decodable, skip_special_tokens=False,
-                            clean_up_tokenization_spaces=False)
+    text = tokenizer.decode(
+        decodable, skip_special_tokens=False, clean_up_tokenization_spaces=False
+    )
     return {"text": text, "tokenization_valid": not undecodable, "undecodable_ids": undecodable}
 
 
@@ -59,8 +62,10 @@ def _checked_prompt(model, prompt_ids, cfg, generator, greedy: bool) -> tuple[li
     if not prompt:
         raise ValueError("empty prompt")
     if len(prompt) > cfg.tokens.max_prompt:
-        raise ValueError(f"prompt of {len(prompt)} tokens exceeds tokens.max_prompt "
-                         f"{cfg.tokens.max_prompt}; prompts are never truncated")
+        raise ValueError(
+            f"prompt of {len(prompt)} tokens exceeds tokens.max_prompt "
+            f"{cfg.tokens.max_prompt}; prompts are never truncated"
+        )
     device = model_device(model)
     if not greedy:
         if not isinstance(generator, torch.Generator):
@@ -70,8 +75,16 @@ def _checked_prompt(model, prompt_ids, cfg, generator, greedy: bool) -> tuple[li
     return prompt, device
 
 
-def _decode_tokens(model, prompt: list[int], device, max_response: int, eos: int,
-                   use_cache: bool, generator, greedy: bool) -> tuple[list[int], list[float]]:
+def _decode_tokens(
+    model,
+    prompt: list[int],
+    device,
+    max_response: int,
+    eos: int,
+    use_cache: bool,
+    generator,
+    greedy: bool,
+) -> tuple[list[int], list[float]]:
     """(response token ids, their behaviour log-probs): one token at a time until EOS or
     max_response tokens."""
     ids = torch.tensor([prompt], dtype=torch.long, device=device)
@@ -101,8 +114,15 @@ def _decode_tokens(model, prompt: list[int], device, max_response: int, eos: int
 
 
 @torch.no_grad()
-def generate(model, tokenizer, prompt_ids, config, generator, greedy: bool = False,
-             policy_digest: str | None = None) -> dict:
+def generate(
+    model,
+    tokenizer,
+    prompt_ids,
+    config,
+    generator,
+    greedy: bool = False,
+    policy_digest: str | None = None,
+) -> dict:
     """One response to one prompt: sampled at temperature 1 (or greedy), with its
     behaviour log-probs captured at the actual prefixes.
 
@@ -120,8 +140,9 @@ def generate(model, tokenizer, prompt_ids, config, generator, greedy: bool = Fal
 
     synchronize(device)
     start = time.perf_counter()
-    response, behaviour = _decode_tokens(model, prompt, device, max_response, eos, use_cache,
-                                         generator, greedy)
+    response, behaviour = _decode_tokens(
+        model, prompt, device, max_response, eos, use_cache, generator, greedy
+    )
     synchronize(device)
     seconds = time.perf_counter() - start
 
@@ -144,8 +165,16 @@ def generate(model, tokenizer, prompt_ids, config, generator, greedy: bool = Fal
 
 
 @torch.no_grad()
-def sample_group(model, tokenizer, example: dict, config: dict, generator, group_size: int,
-                 group_id: str, policy_digest: str | None = None) -> dict:
+def sample_group(
+    model,
+    tokenizer,
+    example: dict,
+    config: dict,
+    generator,
+    group_size: int,
+    group_id: str,
+    policy_digest: str | None = None,
+) -> dict:
     """G responses to one prompt, scored by the verifier: their rewards, not advantages.
 
     `example` is a learning example (statement + problem). A group whose rewards are all
@@ -157,16 +186,24 @@ def sample_group(model, tokenizer, example: dict, config: dict, generator, group
     prompt = prompts.prompt_ids(tokenizer, example["statement"], config)
     responses = []
     for member in range(group_size):
-        row = generate(model, tokenizer, prompt, config, generator, greedy=False,
-                       policy_digest=policy_digest)
+        row = generate(
+            model, tokenizer, prompt, config, generator, greedy=False, policy_digest=policy_digest
+        )
         row["rollout_id"] = f"{group_id}/response-{member:02d}"
         row["verifier"] = verifier.score_generated_json(
-            row["text"], row["finish_reason"], example["problem"], row["tokenization_valid"])
+            row["text"], row["finish_reason"], example["problem"], row["tokenization_valid"]
+        )
         responses.append(row)
     scores = [float(r["verifier"]["reward"]) for r in responses]
-    return {"group_id": group_id, "document_id": example["document_id"], "prompt_ids": prompt,
-            "policy_digest": policy_digest, "responses": responses, "rewards": scores,
-            "zero_variance": len(set(scores)) == 1}
+    return {
+        "group_id": group_id,
+        "document_id": example["document_id"],
+        "prompt_ids": prompt,
+        "policy_digest": policy_digest,
+        "responses": responses,
+        "rewards": scores,
+        "zero_variance": len(set(scores)) == 1,
+    }
 
 
 def response_slice(prompt_length: int, response_length: int) -> slice:
@@ -190,8 +227,10 @@ def verify_captured_logprobs(model, rows: list[dict], tolerance: float) -> dict:
     for row in rows:
         prompt, response = row["prompt_ids"], row["response_ids"]
         if len(row["behaviour_logprobs"]) != len(response):
-            raise ValueError(f"{row.get('rollout_id')}: {len(row['behaviour_logprobs'])} captured "
-                             f"log-probs for {len(response)} response tokens")
+            raise ValueError(
+                f"{row.get('rollout_id')}: {len(row['behaviour_logprobs'])} captured "
+                f"log-probs for {len(response)} response tokens"
+            )
         ids = torch.tensor([prompt + response], dtype=torch.long, device=device)
         rescored = scoring.token_logprobs(model, ids, torch.ones_like(ids))[0]
         rescored = rescored[response_slice(len(prompt), len(response))].double().cpu()
@@ -206,8 +245,14 @@ def captured_verdict(differences: list[float], rows: list[dict], tolerance: floa
     worst = max(differences)
     if not worst <= tolerance:
         index = differences.index(worst)
-        raise ValueError(f"captured behaviour log-probs disagree with full-sequence rescoring: "
-                         f"max |difference| {worst:.3e} > tolerance {tolerance:g} "
-                         f"(response {rows[index].get('rollout_id', index)})")
-    return {"max_abs_difference": worst, "tolerance": tolerance, "responses": len(rows),
-            "per_response": differences}
+        raise ValueError(
+            f"captured behaviour log-probs disagree with full-sequence rescoring: "
+            f"max |difference| {worst:.3e} > tolerance {tolerance:g} "
+            f"(response {rows[index].get('rollout_id', index)})"
+        )
+    return {
+        "max_abs_difference": worst,
+        "tolerance": tolerance,
+        "responses": len(rows),
+        "per_response": differences,
+    }

@@ -12,6 +12,7 @@ one place fails until the type says so too.
   ScoredGroup        + the objective's advantages (objectives.with_advantages and
                      batch_with_advantages): what an update consumes
 """
+
 from __future__ import annotations
 
 from typing import TypedDict
@@ -21,8 +22,8 @@ class GeneratedResponse(TypedDict):
     prompt_ids: list[int]
     response_ids: list[int]
     text: str
-    finish_reason: str                 # "eos" or "length"
-    behaviour_logprobs: list[float]    # the sampler's log-prob of each response token
+    finish_reason: str  # "eos" or "length"
+    behaviour_logprobs: list[float]  # the sampler's log-prob of each response token
     tokenization_valid: bool
     undecodable_ids: list[int]
     response_tokens: int
@@ -33,8 +34,8 @@ class GeneratedResponse(TypedDict):
 
 
 class SampledResponse(GeneratedResponse):
-    rollout_id: str                    # "<group_id>/response-NN": consumed once
-    verifier: dict                     # task.verifier's verdict, "reward" among its keys
+    rollout_id: str  # "<group_id>/response-NN": consumed once
+    verifier: dict  # task.verifier's verdict, "reward" among its keys
 
 
 class SampledGroup(TypedDict):
@@ -44,17 +45,21 @@ class SampledGroup(TypedDict):
     policy_digest: str | None
     responses: list[SampledResponse]
     rewards: list[float]
-    zero_variance: bool                # every reward equal: no gradient from this group
+    zero_variance: bool  # every reward equal: no gradient from this group
 
 
 class ScoredGroup(SampledGroup):
     advantages: list[float]
     reward_mean: float
-    reward_std: float | None           # None for a rule that does not scale
+    reward_std: float | None  # None for a rule that does not scale
 
 
-RECORD_TYPES = {"generated": GeneratedResponse, "sampled": SampledResponse,
-                "group": SampledGroup, "scored": ScoredGroup}
+RECORD_TYPES = {
+    "generated": GeneratedResponse,
+    "sampled": SampledResponse,
+    "group": SampledGroup,
+    "scored": ScoredGroup,
+}
 
 
 def key_problems(record: dict, kind: str) -> list[str]:

@@ -22,6 +22,7 @@ deterministic source), so the rules below can be tested on hand-made rewards.
 A group: {"group_id", "document_id", "responses", "rewards", "zero_variance",
 "successes", "observations", "strategy"}; every response row carries "reward".
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -78,7 +79,7 @@ class Cost:
 
 @dataclass
 class Batch:
-    groups: list[dict]                                  # what the update uses
+    groups: list[dict]  # what the update uses
     cost: Cost = field(default_factory=Cost)
     drawn: list[list[float]] = field(default_factory=list)  # rewards of every prompt drawn
 
@@ -91,10 +92,16 @@ def _group(group_id, example, rows, strategy, drawn=None) -> dict:
     drawn = rows if drawn is None else drawn
     rewards = _rewards(rows)
     drawn_rewards = _rewards(drawn)
-    return {"group_id": group_id, "document_id": example["document_id"], "responses": rows,
-            "rewards": rewards, "zero_variance": len(set(rewards)) == 1,
-            "successes": int(sum(r == 1.0 for r in drawn_rewards)),
-            "observations": len(drawn), "strategy": strategy}
+    return {
+        "group_id": group_id,
+        "document_id": example["document_id"],
+        "responses": rows,
+        "rewards": rewards,
+        "zero_variance": len(set(rewards)) == 1,
+        "successes": int(sum(r == 1.0 for r in drawn_rewards)),
+        "observations": len(drawn),
+        "strategy": strategy,
+    }
 
 
 def _check_counts(prompts: int, group_size: int) -> None:
@@ -120,16 +127,19 @@ def plain_batch(source: RolloutSource, prompts: int, group_size: int, step: int)
 
 
 # --------------------------------------------------------------------------- dynamic
-def dynamic_batch(source: RolloutSource, prompts: int, group_size: int, step: int,
-                  max_generation_batches: int) -> Batch:
+def dynamic_batch(
+    source: RolloutSource, prompts: int, group_size: int, step: int, max_generation_batches: int
+) -> Batch:
     """Groups whose rewards vary, refilled batch by batch (see the module docstring)."""
     _check_counts(prompts, group_size)
     batch = Batch([])
     for number in range(max_generation_batches):
         batch.cost.generation_batches += 1
         examples = source.prompts(prompts)
-        ids = [f"step-{step:04d}/batch-{number:02d}/prompt-{position:02d}"
-               for position in range(len(examples))]
+        ids = [
+            f"step-{step:04d}/batch-{number:02d}/prompt-{position:02d}"
+            for position in range(len(examples))
+        ]
         drawn = draw_all(source, [(e, group_size, g) for e, g in zip(examples, ids)])
         for example, group_id, rows in zip(examples, ids, drawn):
             batch.cost.drew(rows)
@@ -147,7 +157,8 @@ def dynamic_batch(source: RolloutSource, prompts: int, group_size: int, step: in
         f"({batch.cost.rollouts_generated} rollouts drawn, all counted as cost); the step "
         "fails closed rather than train on a short batch. The policy's rewards are (almost) "
         "constant: start from a policy with mixed rewards, or pre-register a larger "
-        "max_generation_batches in a new lock")
+        "max_generation_batches in a new lock"
+    )
 
 
 # --------------------------------------------------------------------------- AERO
@@ -155,8 +166,13 @@ def _pick(count: int, generator: torch.Generator) -> int:
     return int(torch.randint(count, (1,), generator=generator))
 
 
-def aero_curate(explore_rewards, rescue_rewards, rejection_k: int, exploration_rollouts: int,
-                generator: torch.Generator) -> tuple[list[int], str]:
+def aero_curate(
+    explore_rewards,
+    rescue_rewards,
+    rejection_k: int,
+    exploration_rollouts: int,
+    generator: torch.Generator,
+) -> tuple[list[int], str]:
     """Which of a prompt's rollouts (exploration first, then rescues) enter the update.
 
     all wrong, rescued   -> one random initial failure + the rescue success ("rescued")
@@ -168,8 +184,10 @@ def aero_curate(explore_rewards, rescue_rewards, rejection_k: int, exploration_r
     """
     explore, rescue = [float(r) for r in explore_rewards], [float(r) for r in rescue_rewards]
     if len(explore) != exploration_rollouts:
-        raise ValueError(f"AERO curation needs exactly {exploration_rollouts} exploration "
-                         f"rollouts, got {len(explore)}")
+        raise ValueError(
+            f"AERO curation needs exactly {exploration_rollouts} exploration "
+            f"rollouts, got {len(explore)}"
+        )
     if any(r not in (0.0, 1.0) for r in explore + rescue):
         raise ValueError("AERO curation needs binary rewards (0 or 1)")
     correct = [i for i, r in enumerate(explore) if r == 1.0]
@@ -191,8 +209,9 @@ def aero_curate(explore_rewards, rescue_rewards, rejection_k: int, exploration_r
     return list(range(len(explore))), "all"
 
 
-def aero_batch(source: RolloutSource, prompts: int, sampler: Sampler, step: int,
-               generator: torch.Generator) -> Batch:
+def aero_batch(
+    source: RolloutSource, prompts: int, sampler: Sampler, step: int, generator: torch.Generator
+) -> Batch:
     """AERO's exploration, rescue round-robin and curation (see the module docstring)."""
     if sampler.kind != "aero":
         raise ValueError(f"aero_batch needs an aero sampler, got {sampler.kind!r}")
@@ -201,8 +220,10 @@ def aero_batch(source: RolloutSource, prompts: int, sampler: Sampler, step: int,
     batch.cost.generation_batches = 1
     examples = source.prompts(prompts)
     ids = [f"step-{step:04d}/prompt-{p:02d}" for p in range(len(examples))]
-    explored = draw_all(source, [(ex, sampler.exploration_rollouts, f"{gid}/explore")
-                                 for ex, gid in zip(examples, ids)])
+    explored = draw_all(
+        source,
+        [(ex, sampler.exploration_rollouts, f"{gid}/explore") for ex, gid in zip(examples, ids)],
+    )
     for rows in explored:
         batch.cost.drew(rows)
     rescues: list[list[dict]] = [[] for _ in examples]
@@ -214,8 +235,9 @@ def aero_batch(source: RolloutSource, prompts: int, sampler: Sampler, step: int,
         # while the budget lasts. A prompt's success only ends its own later rounds, so a
         # round's rollouts do not depend on each other and are drawn together.
         chosen = waiting[:budget]
-        rows = draw_all(source, [(examples[p], 1, f"{ids[p]}/rescue-{len(rescues[p]):02d}")
-                                 for p in chosen])
+        rows = draw_all(
+            source, [(examples[p], 1, f"{ids[p]}/rescue-{len(rescues[p]):02d}") for p in chosen]
+        )
         for p, (row,) in zip(chosen, rows):
             batch.cost.drew([row])
             budget -= 1
@@ -225,26 +247,39 @@ def aero_batch(source: RolloutSource, prompts: int, sampler: Sampler, step: int,
     for p, example in enumerate(examples):
         drawn = explored[p] + rescues[p]
         batch.drawn.append(_rewards(drawn))
-        kept, strategy = aero_curate(_rewards(explored[p]), _rewards(rescues[p]),
-                                     sampler.rejection_k, sampler.exploration_rollouts,
-                                     generator)
+        kept, strategy = aero_curate(
+            _rewards(explored[p]),
+            _rewards(rescues[p]),
+            sampler.rejection_k,
+            sampler.exploration_rollouts,
+            generator,
+        )
         if len(kept) > sampler.max_rollouts:
-            raise ValueError(f"AERO kept {len(kept)} rollouts, more than its "
-                             f"{sampler.max_rollouts} slots")
+            raise ValueError(
+                f"AERO kept {len(kept)} rollouts, more than its {sampler.max_rollouts} slots"
+            )
         rows = [drawn[i] for i in kept]
         batch.cost.discarded([r for i, r in enumerate(drawn) if i not in kept])
         batch.groups.append(_group(ids[p], example, rows, strategy, drawn))
     return batch
 
 
-def collect(source: RolloutSource, sampler: Sampler, prompts: int, group_size: int,
-            step: int, generator: torch.Generator) -> Batch:
+def collect(
+    source: RolloutSource,
+    sampler: Sampler,
+    prompts: int,
+    group_size: int,
+    step: int,
+    generator: torch.Generator,
+) -> Batch:
     """One step's batch under the registry's sampler."""
     if sampler.kind == "plain":
         return plain_batch(source, prompts, group_size, step)
     if sampler.kind == "dynamic":
         return dynamic_batch(source, prompts, group_size, step, sampler.max_generation_batches)
     if group_size != sampler.max_rollouts:
-        raise ValueError(f"AERO pads every prompt to {sampler.max_rollouts} slots; the step's "
-                         f"group_size is {group_size}")
+        raise ValueError(
+            f"AERO pads every prompt to {sampler.max_rollouts} slots; the step's "
+            f"group_size is {group_size}"
+        )
     return aero_batch(source, prompts, sampler, step, generator)

@@ -12,6 +12,7 @@ continuous and resumed final states must be equal bit for bit (checkpoint.verify
 The run's context (what it carries between updates, its own part of a state) is
 sft_run.SFTRun.
 """
+
 from __future__ import annotations
 
 import math
@@ -70,17 +71,26 @@ def sft_examples(view: Path, branch: str, section: SFT) -> tuple[list[dict], lis
     validation = data.read_examples(view, "validation")
     wanted, wanted_val = section.examples, section.validation_examples
     if len(examples) < wanted or len(validation) < wanted_val:
-        raise ValueError(f"{view} holds {len(examples)} {BRANCH_SPLITS[branch]} and "
-                         f"{len(validation)} validation examples; the config asks for "
-                         f"{wanted} and {wanted_val}")
+        raise ValueError(
+            f"{view} holds {len(examples)} {BRANCH_SPLITS[branch]} and "
+            f"{len(validation)} validation examples; the config asks for "
+            f"{wanted} and {wanted_val}"
+        )
     return examples[:wanted], validation[:wanted_val]
 
 
 def encode(tokenizer, examples: list[dict], config: dict) -> list[dict]:
-    rows = [dict(completion_row(tokenizer, e["statement"], e["response"], config),
-                 document_id=e["document_id"]) for e in examples]
+    rows = [
+        dict(
+            completion_row(tokenizer, e["statement"], e["response"], config),
+            document_id=e["document_id"],
+        )
+        for e in examples
+    ]
     if examples:  # the contract, checked once per run on real data
-        check_row_rendering(tokenizer, examples[0]["statement"], examples[0]["response"], rows[0], config)
+        check_row_rendering(
+            tokenizer, examples[0]["statement"], examples[0]["response"], rows[0], config
+        )
     return rows
 
 
@@ -97,8 +107,12 @@ def accumulation_loss(logprobs: torch.Tensor, response_mask: torch.Tensor):
 def validation_nll(model, rows: list[dict], pad_id: int, batch_size: int) -> dict:
     scores = response_logprob_rows(model, rows, pad_id, batch_size)
     tokens = sum(c for _, c in scores)
-    return {"nll": -sum(s for s, _ in scores) / tokens, "tokens": tokens, "examples": len(rows),
-            "used_for_selection": False}
+    return {
+        "nll": -sum(s for s, _ in scores) / tokens,
+        "tokens": tokens,
+        "examples": len(rows),
+        "used_for_selection": False,
+    }
 
 
 # ---------------------------------------------------------------- one branch
@@ -108,27 +122,40 @@ IDENTITY_SECTIONS = ("seed", "device", "model", "tokens")
 
 def _paths(out: Path, branch: str, mode: str) -> dict[str, Path]:
     folder = RunFolder(out)
-    return {"out": out, "state": folder.state(branch, mode),
-            "interrupt": folder.state(branch, "interrupt"),
-            "policy": folder.policy(branch), "start_policy": folder.policy("warmstart"),
-            "record": folder.record(branch, mode)}
+    return {
+        "out": out,
+        "state": folder.state(branch, mode),
+        "interrupt": folder.state(branch, "interrupt"),
+        "policy": folder.policy(branch),
+        "start_policy": folder.policy("warmstart"),
+        "record": folder.record(branch, mode),
+    }
 
 
 def _starting_policy(config: dict, branch: str, paths: dict) -> tuple:
     if branch == "warmstart":
         model, tokenizer = load_base(config)
         m = typed(config).model
-        return model, tokenizer, {"source": m.source, "name": m.name, "revision": m.revision,
-                                  "path": m.path}
+        return (
+            model,
+            tokenizer,
+            {"source": m.source, "name": m.name, "revision": m.revision, "path": m.path},
+        )
     if not paths["start_policy"].is_file():
-        raise FileNotFoundError(f"further SFT starts from {paths['start_policy']}; run the warm "
-                                "start first (modes interrupt then resume)")
-    model, _ = reload_policy(paths["start_policy"], config,
-                             RunFolder(paths["out"]).recorded_policy_sha256("warmstart"))
+        raise FileNotFoundError(
+            f"further SFT starts from {paths['start_policy']}; run the warm "
+            "start first (modes interrupt then resume)"
+        )
+    model, _ = reload_policy(
+        paths["start_policy"], config, RunFolder(paths["out"]).recorded_policy_sha256("warmstart")
+    )
     # Relative to OUT: a state must not depend on where the run folder lies.
     source = paths["start_policy"].relative_to(paths["out"]).as_posix()
-    return model, load_tokenizer(config), {"source": source,
-                                           "sha256": sha256_file(paths["start_policy"])}
+    return (
+        model,
+        load_tokenizer(config),
+        {"source": source, "sha256": sha256_file(paths["start_policy"])},
+    )
 
 
 def _prepare(config: dict, out: Path, branch: str, mode: str, paths: dict) -> SFTRun:
@@ -146,15 +173,33 @@ def _prepare(config: dict, out: Path, branch: str, mode: str, paths: dict) -> SF
     template = template_identity(tokenizer, config)
     identity = {
         **SFTRun.shared_identity(config, IDENTITY_SECTIONS + (branch,)),
-        "data_sha256": data.dataset_sha256(view), "initial_model_digest": initial_digest,
-        "template_sha256": template["sha256"], "template": template, "branch": branch,
-        "start": start, "examples": [r["document_id"] for r in rows],
+        "data_sha256": data.dataset_sha256(view),
+        "initial_model_digest": initial_digest,
+        "template_sha256": template["sha256"],
+        "template": template,
+        "branch": branch,
+        "start": start,
+        "examples": [r["document_id"] for r in rows],
         "validation_examples": [r["document_id"] for r in val_rows],
-        "total_updates": total_updates, "compute": compute_identity(device)}
+        "total_updates": total_updates,
+        "compute": compute_identity(device),
+    }
     sampler = torch.Generator().manual_seed(cfg.seed + SAMPLER_SEED_OFFSET[branch])
-    run = SFTRun(config, cfg, branch, mode, paths, model, rows, val_rows,
-                 tokenizer.pad_token_id, identity, initial_digest, unique_parameters(model),
-                 sampler)
+    run = SFTRun(
+        config,
+        cfg,
+        branch,
+        mode,
+        paths,
+        model,
+        rows,
+        val_rows,
+        tokenizer.pad_token_id,
+        identity,
+        initial_digest,
+        unique_parameters(model),
+        sampler,
+    )
     run.prepare_optimizer(section, total_updates)
     return run
 
@@ -163,9 +208,12 @@ def _continue_after_crash(run: SFTRun) -> bool:
     """Continue from the newest crash checkpoint if any; move what the run wrote after it
     (a final state or policy without its record) into OUT/aborted."""
     out = run.paths["out"]
-    existing = [p.relative_to(out).as_posix()
-                for p in (run.paths["state"], run.paths["record"])
-                + ((run.paths["policy"],) if run.mode == "resume" else ()) if p.exists()]
+    existing = [
+        p.relative_to(out).as_posix()
+        for p in (run.paths["state"], run.paths["record"])
+        + ((run.paths["policy"],) if run.mode == "resume" else ())
+        if p.exists()
+    ]
     found = run.continue_after_crash(out, run.stage, existing)
     if found is None:
         return False
@@ -196,15 +244,23 @@ def _update(run: SFTRun, chosen: list[dict], device: torch.device, progress) -> 
     loss.backward()
     if any(p.grad is None for p in run.parameters):
         raise ValueError("some parameters received no gradient")
-    norm = torch.nn.utils.clip_grad_norm_(run.parameters, section.max_grad_norm,
-                                          error_if_nonfinite=True)
+    norm = torch.nn.utils.clip_grad_norm_(
+        run.parameters, section.max_grad_norm, error_if_nonfinite=True
+    )
     run.optimizer.step()
     run.scheduler.step()
     run.updates += 1
-    run.history.append({"update": run.updates, "epoch": run.epoch + 1, "learning_rate": lr,
-                        "loss": float(loss.detach()), "tokens": tokens,
-                        "grad_norm": float(norm),
-                        "document_ids": [r["document_id"] for r in chosen]})
+    run.history.append(
+        {
+            "update": run.updates,
+            "epoch": run.epoch + 1,
+            "learning_rate": lr,
+            "loss": float(loss.detach()),
+            "tokens": tokens,
+            "grad_norm": float(norm),
+            "document_ids": [r["document_id"] for r in chosen],
+        }
+    )
     synchronize(device)
     seconds = time.perf_counter() - begin
     run.timings["optimisation_seconds"] += seconds
@@ -219,8 +275,9 @@ def _validate(run: SFTRun, device: torch.device, progress) -> None:
     synchronize(device)
     run.timings["validation_seconds"] += time.perf_counter() - begin
     run.validation_history.append({"epoch": run.epoch, "updates": run.updates, **measured})
-    progress.write(f"{run.branch} epoch {run.epoch}/{run.section.epochs}: validation NLL "
-                   f"{measured['nll']:.4f}")
+    progress.write(
+        f"{run.branch} epoch {run.epoch}/{run.section.epochs}: validation NLL {measured['nll']:.4f}"
+    )
 
 
 def _train(run: SFTRun) -> None:
@@ -230,14 +287,17 @@ def _train(run: SFTRun) -> None:
     device = next(run.model.parameters()).device
     per_epoch = math.ceil(len(run.rows) / batch_size)
     done_this_epoch = math.ceil(run.offset / batch_size)
-    progress = tqdm(total=(run.stop - run.epoch) * per_epoch - done_this_epoch,
-                    desc=f"{run.branch} {run.mode}", unit="update")
+    progress = tqdm(
+        total=(run.stop - run.epoch) * per_epoch - done_this_epoch,
+        desc=f"{run.branch} {run.mode}",
+        unit="update",
+    )
     while run.epoch < run.stop:
         if run.epoch_order is None:
             run.epoch_order = torch.randperm(len(run.rows), generator=run.sampler).tolist()
             run.offset = 0
         while run.offset < len(run.rows):
-            chosen = [run.rows[i] for i in run.epoch_order[run.offset:run.offset + batch_size]]
+            chosen = [run.rows[i] for i in run.epoch_order[run.offset : run.offset + batch_size]]
             _update(run, chosen, device, progress)
             run.offset += batch_size
             fault_point("sft-after-update")
@@ -262,27 +322,55 @@ def _finish(run: SFTRun, resumed_digest: str, command_start: float) -> dict:
     fault_point("sft-after-final-state")
     policy = None
     if run.mode == "resume":
-        policy = {"path": str(run.paths["policy"]), "sha256": save_policy(
-            run.model, run.paths["policy"], {"identity": run.identity, "branch": run.branch,
-                                             "updates": run.updates, "epochs": run.epoch})}
-    timings = dict(run.timings, command_seconds=time.perf_counter() - command_start,
-                   crash_checkpoints={"saved": len(run.crash_saves),
-                                      "seconds": sum(c["seconds"] for c in run.crash_saves)})
+        policy = {
+            "path": str(run.paths["policy"]),
+            "sha256": save_policy(
+                run.model,
+                run.paths["policy"],
+                {
+                    "identity": run.identity,
+                    "branch": run.branch,
+                    "updates": run.updates,
+                    "epochs": run.epoch,
+                },
+            ),
+        }
+    timings = dict(
+        run.timings,
+        command_seconds=time.perf_counter() - command_start,
+        crash_checkpoints={
+            "saved": len(run.crash_saves),
+            "seconds": sum(c["seconds"] for c in run.crash_saves),
+        },
+    )
     section = run.section
     record = {
-        "branch": run.branch, "mode": run.mode, "provenance": provenance(run.config),
-        "identity": run.identity, "examples": len(run.rows),
-        "validation_examples": len(run.val_rows), "batch_size": section.batch_size,
-        "epochs": section.epochs, "epochs_done": run.epoch, "updates": run.updates,
+        "branch": run.branch,
+        "mode": run.mode,
+        "provenance": provenance(run.config),
+        "identity": run.identity,
+        "examples": len(run.rows),
+        "validation_examples": len(run.val_rows),
+        "batch_size": section.batch_size,
+        "epochs": section.epochs,
+        "epochs_done": run.epoch,
+        "updates": run.updates,
         "total_updates": run.identity["total_updates"],
-        "history": run.history, "validation_history": run.validation_history,
-        "initial_model_digest": run.initial_digest, "final_model_digest": final_digest,
+        "history": run.history,
+        "validation_history": run.validation_history,
+        "initial_model_digest": run.initial_digest,
+        "final_model_digest": final_digest,
         "weights_changed": final_digest != run.initial_digest,
         "trainable_parameters": sum(p.numel() for p in run.parameters if p.requires_grad),
-        "state": {"path": str(run.paths["state"]), **saved}, "policy": policy,
-        "timings": timings, "device": str(device),
-        "peak_cuda_memory_bytes": torch.cuda.max_memory_allocated() if device.type == "cuda" else None,
-        "dropout_active": run.model.training, "test_material_visible": False,
+        "state": {"path": str(run.paths["state"]), **saved},
+        "policy": policy,
+        "timings": timings,
+        "device": str(device),
+        "peak_cuda_memory_bytes": torch.cuda.max_memory_allocated()
+        if device.type == "cuda"
+        else None,
+        "dropout_active": run.model.training,
+        "test_material_visible": False,
     }
     save_json(run.paths["record"], record)
     fault_point("after-record")
@@ -295,23 +383,30 @@ def run_sft_branch(config: dict, out_dir, branch: str, mode: str) -> dict:
     A run cut short (crash, kill, signal) continues from its newest crash checkpoint."""
     command_start = time.perf_counter()
     if branch not in BRANCH_SPLITS or mode not in MODES:
-        raise ValueError(f"branch must be one of {list(BRANCH_SPLITS)} and mode one of "
-                         f"{list(MODES)}; got {branch!r}, {mode!r}")
+        raise ValueError(
+            f"branch must be one of {list(BRANCH_SPLITS)} and mode one of "
+            f"{list(MODES)}; got {branch!r}, {mode!r}"
+        )
     out = Path(out_dir)
     typed(config)  # the whole profile is checked (interrupt_after_epochs < epochs too) first
     paths = _paths(out, branch, mode)
     if crash.branch_finished(out, branch, mode):
-        raise FileExistsError(f"{branch} {mode} already ran: {paths['record']} exists; "
-                              "evidence is never overwritten (use a new --out folder)")
+        raise FileExistsError(
+            f"{branch} {mode} already ran: {paths['record']} exists; "
+            "evidence is never overwritten (use a new --out folder)"
+        )
     if mode == "resume" and not paths["interrupt"].is_file():
-        raise FileNotFoundError(f"nothing to resume: {paths['interrupt']} is missing "
-                                f"(run {branch} with --mode interrupt first)")
+        raise FileNotFoundError(
+            f"nothing to resume: {paths['interrupt']} is missing "
+            f"(run {branch} with --mode interrupt first)"
+        )
 
     run = _prepare(config, out, branch, mode, paths)
     if not _continue_after_crash(run) and mode == "resume":
         begin = time.perf_counter()
-        state = load_state(paths["interrupt"],
-                           RunFolder(out).recorded_state_sha256(branch, "interrupt"))
+        state = load_state(
+            paths["interrupt"], RunFolder(out).recorded_state_sha256(branch, "interrupt")
+        )
         run.timings["state_load_seconds"] = time.perf_counter() - begin
         run.restore(state, f"{branch} interrupt state")
         del state
@@ -327,9 +422,11 @@ def _command(args, branch: str) -> int:
     ensure_learning_view(config, args.out)
     record = run_sft_branch(config, args.out, branch, args.mode)
     last = record["validation_history"][-1]["nll"] if record["validation_history"] else None
-    print(f"{branch} {args.mode}: {record['updates']}/{record['total_updates']} updates, "
-          f"validation NLL {last}, state {record['state']['bytes']:,} bytes, "
-          f"{record['timings']['command_seconds']:.1f} s")
+    print(
+        f"{branch} {args.mode}: {record['updates']}/{record['total_updates']} updates, "
+        f"validation NLL {last}, state {record['state']['bytes']:,} bytes, "
+        f"{record['timings']['command_seconds']:.1f} s"
+    )
     return 0
 
 

@@ -4,6 +4,7 @@ of a state that is its own, on core.resumable_run's skeleton.
 
 training/sft.py prepares and runs it.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -22,13 +23,27 @@ CODE_ENTRY = "training/sft.py"
 @dataclass
 class SFTRun(ResumableRun):
     """Everything one branch-and-mode SFT run shares between its steps."""
-    RNG_KEY = "rng"                # where its states keep the process's RNG streams
+
+    RNG_KEY = "rng"  # where its states keep the process's RNG streams
     CODE_ENTRY = CODE_ENTRY
-    STATE_ORDER = ("identity", "branch", "epoch", "updates", "position", "model", "optimizer",
-                   "scheduler", "sampler", "rng", "history", "validation_history",
-                   "model_digest", "timings")
-    config: dict                   # the carrier (hashes, provenance, callees)
-    cfg: Profile                   # how its values are read
+    STATE_ORDER = (
+        "identity",
+        "branch",
+        "epoch",
+        "updates",
+        "position",
+        "model",
+        "optimizer",
+        "scheduler",
+        "sampler",
+        "rng",
+        "history",
+        "validation_history",
+        "model_digest",
+        "timings",
+    )
+    config: dict  # the carrier (hashes, provenance, callees)
+    cfg: Profile  # how its values are read
     branch: str
     mode: str
     paths: dict
@@ -40,17 +55,22 @@ class SFTRun(ResumableRun):
     initial_digest: str
     parameters: list
     sampler: torch.Generator
-    optimizer: object = None       # prepare_optimizer
+    optimizer: object = None  # prepare_optimizer
     scheduler: object = None
-    epoch: int = 0                 # epochs finished
+    epoch: int = 0  # epochs finished
     updates: int = 0
     epoch_order: list | None = None  # the current epoch's example order (None: not drawn)
-    offset: int = 0                # examples of the current epoch already trained on
+    offset: int = 0  # examples of the current epoch already trained on
     history: list = field(default_factory=list)
     validation_history: list = field(default_factory=list)
-    timings: dict = field(default_factory=lambda: {
-        "state_load_seconds": 0.0, "optimisation_seconds": 0.0, "validation_seconds": 0.0,
-        "update_seconds": []})
+    timings: dict = field(
+        default_factory=lambda: {
+            "state_load_seconds": 0.0,
+            "optimisation_seconds": 0.0,
+            "validation_seconds": 0.0,
+            "update_seconds": [],
+        }
+    )
     crash_saves: list = field(default_factory=list)
 
     @property
@@ -74,11 +94,17 @@ class SFTRun(ResumableRun):
         """The SFT part of a state (a final state adds the weights' digest; a crash state,
         written every few updates, leaves it None: its file's SHA-256, in its note, is
         what a continuation checks)."""
-        return {"branch": self.branch, "epoch": self.epoch, "updates": self.updates,
-                "position": {"epoch_order": self.epoch_order, "offset": self.offset},
-                "sampler": self.sampler.get_state(), "history": self.history,
-                "validation_history": self.validation_history, "model_digest": None,
-                "timings": dict(self.timings)}
+        return {
+            "branch": self.branch,
+            "epoch": self.epoch,
+            "updates": self.updates,
+            "position": {"epoch_order": self.epoch_order, "offset": self.offset},
+            "sampler": self.sampler.get_state(),
+            "history": self.history,
+            "validation_history": self.validation_history,
+            "model_digest": None,
+            "timings": dict(self.timings),
+        }
 
     def load_run_state(self, state: dict) -> None:
         self.sampler.set_state(state["sampler"])

@@ -12,6 +12,7 @@ respect to `current` only. Their gradients, d(-loss)/d log p per token:
                  fading smoothly instead of dropping to 0
   reinforce      A, whatever the ratio
 """
+
 from __future__ import annotations
 
 import math
@@ -50,48 +51,63 @@ def gmpo_tokens(current, old, advantages, mask, clip_low: float, clip_high: floa
     geometric = torch.exp(losses.masked_token_mean(pessimistic, mask)).unsqueeze(1)
     per_token = _masked(-adv * geometric.expand_as(current), mask)
     ratio = torch.exp(log_ratio)
-    audit = losses.ratio_audit(ratio, adv, mask, math.exp(-clip_low), math.exp(clip_high),
-                               "token")
+    audit = losses.ratio_audit(ratio, adv, mask, math.exp(-clip_low), math.exp(clip_high), "token")
     audit["geometric_ratio_per_response"] = geometric.detach()[:, 0]
     return per_token, audit
 
 
-def sapo_tokens(current, old, advantages, mask, temperature_positive: float,
-                temperature_negative: float, ratio_level: str = "token",
-                clip_interval: tuple[float, float] = (0.8, 1.2)):
+def sapo_tokens(
+    current,
+    old,
+    advantages,
+    mask,
+    temperature_positive: float,
+    temperature_negative: float,
+    ratio_level: str = "token",
+    clip_interval: tuple[float, float] = (0.8, 1.2),
+):
     """-(4 / tau) sigmoid(tau (rho - 1)) A (SAPO), tau by the sign of A (A > 0: positive;
     as TRL 1.16, A = 0 takes the negative one). The clip interval is only reported."""
     old, adv, mask = _inputs(current, old, advantages, mask)
     ratio = losses.importance_ratio(current, old, mask, ratio_level)
     # Built in the log-probs' dtype: torch.where on two python floats would round tau to
     # float32 (1.05 -> 1.0499999523), which TRL 1.16 does.
-    tau = torch.where(adv > 0, torch.tensor(temperature_positive, dtype=current.dtype),
-                      torch.tensor(temperature_negative, dtype=current.dtype))
+    tau = torch.where(
+        adv > 0,
+        torch.tensor(temperature_positive, dtype=current.dtype),
+        torch.tensor(temperature_negative, dtype=current.dtype),
+    )
     gate = torch.sigmoid(tau * (ratio - 1)) * 4 / tau
     per_token = _masked(-gate * adv, mask)
-    return per_token, losses.ratio_audit(ratio, adv, mask, *clip_interval, ratio_level,
-                                         clips=False)
+    return per_token, losses.ratio_audit(ratio, adv, mask, *clip_interval, ratio_level, clips=False)
 
 
-def reinforce_tokens(current, old, advantages, mask,
-                     clip_interval: tuple[float, float] = (0.8, 1.2)):
+def reinforce_tokens(
+    current, old, advantages, mask, clip_interval: tuple[float, float] = (0.8, 1.2)
+):
     """-A log p (REINFORCE): no ratio in the loss; the token ratio is only reported."""
     old, adv, mask = _inputs(current, old, advantages, mask)
     per_token = _masked(-adv * current, mask)
     ratio = losses.importance_ratio(current, old, mask, "token")
-    return per_token, losses.ratio_audit(ratio, adv, mask, *clip_interval, "token",
-                                         clips=False)
+    return per_token, losses.ratio_audit(ratio, adv, mask, *clip_interval, "token", clips=False)
 
 
 def _inputs(current, old, advantages, mask):
-    old, advantages, _, mask = losses.check_surrogate_inputs(current, old, advantages, mask,
-                                                             0.2, None)
+    old, advantages, _, mask = losses.check_surrogate_inputs(
+        current, old, advantages, mask, 0.2, None
+    )
     return old.detach().to(current.dtype), advantages.detach().to(current.dtype).unsqueeze(1), mask
 
 
 # --------------------------------------------------------------------------- corrections
-def behaviour_weights(trainer, sampler, mask, mode: str = "sequence_mask",
-                      clip_min: float | None = None, clip_max: float | None = 3.0):
+def behaviour_weights(
+    trainer,
+    sampler,
+    mask,
+    mode: str = "sequence_mask",
+    clip_min: float | None = None,
+    clip_max: float | None = 3.0,
+):
     """Per-token weights [B, T] for the sampler/trainer gap, as TRL 1.16 builds its
     importance_sampling_ratio: exp(log p_trainer - log p_sampler) per token, or per
     sequence (the summed log-ratio, shared by its tokens); *_truncate clamps it to

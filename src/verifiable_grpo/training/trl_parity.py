@@ -15,6 +15,7 @@ any field of a part that this mapping does not know (a later axis set away from 
 default): refusing is safer than running an ordinary clipped loss in its place.
 trl is an optional peer dependency, imported only when a comparison runs.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -28,10 +29,18 @@ TRL_VERSION = "1.16.0"
 # TRL's per-group advantages: sample std (Bessel), plus 1e-4 outside the square root.
 TRL_STD_EPSILON = 1e-4
 # The study's micro-batching (E1): 4 prompts x 4 completions = 16 rows per optimizer step.
-STUDY_FIELDS = {"num_generations": 4, "per_device_train_batch_size": 4,
-                "gradient_accumulation_steps": 4, "generation_batch_size": 16,
-                "num_iterations": 1, "beta": 0.0, "temperature": 1.0, "top_p": 1.0,
-                "top_k": 0, "mask_truncated_completions": False}
+STUDY_FIELDS = {
+    "num_generations": 4,
+    "per_device_train_batch_size": 4,
+    "gradient_accumulation_steps": 4,
+    "generation_batch_size": 16,
+    "num_iterations": 1,
+    "beta": 0.0,
+    "temperature": 1.0,
+    "top_p": 1.0,
+    "top_k": 0,
+    "mask_truncated_completions": False,
+}
 
 
 class NotExpressibleInTRL(ValueError):
@@ -41,20 +50,26 @@ class NotExpressibleInTRL(ValueError):
 @dataclass(frozen=True)
 class TRLArm:
     name: str
-    config: dict                      # GRPOConfig fields (beyond STUDY_FIELDS)
-    subclass: str | None = None       # what a GRPOTrainer subclass must add, if anything
+    config: dict  # GRPOConfig fields (beyond STUDY_FIELDS)
+    subclass: str | None = None  # what a GRPOTrainer subclass must add, if anything
     notes: list[str] = field(default_factory=list)
 
 
-_LOSS_TYPES = {("response_mean", None): "grpo", ("token_sum", "micro_batch"): "bnpo",
-               ("token_sum", "generation_batch"): "dapo", ("constant_length", None): "dr_grpo"}
+_LOSS_TYPES = {
+    ("response_mean", None): "grpo",
+    ("token_sum", "micro_batch"): "bnpo",
+    ("token_sum", "generation_batch"): "dapo",
+    ("constant_length", None): "dr_grpo",
+}
 
 
 # Per part, the fields this mapping translates; anything else set on an entry is refused.
 MAPPED_FIELDS = {axis: set(names) for axis, names in objectives.V1_FIELDS.items()}
 # The surrogates TRL 1.16 has a loss_type for, and the reduction that loss_type applies.
-SURROGATE_LOSS_TYPES = {"cispo": ("cispo", ("token_sum", "generation_batch")),
-                        "sapo": ("sapo", ("response_mean", None))}
+SURROGATE_LOSS_TYPES = {
+    "cispo": ("cispo", ("token_sum", "generation_batch")),
+    "sapo": ("sapo", ("response_mean", None)),
+}
 KNOWN_ADVANTAGES = ("group_std", "centred", "posterior")
 # TRL 1.16's vllm_importance_sampling_mode values.
 TRL_CORRECTION_MODES = ("token_truncate", "token_mask", "sequence_truncate", "sequence_mask")
@@ -62,40 +77,47 @@ TRL_CORRECTION_MODES = ("token_truncate", "token_mask", "sequence_truncate", "se
 
 def _refuse_unmapped(objective: objectives.Objective) -> None:
     """NotExpressibleInTRL for every part of `objective` no GRPOConfig field reproduces."""
+
     def refuse(why: str):
-        raise NotExpressibleInTRL(f"objective {objective.name}: TRL {TRL_VERSION}'s "
-                                  f"GRPOTrainer {why}")
+        raise NotExpressibleInTRL(
+            f"objective {objective.name}: TRL {TRL_VERSION}'s GRPOTrainer {why}"
+        )
+
     for axis, spec in objective.mechanics().items():
         unknown = sorted(set(spec) - MAPPED_FIELDS[axis]) if isinstance(spec, dict) else []
         if unknown:
             refuse(f"has no mapping here for {axis}.{unknown[0]}")
     rule, surrogate = objective.advantages, objective.surrogate
     if rule.kind in ("leave_one_out", "batch_normalised", "none"):
-        refuse(f"has no {rule.kind} advantage rule (its scale_rewards='batch' divides r - "
-               "the group mean by the std of the raw rewards)" if rule.kind == "batch_normalised"
-               else f"has no {rule.kind} advantage rule ({rule.describe()})")
+        refuse(
+            f"has no {rule.kind} advantage rule (its scale_rewards='batch' divides r - "
+            "the group mean by the std of the raw rewards)"
+            if rule.kind == "batch_normalised"
+            else f"has no {rule.kind} advantage rule ({rule.describe()})"
+        )
     if surrogate.kind in ("gmpo", "reinforce"):
         refuse(f"has no {surrogate.kind} loss_type")
     # Every kind below is known by name: a kind added to the registry later is refused
     # here until someone maps it, never run as an ordinary clipped loss.
-    for part, kind, mapped in (("advantage rule", rule.kind, KNOWN_ADVANTAGES),
-                               ("surrogate", surrogate.kind, ("clipped_ratio",)
-                                + tuple(SURROGATE_LOSS_TYPES)),
-                               ("aggregation", (objective.aggregation.kind,
-                                                objective.aggregation.tokens), _LOSS_TYPES),
-                               ("KL term", objective.kl.kind, ("exact_prefix", "k3", "none")),
-                               ("sampler", objective.sampler.kind, ("plain", "dynamic", "aero")),
-                               ("behaviour correction", objective.correction.kind,
-                                ("none",) + TRL_CORRECTION_MODES)):
+    for part, kind, mapped in (
+        ("advantage rule", rule.kind, KNOWN_ADVANTAGES),
+        ("surrogate", surrogate.kind, ("clipped_ratio",) + tuple(SURROGATE_LOSS_TYPES)),
+        ("aggregation", (objective.aggregation.kind, objective.aggregation.tokens), _LOSS_TYPES),
+        ("KL term", objective.kl.kind, ("exact_prefix", "k3", "none")),
+        ("sampler", objective.sampler.kind, ("plain", "dynamic", "aero")),
+        ("behaviour correction", objective.correction.kind, ("none",) + TRL_CORRECTION_MODES),
+    ):
         if kind not in mapped:
             refuse(f"has no mapping here for the {part} {kind!r}")
     if surrogate.kind in SURROGATE_LOSS_TYPES:
         loss_type, reduction = SURROGATE_LOSS_TYPES[surrogate.kind]
         aggregation = objective.aggregation
         if (aggregation.kind, aggregation.tokens) != reduction:
-            refuse(f"reduces loss_type {loss_type!r} as {reduction[0]}"
-                   f"{'' if reduction[1] is None else ' / ' + reduction[1] + ' tokens'}, "
-                   f"not as {aggregation.describe()}")
+            refuse(
+                f"reduces loss_type {loss_type!r} as {reduction[0]}"
+                f"{'' if reduction[1] is None else ' / ' + reduction[1] + ' tokens'}, "
+                f"not as {aggregation.describe()}"
+            )
 
 
 def trl_arm(objective: objectives.Objective) -> TRLArm:
@@ -105,51 +127,67 @@ def trl_arm(objective: objectives.Objective) -> TRLArm:
     if kl.kind == "exact_prefix":
         raise NotExpressibleInTRL(
             f"objective {objective.name}: TRL {TRL_VERSION} has no exact prefix KL (only the "
-            "sampled k3 estimate); compare an entry with KL 'none' or 'k3' instead")
+            "sampled k3 estimate); compare an entry with KL 'none' or 'k3' instead"
+        )
     if rule.kind != "centred" and (rule.correction, rule.epsilon) != (1, TRL_STD_EPSILON):
         raise NotExpressibleInTRL(
             f"objective {objective.name}: TRL {TRL_VERSION} divides by the sample std + 1e-4; "
-            f"this entry uses {rule.describe()}, which no GRPOConfig field selects")
+            f"this entry uses {rule.describe()}, which no GRPOConfig field selects"
+        )
     aggregation = objective.aggregation
-    config = {"loss_type": _LOSS_TYPES[(aggregation.kind, aggregation.tokens)],
-              "scale_rewards": "none" if rule.kind == "centred" else "group",
-              "importance_sampling_level": objective.ratio,
-              "epsilon": objective.clip.low, "epsilon_high": objective.clip.high,
-              "beta": kl.coefficient}
+    config = {
+        "loss_type": _LOSS_TYPES[(aggregation.kind, aggregation.tokens)],
+        "scale_rewards": "none" if rule.kind == "centred" else "group",
+        "importance_sampling_level": objective.ratio,
+        "epsilon": objective.clip.low,
+        "epsilon_high": objective.clip.high,
+        "beta": kl.coefficient,
+    }
     notes = []
     surrogate = objective.surrogate
     if surrogate.kind == "cispo":
         config.update(loss_type="cispo", epsilon_high=surrogate.cap)  # TRL's cap on the ratio
     elif surrogate.kind == "sapo":
-        config.update(loss_type="sapo", sapo_temperature_pos=surrogate.temperature_positive,
-                      sapo_temperature_neg=surrogate.temperature_negative)
+        config.update(
+            loss_type="sapo",
+            sapo_temperature_pos=surrogate.temperature_positive,
+            sapo_temperature_neg=surrogate.temperature_negative,
+        )
     correction = objective.correction
     if correction.kind != "none":
-        config.update(vllm_importance_sampling_correction=True,
-                      vllm_importance_sampling_mode=correction.kind,
-                      vllm_importance_sampling_clip_min=correction.clip_min,
-                      vllm_importance_sampling_clip_max=correction.clip_max)
+        config.update(
+            vllm_importance_sampling_correction=True,
+            vllm_importance_sampling_mode=correction.kind,
+            vllm_importance_sampling_clip_min=correction.clip_min,
+            vllm_importance_sampling_clip_max=correction.clip_max,
+        )
         notes.append("TRL applies the correction only to vLLM samples (use_vllm=True)")
     if kl.kind == "k3":
-        config["use_bias_correction_kl"] = False   # TRL's default multiplies k3 by the ratio
+        config["use_bias_correction_kl"] = False  # TRL's default multiplies k3 by the ratio
     if aggregation.kind == "constant_length" and aggregation.length is not None:
         config["max_completion_length"] = aggregation.length
     elif aggregation.kind == "constant_length":
         notes.append("max_completion_length = the run's tokens.max_response (the constant)")
     subclass = None
     if objective.sampler.kind == "dynamic":
-        subclass = (f"dynamic sampling: keep groups whose rewards vary, refill with fresh "
-                    f"prompts, at most {objective.sampler.max_generation_batches} generation "
-                    "batches, else fail closed (override _generate_and_score_completions)")
+        subclass = (
+            f"dynamic sampling: keep groups whose rewards vary, refill with fresh "
+            f"prompts, at most {objective.sampler.max_generation_batches} generation "
+            "batches, else fail closed (override _generate_and_score_completions)"
+        )
     elif objective.sampler.kind == "aero":
         s = objective.sampler
-        subclass = (f"AERO rollout_func: {s.exploration_rollouts} exploration rollouts, rescue "
-                    f"budget {s.rescue_budget}, rejection k={s.rejection_k}, padded to "
-                    f"{s.max_rollouts} slots; Beta{rule.prior} posterior advantages for "
-                    "one-rollout groups (override the advantage computation)")
+        subclass = (
+            f"AERO rollout_func: {s.exploration_rollouts} exploration rollouts, rescue "
+            f"budget {s.rescue_budget}, rejection k={s.rejection_k}, padded to "
+            f"{s.max_rollouts} slots; Beta{rule.prior} posterior advantages for "
+            "one-rollout groups (override the advantage computation)"
+        )
     if objective.ratio == "sequence" or objective.clip.high != objective.clip.low:
-        notes.append("with num_iterations=1 and steps_per_generation == "
-                     "gradient_accumulation_steps the ratio is exactly 1: inert on-policy")
+        notes.append(
+            "with num_iterations=1 and steps_per_generation == "
+            "gradient_accumulation_steps the ratio is exactly 1: inert on-policy"
+        )
     return TRLArm(objective.name, config, subclass, notes)
 
 
@@ -162,17 +200,32 @@ def _stand_in(arm: TRLArm, max_completion_length: int, micro_batches: int):
     from a real GRPOConfig (so the config's own defaults and checks apply)."""
     from trl import GRPOConfig
 
-    args = GRPOConfig(output_dir="unused", report_to=[], use_cpu=True,
-                      **{**STUDY_FIELDS, "gradient_accumulation_steps": micro_batches,
-                         "generation_batch_size": None, "steps_per_generation": micro_batches,
-                         "max_completion_length": max_completion_length, **arm.config})
+    args = GRPOConfig(
+        output_dir="unused",
+        report_to=[],
+        use_cpu=True,
+        **{
+            **STUDY_FIELDS,
+            "gradient_accumulation_steps": micro_batches,
+            "generation_batch_size": None,
+            "steps_per_generation": micro_batches,
+            "max_completion_length": max_completion_length,
+            **arm.config,
+        },
+    )
     metrics = {"train": _Metrics(), "eval": _Metrics()}
     corrected = bool(arm.config.get("vllm_importance_sampling_correction", False))
-    accelerator = SimpleNamespace(num_processes=1, sync_gradients=True,
-                                  reduce=lambda t, reduction="sum": t, gather=lambda t: t,
-                                  gather_for_metrics=lambda t: t)
+    accelerator = SimpleNamespace(
+        num_processes=1,
+        sync_gradients=True,
+        reduce=lambda t, reduction="sum": t,
+        gather=lambda t: t,
+        gather_for_metrics=lambda t: t,
+    )
     return SimpleNamespace(
-        args=args, loss_type=args.loss_type, beta=args.beta,
+        args=args,
+        loss_type=args.loss_type,
+        beta=args.beta,
         epsilon_low=args.epsilon,
         epsilon_high=args.epsilon_high if args.epsilon_high is not None else args.epsilon,
         importance_sampling_level=args.importance_sampling_level,
@@ -180,10 +233,15 @@ def _stand_in(arm: TRLArm, max_completion_length: int, micro_batches: int):
         top_entropy_quantile=args.top_entropy_quantile,
         off_policy_mask_threshold=args.off_policy_mask_threshold,
         # GRPOConfig turns the correction on by default; TRL applies it only with vLLM.
-        use_vllm=corrected, vllm_importance_sampling_correction=corrected,
-        aux_loss_enabled=False, _entropy_bonus_enabled=False,
+        use_vllm=corrected,
+        vllm_importance_sampling_correction=corrected,
+        aux_loss_enabled=False,
+        _entropy_bonus_enabled=False,
         current_gradient_accumulation_steps=micro_batches,
-        model=SimpleNamespace(training=True), accelerator=accelerator, _metrics=metrics)
+        model=SimpleNamespace(training=True),
+        accelerator=accelerator,
+        _metrics=metrics,
+    )
 
 
 class _Metrics(dict):
@@ -192,8 +250,16 @@ class _Metrics(dict):
         return self[key]
 
 
-def trl_loss(objective: objectives.Objective, current, old, advantages, mask,
-             ref_logprobs=None, max_completion_length: int = 8, micro_batches=None):
+def trl_loss(
+    objective: objectives.Objective,
+    current,
+    old,
+    advantages,
+    mask,
+    ref_logprobs=None,
+    max_completion_length: int = 8,
+    micro_batches=None,
+):
     """TRL 1.16's loss of one optimizer step on these tensors, summed over micro-batches.
 
     current, old: [B, T] per-token log-probs (current requires grad; padding must hold
@@ -216,21 +282,32 @@ def trl_loss(objective: objectives.Objective, current, old, advantages, mask,
     sampler_logprobs = None
     if correction.kind != "none":
         sampler_logprobs, old = old, current.detach()
-        weights = surrogates.behaviour_weights(old, sampler_logprobs, mask.bool(),
-                                               correction.kind, correction.clip_min,
-                                               correction.clip_max)
+        weights = surrogates.behaviour_weights(
+            old,
+            sampler_logprobs,
+            mask.bool(),
+            correction.kind,
+            correction.clip_min,
+            correction.clip_max,
+        )
     total = None
     for indices in micro_batches:
         index = torch.tensor(indices)
         logp = current[index]
-        trainer._get_per_token_logps_and_entropies = (
-            lambda *a, _logp=logp, **k: (_logp, torch.zeros_like(_logp), None))
-        inputs = {"prompt_ids": torch.zeros(len(indices), 1, dtype=torch.long),
-                  "prompt_mask": torch.ones(len(indices), 1, dtype=torch.long),
-                  "completion_ids": torch.zeros_like(logp, dtype=torch.long),
-                  "completion_mask": mask[index], "advantages": advantages[index],
-                  "old_per_token_logps": old[index],
-                  "num_items_in_batch": mask.sum()}
+        trainer._get_per_token_logps_and_entropies = lambda *a, _logp=logp, **k: (
+            _logp,
+            torch.zeros_like(_logp),
+            None,
+        )
+        inputs = {
+            "prompt_ids": torch.zeros(len(indices), 1, dtype=torch.long),
+            "prompt_mask": torch.ones(len(indices), 1, dtype=torch.long),
+            "completion_ids": torch.zeros_like(logp, dtype=torch.long),
+            "completion_mask": mask[index],
+            "advantages": advantages[index],
+            "old_per_token_logps": old[index],
+            "num_items_in_batch": mask.sum(),
+        }
         if ref_logprobs is not None:
             inputs["ref_per_token_logps"] = ref_logprobs[index]
         if sampler_logprobs is not None:

@@ -11,6 +11,7 @@ preference and RL labs then work on. Every random draw below (parameter initiali
 numpy noise, one multinomial per position) happens in the order the post-training module
 makes it, which is why the labs reproduce its printed figures.
 """
+
 from __future__ import annotations
 
 import copy
@@ -27,8 +28,8 @@ VOCAB = 11
 # The 100 prompts (a, b), a-major: (0, 0), (0, 1), ..., (9, 9).
 ALL_PROMPTS = torch.cartesian_prod(torch.arange(10), torch.arange(10))
 
-_EMBED = 32      # width of a token embedding
-_STATE = 64      # GRU state width (also two concatenated prompt embeddings)
+_EMBED = 32  # width of a token embedding
+_STATE = 64  # GRU state width (also two concatenated prompt embeddings)
 
 
 class DigitPolicy(nn.Module):
@@ -39,7 +40,7 @@ class DigitPolicy(nn.Module):
         # Creation order fixes which torch draws initialise which weights: keep it.
         self.token_vectors = nn.Embedding(VOCAB, _EMBED)
         self.prompt_to_state = nn.Linear(2 * _EMBED, _STATE)
-        self.recurrent = nn.GRU(_EMBED, _STATE, batch_first=True)   # (N, T, features)
+        self.recurrent = nn.GRU(_EMBED, _STATE, batch_first=True)  # (N, T, features)
         self.readout = nn.Linear(_STATE, VOCAB)
 
     def start_state(self, prompts: torch.Tensor) -> torch.Tensor:
@@ -68,8 +69,10 @@ def encode_responses(replies: list[str]) -> torch.Tensor:
     rows = []
     for text in replies:
         if not text.isdigit() or len(text) > MAXLEN - 1:
-            raise ValueError(f"response {text!r} must be 1 to {MAXLEN - 1} digits "
-                             f"(EOS takes the last of {MAXLEN} slots)")
+            raise ValueError(
+                f"response {text!r} must be 1 to {MAXLEN - 1} digits "
+                f"(EOS takes the last of {MAXLEN} slots)"
+            )
         rows.append([int(ch) for ch in text] + [EOS] * (MAXLEN - len(text)))
     return torch.tensor(rows, dtype=torch.long).reshape(len(replies), MAXLEN)
 
@@ -105,7 +108,7 @@ def token_logprobs(policy, prompts, targets):
     """(log pi(token) at each slot, mask): the first EOS counts (stopping is learnt), the
     padding after it does not enter any likelihood."""
     start = torch.full((targets.shape[0], 1), EOS)
-    inputs = torch.cat((start, targets[:, :-1]), 1)          # shifted right by one
+    inputs = torch.cat((start, targets[:, :-1]), 1)  # shifted right by one
     log_probs = log_softmax(policy(prompts, inputs), dim=-1)
     picked = torch.gather(log_probs, -1, targets[..., None])[..., 0]
     return picked, _through_first_eos(targets)
@@ -152,7 +155,7 @@ def sample(policy, prompts, greedy: bool = False) -> torch.Tensor:
 
 
 # --------------------------------------------------------------------------- reference
-_CORRECT, _NEAR_MISS, _HEDGED = 0.45, 0.75, 0.85     # cumulative branch thresholds
+_CORRECT, _NEAR_MISS, _HEDGED = 0.45, 0.75, 0.85  # cumulative branch thresholds
 
 
 def _one_noisy_reply(total: int, rng: np.random.Generator) -> str:
@@ -160,12 +163,12 @@ def _one_noisy_reply(total: int, rng: np.random.Generator) -> str:
     u = rng.random()
     if u < _CORRECT:
         return str(total)
-    if u < _NEAR_MISS:                                   # off by one or two, kept in 0..18
+    if u < _NEAR_MISS:  # off by one or two, kept in 0..18
         offsets = [total + d for d in (-2, -1, 1, 2)]
         return str(rng.choice([v for v in offsets if 0 <= v <= 18]))
-    if u < _HEDGED:                                      # the answer, then another number
+    if u < _HEDGED:  # the answer, then another number
         return f"{total}{total - 1 if total else 1}"
-    return str(rng.integers(0, 19))                      # anything from 0 to 18
+    return str(rng.integers(0, 19))  # anything from 0 to 18
 
 
 def noisy_replies(prompts: torch.Tensor, rng: np.random.Generator) -> list[str]:
@@ -176,7 +179,7 @@ def noisy_replies(prompts: torch.Tensor, rng: np.random.Generator) -> list[str]:
 
 @functools.lru_cache(maxsize=1)
 def _fitted_reference(steps: int, batch: int, seed: int) -> DigitPolicy:
-    torch.manual_seed(seed)                 # before construction: it draws the weights
+    torch.manual_seed(seed)  # before construction: it draws the weights
     model = DigitPolicy()
     noise = np.random.default_rng(seed)
     adam = torch.optim.Adam(model.parameters(), 3e-3)
@@ -222,9 +225,14 @@ def task_metrics(policy, reference, per_prompt: int = 16, seed: int = 88) -> dic
         replies = sample(policy, prompts)
         texts = decode(replies)
         hits = [text == truth for text, truth in zip(texts, answers(prompts))]
-        log_ratio = sequence_logprob(policy, prompts, replies) - sequence_logprob(reference, prompts, replies)
-        return {"accuracy": float(np.mean(hits)), "kl": float(log_ratio.mean()),
-                "length": float(np.mean([len(text) for text in texts]))}
+        log_ratio = sequence_logprob(policy, prompts, replies) - sequence_logprob(
+            reference, prompts, replies
+        )
+        return {
+            "accuracy": float(np.mean(hits)),
+            "kl": float(log_ratio.mean()),
+            "length": float(np.mean([len(text) for text in texts])),
+        }
 
 
 def greedy_accuracy(policy) -> float:

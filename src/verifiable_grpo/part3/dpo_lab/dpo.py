@@ -6,6 +6,7 @@ Off-policy, it is a random string of 3 or 4 digits, something the reference esse
 never says. Off-policy pairs are easy to separate, so the DPO loss drops far lower, and
 yet sampled accuracy falls: a small pairwise loss does not certify a better generator.
 """
+
 from __future__ import annotations
 
 import math
@@ -19,8 +20,7 @@ from verifiable_grpo.part3.digits import policy as dp
 from verifiable_grpo.part3.dpo_lab.dpo_bandit import check_beta
 
 
-def dpo_loss(policy_chosen, policy_rejected, reference_chosen, reference_rejected,
-             beta: float):
+def dpo_loss(policy_chosen, policy_rejected, reference_chosen, reference_rejected, beta: float):
     """Mean of -log sigma(beta * (gain on the chosen reply - gain on the rejected one)),
     where a gain is log pi - log pi_ref of that reply (arguments: those log-probs)."""
     chosen_gain = policy_chosen - reference_chosen
@@ -36,16 +36,20 @@ def check_pairs(prompts, chosen, rejected) -> None:
     expected = (len(prompts), dp.MAXLEN)
     for role, ids in (("chosen", chosen), ("rejected", rejected)):
         if tuple(ids.shape) != expected:
-            raise ValueError(f"{role} must have shape ({expected[0]}, {expected[1]}) to match "
-                             f"the prompts, got {tuple(ids.shape)}")
+            raise ValueError(
+                f"{role} must have shape ({expected[0]}, {expected[1]}) to match "
+                f"the prompts, got {tuple(ids.shape)}"
+            )
     if len(prompts) == 0:
         raise ValueError("no preference pairs: collect at least one (chosen, rejected) pair")
     for role, ids in (("chosen", chosen), ("rejected", rejected)):
         if not bool(((ids >= 0) & (ids < dp.VOCAB)).all()):
             raise ValueError(f"{role} holds token ids outside 0..{dp.VOCAB - 1}")
     if bool((chosen == rejected).all(dim=1).any()):
-        raise ValueError("a preference pair has identical chosen and rejected responses; "
-                         "drop it (it carries no preference)")
+        raise ValueError(
+            "a preference pair has identical chosen and rejected responses; "
+            "drop it (it carries no preference)"
+        )
 
 
 def on_policy_pairs(reference, per_prompt: int = 64, max_losses: int = 24, seed: int = 10):
@@ -58,7 +62,9 @@ def on_policy_pairs(reference, per_prompt: int = 64, max_losses: int = 24, seed:
     texts = dp.decode(samples)
     rows = samples.tolist()
     prompt_rows, winners, losers = [], [], []
-    for index, (prompt, truth) in enumerate(zip(dp.ALL_PROMPTS.tolist(), dp.answers(dp.ALL_PROMPTS))):
+    for index, (prompt, truth) in enumerate(
+        zip(dp.ALL_PROMPTS.tolist(), dp.answers(dp.ALL_PROMPTS))
+    ):
         offset = index * per_prompt
         right = [offset + j for j in range(per_prompt) if texts[offset + j] == truth]
         wrong = [offset + j for j in range(per_prompt) if texts[offset + j] != truth]
@@ -75,15 +81,21 @@ def off_policy_rejected(count: int, seed: int = 12) -> torch.Tensor:
     rng = np.random.default_rng(seed)
     texts = []
     for _ in range(count):
-        length = rng.integers(3, 5)                      # drawn before the digits
+        length = rng.integers(3, 5)  # drawn before the digits
         texts.append("".join(map(str, rng.integers(0, 10, length).tolist())))
     return dp.encode_responses(texts)
 
 
 def _first_record(policy, reference) -> dict:
     """Step 0: the policy is the reference, so every ratio is 0 and the loss is log 2."""
-    return {"step": 0, "loss": math.log(2), "chosen_ratio": 0.0, "rejected_ratio": 0.0,
-            "pair_accuracy": 0.5, **dp.task_metrics(policy, reference)}
+    return {
+        "step": 0,
+        "loss": math.log(2),
+        "chosen_ratio": 0.0,
+        "rejected_ratio": 0.0,
+        "pair_accuracy": 0.5,
+        **dp.task_metrics(policy, reference),
+    }
 
 
 @torch.inference_mode()
@@ -94,24 +106,40 @@ def _fit_record(step, policy, reference, data, ref_scores, beta) -> dict:
     chosen_gain = dp.sequence_logprob(policy, prompts, chosen) - ref_scores[0]
     rejected_gain = dp.sequence_logprob(policy, prompts, rejected) - ref_scores[1]
     margins = beta * (chosen_gain - rejected_gain)
-    return {"step": step, "loss": float(-logsigmoid(margins).mean()),
-            "margin": float(margins.mean()), "chosen_ratio": float(chosen_gain.mean()),
-            "rejected_ratio": float(rejected_gain.mean()),
-            "pair_accuracy": float(torch.mean((margins > 0).float())),
-            **dp.task_metrics(policy, reference)}
+    return {
+        "step": step,
+        "loss": float(-logsigmoid(margins).mean()),
+        "margin": float(margins.mean()),
+        "chosen_ratio": float(chosen_gain.mean()),
+        "rejected_ratio": float(rejected_gain.mean()),
+        "pair_accuracy": float(torch.mean((margins > 0).float())),
+        **dp.task_metrics(policy, reference),
+    }
 
 
-def train_dpo(reference, prompts, chosen, rejected, beta: float = 0.1, steps: int = 300,
-              batch: int = 64, lr: float = 1e-3, seed: int = 21, log_every: int = 100) -> list[dict]:
+def train_dpo(
+    reference,
+    prompts,
+    chosen,
+    rejected,
+    beta: float = 0.1,
+    steps: int = 300,
+    batch: int = 64,
+    lr: float = 1e-3,
+    seed: int = 21,
+    log_every: int = 100,
+) -> list[dict]:
     """DPO with Adam on minibatches sampled with replacement, gradient norm clipped at 1.
 
     Returns a record every `log_every` steps (pair statistics on all pairs and the task
     metrics); record 0 describes the reference itself."""
     beta = check_beta(beta)
     check_pairs(prompts, chosen, rejected)
-    with torch.inference_mode():        # the reference's scores never change: once
-        ref_scores = (dp.sequence_logprob(reference, prompts, chosen),
-                      dp.sequence_logprob(reference, prompts, rejected))
+    with torch.inference_mode():  # the reference's scores never change: once
+        ref_scores = (
+            dp.sequence_logprob(reference, prompts, chosen),
+            dp.sequence_logprob(reference, prompts, rejected),
+        )
     torch.manual_seed(seed)
     policy = dp.trainable_copy(reference)
     adam = torch.optim.Adam(policy.parameters(), lr)
@@ -123,13 +151,16 @@ def train_dpo(reference, prompts, chosen, rejected, beta: float = 0.1, steps: in
         # chosen before rejected: the order autograd accumulates the shared weights in
         chosen_logp = dp.sequence_logprob(policy, prompts[picked], chosen[picked])
         rejected_logp = dp.sequence_logprob(policy, prompts[picked], rejected[picked])
-        loss = dpo_loss(chosen_logp, rejected_logp, ref_scores[0][picked], ref_scores[1][picked], beta)
+        loss = dpo_loss(
+            chosen_logp, rejected_logp, ref_scores[0][picked], ref_scores[1][picked], beta
+        )
         loss.backward()
         clip_grad_norm_(policy.parameters(), max_norm=1.0)
         adam.step()
         if step % log_every == 0:
-            log.append(_fit_record(step, policy, reference, (prompts, chosen, rejected),
-                                   ref_scores, beta))
+            log.append(
+                _fit_record(step, policy, reference, (prompts, chosen, rejected), ref_scores, beta)
+            )
     return log
 
 
@@ -140,30 +171,49 @@ def run_digit_dpo(beta: float = 0.1, steps: int = 300, variant_beta: float | Non
     prompts, winners, losers = on_policy_pairs(reference)
     random_losers = off_policy_rejected(len(winners))
     with torch.inference_mode():
-        mean_logp = {role: float(dp.sequence_logprob(reference, prompts, ids).mean())
-                     for role, ids in (("chosen", winners), ("on_policy_rejected", losers),
-                                       ("off_policy_rejected", random_losers))}
-    report = {"policy_parameters": dp.parameter_count(reference),
-              "reference": dp.task_metrics(reference, reference),
-              "reference_greedy_accuracy": dp.greedy_accuracy(reference),
-              "on_policy_pairs": len(winners),
-              "example": [prompts[0].tolist(), dp.decode(winners[:1])[0], dp.decode(losers[:1])[0]],
-              "reference_logp": mean_logp, "beta": beta}
+        mean_logp = {
+            role: float(dp.sequence_logprob(reference, prompts, ids).mean())
+            for role, ids in (
+                ("chosen", winners),
+                ("on_policy_rejected", losers),
+                ("off_policy_rejected", random_losers),
+            )
+        }
+    report = {
+        "policy_parameters": dp.parameter_count(reference),
+        "reference": dp.task_metrics(reference, reference),
+        "reference_greedy_accuracy": dp.greedy_accuracy(reference),
+        "on_policy_pairs": len(winners),
+        "example": [prompts[0].tolist(), dp.decode(winners[:1])[0], dp.decode(losers[:1])[0]],
+        "reference_logp": mean_logp,
+        "beta": beta,
+    }
 
     def run(loser_ids, at_beta):
         return train_dpo(reference, prompts, winners, loser_ids, beta=at_beta, steps=steps)
 
     report["on_policy"] = run(losers, beta)
     report["off_policy"] = run(random_losers, beta)
-    report["on_policy_variant"] = (None if variant_beta is None else
-                                   {"beta": variant_beta, "records": run(losers, variant_beta)})
+    report["on_policy_variant"] = (
+        None
+        if variant_beta is None
+        else {"beta": variant_beta, "records": run(losers, variant_beta)}
+    )
     return report
 
 
-def run_lab(betas=(0.25, 0.5, 1.0, 2.0), pairs: int = 20_000, bandit_steps: int = 1000,
-            beta: float = 0.1, steps: int = 300, variant_beta: float | None = 0.5) -> dict:
+def run_lab(
+    betas=(0.25, 0.5, 1.0, 2.0),
+    pairs: int = 20_000,
+    bandit_steps: int = 1000,
+    beta: float = 0.1,
+    steps: int = 300,
+    variant_beta: float | None = 0.5,
+) -> dict:
     """Lab 4 whole: the bandit (part A), then the digit policy (part B)."""
     from verifiable_grpo.part3.dpo_lab.dpo_bandit import run_bandit
 
-    return {"bandit": run_bandit(betas, pairs, bandit_steps),
-            "digits": run_digit_dpo(beta, steps, variant_beta)}
+    return {
+        "bandit": run_bandit(betas, pairs, bandit_steps),
+        "digits": run_digit_dpo(beta, steps, variant_beta),
+    }

@@ -7,6 +7,7 @@ from the Bradley-Terry model, through the implicit reward beta log(pi / pi_ref).
 pairs bring the fit near pi*; a finite set of noisy labels leaves a gap, and the gap
 widens as beta shrinks, because a sharper target magnifies the label noise.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -30,8 +31,9 @@ def check_beta(beta) -> float:
     return float(beta)
 
 
-def kl_regularised_optimum(log_reference: torch.Tensor, reward: torch.Tensor,
-                           beta: float) -> torch.Tensor:
+def kl_regularised_optimum(
+    log_reference: torch.Tensor, reward: torch.Tensor, beta: float
+) -> torch.Tensor:
     """pi* = softmax(log pi_ref + r / beta): the maximiser of E[r] - beta KL(pi || pi_ref)."""
     return softmax(log_reference + reward / check_beta(beta), dim=0)
 
@@ -52,7 +54,9 @@ def preference_counts(pairs: int, seed: int = 0):
     winner = np.where(a_wins, a, b)
     loser = np.where(a_wins, b, a)
     differ = reward[winner] != reward[loser]
-    agreement = float(torch.from_numpy(reward[winner][differ] > reward[loser][differ]).double().mean())
+    agreement = float(
+        torch.from_numpy(reward[winner][differ] > reward[loser][differ]).double().mean()
+    )
     # A (winner, loser) combination that occurs k times adds k identical loss terms, so
     # one weighted term per combination gives the same loss with 64 terms, not `pairs`.
     tally = np.bincount(_ARMS * winner + loser, minlength=_ARMS * _ARMS)
@@ -65,14 +69,14 @@ def fit_dpo(counts: torch.Tensor, beta: float, steps: int = 1000, lr: float = 0.
     beta = check_beta(beta)
     log_ref = _as_float64(REFERENCE).log()
     table = torch.cartesian_prod(torch.arange(_ARMS), torch.arange(_ARMS))
-    winner, loser = table[:, 0], table[:, 1]          # row 8 w + l of the count table
+    winner, loser = table[:, 0], table[:, 1]  # row 8 w + l of the count table
     free = torch.nn.Parameter(log_ref.clone())
     adam = torch.optim.Adam([free], lr=lr)
     total = counts.sum()
     for _ in range(steps):
         adam.zero_grad(set_to_none=True)
         log_pi = log_softmax(free, dim=0)
-        implicit = log_pi - log_ref                    # implicit reward / beta
+        implicit = log_pi - log_ref  # implicit reward / beta
         margins = beta * (implicit[winner] - implicit[loser])
         weighted = -(logsigmoid(margins) * counts).sum() / total
         weighted.backward()
@@ -92,8 +96,10 @@ def compare(fitted: torch.Tensor, beta: float) -> dict:
     optimum = kl_regularised_optimum(log_ref, reward, beta)
     row = {"beta": beta, "fitted": fitted.tolist(), "exact": optimum.tolist()}
     row.update(fitted_kl=kl(fitted, log_ref), exact_kl=kl(optimum, log_ref))
-    row.update(fitted_reward=float(torch.sum(fitted * reward)),
-               exact_reward=float(torch.sum(optimum * reward)))
+    row.update(
+        fitted_reward=float(torch.sum(fitted * reward)),
+        exact_reward=float(torch.sum(optimum * reward)),
+    )
     row["max_error"] = float(torch.max(torch.abs(fitted - optimum)))
     return row
 
@@ -105,8 +111,9 @@ def centred_implicit_reward(fitted: torch.Tensor, beta: float) -> list[float]:
     return (estimate - estimate.mean()).tolist()
 
 
-def run_bandit(betas=(0.25, 0.5, 1.0, 2.0), pairs: int = 20_000, steps: int = 1000,
-               seed: int = 0) -> dict:
+def run_bandit(
+    betas=(0.25, 0.5, 1.0, 2.0), pairs: int = 20_000, steps: int = 1000, seed: int = 0
+) -> dict:
     """Part A whole: one set of preference counts, a DPO fit per beta."""
     betas = [check_beta(value) for value in betas]
     if type(pairs) is not int or pairs < 1:
@@ -114,8 +121,11 @@ def run_bandit(betas=(0.25, 0.5, 1.0, 2.0), pairs: int = 20_000, steps: int = 10
     counts, agreement = preference_counts(pairs, seed)
     fits = [(beta, fit_dpo(counts, beta, steps)) for beta in betas]
     reward = _as_float64(REWARD)
-    return {"agreement": agreement,
-            "rows": [compare(fitted, beta) for beta, fitted in fits],
-            "centred_implicit_reward": {str(beta): centred_implicit_reward(fitted, beta)
-                                        for beta, fitted in fits},
-            "centred_true_reward": (reward - reward.mean()).tolist()}
+    return {
+        "agreement": agreement,
+        "rows": [compare(fitted, beta) for beta, fitted in fits],
+        "centred_implicit_reward": {
+            str(beta): centred_implicit_reward(fitted, beta) for beta, fitted in fits
+        },
+        "centred_true_reward": (reward - reward.mean()).tolist(),
+    }

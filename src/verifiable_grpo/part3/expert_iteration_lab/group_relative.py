@@ -13,6 +13,7 @@ Those choices are not Part I's, deliberately; the chapter compares them:
 With `substring=True` the verifier is the flawed one: a reply passes when the answer
 appears anywhere in it ("1514" passes for 15), and the policy learns to exploit that.
 """
+
 from __future__ import annotations
 
 import torch
@@ -34,11 +35,16 @@ def group_advantages_sample_std(rewards: torch.Tensor, epsilon: float = 1e-6, co
 
 def verifier_rewards(prompts, targets, substring: bool = False) -> torch.Tensor:
     """1.0 for a reply equal to the answer (flawed checker: one that merely contains it)."""
+
     def passes(reply: str, answer: str) -> bool:
         return answer in reply if substring else reply == answer
 
-    return torch.tensor([float(passes(reply, answer))
-                         for reply, answer in zip(dp.decode(targets), dp.answers(prompts))])
+    return torch.tensor(
+        [
+            float(passes(reply, answer))
+            for reply, answer in zip(dp.decode(targets), dp.answers(prompts))
+        ]
+    )
 
 
 def k3(log_u: torch.Tensor) -> torch.Tensor:
@@ -50,7 +56,7 @@ def _surrogate(logp, sampled_logp, ref_logp, mask, advantages, beta, clip):
     """The clipped, KL-penalised objective, averaged over tokens then over sequences."""
     ratio = torch.exp(logp - sampled_logp)
     plain_term = ratio * advantages
-    capped_term = ratio.clamp(1 - clip, 1 + clip) * advantages      # PPO's trust region
+    capped_term = ratio.clamp(1 - clip, 1 + clip) * advantages  # PPO's trust region
     penalty = beta * k3(ref_logp - logp)
     per_token = torch.minimum(plain_term, capped_term) - penalty
     tokens_per_sequence = mask.sum(1)
@@ -62,14 +68,25 @@ def _check_grpo_settings(beta, group_size) -> None:
     if isinstance(beta, bool) or not isinstance(beta, (int, float)) or beta < 0:
         raise ValueError(f"beta must be a number >= 0 (the KL coefficient), got {beta!r}")
     if type(group_size) is not int or group_size < 2:
-        raise ValueError(f"group_size must be an integer >= 2 (a group needs a spread), "
-                         f"got {group_size!r}")
+        raise ValueError(
+            f"group_size must be an integer >= 2 (a group needs a spread), got {group_size!r}"
+        )
 
 
-def train_grpo(reference, beta: float, substring: bool = False, iterations: int = 150,
-               prompts_per_iteration: int = 32, group_size: int = 8, inner_steps: int = 2,
-               clip: float = 0.2, lr: float = 1e-3, seed: int = 41, log_every: int = 25,
-               correction: int = 1) -> dict:
+def train_grpo(
+    reference,
+    beta: float,
+    substring: bool = False,
+    iterations: int = 150,
+    prompts_per_iteration: int = 32,
+    group_size: int = 8,
+    inner_steps: int = 2,
+    clip: float = 0.2,
+    lr: float = 1e-3,
+    seed: int = 41,
+    log_every: int = 25,
+    correction: int = 1,
+) -> dict:
     """GRPO from the reference; logs every `log_every` iterations (record 0: the start)."""
     _check_grpo_settings(beta, group_size)
     torch.manual_seed(seed)
@@ -82,10 +99,12 @@ def train_grpo(reference, beta: float, substring: bool = False, iterations: int 
         drawn = dp.ALL_PROMPTS[torch.randint(count, (prompts_per_iteration,))]
         prompts = drawn.repeat_interleave(group_size, 0)
         replies = dp.sample(policy, prompts)
-        scores = verifier_rewards(prompts, replies, substring).reshape(prompts_per_iteration, group_size)
+        scores = verifier_rewards(prompts, replies, substring).reshape(
+            prompts_per_iteration, group_size
+        )
         advantages, group_std = group_advantages_sample_std(scores, correction=correction)
-        per_reply = advantages.reshape(-1, 1)            # one advantage for all its tokens
-        with torch.no_grad():     # fixed for both inner steps: the first ratio is exactly 1
+        per_reply = advantages.reshape(-1, 1)  # one advantage for all its tokens
+        with torch.no_grad():  # fixed for both inner steps: the first ratio is exactly 1
             sampled_logp, mask = dp.token_logprobs(policy, prompts, replies)
             ref_logp = dp.token_logprobs(reference, prompts, replies)[0]
         for _ in range(inner_steps):
@@ -97,8 +116,11 @@ def train_grpo(reference, beta: float, substring: bool = False, iterations: int 
             clip_grad_norm_(policy.parameters(), max_norm=1.0)
             adam.step()
         if iteration % log_every == 0:
-            entry = {"iteration": iteration, "sampled_reward": float(scores.mean()),
-                     "zero_variance": float((group_std == 0).float().mean())}
+            entry = {
+                "iteration": iteration,
+                "sampled_reward": float(scores.mean()),
+                "zero_variance": float((group_std == 0).float().mean()),
+            }
             entry.update(dp.task_metrics(policy, reference))
             entry["verifier_reward"] = _verifier_pass_rate(policy, substring)
             log.append(entry)
@@ -141,11 +163,17 @@ def mixed_group_probability(p: float, group_size: int) -> float:
         raise ValueError(f"p must be a probability in [0, 1], got {p!r}")
     if type(group_size) is not int or group_size < 1:
         raise ValueError(f"group_size must be a positive integer, got {group_size!r}")
-    return 1.0 - p ** group_size - (1.0 - p) ** group_size
+    return 1.0 - p**group_size - (1.0 - p) ** group_size
 
 
-def run_lab(betas=(0.04, 0.5), substring_beta: float = 0.04, iterations: int = 150,
-            group_size: int = 8, expert_rounds: int = 3, variants: bool = True) -> dict:
+def run_lab(
+    betas=(0.04, 0.5),
+    substring_beta: float = 0.04,
+    iterations: int = 150,
+    group_size: int = 8,
+    expert_rounds: int = 3,
+    variants: bool = True,
+) -> dict:
     """Lab 5 whole: expert iteration, GRPO at each beta and GRPO on the substring checker.
     `variants` adds two runs the module does not make: Part I's population std (beta
     0.04) and no KL term at all (beta 0, the first "Try this")."""
@@ -155,11 +183,20 @@ def run_lab(betas=(0.04, 0.5), substring_beta: float = 0.04, iterations: int = 1
     settings = {"iterations": iterations, "group_size": group_size}
     exact_runs = [train_grpo(reference, b, **settings) for b in betas]
     flawed_run = train_grpo(reference, substring_beta, substring=True, **settings)
-    extra = ([train_grpo(reference, 0.04, correction=0, **settings),
-              train_grpo(reference, 0.0, **settings)] if variants else [])
-    summary = {"policy_parameters": dp.parameter_count(reference), "variants": extra,
-               "reference": dp.task_metrics(reference, reference),
-               "reference_greedy_accuracy": dp.greedy_accuracy(reference)}
+    extra = (
+        [
+            train_grpo(reference, 0.04, correction=0, **settings),
+            train_grpo(reference, 0.0, **settings),
+        ]
+        if variants
+        else []
+    )
+    summary = {
+        "policy_parameters": dp.parameter_count(reference),
+        "variants": extra,
+        "reference": dp.task_metrics(reference, reference),
+        "reference_greedy_accuracy": dp.greedy_accuracy(reference),
+    }
     summary["expert_iteration"] = expert_iteration(reference, rounds=expert_rounds)
     summary.update(grpo=exact_runs + [flawed_run], group_size=group_size, inner_steps=2)
     return summary

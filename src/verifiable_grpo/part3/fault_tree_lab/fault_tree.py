@@ -12,13 +12,20 @@ Revised reward: the checks (now counting distinct children) weigh 60%, the share
 components that own a basic event through its "component" field weighs 40%, and 0.2 is
 taken off when the tree has fewer basic events than there are components.
 """
+
 from __future__ import annotations
 
 import json
 
-CHECKS = ("top event is a gate", "every gate has two or more children",
-          "every child exists", "the tree is acyclic", "every event is reachable from the top",
-          "every probability lies in [0, 1]", "every component is named by a basic event")
+CHECKS = (
+    "top event is a gate",
+    "every gate has two or more children",
+    "every child exists",
+    "the tree is acyclic",
+    "every event is reachable from the top",
+    "every probability lies in [0, 1]",
+    "every component is named by a basic event",
+)
 
 
 class Malformed(ValueError):
@@ -75,11 +82,11 @@ def _find_cycle(events: dict) -> str | None:
         while path:
             current, remaining = path[-1]
             nxt = next(remaining, None)
-            if nxt is None:                    # every child explored: leave the path
+            if nxt is None:  # every child explored: leave the path
                 mark[current] = FINISHED
                 path.pop()
                 continue
-            if nxt not in events:              # a dangling name is a separate check
+            if nxt not in events:  # a dangling name is a separate check
                 continue
             seen = mark.get(nxt)
             if seen == ON_PATH:
@@ -149,7 +156,7 @@ def checks(components: list[str], reply: str, distinct_children: bool = False) -
         events[top]["type"] == "gate",
         all(_gate_is_wide_enough(gate, distinct_children) for gate in gates),
         all(set(gate["children"]) <= names for gate in gates),
-        True,                          # acyclic: parse_tree refused every cycle already
+        True,  # acyclic: parse_tree refused every cycle already
         _reached_from(top, events) == names,
         all(0 <= spec["p"] <= 1 for spec in basics),
         all(_component_in_some_label(part, basics) for part in components),
@@ -175,7 +182,7 @@ def revised_reward(components: list[str], reply: str) -> float:
     except Malformed:
         return 0.0
     basics = _by_kind(parse_tree(reply)[1], "basic")
-    owned = [spec.get("component") for spec in basics]     # values need not be hashable
+    owned = [spec.get("component") for spec in basics]  # values need not be hashable
     coverage = sum(part in owned for part in components) / len(components) if components else 0.0
     too_few_events = len(basics) < len(components)
     score = 0.6 * sum(results) / len(results) + 0.4 * coverage - (0.2 if too_few_events else 0.0)
@@ -210,9 +217,13 @@ def fixtures() -> dict[str, str]:
     genuine = {"G0": _gate("OR", "G1", "B3", "B4"), "G1": _gate("AND", "B1", "B2")}
     for number, part in enumerate(COMPONENTS, start=1):
         genuine[f"B{number}"] = _basic(0.01 * number, f"{part} failure", part)
-    return {"degenerate": _reply("G0", gamed), "two_gate": _reply("G0", genuine),
-            "not_json": "not JSON", "empty": json.dumps({"top": "G0", "events": {}}, separators=(",", ":")),
-            "cycle": _reply("G0", {"G0": _gate("OR", "G0", "G0")})}
+    return {
+        "degenerate": _reply("G0", gamed),
+        "two_gate": _reply("G0", genuine),
+        "not_json": "not JSON",
+        "empty": json.dumps({"top": "G0", "events": {}}, separators=(",", ":")),
+        "cycle": _reply("G0", {"G0": _gate("OR", "G0", "G0")}),
+    }
 
 
 def run_exercise() -> dict:
@@ -225,4 +236,4 @@ def run_exercise() -> dict:
     return scored
 
 
-run_lab = run_exercise   # the lab's entry point (part3/labs.py): no settings
+run_lab = run_exercise  # the lab's entry point (part3/labs.py): no settings

@@ -4,6 +4,7 @@ verifiable_grpo.part3.merge_lab.merging are scored by the probability each model
 answer (teacher-forced, EOS included), averaged over each half of the 100 prompts: a
 smooth score that greedy decoding's ties cannot flip on another CPU.
 """
+
 from __future__ import annotations
 
 import torch
@@ -11,12 +12,20 @@ import torch
 from verifiable_grpo.part3.digits import policy as dp
 from verifiable_grpo.part3.merge_lab import merging
 
-HALVES = {"low (a = 0-4)": dp.ALL_PROMPTS[dp.ALL_PROMPTS[:, 0] < 5],
-          "high (a = 5-9)": dp.ALL_PROMPTS[dp.ALL_PROMPTS[:, 0] >= 5]}
+HALVES = {
+    "low (a = 0-4)": dp.ALL_PROMPTS[dp.ALL_PROMPTS[:, 0] < 5],
+    "high (a = 5-9)": dp.ALL_PROMPTS[dp.ALL_PROMPTS[:, 0] >= 5],
+}
 
 
-def fine_tune(reference: dp.DigitPolicy, prompts: torch.Tensor, steps: int = 100,
-              batch: int = 64, learning_rate: float = 3e-3, seed: int = 0) -> dp.DigitPolicy:
+def fine_tune(
+    reference: dp.DigitPolicy,
+    prompts: torch.Tensor,
+    steps: int = 100,
+    batch: int = 64,
+    learning_rate: float = 3e-3,
+    seed: int = 0,
+) -> dp.DigitPolicy:
     """SFT on exact answers for `prompts` only (drawn with replacement)."""
     if steps <= 0 or batch <= 0:
         raise ValueError(f"steps and batch must be positive, got {steps!r} and {batch!r}")
@@ -54,13 +63,21 @@ def scores(policy: dp.DigitPolicy) -> dict[str, float]:
     return out
 
 
-def merges(base: merging.State, a: merging.State, b: merging.State, density: float = 0.2,
-           drops=(0.5, 0.9), seed: int = 0) -> dict[str, merging.State]:
+def merges(
+    base: merging.State,
+    a: merging.State,
+    b: merging.State,
+    density: float = 0.2,
+    drops=(0.5, 0.9),
+    seed: int = 0,
+) -> dict[str, merging.State]:
     """The merged states the chapter compares, by name."""
     vectors = [merging.task_vector(a, base), merging.task_vector(b, base)]
-    out = {"soup (average of A and B)": merging.soup([a, b]),
-           "task arithmetic, scale 1": merging.task_arithmetic(base, vectors, 1.0),
-           f"TIES, density {density}": merging.ties(base, vectors, density, 1.0)}
+    out = {
+        "soup (average of A and B)": merging.soup([a, b]),
+        "task arithmetic, scale 1": merging.task_arithmetic(base, vectors, 1.0),
+        f"TIES, density {density}": merging.ties(base, vectors, density, 1.0),
+    }
     for drop in drops:
         generator = torch.Generator().manual_seed(seed)
         sparse = [merging.dare(v, drop, generator) for v in vectors]
@@ -75,8 +92,14 @@ def cosine(u: merging.State, v: merging.State) -> float:
     return dot / (norms[0] * norms[1])
 
 
-def run_lab(steps: int = 100, seed: int = 0, density: float = 0.2, drops=(0.5, 0.9),
-            scales=(0.25, 0.5, 0.75, 1.0), soup_weights=(0.3, 0.4, 0.5, 0.6, 0.7)) -> dict:
+def run_lab(
+    steps: int = 100,
+    seed: int = 0,
+    density: float = 0.2,
+    drops=(0.5, 0.9),
+    scales=(0.25, 0.5, 0.75, 1.0),
+    soup_weights=(0.3, 0.4, 0.5, 0.6, 0.7),
+) -> dict:
     """Reference, the two fine-tunes, their merges, a task-arithmetic scale sweep and
     weighted soups, each scored on both halves and on all 100 prompts."""
     reference = dp.train_reference()
@@ -87,15 +110,28 @@ def run_lab(steps: int = 100, seed: int = 0, density: float = 0.2, drops=(0.5, 0
     a, b = tuned_a.state_dict(), tuned_b.state_dict()
     vectors = [merging.task_vector(a, base), merging.task_vector(b, base)]
     score = lambda state: scores(with_state(reference, state))
-    rows = {"reference": scores(reference), f"A: tuned on {low_name}": scores(tuned_a),
-            f"B: tuned on {high_name}": scores(tuned_b)}
-    rows.update({name: score(state) for name, state in
-                 merges(base, a, b, density, tuple(drops), seed).items()})
+    rows = {
+        "reference": scores(reference),
+        f"A: tuned on {low_name}": scores(tuned_a),
+        f"B: tuned on {high_name}": scores(tuned_b),
+    }
+    rows.update(
+        {
+            name: score(state)
+            for name, state in merges(base, a, b, density, tuple(drops), seed).items()
+        }
+    )
     generator = torch.Generator().manual_seed(seed)
-    return {"rows": rows, "cosine": cosine(*vectors),
-            "dare_sparsity": {str(d): merging.sparsity(merging.dare(vectors[0], d, generator))
-                              for d in drops},
-            "scale_sweep": [dict(scale=x, **score(merging.task_arithmetic(base, vectors, x)))
-                            for x in scales],
-            "soup_weights": [dict(weight_on_a=w, **score(merging.soup([a, b], [w, 1 - w])))
-                             for w in soup_weights]}
+    return {
+        "rows": rows,
+        "cosine": cosine(*vectors),
+        "dare_sparsity": {
+            str(d): merging.sparsity(merging.dare(vectors[0], d, generator)) for d in drops
+        },
+        "scale_sweep": [
+            dict(scale=x, **score(merging.task_arithmetic(base, vectors, x))) for x in scales
+        ],
+        "soup_weights": [
+            dict(weight_on_a=w, **score(merging.soup([a, b], [w, 1 - w]))) for w in soup_weights
+        ],
+    }

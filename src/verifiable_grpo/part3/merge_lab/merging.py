@@ -5,6 +5,7 @@ Every function takes and returns {name: tensor} dicts of one architecture, so it
 on any nn.Module's state_dict (the chapter uses Part III's GRU digit policy). Task vectors
 are differences from the shared starting point: tau = theta_finetuned - theta_base.
 """
+
 from __future__ import annotations
 
 import torch
@@ -18,12 +19,15 @@ def _same_keys(states: list[State]) -> None:
     keys = set(states[0])
     for i, state in enumerate(states[1:], 1):
         if set(state) != keys:
-            raise ValueError(f"state {i} has other parameters than state 0: "
-                             f"{sorted(keys ^ set(state))[:3]}")
+            raise ValueError(
+                f"state {i} has other parameters than state 0: {sorted(keys ^ set(state))[:3]}"
+            )
         for name in keys:
             if state[name].shape != states[0][name].shape:
-                raise ValueError(f"{name}: shape {tuple(state[name].shape)} in state {i}, "
-                                 f"{tuple(states[0][name].shape)} in state 0")
+                raise ValueError(
+                    f"{name}: shape {tuple(state[name].shape)} in state {i}, "
+                    f"{tuple(states[0][name].shape)} in state 0"
+                )
 
 
 def _fraction(name: str, value: float, low_open: bool) -> None:
@@ -106,14 +110,15 @@ def adapter_merge_example() -> dict:
     Averaging their products gives 0.5·I; averaging the factors first gives
     ((e1 + e2)/2)((e1 + e2)/2)^T, a matrix of 0.25s, which neither adapter learned."""
     e1, e2 = torch.tensor([[1.0], [0.0]]), torch.tensor([[0.0], [1.0]])
-    adapters = [(e1, e1.T), (e2, e2.T)]                 # (B: out x r, A: r x in)
+    adapters = [(e1, e1.T), (e2, e2.T)]  # (B: out x r, A: r x in)
     products = sum(b @ a for b, a in adapters) / 2
     factors = (sum(b for b, _ in adapters) / 2) @ (sum(a for _, a in adapters) / 2)
     return {"average_of_products": products, "product_of_averages": factors}
 
 
-def stack_adapters(adapters: list[tuple[torch.Tensor, torch.Tensor]],
-                   weights: list[float]) -> tuple[torch.Tensor, torch.Tensor]:
+def stack_adapters(
+    adapters: list[tuple[torch.Tensor, torch.Tensor]], weights: list[float]
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Factors whose product is exactly sum_i w_i B_i A_i: concatenate the ranks
     (B = [w_1 B_1, ..., w_k B_k], A = [A_1; ...; A_k]), at rank sum r_i."""
     if len(adapters) != len(weights) or not adapters:

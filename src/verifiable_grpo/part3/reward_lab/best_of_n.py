@@ -5,6 +5,7 @@ model ranks first. If the score has no ties, the kept point has density n F^(n-1
 (F, f: the score's CDF and density under the reference), and integrating the log of that
 ratio gives KL(best-of-n || reference) = log n - (n - 1) / n. With ties it is a bound.
 """
+
 from __future__ import annotations
 
 import math
@@ -26,8 +27,10 @@ def check_sizes(sizes) -> list[int]:
     chosen = list(sizes)
     off_grid = [n for n in chosen if n not in SIZES]
     if off_grid or not chosen:
-        raise ValueError(f"best-of-n sizes must come from the grid {list(SIZES)} "
-                         f"(the recorded run's), got {off_grid or 'none'}")
+        raise ValueError(
+            f"best-of-n sizes must come from the grid {list(SIZES)} "
+            f"(the recorded run's), got {off_grid or 'none'}"
+        )
     return chosen
 
 
@@ -49,11 +52,14 @@ def selection_row(n: int, rng, models, trials: int = 200) -> dict:
     by_linear = scores["linear"].argmax(axis=1)
     by_mlp = scores["mlp"].argmax(axis=1)
     by_truth = truth.argmax(axis=1)
-    return {"n": n, "kl_bound": kl_bound(n),
-            "linear_proxy": _mean_at(scores["linear"], by_linear),
-            "linear_true": _mean_at(truth, by_linear),
-            "mlp_true": _mean_at(truth, by_mlp),
-            "oracle_true": _mean_at(truth, by_truth)}
+    return {
+        "n": n,
+        "kl_bound": kl_bound(n),
+        "linear_proxy": _mean_at(scores["linear"], by_linear),
+        "linear_true": _mean_at(truth, by_linear),
+        "mlp_true": _mean_at(truth, by_mlp),
+        "oracle_true": _mean_at(truth, by_truth),
+    }
 
 
 def softmax_selection(n: int, temperatures, rng, models, trials: int = 200) -> list[dict]:
@@ -69,18 +75,27 @@ def softmax_selection(n: int, temperatures, rng, models, trials: int = 200) -> l
         if not temperature > 0:
             raise ValueError(f"temperatures must be positive, got {temperature!r}")
         scaled = score / temperature
-        weights = np.exp(scaled - scaled.max(1, keepdims=True))       # stable softmax
+        weights = np.exp(scaled - scaled.max(1, keepdims=True))  # stable softmax
         cdf = np.cumsum(weights / weights.sum(1, keepdims=True), 1)
         # inverse-CDF draw: the first index whose cumulative mass reaches u
         kept = np.minimum((cdf < u[:, None]).sum(1), n - 1)
-        results.append({"temperature": float(temperature),
-                        "linear_proxy": _mean_at(score, kept),
-                        "linear_true": _mean_at(truth, kept)})
+        results.append(
+            {
+                "temperature": float(temperature),
+                "linear_proxy": _mean_at(score, kept),
+                "linear_true": _mean_at(truth, kept),
+            }
+        )
     return results
 
 
-def run_lab(sizes=SIZES, trials: int = 200, seed: int = 0, softmax_n: int | None = 1024,
-            temperatures=(0.1, 0.3, 1.0, 3.0)) -> dict:
+def run_lab(
+    sizes=SIZES,
+    trials: int = 200,
+    seed: int = 0,
+    softmax_n: int | None = 1024,
+    temperatures=(0.1, 0.3, 1.0, 3.0),
+) -> dict:
     """Lab 3 end to end. The softmax variant (the third "Try this") runs after the
     module's table, so that the table's draws stay the module's."""
     sizes = check_sizes(sizes)

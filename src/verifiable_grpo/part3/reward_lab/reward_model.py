@@ -11,6 +11,7 @@ fresh evaluation points and afterwards the best-of-n candidates (best_of_n.py); 
 global seed initialises the MLP first and the linear model second. Keeping that order
 keeps the post-training module's figures.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -18,7 +19,7 @@ import torch
 from torch import nn
 from torch.nn.functional import binary_cross_entropy_with_logits
 
-_CHUNK = 8192        # points per forward pass in predict()
+_CHUNK = 8192  # points per forward pass in predict()
 
 
 def _sigmoid(z):
@@ -46,9 +47,11 @@ def oracle_metrics(labels: np.ndarray, probability: np.ndarray) -> dict:
     log_win = np.log(probability + 1e-12)
     log_lose = np.log(1 - probability + 1e-12)
     right_side = (probability >= 0.5) == labels
-    return {"accuracy": float(np.mean(right_side)),
-            "loss": float(-np.mean(labels * log_win + (1 - labels) * log_lose)),
-            "expected_bayes_accuracy": float(np.mean(np.maximum(probability, 1 - probability)))}
+    return {
+        "accuracy": float(np.mean(right_side)),
+        "loss": float(-np.mean(labels * log_win + (1 - labels) * log_lose)),
+        "expected_bayes_accuracy": float(np.mean(np.maximum(probability, 1 - probability))),
+    }
 
 
 def mlp_reward() -> nn.Module:
@@ -62,8 +65,14 @@ def mlp_reward() -> nn.Module:
     return nn.Sequential(*layers)
 
 
-def fit_reward(network: nn.Module, train, steps: int = 1500, lr: float = 3e-3,
-               weight_decay: float = 1e-4, log_every: int = 500):
+def fit_reward(
+    network: nn.Module,
+    train,
+    steps: int = 1500,
+    lr: float = 3e-3,
+    weight_decay: float = 1e-4,
+    log_every: int = 500,
+):
     """Full-batch AdamW on the Bradley-Terry loss of r(first) - r(second).
 
     Returns the network in eval mode and [step, training loss] every `log_every` steps."""
@@ -90,7 +99,7 @@ def predict(network: nn.Module, points) -> np.ndarray:
     rows = torch.from_numpy(grid.reshape(-1, 2))
     pieces = []
     for begin in range(0, rows.shape[0], _CHUNK):
-        pieces.append(network(rows[begin:begin + _CHUNK]).squeeze(-1).numpy())
+        pieces.append(network(rows[begin : begin + _CHUNK]).squeeze(-1).numpy())
     return np.concatenate(pieces).reshape(grid.shape[:-1])
 
 
@@ -101,11 +110,13 @@ def model_metrics(network, test, fresh: np.ndarray) -> dict:
     left, right, won, _ = test
     gap = predict(network, left) - predict(network, right)
     scores = predict(network, fresh)
-    log_loss = np.logaddexp(0, gap) - won * gap           # -log sigma(+-gap), stable form
-    return {"accuracy": float(np.mean((_sigmoid(gap) >= 0.5) == won)),
-            "loss": float(np.mean(log_loss)),
-            "correlation": float(np.corrcoef(scores, true_reward(fresh))[0, 1]),
-            "mean_reward": float(scores.mean())}
+    log_loss = np.logaddexp(0, gap) - won * gap  # -log sigma(+-gap), stable form
+    return {
+        "accuracy": float(np.mean((_sigmoid(gap) >= 0.5) == won)),
+        "loss": float(np.mean(log_loss)),
+        "correlation": float(np.corrcoef(scores, true_reward(fresh))[0, 1]),
+        "mean_reward": float(scores.mean()),
+    }
 
 
 def calibration_table(probability: np.ndarray, labels: np.ndarray, bins: int = 10):
@@ -118,9 +129,9 @@ def calibration_table(probability: np.ndarray, labels: np.ndarray, bins: int = 1
         raise ValueError("probability and labels must be non-empty and of equal length")
     if type(bins) is not int or bins < 1:
         raise ValueError(f"bins must be a positive integer, got {bins!r}")
-    which_bin = np.minimum((bins * probability).astype(int), bins - 1)   # p = 1 -> last bin
+    which_bin = np.minimum((bins * probability).astype(int), bins - 1)  # p = 1 -> last bin
     rows, ece = [], 0.0
-    for index in np.unique(which_bin):          # ascending: the bins that hold something
+    for index in np.unique(which_bin):  # ascending: the bins that hold something
         members = which_bin == index
         size = int(members.sum())
         mean_prediction = float(probability[members].mean())
@@ -131,8 +142,13 @@ def calibration_table(probability: np.ndarray, labels: np.ndarray, bins: int = 1
     return rows, ece
 
 
-def fit_both(seed: int = 0, train_pairs: int = 4000, test_pairs: int = 2000,
-             fresh_points: int = 2000, steps: int = 1500):
+def fit_both(
+    seed: int = 0,
+    train_pairs: int = 4000,
+    test_pairs: int = 2000,
+    fresh_points: int = 2000,
+    steps: int = 1500,
+):
     """Data, the oracle's scores and both fitted models.
 
     Returns (rng, models, report); best_of_n keeps drawing from the same rng, which is
@@ -148,7 +164,11 @@ def fit_both(seed: int = 0, train_pairs: int = 4000, test_pairs: int = 2000,
     fresh = rng.normal(size=(fresh_points, 2)).astype(np.float32)
     mlp_gap = predict(models["mlp"], test[0]) - predict(models["mlp"], test[1])
     table, ece = calibration_table(_sigmoid(mlp_gap), test[2])
-    report = {"oracle": oracle_metrics(test[2], test[3]), "history": history,
-              "models": {name: model_metrics(model, test, fresh) for name, model in models.items()},
-              "calibration": table, "ece": ece}
+    report = {
+        "oracle": oracle_metrics(test[2], test[3]),
+        "history": history,
+        "models": {name: model_metrics(model, test, fresh) for name, model in models.items()},
+        "calibration": table,
+        "ece": ece,
+    }
     return rng, models, report

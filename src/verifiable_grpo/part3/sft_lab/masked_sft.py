@@ -8,6 +8,7 @@ every token), `init_rows=False` (keep the chat rows as loaded), `quick=False` (F
 `letters=True` adds a sixth family, letter counting, with its own held-out words (and one
 epoch then takes 18 updates, the default budget of that run).
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -48,10 +49,14 @@ def run(out, cache=None, log=print, **overrides) -> dict:
     held_encoded = [chat_data.encode(tokenizer, r) for r in held_out]  # always scored masked
     # the budget's updates unless `steps` is given (a setting only then: older hashes hold)
     steps = budget(settings, len(train_rows))
-    metrics = {"train_rows": len(train_rows), "held_out_rows": len(held_out), "steps": steps,
-               "examples": train_rows[:5],
-               "trained_fraction": chat_data.trained_fraction(encoded),
-               "token_table": chat_data.token_table(tokenizer, encoded[0])}
+    metrics = {
+        "train_rows": len(train_rows),
+        "held_out_rows": len(held_out),
+        "steps": steps,
+        "examples": train_rows[:5],
+        "trained_fraction": chat_data.trained_fraction(encoded),
+        "token_table": chat_data.token_table(tokenizer, encoded[0]),
+    }
     before = evaluation.evaluate(model, tokenizer, held_out, held_encoded)
     log(f"before: loss {before['loss']:.4f} stop {before['stop']:.2f} exact {before['exact']:.2f}")
     metrics["probe"] = {f: probe.plain_probe(model, tokenizer, f) for f in probe.SHOTS}
@@ -63,16 +68,28 @@ def run(out, cache=None, log=print, **overrides) -> dict:
     for parameter in parameters.values():
         parameter.requires_grad_(True)
     warmup = max(1, round(0.05 * steps))
-    trained = trainer.train(model, parameters, encoded,
-                            trainer.epoch_order(len(encoded), steps, settings["seed"]),
-                            settings["lr"], out, f"lab-{NAME}", every=settings["checkpoint_every"],
-                            schedule=trainer.warmup_cosine(steps, warmup), log=log)
+    trained = trainer.train(
+        model,
+        parameters,
+        encoded,
+        trainer.epoch_order(len(encoded), steps, settings["seed"]),
+        settings["lr"],
+        out,
+        f"lab-{NAME}",
+        every=settings["checkpoint_every"],
+        schedule=trainer.warmup_cosine(steps, warmup),
+        log=log,
+    )
     after = evaluation.evaluate(model, tokenizer, held_out, held_encoded)
     log(f"after: loss {after['loss']:.4f} stop {after['stop']:.2f} exact {after['exact']:.2f}")
-    metrics.update(warmup=warmup, history=trained["history"],
-                   training_seconds=round(trained["seconds"], 1),
-                   before={k: v for k, v in before.items() if k != "new_ids"},
-                   after={k: v for k, v in after.items() if k != "new_ids"}, held_out=held_out)
+    metrics.update(
+        warmup=warmup,
+        history=trained["history"],
+        training_seconds=round(trained["seconds"], 1),
+        before={k: v for k, v in before.items() if k != "new_ids"},
+        after={k: v for k, v in after.items() if k != "new_ids"},
+        held_out=held_out,
+    )
     # The fine-tuned weights, for the Lab 6 suite (instruct before vs after this run).
     model.save_pretrained(Path(out) / POLICY, safe_serialization=True)
     tokenizer.save_pretrained(Path(out) / POLICY)
@@ -82,39 +99,62 @@ def run(out, cache=None, log=print, **overrides) -> dict:
     return records.finished(out, NAME)
 
 
-def run_lab(out, cache=None, full=False, no_mask=False, no_row_init=False, steps=None,
-            letters=False) -> dict:
+def run_lab(
+    out, cache=None, full=False, no_mask=False, no_row_init=False, steps=None, letters=False
+) -> dict:
     """`python -m verifiable_grpo lab sft [--full] [--no-mask] [--no-row-init] [--steps N]
     [--letters] [--out DIR]`; --steps replaces the budget's number of updates (the schedule
     follows); --letters adds the letter-counting family."""
     # a setting only when given, so the hashes of the runs recorded before stay as they were
     extra = ({} if steps is None else {"steps": steps}) | ({"letters": True} if letters else {})
-    return run(out, cache=cache, quick=not full, mask=not no_mask, init_rows=not no_row_init,
-               **extra)
+    return run(
+        out, cache=cache, quick=not full, mask=not no_mask, init_rows=not no_row_init, **extra
+    )
 
 
 def summary(metrics: dict) -> str:
     b, a = metrics["before"], metrics["after"]
-    return (f"loss {b['loss']:.4f} -> {a['loss']:.4f}; stop {b['stop']:.2f} -> {a['stop']:.2f}; "
-            f"exact {b['exact']:.2f} -> {a['exact']:.2f}")
+    return (
+        f"loss {b['loss']:.4f} -> {a['loss']:.4f}; stop {b['stop']:.2f} -> {a['stop']:.2f}; "
+        f"exact {b['exact']:.2f} -> {a['exact']:.2f}"
+    )
 
 
 # What the post-training module printed for its QUICK run (SmolLM2-135M BASE at a pinned
 # revision, FP32 hub weights, 4 laptop threads); shown beside ours, attributed.
 MODULE_REPORTS = {
-    "train_rows": 240, "held_out_rows": 50, "trained_fraction_percent": 9.929,
+    "train_rows": 240,
+    "held_out_rows": 50,
+    "trained_fraction_percent": 9.929,
     "first_targets": ["4", "5", "0", "0", " k", "Pa", "<|im_end|>"],
     "before": {"loss": 7.2566, "stop": 0.00, "exact": 0.00},
     "probe": {"addition": 0.12, "limit": 0.62, "limit_majority": 0.62},
-    "chat_rows": {"cosine_before": 0.99976, "cosine_after": 0.39968,
-                  "nearest_to_end": [("<empty_output>", 0.9999), ("\u0100", 0.9999),
-                                     ("<jupyter_start>", 0.9999), ("<jupyter_code>", 0.9999),
-                                     ("<issue_comment>", 0.9999)]},
-    "loss": {5: 0.5632, 10: 0.4341, 15: 0.2906}, "training_seconds": 35.8,
+    "chat_rows": {
+        "cosine_before": 0.99976,
+        "cosine_after": 0.39968,
+        "nearest_to_end": [
+            ("<empty_output>", 0.9999),
+            ("\u0100", 0.9999),
+            ("<jupyter_start>", 0.9999),
+            ("<jupyter_code>", 0.9999),
+            ("<issue_comment>", 0.9999),
+        ],
+    },
+    "loss": {5: 0.5632, 10: 0.4341, 15: 0.2906},
+    "training_seconds": 35.8,
     "after": {"loss": 0.1919, "stop": 1.00, "exact": 0.66},
-    "families": {"conversion": 0.60, "addition": 0.60, "extraction": 1.00, "limit": 0.50,
-                 "sorting": 0.60},
+    "families": {
+        "conversion": 0.60,
+        "addition": 0.60,
+        "extraction": 1.00,
+        "limit": 0.50,
+        "sorting": 0.60,
+    },
     # separate single-seed runs the module reports (exact, stop)
-    "ablations": {"FULL (50 updates)": (0.90, 1.00), "no chat-row init": (0.02, 0.02),
-                  "no masking": (0.48, 1.00), "default QUICK": (0.66, 1.00)},
+    "ablations": {
+        "FULL (50 updates)": (0.90, 1.00),
+        "no chat-row init": (0.02, 0.02),
+        "no masking": (0.48, 1.00),
+        "default QUICK": (0.66, 1.00),
+    },
 }

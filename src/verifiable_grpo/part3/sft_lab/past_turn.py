@@ -6,6 +6,7 @@ Greedy, the 50 QUICK held-out prompts, 48 new tokens, and generation stops only 
 a new turn opened (<|im_start|>), and one opened for the user. The masked run never trained
 on a user turn; the unmasked one trained on 240 of them, each right after a system line.
 """
+
 from __future__ import annotations
 
 from verifiable_grpo.core.config import resolve, shown_path
@@ -14,7 +15,10 @@ from verifiable_grpo.part3.smollm2 import chat_data, evaluation, loader, records
 
 NAME = "sft-past-turn"
 MAX_NEW_TOKENS = 48
-POLICIES = {"masked (lab sft)": "runs/part3/sft", "every token (lab sft --no-mask)": "runs/part3/sft-no-mask"}
+POLICIES = {
+    "masked (lab sft)": "runs/part3/sft",
+    "every token (lab sft --no-mask)": "runs/part3/sft-no-mask",
+}
 USER_TURN = "<|im_start|>user"
 
 
@@ -28,16 +32,22 @@ def summarise(texts: list[str]) -> dict:
     """Counts over continuations: emitted <|im_end|>, then opened any turn, a user turn."""
     tails = [after_turn(t) for t in texts]
     ended = [t for t in tails if t is not None]
-    return {"n": len(texts), "ended_turn": len(ended),
-            "opened_turn": sum("<|im_start|>" in t for t in ended),
-            "opened_user_turn": sum(USER_TURN in t for t in ended)}
+    return {
+        "n": len(texts),
+        "ended_turn": len(ended),
+        "opened_turn": sum("<|im_start|>" in t for t in ended),
+        "opened_user_turn": sum(USER_TURN in t for t in ended),
+    }
 
 
 def continuations(model, tokenizer, prompts: list[str]) -> list[str]:
-    generated = evaluation.greedy_ids(model, tokenizer, prompts, max_new_tokens=MAX_NEW_TOKENS,
-                                      eos_id=chat_data.PAD_ID)  # <|endoftext|> only
-    return [tokenizer.decode(ids, skip_special_tokens=False).replace("<|endoftext|>", "")
-            for ids in generated]
+    generated = evaluation.greedy_ids(
+        model, tokenizer, prompts, max_new_tokens=MAX_NEW_TOKENS, eos_id=chat_data.PAD_ID
+    )  # <|endoftext|> only
+    return [
+        tokenizer.decode(ids, skip_special_tokens=False).replace("<|endoftext|>", "")
+        for ids in generated
+    ]
 
 
 def run(out, cache=None, log=print) -> dict:
@@ -51,19 +61,26 @@ def run(out, cache=None, log=print) -> dict:
     for label, folder in folders.items():
         if not (folder / "config.json").is_file():
             options = " --no-mask --out runs/part3/sft-no-mask" if "no-mask" in label else ""
-            raise FileNotFoundError(f"no fine-tuned model in {folder}: run `python -m "
-                                    f"verifiable_grpo lab sft{options}` first")
+            raise FileNotFoundError(
+                f"no fine-tuned model in {folder}: run `python -m "
+                f"verifiable_grpo lab sft{options}` first"
+            )
     started = records.start()
     _, tokenizer = loader.load(cache)
     _, held_out = chat_data.split(quick=True)
     prompts = [chat_data.render_prompt(r["user"]) for r in held_out]
     results = {}
     for label, folder in folders.items():
-        texts = continuations(AutoModelForCausalLM.from_pretrained(str(folder)).eval(), tokenizer, prompts)
+        texts = continuations(
+            AutoModelForCausalLM.from_pretrained(str(folder)).eval(), tokenizer, prompts
+        )
         results[label] = {**summarise(texts), "continuations": texts}
         log(f"{label}: {results[label]['opened_user_turn']}/{len(texts)} open a user turn")
-    settings = {"max_new_tokens": MAX_NEW_TOKENS, "stop": "<|endoftext|>",
-                "policies": {label: shown_path(f) for label, f in folders.items()}}
+    settings = {
+        "max_new_tokens": MAX_NEW_TOKENS,
+        "stop": "<|endoftext|>",
+        "policies": {label: shown_path(f) for label, f in folders.items()},
+    }
     metrics = {"held_out": held_out, "results": results}
     path = records.write(out, NAME, settings, metrics, started, cache)
     log(f"wrote {path}")
@@ -76,6 +93,8 @@ def run_lab(out, cache=None) -> dict:
 
 
 def summary(metrics: dict) -> str:
-    return "\n".join(f"{label}: ended the turn {r['ended_turn']}/{r['n']}, then opened a turn "
-                     f"{r['opened_turn']}, a user turn {r['opened_user_turn']}"
-                     for label, r in metrics["results"].items())
+    return "\n".join(
+        f"{label}: ended the turn {r['ended_turn']}/{r['n']}, then opened a turn "
+        f"{r['opened_turn']}, a user turn {r['opened_user_turn']}"
+        for label, r in metrics["results"].items()
+    )

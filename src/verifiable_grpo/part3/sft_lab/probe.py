@@ -4,6 +4,7 @@ Each query follows three solved lines; decoding is greedy for at most 4 new toke
 prediction is the first word the model writes. The majority baseline is the score of always
 giving the most frequent expected answer, the bar a PASS/FAIL family has to clear.
 """
+
 from __future__ import annotations
 
 import random
@@ -29,8 +30,11 @@ def _limit_line(rng: random.Random) -> tuple[str, str]:
 # family -> (three solved lines, the query maker); the lines follow the query's own layout
 PROBES = {
     "addition": ("23 + 58 = 81\n64 + 19 = 83\n39 + 45 = 84\n", _sum_line),
-    "limit": ("alarm 90, measured 84 -> PASS\nalarm 75, measured 93 -> FAIL\n"
-              "alarm 100, measured 100 -> PASS\n", _limit_line),
+    "limit": (
+        "alarm 90, measured 84 -> PASS\nalarm 75, measured 93 -> FAIL\n"
+        "alarm 100, measured 100 -> PASS\n",
+        _limit_line,
+    ),
 }
 SHOTS = {family: shots for family, (shots, _) in PROBES.items()}
 

@@ -13,6 +13,7 @@ format is written out by hand rather than taken from a chat template, so the sam
 reach a model with or without one. Training targets are the reply and the `<|im_end|>`
 after it; everything before (system turn, user turn, assistant header) is context only.
 """
+
 from __future__ import annotations
 
 import random
@@ -36,8 +37,18 @@ DRAWS_PER_ROW = 10_000  # attempts at an unused prompt before giving up
 # --- The families -----------------------------------------------------------------------
 
 KILO_UNITS = {"kW": "W", "kg": "g", "MPa": "kPa", "L": "mL", "km": "m", "kN": "N"}  # large: small
-PARTS = ("gasket", "impeller", "rotor", "stator", "nozzle", "damper", "actuator", "coupling",
-         "bushing", "manifold")
+PARTS = (
+    "gasket",
+    "impeller",
+    "rotor",
+    "stator",
+    "nozzle",
+    "damper",
+    "actuator",
+    "coupling",
+    "bushing",
+    "manifold",
+)
 
 
 def _conversion(rng: random.Random) -> tuple[str, str]:
@@ -55,8 +66,11 @@ def _addition(rng: random.Random) -> tuple[str, str]:
 
 def _extraction(rng: random.Random) -> tuple[str, str]:
     celsius = rng.randint(45, 115)
-    fields = [f"bearing {celsius} C", f"flow {rng.randint(12, 60)} m3/h",
-              f"vibration {rng.randint(5, 45) / 10:g} mm/s"]
+    fields = [
+        f"bearing {celsius} C",
+        f"flow {rng.randint(12, 60)} m3/h",
+        f"vibration {rng.randint(5, 45) / 10:g} mm/s",
+    ]
     rng.shuffle(fields)  # the wanted field is not always in the same place
     tag = f"{rng.choice('PKC')}-{rng.randint(10, 39)}"
     return f"Log {tag}: {'; '.join(fields)}. Give the bearing temperature.", f"{celsius} C"
@@ -74,13 +88,19 @@ def _sorting(rng: random.Random) -> tuple[str, str]:
     return f"Put these in alphabetical order: {', '.join(chosen)}.", ", ".join(sorted(chosen))
 
 
-MAKERS = {"conversion": _conversion, "addition": _addition, "extraction": _extraction,
-          "limit": _limit, "sorting": _sorting}
+MAKERS = {
+    "conversion": _conversion,
+    "addition": _addition,
+    "extraction": _extraction,
+    "limit": _limit,
+    "sorting": _sorting,
+}
 FAMILIES = tuple(MAKERS)
 
 
 class ChatRow(TypedDict):
     """One question and its answer (what the data sets hold and the evaluation scores)."""
+
     family: str
     user: str
     reply: str
@@ -89,9 +109,10 @@ class ChatRow(TypedDict):
 class EncodedRow(TypedDict):
     """A ChatRow as token ids, with the labels the loss reads (what the trainer, the loss and
     the evaluation take)."""
+
     ids: list[int]
-    labels: list[int]       # IGNORE where no loss is taken
-    prompt_length: int      # the system, user and assistant-header tokens
+    labels: list[int]  # IGNORE where no loss is taken
+    prompt_length: int  # the system, user and assistant-header tokens
 
 
 def example(family: str, rng: random.Random) -> ChatRow:
@@ -104,6 +125,7 @@ def example(family: str, rng: random.Random) -> ChatRow:
 
 
 # --- Data sets ----------------------------------------------------------------------------
+
 
 def prompts(rows: list[ChatRow]) -> set[str]:
     return {row["user"] for row in rows}
@@ -141,21 +163,81 @@ def split(quick: bool) -> tuple[list[ChatRow], list[ChatRow]]:
 # five families' data sets above stay as they were). The reply is the word's length.
 
 LETTER_WORDS = (
-    "valve", "pump", "gear", "shaft", "rotor", "stator", "bearing", "gasket", "flange", "nozzle",
-    "piston", "turbine", "boiler", "chiller", "damper", "spindle", "bushing", "coupling",
-    "manifold", "impeller", "actuator", "sensor", "relay", "fuse", "cable", "conduit", "bracket",
-    "hinge", "rivet", "washer", "spring", "lever", "pulley", "sprocket", "chain", "belt",
-    "clutch", "brake", "caliper", "gauge", "meter", "thermostat", "compressor", "condenser",
-    "evaporator", "radiator", "exhaust", "intake", "throttle", "cylinder", "crankshaft",
-    "camshaft", "gearbox", "axle", "hub", "strut", "beam", "truss", "girder", "column",
-    "anchor", "bolt", "nut", "screw")
+    "valve",
+    "pump",
+    "gear",
+    "shaft",
+    "rotor",
+    "stator",
+    "bearing",
+    "gasket",
+    "flange",
+    "nozzle",
+    "piston",
+    "turbine",
+    "boiler",
+    "chiller",
+    "damper",
+    "spindle",
+    "bushing",
+    "coupling",
+    "manifold",
+    "impeller",
+    "actuator",
+    "sensor",
+    "relay",
+    "fuse",
+    "cable",
+    "conduit",
+    "bracket",
+    "hinge",
+    "rivet",
+    "washer",
+    "spring",
+    "lever",
+    "pulley",
+    "sprocket",
+    "chain",
+    "belt",
+    "clutch",
+    "brake",
+    "caliper",
+    "gauge",
+    "meter",
+    "thermostat",
+    "compressor",
+    "condenser",
+    "evaporator",
+    "radiator",
+    "exhaust",
+    "intake",
+    "throttle",
+    "cylinder",
+    "crankshaft",
+    "camshaft",
+    "gearbox",
+    "axle",
+    "hub",
+    "strut",
+    "beam",
+    "truss",
+    "girder",
+    "column",
+    "anchor",
+    "bolt",
+    "nut",
+    "screw",
+)
 LETTERS_FAMILY = "letters"
 LETTERS_SEED, LETTERS_HELD_OUT = 4, 10
 
 
 def letters_row(word: str) -> ChatRow:
-    return ChatRow(family=LETTERS_FAMILY, user=f"How many letters are in the word {word}?",
-                   reply=str(len(word)))
+    return ChatRow(
+        family=LETTERS_FAMILY,
+        user=f"How many letters are in the word {word}?",
+        reply=str(len(word)),
+    )
 
 
 def letters_split(train_rows: int = 48) -> tuple[list[ChatRow], list[ChatRow]]:
@@ -164,9 +246,14 @@ def letters_split(train_rows: int = 48) -> tuple[list[ChatRow], list[ChatRow]]:
     words = list(LETTER_WORDS)
     random.Random(LETTERS_SEED).shuffle(words)
     if not 0 < train_rows <= len(words) - LETTERS_HELD_OUT:
-        raise ValueError(f"train_rows must be between 1 and {len(words) - LETTERS_HELD_OUT} "
-                         f"(the words not held out), got {train_rows}")
-    held_out, train = words[:LETTERS_HELD_OUT], words[LETTERS_HELD_OUT:LETTERS_HELD_OUT + train_rows]
+        raise ValueError(
+            f"train_rows must be between 1 and {len(words) - LETTERS_HELD_OUT} "
+            f"(the words not held out), got {train_rows}"
+        )
+    held_out, train = (
+        words[:LETTERS_HELD_OUT],
+        words[LETTERS_HELD_OUT : LETTERS_HELD_OUT + train_rows],
+    )
     return [letters_row(w) for w in train], [letters_row(w) for w in held_out]
 
 
@@ -175,14 +262,20 @@ def split_with_letters(quick: bool) -> tuple[list[ChatRow], list[ChatRow]]:
     the five families (so every prefix stays balanced), and its 10 held-out rows last."""
     train, held_out = split(quick)
     per_family = TRAIN_PER_FAMILY[bool(quick)]
-    letters_train, letters_held = letters_split(min(per_family, len(LETTER_WORDS) - LETTERS_HELD_OUT))
-    rounds = [train[i:i + len(FAMILIES)] for i in range(0, len(train), len(FAMILIES))]
-    mixed = [row for round_, extra in zip(rounds, letters_train + [None] * len(rounds))
-             for row in round_ + ([extra] if extra else [])]
+    letters_train, letters_held = letters_split(
+        min(per_family, len(LETTER_WORDS) - LETTERS_HELD_OUT)
+    )
+    rounds = [train[i : i + len(FAMILIES)] for i in range(0, len(train), len(FAMILIES))]
+    mixed = [
+        row
+        for round_, extra in zip(rounds, letters_train + [None] * len(rounds))
+        for row in round_ + ([extra] if extra else [])
+    ]
     return mixed, held_out + letters_held
 
 
 # --- Rendering and labels -------------------------------------------------------------------
+
 
 def turn(role: str, content: str) -> str:
     """One finished ChatML turn."""
@@ -194,8 +287,7 @@ def render_prompt(user: str, system: str = SYSTEM) -> str:
     return turn("system", system) + turn("user", user) + f"{START_OF_TURN}assistant\n"
 
 
-def encode(tokenizer, row: ChatRow, mask_prompt: bool = True,
-           system: str = SYSTEM) -> EncodedRow:
+def encode(tokenizer, row: ChatRow, mask_prompt: bool = True, system: str = SYSTEM) -> EncodedRow:
     """Ids of the prompt, the reply and <|im_end|>, with labels (IGNORE on the prompt unless
     `mask_prompt` is False).
 
@@ -209,9 +301,11 @@ def encode(tokenizer, row: ChatRow, mask_prompt: bool = True,
     ids = tokenizer.encode(conversation, add_special_tokens=False)
     n = len(context)
     if ids[:n] != context:
-        raise ValueError(f"tokenising {row['user']!r} with its reply changed the prompt's tokens "
-                         "(a BPE merge across the prompt/reply seam); the prompt must end on a "
-                         "token boundary, as the assistant header's newline does")
+        raise ValueError(
+            f"tokenising {row['user']!r} with its reply changed the prompt's tokens "
+            "(a BPE merge across the prompt/reply seam); the prompt must end on a "
+            "token boundary, as the assistant header's newline does"
+        )
     if ids[-1] != END_ID:
         raise ValueError(f"this tokenizer does not encode {END_OF_TURN} as id {END_ID}")
     labels = [IGNORE] * n + ids[n:] if mask_prompt else list(ids)
@@ -243,8 +337,9 @@ def batch_loss(model, encoded: list[EncodedRow]) -> tuple[torch.Tensor, int]:
     output = model.get_output_embeddings()
     if torch.is_grad_enabled() and output.weight.requires_grad:
         logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
-        total = F.cross_entropy(logits[:, :-1].flatten(0, 1).float(), wanted,
-                                ignore_index=IGNORE, reduction="sum")
+        total = F.cross_entropy(
+            logits[:, :-1].flatten(0, 1).float(), wanted, ignore_index=IGNORE, reduction="sum"
+        )
     else:
         total = _target_positions_loss(model, output, batch, wanted, targets)
     return total, int(targets.sum())
@@ -260,14 +355,14 @@ def _target_positions_loss(model, output, batch, wanted, targets) -> torch.Tenso
     layer keep their bits. The output weight's own gradient would not (its sum over
     positions loses the zero rows), hence batch_loss takes this path only when that weight
     is frozen (Lab 2) or no gradient is taken (evaluation)."""
-    hidden = model.get_decoder()(input_ids=batch["input_ids"],
-                                 attention_mask=batch["attention_mask"]).last_hidden_state
+    hidden = model.get_decoder()(
+        input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]
+    ).last_hidden_state
     logits = output(hidden[:, :-1].flatten(0, 1)[targets]).float()
     per_token = F.cross_entropy(logits, wanted[targets], reduction="none")
     # one column of -loss per position (0 where skipped): nll_loss picks column 0 back out
     placed = per_token.new_zeros(len(wanted), 1).masked_scatter(targets[:, None], -per_token)
-    return F.nll_loss(placed, torch.where(targets, 0, IGNORE), ignore_index=IGNORE,
-                      reduction="sum")
+    return F.nll_loss(placed, torch.where(targets, 0, IGNORE), ignore_index=IGNORE, reduction="sum")
 
 
 def trained_fraction(encoded: list[EncodedRow]) -> float:
@@ -279,6 +374,12 @@ def trained_fraction(encoded: list[EncodedRow]) -> float:
 
 def token_table(tokenizer, encoded: EncodedRow) -> list[dict]:
     """One conversation token by token: position, id, decoded text, whether it is a target."""
-    return [{"position": position, "id": token, "token": tokenizer.decode([token]),
-             "target": label != IGNORE}
-            for position, (token, label) in enumerate(zip(encoded["ids"], encoded["labels"]))]
+    return [
+        {
+            "position": position,
+            "id": token,
+            "token": tokenizer.decode([token]),
+            "target": label != IGNORE,
+        }
+        for position, (token, label) in enumerate(zip(encoded["ids"], encoded["labels"]))
+    ]

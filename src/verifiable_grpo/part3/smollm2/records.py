@@ -1,4 +1,5 @@
 """Where a lab writes its metrics, and the provenance every recorded lab number carries."""
+
 from __future__ import annotations
 
 import sys
@@ -26,10 +27,17 @@ def start() -> dict:
 def write(out, name: str, settings: dict, metrics: dict, started: dict, cache=None) -> Path:
     """OUT/<name>-metrics.json: settings, metrics and provenance (command, commit, settings
     SHA-256, package versions, device, wall time, which GGUF file the weights came from)."""
-    record = {"lab": name, "settings": settings, **metrics,
-              "provenance": {**started["provenance"], "settings_sha256": config_hash(settings),
-                             "model": loader.source_record(cache),
-                             "wall_seconds": round(time.time() - started["time"], 1)}}
+    record = {
+        "lab": name,
+        "settings": settings,
+        **metrics,
+        "provenance": {
+            **started["provenance"],
+            "settings_sha256": config_hash(settings),
+            "model": loader.source_record(cache),
+            "wall_seconds": round(time.time() - started["time"], 1),
+        },
+    }
     return files.save_json(Path(out) / f"{name}-metrics.json", record)
 
 
@@ -41,8 +49,9 @@ def export(out, name: str, dest: str | Path | None = None, recorded_as: str | No
 
     source = Path(out) / f"{name}-metrics.json"
     if not source.is_file():
-        raise FileNotFoundError(f"{source} is missing: run `python -m verifiable_grpo lab {name} "
-                                f"--out {out}` first")
+        raise FileNotFoundError(
+            f"{source} is missing: run `python -m verifiable_grpo lab {name} --out {out}` first"
+        )
     target = resolve(dest or RECORDED) / f"{recorded_as or name}-metrics.json"
     if target.is_file() and target.read_bytes() != source.read_bytes():
         raise FileExistsError(f"{target} holds another recorded run; move it away first")
@@ -57,8 +66,9 @@ def load_recorded(name: str) -> dict:
 
     path = resolve(RECORDED) / f"{name}-metrics.json"
     if not path.is_file():
-        raise FileNotFoundError(f"{path} is missing: run `python -m verifiable_grpo lab {name} "
-                                "--export`")
+        raise FileNotFoundError(
+            f"{path} is missing: run `python -m verifiable_grpo lab {name} --export`"
+        )
     return files.read_json(path)
 
 
@@ -73,13 +83,22 @@ def thread_comparison(name: str) -> dict:
     and the fields (other than timings and provenance) in which they differ."""
     from verifiable_grpo.core.config import resolve
 
-    runs = {"recorded": load_recorded(name),
-            "1 thread": files.read_json(resolve(ONE_THREAD) / f"{name}-metrics.json")}
+    runs = {
+        "recorded": load_recorded(name),
+        "1 thread": files.read_json(resolve(ONE_THREAD) / f"{name}-metrics.json"),
+    }
     fields = set(runs["recorded"]) | set(runs["1 thread"])
-    differ = sorted(k for k in fields - set(TIMING)
-                    if runs["recorded"].get(k) != runs["1 thread"].get(k))
-    return {"runs": {label: {"threads": r["provenance"]["cpu_threads"],
-                             "training_seconds": r.get("training_seconds"),
-                             "wall_seconds": r["provenance"]["wall_seconds"]}
-                     for label, r in runs.items()},
-            "differ": differ}
+    differ = sorted(
+        k for k in fields - set(TIMING) if runs["recorded"].get(k) != runs["1 thread"].get(k)
+    )
+    return {
+        "runs": {
+            label: {
+                "threads": r["provenance"]["cpu_threads"],
+                "training_seconds": r.get("training_seconds"),
+                "wall_seconds": r["provenance"]["wall_seconds"],
+            }
+            for label, r in runs.items()
+        },
+        "differ": differ,
+    }

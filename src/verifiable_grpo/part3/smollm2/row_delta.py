@@ -14,6 +14,7 @@ of what the input side and the output side ask for. Neither path copies the 49,1
 table: the lookup adds D where a chat id occurs, the head adds h . D to two logit columns.
 `fold` writes W + D into the table and puts the plain modules back (Lab 2's merge).
 """
+
 from __future__ import annotations
 
 import torch
@@ -69,7 +70,7 @@ class DeltaHead(nn.Module):
 
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
         logits = self.head(hidden)
-        extra = hidden @ self.shared.delta.T                                     # [..., rows]
+        extra = hidden @ self.shared.delta.T  # [..., rows]
         return logits.index_add(-1, self.shared.rows, extra)
 
 

@@ -8,6 +8,7 @@ goes to OUT/crash/<stage>/ (core.crash); a rerun after a kill continues from the
 complete one, after checking it belongs to this run, and ends in the same bits as an
 uninterrupted run.
 """
+
 from __future__ import annotations
 
 import math
@@ -45,10 +46,12 @@ def random_batches(n: int, steps: int, seed: int = 3, batch: int = BATCH) -> lis
 def warmup_cosine(steps: int, warmup: int):
     """Multiplier of the learning rate before update s (0-based): linear warmup to 1, then
     a cosine down to 0 at the last update."""
+
     def factor(s: int) -> float:
         if s < warmup:
             return (s + 1) / warmup
         return 0.5 * (1.0 + math.cos(math.pi * (s - warmup) / max(1, steps - warmup)))
+
     return factor
 
 
@@ -60,13 +63,15 @@ class _Trained(torch.nn.Module):
     def __init__(self, parameters: dict[str, torch.nn.Parameter]):
         super().__init__()
         self.tensors = torch.nn.ParameterDict(
-            {name.replace(".", ":"): p for name, p in parameters.items()})
+            {name.replace(".", ":"): p for name, p in parameters.items()}
+        )
 
 
 @dataclass
 class LabRun(ResumableRun):
     """A model lab's update loop on core.resumable_run's skeleton: identity, trained
     tensors, AdamW and its schedule, and the loop's position and history."""
+
     identity: dict
     policy: torch.nn.Module
     optimizer: torch.optim.Optimizer
@@ -85,28 +90,43 @@ class LabRun(ResumableRun):
 
     def check_boundary(self, what: str) -> None:
         if len(self.history) != self.done:
-            raise ValueError(f"{what}: {len(self.history)} updates in the history at step "
-                             f"{self.done}")
+            raise ValueError(
+                f"{what}: {len(self.history)} updates in the history at step {self.done}"
+            )
 
 
 def lab_identity(parameters: dict, batches: list[list[int]], lr: float, stage: str) -> dict:
     """What a continued lab run must share with the one that saved the state."""
-    return {"stage": stage, "learning_rate": lr, "updates": len(batches),
-            "batches_sha256": sha256_bytes(canonical_json(batches)),
-            "trained": {name: list(p.shape) for name, p in parameters.items()},
-            "code_sha256": LabRun.code_sha256()}
+    return {
+        "stage": stage,
+        "learning_rate": lr,
+        "updates": len(batches),
+        "batches_sha256": sha256_bytes(canonical_json(batches)),
+        "trained": {name: list(p.shape) for name, p in parameters.items()},
+        "code_sha256": LabRun.code_sha256(),
+    }
 
 
-def train(model, parameters: dict[str, torch.nn.Parameter], encoded: list[EncodedRow],
-          batches: list[list[int]], lr: float, out, stage: str, every: int = 5,
-          schedule=None, log=print) -> dict:
+def train(
+    model,
+    parameters: dict[str, torch.nn.Parameter],
+    encoded: list[EncodedRow],
+    batches: list[list[int]],
+    lr: float,
+    out,
+    stage: str,
+    every: int = 5,
+    schedule=None,
+    log=print,
+) -> dict:
     """Run len(batches) updates of `parameters` (name -> tensor); -> history and seconds.
     A crash checkpoint every `every` updates; a rerun continues from the newest one (and
     refuses one from another run: other batches, rate, tensors or code)."""
     optimizer = torch.optim.AdamW(list(parameters.values()), lr=lr, weight_decay=0.0)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule or (lambda s: 1.0))
-    run = LabRun(lab_identity(parameters, batches, lr, stage), _Trained(parameters),
-                 optimizer, scheduler)
+    run = LabRun(
+        lab_identity(parameters, batches, lr, stage), _Trained(parameters), optimizer, scheduler
+    )
     if run.continue_after_crash(Path(out), stage, outputs=[]) is not None:
         log(f"continuing {stage} after update {run.done} (crash checkpoint)")
     model.eval()  # no dropout: the update is a function of the batch alone

@@ -5,6 +5,7 @@ The same two models, system line, greedy decoding and token limit as the recorde
 harmful, so every transcript is kept, and the chapter can show why each verdict fell.
 `python -m verifiable_grpo lab suite-families [--policy DIR] [--out DIR] --export`.
 """
+
 from __future__ import annotations
 
 from verifiable_grpo.core.config import shown_path
@@ -19,7 +20,7 @@ def run(out, cache=None, policy=None, log=print) -> dict:
     if done is not None:
         log(f"{out}/{NAME}-metrics.json exists: this run is finished there (use another --out)")
         return done
-    policy = greedy.fine_tuned_policy(policy)   # checked before the model loads
+    policy = greedy.fine_tuned_policy(policy)  # checked before the model loads
     started = records.start()
     items = failure_families.ITEMS
     tokenizer, models = greedy.compared_models(cache, policy)
@@ -30,14 +31,22 @@ def run(out, cache=None, policy=None, log=print) -> dict:
         results[label] = {"passed": passed, "transcripts": texts}
         log(f"{label}: {sum(passed)}/{len(passed)} items avoid their failure")
     passed = {label: r["passed"] for label, r in results.items()}
-    metrics = {"models": greedy.model_names(policy), "system": greedy.SYSTEM,
-               "max_new_tokens": greedy.MAX_NEW_TOKENS,
-               "sizes": failure_families.sizes(items), "items": items, "results": results,
-               "families": stats.category_table(items, passed,
-                                                categories=failure_families.FAMILIES),
-               "paired": stats.paired(passed["instruct"], passed["instruct+sft"])}
-    settings = {"system": greedy.SYSTEM, "max_new_tokens": greedy.MAX_NEW_TOKENS,
-                "policy": shown_path(policy), "seed": stats.SEED}
+    metrics = {
+        "models": greedy.model_names(policy),
+        "system": greedy.SYSTEM,
+        "max_new_tokens": greedy.MAX_NEW_TOKENS,
+        "sizes": failure_families.sizes(items),
+        "items": items,
+        "results": results,
+        "families": stats.category_table(items, passed, categories=failure_families.FAMILIES),
+        "paired": stats.paired(passed["instruct"], passed["instruct+sft"]),
+    }
+    settings = {
+        "system": greedy.SYSTEM,
+        "max_new_tokens": greedy.MAX_NEW_TOKENS,
+        "policy": shown_path(policy),
+        "seed": stats.SEED,
+    }
     path = records.write(out, NAME, settings, metrics, started, cache)
     log(f"wrote {path}")
     return records.finished(out, NAME)
@@ -50,5 +59,7 @@ def run_lab(out, cache=None, policy=None) -> dict:
 
 def summary(metrics: dict) -> str:
     overall = {row["model"]: row for row in metrics["families"] if row["category"] == "overall"}
-    return "; ".join(f"{model} avoids the failure on {row['pass']:.0%} of {row['n']} items"
-                     for model, row in overall.items())
+    return "; ".join(
+        f"{model} avoids the failure on {row['pass']:.0%} of {row['n']} items"
+        for model, row in overall.items()
+    )

@@ -9,6 +9,7 @@ question (on Colab).
 Greedy decoding, at most 60 new tokens, batches of 10. Completions of the refuse items
 are checked in memory and dropped: only PASS/FAIL is kept or printed.
 """
+
 from __future__ import annotations
 
 from verifiable_grpo.core.config import resolve, shown_path
@@ -24,8 +25,12 @@ WITHHELD = None  # what a refuse item's transcript is stored as
 
 
 def replies(model, tokenizer, suite=catalogue.SUITE) -> list[str]:
-    generated = evaluation.greedy_ids(model, tokenizer, [render_prompt(i["prompt"], SYSTEM) for i in suite],
-                                     max_new_tokens=MAX_NEW_TOKENS)
+    generated = evaluation.greedy_ids(
+        model,
+        tokenizer,
+        [render_prompt(i["prompt"], SYSTEM) for i in suite],
+        max_new_tokens=MAX_NEW_TOKENS,
+    )
     return [tokenizer.decode(ids, skip_special_tokens=True).strip() for ids in generated]
 
 
@@ -33,8 +38,11 @@ def score(suite, texts) -> tuple[list[bool], list[str | None], list[bool]]:
     """(pass vector, transcripts with refuse items withheld, benign-on-topic vector)."""
     passed = [catalogue.check(item, text) for item, text in zip(suite, texts)]
     safe = [WITHHELD if item["category"] == "refuse" else text for item, text in zip(suite, texts)]
-    on_topic = [catalogue.benign_on_topic(item, text) for item, text in zip(suite, texts)
-                if item["category"] == "benign"]
+    on_topic = [
+        catalogue.benign_on_topic(item, text)
+        for item, text in zip(suite, texts)
+        if item["category"] == "benign"
+    ]
     return passed, safe, on_topic
 
 
@@ -42,8 +50,10 @@ def fine_tuned_policy(policy=None):
     """The Lab 1 policy the suite compares with the instruct model (checked before any load)."""
     policy = resolve(policy or f"runs/part3/sft/{masked_sft.POLICY}")
     if not (policy / "config.json").is_file():
-        raise FileNotFoundError(f"no fine-tuned model in {policy}: run `python -m verifiable_grpo "
-                                "lab sft` first (it saves OUT/sft-policy), or pass --policy")
+        raise FileNotFoundError(
+            f"no fine-tuned model in {policy}: run `python -m verifiable_grpo "
+            "lab sft` first (it saves OUT/sft-policy), or pass --policy"
+        )
     return policy
 
 
@@ -53,14 +63,17 @@ def compared_models(cache, policy) -> tuple:
     from transformers import AutoModelForCausalLM
 
     model, tokenizer = loader.load(cache)
-    return tokenizer, (("instruct", lambda: model),
-                       ("instruct+sft",
-                        lambda: AutoModelForCausalLM.from_pretrained(str(policy)).eval()))
+    return tokenizer, (
+        ("instruct", lambda: model),
+        ("instruct+sft", lambda: AutoModelForCausalLM.from_pretrained(str(policy)).eval()),
+    )
 
 
 def model_names(policy) -> dict:
-    return {"instruct": "SmolLM2-135M-Instruct (Q4_1 GGUF, de-quantised to FP32)",
-            "instruct+sft": f"the same after Lab 1's SFT ({policy.name})"}
+    return {
+        "instruct": "SmolLM2-135M-Instruct (Q4_1 GGUF, de-quantised to FP32)",
+        "instruct+sft": f"the same after Lab 1's SFT ({policy.name})",
+    }
 
 
 def run(out, cache=None, policy=None, log=print) -> dict:
@@ -80,13 +93,22 @@ def run(out, cache=None, policy=None, log=print) -> dict:
         results[label] = {"passed": passed, "transcripts": safe, "benign_on_topic": on_topic}
         log(f"{label}: {sum(passed)}/{len(passed)} items pass")
     passed = {label: r["passed"] for label, r in results.items()}
-    metrics = {"models": model_names(policy),
-               "system": SYSTEM, "max_new_tokens": MAX_NEW_TOKENS, "sizes": catalogue.sizes(suite),
-               "items": suite, "results": results,
-               "categories": stats.category_table(suite, passed),
-               "paired": stats.paired(passed["instruct"], passed["instruct+sft"])}
-    settings = {"system": SYSTEM, "max_new_tokens": MAX_NEW_TOKENS, "policy": shown_path(policy),
-                "seed": stats.SEED}
+    metrics = {
+        "models": model_names(policy),
+        "system": SYSTEM,
+        "max_new_tokens": MAX_NEW_TOKENS,
+        "sizes": catalogue.sizes(suite),
+        "items": suite,
+        "results": results,
+        "categories": stats.category_table(suite, passed),
+        "paired": stats.paired(passed["instruct"], passed["instruct+sft"]),
+    }
+    settings = {
+        "system": SYSTEM,
+        "max_new_tokens": MAX_NEW_TOKENS,
+        "policy": shown_path(policy),
+        "seed": stats.SEED,
+    }
     path = records.write(out, NAME, settings, metrics, started, cache)
     log(f"wrote {path}")
     return records.finished(out, NAME)
@@ -99,6 +121,8 @@ def run_lab(out, cache=None, policy=None) -> dict:
 
 def summary(metrics: dict) -> str:
     p = metrics["paired"]
-    return (f"paired difference (after SFT - before) {p['difference']:+.3f} "
-            f"[{p['low']:+.3f}, {p['high']:+.3f}], discordant {p['only_second']}/{p['only_first']}, "
-            f"exact McNemar p {p['mcnemar_p']:.4f}")
+    return (
+        f"paired difference (after SFT - before) {p['difference']:+.3f} "
+        f"[{p['low']:+.3f}, {p['high']:+.3f}], discordant {p['only_second']}/{p['only_first']}, "
+        f"exact McNemar p {p['mcnemar_p']:.4f}"
+    )

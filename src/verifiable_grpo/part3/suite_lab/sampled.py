@@ -10,6 +10,7 @@ the same recorded seeds, one seed per round of 40 prompts. Every completion is s
 suite's own checkers; a refuse item's completion is scored in memory and dropped, as in the
 greedy run: only PASS/FAIL is kept or printed.
 """
+
 from __future__ import annotations
 
 import torch
@@ -27,14 +28,23 @@ BATCH = 10
 
 def _check_temperature(temperature: float) -> None:
     if not temperature > 0:
-        raise ValueError(f"temperature must be > 0 for sampling, got {temperature!r}; "
-                         "temperature 0 is greedy decoding: run `lab suite` instead")
+        raise ValueError(
+            f"temperature must be > 0 for sampling, got {temperature!r}; "
+            "temperature 0 is greedy decoding: run `lab suite` instead"
+        )
 
 
 @torch.no_grad()
-def sampled_ids(model, rows: list[list[int]], seed: int, temperature: float = TEMPERATURE,
-                max_new_tokens: int = greedy.MAX_NEW_TOKENS, eos_id: int = END_ID,
-                pad_id: int = PAD_ID, batch: int = BATCH) -> list[list[int]]:
+def sampled_ids(
+    model,
+    rows: list[list[int]],
+    seed: int,
+    temperature: float = TEMPERATURE,
+    max_new_tokens: int = greedy.MAX_NEW_TOKENS,
+    eos_id: int = END_ID,
+    pad_id: int = PAD_ID,
+    batch: int = BATCH,
+) -> list[list[int]]:
     """New token ids per prompt (token-id rows), sampled from softmax(logits / temperature)
     with no top-k or top-p cut. The same seed, rows and batches give the same ids; the
     caller's torch RNG state is left as it was."""
@@ -43,29 +53,41 @@ def sampled_ids(model, rows: list[list[int]], seed: int, temperature: float = TE
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         for first in range(0, len(rows), batch):
-            chunk = rows[first:first + batch]
+            chunk = rows[first : first + batch]
             width = max(map(len, chunk))
             ids = torch.tensor([[pad_id] * (width - len(r)) + r for r in chunk])
             mask = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in chunk])
-            generated = model.generate(input_ids=ids, attention_mask=mask, do_sample=True,
-                                       temperature=temperature, top_k=0, top_p=1.0,
-                                       max_new_tokens=max_new_tokens, eos_token_id=eos_id,
-                                       pad_token_id=pad_id)
+            generated = model.generate(
+                input_ids=ids,
+                attention_mask=mask,
+                do_sample=True,
+                temperature=temperature,
+                top_k=0,
+                top_p=1.0,
+                max_new_tokens=max_new_tokens,
+                eos_token_id=eos_id,
+                pad_token_id=pad_id,
+            )
             out.extend(g[width:].tolist() for g in generated)
     return out
 
 
-def sample_rounds(model, tokenizer, suite=catalogue.SUITE, seeds=SEEDS,
-                  temperature: float = TEMPERATURE) -> tuple[list[list[bool]], list[list[str | None]]]:
+def sample_rounds(
+    model, tokenizer, suite=catalogue.SUITE, seeds=SEEDS, temperature: float = TEMPERATURE
+) -> tuple[list[list[bool]], list[list[str | None]]]:
     """(pass table, transcripts): one row per item, one column per seed. Refuse items'
     transcripts are None: their texts are scored here and go no further."""
-    rows = [tokenizer.encode(render_prompt(i["prompt"], greedy.SYSTEM), add_special_tokens=False)
-            for i in suite]
+    rows = [
+        tokenizer.encode(render_prompt(i["prompt"], greedy.SYSTEM), add_special_tokens=False)
+        for i in suite
+    ]
     passed = [[] for _ in suite]
     kept = [[] for _ in suite]
     for seed in seeds:
-        texts = [tokenizer.decode(ids, skip_special_tokens=True).strip()
-                 for ids in sampled_ids(model, rows, seed, temperature)]
+        texts = [
+            tokenizer.decode(ids, skip_special_tokens=True).strip()
+            for ids in sampled_ids(model, rows, seed, temperature)
+        ]
         ok, safe, _ = greedy.score(suite, texts)
         del texts
         for k in range(len(suite)):
@@ -77,7 +99,9 @@ def sample_rounds(model, tokenizer, suite=catalogue.SUITE, seeds=SEEDS,
 def run(out, cache=None, policy=None, log=print) -> dict:
     done = records.finished(out, NAME)
     if done is not None:
-        log(f"{out}/{NAME}-metrics.json exists: the sampled suite is finished there (use another --out)")
+        log(
+            f"{out}/{NAME}-metrics.json exists: the sampled suite is finished there (use another --out)"
+        )
         return done
     policy = greedy.fine_tuned_policy(policy)
     started = records.start()
@@ -88,16 +112,30 @@ def run(out, cache=None, policy=None, log=print) -> dict:
         passed, transcripts = sample_rounds(load(), tokenizer, suite)
         results[label] = {"passed": passed, "transcripts": transcripts}
         log(f"{label}: {sum(map(sum, passed))}/{len(suite) * len(SEEDS)} completions pass")
-    metrics = {"models": greedy.model_names(policy),
-               "system": greedy.SYSTEM, "temperature": TEMPERATURE, "seeds": list(SEEDS),
-               "max_new_tokens": greedy.MAX_NEW_TOKENS, "sizes": catalogue.sizes(suite),
-               "items": suite, "results": results,
-               "categories": stats.clustered_category_table(
-                   suite, {label: r["passed"] for label, r in results.items()})}
-    settings = {"system": greedy.SYSTEM, "temperature": TEMPERATURE, "seeds": list(SEEDS),
-                "top_k": 0, "top_p": 1.0, "batch": BATCH,
-                "max_new_tokens": greedy.MAX_NEW_TOKENS, "policy": shown_path(policy),
-                "seed": stats.SEED}
+    metrics = {
+        "models": greedy.model_names(policy),
+        "system": greedy.SYSTEM,
+        "temperature": TEMPERATURE,
+        "seeds": list(SEEDS),
+        "max_new_tokens": greedy.MAX_NEW_TOKENS,
+        "sizes": catalogue.sizes(suite),
+        "items": suite,
+        "results": results,
+        "categories": stats.clustered_category_table(
+            suite, {label: r["passed"] for label, r in results.items()}
+        ),
+    }
+    settings = {
+        "system": greedy.SYSTEM,
+        "temperature": TEMPERATURE,
+        "seeds": list(SEEDS),
+        "top_k": 0,
+        "top_p": 1.0,
+        "batch": BATCH,
+        "max_new_tokens": greedy.MAX_NEW_TOKENS,
+        "policy": shown_path(policy),
+        "seed": stats.SEED,
+    }
     path = records.write(out, NAME, settings, metrics, started, cache)
     log(f"wrote {path}")
     return records.finished(out, NAME)
@@ -109,6 +147,9 @@ def run_lab(out, cache=None, policy=None) -> dict:
 
 
 def summary(metrics: dict) -> str:
-    return "\n".join(f"{row['model']}: sampled pass {row['pass']:.3f}, clustered 95 % "
-                     f"[{row['clustered'][0]:.3f}, {row['clustered'][1]:.3f}]"
-                     for row in metrics["categories"] if row["category"] == "overall")
+    return "\n".join(
+        f"{row['model']}: sampled pass {row['pass']:.3f}, clustered 95 % "
+        f"[{row['clustered'][0]:.3f}, {row['clustered'][1]:.3f}]"
+        for row in metrics["categories"]
+        if row["category"] == "overall"
+    )
