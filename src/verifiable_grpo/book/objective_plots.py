@@ -116,27 +116,30 @@ def mismatch_rows(recorded: dict, comparison: list[dict]) -> list[list]:
     for name in fixed_prompt_objectives.MISMATCH_RUNS:
         key = fixed_prompt_objectives.run_name(name, True)
         result, row = recorded["runs"][key], by_name[key]
-        history = result["history"]
-        low = min((h.get("behaviour_weight_min", np.nan) for h in history), default=np.nan)
-        high = max((h.get("behaviour_weight_max", np.nan) for h in history), default=np.nan)
-        zero = (
-            np.mean([h["behaviour_weight_zero_fraction"] for h in history])
-            if "behaviour_weight_zero_fraction" in history[0]
-            else np.nan
-        )
+        weights = _weight_cells(result["history"])
         out.append(
             [
                 name,
                 fixed_prompt_objectives.MISMATCH_PRECISION,
-                "-" if np.isnan(low) else f"{low:.3f}",
-                "-" if np.isnan(high) else f"{high:.3f}",
-                "-" if np.isnan(zero) else f"{zero:.4f}",
+                *weights,
                 _clipped(result),
                 row["after"],
                 f"{row['difference']:+.3f} {_interval(row['difference_interval'])}",
             ]
         )
     return out
+
+
+def _weight_cells(history: list[dict]) -> list[str]:
+    """Min and max behaviour weight over the run, and the mean share at 0; "-" for a run
+    without a correction (its history has no weights)."""
+    if "behaviour_weight_min" not in history[0]:
+        return ["-", "-", "-"]
+    return [
+        f"{min(h['behaviour_weight_min'] for h in history):.3f}",
+        f"{max(h['behaviour_weight_max'] for h in history):.3f}",
+        f"{np.mean([h['behaviour_weight_zero_fraction'] for h in history]):.4f}",
+    ]
 
 
 def _clipped(result: dict) -> str:

@@ -158,6 +158,7 @@ def comparison(runs: dict, grpo: dict, resamples: int = 10_000) -> list[dict]:
     """One row per run (GRPO first): success after training with its Wilson interval, and
     the paired difference from GRPO with a bootstrap interval over the prompts."""
     ids = [p["document_id"] for p in grpo["prompts"]]
+    grpo_after = _rates(grpo, "after")
     rows = []
     for name, result in {"grpo (part1)": grpo, **runs}.items():
         if [p["document_id"] for p in result["prompts"]] != ids:
@@ -166,7 +167,7 @@ def comparison(runs: dict, grpo: dict, resamples: int = 10_000) -> list[dict]:
         total = result["setting"]["draws"] * len(ids)
         hits = sum(p["after"] for p in result["prompts"])
         rng = np.random.default_rng(BOOTSTRAP_SEED)
-        paired = statistics.paired_bootstrap(after, _rates(grpo, "after"), rng, resamples)
+        paired = statistics.paired_bootstrap(after, grpo_after, rng, resamples)
         summary = fixed_prompts.summary(result)
         rows.append(
             {
