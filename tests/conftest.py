@@ -6,8 +6,18 @@ Everything here is small enough for a test to take seconds on a laptop CPU.
 from __future__ import annotations
 
 import copy
+import os
+from pathlib import Path
 
 import pytest
+
+# Subprocesses (the CLI, nbval's kernels, the perturbed passes) import this checkout's
+# package too, not whichever tree the shared editable install points at.
+_SRC = str(Path(__file__).resolve().parents[1] / "src")
+if os.environ.get("PYTHONPATH", "").split(os.pathsep)[0] != _SRC:
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        [_SRC, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    )
 
 # Plain helpers live in shared_helpers.py: test modules import them from there, because
 # `from conftest import ...` finds whichever conftest.py (tests/part3 has one) was loaded last.
