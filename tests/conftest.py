@@ -11,6 +11,11 @@ from pathlib import Path
 
 import pytest
 
+# Plain helpers live in shared_helpers.py: test modules import them from there, because
+# `from conftest import ...` finds whichever conftest.py (tests/part3 has one) was loaded last.
+from shared_helpers import TINY_BASE, run_cli, tiny_base_has_weights  # noqa: F401
+from verifiable_grpo.core.config import load_config
+
 # Subprocesses (the CLI, nbval's kernels, the perturbed passes) import this checkout's
 # package too, not whichever tree the shared editable install points at.
 _SRC = str(Path(__file__).resolve().parents[1] / "src")
@@ -18,11 +23,6 @@ if os.environ.get("PYTHONPATH", "").split(os.pathsep)[0] != _SRC:
     os.environ["PYTHONPATH"] = os.pathsep.join(
         [_SRC, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
     )
-
-# Plain helpers live in shared_helpers.py: test modules import them from there, because
-# `from conftest import ...` finds whichever conftest.py (tests/part3 has one) was loaded last.
-from shared_helpers import TINY_BASE, run_cli, tiny_base_has_weights  # noqa: F401
-from verifiable_grpo.core.config import load_config
 
 
 @pytest.fixture

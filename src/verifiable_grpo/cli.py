@@ -326,10 +326,25 @@ def _learn_arguments(p) -> None:
     _config_argument(p)
     p.add_argument(
         "what",
-        choices=["fixed-prompts", "fixed-prompts-trl", "objectives", "lift"],
+        choices=[
+            "fixed-prompts",
+            "fixed-prompts-trl",
+            "objectives",
+            "lift",
+            "fresh",
+            "band-screen",
+            "band",
+        ],
         help="fixed-prompts: GRPO on 8 fixed prompts; fixed-prompts-trl: "
         "TRL on the same prompts; objectives: chapter II.7's objectives on "
-        "them; lift: the declared held-out study",
+        "them; lift: the declared held-out study; fresh: the tiny lift decided once on "
+        "1,000 fresh problems; band-screen / band: SmolLM2-135M-Instruct on small sums, "
+        "its screen and its GRPO run",
+    )
+    p.add_argument(
+        "--exploratory",
+        action="store_true",
+        help="allow a dirty or uncommitted tree; the records say the run was exploratory",
     )
     p.add_argument(
         "--objectives",

@@ -22,19 +22,31 @@ ANSWER_KEYS = ("text", "finish_reason", "tokenization_valid", "response_tokens",
 
 @torch.no_grad()
 def answer(
-    policy, tokenizer, config: dict, selected: list[tuple[int, dict]], draws: int, seed_base: int
+    policy,
+    tokenizer,
+    config: dict,
+    selected: list[tuple[int, dict]],
+    draws: int,
+    seed_base: int,
+    prompt_rows: list[list[int]] | None = None,
+    share_prompts: bool = False,
 ) -> dict[str, list[dict]]:
     """{"greedy": rows, "sample": rows} for the (index, page) problems: one greedy answer
-    each and `draws` sampled answers with responses.draw_seed(seed_base, index, ...)."""
+    each and `draws` sampled answers with responses.draw_seed(seed_base, index, ...).
+    prompt_rows: each problem's prompt when a task renders its own; share_prompts as in
+    responses.generate_answers."""
     if policy.training:
         raise ValueError("scoring a policy needs it in eval mode (dropout off)")
     device = rollout.model_device(policy)
-    prompt_rows = [prompts.prompt_ids(tokenizer, page["statement"], config) for _, page in selected]
+    if prompt_rows is None:
+        prompt_rows = [
+            prompts.prompt_ids(tokenizer, page["statement"], config) for _, page in selected
+        ]
     found = {}
     for mode in INFERENCE_MODES:
         jobs = responses.response_jobs(selected, prompt_rows, mode, draws, seed_base)
         answers = responses.generate_answers(
-            policy, tokenizer, config, jobs, mode == "greedy", device
+            policy, tokenizer, config, jobs, mode == "greedy", device, share_prompts=share_prompts
         )
         found[mode] = [job.row({k: a[k] for k in ANSWER_KEYS}) for job, a in zip(jobs, answers)]
     return found

@@ -79,11 +79,15 @@ def response_jobs(selected, prompt_ids, mode: str, draws: int, seed_base: int) -
     ]
 
 
-def generate_answers(model, tokenizer, config, jobs, greedy: bool, device, after_each=None):
+def generate_answers(
+    model, tokenizer, config, jobs, greedy: bool, device, after_each=None, share_prompts=False
+):
     """The answers to `jobs` (as response_jobs gives them), in order: one at a time, or
     EVALUATION_BATCH_ROWS at a time when sampling.batched (each sampled row keeps its own
     per-draw generator either way, so a row's answer does not depend on its batch).
-    `after_each(job, answer)` runs after every answer (progress, interrupts)."""
+    `after_each(job, answer)` runs after every answer (progress, interrupts).
+    share_prompts (batched, KV cache): the draws of one problem read its prompt once; the
+    answers are those of the unshared path up to float rounding (another order of sums)."""
     from verifiable_grpo.training import batched_rollout
 
     batched = typed(config).sampling.batched
@@ -105,6 +109,7 @@ def generate_answers(model, tokenizer, config, jobs, greedy: bool, device, after
                     config,
                     None if greedy else generators,
                     greedy=greedy,
+                    share_prompts=share_prompts and typed(config).sampling.use_kv_cache,
                 )
             ]
         else:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from verifiable_grpo.core import files, runlock
+from verifiable_grpo.core import files, preregistration, runlock
 from verifiable_grpo.core.config import ConfigError, load_config, resolve
 from verifiable_grpo.part1 import (
     fixed_prompt_objectives,
@@ -44,6 +44,8 @@ def command_learn(args) -> int:
     try:
         out = runlock.usable_folder(args.out)
         with runlock.locked(out, f"learn {args.what}"):
+            # The start stamp before any compute: a dirty tree is refused here.
+            preregistration.stamp_folder(Path(out) / args.what, args.exploratory)
             return _learn(args, base, Path(out))
     except runlock.RunFolderError as err:  # a file in the way, or a folder in use
         raise ConfigError([str(err)]) from None
@@ -63,6 +65,10 @@ def _learn(args, base: dict, out: Path) -> int:
             print(f"recorded {files.save_json(dest / 'trl.json', result)}")
     elif args.what == "objectives":
         _learn_objectives(args, base, out / "objectives")
+    elif args.what == "fresh":
+        _learn_fresh(args, base, out / "fresh")
+    elif args.what in ("band-screen", "band"):
+        _learn_band(args, out / args.what)
     else:
         for candidate in lift_study.CANDIDATES:
             if args.candidates is None and candidate.model != "tiny":
@@ -76,6 +82,34 @@ def _learn(args, base: dict, out: Path) -> int:
         if args.export:
             _export_lift(base, out / "lift")
     return 0
+
+
+def _learn_fresh(args, base: dict, out: Path) -> None:
+    from verifiable_grpo.part1 import fresh_test
+
+    result = fresh_test.run(base, out, args.exploratory)
+    for mode, row in result["paired"].items():
+        print(
+            f"fresh {mode}: {row['first_rate']:.3f} -> {row['second_rate']:.3f}, paired "
+            f"{row['difference']:+.3f} [{row['low']:+.3f}, {row['high']:+.3f}]"
+        )
+    if args.export:
+        print(f"recorded {fresh_test.export(out)}")
+
+
+def _learn_band(args, out: Path) -> None:
+    from verifiable_grpo.part1 import band_study
+
+    if args.what == "band-screen":
+        result = band_study.run_screen(out, args.exploratory)
+        print(band_study.screen_line(result))
+        if args.export:
+            print(f"recorded {band_study.export(out, 'screen')}")
+        return
+    result = band_study.run_band(out, args.exploratory)
+    print(band_study.result_line(result))
+    if args.export:
+        print(f"recorded {band_study.export(out, 'band')}")
 
 
 def _export_lift(base: dict, runs: Path) -> None:

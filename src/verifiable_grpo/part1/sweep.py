@@ -179,9 +179,16 @@ def _history(record: dict) -> list[dict]:
     return out
 
 
-def train_and_score(config: dict, folder: Path, progress: bool = True) -> tuple:
+def warm_policy(folder: Path, config: dict) -> tuple:
+    """(policy, metadata): the warm start of a prepared run folder, in eval mode."""
+    policy, meta = model_lib.reload_policy(RunFolder(folder).policy("warmstart"), config)
+    policy.eval()
+    return policy, meta
+
+
+def train_only(config: dict, folder: Path, progress: bool = True) -> tuple:
     """GRPO from the recorded warm start in `folder` (continuing a training that stopped,
-    reusing one that finished), then its scores: (learning record, policy, scored rows)."""
+    reusing one that finished): (learning record, trained policy in eval mode, None)."""
     from verifiable_grpo.training.grpo import run_grpo_branch
 
     prepare_folder(folder, config)
@@ -192,10 +199,16 @@ def train_and_score(config: dict, folder: Path, progress: bool = True) -> tuple:
         if trained.is_file()  # trained, not yet scored
         else run_grpo_branch(config, folder, "grpo", "continuous", progress=progress)
     )
-    policy, _ = model_lib.reload_policy(run_folder.policy("warmstart"), config)
+    policy, _ = warm_policy(folder, config)
     state = checkpoint.load_state(run_folder.state("grpo", "continuous"))
     policy.load_state_dict(state["model"], strict=True)
     policy.eval()
+    return record, policy, None
+
+
+def train_and_score(config: dict, folder: Path, progress: bool = True) -> tuple:
+    """train_only, then the policy's scores: (learning record, policy, scored rows)."""
+    record, policy, _ = train_only(config, folder, progress)
     return record, policy, score_policy(policy, model_lib.load_tokenizer(config), config, folder)
 
 

@@ -321,15 +321,21 @@ def sample_groups(
     group_size: int,
     group_ids: list[str],
     policy_digest: str | None = None,
+    prompt_rows: list[list[int]] | None = None,
 ) -> list[dict]:
     """G responses to each example, all P x G in one batch; groups as rollout.sample_group's
     (rewards from the verifier, no advantages), in the order of `examples`. With
-    grpo.share_prompts and the KV cache, each prompt is read once for its G rows."""
+    grpo.share_prompts and the KV cache, each prompt is read once for its G rows.
+    prompt_rows: each example's prompt ids when a task renders its own (default: the
+    package's one-turn prompt of each statement)."""
     if type(group_size) is not int or group_size < 2:
         raise ValueError(f"a group needs at least 2 sampled responses, got {group_size!r}")
     if len(group_ids) != len(examples):
         raise ValueError(f"{len(group_ids)} group ids for {len(examples)} examples")
-    prompt_rows = [prompts.prompt_ids(tokenizer, e["statement"], config) for e in examples]
+    if prompt_rows is None:
+        prompt_rows = [prompts.prompt_ids(tokenizer, e["statement"], config) for e in examples]
+    if len(prompt_rows) != len(examples):
+        raise ValueError(f"{len(prompt_rows)} prompts for {len(examples)} examples")
     cfg = typed(config)
     rows = generate_batch(
         model,

@@ -1,0 +1,103 @@
+"""A recorded run proves its pre-registration: it stamps its commit when it STARTS.
+
+Reading the commit when a run ends bounds only its end: a declaration committed while the
+run was going would look as if it came first. So a recorded run takes a start stamp before
+any compute: the commit it runs, whether the tree was clean, and the UTC start time. A
+declaration is code in the repository, so "declared before the run" means: committed, and
+the tree clean, when the run starts. A run on a dirty tree is refused in one line unless
+the user asks for an exploratory run, which is labelled so in every record it writes.
+
+A run that resumes keeps its first stamp (stored in its folder) and must resume on the
+same commit: other code would make the evidence a mixture.
+"""
+
+from __future__ import annotations
+
+import datetime
+import subprocess
+from pathlib import Path
+
+from verifiable_grpo.core import files
+from verifiable_grpo.core.config import ConfigError, git_commit, repo_root
+
+STAMP_FILE = "started.json"
+
+
+def tree_changes(root: Path | None = None) -> list[str] | None:
+    """The paths git reports as changed or untracked (ignored files excluded); None when
+    git cannot tell (no repository, no git)."""
+    try:
+        out = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=normal"],
+            cwd=root or repo_root(),
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if out.returncode != 0:
+        return None
+    return [line[3:] for line in out.stdout.splitlines() if line.strip()]
+
+
+def start_stamp(exploratory: bool, root: Path | None = None) -> dict:
+    """{"git_commit", "clean_tree", "started_at", "exploratory"}; ConfigError when the tree
+    is dirty (or not a repository) and the run is not exploratory."""
+    changes = tree_changes(root)
+    commit = git_commit() if root is None else _commit_at(root)
+    clean = changes == [] and commit is not None
+    if not clean and not exploratory:
+        shown = "not a git checkout" if changes is None else ", ".join(changes[:3])
+        more = f" and {len(changes) - 3} more" if changes and len(changes) > 3 else ""
+        raise ConfigError(
+            [
+                f"a recorded run starts on a clean, committed tree ({shown}{more}): commit the "
+                "declaration first, or pass --exploratory to label the run as exploratory"
+            ]
+        )
+    return {
+        "git_commit": commit,
+        "clean_tree": clean,
+        "started_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "exploratory": bool(exploratory),
+    }
+
+
+def _commit_at(root: Path) -> str | None:
+    out = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=30
+    )
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+def stamp_folder(folder: Path, exploratory: bool, root: Path | None = None) -> dict:
+    """The folder's start stamp: written at its first start, checked at every later one
+    (same commit, same exploratory label); ConfigError otherwise."""
+    folder = Path(folder)
+    path = folder / STAMP_FILE
+    now = start_stamp(exploratory, root)
+    if not path.is_file():
+        folder.mkdir(parents=True, exist_ok=True)
+        files.save_json(path, now)
+        return now
+    first = files.read_json(path)
+    if first.get("exploratory") != now["exploratory"]:
+        label = "exploratory" if first.get("exploratory") else "recorded"
+        raise ConfigError(
+            [f"{folder}: this run started as {label}; continue it the same way or use a new --out"]
+        )
+    if first.get("git_commit") != now["git_commit"] and not now["exploratory"]:
+        raise ConfigError(
+            [
+                f"{folder}: this run started at commit {str(first.get('git_commit'))[:12]}, "
+                f"the tree is at {str(now['git_commit'])[:12]}: resume it on its own commit "
+                "or use a new --out"
+            ]
+        )
+    return first
+
+
+def label(name: str, stamp: dict | None) -> str:
+    """A run's displayed name: exploratory runs say so wherever they appear."""
+    return f"{name} (exploratory)" if stamp and stamp.get("exploratory") else name
