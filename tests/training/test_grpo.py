@@ -381,3 +381,23 @@ def test_command_line_runs_an_exercise_branch(tmp_path, learning_view_dir, capsy
     assert record["iterations_run"] == [0, config["exercise"]["interrupt_at"]]
     assert [len(g["rewards"]) for g in record["history"][0]["groups"]] == [2, 2]
     assert "GRPO grpo-g2 (interrupt)" in capsys.readouterr().out
+
+
+def test_after_iteration_sees_every_finished_iteration_once(tmp_path, learning_view_dir):
+    """The hook a study uses for a held-out curve: called after each iteration with the
+    policy as that iteration left it."""
+    torch.set_num_threads(1)
+    config = micro_config()
+    out = make_run_folder(tmp_path, learning_view_dir, config)
+    seen = []
+    record = grpo.run_grpo_branch(
+        config,
+        out,
+        mode="continuous",
+        progress=False,
+        after_iteration=lambda run: seen.append(
+            (run.iteration, model_lib.model_digest(run.policy))
+        ),
+    )
+    assert [i for i, _ in seen] == list(range(1, len(record["history"]) + 1))
+    assert len({d for _, d in seen}) == len(seen)  # every update moved the policy

@@ -114,6 +114,13 @@ class Model:
 @dataclass(frozen=True)
 class Data:
     seed: int = key("seed that generates StockArithmetic-v1", SEED)
+    prompt: str = key(
+        "how a problem is put to the model: one-turn (the statement and the JSON "
+        "instruction in one user turn) or small-sums-2shot (SmallSums-v1's two worked "
+        "examples as earlier chat turns first)",
+        one_of("one-turn", "small-sums-2shot"),
+        absent="one-turn",
+    )
 
 
 @dataclass(frozen=True)

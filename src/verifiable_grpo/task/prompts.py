@@ -23,7 +23,12 @@ from verifiable_grpo.task.statements import render_statement, user_message
 PROBE_PROBLEM = {"initial": 12, "deliveries": [5, 7], "withdrawals": [3, 4]}
 
 
-def messages_for(statement: str) -> list[dict[str, str]]:
+def messages_for(statement: str, config: dict | None = None) -> list[dict[str, str]]:
+    """The conversation a problem is put to the model as (data.prompt of the config)."""
+    if config is not None and typed(config).data.prompt == "small-sums-2shot":
+        from verifiable_grpo.task import small_sums
+
+        return small_sums.messages(statement)
     return [{"role": "user", "content": user_message(statement)}]
 
 
@@ -65,7 +70,7 @@ def eos_id(tokenizer, config: dict) -> int:
 
 def prompt_ids(tokenizer, statement: str, config: dict) -> list[int]:
     """The generation prompt (chat template + assistant header); ValueError if over budget."""
-    ids = render_ids(tokenizer, messages_for(statement), add_generation_prompt=True)
+    ids = render_ids(tokenizer, messages_for(statement, config), add_generation_prompt=True)
     limit = typed(config).tokens.max_prompt
     if not ids:
         raise ValueError("the chat template rendered an empty prompt")
@@ -130,7 +135,7 @@ def check_row_rendering(
 def template_identity(tokenizer, config: dict) -> dict:
     """The rendered probe prompt (text, ids, sha256): part of every run identity."""
     statement = render_statement(PROBE_PROBLEM, 0)
-    messages = messages_for(statement)
+    messages = messages_for(statement, config)
     text = render_text(tokenizer, messages, add_generation_prompt=True)
     ids = prompt_ids(tokenizer, statement, config)
     return {

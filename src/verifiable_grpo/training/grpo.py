@@ -95,9 +95,11 @@ def _save_crash(run: GRPORun, loop_seconds: float) -> None:
     )
 
 
-def _loop(run: GRPORun) -> float:
+def _loop(run: GRPORun, after_iteration=None) -> float:
     """Iterations from run.iteration to the stop, a crash checkpoint every
-    checkpoint_every_iterations (and at a requested stop); returns the loop's seconds."""
+    checkpoint_every_iterations (and at a requested stop); returns the loop's seconds.
+    after_iteration(run): called after each iteration, before its crash checkpoint, so a
+    crash inside it repeats the iterations since the last checkpoint and calls it again."""
     every = run.section.checkpoint_every_iterations
     bar = tqdm(
         range(run.iteration, run.stop),
@@ -122,6 +124,8 @@ def _loop(run: GRPORun) -> float:
             kl=f"{last['mean_exact_kl']:.2e}",
         )
         fault_point("grpo-after-iteration")
+        if after_iteration is not None:
+            after_iteration(run)
         if run.iteration % every == 0 or interrupts.requested():
             _save_crash(run, elapsed())
         interrupts.check(f"after iteration {run.iteration} of {run.stage} (saved)")
@@ -289,6 +293,7 @@ def run_grpo_branch(
     iterations: int | None = None,
     interrupt_at: int | None = None,
     progress: bool = True,
+    after_iteration=None,
 ) -> dict:
     """Run one GRPO branch in one mode; returns the learning record (also written to
     OUT/learning/{branch}-{mode}.json).
@@ -296,6 +301,7 @@ def run_grpo_branch(
     continuous: all iterations. interrupt: the first interrupt_at iterations. resume: load
     the interrupt state into freshly loaded models and run the remaining iterations. A run
     cut short (crash, kill, signal) continues from its newest crash checkpoint.
+    after_iteration(run): see _loop (e.g. a held-out curve at chosen iterations).
     """
     command_start = time.perf_counter()
     check_mode(mode)
@@ -340,7 +346,7 @@ def run_grpo_branch(
             )
             run.restore(state, f"GRPO state {paths['interrupt_state']}")
             del state
-        return _finish(run, _loop(run))
+        return _finish(run, _loop(run, after_iteration))
 
 
 def command_grpo(args) -> int:

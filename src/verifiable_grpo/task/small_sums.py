@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import random
 
-from verifiable_grpo.task import prompts
 from verifiable_grpo.task.statements import canonical_response, user_message
 from verifiable_grpo.task.verifier import compute_final_stock
 
@@ -91,11 +90,3 @@ def messages(statement: str) -> list[dict[str, str]]:
         turns.append({"role": "user", "content": user_message(statement_of(op, a, b))})
         turns.append({"role": "assistant", "content": canonical_response(answer)})
     return turns + [{"role": "user", "content": user_message(statement)}]
-
-
-def prompt_ids(tokenizer, statement: str, max_prompt: int) -> list[int]:
-    """The generation prompt of one problem; ValueError over the token budget."""
-    ids = prompts.render_ids(tokenizer, messages(statement), add_generation_prompt=True)
-    if len(ids) > max_prompt:
-        raise ValueError(f"prompt has {len(ids)} tokens, over tokens.max_prompt={max_prompt}")
-    return ids
