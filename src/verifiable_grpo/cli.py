@@ -296,9 +296,10 @@ def _lab_arguments(p) -> None:
 def _bench_arguments(p) -> None:
     p.add_argument(
         "what",
-        choices=["grpo", "pipeline"],
-        help="grpo: one rollout set, ours against TRL; pipeline: a finished "
-        "run folder (--run) against the recorded tiny run",
+        choices=["grpo", "band", "pipeline"],
+        help="grpo: one rollout set, ours against TRL; band: the same on SmolLM2-135M-"
+        "Instruct at the band study's shape; pipeline: a finished run folder (--run) "
+        "against the recorded tiny run",
     )
     p.add_argument("--run", default=None, help="pipeline: the finished run folder")
     p.add_argument("--sets", type=int, default=5, help="timed rollout sets per arm")
@@ -327,19 +328,12 @@ def _learn_arguments(p) -> None:
     p.add_argument(
         "what",
         choices=[
-            "fixed-prompts",
-            "fixed-prompts-trl",
-            "objectives",
-            "lift",
-            "fresh",
-            "band-screen",
-            "band",
+            *("fixed-prompts", "fixed-prompts-trl", "objectives", "lift", "fresh"),
+            *("band-screen", "band"),
         ],
-        help="fixed-prompts: GRPO on 8 fixed prompts; fixed-prompts-trl: "
-        "TRL on the same prompts; objectives: chapter II.7's objectives on "
-        "them; lift: the declared held-out study; fresh: the tiny lift decided once on "
-        "1,000 fresh problems; band-screen / band: SmolLM2-135M-Instruct on small sums, "
-        "its screen and its GRPO run",
+        help="fixed-prompts(-trl): GRPO (TRL) on 8 fixed prompts; objectives: chapter II.7's "
+        "on them; lift: the held-out study; fresh: its decision on 1,000 fresh problems; "
+        "band-screen / band: SmolLM2-135M-Instruct on small sums",
     )
     p.add_argument(
         "--exploratory",
@@ -372,6 +366,7 @@ def _sweep_arguments(p) -> None:
         "--out", default="runs/tiny-sweep", help="sweep folder (default runs/tiny-sweep)"
     )
     p.add_argument("--settings", nargs="*", default=None, help="only these settings")
+    p.add_argument("--exploratory", action="store_true", help="allow a dirty tree (labelled)")
     p.add_argument(
         "--export",
         action="store_true",

@@ -130,3 +130,14 @@ def test_the_curve_scores_only_its_iterations_and_only_once(monkeypatch, tmp_pat
         curve.after_iteration(Run)
     assert len(calls) == 2
     assert [p["iteration"] for p in curve.points()] == [0, 2]
+
+
+def test_the_band_bench_swaps_its_shape_in_and_back():
+    from verifiable_grpo.part1 import band_bench, bench
+
+    before = dict(bench.BENCH_SHAPE)
+    with band_bench._shape(band_bench.SHAPE):
+        assert bench.BENCH_SHAPE["group_size"] == band_study.SETTING["group_size"] == 8
+    assert bench.BENCH_SHAPE == before
+    # the recorded one-at-a-time SmolLM2 candidate: 60 iterations x 4 prompts x G 4
+    assert 2.0 < band_bench.recorded_sequential_seconds() < 5.0

@@ -97,3 +97,17 @@ def test_lift_candidates_are_declared_and_working_ones_refused():
     assert (config["grpo"]["prompts_per_iteration"], config["grpo"]["group_size"]) == (64, 8)
     with pytest.raises(ValueError, match="not runnable"):
         lift_study.candidate_config(load_config("tiny"), lift_study.CANDIDATES[2])
+
+
+def test_the_recorded_validation_drop_has_an_interval_below_zero():
+    """Chapter 6 shows the fall on validation with its paired interval: recomputed here
+    from the recorded per-problem outcomes (integers, a seeded bootstrap)."""
+    run = fixed_prompts.recorded()["ours"]
+    change = fixed_prompts.validation_change(run, resamples=2000)
+    summary = fixed_prompts.summary(run)
+    assert change["problems"] == 200 and change["draws"] == 4
+    assert change["difference"] == pytest.approx(
+        summary["validation_after"] - summary["validation_before"], abs=1e-12
+    )
+    assert change["low"] < change["difference"] < change["high"] < 0
+    assert change["mcnemar_p"] < 0.05

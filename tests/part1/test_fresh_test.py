@@ -45,3 +45,32 @@ def test_scores_and_the_paired_comparison_of_two_policies(micro_model, random_co
     result = fresh_test.compare(scored, better)
     assert result["sample"]["second_rate"] == 1.0
     assert result["sample"]["difference"] == 1.0 - result["sample"]["first_rate"]
+
+
+def test_the_record_proves_its_declaration_came_first():
+    """The recorded run stamped a clean tree at a commit that already held the declaration
+    (the same rule and split), and its numbers recompute from its per-problem rows."""
+    import subprocess
+
+    from verifiable_grpo.core.config import repo_root
+
+    record = fresh_test.recorded()
+    stamp = record["started"]
+    assert stamp["clean_tree"] and not stamp["exploratory"]
+    declared = subprocess.run(
+        ["git", "show", f"{stamp['git_commit']}:src/verifiable_grpo/part1/fresh_test.py"],
+        cwd=repo_root(),
+        capture_output=True,
+        text=True,
+    )
+    if declared.returncode != 0:  # a shallow clone without that commit cannot check it
+        import pytest
+
+        pytest.skip("the run's commit is not in this clone's history")
+    for line in (f"FRESH_SEED = {fresh_test.FRESH_SEED}", f"DRAWS = {fresh_test.DRAWS}"):
+        assert line in declared.stdout
+    assert record["rule"] == fresh_test.RULE
+    again = fresh_test.compare(record["warm_start"], record["trained"])
+    for mode in ("sample", "greedy"):
+        assert again[mode] == record["paired"][mode]
+    assert again["sample"]["problems"] == 1000 and again["sample"]["draws"] == 8

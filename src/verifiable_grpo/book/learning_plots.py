@@ -109,9 +109,10 @@ def plot_lift_intervals(summary: dict) -> Figure:
             )
         ax.axvline(0, color="0.5", lw=0.8, ls="--")
         ax.set(title=title, xlabel="difference from the warm start")
-    axes[0].set(
-        yticks=range(len(rows)), yticklabels=[r["name"] for r in rows], ylim=(-0.6, len(rows) - 0.4)
-    )
+    from verifiable_grpo.part1.lift_study import display_name
+
+    labels = [display_name(r["name"]).replace(" (", "\n(") for r in rows]
+    axes[0].set(yticks=range(len(rows)), yticklabels=labels, ylim=(-0.6, len(rows) - 0.4))
     return figure
 
 

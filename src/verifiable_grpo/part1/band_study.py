@@ -162,8 +162,8 @@ def screen_line(result: dict) -> str:
     )
 
 
-def recorded(what: str, path: str = RECORDED) -> dict:
-    return files.read_json(resolve(path) / f"{what}.json")
+def recorded(what: str, path: str | None = None) -> dict:
+    return files.read_json(resolve(RECORDED if path is None else path) / f"{what}.json")
 
 
 def export(out: Path, what: str, dest=None) -> Path:

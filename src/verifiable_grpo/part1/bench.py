@@ -137,12 +137,21 @@ def _check_seconds(
     return time.perf_counter() - tick
 
 
-def run_ours(config: dict, examples: list[dict], sets: int, warmup: int, batched: bool) -> dict:
+def run_ours(
+    config: dict,
+    examples: list[dict],
+    sets: int,
+    warmup: int,
+    batched: bool,
+    load_policy=recorded_warmstart,
+) -> dict:
+    """Our GRPO loop's rollout sets, timed; load_policy(config) gives a fresh policy (the
+    reference is a second one)."""
     config = json.loads(json.dumps(config))
     config["sampling"]["batched"] = batched
     cfg = typed(config)
     tokenizer = model_lib.load_tokenizer(config)
-    policy, reference = recorded_warmstart(config), recorded_warmstart(config).requires_grad_(False)
+    policy, reference = load_policy(config), load_policy(config).requires_grad_(False)
     device = rollout.model_device(policy)
     optimizer = torch.optim.AdamW(
         model_lib.unique_parameters(policy),
@@ -200,8 +209,10 @@ def run_ours(config: dict, examples: list[dict], sets: int, warmup: int, batched
 
 
 # --------------------------------------------------------------------------- TRL
-def run_trl(config: dict, examples: list[dict], sets: int, warmup: int) -> dict:
-    """TRL's GRPOTrainer on the same warm start and rendered prompts, timed from inside."""
+def run_trl(
+    config: dict, examples: list[dict], sets: int, warmup: int, load_policy=recorded_warmstart
+) -> dict:
+    """TRL's GRPOTrainer on the same starting policy and rendered prompts, timed from inside."""
     import trl
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
@@ -210,12 +221,13 @@ def run_trl(config: dict, examples: list[dict], sets: int, warmup: int) -> dict:
     tokenizer = model_lib.load_tokenizer(config)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
-    policy = recorded_warmstart(config)
+    policy = load_policy(config)
     device = rollout.model_device(policy)
     count = (sets + warmup) * BENCH_SHAPE["prompts"]
     chunk = [e for s in _sets(examples, sets + warmup) for e in s][:count]
     rendered = [
-        prompts.render_text(tokenizer, prompts.messages_for(e["statement"]), True) for e in chunk
+        prompts.render_text(tokenizer, prompts.messages_for(e["statement"], config), True)
+        for e in chunk
     ]
     for text, example in zip(rendered, chunk):  # the very token ids our arms read
         ids = tokenizer(text, add_special_tokens=False)["input_ids"]
@@ -428,10 +440,18 @@ def format_bench(result: dict) -> str:
 def command_bench(args) -> int:
     if args.what == "pipeline":
         return command_pipeline(args)
-    if args.what != "grpo":
-        raise ValueError(f"unknown benchmark {args.what!r}: use grpo or pipeline")
+    if args.what not in ("grpo", "band"):
+        raise ValueError(f"unknown benchmark {args.what!r}: use grpo, band or pipeline")
     if args.sets < 1 or args.warmup < 0:
         raise ValueError("--sets must be >= 1 and --warmup >= 0")
+    if args.what == "band":
+        from verifiable_grpo.part1 import band_bench
+
+        result = band_bench.bench_band(args.sets, args.warmup)
+        print(band_bench.format_band_bench(result))
+        if args.save:
+            print(f"saved {save_json(repo_root() / args.save, result)}")
+        return 0
     result = bench_grpo(
         args.sets, args.warmup, with_trl=not args.no_trl, with_kl=not args.no_kl, runs=args.runs
     )

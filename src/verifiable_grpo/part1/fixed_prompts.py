@@ -253,6 +253,28 @@ def summary(result: dict) -> dict:
     }
 
 
+VALIDATION_ANALYSIS_SEED = 20261204
+
+
+def validation_change(result: dict, resamples: int = 10_000) -> dict:
+    """After minus before on the validation problems, paired by problem: the bootstrap
+    interval of per-draw success (over problems) and the exact McNemar test on draw 0."""
+    import numpy as np
+
+    from verifiable_grpo.evaluation import paired
+
+    def rows(side):
+        return [
+            {"document_id": d, "draw": k, "seed": k, "reward": r, "population": "ALL"}
+            for d, k, r in result[side]
+        ]
+
+    rng = np.random.default_rng(VALIDATION_ANALYSIS_SEED)
+    return paired.compare(
+        rows("validation_before"), rows("validation_after"), rng, resamples=resamples
+    )
+
+
 def recorded(path: str = RECORDED) -> dict:
     """The recorded run (ours, and TRL's beside it when present)."""
     folder = resolve(path)

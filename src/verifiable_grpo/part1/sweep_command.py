@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from verifiable_grpo.core import preregistration
 from verifiable_grpo.core.config import load_config
 from verifiable_grpo.part1 import sweep
 
@@ -34,6 +37,8 @@ def format_summary(summary: dict) -> str:
 
 def command_sweep(args) -> int:
     config = load_config(args.config)
+    # A sweep is a declared comparison: its start is stamped before any compute.
+    preregistration.stamp_folder(Path(args.out), args.exploratory)
     summary = sweep.run_sweep(config, args.out, args.settings)
     print(format_summary(summary))
     if args.export:

@@ -1,0 +1,100 @@
+"""`bench band`: one GRPO rollout set on SmolLM2-135M-Instruct, ours against TRL.
+
+The band study's shape (4 prompts x G = 8, answers of at most 16 tokens, two updates per
+rollout set, beta 0.02, its 2-shot prompts from SmallSums-v1's training split), both arms
+starting from the instruct model, in one process so that the ratio is measured under the
+same load: ours batched (KV cache, each prompt read once for its 8 rows, exact KL on every
+visited prefix, the 2e-4 rescoring check), TRL 1.16's GRPOTrainer (k3 on the sampled
+token, loss_type grpo), and ours one sequence at a time (the path the earlier SmolLM2
+candidate ran, about 3.1 s per response there), fewer sets since it is slow.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+
+import torch
+
+from verifiable_grpo.core import model as model_lib
+from verifiable_grpo.core.config import provenance
+from verifiable_grpo.part1 import band_study, bench, lift_study
+from verifiable_grpo.task import small_sums
+
+SHAPE = {
+    "prompts": band_study.SETTING["prompts_per_iteration"],
+    "group_size": band_study.SETTING["group_size"],
+    "max_new_tokens": 16,
+    "updates_per_rollout": band_study.SETTING["updates_per_rollout"],
+    "kl_coefficient": band_study.SETTING["kl_coefficient"],
+    "temperature": 1.0,
+}
+
+
+@contextlib.contextmanager
+def _shape(shape: dict):
+    """bench's arms read the module's BENCH_SHAPE: swap it in for the duration."""
+    saved = dict(bench.BENCH_SHAPE)
+    bench.BENCH_SHAPE.update(shape)
+    try:
+        yield
+    finally:
+        bench.BENCH_SHAPE.clear()
+        bench.BENCH_SHAPE.update(saved)
+
+
+def instruct_model(config: dict):
+    return model_lib.load_base(config)[0].eval()
+
+
+def recorded_sequential_seconds() -> float:
+    """Seconds per response of the recorded SmolLM2 lift candidate (one sequence at a time,
+    G = 4): its GRPO training time over the responses it sampled."""
+    result = lift_study.recorded_own_warm_start()["results"][0]
+    candidate = result["candidate"]
+    responses = (
+        candidate["iterations"] * candidate["prompts_per_iteration"] * candidate["group_size"]
+    )
+    return result["train_seconds"] / responses
+
+
+def per_response(arm: dict) -> float:
+    return arm["median_seconds"]["total"] / (SHAPE["prompts"] * SHAPE["group_size"])
+
+
+def bench_band(sets: int = 3, warmup: int = 1, sequential_sets: int = 1) -> dict:
+    config = band_study.band_config()
+    config["grpo"]["learning_rate"] = band_study.SETTING["learning_rate"]
+    examples = small_sums.splits()["train"][: (sets + warmup) * SHAPE["prompts"]]
+    torch.manual_seed(0)
+    started = time.perf_counter()
+    with _shape(SHAPE):
+        ours = bench.run_ours(config, examples, sets, warmup, True, instruct_model)
+        trl = bench.run_trl(config, examples, sets, warmup, instruct_model)
+        arms = [ours, trl]
+        if sequential_sets:
+            arms.append(bench.run_ours(config, examples, sequential_sets, 0, False, instruct_model))
+    recorded = recorded_sequential_seconds()
+    return {
+        "shape": SHAPE,
+        "sets": sets,
+        "arms": arms,
+        "seconds_per_response": {a["arm"]: per_response(a) for a in arms},
+        "ratio_ours_to_trl": ours["median_seconds"]["total"] / trl["median_seconds"]["total"],
+        "recorded_sequential_seconds_per_response": recorded,
+        "speedup_over_recorded": recorded / per_response(ours),
+        "arms_seconds": time.perf_counter() - started,
+        "provenance": provenance(config),
+    }
+
+
+def format_band_bench(result: dict) -> str:
+    lines = [bench.format_bench({**result, "exact_kl_memory": None, "pipeline": {}}).split("\n")[0]]
+    for name, seconds in result["seconds_per_response"].items():
+        lines.append(f"{name:34} {seconds:7.3f} s per response")
+    lines.append(
+        f"ours / TRL per rollout set: {result['ratio_ours_to_trl']:.2f}; "
+        f"ours against the recorded {result['recorded_sequential_seconds_per_response']:.2f} s "
+        f"per response: {result['speedup_over_recorded']:.1f}x faster"
+    )
+    return "\n".join(lines)
