@@ -193,10 +193,18 @@ Table(["response", "advantage", "log p before", "log p after", "change"],
 # ## Try it
 #
 # Edit the rewards of a group, switch between the population and the sample standard
-# deviation, change epsilon.
+# deviation, change epsilon. Try a group of eight with one right answer, then one with
+# seven: the lone outlier gets the large advantage. In the built book the widget below runs
+# in your browser; the same computation as `losses.group_advantages`, checked against it.
+#
+# <div class="vg-live" data-widget="advantages" data-rewards="1, 0, 1, 0"><em>(A live
+# widget appears here in the built book. In Jupyter or on Colab, run the next cell.)</em>
+# </div>
+# <script src="../../_static/vg-live.js"></script>
 
-# %%
+# %% tags=["remove-output"]
 # NBVAL_IGNORE_OUTPUT
+# In Jupyter or on Colab: the same widget, computed by the package in Python.
 widgets.make_advantage_widget("1, 0, 1, 0")
 
 # %% [markdown]

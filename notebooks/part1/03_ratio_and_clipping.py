@@ -117,11 +117,18 @@ for advantage in (1.0, -1.0):
 #
 # Move $A$, $\epsilon$ and a separate upper $\epsilon$ (DAPO's "clip-higher" makes the upper
 # bound wider than the lower one). The shaded band is where the clip removes the gradient.
-# In the static book the sliders do nothing (the note under them says so); open the
-# chapter on Colab or locally to move them.
+# The red dot is one token at the ratio you choose: the table names which of the six
+# regions (two signs of $A$, ratio below, inside or above the interval) it sits in. In the
+# built book the widget below runs in your browser, with the package's arithmetic.
+#
+# <div class="vg-live" data-widget="clip" data-advantage="1" data-epsilon="0.2"
+# data-ratio="1.3"><em>(A live widget appears here in the built book. In Jupyter or on
+# Colab, run the next cell.)</em></div>
+# <script src="../../_static/vg-live.js"></script>
 
-# %%
+# %% tags=["remove-output"]
 # NBVAL_IGNORE_OUTPUT
+# In Jupyter or on Colab: the same widget, computed by the package in Python.
 widgets.make_clipping_widget(advantage=1.0, clip_epsilon=0.2)
 
 # %% [markdown]

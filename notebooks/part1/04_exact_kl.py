@@ -277,7 +277,18 @@ Table(["policy pair", "visited prefixes", "mean KL", "median KL", "largest KL",
 #
 # ## Try it
 #
-# Edit two small distributions and the number of draws: the exact value is fixed, the
+# First, what one draw gives. Edit two small distributions and pick the token that was
+# drawn: each estimator turns that single token into a number, and its mean over draws
+# from $p$ is what a long run would average. $k_1$ and $k_3$ average to the exact KL, $k_2$
+# does not; $k_1$ can be negative, $k_3$ never is; the $\pm$ column is how far one draw
+# strays. In the built book the widget below runs in your browser.
+#
+# <div class="vg-live" data-widget="kl" data-p="0.5, 0.3, 0.2" data-q="0.2, 0.3, 0.5"><em>(A
+# live widget appears here in the built book.)</em></div>
+# <script src="../../_static/vg-live.js"></script>
+#
+# Then the draws themselves: edit the distributions and the number of draws below (in
+# Jupyter or on Colab; the book shows the default setting). The exact value is fixed, the
 # sampled estimates wander around it and settle as the draws grow.
 
 # %%
