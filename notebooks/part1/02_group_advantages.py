@@ -67,6 +67,18 @@ print("policy: warm start of the recorded tiny run |",
 # %% [markdown]
 # ## A real group
 #
+# First the whole mechanism on one made-up group: one prompt, four sampled responses, the
+# verifier's reward for each, the group's mean and standard deviation, and the advantage
+# each response receives.
+#
+# ![A diagram of one group: a prompt, four sampled responses, two right answers with reward
+# 1 and two wrong ones with reward 0; the group's mean 0.5 and population std 0.5; the
+# advantages +1 for the right answers and -1 for the wrong ones. A group of four right (or
+# four wrong) answers has std 0 and every advantage exactly 0: no
+# signal.](../../book/images/group_advantages.png)
+#
+# Now a group produced by a real model.
+#
 # The policy is the warm-start model of the recorded run: the same starting point GRPO
 # uses. It answers training problems four times each at temperature 1 over its full
 # vocabulary, with one seeded generator, problem after problem, until a group's rewards

@@ -63,6 +63,17 @@ from verifiable_grpo.book.notebook import Table, show
 # %% [markdown]
 # ## Both signs of the advantage
 #
+# Two signs of $A$ and three places for the ratio (below, inside or above the interval
+# $[1-\epsilon, 1+\epsilon]$) make six regions. The clip removes the gradient in two of them,
+# one for each sign:
+#
+# ![Two panels of the per-token objective against the ratio rho, for A = +1 and A = -1,
+# each split at 0.8 and 1.2 into three regions. For A > 0 the gradient is kept below the
+# interval (a good token that became less likely is pulled back up) and inside it, and
+# removed above it. For A < 0 it is removed below the interval and kept inside and above
+# it (a bad token that became more likely is pushed back
+# down).](../../book/images/clip_regions.png)
+#
 # For one token with log-probability ratio $\rho$ and advantage $A$, the table gives the
 # objective, the branch that `min` selects, and the gradient with respect to the token's
 # log-probability, computed by autograd in float64 through the package's

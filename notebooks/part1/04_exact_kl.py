@@ -74,6 +74,16 @@ model, tokenizer = load_base(config)
 print("profile:", config["profile"], "| vocabulary:", model.config.vocab_size)
 
 # %% [markdown]
+# What "exact on visited prefixes" means, drawn for a response of five tokens over a toy
+# vocabulary of six entries (the model's has thousands):
+#
+# ![Five tokens of a sampled response side by side. Under each, the whole distribution of
+# the policy and of the reference at the prefix that produced it, with the sampled entry
+# outlined, and the exact KL at that prefix: near 0 for the JSON scaffolding, 0.29 and 0.24
+# for the two digits. The response's terms are summed over every vocabulary entry at each
+# visited prefix, not only the sampled one; the loss adds beta times their mean over the
+# tokens.](../../book/images/exact_kl_prefixes.png)
+#
 # ## Two real, nearby policies
 #
 # We need two genuinely different distributions of the model over its vocabulary. The
