@@ -47,32 +47,37 @@ def browse(page: Path, width: int = 1280, budget_ms: int = 15000) -> tuple[str, 
         opened = page.with_name(page.stem + ".host.html")
         opened.write_text(HOST.format(page=probed.name, width=width))
     try:
-        with tempfile.TemporaryDirectory(prefix="chromium-") as profile:
-            flags = [
-                "--headless",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-quic",
-                "--no-first-run",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-                "--allow-file-access-from-files",
-                f"--user-data-dir={profile}",
-                f"--virtual-time-budget={budget_ms}",
-                f"--window-size={max(width, NARROWEST_WINDOW)},2000",
-                "--dump-dom",
-                opened.as_uri(),
-            ]
-            dom = subprocess.run(
-                [chromium(), *flags], capture_output=True, text=True, timeout=180
-            ).stdout
+        dom = dump_dom(opened.as_uri(), width=max(width, NARROWEST_WINDOW), budget_ms=budget_ms)
     finally:
         probed.unlink()
         opened.unlink(missing_ok=True)
     match = re.search(r'<pre id="vg-probe">(.*?)</pre>', dom, re.S)
     report = json.loads(BeautifulSoup(match.group(1), "html.parser").get_text()) if match else {}
     return dom, report
+
+
+def dump_dom(url: str, width: int = 1280, budget_ms: int = 15000) -> str:
+    """The DOM of `url` after its scripts ran, from one offline headless Chromium run."""
+    with tempfile.TemporaryDirectory(prefix="chromium-") as profile:
+        flags = [
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--allow-file-access-from-files",
+            f"--user-data-dir={profile}",
+            f"--virtual-time-budget={budget_ms}",
+            f"--window-size={width},2000",
+            "--dump-dom",
+            url,
+        ]
+        return subprocess.run(
+            [chromium(), *flags], capture_output=True, text=True, timeout=180
+        ).stdout
 
 
 def article(dom: str):
@@ -123,6 +128,9 @@ def layout_problems(report: dict, equations_must_fit: bool = True) -> list[str]:
     problems += [f"table cells run together: {s!r}" for s in report["cramped"]]
     if report["math_errors"]:
         problems.append(f"{report['math_errors']} MathJax errors")
+    for live in report.get("live", []):
+        if not live["rendered"]:
+            problems.append(f"live widget {live['kind']!r} did not render (vg-live.js)")
     for number, widget in enumerate(report["widgets"], 1):
         if not widget["rendered"]:
             problems.append(f"widget {number} did not render")

@@ -15,7 +15,7 @@
   function measure() {
     var article = document.querySelector("article.bd-article");
     var report = {width: window.innerWidth, article: !!article, broken_images: [], clipped: [],
-                  cramped: [], widgets: [], wide_math: [], math_errors: 0};
+                  cramped: [], widgets: [], live: [], wide_math: [], math_errors: 0};
     if (!article) return report;
     var right = article.getBoundingClientRect().right;
     document.querySelectorAll("img").forEach(function (img) {
@@ -48,6 +48,13 @@
         return loaded(img) && img.offsetWidth > 0;
       });
       report.widgets.push({rendered: !!output.querySelector(".jupyter-widgets"), figures: figures.length});
+    });
+    // The live widgets (book/_live/vg-live.js): mounted, with a drawn figure and values.
+    article.querySelectorAll("div.vg-live").forEach(function (div) {
+      var svg = div.querySelector(".vg-live-figure svg");
+      report.live.push({kind: div.getAttribute("data-widget"),
+                        rendered: !!svg && svg.childElementCount > 0 && svg.getBoundingClientRect().width > 0 &&
+                                  div.querySelectorAll("td[data-key]").length > 0});
     });
     report.math_errors = article.querySelectorAll("mjx-merror").length;
     return report;

@@ -153,7 +153,7 @@ def test_pages_read_cleanly_in_a_browser(built_book):
         if os.environ.get("CI"):
             pytest.fail("chromium is missing in CI: .ci/run installs it")
         pytest.skip("chromium not installed (apt-get install chromium)")
-    defects = []
+    defects, live = [], 0
     visits = [(page, 1280) for page in page_paths(built_book)]
     visits += [
         (built_book / (name + ".html"), 412)
@@ -170,4 +170,7 @@ def test_pages_read_cleanly_in_a_browser(built_book):
             else book_browser.layout_problems(report, equations_must_fit=False)
         )
         defects += [f"{name} at {width} px: {problem}" for problem in problems]
+        live += len(report.get("live", [])) if width == 1280 else 0
+    placed = sum(p.read_text().count('class="vg-live"') for p in NOTEBOOKS.rglob("*.py"))
+    assert live == placed, f"{placed} live widgets placed in the chapters, {live} found built"
     assert not defects, "\n".join(defects)

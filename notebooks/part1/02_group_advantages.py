@@ -67,6 +67,18 @@ print("policy: warm start of the recorded tiny run |",
 # %% [markdown]
 # ## A real group
 #
+# First the whole mechanism on one made-up group: one prompt, four sampled responses, the
+# verifier's reward for each, the group's mean and standard deviation, and the advantage
+# each response receives.
+#
+# ![A diagram of one group: a prompt, four sampled responses, two right answers with reward
+# 1 and two wrong ones with reward 0; the group's mean 0.5 and population std 0.5; the
+# advantages +1 for the right answers and -1 for the wrong ones. A group of four right (or
+# four wrong) answers has std 0 and every advantage exactly 0: no
+# signal.](../../book/images/group_advantages.png)
+#
+# Now a group produced by a real model.
+#
 # The policy is the warm-start model of the recorded run: the same starting point GRPO
 # uses. It answers training problems four times each at temperature 1 over its full
 # vocabulary, with one seeded generator, problem after problem, until a group's rewards
@@ -193,10 +205,18 @@ Table(["response", "advantage", "log p before", "log p after", "change"],
 # ## Try it
 #
 # Edit the rewards of a group, switch between the population and the sample standard
-# deviation, change epsilon.
+# deviation, change epsilon. Try a group of eight with one right answer, then one with
+# seven: the lone outlier gets the large advantage. In the built book the widget below runs
+# in your browser; the same computation as `losses.group_advantages`, checked against it.
+#
+# <div class="vg-live" data-widget="advantages" data-rewards="1, 0, 1, 0"><em>(A live
+# widget appears here in the built book. In Jupyter or on Colab, run the next cell.)</em>
+# </div>
+# <script src="../../_static/vg-live.js"></script>
 
-# %%
+# %% tags=["remove-output"]
 # NBVAL_IGNORE_OUTPUT
+# In Jupyter or on Colab: the same widget, computed by the package in Python.
 widgets.make_advantage_widget("1, 0, 1, 0")
 
 # %% [markdown]

@@ -63,6 +63,17 @@ from verifiable_grpo.book.notebook import Table, show
 # %% [markdown]
 # ## Both signs of the advantage
 #
+# Two signs of $A$ and three places for the ratio (below, inside or above the interval
+# $[1-\epsilon, 1+\epsilon]$) make six regions. The clip removes the gradient in two of them,
+# one for each sign:
+#
+# ![Two panels of the per-token objective against the ratio rho, for A = +1 and A = -1,
+# each split at 0.8 and 1.2 into three regions. For A > 0 the gradient is kept below the
+# interval (a good token that became less likely is pulled back up) and inside it, and
+# removed above it. For A < 0 it is removed below the interval and kept inside and above
+# it (a bad token that became more likely is pushed back
+# down).](../../book/images/clip_regions.png)
+#
 # For one token with log-probability ratio $\rho$ and advantage $A$, the table gives the
 # objective, the branch that `min` selects, and the gradient with respect to the token's
 # log-probability, computed by autograd in float64 through the package's
@@ -117,11 +128,18 @@ for advantage in (1.0, -1.0):
 #
 # Move $A$, $\epsilon$ and a separate upper $\epsilon$ (DAPO's "clip-higher" makes the upper
 # bound wider than the lower one). The shaded band is where the clip removes the gradient.
-# In the static book the sliders do nothing (the note under them says so); open the
-# chapter on Colab or locally to move them.
+# The red dot is one token at the ratio you choose: the table names which of the six
+# regions (two signs of $A$, ratio below, inside or above the interval) it sits in. In the
+# built book the widget below runs in your browser, with the package's arithmetic.
+#
+# <div class="vg-live" data-widget="clip" data-advantage="1" data-epsilon="0.2"
+# data-ratio="1.3"><em>(A live widget appears here in the built book. In Jupyter or on
+# Colab, run the next cell.)</em></div>
+# <script src="../../_static/vg-live.js"></script>
 
-# %%
+# %% tags=["remove-output"]
 # NBVAL_IGNORE_OUTPUT
+# In Jupyter or on Colab: the same widget, computed by the package in Python.
 widgets.make_clipping_widget(advantage=1.0, clip_epsilon=0.2)
 
 # %% [markdown]

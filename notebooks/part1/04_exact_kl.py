@@ -74,6 +74,16 @@ model, tokenizer = load_base(config)
 print("profile:", config["profile"], "| vocabulary:", model.config.vocab_size)
 
 # %% [markdown]
+# What "exact on visited prefixes" means, drawn for a response of five tokens over a toy
+# vocabulary of six entries (the model's has thousands):
+#
+# ![Five tokens of a sampled response side by side. Under each, the whole distribution of
+# the policy and of the reference at the prefix that produced it, with the sampled entry
+# outlined, and the exact KL at that prefix: near 0 for the JSON scaffolding, 0.29 and 0.24
+# for the two digits. The response's terms are summed over every vocabulary entry at each
+# visited prefix, not only the sampled one; the loss adds beta times their mean over the
+# tokens.](../../book/images/exact_kl_prefixes.png)
+#
 # ## Two real, nearby policies
 #
 # We need two genuinely different distributions of the model over its vocabulary. The
@@ -277,7 +287,18 @@ Table(["policy pair", "visited prefixes", "mean KL", "median KL", "largest KL",
 #
 # ## Try it
 #
-# Edit two small distributions and the number of draws: the exact value is fixed, the
+# First, what one draw gives. Edit two small distributions and pick the token that was
+# drawn: each estimator turns that single token into a number, and its mean over draws
+# from $p$ is what a long run would average. $k_1$ and $k_3$ average to the exact KL, $k_2$
+# does not; $k_1$ can be negative, $k_3$ never is; the $\pm$ column is how far one draw
+# strays. In the built book the widget below runs in your browser.
+#
+# <div class="vg-live" data-widget="kl" data-p="0.5, 0.3, 0.2" data-q="0.2, 0.3, 0.5"><em>(A
+# live widget appears here in the built book.)</em></div>
+# <script src="../../_static/vg-live.js"></script>
+#
+# Then the draws themselves: edit the distributions and the number of draws below (in
+# Jupyter or on Colab; the book shows the default setting). The exact value is fixed, the
 # sampled estimates wander around it and settle as the draws grow.
 
 # %%

@@ -171,6 +171,16 @@ Table(["per-draw success on 200 validation problems", "warm start", "after train
 # %% [markdown]
 # ## The objective, written out
 #
+# Three policies take part in one iteration, and each has a single job:
+#
+# ![Three boxes. The reference, the frozen warm start, is used only in the KL term. The old
+# policy, the one that sampled the rollout set and whose log-probabilities are captured
+# once, is used in the ratio and its clip. The current policy is the one being trained and
+# the only one gradients reach. Below, one iteration: sampling (old equals current), update
+# 1 (ratio 1 up to rounding, no clip can act), update 2 (the ratio has moved, the clip may
+# act), and the next iteration, where the updated policy becomes the old one; the reference
+# stays the same throughout.](../../book/images/three_roles.png)
+#
 # For one iteration, let $P$ prompts $x_1..x_P$ each have $G$ responses $y_{i,1}..y_{i,G}$
 # with advantages $A_{i,g}$ (chapter 2), and let response $y_{i,g}$ have $|y_{i,g}|$ tokens.
 # At token $t$ the ratio compares the current policy with the old log-probabilities captured

@@ -68,6 +68,12 @@ config = load_config(choose_profile())
 print("live profile:", config["profile"])
 
 # %% [markdown]
+# ![Three time lines. Continuous runs from update 0 to N and ends in state S. Interrupt
+# runs to update k, saves a state file (model weights, AdamW moments and step,
+# learning-rate schedule step, data position, the random streams, the run's identity) and
+# its process ends. Resume, a fresh process, loads that file at update k and runs to N,
+# ending in a state S' that equals S tensor by tensor.](../../book/images/resume.png)
+#
 # ## Three runs of the warm start, live
 #
 # `continuous` runs every epoch; `interrupt` stops after the first epoch and saves its full

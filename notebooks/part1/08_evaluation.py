@@ -68,6 +68,16 @@ print("problems:", results["problems"], "| populations:", results["populations"]
       "| draws per problem:", results["draws"])
 
 # %% [markdown]
+# ## The design, drawn
+#
+# ![The 200 held-out test problems split into ID50 (100 drawn like the training problems)
+# and OOD100 (100 with an operand above 50). Each problem gets one greedy answer, scored as
+# greedy pass@1, and four sampled answers at temperature 1 with seeds fixed per problem and
+# shared by every policy, scored as per-draw success. Because every policy answers the same
+# problems with the same seeds, two policies are compared problem by problem: only the
+# problems where they disagree tell them apart (exact McNemar test on the first draws,
+# paired bootstrap of per-problem means).](../../book/images/evaluation_design.png)
+#
 # ## The headline results (recorded tiny run)
 #
 # Each bar is a success rate on the 200 test problems (ALL), and on their two halves of 100:

@@ -123,6 +123,17 @@ Table(["p"] + [f"G={g}" for g in (2, 4, 8)],
       digits=3)
 
 # %% [markdown]
+# Move $p$ and $G$ below: the left panel is the chance that a group is mixed (so it has
+# signal), $1 - p^G - (1-p)^G$, for several group sizes; the right splits one group's
+# outcomes into all wrong, $(1-p)^G$, mixed, and all right. The last row divides by the
+# price: groups with signal per 100 sampled responses. A larger group is more often mixed,
+# but not in proportion to what it costs.
+#
+# <div class="vg-live" data-widget="signal" data-p="0.2" data-g="4"><em>(A live widget
+# appears here in the built book.)</em></div>
+# <script src="../../_static/vg-live.js"></script>
+
+# %% [markdown]
 # ### Solution, steps 2 and 3 (hidden in the book)
 #
 # A prompt's $p$ is unknown, and prompts differ, so one pooled $p$ is not enough: by

@@ -68,6 +68,16 @@ head, rows = demos.arm_rows()
 Table(head + ["paper"], [row + [source_of(row[0]).cite] for row in rows])
 
 # %% [markdown]
+# Each arm, and Part I's own objective, is a set of choices along the same six axes of the
+# objectives registry (drawn from the registry itself):
+#
+# ![A grid with one row per objective (part1, grpo, drgrpo, dapo, gspo, aero) and one
+# column per axis (advantages, ratio, clip, aggregation, KL, sampler). Cells where an
+# objective departs from grpo are coloured: part1 uses the population std and the exact
+# KL; drgrpo uses r minus the mean without a std; dapo a higher upper clip of 1.28 and
+# dynamic sampling; gspo a sequence-level ratio; aero a posterior baseline for one-rollout
+# groups and its own sampler.](../../book/images/family_axes.png)
+#
 # ## Why each variant exists
 #
 # Plain GRPO ({ref}`Shao et al. 2024 <ref-deepseekmath>`) scores each of $G$ answers to a

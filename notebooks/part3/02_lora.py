@@ -77,6 +77,16 @@ recorded = records.load_recorded("lora")
 course = lora_lab.MODULE_REPORTS
 
 # %% [markdown]
+# One adapted projection, drawn with the sizes of one of SmolLM2's 576 x 576 projections:
+#
+# ![The input x goes through the frozen matrix W (576 x 576, 331,776 weights, no gradient)
+# and, in parallel, through a thin matrix A (r x in, random at the start) and a thin
+# matrix B (out x r, zeros at the start), scaled by s = alpha / r; the two paths are added:
+# y = W x + b + s B A x. At rank 8 the adapter trains 9,216 numbers, 2.8 % of W. Because
+# B starts at zero the model starts as the base function exactly; merging folds s B A into
+# W.](../../book/images/lora_adapters.png)
+
+# %% [markdown]
 # ## Why the first step changes nothing, and moves only $B$
 #
 # Write $u = A x$ (r numbers) and let $g = \partial L / \partial y$ be the gradient that

@@ -73,6 +73,16 @@ bandit, digits = record["metrics"]["bandit"], record["metrics"]["digits"]
 print(labs.provenance_line("dpo"))
 
 # %% [markdown]
+# What DPO computes for one preference pair, before any derivation:
+#
+# ![A prompt x with a chosen response y_w and a rejected response y_l. Each response's
+# log-probability is computed under the trained policy and under the frozen reference;
+# beta times their difference is the implicit reward of that response. The margin m is the
+# chosen response's implicit reward minus the rejected one's, and the loss is minus log
+# sigmoid of m. There is no reward model and no sampling: the pair is
+# data.](../../book/images/dpo_pair.png)
+
+# %% [markdown]
 # ## The policy that DPO aims at
 #
 # Start from a reference policy $\pi_{\text{ref}}$ over responses $y$ and a reward

@@ -157,6 +157,15 @@ for lam in (0.0, 0.95, 1.0):
 # credit. The value model is trained towards the targets $\hat A_t + V(s_t)$ with a
 # squared error.
 #
+# The same computation, drawn:
+#
+# ![A table of the five tokens of the episode: the value model's guesses V(s_t), the
+# rewards r_t (a small KL penalty at each token and the score 1.0 at the last), the TD
+# errors delta_t and the GAE advantages, which are accumulated from the last token back,
+# each step multiplied by gamma times lambda. Beside it, GRPO's alternative: no value
+# model, and every token of a response gets the same advantage, computed from its group of
+# answers to the same prompt.](../../book/images/ppo_gae.png)
+#
 # ## The clipped surrogate
 #
 # PPO samples a batch with the old policy and takes several gradient steps on it. Each

@@ -1,12 +1,22 @@
-"""The loop diagram is drawn by code: regenerating it works and gives the committed image's
-size and stages (the bytes depend on fonts and matplotlib, so they are never compared)."""
+"""The diagrams are drawn by code: redrawing each into a temporary folder gives the committed
+image pixel for pixel (PNGs carry no timestamp; matplotlib is pinned and ships its own font
+and rasteriser), each is placed in a chapter with alt text, and the numbers they show are
+the package's."""
 
 from __future__ import annotations
 
+import re
 import struct
+
+import numpy as np
+import pytest
+from PIL import Image
 
 from verifiable_grpo.book import diagrams
 from verifiable_grpo.core.config import repo_root
+from verifiable_grpo.training.objectives import get_objective
+
+REGENERATE = "python -m verifiable_grpo.book.diagrams"
 
 
 def _png_size(path) -> tuple[int, int]:
@@ -15,10 +25,55 @@ def _png_size(path) -> tuple[int, int]:
     return struct.unpack(">II", header[16:24])
 
 
-def test_the_loop_diagram_regenerates_at_the_committed_size(tmp_path):
-    written = diagrams.save_grpo_loop_diagram(tmp_path / "images" / "loop.png")
-    committed = repo_root() / diagrams.GRPO_LOOP_IMAGE
-    assert _png_size(written) == _png_size(committed) == (1320, 462)
+@pytest.fixture(scope="module")
+def redrawn(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("diagrams")
+    return {path.stem: path for path in diagrams.save_diagrams(folder)}
+
+
+def test_every_committed_diagram_is_current(redrawn):
+    stale = []
+    for name, fresh in redrawn.items():
+        committed = repo_root() / diagrams.IMAGES / f"{name}.png"
+        assert committed.is_file(), f"{committed} is missing: run {REGENERATE}"
+        new, old = np.asarray(Image.open(fresh)), np.asarray(Image.open(committed))
+        if new.shape != old.shape or (new != old).any():
+            stale.append(name)
+    assert not stale, f"committed diagrams differ from their code: {stale}; run {REGENERATE}"
+    assert _png_size(redrawn["grpo_loop"]) == (1320, 462)
+
+
+def test_there_are_at_least_ten_mechanism_diagrams():
+    assert len(diagrams.DIAGRAMS) >= 11  # the GRPO loop and ten mechanisms
+
+
+def test_every_diagram_is_placed_in_a_chapter_with_alt_text():
+    sources = [*repo_root().joinpath("notebooks").rglob("*.py")]
+    sources += repo_root().joinpath("book").glob("*.md")
+    text = "\n".join(p.read_text() for p in sources)
+    for name in diagrams.DIAGRAMS:
+        found = re.findall(rf"!\[([^\]]*)\]\([./]*book/images/{name}\.png\)", text)
+        assert found, f"{name}.png is not shown in any chapter"
+        alt = " ".join(" ".join(line.lstrip("# ") for line in found[0].splitlines()).split())
+        assert len(alt) >= 60, f"{name}.png has too short an alt text: {alt!r}"
+
+
+def _texts(figure) -> str:
+    return "\n".join(t.get_text() for ax in figure.axes for t in ax.texts)
+
+
+def test_the_family_diagram_shows_the_registry():
+    shown = _texts(diagrams.DIAGRAMS["family_axes"]()).replace("\n", " ")
+    for name in ("grpo", "drgrpo", "dapo", "gspo", "aero"):
+        row = get_objective(name).as_row()
+        for axis in ("advantages", "ratio", "clip", "KL", "sampler"):
+            assert row[axis] in shown, (name, axis)
+
+
+def test_the_group_diagram_shows_its_groups_advantages():
+    shown = _texts(diagrams.DIAGRAMS["group_advantages"]())
+    assert shown.count("A = +1.00") == 2 and shown.count("A = -1.00") == 2
+    assert "mean = 0.5" in shown and "std = 0.5" in shown
 
 
 def test_the_loop_diagram_shows_every_stage_and_the_frozen_reference():
@@ -27,3 +82,8 @@ def test_the_loop_diagram_shows_every_stage_and_the_frozen_reference():
         assert title in texts and detail in texts
     assert "frozen reference" in texts
     assert any(t.startswith("next iteration") for t in texts)
+
+
+def test_an_unknown_diagram_name_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="unknown diagrams"):
+        diagrams.save_diagrams(tmp_path, ["no_such_diagram"])

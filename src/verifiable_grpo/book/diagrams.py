@@ -1,8 +1,10 @@
 """Diagrams drawn by code (matplotlib boxes and arrows), saved as images the book shows.
 
-The committed PNG is regenerated with `python -m verifiable_grpo.book.diagrams` (or
-save_grpo_loop_diagram); a test checks that drawing and saving work. The bytes depend on
-the machine's fonts and matplotlib version, so the image is never compared byte for byte.
+DIAGRAMS names every diagram, the function that draws it and where its PNG lives under
+book/images/. `python -m verifiable_grpo.book.diagrams` regenerates them all. The PNGs are
+written without a timestamp, so the same code and matplotlib give the same pixels:
+tests/book/test_diagrams.py redraws each one into a temporary folder and checks that the
+committed image is current.
 """
 
 from __future__ import annotations
@@ -10,11 +12,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from matplotlib.figure import Figure
-from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
+from verifiable_grpo.book import diagrams_beyond, diagrams_part1, diagrams_runs
+from verifiable_grpo.book.diagram_shapes import arrow as _arrow
+from verifiable_grpo.book.diagram_shapes import box as _box
 from verifiable_grpo.core.config import repo_root
 
-GRPO_LOOP_IMAGE = Path("book") / "images" / "grpo_loop.png"  # under the repository root
+IMAGES = Path("book") / "images"  # under the repository root
+DPI = 110
+GRPO_LOOP_IMAGE = IMAGES / "grpo_loop.png"
 
 # (title, detail) of each stage of one GRPO iteration, left to right.
 LOOP_STAGES = (
@@ -25,45 +31,6 @@ LOOP_STAGES = (
     ("2 clipped updates", "\u2212min(\u03c1A, clip(\u03c1)A)\n+ \u03b2 \u00b7 exact KL"),
 )
 STAGE_COLOURS = ("#e8eef7", "#e8f4ea", "#fdf3e1", "#f3e8f7", "#fbe7e6")
-
-
-def _box(ax, centre, width, height, title, detail, colour):
-    x, y = centre
-    ax.add_patch(
-        FancyBboxPatch(
-            (x - width / 2, y - height / 2),
-            width,
-            height,
-            boxstyle="round,pad=0.02,rounding_size=0.08",
-            facecolor=colour,
-            edgecolor="#333333",
-            linewidth=1.2,
-        )
-    )
-    ax.text(x, y + height * 0.2, title, ha="center", va="center", fontsize=10.5, weight="bold")
-    ax.text(x, y - height * 0.17, detail, ha="center", va="center", fontsize=8.5, linespacing=1.3)
-
-
-def _arrow(ax, start, end, text="", curve=0.0, text_offset=(0.0, 0.12), style="-|>"):
-    ax.add_patch(
-        FancyArrowPatch(
-            start,
-            end,
-            arrowstyle=style,
-            mutation_scale=14,
-            linewidth=1.3,
-            color="#333333",
-            connectionstyle=f"arc3,rad={curve}",
-            shrinkA=2,
-            shrinkB=2,
-        )
-    )
-    if text:
-        middle = (
-            (start[0] + end[0]) / 2 + text_offset[0],
-            (start[1] + end[1]) / 2 + text_offset[1],
-        )
-        ax.text(*middle, text, ha="center", va="center", fontsize=8.5, style="italic")
 
 
 def grpo_loop_diagram() -> Figure:
@@ -112,14 +79,44 @@ def grpo_loop_diagram() -> Figure:
     return figure
 
 
-def save_grpo_loop_diagram(path: str | Path | None = None) -> Path:
-    """Draw the loop diagram and write it as a PNG (no timestamp in its metadata); by
-    default over the committed image."""
-    path = repo_root() / GRPO_LOOP_IMAGE if path is None else Path(path)
+# name -> the function that draws it; the image is book/images/<name>.png.
+DIAGRAMS = {
+    "grpo_loop": grpo_loop_diagram,
+    "group_advantages": diagrams_part1.group_advantages_diagram,
+    "clip_regions": diagrams_part1.clip_regions_diagram,
+    "exact_kl_prefixes": diagrams_part1.exact_kl_prefixes_diagram,
+    "three_roles": diagrams_runs.three_roles_diagram,
+    "resume": diagrams_runs.resume_diagram,
+    "evaluation_design": diagrams_runs.evaluation_design_diagram,
+    "family_axes": diagrams_beyond.family_axes_diagram,
+    "dpo_pair": diagrams_beyond.dpo_pair_diagram,
+    "lora_adapters": diagrams_beyond.lora_adapters_diagram,
+    "ppo_gae": diagrams_beyond.ppo_gae_diagram,
+}
+
+
+def save_figure(figure: Figure, path: str | Path) -> Path:
+    """Write a PNG with no timestamp or software version in its metadata."""
+    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    grpo_loop_diagram().savefig(path, dpi=110, metadata={"Software": None})
+    figure.savefig(path, dpi=DPI, metadata={"Software": None})
     return path
 
 
+def save_diagrams(folder: str | Path | None = None, names=None) -> list[Path]:
+    """Draw the named diagrams (default: all) into folder (default: book/images)."""
+    folder = repo_root() / IMAGES if folder is None else Path(folder)
+    unknown = set(names or ()) - set(DIAGRAMS)
+    if unknown:
+        raise ValueError(f"unknown diagrams {sorted(unknown)}: use some of {sorted(DIAGRAMS)}")
+    return [save_figure(DIAGRAMS[n](), folder / f"{n}.png") for n in names or DIAGRAMS]
+
+
+def save_grpo_loop_diagram(path: str | Path | None = None) -> Path:
+    """Draw the loop diagram and write it as a PNG; by default over the committed image."""
+    return save_figure(grpo_loop_diagram(), repo_root() / GRPO_LOOP_IMAGE if path is None else path)
+
+
 if __name__ == "__main__":
-    print(save_grpo_loop_diagram())
+    for written in save_diagrams():
+        print(written)

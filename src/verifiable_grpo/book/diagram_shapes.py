@@ -1,0 +1,109 @@
+"""The pieces every diagram is drawn with: a canvas in inches, rounded boxes, arrows, chips.
+
+One unit of the canvas is one inch of the saved figure, so sizes read the same in every
+diagram. matplotlib's Figure is used directly (no pyplot: no global state, no backend).
+"""
+
+from __future__ import annotations
+
+from matplotlib.figure import Figure
+from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
+
+INK = "#333333"
+# One colour per role, the same in every diagram.
+COLOURS = {
+    "prompt": "#e8eef7",
+    "sample": "#e8f4ea",
+    "verify": "#fdf3e1",
+    "advantage": "#f3e8f7",
+    "update": "#fbe7e6",
+    "reference": "#eeeeee",
+    "old": "#fdf3e1",
+    "current": "#e3edf9",
+    "good": "#d9f0d9",
+    "bad": "#f8dcdc",
+    "neutral": "#f2f2f2",
+}
+GOOD, BAD = "#2ca02c", "#d62728"
+
+
+def canvas(width: float, height: float):
+    """(figure, axes) of width x height inches, axes in inch units, no frame."""
+    figure = Figure(figsize=(width, height))
+    ax = figure.add_axes((0, 0, 1, 1))
+    ax.set(xlim=(0, width), ylim=(0, height))
+    ax.axis("off")
+    return figure, ax
+
+
+def box(ax, centre, width, height, title, detail="", colour="#ffffff", size=10.5, edge=INK):
+    """A rounded box with a bold title and a smaller detail under it."""
+    x, y = centre
+    ax.add_patch(
+        FancyBboxPatch(
+            (x - width / 2, y - height / 2),
+            width,
+            height,
+            boxstyle="round,pad=0.02,rounding_size=0.08",
+            facecolor=colour,
+            edgecolor=edge,
+            linewidth=1.2,
+        )
+    )
+    if not detail:
+        ax.text(x, y, title, ha="center", va="center", fontsize=size, weight="bold")
+        return
+    ax.text(x, y + height * 0.2, title, ha="center", va="center", fontsize=size, weight="bold")
+    ax.text(
+        x, y - height * 0.17, detail, ha="center", va="center", fontsize=size - 2, linespacing=1.3
+    )
+
+
+def arrow(ax, start, end, text="", curve=0.0, text_offset=(0.0, 0.12), style="-|>", **text_kw):
+    """An arrow from start to end, optionally bent (curve) and labelled at its middle."""
+    ax.add_patch(
+        FancyArrowPatch(
+            start,
+            end,
+            arrowstyle=style,
+            mutation_scale=14,
+            linewidth=1.3,
+            color=INK,
+            connectionstyle=f"arc3,rad={curve}",
+            shrinkA=2,
+            shrinkB=2,
+        )
+    )
+    if text:
+        middle = (
+            (start[0] + end[0]) / 2 + text_offset[0],
+            (start[1] + end[1]) / 2 + text_offset[1],
+        )
+        options = {"ha": "center", "va": "center", "fontsize": 8.5, "style": "italic"} | text_kw
+        ax.text(*middle, text, **options)
+
+
+def chip(ax, centre, text, colour="#ffffff", width=0.9, height=0.36, size=9, family=None):
+    """A small square-cornered label: a token, a reward, a matrix cell."""
+    x, y = centre
+    ax.add_patch(
+        FancyBboxPatch(
+            (x - width / 2, y - height / 2),
+            width,
+            height,
+            boxstyle="square,pad=0",
+            facecolor=colour,
+            edgecolor=INK,
+            linewidth=0.9,
+        )
+    )
+    ax.text(x, y, text, ha="center", va="center", fontsize=size, family=family)
+
+
+def title(ax, xy, text, size=12):
+    ax.text(*xy, text, ha="left", va="center", fontsize=size, weight="bold")
+
+
+def note(ax, xy, text, size=9, **kw):
+    options = {"ha": "left", "va": "center", "fontsize": size, "linespacing": 1.35} | kw
+    ax.text(*xy, text, **options)
