@@ -185,8 +185,9 @@ def _lora(config: dict):
     )
 
 
-def check_request(lock_file, config_file, arm, seed, regime, processes=1):
-    """Everything refusable before a model loads: (lock, sha, config, fields)."""
+def check_request(lock_file, config_file, arm, seed, regime, processes=1, cuda_count=None):
+    """Everything refusable before a model loads: (lock, sha, config, fields); `cuda_count`
+    stands in for this machine's GPUs (a dry run of a GPU study on a CPU machine)."""
     lock, lock_sha = lock_lib.read_lock(lock_file)
     lock_lib.check_lock(lock, arm, seed, regime, lock_file)
     config = run_config.load_run_config(config_file)
@@ -198,7 +199,9 @@ def check_request(lock_file, config_file, arm, seed, regime, processes=1):
                 f"lock's arm {arm} runs beta {fields['beta']}"
             ]
         )
-    run_config.check_machine(config, processes, objectives.get_objective(arm).sampler.kind)
+    run_config.check_machine(
+        config, processes, objectives.get_objective(arm).sampler.kind, cuda_count
+    )
     return lock, lock_sha, config, fields
 
 
