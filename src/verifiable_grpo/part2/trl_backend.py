@@ -28,8 +28,8 @@ import torch
 from verifiable_grpo.core import files, interrupts, runlock
 from verifiable_grpo.core.config import ConfigError, config_hash, provenance, sha256_bytes
 from verifiable_grpo.core.record_names import with_current_names
+from verifiable_grpo.part2 import generation_lock, study, study_records
 from verifiable_grpo.part2 import lock as lock_lib
-from verifiable_grpo.part2 import study, study_records
 from verifiable_grpo.part2 import trl_backend_config as run_config
 from verifiable_grpo.part2 import trl_backend_data as backend_data
 from verifiable_grpo.part2.trl_backend_trainer import TELEMETRY_FILE, StopAfter, TelemetryCheckpoint
@@ -123,11 +123,13 @@ def grpo_config(config, fields, seed, updates, layout, folder, progress):
     from trl import GRPOConfig
 
     budget, cuda = config["budget"], config["device"] == "cuda"
-    return GRPOConfig(
+    # the lock's generation fields (checked against trl_pins by check_request)
+    generation = config.get("_generation") or generation_lock.trl_fields(generation_lock.DEFAULT)
+    args = GRPOConfig(
         output_dir=str(folder / "checkpoints"),
         **layout,
         **fields,
-        **config["trl_pins"],
+        **{**config["trl_pins"], **generation},
         num_iterations=updates,
         max_completion_length=budget["max_completion_length"],
         temperature=budget["temperature"],
@@ -152,6 +154,8 @@ def grpo_config(config, fields, seed, updates, layout, folder, progress):
         log_completions=False,
         chat_template_kwargs=config["data"]["chat_template_kwargs"],
     )
+    generation_lock.check_effective(args, {**fields, **generation})
+    return args
 
 
 def _model_and_tokenizer(config: dict):
@@ -199,9 +203,10 @@ def check_request(lock_file, config_file, arm, seed, regime, processes=1, cuda_c
                 f"lock's arm {arm} runs beta {fields['beta']}"
             ]
         )
-    run_config.check_machine(
-        config, processes, objectives.get_objective(arm).sampler.kind, cuda_count
-    )
+    sampler = objectives.get_objective(arm).sampler.kind
+    run_config.check_machine(config, processes, sampler, cuda_count)
+    # "_": outside the run configuration's hash; the lock's own hash covers it
+    config["_generation"] = generation_lock.check_run(lock, config, sampler)
     return lock, lock_sha, config, fields
 
 
@@ -269,11 +274,12 @@ def build_trainer(
 
     layout = run_config.step_layout(config, processes)
     train = backend_data.examples(config, "train")
-    model, tokenizer = _model_and_tokenizer(config)
+    args = grpo_config(config, fields, seed, updates, layout, Path(folder), progress)
+    model, tokenizer = _model_and_tokenizer(config)  # after the settings are refusable
     set_seed(seed)  # the LoRA A matrices draw from the global generator
     trainer = FamilyGRPOTrainer(
         model=model,
-        args=grpo_config(config, fields, seed, updates, layout, Path(folder), progress),
+        args=args,
         train_dataset=Dataset.from_list(train),
         processing_class=tokenizer,
         peft_config=_lora(config),
