@@ -95,8 +95,8 @@ def node(tmp_path_factory):
 
     def wrapped(args, run):
         line = real(args, run)
-        victim = str(marker) if run == RUNS[0] else "-"
-        return [line[0], str(WORKER), victim, *line[3:]]
+        victim = ["--kill-once", str(marker)] if run == RUNS[0] else []
+        return [line[0], str(WORKER), *victim, *line[3:]]
 
     argv = ["family", "study", "--backend", "trl", "--config", SMOKE, "--out", str(out)]
     argv += ["--arms", "grpo", "drgrpo", "--seeds", "11", "--devices", "0,1"]

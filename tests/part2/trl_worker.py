@@ -1,9 +1,14 @@
-"""A study worker for the tests: `family run` with the stand-in reward of
-test_trl_backend_runs.py (the tiny base never writes a GSM8K answer, and constant rewards
-train nothing), optionally killed with SIGKILL right after its first checkpoint is
-complete, once (a marker file remembers it), as a crashed GPU worker would die.
+"""A TRL backend process for the tests: `family run` (or `family study`'s worker) with the
+stand-in reward of test_trl_backend_runs.py (the tiny base never writes a GSM8K answer,
+and constant rewards train nothing), and optionally
 
-    python tests/part2/trl_worker.py MARKER|- family run --backend trl ...
+  --fixed-rollouts       completions that are a function of (prompt, its k-th copy) only,
+                         so one process and two draw the same rollouts (sampling RNGs
+                         differ per process; the update and the evaluation are compared);
+  --kill-once MARKER     SIGKILL right after the first checkpoint is complete, once (the
+                         marker remembers it), as a crashed GPU worker would die.
+
+    python tests/part2/trl_worker.py [--fixed-rollouts] [--kill-once MARKER] family run ...
 """
 
 import hashlib
@@ -12,17 +17,26 @@ import signal
 import sys
 from pathlib import Path
 
-from transformers import trainer_callback
-
-from verifiable_grpo import cli
-from verifiable_grpo.part2 import gsm8k
-
 
 def hash_reward(text, answer):
     return float(hashlib.sha256(text.encode()).hexdigest()[0] in "01234567")
 
 
+def fixed_single_turn(self, prompt_ids, images, multimodal_fields, num_generations, **_):
+    """GRPOTrainer._generate_single_turn's output, from hashes instead of sampling."""
+    eos, vocab = self._tokenizer.eos_token_id, self._tokenizer.vocab_size
+    copies, completions = {}, []
+    for ids in prompt_ids:
+        k = copies[tuple(ids)] = copies.get(tuple(ids), -1) + 1
+        digest = hashlib.sha256(f"{list(ids)}/{k}".encode()).digest()
+        length = 2 + digest[0] % 5
+        completions.append([10 + digest[1 + i] % (vocab - 20) for i in range(length)] + [eos])
+    return completions, None
+
+
 def die_after_first_checkpoint(marker: Path) -> None:
+    from transformers import trainer_callback
+
     save = trainer_callback.CallbackHandler.on_save
 
     def on_save(self, args, state, control):
@@ -35,8 +49,21 @@ def die_after_first_checkpoint(marker: Path) -> None:
     trainer_callback.CallbackHandler.on_save = on_save
 
 
-if __name__ == "__main__":
+def main(argv: list[str]) -> int:
+    from verifiable_grpo import cli
+    from verifiable_grpo.part2 import gsm8k
+
     gsm8k.reward = hash_reward
-    if sys.argv[1] != "-":
-        die_after_first_checkpoint(Path(sys.argv[1]))
-    sys.exit(cli.main(sys.argv[2:]))
+    if argv[0] == "--fixed-rollouts":
+        from trl import GRPOTrainer
+
+        GRPOTrainer._generate_single_turn = fixed_single_turn
+        argv = argv[1:]
+    if argv[0] == "--kill-once":
+        die_after_first_checkpoint(Path(argv[1]))
+        argv = argv[2:]
+    return cli.main(argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -143,7 +143,7 @@ def grpo_config(config, fields, seed, updates, layout, folder, progress):
         save_steps=budget["checkpoint_every_steps"] * updates,
         save_only_model=False,
         logging_steps=1,
-        report_to="none",
+        report_to=config.get("report_to", "none"),
         seed=seed,
         data_seed=seed,
         use_cpu=not cuda,
@@ -330,8 +330,9 @@ def _train_and_record(
     final = folder / "final"
     trainer.save_model(str(final))
     tokenizer.save_pretrained(str(final))
-    # every process evaluates (a sharded model generates only with all of them); the main
-    # one writes the manifest. On several processes the telemetry is the main process's.
+    # every process evaluates its share of the batches (trl_backend_data); the results are
+    # gathered once, and the main process writes the manifest (its telemetry holds every
+    # process's groups: FamilyGRPOTrainer gathers them).
     result = backend_data.heldout_accuracy(trainer.model, tokenizer, config)
     if run_config.process_rank() != 0:
         return None
