@@ -3,6 +3,11 @@ the slots and the shard split, the dry run, and one study on two simulated devic
 in which one worker is killed with SIGKILL after its first checkpoint: the study finishes,
 and both manifests equal the same runs made one after another in one process."""
 
+import argparse
+import os
+import signal
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -10,9 +15,10 @@ import torch
 from safetensors.torch import load_file
 
 from verifiable_grpo import cli
-from verifiable_grpo.core import files
+from verifiable_grpo.core import files, interrupts
 from verifiable_grpo.core.config import ConfigError
 from verifiable_grpo.part2 import gsm8k, trl_backend, trl_study
+from verifiable_grpo.part2 import lock as lock_lib
 from verifiable_grpo.part2 import trl_backend_config as run_config
 
 LOCK = "configs/part2/lock.json"
@@ -59,6 +65,38 @@ def test_dry_run_of_the_card_on_eight_gpus_needs_no_gpu(tmp_path, capsys):
     both = lines["0/2"] + lines["1/2"]
     assert len(both) == 16 and len({x.split("slot")[0] for x in both}) == 16
     assert not out.exists()  # a dry run writes nothing
+
+
+SLEEPER = """import signal, sys, time
+signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+open(sys.argv[1], "w").close()
+time.sleep(60)
+"""
+
+
+def test_a_stop_signal_reaches_each_worker_once_and_requeues_its_run(tmp_path, monkeypatch):
+    """Ctrl-C reaches the scheduler only (workers run in their own session); it forwards
+    one SIGTERM (a worker saves after its step in flight), waits, and stops like any
+    command: the run is queued again for the next `family study`."""
+    smoke = run_config.load_run_config(SMOKE)
+    lock, _ = lock_lib.read_lock(LOCK)
+    ready = tmp_path / "ready"
+    monkeypatch.setattr(
+        trl_study, "worker_command", lambda a, run: [sys.executable, "-c", SLEEPER, str(ready)]
+    )
+    args = argparse.Namespace(out=str(tmp_path), lock=LOCK, trl_config=SMOKE, shard=None)
+    jobs = [trl_study.Job(RUNS[0])]
+    slots = trl_study.parse_slots("0", smoke, 1)
+    scheduler = trl_study.Scheduler(args, jobs, slots, smoke, lock, retries=2)
+    scheduler.step()
+    while not ready.exists():
+        time.sleep(0.05)
+    with interrupts.graceful_stop():
+        os.kill(os.getpid(), signal.SIGINT)
+        with pytest.raises(interrupts.StopRequested):
+            scheduler.run(poll_seconds=0.05)
+    assert jobs[0].state == "queued" and not slots[0].retired
+    assert jobs[0].attempts[-1]["exit_code"] == 143 and jobs[0].attempts[-1]["stopped"]
 
 
 def _reference(tmp_path_factory):

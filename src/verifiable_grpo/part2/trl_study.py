@@ -30,7 +30,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from verifiable_grpo.core import files, runlock
+from verifiable_grpo.core import files, interrupts, runlock
 from verifiable_grpo.core.config import ConfigError
 from verifiable_grpo.part2 import lock as lock_lib
 from verifiable_grpo.part2 import study, trl_backend
@@ -213,6 +213,7 @@ class Scheduler:
             stdout=log,
             stderr=subprocess.STDOUT,
             preexec_fn=die_with_parent,
+            start_new_session=True,
         )
         log.close()
         job.state = "running"
@@ -257,6 +258,8 @@ class Scheduler:
         last = ""
         try:
             while True:
+                if interrupts.requested():  # SIGINT/SIGTERM: the workers save, then stop
+                    return self._stop()
                 changed = self.step()
                 table = format_table(self.jobs, self.args.out, self.lock, self.steps, self.slots)
                 if changed and table != last:
@@ -267,20 +270,28 @@ class Scheduler:
                 ):
                     break
                 time.sleep(poll_seconds)
-        except KeyboardInterrupt:
-            return self._stop()
+        except KeyboardInterrupt:  # a second signal: the workers stop at once too
+            self._signal_workers()
+            raise
         finally:
             self._record()
         return self._verdict()
 
-    def _stop(self) -> int:
+    def _signal_workers(self) -> None:
         for _job, child in self.running.values():
-            child.send_signal(signal.SIGTERM)  # each saves after the step in flight
-        for job, child in self.running.values():
-            child.wait()
-            job.state = "queued"
-        print("stopped; run the same command to continue (finished runs are kept)")
-        return 130
+            child.send_signal(signal.SIGTERM)
+
+    def _stop(self) -> int:
+        """Each worker saves after its step in flight (one SIGTERM: they run in their own
+        session, so a terminal's Ctrl-C reaches only this process); then the stop is
+        reported like any command's."""
+        self._signal_workers()
+        for slot_index, (job, child) in list(self.running.items()):
+            job.attempts[-1].update(ended=time.time(), exit_code=child.wait(), stopped=True)
+            job.state = "finished" if _done(self.args.out, job) else "queued"
+            del self.running[slot_index]
+        interrupts.check("after every worker saved its checkpoint; finished runs are kept")
+        return REFUSED
 
     def _verdict(self) -> int:
         left = [j for j in self.jobs if j.state != "finished"]
