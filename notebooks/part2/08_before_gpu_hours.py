@@ -330,6 +330,58 @@ print("installed GRPOConfig defaults:", trl_versions.installed_defaults())
 # β > 0 would silently get the bias-corrected KL, and a config without `loss_type` would
 # aggregate tokens the `dapo` way.
 #
+# ### Which reading did the card run?
+#
+# The card describes each arm by the one field that sets it apart (its Dr. GRPO arm is
+# "`scale_rewards=none`") and never names `loss_type` or `epsilon`. A script written that
+# way leaves everything else at TRL 1.8's defaults, so the most likely reading is:
+#
+# - **aggregation: `dapo`, not `grpo`.** TRL 1.8's default sums every token's loss over the
+#   batch and divides by the batch's token count, so each token weighs the same; our lock's
+#   `grpo` takes a token mean per response first, so a short response's tokens weigh more
+#   than a long one's. Every arm of the card shared the same aggregation, so its comparisons
+#   stay like with like; what changes is how strongly long (often truncated) completions
+#   pull on the update.
+# - **gspo's clip: 0.2, TRL's default, not the paper's $3\times10^{-4}$ / $4\times10^{-4}$.**
+#   On the card's one update per generation batch every ratio is exactly 1 in TRL, so no
+#   clip range can act: the card's gspo is the grpo gradient whatever its $\epsilon$. The
+#   range matters only off policy, in our `two_updates` regime.
+#
+# Neither is a certainty, so the tiny study faces both before running them: a second
+# pre-registration with the same seeds puts `dapo_token` (TRL's `dapo` aggregation) beside
+# `grpo`, and `gspo_paper` (the paper's range) beside `gspo`. It is declared, hashed and
+# not yet run:
+
+# %%
+from verifiable_grpo.part2 import card_defaults_lock
+
+defaults_lock, defaults_sha = lock_lib.read_lock(card_defaults_lock.PATH)
+lock_lib.check_lock(defaults_lock, path=card_defaults_lock.PATH)  # raises if the file was edited
+print("arms:", ", ".join(defaults_lock["arms"]), "| seeds:", len(defaults_lock["seeds"]),
+      "| regimes:", ", ".join(defaults_lock["regimes"]), "| SHA-256", defaults_sha[:16])
+print(card_defaults_lock.COMMAND)
+print(f"expected: about {card_defaults_lock.expected_seconds() / 60:.0f} minutes on two CPU threads")
+
+# %% [markdown]
+# ### Measured on a GPU
+#
+# Everything above is a model. `python scripts/gpu_check.py` is the one command that turns
+# part of it into measurements on a lent GPU: the TRL smoke arm, two steps of the card's
+# configuration on a random stand-in of Qwen3-8B's shape (two of its 36 layers, every
+# completion at the 1,024-token cap) and Part I's qwen-shaped stand-in, each with its peak
+# memory and seconds per step. Its records in `data/recorded/gpu-check/` are listed here.
+
+# %%
+from IPython.display import display
+
+checks = card_cost.gpu_checks()
+if checks:
+    display(Table(["GPU", "what ran", "seconds per step (median)", "peak GB"],
+                  card_cost.gpu_check_rows(checks), digits=[0, 0, 2, 1]))
+else:
+    print("no GPU has run scripts/gpu_check.py yet: every number in this chapter is the model's")
+
+# %% [markdown]
 # ## Exercise: the KV cache of a generation batch
 #
 # Write `my_kv_cache_bytes(layers, heads, kv_heads, head_dim, sequences, tokens)`: the bytes a

@@ -136,6 +136,10 @@ def _family_arguments(p) -> None:
             )
         if name in ("run", "study"):
             _backend_arguments(q)
+        if name == "study":
+            from verifiable_grpo.part2.trl_study_args import add_node_arguments
+
+            add_node_arguments(q)
         if name == "status":
             q.add_argument("--verbose", action="store_true", help="list finished runs too")
         if name == "export":

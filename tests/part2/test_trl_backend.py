@@ -67,7 +67,7 @@ def test_process_count_must_fit_the_gpus_and_the_batch():
     card = run_config.load_run_config(CARD)
     with pytest.raises(ConfigError, match="num_processes is 4 but this machine has 2"):
         run_config.check_machine(card, 4, "plain", cuda_count=2)
-    with pytest.raises(ConfigError, match="do not split"):
+    with pytest.raises(ConfigError, match="not 3: set accelerate"):
         run_config.check_machine(card, 3, "plain", cuda_count=8)
     run_config.check_machine(card, 2, "plain", cuda_count=2)  # 2 x (2 micro-batches of 4)
     assert run_config.step_layout(card, 2)["gradient_accumulation_steps"] == 2

@@ -74,6 +74,7 @@ def test_registry_holds_part_one_and_the_part_two_arms():
     assert changed["rloo"] == changed["reinforce_pp"] == ["advantages"]
     assert changed["reinforce"] == changed["reinforce_baseline"] == ["advantages", "surrogate"]
     assert changed["grpo_tis"] == changed["grpo_mis"] == ["correction"]
+    assert changed["gspo_paper"] == ["clip", "ratio"]
     # The parts added after schema v1 are hashed only where an entry sets them.
     assert "surrogate" not in base and "correction" not in base
 
@@ -88,6 +89,7 @@ NEWER = [
     "reinforce_baseline",
     "grpo_tis",
     "grpo_mis",
+    "gspo_paper",
 ]
 
 
@@ -220,6 +222,7 @@ EXPECTED_ADVANTAGE = {
     "sapo": SAMPLE_A,
     "grpo_tis": SAMPLE_A,
     "grpo_mis": SAMPLE_A,
+    "gspo_paper": SAMPLE_A,
     # r_i - mean of the other three: 1 - 1/3, 0 - 2/3
     "rloo": 2 / 3,
     "reinforce_baseline": 0.5,

@@ -24,6 +24,7 @@ Conventions (each one used below):
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import asdict, dataclass, fields
 
 from verifiable_grpo.part3 import accounting
@@ -322,3 +323,35 @@ def card_beside_ours(plan: Plan = Plan(), assume: Assumptions = Assumptions()) -
         ["trained parameters (LoRA r16, all-linear)", None, lora_parameters(plan)],
         ["wall time per run", CARD["wall_time"], None],
     ]
+
+
+# What scripts/gpu_check.py measured on a lent GPU (one JSON record per run of it).
+GPU_CHECKS = "data/recorded/gpu-check"
+
+
+def gpu_checks(folder: str = GPU_CHECKS) -> list[dict]:
+    """Every record of scripts/gpu_check.py, oldest first; [] before a GPU has run it."""
+    from verifiable_grpo.core import files
+    from verifiable_grpo.core.config import resolve
+
+    where = resolve(folder)
+    return [files.read_json(p) for p in sorted(where.glob("*.json"))] if where.is_dir() else []
+
+
+def gpu_check_rows(records: list[dict]) -> list[list]:
+    """[GPU, part, median seconds per step, peak GB] per record and measured part."""
+    rows = []
+    for r in records:
+        for part in ("trl_smoke", "card_standin"):
+            median = statistics.median(r[part]["seconds_per_step"])
+            rows.append([r["device"], part, median, r[part]["peak_memory_bytes"] / GB])
+        p1 = r["part1_standin"]
+        rows.append(
+            [
+                r["device"],
+                "part1_standin sft 8x96",
+                p1["sft_update_8x96_seconds"],
+                p1["peak_memory_bytes"] / GB,
+            ]
+        )
+    return rows

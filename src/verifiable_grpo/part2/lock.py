@@ -28,6 +28,7 @@ from verifiable_grpo.core.config import (
     sha256_bytes,
 )
 from verifiable_grpo.core.config_schema import typed
+from verifiable_grpo.part2.generation_lock import check_generation
 from verifiable_grpo.training import objectives, trl_parity
 
 SCHEMA = "verifiable-grpo-family-lock-v1"
@@ -135,8 +136,10 @@ def build_lock(
     warm_start: str = WARM_START,
     locked_at: str = LOCKED_AT,
     notes=tuple(NOTES),
+    generation: dict | None = None,
 ) -> dict:
-    """The lock as the code and the base profile define it today (a pure function)."""
+    """The lock as the code and the base profile define it today (a pure function);
+    `generation` (part2/generation_lock) only where a lock declares one."""
     unknown = [a for a in arms if a not in objectives.OBJECTIVES]
     if unknown:
         objectives.get_objective(unknown[0])  # raises with the known names
@@ -148,6 +151,7 @@ def build_lock(
     warm = resolve(warm_start)
     if not warm.is_file():
         raise FileNotFoundError(f"warm start {warm} is missing: the lock pins its SHA-256")
+    declared = {} if generation is None else {"generation": check_generation(generation)}
     return {
         "schema": SCHEMA,
         "locked_at": locked_at,
@@ -174,6 +178,7 @@ def build_lock(
         "metric": _metric_plan(),
         "analysis": _analysis_plan(),
         "notes": list(notes),
+        **declared,
     }
 
 
@@ -234,6 +239,7 @@ def _choices(lock: dict) -> dict:
         "locked_at": lock["locked_at"],
         "notes": list(lock["notes"]),
         "evaluation": {k: lock["evaluation"][k] for k in ("problems", "draws")},
+        **({"generation": lock["generation"]} if "generation" in lock else {}),
     }
 
 

@@ -28,8 +28,8 @@ import torch
 from verifiable_grpo.core import files, interrupts, runlock
 from verifiable_grpo.core.config import ConfigError, config_hash, provenance, sha256_bytes
 from verifiable_grpo.core.record_names import with_current_names
+from verifiable_grpo.part2 import generation_lock, study, study_records
 from verifiable_grpo.part2 import lock as lock_lib
-from verifiable_grpo.part2 import study, study_records
 from verifiable_grpo.part2 import trl_backend_config as run_config
 from verifiable_grpo.part2 import trl_backend_data as backend_data
 from verifiable_grpo.part2.trl_backend_trainer import TELEMETRY_FILE, StopAfter, TelemetryCheckpoint
@@ -123,11 +123,13 @@ def grpo_config(config, fields, seed, updates, layout, folder, progress):
     from trl import GRPOConfig
 
     budget, cuda = config["budget"], config["device"] == "cuda"
-    return GRPOConfig(
+    # the lock's generation fields (checked against trl_pins by check_request)
+    generation = config.get("_generation") or generation_lock.trl_fields(generation_lock.DEFAULT)
+    args = GRPOConfig(
         output_dir=str(folder / "checkpoints"),
         **layout,
         **fields,
-        **config["trl_pins"],
+        **{**config["trl_pins"], **generation},
         num_iterations=updates,
         max_completion_length=budget["max_completion_length"],
         temperature=budget["temperature"],
@@ -141,7 +143,7 @@ def grpo_config(config, fields, seed, updates, layout, folder, progress):
         save_steps=budget["checkpoint_every_steps"] * updates,
         save_only_model=False,
         logging_steps=1,
-        report_to="none",
+        report_to=config.get("report_to", "none"),
         seed=seed,
         data_seed=seed,
         use_cpu=not cuda,
@@ -152,6 +154,8 @@ def grpo_config(config, fields, seed, updates, layout, folder, progress):
         log_completions=False,
         chat_template_kwargs=config["data"]["chat_template_kwargs"],
     )
+    generation_lock.check_effective(args, {**fields, **generation})
+    return args
 
 
 def _model_and_tokenizer(config: dict):
@@ -185,8 +189,9 @@ def _lora(config: dict):
     )
 
 
-def check_request(lock_file, config_file, arm, seed, regime, processes=1):
-    """Everything refusable before a model loads: (lock, sha, config, fields)."""
+def check_request(lock_file, config_file, arm, seed, regime, processes=1, cuda_count=None):
+    """Everything refusable before a model loads: (lock, sha, config, fields); `cuda_count`
+    stands in for this machine's GPUs (a dry run of a GPU study on a CPU machine)."""
     lock, lock_sha = lock_lib.read_lock(lock_file)
     lock_lib.check_lock(lock, arm, seed, regime, lock_file)
     config = run_config.load_run_config(config_file)
@@ -198,7 +203,10 @@ def check_request(lock_file, config_file, arm, seed, regime, processes=1):
                 f"lock's arm {arm} runs beta {fields['beta']}"
             ]
         )
-    run_config.check_machine(config, processes, objectives.get_objective(arm).sampler.kind)
+    sampler = objectives.get_objective(arm).sampler.kind
+    run_config.check_machine(config, processes, sampler, cuda_count)
+    # "_": outside the run configuration's hash; the lock's own hash covers it
+    config["_generation"] = generation_lock.check_run(lock, config, sampler)
     return lock, lock_sha, config, fields
 
 
@@ -266,11 +274,12 @@ def build_trainer(
 
     layout = run_config.step_layout(config, processes)
     train = backend_data.examples(config, "train")
-    model, tokenizer = _model_and_tokenizer(config)
+    args = grpo_config(config, fields, seed, updates, layout, Path(folder), progress)
+    model, tokenizer = _model_and_tokenizer(config)  # after the settings are refusable
     set_seed(seed)  # the LoRA A matrices draw from the global generator
     trainer = FamilyGRPOTrainer(
         model=model,
-        args=grpo_config(config, fields, seed, updates, layout, Path(folder), progress),
+        args=args,
         train_dataset=Dataset.from_list(train),
         processing_class=tokenizer,
         peft_config=_lora(config),
@@ -321,8 +330,9 @@ def _train_and_record(
     final = folder / "final"
     trainer.save_model(str(final))
     tokenizer.save_pretrained(str(final))
-    # every process evaluates (a sharded model generates only with all of them); the main
-    # one writes the manifest. On several processes the telemetry is the main process's.
+    # every process evaluates its share of the batches (trl_backend_data); the results are
+    # gathered once, and the main process writes the manifest (its telemetry holds every
+    # process's groups: FamilyGRPOTrainer gathers them).
     result = backend_data.heldout_accuracy(trainer.model, tokenizer, config)
     if run_config.process_rank() != 0:
         return None

@@ -9,6 +9,7 @@ launch per run; without it, the run happens in this process.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 
@@ -18,6 +19,7 @@ from verifiable_grpo.part2 import study, trl_backend
 from verifiable_grpo.part2 import trl_backend_config as run_config
 
 LAUNCHED_ENV = "VERIFIABLE_GRPO_TRL_LAUNCHED"
+PORT_ENV = "VERIFIABLE_GRPO_MAIN_PORT"  # set per device slot by part2/trl_study
 
 
 def _needs_config(args) -> None:
@@ -31,13 +33,16 @@ def _needs_config(args) -> None:
 
 
 def launch_command(args, arm: str, seed: int, regime: str) -> list[str]:
-    """The `accelerate launch` command line that runs one arm/seed/regime."""
+    """The `accelerate launch` command line that runs one arm/seed/regime (on the port
+    the study scheduler gave this slot, so that concurrent launches do not clash)."""
+    port = os.environ.get(PORT_ENV)
     return [
         sys.executable,
         "-m",
         "accelerate.commands.launch",
         "--config_file",
         str(args.accelerate_config),
+        *(["--main_process_port", port] if port else []),
         "-m",
         "verifiable_grpo",
         "family",
@@ -59,11 +64,24 @@ def launch_command(args, arm: str, seed: int, regime: str) -> list[str]:
     ]
 
 
+def die_with_parent() -> None:
+    """In a child, before exec: SIGTERM when its parent dies (kill -9 included), so no
+    launch trains on unwatched (Linux prctl PR_SET_PDEATHSIG; elsewhere a no-op)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).prctl(1, signal.SIGTERM)
+    except (OSError, AttributeError):
+        pass
+
+
 def _launch(args, arm: str, seed: int, regime: str) -> int:
     processes = run_config.read_process_count(args.accelerate_config)
     trl_backend.check_request(args.lock, args.trl_config, arm, seed, regime, processes)
     code = subprocess.call(
-        launch_command(args, arm, seed, regime), env={**os.environ, LAUNCHED_ENV: "1"}
+        launch_command(args, arm, seed, regime),
+        env={**os.environ, LAUNCHED_ENV: "1"},
+        preexec_fn=die_with_parent,
     )
     if code != 0:
         print(
@@ -109,8 +127,14 @@ def run(args) -> int:
 
 
 def run_study(args, runs: list[tuple[str, str, int]]) -> int:
-    """Every requested run not finished yet, one after another (each checked first)."""
+    """Every requested run not finished yet: over device slots (part2/trl_study) with
+    --devices or a CUDA configuration, else one after another in this process."""
     _needs_config(args)
+    config = run_config.load_run_config(args.trl_config)
+    if getattr(args, "devices", None) or config["device"] == "cuda":
+        from verifiable_grpo.part2 import trl_study
+
+        return trl_study.schedule(args, runs)
     processes = (
         run_config.read_process_count(args.accelerate_config) if args.accelerate_config else 1
     )

@@ -69,7 +69,11 @@ RESERVED_PINS = (
     "steps_per_generation",
     "output_dir",
     "chat_template_kwargs",
+    "report_to",
 )
+# Optional top-level `report_to`: where TRL also logs its metrics (the manifest always has
+# them). Off unless asked: W&B needs an account, TensorBoard writes RUN/checkpoints/runs.
+REPORT_TO = ("none", "tensorboard", "wandb")
 
 
 def _typed(value, kind) -> bool:
@@ -104,6 +108,8 @@ def load_run_config(path) -> dict:
                     [f"{name}: {section}.{key}: wrong type {type(config[section][key]).__name__}"]
                 )
     _check_sections(config, name)
+    if config.get("report_to", "none") not in REPORT_TO:
+        raise ConfigError([f"{name}: report_to: one of {REPORT_TO}, got {config['report_to']!r}"])
     config["_source_file"] = str(path)
     return config
 
@@ -144,22 +150,44 @@ def _check_sections(config: dict, name: str) -> None:
         raise ConfigError([f"{name}: budget.temperature: the study samples at 1.0"])
 
 
+def process_counts(config: dict) -> list[int]:
+    """The process counts one run can use: those that split a step's prompts x group_size
+    rows into whole groups (the divisors of prompts_per_step). A group never straddles
+    processes, so each process's telemetry (rewards, ZVF) sees whole groups. The card's
+    4 prompts allow 1, 2 or 4 processes; a bigger node runs several runs at once
+    (`family study --devices`)."""
+    prompts = config["budget"]["prompts_per_step"]
+    return [n for n in range(1, prompts + 1) if prompts % n == 0]
+
+
 def step_layout(config: dict, processes: int) -> dict:
     """GRPOConfig's batch fields for `processes` processes: one generation batch of
     prompts x group_size rows per optimizer step, split into micro-batches."""
     budget = config["budget"]
     rows = budget["prompts_per_step"] * budget["group_size"]
     micro = budget["micro_batch_rows"]
-    if rows % (processes * micro) or (rows // processes) % budget["group_size"]:
+    counts = process_counts(config)
+    if processes not in counts:
         raise ConfigError(
             [
-                f"{config.get('name')}: budget: {rows} rows per step do not split "
-                f"into whole groups of {budget['group_size']} and micro-batches of "
-                f"{micro} over {processes} processes; change "
-                "accelerate's num_processes or budget.micro_batch_rows"
+                f"{config.get('name')}: {rows} rows per step ({budget['prompts_per_step']} "
+                f"prompts x {budget['group_size']}) split into whole groups over "
+                f"{', '.join(map(str, counts))} process(es), not {processes}: set "
+                "accelerate's num_processes to one of these (more GPUs: run several runs "
+                "at once with `family study --devices`)"
             ]
         )
-    accumulation = rows // (processes * micro)
+    share = rows // processes
+    if share % micro:
+        fits = [m for m in range(1, share + 1) if share % m == 0]
+        raise ConfigError(
+            [
+                f"{config.get('name')}: budget.micro_batch_rows {micro} does not divide the "
+                f"{share} rows each of {processes} process(es) gets per step: use one of "
+                f"{', '.join(map(str, fits))}"
+            ]
+        )
+    accumulation = share // micro
     return {
         "per_device_train_batch_size": micro,
         "gradient_accumulation_steps": accumulation,
@@ -203,8 +231,6 @@ def check_machine(config: dict, processes: int, sampler_kind: str, cuda_count=No
                 f"has {cuda_count} CUDA GPU(s): set num_processes <= {cuda_count}"
             ]
         )
-    if config["device"] == "cpu" and processes > 1:
-        raise ConfigError([f"{name}: device 'cpu' runs in one process, not {processes}"])
     if processes > 1 and sampler_kind in SINGLE_PROCESS_SAMPLERS:
         raise ConfigError(
             [

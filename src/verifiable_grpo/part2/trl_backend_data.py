@@ -14,6 +14,7 @@ import torch
 
 from verifiable_grpo.core.config import resolve
 from verifiable_grpo.part2 import gsm8k
+from verifiable_grpo.part2 import trl_backend_config as run_config
 from verifiable_grpo.part2.trl_backend_trainer import text_sha256
 
 
@@ -42,39 +43,66 @@ def examples(config: dict, split: str) -> list[dict]:
     ]
 
 
+def _generate_batch(model, tokenizer, config: dict, chunk: list[dict], device) -> list[str]:
+    """Greedy completions of one batch of held-out examples."""
+    texts = [
+        tokenizer.apply_chat_template(
+            e["prompt"],
+            tokenize=False,
+            add_generation_prompt=True,
+            **config["data"]["chat_template_kwargs"],
+        )
+        for e in chunk
+    ]
+    encoded = tokenizer(
+        texts, return_tensors="pt", padding=True, padding_side="left", add_special_tokens=False
+    ).to(device)
+    generated = model.generate(
+        **encoded,
+        do_sample=False,
+        max_new_tokens=config["heldout"]["max_new_tokens"],
+        pad_token_id=tokenizer.pad_token_id,
+    )
+    return tokenizer.batch_decode(
+        generated[:, encoded["input_ids"].shape[1] :], skip_special_tokens=True
+    )
+
+
+def _gathered(trace: list[dict], world: int) -> list[dict]:
+    """Every process's trace rows, gathered once (all processes get them all)."""
+    if world == 1:
+        return trace
+    import torch.distributed as dist
+
+    parts = [None] * world
+    dist.all_gather_object(parts, trace)
+    return [row for part in parts for row in part]
+
+
 @torch.no_grad()
 def heldout_accuracy(model, tokenizer, config: dict) -> dict:
-    """{"greedy": {"ALL": {...}}, "trace": [...], "problems", "draws", "seconds"}."""
+    """{"greedy": {"ALL": {...}}, "trace": [...], "problems", "draws", "seconds"}.
+
+    Under several processes the batches are dealt out round-robin (batch b to rank b mod
+    world), each exactly the batch one process would decode, so every completion is the
+    one-process completion; the traces are gathered once at the end, in item order. Each
+    process runs the same number of generate calls (a rank without a batch decodes a
+    stand-in and drops it): a ZeRO-3 model gathers its weights inside every call."""
     spec = config["heldout"]
     items = examples(config, "test")[: spec["problems"]]
     started = time.perf_counter()
     was_training = model.training
     model.eval()
     device = next(model.parameters()).device
+    rank, world = run_config.process_rank(), run_config.world_size()
+    batches = [items[i : i + spec["batch_size"]] for i in range(0, len(items), spec["batch_size"])]
+    mine = batches[rank::world]
     trace = []
-    for start in range(0, len(items), spec["batch_size"]):
-        chunk = items[start : start + spec["batch_size"]]
-        texts = [
-            tokenizer.apply_chat_template(
-                e["prompt"],
-                tokenize=False,
-                add_generation_prompt=True,
-                **config["data"]["chat_template_kwargs"],
-            )
-            for e in chunk
-        ]
-        encoded = tokenizer(
-            texts, return_tensors="pt", padding=True, padding_side="left", add_special_tokens=False
-        ).to(device)
-        generated = model.generate(
-            **encoded,
-            do_sample=False,
-            max_new_tokens=spec["max_new_tokens"],
-            pad_token_id=tokenizer.pad_token_id,
-        )
-        completions = tokenizer.batch_decode(
-            generated[:, encoded["input_ids"].shape[1] :], skip_special_tokens=True
-        )
+    for turn in range(-(-len(batches) // world)):
+        chunk = mine[turn] if turn < len(mine) else batches[0]
+        completions = _generate_batch(model, tokenizer, config, chunk, device)
+        if turn >= len(mine):
+            continue
         trace += [
             {
                 "mode": "greedy",
@@ -86,6 +114,8 @@ def heldout_accuracy(model, tokenizer, config: dict) -> dict:
             for e, c in zip(chunk, completions)
         ]
     model.train(was_training)
+    order = {e["document_id"]: i for i, e in enumerate(items)}
+    trace = sorted(_gathered(trace, world), key=lambda t: order[t["document_id"]])
     correct = sum(t["correct"] for t in trace)
     return {
         "greedy": {

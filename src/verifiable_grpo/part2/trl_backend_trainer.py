@@ -20,6 +20,7 @@ import hashlib
 import time
 
 import torch
+from accelerate.utils import gather_object
 from transformers import TrainerCallback
 from trl import GRPOTrainer
 
@@ -150,7 +151,8 @@ class FamilyGRPOTrainer(GRPOTrainer):
         if self.family_objective.sampler.kind == "plain":
             output = super()._generate_and_score_completions(inputs)
             size = self.num_generations
-            rows = self.family_reward.last
+            # every process's rows (whole groups each), so the record covers the step
+            rows = gather_object(self.family_reward.last)
             groups = [rows[i : i + size] for i in range(0, len(rows), size)]
             cost = samplers.Cost(generation_batches=1)
             cost.drew(rows)

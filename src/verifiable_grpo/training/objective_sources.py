@@ -91,6 +91,11 @@ SOURCES: dict[str, Source] = {
         "vllm_importance_sampling_mode='sequence_mask', "
         "cap 3 (masked importance sampling; TRL's default)",
     ),
+    "gspo_paper": Source(
+        "ref-gspo",
+        "Zheng et al. 2025 (GSPO)",
+        "the sequence ratio and the paper's clip range, 3e-4 below and 4e-4 above 1",
+    ),
 }
 
 

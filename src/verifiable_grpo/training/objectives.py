@@ -304,6 +304,13 @@ OBJECTIVES: dict[str, Objective] = {
             "exceeds 3 gets weight 0",
             correction=BehaviourCorrection("sequence_mask", clip_max=3.0),
         ),
+        # The gspo arm at its paper's clip range (the card's sensitivity, part2/card_defaults_lock).
+        _entry(
+            "gspo_paper",
+            "gspo with the GSPO paper's clip range: sequence ratio clipped to [1 - 3e-4, 1 + 4e-4]",
+            ratio="sequence",
+            clip=ClipInterval(3e-4, 4e-4),
+        ),
     )
 }
 
