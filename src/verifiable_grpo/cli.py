@@ -339,21 +339,10 @@ def _learn_arguments(p) -> None:
         "on them; lift: the held-out study; fresh: its decision on 1,000 fresh problems; "
         "band-screen / band: SmolLM2-135M-Instruct on small sums",
     )
+    p.add_argument("--exploratory", action="store_true", help="allow a dirty tree (labelled)")
+    p.add_argument("--objectives", nargs="*", default=None, help="objectives: only these entries")
     p.add_argument(
-        "--exploratory",
-        action="store_true",
-        help="allow a dirty or uncommitted tree; the records say the run was exploratory",
-    )
-    p.add_argument(
-        "--objectives",
-        nargs="*",
-        default=None,
-        help="objectives: only these registry entries (default: all nine)",
-    )
-    p.add_argument(
-        "--mismatch",
-        action="store_true",
-        help="objectives: then Part I's GRPO, TIS and MIS with a bfloat16 sampler",
+        "--mismatch", action="store_true", help="objectives: then GRPO, TIS, MIS, bfloat16 sampler"
     )
     p.add_argument("--out", default="runs/learn", help="folder (default runs/learn)")
     p.add_argument(
