@@ -157,3 +157,32 @@ def completions(result: dict, count: int = 6) -> list[list[str]]:
             ]
         )
     return rows
+
+
+def wrong_numbers(result: dict) -> list[list]:
+    """Valid answers with a wrong number, by how they were wrong: a worked example's answer
+    copied, an operand repeated, within 2 of the truth, or further off (counts of draws)."""
+    import json
+
+    from verifiable_grpo.task import small_sums
+
+    gold = {e["document_id"]: e for e in small_sums.splits()["test"]}
+    shots = {small_sums.compute_final_stock(small_sums.problem_of(*s)) for s in small_sums.SHOTS}
+    kinds = ("a worked example's answer", "an operand", "within 2 of the answer", "further off")
+    counts = {side: dict.fromkeys(kinds, 0) for side in ("before", "after")}
+    for side in counts:
+        for doc, _, _, reward, valid, text in result[side]["sample"]:
+            if reward or not valid:
+                continue
+            value, problem = json.loads(text)["final_stock"], gold[doc]["problem"]
+            operands = {problem["initial"], *problem["deliveries"], *problem["withdrawals"]} - {0}
+            if value in shots:
+                kind = kinds[0]
+            elif value in operands:
+                kind = kinds[1]
+            elif abs(value - gold[doc]["final_stock"]) <= 2:
+                kind = kinds[2]
+            else:
+                kind = kinds[3]
+            counts[side][kind] += 1
+    return [[k, counts["before"][k], counts["after"][k]] for k in kinds]
