@@ -19,6 +19,11 @@ from pathlib import Path
 from typing import Any
 
 TEMP_PREFIX = ".tmp-"
+# Bounds on what is read back (items 2 of the threat model in book/provenance.md): the
+# biggest record a run writes is a few MB, and none nests deeper than a dozen levels.
+MAX_JSON_BYTES = 32 << 20
+MAX_DEPTH = 100
+SHOWN_CHARS = 200  # a value quoted in an error message is cut to this length
 
 
 class DamagedFileError(ValueError):
@@ -98,15 +103,63 @@ def save_json(path: str | os.PathLike, value: Any, overwrite: bool = False) -> P
     return write_bytes(path, text.encode("utf-8"), overwrite)
 
 
-def read_json(path: str | os.PathLike) -> Any:
-    """JSON from a file; a truncated or altered file is named in the error."""
+def shorten(text: Any, limit: int = SHOWN_CHARS) -> str:
+    """`text` as a string of at most about `limit` characters (an error quotes a value, never
+    a whole file's worth of it)."""
+    text = str(text)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text):,} characters)"
+
+
+def check_size(path: str | os.PathLike, limit: int, what: str) -> None:
+    """DamagedFileError when the file is bigger than `limit` bytes: refused before a byte of
+    it is parsed."""
+    size = os.stat(path).st_size
+    if size > limit:
+        raise DamagedFileError(
+            f"{path}: {size:,} bytes, more than the {limit:,} a {what} of this project can "
+            "reach; refused unread"
+        )
+
+
+def too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
+    """Whether lists and mappings nest deeper than `limit` (walked without recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
+
+
+def read_json(path: str | os.PathLike, limit: int = MAX_JSON_BYTES) -> Any:
+    """JSON from a file; a truncated, altered, oversized or absurdly nested file is named in
+    a one-line error."""
+    check_size(path, limit, "JSON record")
     try:
         with open(path, encoding="utf-8") as handle:
-            return json.load(handle)
+            value = json.load(handle)
+        deep = too_deep(value)
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise DamagedFileError(
-            f"{path} is damaged (not valid JSON: {err}); it was truncated or altered"
+            f"{path} is damaged (not valid JSON: {shorten(err)}); it was truncated or altered"
         ) from err
+    except RecursionError:  # the parser itself gave up on the nesting
+        deep = True
+    if deep:
+        raise DamagedFileError(
+            f"{path}: nested deeper than {MAX_DEPTH} levels, which no record of this project "
+            "is; refused"
+        )
+    return value
 
 
 def check_sha256(path: str | os.PathLike, expected: str | None, what: str = "file") -> None:

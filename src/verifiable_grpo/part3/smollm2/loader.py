@@ -11,7 +11,6 @@ at all: `meta_model()` builds the same architecture on the `meta` device.
 from __future__ import annotations
 
 import importlib.util
-import json
 from pathlib import Path
 
 import torch
@@ -115,4 +114,4 @@ def load(cache: str | Path | None = None, gguf_folder: str | Path | None = None)
 
 def source_record(cache: str | Path | None = None) -> dict:
     """Which GGUF file the cached weights came from (for a result's provenance)."""
-    return json.loads((resolve(cache or CACHE) / "source.json").read_text())
+    return files.read_json(resolve(cache or CACHE) / "source.json")
