@@ -9,8 +9,10 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import pickle
 import sys
 
+from verifiable_grpo.core import files
 from verifiable_grpo.core.config import ConfigError, load_config  # light: no model, no torch
 from verifiable_grpo.core.config_schema import typed
 from verifiable_grpo.core.runfolder import MODES
@@ -213,7 +215,7 @@ def _tiny_base_arguments(p) -> None:
     p.add_argument("--force", action="store_true", help="replace an existing base")
     p.add_argument(
         "--minutes",
-        type=float,
+        type=_positive_float,
         default=None,
         help="pretraining budget override (default: the build recipe's)",
     )
@@ -448,7 +450,41 @@ def _user_error(err: Exception) -> None:
     raise SystemExit(2)
 
 
+# What a command raises for a reason the user can act on (a missing or damaged input, a
+# refused state, evidence in the way): said in one line, exit 2. Set TRACEBACK_ENV=1 to see
+# the traceback instead (a bug that raises one of these then shows where).
+REFUSALS = (
+    ValueError,
+    FileNotFoundError,
+    FileExistsError,
+    NotADirectoryError,
+    IsADirectoryError,
+    PermissionError,
+    pickle.UnpicklingError,
+)
+TRACEBACK_ENV = "VERIFIABLE_GRPO_TRACEBACK"
+SHOWN_CHARS = 1000
+
+
+def _refused(err: Exception) -> None:
+    """One line for a refusal that is not a ConfigError; exit 2."""
+    if os.environ.get(TRACEBACK_ENV) == "1":
+        raise err
+    text = "; ".join(line.strip() for line in str(err).splitlines() if line.strip())
+    print(f"error: {files.shorten(text or type(err).__name__, SHOWN_CHARS)}", file=sys.stderr)
+    raise SystemExit(2)
+
+
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except ConfigError as err:
+        _user_error(err)
+    except REFUSALS as err:
+        _refused(err)
+
+
+def _main(argv: list[str] | None) -> int:
     args = build_parser().parse_args(argv)
     if hasattr(args, "config"):
         # The whole profile is checked before any stage starts, so a typo costs a second.

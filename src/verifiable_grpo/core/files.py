@@ -30,6 +30,36 @@ class DamagedFileError(ValueError):
     """A file exists but cannot be read as what it should be (truncated, altered)."""
 
 
+class OutsideFolderError(ValueError):
+    """A path read from a record or note leads outside the folder it must stay in."""
+
+
+def inside(
+    base: str | os.PathLike, rel: Any, what: str, allowed: tuple | list | None = None
+) -> Path:
+    """`base`/`rel` with every symlink resolved: a path a record or note names (relative to
+    `base`) must stay inside `base` (or inside one of `allowed`), so that an edited record
+    cannot make a command read, hash or load a file elsewhere. OutsideFolderError (one
+    line) for an absolute path, a '..' that climbs out, or a symlink that leads out."""
+    text = str(rel) if isinstance(rel, (str, os.PathLike)) else ""
+    if not text or "\x00" in text:
+        raise OutsideFolderError(f"{what}: {shorten(repr(rel))} is not a relative path")
+    if Path(text).is_absolute():
+        raise OutsideFolderError(
+            f"{what}: {shorten(text)} is an absolute path; a record names its files "
+            f"relative to {base}; refused"
+        )
+    target = (Path(base) / text).resolve()
+    for root in allowed if allowed is not None else [base]:
+        root = Path(root).resolve()
+        if target == root or root in target.parents:
+            return target
+    where = " or ".join(str(r) for r in (allowed if allowed is not None else [base]))
+    raise OutsideFolderError(
+        f"{what}: {shorten(text)} leads outside {where} (through '..' or a symlink); refused"
+    )
+
+
 def sha256_file(path: str | os.PathLike) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as handle:

@@ -103,7 +103,10 @@ def run_trl(base: dict, ours_folder, out, setting=fixed_prompts.RECORDED_SETTING
     tokenizer = model_lib.load_tokenizer(config)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
-    policy, _ = model_lib.reload_policy(RunFolder(ours_folder / "base").policy("warmstart"), config)
+    warm_folder = RunFolder(ours_folder / "base")
+    policy, _ = model_lib.reload_policy(
+        warm_folder.policy("warmstart"), config, warm_folder.recorded_policy_sha256("warmstart")
+    )
     device = policy.device
     rendered = [
         prompts.render_text(tokenizer, prompts.messages_for(e["statement"]), True) for e in examples

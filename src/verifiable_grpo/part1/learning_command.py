@@ -36,6 +36,12 @@ def command_learn(args) -> int:
                 f"{[c.name for c in lift_study.CANDIDATES]}"
             ]
         )
+    if args.what == "lift":  # a missing prerequisite, before any folder is touched
+        for candidate in lift_study.CANDIDATES:
+            if candidate.model == smollm2_candidate.MODEL and candidate.name in (
+                args.candidates or []
+            ):
+                smollm2_candidate.check_weights(smollm2_candidate.smollm2_config(base, candidate))
     names = getattr(args, "objectives", None)
     try:
         fixed_prompt_objectives.check_names(names or [])

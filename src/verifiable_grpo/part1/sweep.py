@@ -192,8 +192,13 @@ def train_and_score(config: dict, folder: Path, progress: bool = True) -> tuple:
         if trained.is_file()  # trained, not yet scored
         else run_grpo_branch(config, folder, "grpo", "continuous", progress=progress)
     )
-    policy, _ = model_lib.reload_policy(run_folder.policy("warmstart"), config)
-    state = checkpoint.load_state(run_folder.state("grpo", "continuous"))
+    policy, _ = model_lib.reload_policy(
+        run_folder.policy("warmstart"), config, run_folder.recorded_policy_sha256("warmstart")
+    )
+    state = checkpoint.load_state(  # checked against its learning record first
+        run_folder.state("grpo", "continuous"),
+        run_folder.recorded_state_sha256("grpo", "continuous"),
+    )
     policy.load_state_dict(state["model"], strict=True)
     policy.eval()
     return record, policy, score_policy(policy, model_lib.load_tokenizer(config), config, folder)
@@ -228,7 +233,10 @@ def warm_start_result(base: dict, runs: Path) -> dict:
     if done.is_file():
         return files.read_json(done)
     prepare_folder(folder, base)
-    policy, _ = model_lib.reload_policy(RunFolder(folder).policy("warmstart"), base)
+    warm = RunFolder(folder)
+    policy, _ = model_lib.reload_policy(
+        warm.policy("warmstart"), base, warm.recorded_policy_sha256("warmstart")
+    )
     policy.eval()
     scored = score_policy(policy, model_lib.load_tokenizer(base), base, folder)
     result = {

@@ -91,4 +91,3 @@ def newest_verified(run: str | Path, main: bool = True) -> Path | None:
         folder_digests.verify(newest, DIGESTS, "TRL checkpoint")
         probe_torch_files(newest)
     return newest
-
