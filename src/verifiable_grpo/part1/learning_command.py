@@ -42,6 +42,12 @@ def command_learn(args) -> int:
                 args.candidates or []
             ):
                 smollm2_candidate.check_weights(smollm2_candidate.smollm2_config(base, candidate))
+    chosen = Path(args.out) / "fixed-prompts" / "selection.json"
+    if args.what == "fixed-prompts-trl" and not chosen.is_file():
+        raise FileNotFoundError(
+            f"no {chosen}: TRL trains on the prompts ours chose; run `python -m "
+            f"verifiable_grpo learn fixed-prompts --out {args.out}` first"
+        )
     names = getattr(args, "objectives", None)
     try:
         fixed_prompt_objectives.check_names(names or [])
