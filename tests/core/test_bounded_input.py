@@ -71,7 +71,9 @@ def test_every_reader_of_settings_refuses_it_in_one_line(kind, tmp_path, capsys)
         ["lab", "reward-model", "--settings", path, "--out", out],
         ["family", "run", "--backend", "trl", "--config", path, "--arm", "grpo", "--seed", "11"],
     ):
-        assert SAID[kind] in _one_line([*argv, "--out", out] if argv[0] == "family" else argv, capsys)
+        assert SAID[kind] in _one_line(
+            [*argv, "--out", out] if argv[0] == "family" else argv, capsys
+        )
     assert not (tmp_path / "out").exists()
 
 
