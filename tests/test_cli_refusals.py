@@ -9,6 +9,7 @@ import pytest
 
 from shared_helpers import run_cli
 from verifiable_grpo import cli
+from verifiable_grpo.core import refusals
 from verifiable_grpo.part1 import smollm2_candidate
 
 
@@ -74,3 +75,9 @@ def test_the_shell_entry_point_prints_one_line(tmp_path):
     done = run_cli(["report", "--config", "smoke", "--out", str(tmp_path / "none")], timeout=120)
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert done.stderr.count("\n") == 1 and "no run folder" in done.stderr
+
+
+def test_the_traceback_is_there_when_asked_for(tmp_path, monkeypatch):
+    monkeypatch.setenv(refusals.TRACEBACK_ENV, "1")
+    with pytest.raises(FileNotFoundError, match="no run folder"):
+        cli.main(["report", "--config", "smoke", "--out", str(tmp_path / "none")])

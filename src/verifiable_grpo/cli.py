@@ -9,10 +9,9 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
-import pickle
 import sys
 
-from verifiable_grpo.core import files
+from verifiable_grpo.core import refusals
 from verifiable_grpo.core.config import ConfigError, load_config  # light: no model, no torch
 from verifiable_grpo.core.config_schema import typed
 from verifiable_grpo.core.runfolder import MODES
@@ -438,50 +437,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _user_error(err: Exception) -> None:
-    """A mistake in what the user gave: say what, without a traceback; exit 2 like argparse."""
-    problems = getattr(err, "problems", None) or [str(err)]
-    if len(problems) == 1:
-        print(f"error: {problems[0]}", file=sys.stderr)
-    else:
-        print(f"error: {len(problems)} problems in the config:", file=sys.stderr)
-        for problem in problems:
-            print(f"  {problem}", file=sys.stderr)
-    raise SystemExit(2)
-
-
-# What a command raises for a reason the user can act on (a missing or damaged input, a
-# refused state, evidence in the way): said in one line, exit 2. Set TRACEBACK_ENV=1 to see
-# the traceback instead (a bug that raises one of these then shows where).
-REFUSALS = (
-    ValueError,
-    FileNotFoundError,
-    FileExistsError,
-    NotADirectoryError,
-    IsADirectoryError,
-    PermissionError,
-    pickle.UnpicklingError,
-)
-TRACEBACK_ENV = "VERIFIABLE_GRPO_TRACEBACK"
-SHOWN_CHARS = 1000
-
-
-def _refused(err: Exception) -> None:
-    """One line for a refusal that is not a ConfigError; exit 2."""
-    if os.environ.get(TRACEBACK_ENV) == "1":
-        raise err
-    text = "; ".join(line.strip() for line in str(err).splitlines() if line.strip())
-    print(f"error: {files.shorten(text or type(err).__name__, SHOWN_CHARS)}", file=sys.stderr)
-    raise SystemExit(2)
-
-
 def main(argv: list[str] | None = None) -> int:
     try:
         return _main(argv)
     except ConfigError as err:
-        _user_error(err)
-    except REFUSALS as err:
-        _refused(err)
+        refusals.user_error(err)
+    except refusals.REFUSALS as err:
+        refusals.refused(err)
 
 
 def _main(argv: list[str] | None) -> int:
@@ -491,7 +453,7 @@ def _main(argv: list[str] | None) -> int:
         try:
             profile = typed(load_config(args.config)).profile
         except (ConfigError, FileNotFoundError) as err:
-            _user_error(err)
+            refusals.user_error(err)
         if getattr(args, "out", None) is None:
             args.out = f"runs/{profile}"
     module_name, handler, _ = COMMANDS[args.command]
@@ -503,7 +465,7 @@ def _main(argv: list[str] | None) -> int:
         with interrupts.graceful_stop():
             result = getattr(module, handler)(args)
     except ConfigError as err:
-        _user_error(err)
+        refusals.user_error(err)
     except interrupts.StopRequested as stop:
         print(
             f"{stop.signal_name}: stopped {stop.where}; finished work and the crash checkpoint "

@@ -24,6 +24,7 @@ from transformers import TrainerCallback
 from trl import GRPOTrainer
 
 from verifiable_grpo.core import files, interrupts
+from verifiable_grpo.core.faults import fault_point
 from verifiable_grpo.part2 import gsm8k, trl_checkpoints
 from verifiable_grpo.training import objectives, samplers
 
@@ -281,6 +282,7 @@ class TelemetryCheckpoint(TrainerCallback):
                 "telemetry": self.trainer.family_telemetry,
             },
         )
+        fault_point("trl-before-seal")  # TRL's files and the telemetry written, no seal
         trl_checkpoints.seal(folder)
         return control
 
