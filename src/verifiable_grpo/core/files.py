@@ -192,6 +192,29 @@ def read_json(path: str | os.PathLike, limit: int = MAX_JSON_BYTES) -> Any:
     return value
 
 
+DIGEST_SUFFIX = ".sha256"
+
+
+def save_cached_json(path: str | os.PathLike, value: Any) -> Path:
+    """A result a rerun reuses instead of recomputing (a lift candidate's, a sweep
+    setting's): written atomically, then its SHA-256 beside it (NAME.sha256)."""
+    path = save_json(path, value)
+    digest = sha256_file(path)
+    write_bytes(path.with_name(path.name + DIGEST_SUFFIX), f"{digest}\n".encode(), True)
+    return path
+
+
+def read_cached_json(path: str | os.PathLike) -> Any:
+    """A reused result, checked against the SHA-256 beside it; a result written before
+    these digests (no NAME.sha256) is read as it is."""
+    path = Path(path)
+    beside = path.with_name(path.name + DIGEST_SUFFIX)
+    if beside.is_file():
+        with open(beside, encoding="utf-8") as handle:
+            check_sha256(path, handle.read(100).strip(), "reused result")
+    return read_json(path)
+
+
 def check_sha256(path: str | os.PathLike, expected: str | None, what: str = "file") -> None:
     """DamagedFileError unless the file's SHA-256 is the recorded one (None: no check)."""
     if expected is None:

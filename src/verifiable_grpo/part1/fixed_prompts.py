@@ -176,7 +176,7 @@ def run(
     out = Path(out)
     done = out / "result.json"
     if done.is_file():
-        return files.read_json(done)
+        return files.read_cached_json(done)
     config = setting_config(base, setting)
     started = time.perf_counter()
     sweep.prepare_folder(out / "base", config)
@@ -189,8 +189,10 @@ def run(
     examples = data.read_examples(out / "base" / "learning-data", "train")
     selection = out / "selection.json"
     if not selection.is_file():
-        files.save_json(selection, select_prompts(warm, tokenizer, config, examples, setting))
-    chosen = files.read_json(selection)
+        files.save_cached_json(
+            selection, select_prompts(warm, tokenizer, config, examples, setting)
+        )
+    chosen = files.read_cached_json(selection)
     train = out / "train"
     if not (train / "learning-data" / "MANIFEST.json").is_file():
         data.write_train_subset(
@@ -231,7 +233,7 @@ def run(
         "seconds": time.perf_counter() - started,
         "provenance": provenance(config),
     }
-    files.save_json(done, result)
+    files.save_cached_json(done, result)
     return result
 
 

@@ -95,10 +95,10 @@ def run_trl(base: dict, ours_folder, out, setting=fixed_prompts.RECORDED_SETTING
     ours_folder, out = Path(ours_folder), Path(out)
     done = out / "result.json"
     if done.is_file():
-        return files.read_json(done)
+        return files.read_cached_json(done)
     config = fixed_prompts.setting_config(base, setting)
     cfg = typed(config)
-    chosen = files.read_json(ours_folder / "selection.json")
+    chosen = files.read_cached_json(ours_folder / "selection.json")
     examples = data.read_examples(ours_folder / "train" / "learning-data", "train")
     tokenizer = model_lib.load_tokenizer(config)
     if tokenizer.pad_token is None:
@@ -152,5 +152,5 @@ def run_trl(base: dict, ours_folder, out, setting=fixed_prompts.RECORDED_SETTING
         ],
         "provenance": provenance(config),
     }
-    files.save_json(done, result)
+    files.save_cached_json(done, result)
     return result

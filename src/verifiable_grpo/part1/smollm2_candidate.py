@@ -139,7 +139,7 @@ def warm_start_result(config: dict, folder: Path) -> dict:
     """The warm start scored like every candidate (validation and test, same seeds)."""
     done = folder / "warmstart-result.json"
     if done.is_file():
-        return files.read_json(done)
+        return files.read_cached_json(done)
     prepare_folder(folder, config)
     seconds = warm_start(config, folder)
     started = time.perf_counter()
@@ -158,7 +158,7 @@ def warm_start_result(config: dict, folder: Path) -> dict:
         **{k: sweep._compact(v) for k, v in scored.items()},
         "provenance": provenance(config),
     }
-    files.save_json(done, result)
+    files.save_cached_json(done, result)
     return result
 
 
@@ -171,7 +171,7 @@ def run_smollm2(base: dict, candidate, runs, history, progress: bool = True) -> 
     folder = Path(runs) / candidate.name
     done = folder / "result.json"
     if done.is_file():
-        return files.read_json(done)
+        return files.read_cached_json(done)
     warm = warm_start_result(config, folder)
     run_folder = RunFolder(folder)
     trained = run_folder.record("grpo", "continuous")
@@ -202,7 +202,7 @@ def run_smollm2(base: dict, candidate, runs, history, progress: bool = True) -> 
         **{k: sweep._compact(v) for k, v in scored.items()},
         "provenance": provenance(config),
     }
-    files.save_json(done, result)
+    files.save_cached_json(done, result)
     return result
 
 

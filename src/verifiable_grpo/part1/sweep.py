@@ -209,7 +209,7 @@ def run_setting(base: dict, setting: Setting, runs: Path) -> dict:
     folder = runs / setting.name
     done = folder / "result.json"
     if done.is_file():  # written by this or an earlier version (`zvf`)
-        return with_current_names(files.read_json(done))
+        return with_current_names(files.read_cached_json(done))
     config = setting_config(base, setting)
     started = time.perf_counter()
     record, policy, scored = train_and_score(config, folder)
@@ -223,7 +223,7 @@ def run_setting(base: dict, setting: Setting, runs: Path) -> dict:
         **{k: _compact(v) for k, v in scored.items()},
         "provenance": provenance(config),
     }
-    files.save_json(done, result)
+    files.save_cached_json(done, result)
     return result
 
 
@@ -231,7 +231,7 @@ def warm_start_result(base: dict, runs: Path) -> dict:
     folder = runs / "warmstart"
     done = folder / "result.json"
     if done.is_file():
-        return files.read_json(done)
+        return files.read_cached_json(done)
     prepare_folder(folder, base)
     warm = RunFolder(folder)
     policy, _ = model_lib.reload_policy(
@@ -244,7 +244,7 @@ def warm_start_result(base: dict, runs: Path) -> dict:
         **{k: _compact(v) for k, v in scored.items()},
         "provenance": provenance(base),
     }
-    files.save_json(done, result)
+    files.save_cached_json(done, result)
     return result
 
 
@@ -329,9 +329,11 @@ def export(base: dict, runs, dest=None) -> Path:
             f"the sweep is not finished ({missing or ['warmstart']} missing): "
             "run `python -m verifiable_grpo sweep` first"
         )
-    warm = files.read_json(runs / "warmstart" / "result.json")
+    warm = files.read_cached_json(runs / "warmstart" / "result.json")
     check_warm_start(warm)
-    results = [with_current_names(files.read_json(runs / s.name / "result.json")) for s in SETTINGS]
+    results = [
+        with_current_names(files.read_cached_json(runs / s.name / "result.json")) for s in SETTINGS
+    ]
     if dest.exists():
         shutil.rmtree(dest)
     files.save_json(
