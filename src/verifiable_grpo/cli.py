@@ -11,6 +11,7 @@ import importlib
 import os
 import sys
 
+from verifiable_grpo.core import refusals
 from verifiable_grpo.core.config import ConfigError, load_config  # light: no model, no torch
 from verifiable_grpo.core.config_schema import typed
 from verifiable_grpo.core.runfolder import MODES
@@ -217,7 +218,7 @@ def _tiny_base_arguments(p) -> None:
     p.add_argument("--force", action="store_true", help="replace an existing base")
     p.add_argument(
         "--minutes",
-        type=float,
+        type=_positive_float,
         default=None,
         help="pretraining budget override (default: the build recipe's)",
     )
@@ -439,26 +440,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _user_error(err: Exception) -> None:
-    """A mistake in what the user gave: say what, without a traceback; exit 2 like argparse."""
-    problems = getattr(err, "problems", None) or [str(err)]
-    if len(problems) == 1:
-        print(f"error: {problems[0]}", file=sys.stderr)
-    else:
-        print(f"error: {len(problems)} problems in the config:", file=sys.stderr)
-        for problem in problems:
-            print(f"  {problem}", file=sys.stderr)
-    raise SystemExit(2)
-
-
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except ConfigError as err:
+        refusals.user_error(err)
+    except refusals.REFUSALS as err:
+        refusals.refused(err)
+
+
+def _main(argv: list[str] | None) -> int:
     args = build_parser().parse_args(argv)
     if hasattr(args, "config"):
         # The whole profile is checked before any stage starts, so a typo costs a second.
         try:
             profile = typed(load_config(args.config)).profile
         except (ConfigError, FileNotFoundError) as err:
-            _user_error(err)
+            refusals.user_error(err)
         if getattr(args, "out", None) is None:
             args.out = f"runs/{profile}"
     module_name, handler, _ = COMMANDS[args.command]
@@ -470,7 +468,7 @@ def main(argv: list[str] | None = None) -> int:
         with interrupts.graceful_stop():
             result = getattr(module, handler)(args)
     except ConfigError as err:
-        _user_error(err)
+        refusals.user_error(err)
     except interrupts.StopRequested as stop:
         print(
             f"{stop.signal_name}: stopped {stop.where}; finished work and the crash checkpoint "

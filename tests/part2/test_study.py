@@ -239,3 +239,29 @@ def test_a_budget_names_its_trainable_parameters():
         lock_lib.build_lock("smoke", budget={"lora": {"rank": 2}})
     with pytest.raises(ValueError, match="budget lora needs exactly"):
         lock_lib.build_lock("smoke", budget={"trainable": "lora", "lora": {"r": 2}})
+
+
+def test_a_killed_study_worker_is_continued_to_the_same_run(shared, capsys, monkeypatch):
+    """kill -9 of the study's single worker (one seed, --workers 2) right after its first
+    checkpoint: the parent survives and says so in one line, and the same command then
+    ends in the manifest of an uninterrupted run, bit for bit."""
+    from verifiable_grpo import cli
+    from verifiable_grpo.core import faults
+
+    reference = study.manifest_path(shared["continuous"], "two_updates", "grpo", SEED)
+    if not reference.is_file():
+        study.run_arm(shared["lock"], shared["continuous"], "grpo", SEED, "two_updates")
+    out = shared["root"] / "killed-worker"
+    common = ["--lock", str(shared["lock"]), "--out", str(out), "--arms", "grpo"]
+    common += ["--regimes", "two_updates", "--seeds", str(SEED)]
+    monkeypatch.setenv(faults.ENV, "family-after-checkpoint#1")  # the worker inherits it
+    assert cli.main(["family", "study", *common, "--workers", "2"]) == 2
+    assert "1 of 1 workers failed" in capsys.readouterr().err
+    monkeypatch.delenv(faults.ENV)
+    folder = study.run_dir(out, "two_updates", "grpo", SEED)
+    assert (folder / "checkpoints" / "checkpoint-0001.pt").is_file()
+    assert not (folder / "run_manifest.json").exists()
+    assert cli.main(["family", "study", *common, "--workers", "1"]) == 0
+    resumed = files.read_json(folder / "run_manifest.json")
+    assert resumed["resumed_from_step"] == 1
+    assert _without_times(resumed) == _without_times(files.read_json(reference))

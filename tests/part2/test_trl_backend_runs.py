@@ -133,3 +133,49 @@ def test_finished_run_and_foreign_checkpoint_are_refused(study, tmp_path):
     )["identity"]
     with pytest.raises(ValueError, match="belongs to another run"):
         trl_backend._newest_checkpoint(folder, {**identity, "arm": "gspo"})
+
+
+KILLED_RUN = """
+import hashlib, sys
+from verifiable_grpo.part2 import trl_backend, trl_backend_trainer as backend_trainer
+backend_trainer.gsm8k.reward = lambda text, answer: float(
+    hashlib.sha256(text.encode()).hexdigest()[0] in "01234567"
+)
+trl_backend.run_arm_trl(sys.argv[1], sys.argv[2], sys.argv[3], "grpo", 11, "on_policy")
+"""
+
+
+def test_a_run_killed_before_its_seal_continues_to_the_same_adapter(study, tmp_path):
+    """kill -9 after TRL wrote checkpoint-2 and its telemetry, before the seal: the rerun
+    sets that folder aside, resumes from checkpoint-1 and ends where the uninterrupted run
+    ended (every logged value, every completion and every adapter tensor)."""
+    import os
+    import subprocess
+    import sys
+
+    out = tmp_path / "killed"
+    killed = subprocess.run(
+        [sys.executable, "-c", KILLED_RUN, LOCK, SMOKE, str(out)],
+        env={**os.environ, "VERIFIABLE_GRPO_FAULT": "trl-before-seal#2", "TQDM_DISABLE": "1"},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert killed.returncode == -9, killed.stderr[-2000:]
+    run = out / "runs/on_policy/grpo-seed-11"
+    assert not (run / "run_manifest.json").exists()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(backend_trainer.gsm8k, "reward", _hash_reward)
+        resumed = trl_backend.run_arm_trl(LOCK, SMOKE, out, "grpo", SEED, "on_policy")
+    assert resumed["resumed_from_step"] == 1
+    assert list((run / "aborted").glob("checkpoint-2-*/checkpoints/checkpoint-2/optimizer.pt"))
+    full = study["manifests"]["grpo"]
+    for key in ("completion_sha256", "rewards", "loss", "grad_norm", "learning_rate"):
+        assert [t[key] for t in resumed["telemetry"]] == [t[key] for t in full["telemetry"]]
+    assert resumed["heldout"]["trace"] == full["heldout"]["trace"]
+    weights = [
+        load_file(folder / "runs/on_policy/grpo-seed-11/final/adapter_model.safetensors")
+        for folder in (study["out"], out)
+    ]
+    assert weights[0].keys() == weights[1].keys()
+    assert all(weights[0][k].equal(weights[1][k]) for k in weights[0])

@@ -116,7 +116,7 @@ def _unpickler_reason(err: Exception) -> str:
     return (lines[0] if lines else str(err).splitlines()[0])[:200]
 
 
-def _safe_torch_load(path: Path, shown: Path) -> dict:
+def safe_torch_load(path: Path, shown: Path) -> dict:
     """torch.load with weights_only=True: tensors and plain data only, never code."""
     try:
         return torch.load(path, map_location="cpu", weights_only=True, mmap=True)
@@ -148,7 +148,7 @@ def load_state(path: str | os.PathLike, expected_sha256: str | None = None) -> d
         raise FileNotFoundError(f"no saved state {path}")
     files.check_sha256(path, expected_sha256, "saved state")
     if not path.name.endswith(".gz"):
-        return _safe_torch_load(path, path)
+        return safe_torch_load(path, path)
     fd, tmp = tempfile.mkstemp(suffix=".pt", prefix="verifiable-grpo-state-")
     try:
         try:
@@ -158,7 +158,7 @@ def load_state(path: str | os.PathLike, expected_sha256: str | None = None) -> d
             raise files.DamagedFileError(
                 f"{path} is damaged: its gzip stream cannot be read ({type(err).__name__}: {err})"
             ) from err
-        return _safe_torch_load(Path(tmp), path)
+        return safe_torch_load(Path(tmp), path)
     finally:
         os.unlink(tmp)
 

@@ -93,19 +93,54 @@ def known_profiles() -> list[str]:
 
 
 class ConfigError(ValueError):
-    """A profile that cannot run; `problems` holds one '<file>: <key path>: <problem>' each."""
+    """A profile that cannot run; `problems` holds one '<file>: <key path>: <problem>' each
+    (each cut to PROBLEM_CHARS: a message quotes values, never a whole file of them)."""
 
     def __init__(self, problems: list[str]):
-        self.problems = list(problems)
+        self.problems = [files.shorten(p, PROBLEM_CHARS) for p in problems]
         super().__init__("\n".join(self.problems))
+
+
+PROBLEM_CHARS = 600
+# A settings file is a few KB; none nests deeper than a handful of levels.
+MAX_SETTINGS_BYTES = 1 << 20
+MAX_SETTINGS_DEPTH = 32
+
+
+class _NoAliasLoader(yaml.SafeLoader):
+    """yaml.SafeLoader without aliases: `*name` repeats a node by reference, and a few of
+    them nest into billions of values (an "alias bomb"); no settings file needs one."""
+
+    def compose_node(self, parent, index):
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise yaml.composer.ComposerError(
+                None,
+                None,
+                f"aliases (*{files.shorten(event.anchor, 40)}) are refused; write the value out",
+                event.start_mark,
+            )
+        return super().compose_node(parent, index)
+
+
+def _yaml_problem(path, err: yaml.YAMLError) -> str:
+    mark = getattr(err, "problem_mark", None)
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+    detail = getattr(err, "problem", None) or str(err).splitlines()[0]
+    return f"{path}: not valid YAML{where}: {files.shorten(detail)}"
 
 
 def read_yaml(path: str | os.PathLike) -> Any:
     """What a YAML settings file holds; ConfigError with one line naming the file when it is
-    not UTF-8 text (a binary file) or not valid YAML."""
+    bigger than MAX_SETTINGS_BYTES, not UTF-8 text (a binary file), not valid YAML, uses an
+    alias or nests deeper than MAX_SETTINGS_DEPTH."""
     try:
+        files.check_size(path, MAX_SETTINGS_BYTES, "settings file")
         with open(path, encoding="utf-8") as handle:
-            return yaml.safe_load(handle)
+            value = yaml.load(handle, Loader=_NoAliasLoader)
+        deep = files.too_deep(value, MAX_SETTINGS_DEPTH)
+    except files.DamagedFileError as err:
+        raise ConfigError([str(err)]) from None
     except UnicodeDecodeError as err:
         raise ConfigError(
             [
@@ -114,12 +149,16 @@ def read_yaml(path: str | os.PathLike) -> Any:
             ]
         ) from None
     except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        detail = getattr(err, "problem", None) or str(err).splitlines()[0]
-        raise ConfigError([f"{path}: not valid YAML{where}: {detail}"]) from None
+        raise ConfigError([_yaml_problem(path, err)]) from None
     except IsADirectoryError:
         raise ConfigError([f"{path} is a folder, not a settings file"]) from None
+    except ValueError as err:  # a value YAML cannot build, e.g. an integer of 5,000 digits
+        raise ConfigError([f"{path}: not a usable value: {files.shorten(err)}"]) from None
+    except RecursionError:
+        deep = True
+    if deep:
+        raise ConfigError([f"{path}: nested deeper than {MAX_SETTINGS_DEPTH} levels; refused"])
+    return value
 
 
 def merged(base: dict, changes: dict) -> dict:

@@ -77,7 +77,9 @@ def branch_finished(out: str | Path, branch: str, mode: str) -> bool:
 
 
 def latest(out: str | Path, stage: str) -> tuple[dict, dict] | None:
-    """(state, note) of the newest complete, undamaged pair; None when there is none."""
+    """(state, note) of the newest complete, undamaged pair; None when there is none. A note
+    whose state path leaves the crash folder is refused (files.OutsideFolderError), not
+    skipped: no crash writes one."""
     from verifiable_grpo.core.checkpoint import load_state
 
     folder = crash_folder(out, stage)
@@ -86,7 +88,8 @@ def latest(out: str | Path, stage: str) -> tuple[dict, dict] | None:
     for note_path in sorted(folder.glob("state-*.json"), reverse=True):
         try:
             note = files.read_json(note_path)
-            state = load_state(folder / note["state"], expected_sha256=note["sha256"])
+            where = files.inside(folder, note["state"], f"{note_path}: state")
+            state = load_state(where, expected_sha256=note["sha256"])
         except (files.DamagedFileError, FileNotFoundError, KeyError):
             continue  # a damaged newer pair: fall back to an older one if any
         return state, note

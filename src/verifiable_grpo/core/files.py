@@ -19,10 +19,45 @@ from pathlib import Path
 from typing import Any
 
 TEMP_PREFIX = ".tmp-"
+# Bounds on what is read back (items 2 of the threat model in book/provenance.md): the
+# biggest record a run writes is a few MB, and none nests deeper than a dozen levels.
+MAX_JSON_BYTES = 32 << 20
+MAX_DEPTH = 100
+SHOWN_CHARS = 200  # a value quoted in an error message is cut to this length
 
 
 class DamagedFileError(ValueError):
     """A file exists but cannot be read as what it should be (truncated, altered)."""
+
+
+class OutsideFolderError(ValueError):
+    """A path read from a record or note leads outside the folder it must stay in."""
+
+
+def inside(
+    base: str | os.PathLike, rel: Any, what: str, allowed: tuple | list | None = None
+) -> Path:
+    """`base`/`rel` with every symlink resolved: a path a record or note names (relative to
+    `base`) must stay inside `base` (or inside one of `allowed`), so that an edited record
+    cannot make a command read, hash or load a file elsewhere. OutsideFolderError (one
+    line) for an absolute path, a '..' that climbs out, or a symlink that leads out."""
+    text = str(rel) if isinstance(rel, (str, os.PathLike)) else ""
+    if not text or "\x00" in text:
+        raise OutsideFolderError(f"{what}: {shorten(repr(rel))} is not a relative path")
+    if Path(text).is_absolute():
+        raise OutsideFolderError(
+            f"{what}: {shorten(text)} is an absolute path; a record names its files "
+            f"relative to {base}; refused"
+        )
+    target = (Path(base) / text).resolve()
+    for root in allowed if allowed is not None else [base]:
+        root = Path(root).resolve()
+        if target == root or root in target.parents:
+            return target
+    where = " or ".join(str(r) for r in (allowed if allowed is not None else [base]))
+    raise OutsideFolderError(
+        f"{what}: {shorten(text)} leads outside {where} (through '..' or a symlink); refused"
+    )
 
 
 def sha256_file(path: str | os.PathLike) -> str:
@@ -98,15 +133,86 @@ def save_json(path: str | os.PathLike, value: Any, overwrite: bool = False) -> P
     return write_bytes(path, text.encode("utf-8"), overwrite)
 
 
-def read_json(path: str | os.PathLike) -> Any:
-    """JSON from a file; a truncated or altered file is named in the error."""
+def shorten(text: Any, limit: int = SHOWN_CHARS) -> str:
+    """`text` as a string of at most about `limit` characters (an error quotes a value, never
+    a whole file's worth of it)."""
+    text = str(text)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text):,} characters)"
+
+
+def check_size(path: str | os.PathLike, limit: int, what: str) -> None:
+    """DamagedFileError when the file is bigger than `limit` bytes: refused before a byte of
+    it is parsed."""
+    size = os.stat(path).st_size
+    if size > limit:
+        raise DamagedFileError(
+            f"{path}: {size:,} bytes, more than the {limit:,} a {what} of this project can "
+            "reach; refused unread"
+        )
+
+
+def too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
+    """Whether lists and mappings nest deeper than `limit` (walked without recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
+
+
+def read_json(path: str | os.PathLike, limit: int = MAX_JSON_BYTES) -> Any:
+    """JSON from a file; a truncated, altered, oversized or absurdly nested file is named in
+    a one-line error."""
+    check_size(path, limit, "JSON record")
     try:
         with open(path, encoding="utf-8") as handle:
-            return json.load(handle)
+            value = json.load(handle)
+        deep = too_deep(value)
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise DamagedFileError(
-            f"{path} is damaged (not valid JSON: {err}); it was truncated or altered"
+            f"{path} is damaged (not valid JSON: {shorten(err)}); it was truncated or altered"
         ) from err
+    except RecursionError:  # the parser itself gave up on the nesting
+        deep = True
+    if deep:
+        raise DamagedFileError(
+            f"{path}: nested deeper than {MAX_DEPTH} levels, which no record of this project "
+            "is; refused"
+        )
+    return value
+
+
+DIGEST_SUFFIX = ".sha256"
+
+
+def save_cached_json(path: str | os.PathLike, value: Any) -> Path:
+    """A result a rerun reuses instead of recomputing (a lift candidate's, a sweep
+    setting's): written atomically, then its SHA-256 beside it (NAME.sha256)."""
+    path = save_json(path, value)
+    digest = sha256_file(path)
+    write_bytes(path.with_name(path.name + DIGEST_SUFFIX), f"{digest}\n".encode(), True)
+    return path
+
+
+def read_cached_json(path: str | os.PathLike) -> Any:
+    """A reused result, checked against the SHA-256 beside it; a result written before
+    these digests (no NAME.sha256) is read as it is."""
+    path = Path(path)
+    beside = path.with_name(path.name + DIGEST_SUFFIX)
+    if beside.is_file():
+        with open(beside, encoding="utf-8") as handle:
+            check_sha256(path, handle.read(100).strip(), "reused result")
+    return read_json(path)
 
 
 def check_sha256(path: str | os.PathLike, expected: str | None, what: str = "file") -> None:

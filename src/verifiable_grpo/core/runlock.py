@@ -55,8 +55,10 @@ def usable_folder(out: str | os.PathLike) -> Path:
 
 def _holder(path: Path) -> dict:
     try:
-        return json.loads(path.read_text(encoding="utf-8") or "{}")
-    except (OSError, ValueError):
+        with open(path, encoding="utf-8") as handle:  # a holder note is a few hundred bytes
+            holder = json.loads(handle.read(1 << 16) or "{}")
+        return holder if isinstance(holder, dict) else {}
+    except (OSError, ValueError, RecursionError):
         return {}
 
 

@@ -20,6 +20,7 @@ import typing
 from collections.abc import Callable
 from typing import Any
 
+from verifiable_grpo.core.files import shorten
 from verifiable_grpo.core.schema_checks import INT64
 
 
@@ -77,15 +78,19 @@ def _coerce(hint, value) -> tuple[Any, bool]:
 
 
 def _show(value) -> str:
-    return f"{value!r} ({type(value).__name__})" if value is not None else "null"
+    """A value as an error quotes it: its repr cut short (a huge value, or one a YAML alias
+    repeats, must not turn into a huge message)."""
+    if value is None:
+        return "null"
+    return f"{shorten(repr(value))} ({type(value).__name__})"
 
 
 def _range_problem(value, metadata) -> str | None:
     if type(value) is int and not INT64[0] <= value <= INT64[1]:
-        return f"must be a 64-bit integer (|value| < 2**63), got {value}"
+        return f"must be a 64-bit integer (|value| < 2**63), got {shorten(value)}"
     for check in metadata["checks"]:
         if not check.ok(value):
-            return f"must be {check.text}, got {value!r}"
+            return f"must be {check.text}, got {shorten(repr(value))}"
     return None
 
 
@@ -132,7 +137,8 @@ def check_section(cls, raw, path: str, section: str, problems: list[str]) -> Any
             valid.add(f.name)
     for name in raw:
         if name not in names:
-            close = difflib.get_close_matches(str(name), names, n=1)
+            name = shorten(name, 80)
+            close = difflib.get_close_matches(name, names, n=1)
             known = (
                 f"did you mean {close[0]}?"
                 if close

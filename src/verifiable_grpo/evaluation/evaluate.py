@@ -25,6 +25,7 @@ from verifiable_grpo.core import interrupts
 from verifiable_grpo.core.config import load_config, provenance, read_json, save_json, sha256_file
 from verifiable_grpo.core.config_schema import typed
 from verifiable_grpo.core.faults import fault_point
+from verifiable_grpo.core.files import inside
 from verifiable_grpo.core.progress import tqdm
 from verifiable_grpo.core.runfolder import (
     INFERENCE_MODES,
@@ -300,7 +301,7 @@ def check_inference(out_dir, policy: str) -> dict | None:
         )
     audit = read_json(audit_path)
     for entry in audit["files"].values():
-        path = folder / entry["file"]
+        path = inside(folder, entry["file"], f"{audit_path}: file")
         if not path.is_file() or sha256_file(path) != entry["sha256"]:
             raise ValueError(f"{path} is missing or differs from its audit")
     return audit

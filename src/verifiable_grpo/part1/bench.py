@@ -470,6 +470,11 @@ def command_pipeline(args) -> int:
 
     if not args.run:
         raise ValueError("bench pipeline needs --run FOLDER (a finished `run` folder)")
+    if not (Path(args.run) / "timings.json").is_file():
+        raise FileNotFoundError(
+            f"{args.run} is not a finished run folder (no timings.json): finish it with "
+            "`python -m verifiable_grpo run --config CONFIG --out FOLDER` first"
+        )
     result = pipeline_compare.compare_run(args.run)
     first = pipeline_compare.first_recording()
     result["first_recording"] = first

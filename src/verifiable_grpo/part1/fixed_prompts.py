@@ -176,18 +176,23 @@ def run(
     out = Path(out)
     done = out / "result.json"
     if done.is_file():
-        return files.read_json(done)
+        return files.read_cached_json(done)
     config = setting_config(base, setting)
     started = time.perf_counter()
     sweep.prepare_folder(out / "base", config)
     tokenizer = model_lib.load_tokenizer(config)
-    warm, _ = model_lib.reload_policy(RunFolder(out / "base").policy("warmstart"), config)
+    warm_folder = RunFolder(out / "base")
+    warm, _ = model_lib.reload_policy(
+        warm_folder.policy("warmstart"), config, warm_folder.recorded_policy_sha256("warmstart")
+    )
     warm.eval()
     examples = data.read_examples(out / "base" / "learning-data", "train")
     selection = out / "selection.json"
     if not selection.is_file():
-        files.save_json(selection, select_prompts(warm, tokenizer, config, examples, setting))
-    chosen = files.read_json(selection)
+        files.save_cached_json(
+            selection, select_prompts(warm, tokenizer, config, examples, setting)
+        )
+    chosen = files.read_cached_json(selection)
     train = out / "train"
     if not (train / "learning-data" / "MANIFEST.json").is_file():
         data.write_train_subset(
@@ -204,7 +209,10 @@ def run(
         else run_grpo_branch(config, train, "grpo", "continuous", progress=progress)
     )
     policy = copy.deepcopy(warm)
-    policy.load_state_dict(checkpoint.load_state(folder.state("grpo", "continuous"))["model"])
+    trained_state = checkpoint.load_state(  # checked against its learning record first
+        folder.state("grpo", "continuous"), folder.recorded_state_sha256("grpo", "continuous")
+    )
+    policy.load_state_dict(trained_state["model"])
     policy.eval()
     trained_examples = data.read_examples(train / "learning-data", "train")
     after = success_counts(policy, tokenizer, probe_config(config), trained_examples, setting.draws)
@@ -225,7 +233,7 @@ def run(
         "seconds": time.perf_counter() - started,
         "provenance": provenance(config),
     }
-    files.save_json(done, result)
+    files.save_cached_json(done, result)
     return result
 
 

@@ -95,15 +95,18 @@ def run_trl(base: dict, ours_folder, out, setting=fixed_prompts.RECORDED_SETTING
     ours_folder, out = Path(ours_folder), Path(out)
     done = out / "result.json"
     if done.is_file():
-        return files.read_json(done)
+        return files.read_cached_json(done)
     config = fixed_prompts.setting_config(base, setting)
     cfg = typed(config)
-    chosen = files.read_json(ours_folder / "selection.json")
+    chosen = files.read_cached_json(ours_folder / "selection.json")
     examples = data.read_examples(ours_folder / "train" / "learning-data", "train")
     tokenizer = model_lib.load_tokenizer(config)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
-    policy, _ = model_lib.reload_policy(RunFolder(ours_folder / "base").policy("warmstart"), config)
+    warm_folder = RunFolder(ours_folder / "base")
+    policy, _ = model_lib.reload_policy(
+        warm_folder.policy("warmstart"), config, warm_folder.recorded_policy_sha256("warmstart")
+    )
     device = policy.device
     rendered = [
         prompts.render_text(tokenizer, prompts.messages_for(e["statement"]), True) for e in examples
@@ -149,5 +152,5 @@ def run_trl(base: dict, ours_folder, out, setting=fixed_prompts.RECORDED_SETTING
         ],
         "provenance": provenance(config),
     }
-    files.save_json(done, result)
+    files.save_cached_json(done, result)
     return result

@@ -36,6 +36,18 @@ def command_learn(args) -> int:
                 f"{[c.name for c in lift_study.CANDIDATES]}"
             ]
         )
+    if args.what == "lift":  # a missing prerequisite, before any folder is touched
+        for candidate in lift_study.CANDIDATES:
+            if candidate.model == smollm2_candidate.MODEL and candidate.name in (
+                args.candidates or []
+            ):
+                smollm2_candidate.check_weights(smollm2_candidate.smollm2_config(base, candidate))
+    chosen = Path(args.out) / "fixed-prompts" / "selection.json"
+    if args.what == "fixed-prompts-trl" and not chosen.is_file():
+        raise FileNotFoundError(
+            f"no {chosen}: TRL trains on the prompts ours chose; run `python -m "
+            f"verifiable_grpo learn fixed-prompts --out {args.out}` first"
+        )
     names = getattr(args, "objectives", None)
     try:
         fixed_prompt_objectives.check_names(names or [])

@@ -160,7 +160,7 @@ def run_candidate(base: dict, candidate: Candidate, runs, progress: bool = True)
     folder = Path(runs) / candidate.name
     done = folder / "result.json"
     if done.is_file():
-        return files.read_json(done)
+        return files.read_cached_json(done)
     started = time.perf_counter()
     record, policy, scored = sweep.train_and_score(config, folder, progress)
     result = {
@@ -173,7 +173,7 @@ def run_candidate(base: dict, candidate: Candidate, runs, progress: bool = True)
         **{k: sweep._compact(v) for k, v in scored.items()},
         "provenance": provenance(config),
     }
-    files.save_json(done, result)
+    files.save_cached_json(done, result)
     return result
 
 
@@ -225,7 +225,7 @@ def export(base: dict, runs, dest=None) -> Path:
     warm = sweep.warm_start_result(base, runs)
     sweep.check_warm_start(warm)
     results = [
-        files.read_json(runs / c.name / "result.json")
+        files.read_cached_json(runs / c.name / "result.json")
         for c in CANDIDATES
         if c.model == "tiny" and (runs / c.name / "result.json").is_file()
     ]
@@ -258,7 +258,7 @@ def export_own_warm_start(runs, model: str = smollm2_candidate.MODEL, dest=None)
     """data/recorded/lift-study/smollm2.json from the finished candidates of `model`."""
     runs = Path(runs)
     results = [
-        files.read_json(runs / c.name / "result.json")
+        files.read_cached_json(runs / c.name / "result.json")
         for c in CANDIDATES
         if c.model == model and (runs / c.name / "result.json").is_file()
     ]

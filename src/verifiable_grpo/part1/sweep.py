@@ -181,7 +181,10 @@ def _history(record: dict) -> list[dict]:
 
 def warm_policy(folder: Path, config: dict) -> tuple:
     """(policy, metadata): the warm start of a prepared run folder, in eval mode."""
-    policy, meta = model_lib.reload_policy(RunFolder(folder).policy("warmstart"), config)
+    run_folder = RunFolder(folder)
+    policy, meta = model_lib.reload_policy(
+        run_folder.policy("warmstart"), config, run_folder.recorded_policy_sha256("warmstart")
+    )
     policy.eval()
     return policy, meta
 
@@ -199,8 +202,13 @@ def train_only(config: dict, folder: Path, progress: bool = True) -> tuple:
         if trained.is_file()  # trained, not yet scored
         else run_grpo_branch(config, folder, "grpo", "continuous", progress=progress)
     )
-    policy, _ = warm_policy(folder, config)
-    state = checkpoint.load_state(run_folder.state("grpo", "continuous"))
+    policy, _ = model_lib.reload_policy(
+        run_folder.policy("warmstart"), config, run_folder.recorded_policy_sha256("warmstart")
+    )
+    state = checkpoint.load_state(  # checked against its learning record first
+        run_folder.state("grpo", "continuous"),
+        run_folder.recorded_state_sha256("grpo", "continuous"),
+    )
     policy.load_state_dict(state["model"], strict=True)
     policy.eval()
     return record, policy, None
@@ -217,7 +225,7 @@ def run_setting(base: dict, setting: Setting, runs: Path) -> dict:
     folder = runs / setting.name
     done = folder / "result.json"
     if done.is_file():  # written by this or an earlier version (`zvf`)
-        return with_current_names(files.read_json(done))
+        return with_current_names(files.read_cached_json(done))
     config = setting_config(base, setting)
     started = time.perf_counter()
     record, policy, scored = train_and_score(config, folder)
@@ -231,7 +239,7 @@ def run_setting(base: dict, setting: Setting, runs: Path) -> dict:
         **{k: _compact(v) for k, v in scored.items()},
         "provenance": provenance(config),
     }
-    files.save_json(done, result)
+    files.save_cached_json(done, result)
     return result
 
 
@@ -239,9 +247,12 @@ def warm_start_result(base: dict, runs: Path) -> dict:
     folder = runs / "warmstart"
     done = folder / "result.json"
     if done.is_file():
-        return files.read_json(done)
+        return files.read_cached_json(done)
     prepare_folder(folder, base)
-    policy, _ = model_lib.reload_policy(RunFolder(folder).policy("warmstart"), base)
+    warm = RunFolder(folder)
+    policy, _ = model_lib.reload_policy(
+        warm.policy("warmstart"), base, warm.recorded_policy_sha256("warmstart")
+    )
     policy.eval()
     scored = score_policy(policy, model_lib.load_tokenizer(base), base, folder)
     result = {
@@ -249,7 +260,7 @@ def warm_start_result(base: dict, runs: Path) -> dict:
         **{k: _compact(v) for k, v in scored.items()},
         "provenance": provenance(base),
     }
-    files.save_json(done, result)
+    files.save_cached_json(done, result)
     return result
 
 
@@ -334,9 +345,11 @@ def export(base: dict, runs, dest=None) -> Path:
             f"the sweep is not finished ({missing or ['warmstart']} missing): "
             "run `python -m verifiable_grpo sweep` first"
         )
-    warm = files.read_json(runs / "warmstart" / "result.json")
+    warm = files.read_cached_json(runs / "warmstart" / "result.json")
     check_warm_start(warm)
-    results = [with_current_names(files.read_json(runs / s.name / "result.json")) for s in SETTINGS]
+    results = [
+        with_current_names(files.read_cached_json(runs / s.name / "result.json")) for s in SETTINGS
+    ]
     if dest.exists():
         shutil.rmtree(dest)
     files.save_json(

@@ -23,6 +23,7 @@ from verifiable_grpo.core.config import (
     ConfigError,
     canonical_json,
     load_config,
+    repo_root,
     resolve,
     sections_hash,
     sha256_bytes,
@@ -293,6 +294,13 @@ def write_lock(lock: dict, path=LOCK_PATH) -> Path:
             )
     files.save_json(pin, {"lock_sha256": lock_sha256(lock), "choices": _choices(lock)})
     return files.save_json(target, lock)
+
+
+def warm_start_path(warm: dict) -> Path:
+    """The lock's warm start, which must lie in the repository's data/ folder (a lock names
+    a recorded policy; an edited path must not load a file from anywhere else)."""
+    root = repo_root()
+    return files.inside(root, warm["path"], "treatment lock: warm_start.path", [root / "data"])
 
 
 def read_lock(path=LOCK_PATH) -> tuple[dict, str]:

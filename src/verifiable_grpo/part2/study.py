@@ -32,7 +32,7 @@ import torch
 
 from verifiable_grpo.core import checkpoint, files, interrupts, runlock
 from verifiable_grpo.core import model as model_lib
-from verifiable_grpo.core.config import ConfigError, provenance, resolve
+from verifiable_grpo.core.config import ConfigError, provenance
 from verifiable_grpo.core.config_schema import typed
 from verifiable_grpo.core.faults import fault_point
 from verifiable_grpo.core.progress import tqdm
@@ -332,7 +332,7 @@ def warmstart_heldout(lock: dict, out, lock_sha: str, progress: bool = False) ->
     config = lock_lib.run_config(lock, next(iter(lock["regimes"])), lock["seeds"][0])
     data_dir, _ = prepare_data(out, config)
     warm = lock["warm_start"]
-    policy, _ = model_lib.reload_policy(resolve(warm["path"]), config, warm["sha256"])
+    policy, _ = model_lib.reload_policy(lock_lib.warm_start_path(warm), config, warm["sha256"])
     policy.eval()
     result = heldout.heldout_accuracy(policy, model_lib.load_tokenizer(config), config, data_dir)
     record = {
@@ -395,7 +395,7 @@ def _train_and_record(
     data_dir, learning = prepare_data(out, config)
     examples = data.read_examples(learning, "train")
     warm = lock["warm_start"]
-    warm_path = resolve(warm["path"])
+    warm_path = lock_lib.warm_start_path(warm)
     policy, _ = model_lib.reload_policy(warm_path, config, warm["sha256"])
     reference, _ = model_lib.reload_policy(warm_path, config, warm["sha256"])
     policy.eval()

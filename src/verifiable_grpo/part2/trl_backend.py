@@ -28,7 +28,7 @@ import torch
 from verifiable_grpo.core import files, interrupts, runlock
 from verifiable_grpo.core.config import ConfigError, config_hash, provenance, sha256_bytes
 from verifiable_grpo.core.record_names import with_current_names
-from verifiable_grpo.part2 import generation_lock, study, study_records
+from verifiable_grpo.part2 import generation_lock, study, study_records, trl_checkpoints
 from verifiable_grpo.part2 import lock as lock_lib
 from verifiable_grpo.part2 import trl_backend_config as run_config
 from verifiable_grpo.part2 import trl_backend_data as backend_data
@@ -101,22 +101,20 @@ def bind_run_config(out, config: dict) -> None:
         )
 
 
-def _newest_checkpoint(folder: Path, identity: dict) -> Path | None:
-    found = sorted(
-        (folder / "checkpoints").glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[1])
-    )
-    found = [p for p in found if (p / TELEMETRY_FILE).is_file()]
-    if not found:
+def _newest_checkpoint(folder: Path, identity: dict, main: bool = True) -> Path | None:
+    """The newest sealed checkpoint of the run, verified file by file (trl_checkpoints)."""
+    newest = trl_checkpoints.newest_verified(folder, main)
+    if newest is None:
         return None
-    theirs = files.read_json(found[-1] / TELEMETRY_FILE)["identity"]
+    theirs = files.read_json(newest / TELEMETRY_FILE)["identity"]
     differ = [k for k in identity if theirs.get(k) != identity[k]]
     if differ:
         raise ValueError(
-            f"{found[-1]} belongs to another run ({differ[0]} is "
+            f"{newest} belongs to another run ({differ[0]} is "
             f"{theirs.get(differ[0])!r}, this run's {identity[differ[0]]!r}): "
             "a run resumes only from its own checkpoints; use a new --out folder"
         )
-    return found[-1]
+    return newest
 
 
 def grpo_config(config, fields, seed, updates, layout, folder, progress):
@@ -308,7 +306,7 @@ def _train_and_record(
     started,
 ):
     identity = _identity(lock_sha, config, arm, seed, regime)
-    resume = _newest_checkpoint(folder, identity)
+    resume = _newest_checkpoint(folder, identity, run_config.process_rank() == 0)
     updates = lock["regimes"][regime]["updates_per_rollout"]
     trainer, tokenizer = build_trainer(
         config, fields, arm, seed, updates, folder, processes, progress

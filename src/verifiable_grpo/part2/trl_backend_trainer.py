@@ -25,7 +25,8 @@ from transformers import TrainerCallback
 from trl import GRPOTrainer
 
 from verifiable_grpo.core import files, interrupts
-from verifiable_grpo.part2 import gsm8k
+from verifiable_grpo.core.faults import fault_point
+from verifiable_grpo.part2 import gsm8k, trl_checkpoints
 from verifiable_grpo.training import objectives, samplers
 
 REFILL_SEED_OFFSET = 600
@@ -264,12 +265,14 @@ class FamilyGRPOTrainer(GRPOTrainer):
 
 class TelemetryCheckpoint(TrainerCallback):
     """Writes the telemetry so far and the run's identity into every checkpoint folder
-    (TRL's checkpoint does not know them), after TRL has written the folder."""
+    (TRL's checkpoint does not know them), after TRL has written the folder, then seals
+    the folder (trl_checkpoints: every file's SHA-256, checked before a resume)."""
 
     def __init__(self, trainer: FamilyGRPOTrainer, identity: dict):
         self.trainer, self.identity = trainer, identity
 
     def on_save(self, args, state, control, **kwargs):
+        self.trainer.accelerator.wait_for_everyone()  # every process's RNG file is written
         if not state.is_world_process_zero:
             return control
         folder = f"{args.output_dir}/checkpoint-{state.global_step}"
@@ -281,6 +284,8 @@ class TelemetryCheckpoint(TrainerCallback):
                 "telemetry": self.trainer.family_telemetry,
             },
         )
+        fault_point("trl-before-seal")  # TRL's files and the telemetry written, no seal
+        trl_checkpoints.seal(folder)
         return control
 
 

@@ -20,7 +20,7 @@ import os
 import random
 from pathlib import Path
 
-from verifiable_grpo.core.config import sha256_bytes, sha256_file
+from verifiable_grpo.core.config import read_json, sha256_bytes, sha256_file
 from verifiable_grpo.core.config_schema import COUNTS  # the split sizes the profile contract fixes
 from verifiable_grpo.task.statements import TEMPLATES, canonical_response, render_statement
 from verifiable_grpo.task.verifier import compute_final_stock, generate_problem, normalized_problem
@@ -189,7 +189,7 @@ def _manifest(data_dir: Path, required: bool) -> dict | None:
         if required:
             raise FileNotFoundError(f"{path} is missing: not a finished dataset folder")
         return None
-    return json.loads(path.read_bytes())
+    return read_json(path)  # bounded: size and nesting
 
 
 def _verify(data_dir: Path, names, manifest: dict | None) -> None:
@@ -215,7 +215,7 @@ def _verify(data_dir: Path, names, manifest: dict | None) -> None:
 def _read_verified(data_dir, names: list[str]) -> list:
     data_dir = Path(data_dir)
     _verify(data_dir, names, _manifest(data_dir, required=False))
-    return [json.loads((data_dir / name).read_bytes()) for name in names]
+    return [read_json(data_dir / name) for name in names]
 
 
 def read_examples(data_dir, split: str) -> list[dict]:

@@ -78,7 +78,8 @@ def _continue_after_crash(run: GRPORun) -> bool:
     run.loop_seconds_before = float(state["timings"]["loop_seconds"])
     run.evidence = dict(note["evidence"])
     for rel, digest in run.evidence.items():
-        files.check_sha256(out / rel, digest, "rollout evidence")
+        where = files.inside(out, rel, f"crash note of {run.stage}: evidence")
+        files.check_sha256(where, digest, "rollout evidence")
     beyond = [rel for rel in existing if rel not in run.evidence]
     crash.move_aside(
         out, run.stage, beyond, f"written after the crash checkpoint at iteration {run.iteration}"

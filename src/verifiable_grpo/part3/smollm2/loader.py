@@ -11,12 +11,11 @@ at all: `meta_model()` builds the same architecture on the `meta` device.
 from __future__ import annotations
 
 import importlib.util
-import json
 from pathlib import Path
 
 import torch
 
-from verifiable_grpo.core import files
+from verifiable_grpo.core import files, folder_digests
 from verifiable_grpo.core.config import resolve
 from verifiable_grpo.core.model_sources import (
     GGUF_INSTALL,
@@ -27,6 +26,7 @@ from verifiable_grpo.core.model_sources import (
 )
 
 CACHE = "runs/part3/smollm2-fp32"
+SEAL = "SEAL.json"  # every file's SHA-256 (core.folder_digests), checked before each load
 # The architecture the GGUF file holds (read from its metadata once; tested against the file).
 SMOLLM2_135M = dict(
     vocab_size=49152,
@@ -93,6 +93,7 @@ def _convert(cache: Path, source: Path) -> None:
         {"gguf_file": source.name, "wheel": GGUF_WHEEL, "gguf_sha256": files.sha256_file(source)},
         overwrite=True,
     )
+    folder_digests.seal(partial, SEAL, why="written by loader._convert from the GGUF file")
     partial.rename(cache)  # whole folder or nothing: a killed conversion is redone
 
 
@@ -105,6 +106,7 @@ def load(cache: str | Path | None = None, gguf_folder: str | Path | None = None)
         source = gguf_file(gguf_folder)  # a missing wheel fails here, before any work
         cache.parent.mkdir(parents=True, exist_ok=True)
         _convert(cache, source)
+    verify_cache(cache)
     model = AutoModelForCausalLM.from_pretrained(
         str(cache), dtype=torch.float32, attn_implementation="sdpa"
     )
@@ -113,6 +115,18 @@ def load(cache: str | Path | None = None, gguf_folder: str | Path | None = None)
     return model, tokenizer
 
 
+def verify_cache(cache: str | Path | None = None) -> Path:
+    """The FP32 folder, every file checked against its seal; a folder written before seals
+    existed is sealed now (trusted on first use, as the record says)."""
+    cache = resolve(cache or CACHE)
+    if not folder_digests.is_sealed(cache, SEAL):
+        folder_digests.seal(
+            cache, SEAL, why="sealed on first use: written before the loader sealed its folder"
+        )
+    folder_digests.verify(cache, SEAL, "SmolLM2 FP32 folder")
+    return cache
+
+
 def source_record(cache: str | Path | None = None) -> dict:
     """Which GGUF file the cached weights came from (for a result's provenance)."""
-    return json.loads((resolve(cache or CACHE) / "source.json").read_text())
+    return files.read_json(resolve(cache or CACHE) / "source.json")
