@@ -141,3 +141,23 @@ def test_the_band_bench_swaps_its_shape_in_and_back():
     assert bench.BENCH_SHAPE == before
     # the recorded one-at-a-time SmolLM2 candidate: 60 iterations x 4 prompts x G 4
     assert 2.0 < band_bench.recorded_sequential_seconds() < 5.0
+
+
+def test_the_band_bench_formats_its_result():
+    from verifiable_grpo.part1 import band_bench
+
+    arms = [
+        {"arm": name, "median_seconds": {"total": total}}
+        for name, total in (("ours, batched", 20.0), ("TRL", 100.0))
+    ]
+    result = {
+        "shape": band_bench.SHAPE,
+        "sets": 3,
+        "arms": arms,
+        "seconds_per_response": {a["arm"]: band_bench.per_response(a) for a in arms},
+        "ratio_ours_to_trl": 0.2,
+        "recorded_sequential_seconds_per_response": 3.1,
+        "speedup_over_recorded": 3.1 / band_bench.per_response(arms[0]),
+    }
+    text = band_bench.format_band_bench(result)
+    assert "0.625 s per response" in text and "ours / TRL per rollout set: 0.20" in text

@@ -89,9 +89,18 @@ def bench_band(sets: int = 3, warmup: int = 1, sequential_sets: int = 1) -> dict
 
 
 def format_band_bench(result: dict) -> str:
-    lines = [bench.format_bench({**result, "exact_kl_memory": None, "pipeline": {}}).split("\n")[0]]
-    for name, seconds in result["seconds_per_response"].items():
-        lines.append(f"{name:34} {seconds:7.3f} s per response")
+    shape = result["shape"]
+    lines = [
+        f"SmolLM2-135M-Instruct, rollout set of {shape['prompts']} prompts x G="
+        f"{shape['group_size']}, <= {shape['max_new_tokens']} new tokens, "
+        f"{shape['updates_per_rollout']} updates; median of {result['sets']} sets"
+    ]
+    for arm in result["arms"]:
+        median = arm["median_seconds"]["total"]
+        lines.append(
+            f"{arm['arm']:34} {median:7.1f} s per set, "
+            f"{result['seconds_per_response'][arm['arm']]:6.3f} s per response"
+        )
     lines.append(
         f"ours / TRL per rollout set: {result['ratio_ours_to_trl']:.2f}; "
         f"ours against the recorded {result['recorded_sequential_seconds_per_response']:.2f} s "

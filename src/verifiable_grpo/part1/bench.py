@@ -448,9 +448,9 @@ def command_bench(args) -> int:
         from verifiable_grpo.part1 import band_bench
 
         result = band_bench.bench_band(args.sets, args.warmup)
-        print(band_bench.format_band_bench(result))
-        if args.save:
+        if args.save:  # first: a formatting slip must not lose minutes of measurement
             print(f"saved {save_json(repo_root() / args.save, result)}")
+        print(band_bench.format_band_bench(result))
         return 0
     result = bench_grpo(
         args.sets, args.warmup, with_trl=not args.no_trl, with_kl=not args.no_kl, runs=args.runs
