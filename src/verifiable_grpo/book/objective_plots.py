@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.figure import Figure
 
-from verifiable_grpo.book.plots import moving_average
+from verifiable_grpo.book.plots import moving_average, smoothed
 from verifiable_grpo.part1 import fixed_prompt_objectives
 
 COMPARISON_COLUMNS = (
@@ -61,7 +61,7 @@ def plot_objective_runs(grpo: dict, runs: dict, rows: list[dict], window: int = 
         axes[2].plot(it, [h["mean_exact_kl"] for h in history], **style)
         axes[3].plot(it, [h["mean_entropy"] for h in history], **style)
     axes[0].set(
-        title=f"reward on the trained prompts ({window}-iteration mean)",
+        title=smoothed("reward on the trained prompts", window),
         xlabel="iteration",
         ylim=(0, 1),
     )
