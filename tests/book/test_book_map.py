@@ -44,6 +44,13 @@ def test_reading_hours_round_up_to_the_half_hour():
         book_map.reading_hours(-1)
 
 
+def test_chapter_times_and_word_counts_are_coarse():
+    chapter = book_map.Chapter("x", "x", words=150 * 12, exercises=0)
+    assert book_map.chapter_minutes(chapter) == 10
+    assert book_map.chapter_minutes(book_map.Chapter("x", "x", 10, 0)) == 5
+    assert book_map.thousands(22_232) == "22,000"
+
+
 def test_render_replaces_only_the_marked_block():
     page = "before\n<!-- map:x -->\nold\n<!-- /map -->\nafter\n"
     assert book_map.render(page, "new") == "before\n<!-- map:x -->\nnew\n<!-- /map -->\nafter\n"

@@ -87,6 +87,17 @@ def reading_hours(words: int, rate: int = WORDS_PER_MINUTE) -> float:
     return math.ceil(words / rate / 30) / 2
 
 
+def chapter_minutes(ch: Chapter) -> int:
+    """A chapter's reading time to the nearest 5 minutes (at least 5): coarse on purpose,
+    so that editing a paragraph rarely changes the map."""
+    return max(5, 5 * round(ch.words / WORDS_PER_MINUTE / 5))
+
+
+def thousands(words: int) -> str:
+    """A word count to the nearest thousand, as the map prints it ("22,000")."""
+    return f"{1000 * round(words / 1000):,}"
+
+
 def _hours(hours: float) -> str:
     return f"{hours:g} hour" + ("" if hours == 1 else "s")
 
@@ -101,7 +112,7 @@ def intro_map() -> str:
         name = part.page.split("/")[-1]
         rows.append(
             f"| {{doc}}`{part.caption} <{name}>` | {len(part.chapters)} | {part.exercises} "
-            f"| {part.words:,} | about {_hours(reading_hours(part.words))} |"
+            f"| about {thousands(part.words)} | about {_hours(reading_hours(part.words))} |"
         )
     return "\n".join(rows)
 
@@ -109,15 +120,14 @@ def intro_map() -> str:
 def part_glance(part: Part) -> str:
     """A part page's block: count, reading time, and every chapter's title in order."""
     lines = [
-        f"**At a glance:** {len(part.chapters)} chapters, {part.words:,} words, about "
-        f"{_hours(reading_hours(part.words))} of reading at {WORDS_PER_MINUTE} words a "
-        f"minute, {part.exercises} exercise{'' if part.exercises == 1 else 's'} with a checker; running the cells and "
-        "solving the exercises come on top.",
+        f"**At a glance:** {len(part.chapters)} chapters, about {thousands(part.words)} words, "
+        f"about {_hours(reading_hours(part.words))} of reading at {WORDS_PER_MINUTE} words a "
+        f"minute, {part.exercises} exercise{'' if part.exercises == 1 else 's'} with a "
+        "checker; running the cells and solving the exercises come on top.",
         "",
     ]
     for number, ch in enumerate(part.chapters, 1):
-        minutes = max(1, round(ch.words / WORDS_PER_MINUTE))
-        lines.append(f"{number}. {{doc}}`{ch.title} <../{ch.file}>` ({minutes} min)")
+        lines.append(f"{number}. {{doc}}`{ch.title} <../{ch.file}>` ({chapter_minutes(ch)} min)")
     return "\n".join(lines)
 
 
