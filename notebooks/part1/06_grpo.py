@@ -188,15 +188,15 @@ Table(["per-draw success on 200 validation problems", "warm start", "after train
 # over the responses of a prompt, then over prompts. Both terms of the per-token loss
 # $\ell_{i,g,t}$ are reduced the same way.
 #
-# **What this normalisation does not fix.** [The practical's
-# specification](../../book/references.md), the assignment Part I follows, names two
+# **What this normalisation does not fix.** {ref}`The practical's
+# specification <ref-practical>`, the assignment Part I follows, names two
 # caveats. *Length:* dividing by $|y_{i,g}|$ gives every response the same total
 # weight, so each token of a short response weighs more than a token of a long one; for a
 # negative advantage this penalises a long wrong answer less per token, which can favour
-# longer wrong answers (Dr. GRPO removes the per-response length division for this reason).
+# longer wrong answers ({ref}`Dr. GRPO <ref-drgrpo>` removes the per-response length division for this reason).
 # *Difficulty:* the standard deviation in the advantage (chapter 2) scales up groups of
 # prompts the policy almost always solves or almost always fails. And the penalty differs from
-# [the GRPO paper's](../../book/references.md) (DeepSeekMath): the paper estimates the KL from the sampled token with k3 (chapter 4),
+# the GRPO paper's ({ref}`DeepSeekMath, Shao et al. 2024 <ref-deepseekmath>`): the paper estimates the KL from the sampled token with k3 (chapter 4),
 # whose gradient is that of the forward KL; this practical uses the exact reverse KL at the
 # visited prefixes. Part II measures the variants.
 #
@@ -466,7 +466,7 @@ def my_grpo_iteration(policy, reference, optimizer, task, group_size=4, epsilon=
     # 2. Verify every response.
     rewards = ...      # TODO: float64 tensor [P, G] of task.reward(prompt, response)
 
-    # 3. Group advantages (chapter 2): population std, epsilon 1e-8, one group per row.
+    # 3. Group advantages (chapter 2): population std, delta 1e-8, one group per row.
     advantages = ...   # TODO: [P, G]
 
     # 4. `updates` clipped updates on this same rollout set.

@@ -18,7 +18,7 @@
 #
 # Chapters 6 and 8 recorded the practical's own GRPO run, and it barely moved the policy:
 # an exact KL of about $10^{-3}$, no clipping, per-draw test success within noise of the
-# warm start. This chapter leaves [the practical's specification](../../book/references.md)
+# warm start. This chapter leaves {ref}`the practical's specification <ref-practical>`
 # (the assignment chapters 1 to 9 follow) on purpose. It asks whether *some*
 # GRPO setting on the same tiny base, from the same recorded warm start, lifts per-draw
 # test success above the warm start's, and it answers with runs we executed, not with a

@@ -84,9 +84,9 @@ print(labs.provenance_line("reward-model"))
 # ## Where Bradley-Terry comes from
 #
 # Suppose a rater's utility for a response is its reward plus noise, $u(x) = r(x) +
-# \varepsilon$, with independent standard Gumbel noise, $P(\varepsilon \le t) =
+# \xi$, with independent standard Gumbel noise, $P(\xi \le t) =
 # \exp(-e^{-t})$. The rater prefers $x$ to $x'$ when $u(x) > u(x')$. Condition on
-# $\varepsilon'$ and integrate:
+# $\xi'$ and integrate:
 #
 # $$P(u(x) > u(x')) = \int e^{-t}\, e^{-e^{-t}}\; \exp\!\big(-e^{-(t + r(x') - r(x))}\big)\,dt
 # = \frac{1}{1 + e^{-(r(x) - r(x'))}} = \sigma\big(r(x) - r(x')\big).$$
