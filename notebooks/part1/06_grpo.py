@@ -207,16 +207,20 @@ Table(["per-draw success on 200 validation problems", "warm start", "after train
 # token terms are averaged, the KL term and how prompts are sampled. The code keeps each
 # variant as one frozen entry of a registry, and the training loop reads its choices from
 # the entry. Part I runs `part1`; the other rows are the variants Part II compares
-# (chapter II.7 adds newer ones). The last
-# column is a short fingerprint of the entry's choices: a study fixed in advance writes it
-# down, so a variant cannot change afterwards without the change showing.
+# (chapter II.7 adds newer ones). The `sha256` column is a short fingerprint of the
+# entry's choices: a study fixed in advance writes it down, so a variant cannot change
+# afterwards without the change showing. Two narrow tables, so both fit a phone's width.
 
 # %%
 from verifiable_grpo.training.objectives import get_objective, objective_from_config, registry_table
 
 print("this profile's objective:", objective_from_config(config).name)
-Table(*registry_table([get_objective(name) for name in (
-    "part1", "grpo", "drgrpo", "dapo", "gspo", "aero", "bnpo", "dr_grpo", "dapo_token")]))
+entries = [get_objective(name) for name in (
+    "part1", "grpo", "drgrpo", "dapo", "gspo", "aero", "bnpo", "dr_grpo", "dapo_token")]
+display(Table(*registry_table(entries, ("name", "sha256", "advantages", "ratio", "clip")),
+              title="the registry (1 of 2): fingerprint, advantages, ratio, clip"))
+Table(*registry_table(entries, ("name", "aggregation", "KL", "sampler")),
+      title="the registry (2 of 2): aggregation, KL, sampler")
 
 # %% [markdown]
 # ## A live run

@@ -115,10 +115,15 @@ def paired_interval(p):
     return f"{p['difference']:+.4f} [{p['low']:+.4f}, {p['high']:+.4f}]"
 
 
+def verdict(p):
+    return "below" if p["high"] < 0 else "above" if p["low"] > 0 else "no gain shown"
+
+
 # Two narrow tables rather than one wide one: the verdict first, what moved beside it.
-display(Table(["setting", "validation per-draw", "test per-draw vs warm start [95% CI]",
-               "McNemar p (draw 0)"],
-              [[marked(row), f"{row['validation_per_draw']['correct']}/800",
+display(Table(["setting", "verdict (test per-draw)", "validation per-draw",
+               "test per-draw vs warm start [95% CI]", "McNemar p (draw 0)"],
+              [[marked(row), verdict(row["paired_vs_warm_start"]),
+                f"{row['validation_per_draw']['correct']}/800",
                 paired_interval(row["paired_vs_warm_start"]),
                 f"{row['paired_vs_warm_start']['mcnemar_p']:.3f}"]
                for row in summary["settings"]], title="selection and verdict"))
