@@ -12,7 +12,13 @@ import pytest
 
 from verifiable_grpo.book import claims
 from verifiable_grpo.book.claims import fixed, percent, signed
-from verifiable_grpo.part1 import fixed_prompt_objectives, fixed_prompts, lift_study, sweep
+from verifiable_grpo.part1 import (
+    advantage_scale,
+    fixed_prompt_objectives,
+    fixed_prompts,
+    lift_study,
+    sweep,
+)
 
 SWEEP_PAGE = "notebooks/part1/10_beyond_the_budget.py"
 
@@ -151,6 +157,22 @@ def _group_size_bill():
     return [fixed(mixed[8], 2), fixed(mixed[4], 2), f"{100 * mixed[4] / mixed[8]:.0f}"]
 
 
+def _step_size_reading():
+    grpo = fixed_prompts.recorded()["ours"]
+    runs = fixed_prompt_objectives.recorded()["runs"]
+    named = ("reinforce", "reinforce_baseline", "rloo", "reinforce_pp")
+    rel = {r["objective"]: r["relative"] for r in advantage_scale.scales(named, grpo)}
+    diff = {
+        r["objective"]: r["difference"]
+        for r in fixed_prompt_objectives.comparison({n: runs[n] for n in named}, grpo)
+    }
+    return [fixed(rel[n], 2) for n in named] + [
+        fixed(1 / rel["reinforce_baseline"], 1),
+        signed(diff["reinforce_baseline"]),
+        signed(diff["reinforce"]),
+    ]
+
+
 CLAIMS = {
     "I.10 no setting learns": (SWEEP_PAGE, "**No setting learns.**", _no_setting_learns),
     "I.10 larger step": (SWEEP_PAGE, "**A larger step did harm", _larger_step_harmed),
@@ -162,6 +184,11 @@ CLAIMS = {
         "notebooks/part2/06_training_inference_mismatch.py",
         "The reading at this scale",
         _mismatch_reading,
+    ),
+    "II.7 step size": (
+        "notebooks/part2/07_newer_objectives.py",
+        "**What the comparison can say.**",
+        _step_size_reading,
     ),
     "III.10 group size": (
         "notebooks/part3/10_case_study_bill.py",
