@@ -33,8 +33,8 @@ def test_part1_cites_the_specific_entry(chapter):
     )
 
 
-def test_no_part1_chapter_links_the_top_of_the_references_page():
-    for path in sorted(ROOT.glob("notebooks/part1/*.py")):
+def test_no_chapter_links_the_top_of_the_references_page():
+    for path in sorted(ROOT.glob("notebooks/part*/*.py")):
         assert "](../../book/references.md)" not in path.read_text(), (
             f"{path.name} links the top of references.md: cite the entry with {{ref}}"
         )
@@ -69,3 +69,12 @@ def test_the_pattern_catches_the_old_spelling():
     assert STD_EPSILON.search(r"$A = (r - \bar r) / (\sigma + \epsilon)$")
     assert STD_EPSILON.search(r"(\mathrm{std}(r) + \epsilon)")
     assert not STD_EPSILON.search(r"\mathrm{clip}(\rho, 1-\epsilon, 1+\epsilon)")
+
+
+def test_part3_teaches_on_its_own_terms():
+    """Each Part III chapter cites its source once by entry and never narrates against
+    "the course" (a reader of this book has not taken it)."""
+    for path in sorted(ROOT.glob("notebooks/part3/*.py")):
+        text = path.read_text()
+        assert "the course" not in text.lower(), f"{path.name} still says 'the course'"
+        assert "<ref-module>`" in text, f"{path.name} does not cite the post-training module"
