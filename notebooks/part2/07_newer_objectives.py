@@ -306,9 +306,11 @@ print("lowest final entropy:", min(by_name, key=lambda n: by_name[n]["final_entr
 from verifiable_grpo.part1 import advantage_scale
 
 scale_rows = advantage_scale.scales(fixed_prompt_objectives.OBJECTIVES_RUN, grpo_run)
-Table(["objective", "relative to GRPO", "mean |A|", "mean |A| (mixed groups)", "minus GRPO"],
-      [[r["objective"], f"{r['relative']:.2f}", f"{r['mean_abs']:.3f}",
-        f"{r['mean_abs_mixed']:.3f}", f"{by_name[r['objective']]['difference']:+.3f}"]
+# the result beside the name, so it stays on screen on a phone
+Table(["objective", "minus GRPO", "scale relative to GRPO", "mean |A|",
+       "mean |A| (mixed groups)"],
+      [[r["objective"], f"{by_name[r['objective']]['difference']:+.3f}", f"{r['relative']:.2f}",
+        f"{r['mean_abs']:.3f}", f"{r['mean_abs_mixed']:.3f}"]
        for r in scale_rows])
 
 # %% [markdown]
