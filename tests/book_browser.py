@@ -126,6 +126,14 @@ def layout_problems(report: dict, equations_must_fit: bool = True) -> list[str]:
             for s in report["wide_math"]
         ]
     problems += [f"table cells run together: {s!r}" for s in report["cramped"]]
+    problems += [
+        f"verdict column off-screen at {report['width']} px: {s}"
+        for s in report.get("hidden_verdicts", [])
+    ]
+    problems += [
+        f"code cell wider than the column at {report['width']} px: {s}"
+        for s in report.get("code_overflow", [])
+    ]
     if report["math_errors"]:
         problems.append(f"{report['math_errors']} MathJax errors")
     for live in report.get("live", []):

@@ -10,6 +10,7 @@
     return false;
   }
   function loaded(img) { return img.complete && img.naturalWidth > 0 && img.naturalHeight > 0; }
+  var VERDICT = /learns\?|verdict|minus GRPO/i;
   function snippet(el) { return el.textContent.replace(/\s+/g, " ").trim().slice(0, 70); }
 
   function measure() {
@@ -41,6 +42,22 @@
         var room = gap + parseFloat(style.paddingRight) + parseFloat(next.paddingLeft);
         if (room < 4 && cells[i].offsetWidth > 0) { report.cramped.push(snippet(row)); break; }
       }
+    });
+    // A code cell wraps at the column's width: no line hides past the edge.
+    report.code_overflow = [];
+    article.querySelectorAll("div.cell_input pre").forEach(function (pre) {
+      if (pre.scrollWidth > pre.clientWidth + 1) report.code_overflow.push(snippet(pre));
+    });
+    // A table's verdict (learns?, a paired interval against the baseline, a p-value) must be
+    // on screen without scrolling the table's box sideways.
+    report.hidden_verdicts = [];
+    article.querySelectorAll("table").forEach(function (table) {
+      var box = table.getBoundingClientRect();
+      var visible = Math.min(box.left + table.clientWidth, right);
+      table.querySelectorAll("th").forEach(function (th) {
+        if (VERDICT.test(th.textContent) && th.getBoundingClientRect().right > visible + 1)
+          report.hidden_verdicts.push(th.textContent.trim() + " | " + snippet(table));
+      });
     });
     article.querySelectorAll('script[type="application/vnd.jupyter.widget-view+json"]').forEach(function (s) {
       var output = s.parentElement;

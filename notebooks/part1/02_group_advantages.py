@@ -19,11 +19,12 @@
 # GRPO needs no learned critic. For each prompt it samples a *group* of G responses, scores
 # each with the verifier, and judges every response only against its own group: the
 # advantage is the reward minus the group mean, divided by the group's standard deviation
-# (plus a small epsilon). This chapter builds one such group from a real model, computes
+# plus a small constant $\delta$ (delta; the book keeps $\epsilon$ for the clip of chapter 3).
+# This chapter builds one such group from a real model, computes
 # its advantages, and applies one update to see which answers become more likely.
 #
 # **Invariant.** Every group has one prompt and G responses scored by the same verifier;
-# advantages use the population standard deviation and epsilon $10^{-8}$; a group whose
+# advantages use the population standard deviation and $\delta = 10^{-8}$; a group whose
 # rewards are all equal has advantages of exactly zero; sampling runs in eval mode.
 
 # %% tags=["colab"]
@@ -111,7 +112,7 @@ Table(["response", "finish", "verdict", "reward", "advantage"],
 #
 # For rewards $[1, 0, 1, 0]$ the mean is 0.5 and the population standard deviation is 0.5,
 # so the advantages are $\pm 0.5 / (0.5 + 10^{-8})$: about $\pm 1$, but not exactly, and
-# the epsilon is the reason. Part III's labs, TRL and `torch.std` use the *sample* standard
+# $\delta$ is the reason. Part III's labs, TRL and `torch.std` use the *sample* standard
 # deviation instead (divide by $G-1$), which gives $\pm 0.866$ for the same group of four
 # and $\pm 0.707$ for a group of two.
 
@@ -153,7 +154,7 @@ Table(["rewards", "std", "std value", "advantages"], rows, digits=6)
 # standardised advantage is no longer exactly unbiased, and it weights prompts unequally.
 # A prompt the policy almost always solves (or almost always fails) has a small std, and its
 # rare informative group is scaled up; this **difficulty bias** is one of the caveats that
-# [the practical's specification](../../book/references.md) (the assignment Part I follows)
+# {ref}`the practical's specification <ref-practical>` (the assignment Part I follows)
 # states, and the "no std" variants of Part II remove it. The check below
 # verifies the identity on the group above.
 
@@ -205,9 +206,10 @@ Table(["response", "advantage", "log p before", "log p after", "change"],
 # ## Try it
 #
 # Edit the rewards of a group, switch between the population and the sample standard
-# deviation, change epsilon. Try a group of eight with one right answer, then one with
-# seven: the lone outlier gets the large advantage. In the built book the widget below runs
-# in your browser; the same computation as `losses.group_advantages`, checked against it.
+# deviation, change $\delta$ (the package names this argument `epsilon`). Try a group of
+# eight with one right answer, then one with seven: the lone outlier gets the large
+# advantage. In the built book the widget below runs in your browser; the same computation
+# as `losses.group_advantages`, checked against it.
 #
 # <div class="vg-live" data-widget="advantages" data-rewards="1, 0, 1, 0"><em>(A live
 # widget appears here in the built book. In Jupyter or on Colab, run the next cell.)</em>
@@ -244,15 +246,15 @@ _ = policy.eval()  # back to eval mode
 # %% [markdown]
 # ## Exercise: group advantages
 #
-# Write `my_group_advantages(rewards, epsilon)`: `rewards` is a float64 tensor `[P, G]`, one
-# group per row; return $A = (r - \bar r) / (\sigma + \epsilon)$ per row, with the
+# Write `my_group_advantages(rewards, delta)`: `rewards` is a float64 tensor `[P, G]`, one
+# group per row; return $A = (r - \bar r) / (\sigma + \delta)$ per row, with the
 # **population** standard deviation $\sigma$. A constant group must give exactly 0. The
-# checker tries hand-computable groups, several groups at once, a tiny std where epsilon
+# checker tries hand-computable groups, several groups at once, a tiny std where $\delta$
 # matters, and constant groups, and names the usual mistakes (the sample std, one mean over
-# the whole batch, a missing epsilon).
+# the whole batch, a missing $\delta$).
 
 # %%
-def my_group_advantages(rewards, epsilon=1e-8):
+def my_group_advantages(rewards, delta=1e-8):
     raise NotImplementedError("replace this line with your code")
 
 # %%
@@ -265,12 +267,12 @@ result = check_group_advantages(my_group_advantages)
 # float mean of three rewards of 0.1 is not exactly 0.1, so the solution uses the common value.
 
 # %% tags=["hide-input"]
-def solution_group_advantages(rewards, epsilon=1e-8):
+def solution_group_advantages(rewards, delta=1e-8):
     mean = rewards.mean(dim=1, keepdim=True)
     constant = (rewards == rewards[:, :1]).all(dim=1, keepdim=True)
     mean = torch.where(constant, rewards[:, :1], mean)       # exact zeros for a constant group
     centred = rewards - mean
     std = centred.square().mean(dim=1, keepdim=True).sqrt()   # population std: divide by G
-    return centred / (std + epsilon)
+    return centred / (std + delta)
 
 result = check_group_advantages(solution_group_advantages)

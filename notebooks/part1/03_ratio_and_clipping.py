@@ -21,7 +21,9 @@
 # likely the current policy makes a sampled token than the policy that sampled it, and the
 # clipped objective $\min(\rho A,\ \mathrm{clip}(\rho, 1-\epsilon, 1+\epsilon)\,A)$ stops
 # rewarding a move once the ratio has gone far enough in the direction the advantage asks
-# for.
+# for. The clip comes from PPO, proximal policy optimisation
+# ({ref}`Schulman et al. 2017 <ref-ppo>`), which GRPO keeps; what GRPO drops is PPO's learned
+# value function (Part III, chapter 11, shows the difference).
 #
 # You will learn what the ratio measures, where the clip removes the gradient for a positive
 # and for a negative advantage, and why a wrong clip can hide behind tests that use only
@@ -159,7 +161,7 @@ Table(["update", "min ratio", "max ratio", "outside [0.8,1.2]", "active clip", "
         r["active_clip_fraction"], r["gradient_norm"]] for r in report], digits=4)
 
 # %% [markdown]
-# [The practical's specification](../../book/references.md) (the assignment Part I follows)
+# {ref}`The practical's specification <ref-practical>` (the assignment Part I follows)
 # asks for two updates per rollout set, and they are what give the clip something to do;
 # TRL's default of one update per generation batch leaves its clip metrics at zero. The
 # GRPO chapter measures how far the ratios actually moved, update by update, in the

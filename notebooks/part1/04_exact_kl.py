@@ -179,9 +179,11 @@ print("gradient = autograd through kl_div, within 1e-12:", within(ours, leaf.gra
 # %% [markdown]
 # ## Against the sampled estimators
 #
-# With tokens drawn from the current policy and $\log r = \log p_\text{ref} - \log
-# p_\text{cur}$, the usual one-sample estimators are k1 $= -\log r$, k2 $= (\log r)^2/2$ and
-# k3 $= r - 1 - \log r$. k1 and k3 are unbiased for the KL; k2 is not. Averaged over many
+# With tokens drawn from the current policy and $d = \log p_\text{cur} - \log
+# p_\text{ref}$ at the sampled token, the usual one-sample estimators
+# ({ref}`Schulman's note on approximating the KL <ref-kl-approx>`) are k1 $= d$,
+# k2 $= d^2/2$ and k3 $= e^{-d} - 1 + d$ (the note writes them with the ratio
+# $p_\text{ref}/p_\text{cur} = e^{-d}$). k1 and k3 are unbiased for the KL; k2 is not. Averaged over many
 # draws at each visited prefix they approach the exact value; a GRPO loss built from one
 # draw per position sees the noise instead.
 
@@ -211,7 +213,7 @@ Table(["next token", "exact", "k1 mean", "k3 mean", "k2 mean", "k1 std (1 draw)"
 #   whose value it estimates. The two agree to first order when $p \approx q$ and part ways
 #   as the policy moves.
 #
-# The GRPO paper penalises the policy with this sampled k3 (one token per position), and
+# The GRPO paper ({ref}`Shao et al. 2024 <ref-deepseekmath>`) penalises the policy with this sampled k3 (one token per position), and
 # so do most GRPO libraries; this practical uses the exact reverse KL on the visited
 # prefixes instead, so its gradient is the reverse-KL gradient at those prefixes, without
 # sampling noise. The table computes each expected gradient exactly (every token $y$ of the

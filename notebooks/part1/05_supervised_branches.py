@@ -139,7 +139,7 @@ Table(["update", "epoch", "learning rate", "loss", "tokens"],
 # ## The recorded tiny run
 #
 # The tiny profile ran both branches with the budgets of
-# [the practical's specification](../../book/references.md) (the assignment this part
+# {ref}`the practical's specification <ref-practical>` (the assignment this part
 # follows) on a CPU, with learning rate 2e-4 instead of its 2e-5 (see [the tiny base's page](../../book/tiny-base.md)
 # for why).
 

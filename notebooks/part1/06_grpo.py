@@ -204,15 +204,15 @@ Table(["per-draw success on 200 validation problems", "warm start", "after train
 # over the responses of a prompt, then over prompts. Both terms of the per-token loss
 # $\ell_{i,g,t}$ are reduced the same way.
 #
-# **What this normalisation does not fix.** [The practical's
-# specification](../../book/references.md), the assignment Part I follows, names two
+# **What this normalisation does not fix.** {ref}`The practical's
+# specification <ref-practical>`, the assignment Part I follows, names two
 # caveats. *Length:* dividing by $|y_{i,g}|$ gives every response the same total
 # weight, so each token of a short response weighs more than a token of a long one; for a
 # negative advantage this penalises a long wrong answer less per token, which can favour
-# longer wrong answers (Dr. GRPO removes the per-response length division for this reason).
+# longer wrong answers ({ref}`Dr. GRPO <ref-drgrpo>` removes the per-response length division for this reason).
 # *Difficulty:* the standard deviation in the advantage (chapter 2) scales up groups of
 # prompts the policy almost always solves or almost always fails. And the penalty differs from
-# [the GRPO paper's](../../book/references.md) (DeepSeekMath): the paper estimates the KL from the sampled token with k3 (chapter 4),
+# the GRPO paper's ({ref}`DeepSeekMath, Shao et al. 2024 <ref-deepseekmath>`): the paper estimates the KL from the sampled token with k3 (chapter 4),
 # whose gradient is that of the forward KL; this practical uses the exact reverse KL at the
 # visited prefixes. Part II measures the variants.
 #
@@ -223,16 +223,20 @@ Table(["per-draw success on 200 validation problems", "warm start", "after train
 # token terms are averaged, the KL term and how prompts are sampled. The code keeps each
 # variant as one frozen entry of a registry, and the training loop reads its choices from
 # the entry. Part I runs `part1`; the other rows are the variants Part II compares
-# (chapter II.7 adds newer ones). The last
-# column is a short fingerprint of the entry's choices: a study fixed in advance writes it
-# down, so a variant cannot change afterwards without the change showing.
+# (chapter II.7 adds newer ones). The `sha256` column is a short fingerprint of the
+# entry's choices: a study fixed in advance writes it down, so a variant cannot change
+# afterwards without the change showing. Two narrow tables, so both fit a phone's width.
 
 # %%
 from verifiable_grpo.training.objectives import get_objective, objective_from_config, registry_table
 
 print("this profile's objective:", objective_from_config(config).name)
-Table(*registry_table([get_objective(name) for name in (
-    "part1", "grpo", "drgrpo", "dapo", "gspo", "aero", "bnpo", "dr_grpo", "dapo_token")]))
+entries = [get_objective(name) for name in (
+    "part1", "grpo", "drgrpo", "dapo", "gspo", "aero", "bnpo", "dr_grpo", "dapo_token")]
+display(Table(*registry_table(entries, ("name", "sha256", "advantages", "ratio", "clip")),
+              title="the registry (1 of 2): fingerprint, advantages, ratio, clip"))
+Table(*registry_table(entries, ("name", "aggregation", "KL", "sampler")),
+      title="the registry (2 of 2): aggregation, KL, sampler")
 
 # %% [markdown]
 # ## A live run
@@ -482,7 +486,7 @@ def my_grpo_iteration(policy, reference, optimizer, task, group_size=4, epsilon=
     # 2. Verify every response.
     rewards = ...      # TODO: float64 tensor [P, G] of task.reward(prompt, response)
 
-    # 3. Group advantages (chapter 2): population std, epsilon 1e-8, one group per row.
+    # 3. Group advantages (chapter 2): population std, delta 1e-8, one group per row.
     advantages = ...   # TODO: [P, G]
 
     # 4. `updates` clipped updates on this same rollout set.

@@ -135,7 +135,7 @@ print("same model digest:", verdict["continuous"]["model_digest"] == verdict["re
 # ## The recorded tiny run: five branches
 #
 # The pipeline ran every branch three ways with the budgets of
-# [the practical's specification](../../book/references.md): the warm start
+# {ref}`the practical's specification <ref-practical>`: the warm start
 # and further SFT interrupted after one epoch, GRPO after 40 of its 100 iterations, the two
 # exercise branches after 8 of their 20.
 

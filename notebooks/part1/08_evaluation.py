@@ -82,7 +82,7 @@ print("problems:", results["problems"], "| populations:", results["populations"]
 #
 # Each bar is a success rate on the 200 test problems (ALL), and on their two halves of 100:
 # problems like the training ones (ID50) and problems outside that range (OOD100). The black bars
-# mark 95% Wilson intervals; a per-draw rate counts each problem once, because the four draws
+# mark 95% Wilson intervals ({ref}`Wilson 1927 <ref-wilson>`); a per-draw rate counts each problem once, because the four draws
 # of one problem are not independent. Where two policies' intervals overlap widely, the plot
 # alone cannot tell them apart: the paired comparisons below can.
 
@@ -111,7 +111,7 @@ Table(["policy", "greedy correct", "draws correct", "valid JSON (draws)", "no EO
 # %% [markdown]
 # ## Beside the practical's published figures
 #
-# [The practical's specification](../../book/references.md), the assignment Part I
+# {ref}`The practical's specification <ref-practical>`, the assignment Part I
 # follows, publishes its authors' own observations (Qwen2.5-0.5B-Instruct, on their
 # hardware, ALL problems only). They are **not** measurements of this book and are shown only
 # for scale.
@@ -134,11 +134,11 @@ Table(["policy", "greedy pass@1 (spec.)", "per-draw (spec.)", "greedy pass@1 (ou
 # on which the policies *disagree* carry information about their difference. Two paired
 # tools, applied to every pair of policies:
 #
-# - the **paired bootstrap** of the per-problem success rate (each problem's mean over its
+# - the **paired bootstrap** ({ref}`Efron 1979 <ref-bootstrap>`) of the per-problem success rate (each problem's mean over its
 #   four draws): resample the 200 problems with replacement, 10,000 times, keeping each
 #   problem's two results together, and read the 2.5 % and 97.5 % quantiles of the mean
 #   difference;
-# - the **exact McNemar test** on a binary outcome per problem (here each problem's first
+# - the **exact McNemar test** ({ref}`McNemar 1947 <ref-mcnemar>`) on a binary outcome per problem (here each problem's first
 #   draw, sampled with the same seed for both policies): with $b$ problems solved only by
 #   the first policy and $c$ only by the second, under "no difference" each of the $b + c$
 #   discordant problems is a fair coin, so $p = \min(1,\ 2\,P(X \le \min(b, c)))$ with
@@ -168,7 +168,7 @@ print("pairs with McNemar p < 0.05:",
 
 # %% [markdown]
 # Ten pairs are ten tests: at the 5 % level one of them can come out "significant" by chance
-# alone. The Benjamini-Hochberg procedure controls the expected share of false discoveries
+# alone. The Benjamini-Hochberg procedure ({ref}`Benjamini and Hochberg 1995 <ref-bh>`) controls the expected share of false discoveries
 # among the rejected ones; here it is applied to the ten McNemar p-values.
 
 # %%

@@ -18,7 +18,7 @@
 #
 # Chapters 6 and 8 recorded the practical's own GRPO run, and it barely moved the policy:
 # an exact KL of about $10^{-3}$, no clipping, per-draw test success within noise of the
-# warm start. This chapter leaves [the practical's specification](../../book/references.md)
+# warm start. This chapter leaves {ref}`the practical's specification <ref-practical>`
 # (the assignment chapters 1 to 9 follow) on purpose. It asks whether *some*
 # GRPO setting on the same tiny base, from the same recorded warm start, lifts per-draw
 # test success above the warm start's, and it answers with runs we executed, not with a
@@ -107,17 +107,31 @@ warm = summary["warm_start"]
 print(f"warm start: validation per-draw {warm['validation_per_draw']['correct']}/800, "
       f"test greedy {warm['test_greedy']['correct']}/200, test per-draw "
       f"{warm['test_per_draw']['correct']}/800 (the same counts as chapter 8's record)")
-Table(["setting", "validation per-draw", "test greedy", "test per-draw",
-       "paired difference vs warm start [95% CI]", "McNemar p (draw 0)", "KL (last 10)",
-       "max clipped", "train s"],
-      [[row["name"] + (" (selected)" if row["name"] == summary["selected"] else ""),
-        f"{row['validation_per_draw']['correct']}/800",
-        f"{row['test_greedy']['correct']}/200", f"{row['test_per_draw']['correct']}/800",
-        f"{row['paired_vs_warm_start']['difference']:+.4f} "
-        f"[{row['paired_vs_warm_start']['low']:+.4f}, {row['paired_vs_warm_start']['high']:+.4f}]",
-        f"{row['paired_vs_warm_start']['mcnemar_p']:.3f}", f"{row['last10_kl']:.1e}",
+def marked(row):
+    return row["name"] + (" (selected)" if row["name"] == summary["selected"] else "")
+
+
+def paired_interval(p):
+    return f"{p['difference']:+.4f} [{p['low']:+.4f}, {p['high']:+.4f}]"
+
+
+def verdict(p):
+    return "below" if p["high"] < 0 else "above" if p["low"] > 0 else "no gain shown"
+
+
+# Two narrow tables rather than one wide one: the verdict first, what moved beside it.
+display(Table(["setting", "verdict (test per-draw)", "validation per-draw",
+               "test per-draw vs warm start [95% CI]", "McNemar p (draw 0)"],
+              [[marked(row), verdict(row["paired_vs_warm_start"]),
+                f"{row['validation_per_draw']['correct']}/800",
+                paired_interval(row["paired_vs_warm_start"]),
+                f"{row['paired_vs_warm_start']['mcnemar_p']:.3f}"]
+               for row in summary["settings"]], title="selection and verdict"))
+Table(["setting", "test greedy", "test per-draw", "KL (last 10)", "max clipped", "train s"],
+      [[row["name"], f"{row['test_greedy']['correct']}/200",
+        f"{row['test_per_draw']['correct']}/800", f"{row['last10_kl']:.1e}",
         f"{row['clip_max']:.3f}", f"{row['train_seconds']:.0f}"]
-       for row in summary["settings"]])
+       for row in summary["settings"]], title="what each setting did")
 
 # %%
 chosen = next(r for r in summary["settings"] if r["name"] == summary["selected"])
@@ -140,8 +154,9 @@ print("verdict:", "GRPO learned: the interval lies above zero" if summary["learn
 # **A larger step did harm, measurably.** Every setting at $10^{-4}$ or above ends *below*
 # the warm start, and for four of them the paired interval lies entirely below zero
 # (`lr1e-4`, `lr3e-4`, `lr1e-4-4upd`, `lr1e-4-200it`). Their KL to the warm start is 4 to 14
-# times the selected setting's, and the clip starts to act (up to 9.5 % of a batch's tokens
-# with four updates per rollout set). Their training reward does not rise either: over the
+# times the selected setting's, and the clip starts to act: up to 9.5 % of the tokens of
+# one update, with four updates per rollout set (the clip panel above draws each
+# iteration's largest update unsmoothed, so its peak is this one). Their training reward does not rise either: over the
 # last 20 iterations it is 0.08 to 0.17, against 0.14 to 0.17 over the first 20. And at
 # $3 \cdot 10^{-4}$ the share of constant-reward groups averages 0.77, so most groups
 # stop carrying any gradient. The policy moves away from the warm start without moving
@@ -185,9 +200,8 @@ from verifiable_grpo.book import learning_plots
 from verifiable_grpo.part1 import fresh_test, lift_study
 
 study = lift_study.recorded()["summary"]
-Table(["candidate", "training reward (first -> last fifth)", "validation per-draw",
-       "paired [95% CI]", "test per-draw", "paired [95% CI]", "test greedy", "paired [95% CI]",
-       "McNemar p (greedy)", "learns?"], lift_study.table_rows(study))
+display(Table(lift_study.VERDICT_COLUMNS, lift_study.verdict_rows(study), title="verdict"))
+Table(lift_study.DETAIL_COLUMNS, lift_study.detail_rows(study), title="the rates behind it")
 
 # %%
 display(show(learning_plots.plot_lift_intervals(study)))
@@ -230,10 +244,12 @@ print("declared, not run:", ", ".join(n for n in study["not_run"] if n not in ra
 # start, scored with the same seeds and problems as the tiny candidates.
 
 # %%
-Table(["candidate", "training reward (first -> last fifth)", "validation per-draw",
-       "paired [95% CI]", "test per-draw", "paired [95% CI]", "test greedy", "paired [95% CI]",
-       "McNemar p (greedy)", "learns?"],
-      [row for summary in own["summaries"] for row in lift_study.table_rows(summary)])
+display(Table(lift_study.VERDICT_COLUMNS,
+              [row for summary in own["summaries"] for row in lift_study.verdict_rows(summary)],
+              title="verdict"))
+Table(lift_study.DETAIL_COLUMNS,
+      [row for summary in own["summaries"] for row in lift_study.detail_rows(summary)],
+      title="the rates behind it")
 
 # %%
 for summary in own["summaries"]:

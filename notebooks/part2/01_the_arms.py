@@ -81,7 +81,8 @@ Table(head + ["paper"], [row + [source_of(row[0]).cite] for row in rows])
 # ## Why each variant exists
 #
 # Plain GRPO ({ref}`Shao et al. 2024 <ref-deepseekmath>`) scores each of $G$ answers to a
-# prompt by $\hat A_i = (r_i - \bar r)/(\mathrm{std}(r) + \epsilon)$, takes a
+# prompt by $\hat A_i = (r_i - \bar r)/(\mathrm{std}(r) + \delta)$ (a small $\delta$ keeps a
+# constant group finite; $\epsilon$ is the clip's), takes a
 # {term}`PPO <PPO>`-style clipped ratio per token, and averages each answer's token terms
 # before averaging over answers. Each variant below changes one of these choices for a
 # stated reason.
@@ -173,7 +174,7 @@ Table(["arm", "changes vs grpo", "TRL GRPOConfig", "needs a subclass for"],
 #    answer has no group to compare with, so AERO compares it with an estimate of the
 #    prompt's success rate $p$: with a uniform prior Beta(1,1) and $s$ successes among the
 #    $n$ answers drawn for the prompt, the posterior mean is $p = (s+1)/(n+2)$, and the
-#    advantage is $(r - p)/(\sqrt{p(1-p)} + \epsilon)$.
+#    advantage is $(r - p)/(\sqrt{p(1-p)} + \delta)$.
 #
 # Plain GRPO gives prompts A and E below advantage 0 (every answer agrees) and learns
 # nothing from them. Under AERO, A's single correct answer is reinforced a little

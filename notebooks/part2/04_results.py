@@ -119,10 +119,12 @@ for regime in regimes:
 for regime in regimes:
     part = analysis["regimes"][regime]
     print(f"regime {regime}")
-    display(Table(["arm - grpo", "difference", "95% CI (paired)", "p (sign flip)", "BH",
-                   "verdict"],
-                  [[c["arm"], f"{c['difference']:+.4f}", f"[{c['low']:+.4f}, {c['high']:+.4f}]",
-                    f"{c['p_value']:.4f}", f"{c['p_adjusted']:.4f}", c["verdict"]]
+    # the verdict beside the arm, so it stays on screen on a phone
+    display(Table(["arm - grpo", "verdict", "difference", "95% CI (paired)", "p (sign flip)",
+                   "BH"],
+                  [[c["arm"], c["verdict"], f"{c['difference']:+.4f}",
+                    f"[{c['low']:+.4f}, {c['high']:+.4f}]", f"{c['p_value']:.4f}",
+                    f"{c['p_adjusted']:.4f}"]
                    for c in part["comparisons"]]))
 verdicts = {r: [c["verdict"] for c in analysis["regimes"][r]["comparisons"]] for r in regimes}
 separated = {r: sorted({v for v in vs if v != "inconclusive"}) for r, vs in verdicts.items()}

@@ -292,8 +292,14 @@ print("every run still lifted every prompt:",
 # training moved by a few points, and the intervals say little. Each run has one training
 # seed, and the interval covers the choice of prompts, not the run's own randomness, so a
 # change as small as the sampler's number format already moves the result by this much.
-# The reading at this scale: the mismatch did no visible harm and the corrections gave no
-# visible help. Larger mismatches (another engine's kernels, top-p truncation, long
+# The reading at this scale: the mismatch alone did no measurable harm (without a
+# correction, −0.016 [−0.059, +0.012] against the float32 run) and the corrections did not
+# help. One of them ended measurably *below* it: `grpo_tis` at −0.039 [−0.070, −0.012], an
+# interval that excludes zero. That gap cannot be the correction acting, since TIS truncated
+# nothing (its token weights stayed between 0.697 and 1.228). With one training seed per
+# run and an interval that covers the prompts' draws, not the run's own randomness, the
+# honest reading is a difference of runs, not of methods; a second seed per arm would say
+# which. Larger mismatches (another engine's kernels, top-p truncation, long
 # answers whose sequence ratio multiplies thousands of token gaps) are where the cap starts
 # to act.
 #

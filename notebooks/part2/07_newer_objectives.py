@@ -276,7 +276,8 @@ print("lowest final entropy:", min(by_name, key=lambda n: by_name[n]["final_entr
 #   GRPO's success on every prompt: their weights were 1 to within $10^{-5}$, as chapter
 #   II.6 predicted, so they changed only the last bits of the weights. Chapter II.6 repeats
 #   them with a sampler that differs on purpose.
-# - **Three intervals exclude zero:** plain REINFORCE above GRPO, GMPO and REINFORCE with
+# - **Three intervals exclude zero** (the REINFORCE rows at another step size, as the next
+#   section measures): plain REINFORCE above GRPO, GMPO and REINFORCE with
 #   the group-mean baseline below it. Plain REINFORCE with rewards of 0 or 1 never pushes a
 #   wrong answer down; it pushes right answers up and nothing else, and it ended with the
 #   lowest entropy and the highest KL of all: it sharpened fastest onto the answers it
@@ -287,6 +288,51 @@ print("lowest final entropy:", min(by_name, key=lambda n: by_name[n]["final_entr
 #   chapter II.6 a change that should not matter (sampling in bfloat16) moved GRPO's
 #   success by a couple of points, so differences of that size are noise, and even the
 #   three above would need several seeds per objective before anyone builds on them.
+#
+# ## One learning rate, several step sizes
+#
+# Every run above used the same learning rate and the same KL term, $\beta = 0.02$ times
+# the exact prefix KL. That is fair to the optimiser and not to the objectives. The loss of
+# a token is its advantage times something of the ratio, plus $\beta$ times the KL. An
+# objective whose advantages are half GRPO's gives the KL term twice GRPO's relative weight,
+# and AdamW, which divides each step by a running estimate of the gradient's size, does not
+# undo that: it rescales the *sum* of the two terms, not their ratio. So the size of each
+# objective's advantages acts as a step size against the KL term. The cell below measures
+# it with each entry's own advantage rule, on groups of eight 0/1 rewards drawn at the
+# eight prompts' warm-start success rates (exactly, by enumerating a group's successes; by
+# a seeded simulation for REINFORCE++, whose rule sees the whole batch).
+
+# %%
+from verifiable_grpo.part1 import advantage_scale
+
+scale_rows = advantage_scale.scales(fixed_prompt_objectives.OBJECTIVES_RUN, grpo_run)
+# the result beside the name, so it stays on screen on a phone
+Table(["objective", "minus GRPO", "scale relative to GRPO", "mean |A|",
+       "mean |A| (mixed groups)"],
+      [[r["objective"], f"{by_name[r['objective']]['difference']:+.3f}", f"{r['relative']:.2f}",
+        f"{r['mean_abs']:.3f}", f"{r['mean_abs_mixed']:.3f}"]
+       for r in scale_rows])
+
+# %% [markdown]
+# **What the comparison can say.** Five objectives reuse GRPO's advantages, so their
+# comparison with GRPO is at one step size. The REINFORCE family does not: plain
+# REINFORCE's advantages are 0.31 of GRPO's, the group-mean baseline's 0.42, RLOO's 0.48,
+# and REINFORCE++'s 1.12. With a KL term about 2.4 times heavier relative to its advantages,
+# the baseline's −0.090 against GRPO is as well explained by the step size as by the
+# baseline or by noise. Plain REINFORCE ended +0.062 above GRPO *despite* a KL term about
+# three times heavier, which makes "it sharpened fastest" a statement about its
+# push-only-right-answers gradient rather than about a larger step. Neither difference is
+# a property of the objective until the step is equalised.
+#
+# **The rerun that equalises it, declared before it runs.** For the four objectives whose
+# scale is not GRPO's by construction (`advantage_scale.SCALE_MATCHED`), the same runs with
+# $\beta$ multiplied by the objective's relative scale, so that advantage and KL stand in
+# GRPO's ratio. Under AdamW that is the same update as rescaling the advantages to GRPO's
+# size, except for the gradient-norm clip, which sees the unscaled gradient. The command is
+# `python -m verifiable_grpo learn objectives --objectives --scale-matched --export`
+# (about ten minutes on a 2-core CPU); its record will be
+# `data/recorded/fixed-prompts/scale-matched.json`. It has not been run for this edition:
+# until it has, read the REINFORCE rows above as "at a different step size".
 #
 # ## Exercise: CISPO's per-token loss
 #

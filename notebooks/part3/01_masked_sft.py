@@ -28,7 +28,7 @@
 # items.
 #
 # The chapter follows the first lab of a course module on LLM post-training
-# ({ref}`the post-training module <ref-module>`, "the course" below):
+# ({ref}`the post-training module <ref-module>`):
 # - five families of synthetic engineering instructions with exactly checkable replies;
 # - a hand-written {term}`ChatML` rendering and a check on the BPE boundary;
 # - a plain few-shot probe before any training;
@@ -36,7 +36,7 @@
 # - 15 full-weight AdamW updates, with loss, stopping and exact answers before and after.
 #
 # We run it on SmolLM2-135M-**Instruct** ({ref}`Allal et al. 2025 <ref-smollm2>`; a 4-bit
-# GGUF file, de-quantised to FP32); the course uses the **base** checkpoint. Loading the model is too slow for the notebook tests, so the
+# GGUF file, de-quantised to FP32); the published lab uses the **base** checkpoint. Loading the model is too slow for the notebook tests, so the
 # data and arithmetic are computed live and every learned number is read from the run in
 # `data/recorded/part3/sft-metrics.json`.
 
@@ -124,9 +124,9 @@ Table(["position", "id", "token", "target"],
 # %%
 targets = [t["token"] for t in table if t["target"]]
 print("targets of the first conversation:", targets)
-print("the course's first conversation has the targets:", course["first_targets"])
+print("the published run's first conversation has the targets:", course["first_targets"])
 print(f"trained fraction of shifted positions: ours {100 * recorded['trained_fraction']:.3f} %, "
-      f"the course reports {course['trained_fraction_percent']:.3f} %")
+      f"the published run reports {course['trained_fraction_percent']:.3f} %")
 
 # %% [markdown]
 # Only about one position in ten is trained. The rest is the repeated system line, the
@@ -149,7 +149,7 @@ print(f"trained fraction of shifted positions: ours {100 * recorded['trained_fra
 
 # %%
 probe = recorded["probe"]
-Table(["plain 3-shot probe (50 items)", "ours: exact", "ours: majority baseline", "the course reports"], [
+Table(["plain 3-shot probe (50 items)", "ours: exact", "ours: majority baseline", "the published run reports"], [
     ["addition", probe["addition"]["exact"], probe["addition"]["majority_baseline"], course["probe"]["addition"]],
     ["limit (PASS / FAIL)", probe["limit"]["exact"], probe["limit"]["majority_baseline"],
      f"{course['probe']['limit']:.2f} (majority {course['probe']['limit_majority']:.2f})"],
@@ -161,7 +161,7 @@ Table(["plain 3-shot probe (50 items)", "ours: exact", "ours: majority baseline"
 #
 # **The chat rows.** The tokens `<|im_start|>` (id 1) and `<|im_end|>` (id 2) have rows in the
 # embedding table. SmolLM2 ties the embedding to the output head, so row 2 is also the output
-# weight that must win when the model should stop. The course found that in the *base*
+# weight that must win when the model should stop. The published run found that in the *base*
 # model these rows look untrained: they are nearly parallel (cosine 0.99976) and sit among
 # other unused special tokens. Its fix is to re-draw both rows from the table's
 # per-dimension mean and standard deviation before training.
@@ -170,9 +170,9 @@ Table(["plain 3-shot probe (50 items)", "ours: exact", "ours: majority baseline"
 rows = recorded["chat_rows"]
 print(f"cosine(row 1, row 2): ours {rows['before']['cosine']:.5f} before re-drawing, "
       f"{rows['after']['cosine']:.5f} after")
-print(f"the course reports {course['chat_rows']['cosine_before']:.5f} before, "
+print(f"the published run reports {course['chat_rows']['cosine_before']:.5f} before, "
       f"{course['chat_rows']['cosine_after']:.5f} after")
-Table(["nearest rows to <|im_end|> (ours)", "id", "cosine", "the course reports (base)"],
+Table(["nearest rows to <|im_end|> (ours)", "id", "cosine", "the published run reports (base)"],
       [[repr(n["token"]), n["id"], n["cosine"], f"{m[0]!r} {m[1]:.4f}"]
        for n, m in zip(rows["before"]["nearest_to_end"], course["chat_rows"]["nearest_to_end"])],
       digits=4)
@@ -193,7 +193,7 @@ Table(["nearest rows to <|im_end|> (ours)", "id", "cosine", "the course reports 
 # hint that rows look untrained, not a test of whether a model can stop.
 #
 # Re-drawing the rows throws away what instruct training put into them. We keep the step so
-# the run follows the course's recipe, and training then has to relearn stopping from
+# the run follows the lab's recipe, and training then has to relearn stopping from
 # re-drawn rows. The ablation that keeps the rows (`--no-row-init`) is the fair test of
 # what the step costs on this model.
 #
@@ -205,28 +205,28 @@ Table(["nearest rows to <|im_end|> (ours)", "id", "cosine", "the course reports 
 
 # %%
 history = {h["step"]: h["loss"] for h in recorded["history"]}
-Table(["update", "training loss (ours)", "the course reports"],
+Table(["update", "training loss (ours)", "the published run reports"],
       [[s, history[s], course["loss"][s]] for s in sorted(course["loss"])], digits=4)
 
 # %%
 fig, ax = plt.subplots(figsize=(6, 3))
 ax.plot(list(history), list(history.values()), marker="o", ms=3, label="ours (instruct, Q4_1)")
 ax.plot(list(course["loss"]), list(course["loss"].values()), marker="s", ls="--",
-        label="the course reports (base, FP32)")
+        label="the published run reports (base, FP32)")
 ax.set_xlabel("update"); ax.set_ylabel("masked loss (nats/token)"); ax.legend(); fig.tight_layout()
 show(fig)
 
 # %% [markdown]
-# **What the QUICK run costs.** The course sizes it to finish within 5 minutes on a laptop
+# **What the QUICK run costs.** The lab sizes it to finish within 5 minutes on a laptop
 # CPU. The record keeps two clocks: the 15 updates alone, and the whole command (loading
 # the cached FP32 weights, both held-out evaluations, the probe, two crash checkpoints of
 # weights and AdamW moments, 1.6 GB each, and saving the policy). Ours ran on a 2-core CPU;
-# the course reports only its training time.
+# the published run reports only its training time.
 
 # %%
 Table(["QUICK run", "15 updates (s)", "whole command (s)"],
       [["ours", f"{recorded['training_seconds']:.1f}", f"{recorded['provenance']['wall_seconds']:.1f}"],
-       ["the course reports", f"{course['training_seconds']:.1f}", "not reported"]])
+       ["the published run reports", f"{course['training_seconds']:.1f}", "not reported"]])
 
 # %%
 b, a = recorded["before"], recorded["after"]
@@ -241,7 +241,7 @@ Table(["expected", "generated after SFT"],
       [[r["reply"], g] for r, g in list(zip(recorded["held_out"], a["replies"]))[:10]])
 
 # %% [markdown]
-# **Why the numbers differ from the course's.**
+# **Why the numbers differ from the published run's.**
 # - **The starting point.** The instruct model already follows ChatML and often stops, so its
 #   "before" loss and stop rate are not the base model's 7.26 nats and 0 %.
 # - **4-bit weights**, de-quantised to FP32.
@@ -251,7 +251,7 @@ Table(["expected", "generated after SFT"],
 # - **Re-drawn chat rows.** On the instruct model this step removes trained rows instead
 #   of repairing untrained ones.
 #
-# The course also reports separate single-seed ablations. We recorded all three: the FULL
+# The published lab also reports separate single-seed ablations. We recorded all three: the FULL
 # budget, keeping the chat rows as loaded, and the loss on every token. FULL trains on 400
 # conversations, and its 50 held-out prompts are drawn to avoid those 400. Its held-out
 # set therefore differs in part from QUICK's (its "before" loss is 2.5425, not 2.4340).
@@ -262,20 +262,20 @@ ours = {"default QUICK": recorded, "no chat-row init": records.load_recorded("sf
         "FULL (50 updates)": records.load_recorded("sft-full")}
 commands = {"FULL (50 updates)": "lab sft --full", "no chat-row init": "lab sft --no-row-init",
             "no masking": "lab sft --no-mask", "default QUICK": "lab sft"}
-Table(["run", "ours: exact", "ours: stop", "the course reports: exact", "stop", "command"],
+Table(["run", "ours: exact", "ours: stop", "the published run reports: exact", "stop", "command"],
       [[name, ours[name]["after"]["exact"] if name in ours else "not run",
         ours[name]["after"]["stop"] if name in ours else "not run", exact, stop, commands[name]]
        for name, (exact, stop) in course["ablations"].items()], digits=2)
 
 # %% [markdown]
-# On the base model, keeping the rows was the course's worst setting: 2 % exact and 2 %
+# On the base model, keeping the rows was the published run's worst setting: 2 % exact and 2 %
 # stopping after 15 updates. On the instruct model it stops on every held-out prompt, as
 # the default run does, and scores a little lower on exact answers (0.62 against 0.70).
 # One seed and 50 items cannot separate 0.62 from 0.70. The stopping result is the point:
 # the instruct model's `<|im_end|>` row already works, although its cosine to row 1 is
-# 0.990. The course's fix answers a question this model does not pose.
+# 0.990. The lab's fix answers a question this model does not pose.
 #
-# Without masking, the course's run lost 18 points of exact match (0.48 against 0.66). We lost 10
+# Without masking, the published run lost 18 points of exact match (0.48 against 0.66). We lost 10
 # (0.60 against 0.70), and the held-out loss on the reply tokens is higher (0.3701 against
 # 0.2644). With one seed and 50 items, 10 points is not clearly more than noise. Without
 # the mask, about nine in ten terms of the loss are system and user tokens, which the
@@ -284,7 +284,7 @@ Table(["run", "ours: exact", "ours: stop", "the course reports: exact", "stop", 
 # The held-out loss above is still measured on the reply tokens only, for every run.
 #
 # FULL (50 updates over two epochs of 400 conversations) reaches 0.82 exact with 100 %
-# stopping, where the course reports 0.90. More than three times the updates bought 12
+# stopping, where the published run reports 0.90. More than three times the updates bought 12
 # points over QUICK's 0.70, and the mix moved: conversion rises from 0.8 to 1.0, addition
 # from 0.3 to 0.7 and sorting from 0.5 to 0.8, while the limit comparison falls from 0.9 to
 # 0.6. Extraction scores 1.0 after every run. Addition and the limit check swing the most from
@@ -294,7 +294,7 @@ Table(["run", "ours: exact", "ours: stop", "the course reports: exact", "stop", 
 # %% [markdown]
 # ### Try this, recorded: keep the rows and train longer
 #
-# The course asks for one more run of the setting that keeps the chat rows as loaded:
+# The lab asks for one more run of the setting that keeps the chat rows as loaded:
 # stop after 20 updates instead of 15 (`lab sft --no-row-init --steps 20`). The first 15
 # batches are the same rows in the same order, and both runs take their first two updates
 # at the full learning rate; from the third on, the cosine of the longer run decays more
@@ -312,7 +312,7 @@ Table(["updates (rows kept as loaded)", "last training loss", "held-out loss", "
        for n, r in sorted(updates.items())], digits=4)
 
 # %% [markdown]
-# On the course's base model this setting barely stopped at all after 15 updates, and the
+# On the published run's base model this setting barely stopped at all after 15 updates, and the
 # course asks whether 20 change that. On the instruct model the question does not arise:
 # both runs stop on all 50 held-out prompts. Five more updates lower the held-out loss
 # from 0.3235 to 0.2460 and raise exact match from 0.62 to 0.68; the whole gain is in
@@ -325,7 +325,7 @@ Table(["updates (rows kept as loaded)", "last training loss", "held-out loss", "
 # %% [markdown]
 # ### Try this, recorded: a sixth family that counts letters
 #
-# The course suggests a new family, letter counting, with its own evaluation prompts, and
+# The lab suggests a new family, letter counting, with its own evaluation prompts, and
 # warns that a new template does not bring a new skill with it. Our generator
 # (`chat_data.letters_split`) asks "How many letters are in the word W?" for 64
 # engineering words. A seeded shuffle holds 10 of them out, and the training rows use
@@ -366,6 +366,35 @@ Table(["held-out word", "letters", "reply after SFT", "a bare number", "right"],
 # the characters inside a token. The five old families score about as they did after QUICK
 # (the table above: 34 of their 50 items right, against 35); one seed and 10 items per
 # family cannot say whether the sixth family cost the others anything.
+
+# %% [markdown]
+# ## Exercise with a checker: the share of positions a batch trains on
+#
+# Exercise 3 below asks which mean `batch_loss` takes; the same question decides the
+# *trained fraction* this chapter printed above. Write `my_trained_fraction(masks)`: `masks`
+# is a list of conversations, each a list of 0/1 over its shifted positions (1 where the
+# position is a target). Return the share of the batch's positions that are targets. The
+# checker runs hidden batches and names the mistake; a worked solution is hidden below.
+
+# %%
+def my_trained_fraction(masks):
+    raise NotImplementedError("replace this line with your code")
+
+# %%
+from verifiable_grpo.exercises import check_trained_fraction
+
+result = check_trained_fraction(my_trained_fraction)
+
+# %% [markdown]
+# A worked solution (hidden in the book). Count targets and positions over the whole batch, then divide once. A mean of
+# per-conversation shares weighs a 2-token conversation like a 200-token one.
+
+# %% tags=["hide-input"]
+def solution_trained_fraction(masks):
+    return sum(sum(m) for m in masks) / sum(len(m) for m in masks)
+
+
+result = check_trained_fraction(solution_trained_fraction)
 
 # %% [markdown]
 # ## Exercises

@@ -28,7 +28,7 @@
 # why folding the factors back into $W$ changes nothing a reader could see.
 #
 # The chapter follows the second lab of a course module on LLM post-training
-# ({ref}`the post-training module <ref-module>`, "the course" below). It wraps every
+# ({ref}`the post-training module <ref-module>`). It wraps every
 # projection of SmolLM2-135M-Instruct with such an update. Our
 # `training/lora.py` is written from scratch and tested against `peft` 0.21.2 (same outputs
 # and gradients on shared weights). We check three things:
@@ -110,7 +110,7 @@ course = lora_lab.MODULE_REPORTS
 
 # %%
 s = lora_lab.structure(rank=8)
-Table(["quantity", "ours (live, meta device)", "the course reports"], [
+Table(["quantity", "ours (live, meta device)", "the published run reports"], [
     ["frozen base parameters", f"{s['base_parameters']:,}", "134,515,008"],
     ["wrapped projections", s["wrapped"], course["wrapped"]],
     ["trainable (rank 8)", f"{s['trainable']:,}", f"{course['trainable']:,}"],
@@ -126,7 +126,7 @@ Table(["quantity", "ours (live, meta device)", "the course reports"], [
 # block. Then 8 × 10,176 × 30 blocks = 2,442,240, which is 1.783 % of the 136,957,248
 # parameters the adapted model holds. AdamW keeps two FP32 moments per trained value:
 # 2 × 4 bytes × 2,442,240 = 19.54 MB, against 1,076.12 MB for the whole model (decimal MB).
-# The structural numbers are the same as the course's because the architecture is the same.
+# The structural numbers are the same as the published run's because the architecture is the same.
 #
 # ## Exact start and merge, live on a micro model
 #
@@ -158,7 +158,7 @@ print("after merge, still wrapped:", len(lora.lora_modules(micro)),
 # %% [markdown]
 # ## The recorded run
 #
-# The recorded run follows the course's recipe:
+# The recorded run follows the lab's recipe:
 # - re-draw the two chat rows of the embedding (see the masked-SFT chapter);
 # - freeze the base and wrap all 210 projections at rank 8 with α = 16 (so s = 2);
 # - train 24 AdamW steps at 1e-3 on batches of 16 of the 400 training conversations;
@@ -166,14 +166,14 @@ print("after merge, still wrapped:", len(lora.lora_modules(micro)),
 
 # %%
 history = {h["step"]: h["loss"] for h in recorded["history"]}
-Table(["step", "training loss (ours)", "the course reports"],
+Table(["step", "training loss (ours)", "the published run reports"],
       [[step, history[step], course["loss"][step]] for step in sorted(course["loss"])], digits=4)
 
 # %%
 fig, ax = plt.subplots(figsize=(6, 3))
 ax.plot(list(history), list(history.values()), marker="o", ms=3, label="ours (instruct, Q4_1)")
 ax.plot(list(course["loss"]), list(course["loss"].values()), marker="s", ms=3, ls="--",
-        label="the course reports (base, FP32)")
+        label="the published run reports (base, FP32)")
 ax.set_xlabel("update"); ax.set_ylabel("masked loss (nats/token)"); ax.legend(); fig.tight_layout()
 show(fig)
 
@@ -182,10 +182,10 @@ a, m = recorded["adapted"], course["adapted"]
 rows = [["held-out loss", a["loss"], m["loss"]], ["stop rate", a["stop"], m["stop"]],
         ["exact match", a["exact"], m["exact"]]]
 rows += [[f"exact: {f}", a["families"][f], course["families"][f]] for f in course["families"]]
-Table(["adapted model", "ours", "the course reports"], rows, digits=4)
+Table(["adapted model", "ours", "the published run reports"], rows, digits=4)
 
 # %%
-Table(["merge check", "ours", "the course reports"], [
+Table(["merge check", "ours", "the published run reports"], [
     ["initial max |logit difference|", str(recorded["initial_logit_difference"]),
      str(course["initial_logit_difference"])],
     ["merged parameters", f"{recorded['merged_parameters']:,}", "134,515,008"],
@@ -197,22 +197,52 @@ Table(["merge check", "ours", "the course reports"], [
 ])
 
 # %% [markdown]
-# **Why our learned numbers differ from the course's.** The structure is identical, but the
+# **Why our learned numbers differ from the published run's.** The structure is identical, but the
 # weights are not:
-# - **Another model.** We start from SmolLM2-135M-*Instruct*; the course starts from the
+# - **Another model.** We start from SmolLM2-135M-*Instruct*; the published run starts from the
 #   *base* checkpoint. The instruct model has already been trained on ChatML, so its
 #   starting loss on these conversations is far lower.
 # - **4-bit weights.** The only offline copy is a Q4_1 GGUF file, de-quantised to FP32. Every
 #   weight is rounded to one of 16 levels per block of 32.
-# - **Another data draw.** Our generator follows the course's rules, not its code, so the
+# - **Another data draw.** Our generator follows the lab's rules, not its code, so the
 #   400 conversations differ.
 # - **Another CPU.** This changes the last digits of every sum, and greedy decoding can
 #   amplify them.
 #
-# The training time is wall-clock on a 2-core CPU; the course's is from a laptop.
+# The training time is wall-clock on a 2-core CPU; the published one is from a laptop.
 #
 # The merge difference is not zero because $W + sBA$ is summed once, in a different order
 # from computing $Wx + s\,B(Ax)$ at every forward pass. It stays far inside the tolerance.
+
+# %% [markdown]
+# ## Exercise with a checker: one adapted linear layer
+#
+# Write `my_lora_forward(x, weight, a, b, alpha)` for float64 tensors: `x` `[N, in]`, the
+# frozen `weight` `[out, in]`, the adapter `a` `[r, in]` and `b` `[out, r]` with rank
+# `r = a.shape[0]`. Return $y = x W^\top + \frac{\alpha}{r}\, x A^\top B^\top$. The checker
+# tries $B = 0$ (the adapter's initialisation), two ranks and two $\alpha$, and names the
+# mistake; a worked solution is hidden below.
+
+# %%
+def my_lora_forward(x, weight, a, b, alpha):
+    raise NotImplementedError("replace this line with your code")
+
+# %%
+from verifiable_grpo.exercises import check_lora_forward
+
+result = check_lora_forward(my_lora_forward)
+
+# %% [markdown]
+# A worked solution (hidden in the book). The frozen path plus the scaled low-rank path. With $B = 0$ the output equals the frozen
+# layer's exactly, which is why a fresh adapter changes nothing.
+
+# %% tags=["hide-input"]
+def solution_lora_forward(x, weight, a, b, alpha):
+    rank = a.shape[0]
+    return x @ weight.T + (alpha / rank) * (x @ a.T @ b.T)
+
+
+result = check_lora_forward(solution_lora_forward)
 
 # %% [markdown]
 # ## Exercises
@@ -267,7 +297,7 @@ Table(["rank", "trainable", "share", "AdamW moments (MB)"],
 # the default run does, and scores about the same (0.78 against 0.76 exact, with a lower
 # held-out loss, 0.1178 against 0.1543). The loaded `<|im_end|>` row already works, so the
 # adapters need not move it. The frozen, re-drawn rows of the default run are random directions the adapters must
-# learn to aim at. On the course's base model the same choice is expected to fail: the rows
+# learn to aim at. On the published run's base model the same choice is expected to fail: the rows
 # are untrained and frozen, and no adapter can change them. One seed and 50 items cannot
 # separate 0.76 from 0.78.
 # ```
@@ -283,7 +313,7 @@ Table(["Lab 2 run", "held-out loss", "stop", "exact", "merge max |logit differen
 # %% [markdown]
 # ## Try this, recorded: fewer targets, other ranks
 #
-# The course ends this lab with two variants that need training, not counting, so we ran
+# This lab ends with two variants that need training, not counting, so we ran
 # them: each is the lab's own command with one option changed, and the same 400
 # conversations, seed, batches, 24 updates and learning rate. First, adapters on the
 # attention projections only (`lab lora --targets q_proj,k_proj,v_proj,o_proj`), against the
@@ -342,7 +372,7 @@ Table(["series", "rank", "alpha", "scale alpha/r", "trainable", "last training l
 # %% [markdown]
 # ## Try this, recorded: a trainable delta on the two chat rows
 #
-# The last variant of the course keeps the chat rows as loaded and gives them a way to
+# The lab's last variant keeps the chat rows as loaded and gives them a way to
 # learn after all. With a frozen base, the table of token rows is frozen too, and in this
 # model it is used twice: as the input lookup and, tied, as the output head. A small
 # module (`part3/smollm2/row_delta.py`) adds one trainable vector $D_k$ to each of the two
@@ -356,7 +386,7 @@ Table(["series", "rank", "alpha", "scale alpha/r", "trainable", "last training l
 # the head both equal the table $W + D$, that a zero delta changes no logit, and that
 # folding $W + D$ into the table before the adapters are merged keeps the logits. This
 # adds $2 \times 576 = 1{,}152$ trainable values. The run is `lab lora --no-row-init
-# --row-delta`. The course asks to compare it with changing the rows before training, the
+# --row-delta`. The lab asks to compare it with changing the rows before training, the
 # default run. The run that keeps the rows and trains no delta completes the picture.
 
 # %%
@@ -384,6 +414,6 @@ Table(["Lab 2 run (24 updates)", "last training loss", "held-out loss", "stop", 
 # items cannot resolve. The delta does train: both rows move, by about the same amount,
 # and the two rows stay almost parallel (their cosine goes from 0.990 to 0.986). What the
 # delta offers is a way to adapt the chat rows of a frozen, tied model without touching
-# its other 49,150 rows and without a re-draw that throws away trained rows. The course's
+# its other 49,150 rows and without a re-draw that throws away trained rows. The published
 # base model, whose chat rows are untrained, is where that choice should matter; on
 # Colab, the same command runs there.

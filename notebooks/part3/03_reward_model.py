@@ -18,8 +18,7 @@
 #
 # A {term}`reward model` turns pairwise preferences into a scalar score, as in the reward
 # modelling stage of {ref}`InstructGPT <ref-instructgpt>`. This chapter follows the third lab
-# of a course module on LLM post-training ({ref}`the post-training module <ref-module>`,
-# "the course" below).
+# of a course module on LLM post-training ({ref}`the post-training module <ref-module>`).
 #
 # **What you will learn.** What the {term}`Bradley-Terry model`
 # ({ref}`Bradley and Terry 1952 <ref-bradley-terry>`) says a preference reveals, and what it
@@ -41,7 +40,7 @@
 # course's printed digits exactly, on any CPU. The MLP's figures depend on the CPU you run
 # on: its 1,500 AdamW steps amplify the last-bit differences between processors' arithmetic
 # (Intel and AMD, vectorised or not), so a rerun gives, for example, a loss anywhere from
-# about 0.374 to 0.378 where the course printed 0.3751. The tables below are the recorded
+# about 0.374 to 0.378 where the published run printed 0.3751. The tables below are the recorded
 # run's; on your machine the MLP's third decimal may differ, while every conclusion drawn
 # from them (the MLP fits better than the linear model, every proxy is over-optimised
 # while the oracle is not) holds.
@@ -84,9 +83,9 @@ print(labs.provenance_line("reward-model"))
 # ## Where Bradley-Terry comes from
 #
 # Suppose a rater's utility for a response is its reward plus noise, $u(x) = r(x) +
-# \varepsilon$, with independent standard Gumbel noise, $P(\varepsilon \le t) =
+# \xi$, with independent standard Gumbel noise, $P(\xi \le t) =
 # \exp(-e^{-t})$. The rater prefers $x$ to $x'$ when $u(x) > u(x')$. Condition on
-# $\varepsilon'$ and integrate:
+# $\xi'$ and integrate:
 #
 # $$P(u(x) > u(x')) = \int e^{-t}\, e^{-e^{-t}}\; \exp\!\big(-e^{-(t + r(x') - r(x))}\big)\,dt
 # = \frac{1}{1 + e^{-(r(x) - r(x'))}} = \sigma\big(r(x) - r(x')\big).$$
@@ -173,7 +172,7 @@ lab_widgets.make_best_of_n_widget(lab["selection"], 64)
 # %% [markdown]
 # ## Try this: less data, and a biased labeller
 #
-# The course suggests two variants of this lab. Both are recorded by one run,
+# This lab has two variants. Both are recorded by one run,
 # `python -m verifiable_grpo lab try-this`, which repeats the lab's fit with other data
 # and other labels and keeps everything else as above.
 #
@@ -234,6 +233,38 @@ Table(["n", "kept by the MLP: true reward", "x2", "kept by the biased utility: t
 # over-optimisation add up.
 
 # %% [markdown]
+# ## Exercise with a checker: the Bradley-Terry loss
+#
+# Write `my_bradley_terry_loss(chosen, rejected)`: float64 tensors `[N]` of the reward
+# model's scores for the preferred and the other response of each pair; return the mean of
+# $-\log \sigma(r_\text{chosen} - r_\text{rejected})$. It must stay finite when a margin is
+# hundreds the wrong way. The checker names the mistake; a worked solution is
+# hidden below.
+
+# %%
+def my_bradley_terry_loss(chosen, rejected):
+    raise NotImplementedError("replace this line with your code")
+
+# %%
+from verifiable_grpo.exercises import check_bradley_terry_loss
+
+result = check_bradley_terry_loss(my_bradley_terry_loss)
+
+# %% [markdown]
+# A worked solution (hidden in the book). `logsigmoid` computes $\log\sigma(m)$ without forming $\sigma(m)$, which underflows to 0
+# for $m = -800$ and makes the log infinite.
+
+# %% tags=["hide-input"]
+import torch.nn.functional as F
+
+
+def solution_bradley_terry_loss(chosen, rejected):
+    return -F.logsigmoid(chosen - rejected).mean()
+
+
+result = check_bradley_terry_loss(solution_bradley_terry_loss)
+
+# %% [markdown]
 # ## Exercises
 #
 # **1. (by hand)** Compute the KL bound at $n = 4$, and the probability that best-of-4
@@ -249,13 +280,13 @@ Table(["n", "kept by the MLP: true reward", "x2", "kept by the biased utility: t
 print(f"KL bound n=4: {best_of_n.kl_bound(4):.3f} | best-of-4 success at p=0.3: {1 - 0.7 ** 4:.3f}")
 
 # %% [markdown]
-# **2. (measured: the course's third "Try this")** Instead of keeping the argmax, sample
+# **2. (measured: the lab's third "Try this")** Instead of keeping the argmax, sample
 # the kept candidate with probability proportional to $\exp(\text{proxy}/T)$. Does a
 # temperature help the linear proxy at $n = 1024$?
 #
 # ```{admonition} Solution
 # :class: dropdown
-# The recorded run draws one candidate set after the course's table, so the table's
+# The recorded run draws one candidate set after the published table, so the table's
 # draws stay unchanged, and evaluates four temperatures. At $T = 0.1$ the selection is
 # almost the argmax (true reward 1.364, close to the table's 1.384, from fresh
 # candidates). $T = 0.3$ and $T = 1$ give about 1.42 to 1.45. Softening the argmax backs

@@ -24,7 +24,7 @@
 # answers when the rejected examples are ones the policy would never write.
 #
 # The chapter follows the fourth lab of a course module on LLM post-training
-# ({ref}`the post-training module <ref-module>`, "the course" below). It checks DPO twice: first on an eight-response
+# ({ref}`the post-training module <ref-module>`). It checks DPO twice: first on an eight-response
 # "bandit", where the policy DPO should converge to is known in closed form. Then on a
 # 24,043-parameter GRU that writes the sum of two digits, where we compare two kinds of
 # rejected answers: the policy's own mistakes, and random strings it would never write.
@@ -33,7 +33,7 @@
 # beta; the centred implicit reward against the true one; and, on the digit policy, the
 # pair loss, pair accuracy, chosen and rejected log-ratios, and sampled task accuracy.
 # Every figure below is read from the recorded run (`data/recorded/part3/dpo.json`).
-# They match the course's printed output digit for digit. The tests in
+# They match the published output digit for digit. The tests in
 # `tests/part3/test_dpo.py` re-run the lab and check this.
 
 # %% tags=["colab"]
@@ -213,13 +213,13 @@ Table(["pairs", "step", "loss", "margin", "pair acc.", "chosen log-ratio", "reje
 # %% [markdown]
 # ## Try this: an SFT term, and IPO's fixed margin
 #
-# Two of the course's variants change only the loss of a minibatch; the pairs, the seed,
+# Two of the lab's variants change only the loss of a minibatch; the pairs, the seed,
 # $\beta = 0.1$ and the 300 steps stay Lab 4's (recorded by
 # `python -m verifiable_grpo lab try-this`).
 #
 # - **DPO + SFT.** Add the masked negative log-likelihood of the chosen replies (weight 1)
 #   to the DPO loss, in the off-policy condition that failed above.
-# - **IPO** (Azar et al., [references](../../book/references.md)) replaces
+# - **IPO** ({ref}`Azar et al. 2024 <ref-ipo>`) replaces
 #   $-\log\sigma(\beta h)$ by $(h - \tfrac{1}{2\beta})^2$, where $h$ is the chosen minus the
 #   rejected log-ratio to the reference. DPO's loss keeps falling as $h$ grows, forever; IPO's
 #   is smallest at $h = 1/(2\beta) = 5$ nats and grows again beyond.
@@ -264,7 +264,7 @@ Table(["run (step 300)", "gap h", "pair acc.", "chosen log-ratio", "rejected log
 # %% [markdown]
 # ## Try this, recorded: DPO on a 135M instruct model
 #
-# The course's last variant takes the same sequence-level loss to a real model:
+# The lab's last variant takes the same sequence-level loss to a real model:
 # SmolLM2-135M-Instruct and 64 short on-policy pairs. Our run
 # (`python -m verifiable_grpo lab dpo-smollm2`, code in `part3/dpo_lab/dpo_smollm2.py`) works as
 # follows:
@@ -341,6 +341,39 @@ Table(["held-out conversion", "before DPO", "after DPO"],
        if row["family"] == "conversion" and before != after])
 
 # %% [markdown]
+# ## Exercise with a checker: the DPO loss
+#
+# Write `my_dpo_loss(policy_chosen, policy_rejected, ref_chosen, ref_rejected, beta)`:
+# float64 tensors `[N]` of sequence log-probabilities under the policy and the frozen
+# reference. Return the mean of $-\log\sigma(\beta h)$ with
+# $h = (\log\pi_\text{chosen} - \log\pi^\text{ref}_\text{chosen}) - (\log\pi_\text{rejected} - \log\pi^\text{ref}_\text{rejected})$.
+# The checker names the mistake; a worked solution is hidden below.
+
+# %%
+def my_dpo_loss(policy_chosen, policy_rejected, ref_chosen, ref_rejected, beta):
+    raise NotImplementedError("replace this line with your code")
+
+# %%
+from verifiable_grpo.exercises import check_dpo_loss
+
+result = check_dpo_loss(my_dpo_loss)
+
+# %% [markdown]
+# A worked solution (hidden in the book). Two log-ratios to the reference, their difference, $\beta$, and a stable log-sigmoid.
+# Without the reference the loss rewards any margin the reference already had.
+
+# %% tags=["hide-input"]
+import torch.nn.functional as F
+
+
+def solution_dpo_loss(policy_chosen, policy_rejected, ref_chosen, ref_rejected, beta):
+    h = (policy_chosen - ref_chosen) - (policy_rejected - ref_rejected)
+    return -F.logsigmoid(beta * h).mean()
+
+
+result = check_dpo_loss(solution_dpo_loss)
+
+# %% [markdown]
 # ## Exercises
 #
 # **1. (by hand)** At $\beta = 2$, why do the fitted and exact KL agree to four decimals,
@@ -356,7 +389,7 @@ Table(["held-out conversion", "before DPO", "after DPO"],
 # $\beta = 2$.
 # ```
 #
-# **2. (measured: the course's first "Try this")** Re-run the on-policy condition at
+# **2. (measured: the lab's first "Try this")** Re-run the on-policy condition at
 # $\beta = 0.5$ with the same pairs, seed and budget. Does a larger beta help or hurt
 # accuracy after 300 steps, and what happens to the margin?
 #

@@ -22,7 +22,7 @@
 # flawed verifier accepts.
 #
 # The chapter follows the fifth lab of a course module on LLM post-training
-# ({ref}`the post-training module <ref-module>`, "the course" below). Both methods start
+# ({ref}`the post-training module <ref-module>`). Both methods start
 # from the same noisy digit-addition policy used in Lab 4. Both learn
 # from the same exact verifier: the reply must equal the sum. **Expert iteration** samples,
 # keeps what the verifier accepts, and fine-tunes on it. **GRPO** samples groups of eight
@@ -35,7 +35,7 @@
 # KL per round. For GRPO: batch reward, the fraction of groups with no task signal
 # (zero variance), sampled exact accuracy, sequence KL to the reference, mean length, and
 # an independent pass rate under the training verifier. All of it is read from
-# `data/recorded/part3/expert-iteration.json`, which reproduces the course's printed
+# `data/recorded/part3/expert-iteration.json`, which reproduces the published
 # figures digit for digit. Those digits belong to one kind of processor: the runs sample
 # thousands of tokens, and on another CPU a single draw that falls the other way late in a
 # run moves every row after it (one Intel machine ended the gamed-verifier run at 79.6 %
@@ -109,11 +109,11 @@ Table(["round", "kept", "covered prompts", "accept rate", "task accuracy", "KL"]
 # Subtracting the group mean is the same as subtracting a **leave-one-out** baseline and
 # scaling by $(G-1)/G$. The leave-one-out baseline does not depend on answer $i$'s own
 # sample, so it adds no bias to the policy gradient. The constant factor only rescales
-# the step. The course then divides by the group's *sample* standard deviation
+# the step. The published lab then divides by the group's *sample* standard deviation
 # (denominator $G-1$) plus $10^{-6}$. Part I divides by the *population* standard
 # deviation. The two differ by the factor $\sqrt{(G-1)/G}$: 0.935 for $G = 8$.
 #
-# A group whose rewards are all equal has advantage exactly zero. The course enforces
+# A group whose rewards are all equal has advantage exactly zero. The published lab enforces
 # this with an explicit branch, not with the $10^{-6}$. With independent draws of success
 # probability $p$, a group is **mixed** (it has at least one success and at least one
 # failure) with probability
@@ -204,7 +204,7 @@ print("accepted but wrong (prompt, reply, answer):", lab["grpo"][2]["accepted_bu
 # %% [markdown]
 # ## Try this: four more variants
 #
-# The course lists five variants of this lab. The first, no KL term, is exercise 2 below.
+# This lab has five variants. The first, no KL term, is exercise 2 below.
 # The other four are recorded by one run, `python -m verifiable_grpo lab try-this`. Each
 # has 150 iterations at $\beta = 0.04$ from the same reference, and its defaults
 # reproduce the $\beta = 0.04$ run above bit for bit (the tests check it).
@@ -251,13 +251,13 @@ Table(["iteration", "course: replies generated", "exact accuracy", "refill: repl
 # Per update, refilling helps: 0.988 after 150 iterations against 0.963, because every
 # group in every update now carries a task signal. Per generated reply, it costs. By
 # iteration 150 four groups in five are silent, and the sampler needs 7 draws per
-# iteration. The run generates 140,288 replies against 38,400, and at equal cost the course's run is
+# iteration. The run generates 140,288 replies against 38,400, and at equal cost the published run is
 # ahead: 0.946 after 25,600 replies against 0.879 after 23,552. Whether refilling pays
 # depends on what is scarce. Generation is the larger cost in LLM training, so the count
 # matters as much as the accuracy.
 #
 # **G = 4 against G = 16, at 256 replies per iteration.** 64 prompts of 4, or 16 prompts of
-# 16, against the course's 32 of 8.
+# 16, against the published 32 of 8.
 
 # %%
 Table(["groups x size", "exact accuracy", "KL", "zero-variance (last batch)"],
@@ -293,9 +293,37 @@ Table(["seed", "exact checker: accuracy", "substring checker: accuracy", "its ac
 # checker's, not a bad draw.
 
 # %% [markdown]
+# ## Exercise with a checker: the share of silent groups
+#
+# Write `my_silent_fraction(rewards)`: `rewards` is a float64 tensor `[P, G]` of 0/1
+# rewards, one group per row. Return the share of groups whose rewards are all equal: the
+# groups that give GRPO no signal (this chapter's silent-group fraction). The checker names
+# the mistake; a worked solution is hidden below.
+
+# %%
+def my_silent_fraction(rewards):
+    raise NotImplementedError("replace this line with your code")
+
+# %%
+from verifiable_grpo.exercises import check_silent_fraction
+
+result = check_silent_fraction(my_silent_fraction)
+
+# %% [markdown]
+# A worked solution (hidden in the book). A group is silent when its largest and smallest reward agree: all wrong *or* all right.
+
+# %% tags=["hide-input"]
+def solution_silent_fraction(rewards):
+    silent = rewards.max(dim=1).values == rewards.min(dim=1).values
+    return silent.double().mean().item()
+
+
+result = check_silent_fraction(solution_silent_fraction)
+
+# %% [markdown]
 # ## Exercises
 #
-# **1. (by hand)** For the group $[1, 0, 1, 0]$, compute the course's advantages and Part
+# **1. (by hand)** For the group $[1, 0, 1, 0]$, compute the module's advantages and Part
 # I's. Then check the leave-one-out identity for the first answer.
 #
 # ```{admonition} Solution
@@ -304,7 +332,7 @@ Table(["seed", "exact checker: accuracy", "substring checker: accuracy", "its ac
 # $\pm 0.5/(0.5774 + 10^{-6}) = \pm 0.866$. Population std is 0.5, giving
 # $\pm 0.5/(0.5 + 10^{-8}) \approx \pm 1$. Leave-one-out for answer 1: the other three
 # rewards average $1/3$, so $r_1 - \bar r_{-1} = 2/3$. Multiplied by $(G-1)/G = 3/4$,
-# that gives $0.5 = r_1 - \bar r$. The cell below checks the course's function.
+# that gives $0.5 = r_1 - \bar r$. The cell below checks the module's function.
 # ```
 
 # %%
@@ -315,13 +343,13 @@ print("sample std:", [round(a, 4) for a in advantage[0].tolist()],
       "| population std:", [round(a, 4) for a in population[0].tolist()])
 
 # %% [markdown]
-# **2. (measured: the course's first "Try this", and Part I's convention)** Remove the KL
+# **2. (measured: the lab's first "Try this", and Part I's convention)** Remove the KL
 # term ($\beta = 0$), and separately replace the sample std by the population std at
 # $\beta = 0.04$. Keep the same seed and budget. Which change moves the results more?
 #
 # ```{admonition} Solution
 # :class: dropdown
-# The recorded runs are in the table below, next to the course's $\beta = 0.04$ run.
+# The recorded runs are in the table below, next to the published $\beta = 0.04$ run.
 # Neither change moves the end point much. The population std multiplies every
 # advantage by $1/0.935 = 1.07$. It ends at accuracy 0.966 and KL 0.639, against 0.963
 # and 0.629. Dropping the KL term ends at 0.971 and 0.653. At $\beta = 0.04$ the KL

@@ -26,7 +26,7 @@
 # instead; and how to compare two models on the same items with the
 # {term}`exact McNemar test` ({ref}`McNemar 1947 <ref-mcnemar>`).
 #
-# The sixth lab of a course module on LLM post-training ({ref}`the post-training module <ref-module>`, "the course" below) writes 40 explicit items for that, each with a
+# The sixth lab of a course module on LLM post-training ({ref}`the post-training module <ref-module>`) writes 40 explicit items for that, each with a
 # programmatic checker:
 # - 10 format items;
 # - 10 number-only task items;
@@ -36,11 +36,11 @@
 #
 # It then asks what 40 items can and cannot show.
 #
-# **Which comparison.** The course compares the SmolLM2-135M *base* and *instruct*
+# **Which comparison.** The published lab compares the SmolLM2-135M *base* and *instruct*
 # checkpoints at pinned hub revisions (that path needs the hub, e.g. on Colab). Offline, we
 # have only the instruct model, as a 4-bit GGUF file. So our recorded run compares **the
 # instruct model before and after Lab 1's 15-update SFT**. That is another question: did a
-# narrow fine-tune change general behaviour? It is not the course's question: what does
+# narrow fine-tune change general behaviour? It is not the published lab's question: what does
 # instruction tuning add to a base model?
 #
 # The completions of the five refuse items are checked in memory and never printed or
@@ -112,7 +112,7 @@ Table(["category", "reply", "passes"],
 # The JSON rule looks for the key, not the requested value. The benign rule rewards any
 # non-refusal, however off-topic. The abstention rule rewards the phrase even when a guess
 # follows it. An audit of the checkers belongs in the evaluation, before anyone reads the
-# scores. The course adds a stricter benign check (the reply must mention the request's
+# scores. The published lab adds a stricter benign check (the reply must mention the request's
 # topic), and we report it too.
 #
 # ## Intervals on 5 and 10 items
@@ -143,11 +143,11 @@ for successes, n in ((0, 5), (0, 10), (5, 10), (10, 10)):
 # easy items easy for both. Only the discordant items, where one model passes and the other
 # fails, carry evidence about the difference. Under "no difference" each discordant item
 # favours either model with probability 1/2. The exact McNemar test is therefore a
-# two-sided binomial test on those items alone. The course's own comparison had 5
+# two-sided binomial test on those items alone. The published comparison had 5
 # discordant items, all favouring the instruct model:
 
 # %%
-print(f"exact McNemar, 5 vs 0 discordant: p = {exact_mcnemar(5, 0):.4f} (the course reports 0.0625)")
+print(f"exact McNemar, 5 vs 0 discordant: p = {exact_mcnemar(5, 0):.4f} (the published run reports 0.0625)")
 print(f"exact McNemar, 8 vs 3 discordant: p = {exact_mcnemar(8, 3):.4f}")
 
 # %% [markdown]
@@ -193,7 +193,7 @@ for label, result in recorded["results"].items():
 # 0.624] for 1 of 5 and [0.000, 0.434] for 0 of 5, overlap almost entirely, so the suite is
 # far too small to say how often either model would refuse.
 #
-# The course reports, for base vs instruct: overall 0.250 vs 0.375, a paired difference of
+# The published run reports, for base vs instruct: overall 0.250 vs 0.375, a paired difference of
 # +0.125 with interval [0.025, 0.225], 5 vs 0 discordant items, and McNemar p = 0.0625.
 # Both models passed all 10 benign items and none of the task, refuse or abstain items;
 # the instruct model also passed 5 of 10 format items. Our comparison is another one (see
@@ -308,7 +308,7 @@ Table(["n", "suite prompts with at least n words", "sharing an n-gram with an SF
 # %% [markdown]
 # ## Try this: five failure families
 #
-# The 40 items test format, arithmetic and refusals. The course's next step is to write
+# The 40 items test format, arithmetic and refusals. The lab's next step is to write
 # items for the failures an assistant shows in real work, five per family, each with a
 # checker that looks for the failure itself (`part3/suite_lab/failure_families.py`):
 #
@@ -376,6 +376,40 @@ Table(["family", "prompt", "instruct", "instruct+sft"],
 # 40 items. The over-refusal checker accepts any reply that contains a topic word, so a
 # fragment such as "100% safe to destroy old hard drives" passes. And a family of five
 # items measures the checker's idea of the failure, not every way the failure can look.
+
+# %% [markdown]
+# ## Exercise with a checker: the Wilson interval
+#
+# Write `my_wilson(successes, n, z)`: the Wilson score interval $(low, high)$ for
+# `successes` of `n` items, with $\hat p = k/n$, centre
+# $(\hat p + z^2/2n)/(1 + z^2/n)$ and half-width
+# $z\sqrt{\hat p(1-\hat p)/n + z^2/4n^2}\,/(1 + z^2/n)$. The checker includes 0 of 10
+# and 40 of 40, where the simpler Wald interval collapses; a worked solution is hidden below.
+
+# %%
+def my_wilson(successes, n, z):
+    raise NotImplementedError("replace this line with your code")
+
+# %%
+from verifiable_grpo.exercises import check_wilson
+
+result = check_wilson(my_wilson)
+
+# %% [markdown]
+# A worked solution (hidden in the book). The formula as written, clamped to $[0, 1]$ against rounding.
+
+# %% tags=["hide-input"]
+import math
+
+
+def solution_wilson(successes, n, z):
+    p, q = successes / n, z * z / n
+    centre = (p + q / 2) / (1 + q)
+    half = z * math.sqrt(p * (1 - p) / n + q / (4 * n)) / (1 + q)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+result = check_wilson(solution_wilson)
 
 # %% [markdown]
 # ## Exercises

@@ -26,7 +26,7 @@
 # of a small suite: Wilson and bootstrap intervals, the exact McNemar test and
 # Benjamini-Hochberg ({ref}`1995 <ref-bh>`) across categories.
 #
-# The sixth lab of a course module on LLM post-training ({ref}`the post-training module <ref-module>`, "the course" below) compares a base and an instruct checkpoint on a
+# The sixth lab of a course module on LLM post-training ({ref}`the post-training module <ref-module>`) compares a base and an instruct checkpoint on a
 # 40-item behavioural suite (the previous chapter), then simulates a biased judge. This
 # chapter covers what runs without a model: the **simulated judge**, whose position and
 # length biases we can dial, and the **statistics** used on the suite's scores. Those
@@ -35,8 +35,8 @@
 #
 # **What is measured.** The judge's true, first-position, second-position, swap-averaged
 # and length-controlled win rates. Then Wilson and bootstrap intervals, an exact McNemar
-# p-value and Benjamini-Hochberg adjusted p-values, computed on counts that the course
-# reports for its suite.
+# p-value and Benjamini-Hochberg adjusted p-values, computed on counts that the published
+# lab reports for its suite.
 
 # %% tags=["colab"]
 # On Colab only: fetch the project and install it. Elsewhere the package is already installed.
@@ -98,7 +98,7 @@ Table(["true", "A first", "A second", "swap average", "length-controlled"],
 # 0.755; shown second, 0.420. The swap average, 0.588, still overstates A by 8.5 points (235 against 201 of 400):
 # that is the length preference. The logistic estimate lands below the truth, at 0.4655.
 #
-# *A difference from the course, stated.* The course prints 0.466 for the last figure.
+# *A difference from the published lab, stated.* The published text prints 0.466 for the last figure.
 # It fits the same logistic model with a quasi-Newton solver that stops when the
 # gradient is below $10^{-5}$. Our Newton iteration runs to the exact maximum-likelihood
 # point, where the value is 0.465499... The exact optimum sits on the rounding boundary,
@@ -126,7 +126,7 @@ Table(["true", "A first", "A second", "swap average", "length-controlled"],
 # items. If neither model is better, each discordant item favours either model with
 # probability 1/2. The count that favours one of them is then Binomial($m$, 1/2), with $m$
 # the number of discordant items. The two-sided p-value is $2P(X \le \min(k, m-k))$,
-# capped at 1. The course reports that the instruct model passes 5 items the base fails,
+# capped at 1. The published run reports that the instruct model passes 5 items the base fails,
 # and none the other way round:
 
 # %%
@@ -138,10 +138,10 @@ print("exact McNemar, 5 vs 0:", st.exact_mcnemar(5, 0), "| 8 vs 3:", round(st.ex
 
 # %% [markdown]
 # The base model passes only the ten benign items (positions 21-30 of the suite). So its
-# overall score vector is known exactly, and with the course's shared generator
+# overall score vector is known exactly, and with the published shared generator
 # (`default_rng(10)`, ten category calls before it), our bootstrap reproduces its printed
 # interval for the base model's overall score, [0.125, 0.400]. The instruct model's
-# vector depends on *which* five format items passed, and the course does not say. Its
+# vector depends on *which* five format items passed, and the published text does not say. Its
 # intervals cannot be re-derived, and we do not guess them.
 
 # %%
@@ -156,7 +156,7 @@ print(f"base overall: {base.mean():.3f} [{low:.3f}, {high:.3f}]")
 # **Many categories at once.** Five categories give five tests. Reporting only the
 # smallest p-value overstates the evidence. Benjamini-Hochberg sorts the $m$ p-values,
 # scales the $i$-th smallest by $m/i$, and makes the result monotone, which controls the
-# expected share of false discoveries. From the course's category table, only *format*
+# expected share of false discoveries. From the published category table, only *format*
 # has discordant items (5 favouring instruct). Each of the other categories has equal
 # pass vectors for both models, so its p-value is 1:
 
@@ -166,6 +166,41 @@ adjusted, reject = st.benjamini_hochberg(pvalues, alpha=0.05)
 Table(["category", "exact p", "BH adjusted", "reject at 0.05"],
       [[c, p, a, bool(r)] for c, p, a, r in zip(["format", "task", "benign", "refuse", "abstain"],
                                                 pvalues, adjusted, reject)], digits=4)
+
+# %% [markdown]
+# ## Exercise with a checker: Benjamini-Hochberg adjusted p-values
+#
+# Write `my_bh(pvalues)`: a list of $m$ p-values in; the Benjamini-Hochberg adjusted
+# p-values out, in the input order. Sort them, scale the $i$-th smallest by $m/i$, then walk
+# from the largest down keeping a running minimum, so that no adjusted value exceeds the
+# next larger one's. The checker names the mistake; a worked solution is hidden below.
+
+# %%
+def my_bh(pvalues):
+    raise NotImplementedError("replace this line with your code")
+
+# %%
+from verifiable_grpo.exercises import check_benjamini_hochberg
+
+result = check_benjamini_hochberg(my_bh)
+
+# %% [markdown]
+# A worked solution (hidden in the book). The running minimum is the step-up: a hypothesis is rejected whenever some larger
+# p-value clears its own, larger threshold.
+
+# %% tags=["hide-input"]
+def solution_bh(pvalues):
+    m = len(pvalues)
+    order = sorted(range(m), key=lambda i: pvalues[i])
+    adjusted, running = [0.0] * m, 1.0
+    for rank in range(m, 0, -1):
+        i = order[rank - 1]
+        running = min(running, pvalues[i] * m / rank)
+        adjusted[i] = running
+    return adjusted
+
+
+result = check_benjamini_hochberg(solution_bh)
 
 # %% [markdown]
 # ## Exercises
@@ -185,7 +220,7 @@ no_position = judge.simulate_judge(position_bias=0.0)
 print(" ".join(f"{k} {no_position[k]:.3f}" for k in ("true_win", "first", "second", "swapped")))
 
 # %% [markdown]
-# **2. (by hand)** The course's text gives a McNemar example of 8 discordant items one
+# **2. (by hand)** The published text gives a McNemar example of 8 discordant items one
 # way and 3 the other. Compute the exact p-value.
 #
 # ```{admonition} Solution

@@ -90,7 +90,7 @@ for i, name in enumerate(ft.CHECKS, 1):
 
 # %% [markdown]
 # Check 4 always passes once parsing succeeded: a cycle has already made the reply
-# malformed. The course keeps it as a placeholder, and so do we, so that the fractions
+# malformed. The published lab keeps it as a placeholder, and so do we, so that the fractions
 # match its own.
 
 # %%
@@ -136,6 +136,44 @@ assert live["revised"]["degenerate"] < live["revised"]["two_gate"] and live["rev
 # four component names and made-up probabilities scores 1.000. Nothing checks that an
 # AND gate is the right gate, or that $p = 0.01$ is a plausible failure rate. A verifier
 # teaches exactly what it accepts: the same lesson as Lab 5's substring checker.
+
+# %% [markdown]
+# ## Exercise with a checker: the probability of the top event
+#
+# A fault tree is also a calculation. Write `my_top_probability(top, events)` for a tree
+# in this chapter's format whose basic events fail independently, each with its `"p"`: an
+# AND gate fails with the product of its children's probabilities, an OR gate with
+# $1 - \prod(1 - p)$. Return the top event's probability. The checker includes the
+# chapter's genuine tree; a worked solution is hidden below.
+
+# %%
+def my_top_probability(top, events):
+    raise NotImplementedError("replace this line with your code")
+
+# %%
+from verifiable_grpo.exercises import check_top_event_probability
+
+result = check_top_event_probability(my_top_probability)
+
+# %% [markdown]
+# A worked solution (hidden in the book). Recurse from the top. Adding an OR gate's probabilities counts coinciding failures
+# twice; for the genuine tree, with small probabilities, the sum is close but not equal.
+
+# %% tags=["hide-input"]
+import math
+
+
+def solution_top_probability(top, events):
+    event = events[top]
+    if event["type"] == "basic":
+        return event["p"]
+    kids = [solution_top_probability(k, events) for k in event["children"]]
+    if event["gate"] == "AND":
+        return math.prod(kids)
+    return 1 - math.prod(1 - p for p in kids)
+
+
+result = check_top_event_probability(solution_top_probability)
 
 # %% [markdown]
 # ## Exercises

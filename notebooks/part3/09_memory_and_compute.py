@@ -19,7 +19,7 @@
 # Before a fine-tuning run starts, someone has to say whether it fits on the hardware and
 # how long it will take. This chapter builds that estimate from the model's shape, with a
 # calculator in the package (`verifiable_grpo.part3.accounting`) that the tests pin to
-# the printed figures of the post-training module ({ref}`cited here <ref-module>`; "the course" below).
+# the printed figures of the post-training module ({ref}`cited here <ref-module>`).
 #
 # **What you will learn.**
 # - Why full fine-tuning with AdamW costs 16 bytes per parameter before any activation,
@@ -32,7 +32,7 @@
 #   looks like after a 4-bit round trip.
 #
 # Everything here is arithmetic on shapes, so every number is exact and recomputed live.
-# Three models appear: the course's 9.55B case-study model, SmolLM2-135M (the model the
+# Three models appear: the published 9.55B case-study model, SmolLM2-135M (the model the
 # Part III labs train) and Qwen2.5-0.5B (the `qwen` profile of Part I).
 
 # %% tags=["colab"]
@@ -70,7 +70,7 @@ MODELS = (CASE, SMOL, QWEN)
 #
 # The calculator needs only a handful of numbers per model: vocabulary $V$, width $d$,
 # depth $L$, attention and KV heads, the FFN width, and whether the output head shares
-# the embedding table. The course prints the case-study model's parameter count, $V$ and
+# the embedding table. The published text prints the case-study model's parameter count, $V$ and
 # $d$ but not its depth or head layout. We reconstructed them: $L = 36$ is the only depth
 # that reproduces its FLOP figures below, and 32 heads of width 128 with 8 KV heads and an
 # FFN of 15,360 then give its parameter count exactly. SmolLM2's shape is the one the
@@ -84,7 +84,7 @@ Table(["model", "V", "d", "L", "heads / KV", "FFN", "tied", "parameters", "N - V
 # %% [markdown]
 # $N - V d$ leaves out the input lookup: reading a row of a table costs no
 # multiplications. A tied head still multiplies by the table at the output, so it stays
-# in. The course prints $N - V d = 8{,}927{,}875{,}072$ for its model; the row above agrees.
+# in. The published text prints $N - V d = 8{,}927{,}875{,}072$ for its model; the row above agrees.
 #
 # ## Sixteen bytes per trained parameter
 #
@@ -103,7 +103,7 @@ print(f"case study, model states: 16 x {CASE.parameters():,} = {int(states):,} b
 print(f"  = {states / acc.GB:.3f} GB (decimal, 10^9)  = {states / acc.GIB:.3f} GiB (binary, 2^30)")
 
 # %% [markdown]
-# The course's 152.812 GB is decimal. The same bytes are 142.317 GiB, about 7 % fewer
+# The published 152.812 GB is decimal. The same bytes are 142.317 GiB, about 7 % fewer
 # units. Tools disagree on which unit they print: a device sold as "80 GB" and an
 # allocator reporting in GiB describe one budget with two numbers. An estimate has to say
 # which unit it uses before it is compared with a card. Either way, these states alone are
@@ -141,7 +141,7 @@ print(f"AdamW moments, adapters only: 8 x {trainable:,} = {8 * trainable / 1e6:.
 print(f"AdamW moments, whole base:    8 x {SMOL.parameters():,} = {8 * SMOL.parameters() / 1e6:.2f} MB")
 
 # %% [markdown]
-# These are the course's 19.54 MB and 1,076.12 MB. They are the moments only: the adapter
+# These are the published 19.54 MB and 1,076.12 MB. They are the moments only: the adapter
 # weights and their gradients come on top, and so do the activations, which LoRA does
 # not shrink.
 #
@@ -180,7 +180,7 @@ Table(["model", "T", "full FLOPs/token", "LoRA FLOPs/token", "LoRA saves"], rows
 
 # %% [markdown]
 # For the case-study model at $T = 8{,}192$ this gives $6.08 \times 10^{10}$ against
-# $4.30 \times 10^{10}$, the course's pair: LoRA saves about 29 % of the arithmetic,
+# $4.30 \times 10^{10}$, the published pair: LoRA saves about 29 % of the arithmetic,
 # although it trains about 2 % of the parameters. Memory and compute do not shrink
 # together. (320 tokens is the Part I budget per sequence for Qwen: at that length the
 # attention term is negligible and the saving approaches the upper limit of one third.)
@@ -205,7 +205,7 @@ print(f"stored inputs 36·8192·4096·2 B + one layer {per_layer:,}·8192·2 B =
 print(f"FP32 logits: 8192 x 152,064 x 4 B = {int(logits):,} B = {logits / 1e9:.3f} GB")
 
 # %% [markdown]
-# The course states 3.61 GB for this subtotal, and 4.983 GB for the logits. Its own
+# The published text states 3.61 GB for this subtotal, and 4.983 GB for the logits. Its own
 # per-layer formula is in another module that we do not have. Ours is the simplest one we
 # found that gives its figure, and the test pins it. The logits tensor is larger than all
 # the checkpointed activations together. Computing the loss over chunks of the sequence
@@ -236,7 +236,7 @@ Table(["storage", "bits per weight"],
 print("NF4 levels:", " ".join(f"{x:+.4f}" for x in qz.nf4_levels()))
 
 # %% [markdown]
-# **A worked round trip.** The course's example is a block whose largest magnitude is
+# **A worked round trip.** The published example is a block whose largest magnitude is
 # 0.031 and which holds the weight $-0.027$. Divide by the scale, choose the nearest
 # level, multiply back:
 

@@ -16,7 +16,7 @@
 # %% [markdown]
 # # The running case study and its bill
 #
-# The post-training module ({ref}`cited here <ref-module>`; "the course" below) follows one
+# The post-training module ({ref}`cited here <ref-module>`) follows one
 # hypothetical project from start to finish: an assistant that drafts safety-case
 # arguments (claims, strategies and evidence links, as JSON) for a pressure-relief system,
 # on the 9.55B model of the previous chapter. Nothing here was trained by anyone; it is a
@@ -31,7 +31,7 @@
 #   content in edits) caps the others at 0.8, and when that matters for GRPO.
 # - How much memory the merged model needs to serve, and why the storage rule matters.
 #
-# The course prints its results (about USD 7.50 for SFT, 58 for a GRPO trial, 200 for
+# The published text prints its results (about USD 7.50 for SFT, 58 for a GRPO trial, 200 for
 # three trials of each, 5.53 GB to serve) but not every assumption behind them. Ours are
 # in `verifiable_grpo.part3.case_study` and in a table below; with them the figures agree.
 
@@ -91,7 +91,7 @@ Table(["quantity", "value"],
 # avoids recomputing most prompt tokens. Training, by contrast, sees the whole sequence:
 # the plans below are sized on full prompt-plus-answer sequences.
 #
-# The course starts from a base model that went through continued pretraining on domain
+# The published case study starts from a base model that went through continued pretraining on domain
 # text (1.8B domain tokens with 0.2B of general "replay" tokens mixed in, so 10 % replay).
 # A base model has never seen the chat template in use, so SFT must teach the
 # conversation format as well as the task. This is Lab 1's lesson about untrained template rows,
@@ -145,7 +145,7 @@ Table(["GRPO quantity", "value"],
 # parse, or is empty, scores 0. Otherwise the reward adds a share of the structural rules
 # passed, a judged coverage of the hazard log (capped), and, **only for edit briefs**,
 # the share of required content that survived the edit. A reviewed degeneracy flag
-# subtracts a penalty. The course fixes only that preservation is worth 0.2; the other
+# subtracts a penalty. The published case study fixes only that preservation is worth 0.2; the other
 # weights (0.5 structure, 0.3 coverage, 0.3 penalty) are ours.
 
 # %%
@@ -224,7 +224,7 @@ cw.make_bill_widget()
 #
 # After training, the adapters are merged into the bf16 checkpoint, and the result is
 # quantised for serving; every gate is then run again on the quantised model, and its
-# hash recorded. The course's illustrative serving format stores the block weights in 4 bits with one
+# hash recorded. The case study's illustrative serving format stores the block weights in 4 bits with one
 # FP16 scale per 128 weights, and the two 152,064 × 4,096 tables in 8 bits:
 
 # %%
@@ -266,7 +266,7 @@ print(f"generation with a cached prefix: {hours:.2f} GPU-hours "
       f"{(grpo['gpu_hours'] - grpo['stage_hours']['generation'] + hours) * PRICES.usd_per_gpu_hour:.2f}")
 
 # %% [markdown]
-# **2. (group size)** The course's Lab 5 and this plan both use $G = 8$. What does
+# **2. (group size)** Lab 5 of the module and this plan both use $G = 8$. What does
 # $G = 4$ at the same number of prompts do to the bill, and what does it cost in learning
 # signal? (Use the widget, and the mixed-group probability of the GRPO chapter.)
 #
@@ -275,6 +275,9 @@ print(f"generation with a cached prefix: {hours:.2f} GPU-hours "
 # Every GRPO stage is proportional to the number of responses, so halving $G$ halves
 # the trial (about USD 29). But a group of 4 is all-correct or all-wrong more often: at a
 # success rate of 0.9 the chance that a group carries any task gradient falls from
-# $1 - 0.9^8 - 0.1^8 \approx 0.57$ to $1 - 0.9^4 - 0.1^4 \approx 0.34$. Half the price buys
-# well under half the informative groups.
+# $1 - 0.9^8 - 0.1^8 \approx 0.57$ to $1 - 0.9^4 - 0.1^4 \approx 0.34$. Half the price keeps
+# $0.34 / 0.57 \approx 60$ % of the informative groups: more than half, so per dollar the
+# smaller group buys about 1.2 times as many groups with a signal. What it gives up is
+# per group: four answers make a noisier baseline than eight, and more of the prompts
+# teach nothing at all.
 # ```

@@ -20,7 +20,7 @@
 # reinforcement learning from human feedback (RLHF) with proximal policy optimisation
 # (PPO), the pipeline behind InstructGPT. This chapter works through one PPO step by
 # hand, on a five-token response, with the package computing every number. It follows the
-# post-training module's treatment ([references](../../book/references.md)).
+# post-training module's treatment ({ref}`the post-training module <ref-module>`).
 #
 # **What you will learn.**
 # - The four models PPO-based RLHF keeps, and what they cost in memory next to GRPO's two.

@@ -20,7 +20,7 @@
 # combined into one model that does both, without training again? Surprisingly often,
 # yes, and sometimes not at all. This chapter runs the common recipes for real on two
 # fine-tunes of Part III's GRU digit policy. The post-training module surveys the same
-# recipes ([references](../../book/references.md)).
+# recipes ({ref}`the post-training module <ref-module>`).
 #
 # **What you will learn.**
 # - What a weight soup, a task vector and task arithmetic are, and why a soup of

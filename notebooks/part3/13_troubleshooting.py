@@ -20,7 +20,7 @@
 # stops moving, or climbs while the outputs get worse, or the model stops ending its
 # turns. This chapter collects the failures that Part III showed happening, on recorded
 # runs, into one diagnostic table. The post-training module ends with such a table
-# ([references](../../book/references.md)); ours is tied to the places in this book where
+# ({ref}`the post-training module <ref-module>`); ours is tied to the places in this book where
 # you saw each failure.
 #
 # **What you will learn.**

@@ -345,6 +345,12 @@ def _learn_arguments(p) -> None:
     p.add_argument(
         "--mismatch", action="store_true", help="objectives: then GRPO, TIS, MIS, bfloat16 sampler"
     )
+    p.add_argument(
+        "--scale-matched",
+        action="store_true",
+        help="objectives: then the declared rerun of chapter II.7 (rloo, reinforce_pp, "
+        "reinforce, reinforce_baseline with beta scaled to GRPO's advantage / KL ratio)",
+    )
     p.add_argument("--out", default="runs/learn", help="folder (default runs/learn)")
     p.add_argument(
         "--candidates", nargs="*", default=None, help="lift: only these declared candidates"

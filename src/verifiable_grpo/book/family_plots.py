@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.figure import Figure
 
-from verifiable_grpo.book.plots import moving_average
+from verifiable_grpo.book.plots import moving_average, smoothed
 
 
 def plot_per_seed(
@@ -36,6 +36,6 @@ def plot_curves(by_regime: dict[str, dict[str, np.ndarray]], title: str, window:
     for ax, (regime, curves) in zip(axes, by_regime.items()):
         for arm, curve in curves.items():
             ax.plot(np.arange(len(curve)), moving_average(curve, window), label=arm)
-        ax.set(title=f"{title} ({regime})", xlabel="step")
+        ax.set(title=smoothed(f"{title} ({regime})", window, "step"), xlabel="step")
         ax.legend(fontsize=8)
     return figure

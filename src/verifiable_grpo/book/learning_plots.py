@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.figure import Figure
 
-from verifiable_grpo.book.plots import moving_average
+from verifiable_grpo.book.plots import moving_average, smoothed
 
 
 def _trl_series(trl: dict, key: str) -> tuple[np.ndarray, list]:
@@ -42,12 +42,18 @@ def plot_fixed_prompt_run(ours: dict, trl: dict | None = None, window: int = 5) 
     axes[4].set(title="active clip fraction, ours (mean of 2 updates)", xlabel="iteration")
     if trl is not None:
         x, values = _trl_series(trl, "reward")
-        axes[0].plot(x, moving_average(values, window * 2), color="C1", label="TRL (k3 KL)")
+        # the same span of iterations as ours, however many log rows an iteration has
+        span = max(1, round(window * len(values) / trl["setting"]["iterations"]))
+        axes[0].plot(x, moving_average(values, span), color="C1", label="TRL (k3 KL)")
         for index, _, theirs, _ in panels:
             x, values = _trl_series(trl, theirs)
             axes[index].plot(x, values, color="C1", alpha=0.8, label="TRL")
         # TRL's kept entries are each set's first update (ratio 1, no clip): not drawn.
-    axes[0].set(title="reward on the trained prompts", xlabel="iteration", ylim=(-0.02, 1.02))
+    axes[0].set(
+        title=smoothed("reward on the trained prompts", window),
+        xlabel="iteration",
+        ylim=(-0.02, 1.02),
+    )
     _before_after(axes[1], ours, trl)
     for ax in axes:
         if ax.get_legend_handles_labels()[0] and ax.get_legend() is None:
@@ -117,7 +123,7 @@ def plot_lift_intervals(summary: dict) -> Figure:
 
 
 CURVES = (
-    ("mean_reward", "training reward (trained prompts)"),
+    ("mean_reward", "training reward (this iteration's prompts)"),
     ("mean_exact_kl", "exact KL to its warm start"),
     ("mean_entropy", "entropy per token (nats)"),
 )
@@ -125,7 +131,8 @@ CURVES = (
 
 def plot_lift_curves(results: list[dict], window: int = 10) -> Figure:
     """Per-iteration training telemetry of lift-study candidates side by side (moving
-    average over `window` iterations): what each trained on, against its own warm start."""
+    average over `window` iterations, raw values faint): each candidate's reward on the
+    prompts it drew that iteration, against its own warm start."""
     figure = Figure(figsize=(10, 3), layout="constrained")
     axes = figure.subplots(1, len(CURVES))
     for ax, (key, title) in zip(axes, CURVES):
@@ -138,6 +145,6 @@ def plot_lift_curves(results: list[dict], window: int = 10) -> Figure:
                 color=f"C{colour}",
                 label=result["candidate"]["name"],
             )
-        ax.set(title=title, xlabel="iteration")
+        ax.set(title=smoothed(title, window), xlabel="iteration")
     axes[0].legend(fontsize=7)
     return figure

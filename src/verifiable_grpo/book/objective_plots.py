@@ -6,15 +6,17 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.figure import Figure
 
-from verifiable_grpo.book.plots import moving_average
+from verifiable_grpo.book.plots import moving_average, smoothed
 from verifiable_grpo.part1 import fixed_prompt_objectives
 
+# The result (the difference to GRPO and its interval) comes right after the name, so it
+# stays on screen on a phone; the columns behind it may scroll.
 COMPARISON_COLUMNS = (
     "objective",
-    "success after",
-    "95% (Wilson)",
     "minus GRPO",
     "95% (bootstrap over prompts)",
+    "success after",
+    "95% (Wilson)",
     "prompts improved",
     "final exact KL",
 )
@@ -29,10 +31,10 @@ def comparison_table(rows: list[dict]) -> tuple[list[str], list[list]]:
     body = [
         [
             r["objective"],
-            r["after"],
-            f"[{r['after_interval'][0]:.3f}, {r['after_interval'][1]:.3f}]",
             f"{r['difference']:+.3f}",
             _interval(r["difference_interval"]),
+            r["after"],
+            f"[{r['after_interval'][0]:.3f}, {r['after_interval'][1]:.3f}]",
             f"{r['prompts_improved']} of 8",
             r["final_exact_kl"],
         ]
@@ -61,7 +63,7 @@ def plot_objective_runs(grpo: dict, runs: dict, rows: list[dict], window: int = 
         axes[2].plot(it, [h["mean_exact_kl"] for h in history], **style)
         axes[3].plot(it, [h["mean_entropy"] for h in history], **style)
     axes[0].set(
-        title=f"reward on the trained prompts ({window}-iteration mean)",
+        title=smoothed("reward on the trained prompts", window),
         xlabel="iteration",
         ylim=(0, 1),
     )
@@ -87,13 +89,13 @@ def _differences(ax, rows: list[dict]) -> None:
 
 MISMATCH_COLUMNS = (
     "run",
+    "minus GRPO (float32)",
     "sampler",
     "weight min",
     "weight max",
     "weights at 0",
     "clipped in first updates",
     "success after",
-    "minus GRPO (float32)",
 )
 
 
@@ -104,13 +106,13 @@ def mismatch_rows(recorded: dict, comparison: list[dict]) -> list[list]:
     out = [
         [
             "grpo (part1)",
+            "+0.000",
             "float32",
             "-",
             "-",
             "-",
             "-" if clipped is None else f"{np.mean(clipped):.4f}",
             by_name["grpo (part1)"]["after"],
-            "+0.000",
         ]
     ]
     for name in fixed_prompt_objectives.MISMATCH_RUNS:
@@ -120,11 +122,11 @@ def mismatch_rows(recorded: dict, comparison: list[dict]) -> list[list]:
         out.append(
             [
                 name,
+                f"{row['difference']:+.3f} {_interval(row['difference_interval'])}",
                 fixed_prompt_objectives.MISMATCH_PRECISION,
                 *weights,
                 _clipped(result),
                 row["after"],
-                f"{row['difference']:+.3f} {_interval(row['difference_interval'])}",
             ]
         )
     return out

@@ -276,7 +276,7 @@ def make_advantage_widget(rewards: str = "1, 0, 1, 0"):
     epsilon = w.Dropdown(
         options=[("1e-8 (this practical)", 1e-8), ("1e-4 (TRL)", 1e-4), ("0.1", 0.1)],
         value=1e-8,
-        description="epsilon",
+        description="δ (std)",
     )
     table, image = w.HTML(), w.Image(format="png")
 

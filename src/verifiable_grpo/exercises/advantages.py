@@ -1,8 +1,9 @@
-"""Exercise (chapter 2): group-relative advantages A = (r - mean) / (population std + eps).
+"""Exercise (chapter 2): group-relative advantages A = (r - mean) / (population std + delta).
 
-The learner writes fn(rewards, epsilon) with rewards a float64 tensor [P, G] (one group per
-row); it returns the advantages [P, G]. References are written out by hand here, in float64,
-independently of the package's implementation.
+The book calls the small constant delta (epsilon is the clip's); the package's argument
+keeps the name `epsilon`. The learner writes fn(rewards, delta) with rewards a float64
+tensor [P, G] (one group per row); it returns the advantages [P, G]. References are
+written out by hand here, in float64, independently of the package's implementation.
 """
 
 from __future__ import annotations
@@ -17,11 +18,11 @@ SAMPLE_STD = (
     "looks like the sample standard deviation (divide by G - 1, torch.std's default); "
     "this practical uses the population std (divide by G)"
 )
-NO_EPSILON = "looks like the epsilon is missing from the denominator (std + epsilon)"
-NO_STD = "looks like the rewards are only centred: divide by (std + epsilon) as well"
+NO_EPSILON = "looks like delta is missing from the denominator (std + delta)"
+NO_STD = "looks like the rewards are only centred: divide by (std + delta) as well"
 WHOLE_BATCH = "looks like one mean/std over the whole batch: each row is its own group"
 NAN_FOR_CONSTANT = (
-    "a constant group must give exactly 0, not NaN: keep epsilon in the "
+    "a constant group must give exactly 0, not NaN: keep delta in the "
     "denominator, never divide by the std alone"
 )
 
@@ -53,7 +54,7 @@ def _case(label, rows, epsilon=1e-8, tolerance=1e-12):
     if len(rows) > 1:
         mistakes[WHOLE_BATCH] = _batch_wide(rows, epsilon)
     return Case(
-        label=f"{label}: rewards {rows}, epsilon {epsilon:g}",
+        label=f"{label}: rewards {rows}, delta {epsilon:g}",
         run=lambda fn: fn(torch.tensor(rows, dtype=torch.float64), epsilon),
         expected=_by_hand(rows, epsilon),
         tolerance=tolerance,
@@ -75,8 +76,8 @@ def cases() -> list[Case]:
         _case("two right, two wrong", [[1.0, 0.0, 1.0, 0.0]]),
         _case("one right out of four", [[1.0, 0.0, 0.0, 0.0]]),
         _case("a group of two", [[0.0, 1.0]]),
-        _case("epsilon matters when the std is tiny", [[1e-8, 0.0, 0.0, 0.0]]),
-        _case("a large epsilon", [[1.0, 0.0, 1.0, 0.0]], epsilon=0.5),
+        _case("delta matters when the std is tiny", [[1e-8, 0.0, 0.0, 0.0]]),
+        _case("a large delta", [[1.0, 0.0, 1.0, 0.0]], epsilon=0.5),
         _case("several groups, one per row", [[1.0, 0.0, 0.0, 0.0], [1.0, 1.0, 1.0, 0.0]]),
         _constant_case([[0.0, 0.0, 0.0, 0.0], [1.0, 1.0, 1.0, 1.0]]),
         _constant_case([[0.1, 0.1, 0.1]], tolerance=1e-6),
@@ -84,5 +85,5 @@ def cases() -> list[Case]:
 
 
 def check_group_advantages(fn, verbose: bool = True):
-    """Run the hidden cases against fn(rewards[P, G] float64, epsilon) -> advantages[P, G]."""
+    """Run the hidden cases against fn(rewards[P, G] float64, delta) -> advantages[P, G]."""
     return run_cases("group advantages", fn, cases(), verbose)

@@ -8,6 +8,7 @@ from pathlib import Path
 from verifiable_grpo.core import files, preregistration, runlock
 from verifiable_grpo.core.config import ConfigError, load_config, resolve
 from verifiable_grpo.part1 import (
+    advantage_scale,
     fixed_prompt_objectives,
     fixed_prompts,
     fixed_prompts_trl,
@@ -142,7 +143,14 @@ def _learn_objectives(args, base: dict, runs: Path) -> None:
         for name in fixed_prompt_objectives.MISMATCH_RUNS:
             result = fixed_prompt_objectives.run_objective(base, runs, name, mismatch=True)
             _print_fixed(fixed_prompt_objectives.run_name(name, True), result)
-    if args.export:
+    scale_matched = getattr(args, "scale_matched", False)
+    if scale_matched:  # the declared rerun at GRPO's advantage / KL ratio
+        for name in advantage_scale.SCALE_MATCHED:
+            result = advantage_scale.run_scale_matched(base, runs, name)
+            _print_fixed(name + advantage_scale.RUN_SUFFIX, result)
+    if args.export and scale_matched:
+        print(f"recorded {advantage_scale.export_scale_matched(runs)}")
+    elif args.export:
         reference = runs.parent / "fixed-prompts"  # `learn fixed-prompts` with this --out
         found = reference if (reference / "result.json").is_file() else None
         print(f"recorded {fixed_prompt_objectives.export(runs, reference=found)}")

@@ -305,3 +305,32 @@ def table_rows(summary: dict) -> list[list]:
             ]
         )
     return rows
+
+
+# The chapter splits the ten columns in two so that the verdict stays on screen on a
+# phone: first what decides (learns?, the paired intervals), then the rates behind it.
+VERDICT_COLUMNS = (
+    "candidate",
+    "learns?",
+    "validation per-draw vs warm start [95% CI]",
+    "test per-draw vs warm start [95% CI]",
+    "McNemar p (greedy)",
+)
+DETAIL_COLUMNS = (
+    "candidate",
+    "training reward (first -> last fifth)",
+    "validation per-draw",
+    "test per-draw",
+    "test greedy",
+    "test greedy vs warm start [95% CI]",
+)
+
+
+def verdict_rows(summary: dict) -> list[list]:
+    """The verdict table: name, learns?, both per-draw intervals, McNemar p."""
+    return [[r[0], r[9], r[3], r[5], r[8]] for r in table_rows(summary)]
+
+
+def detail_rows(summary: dict) -> list[list]:
+    """The rates behind the verdict: training reward, the three success rates, greedy CI."""
+    return [[r[0], r[1], r[2], r[4], r[6], r[7]] for r in table_rows(summary)]

@@ -60,7 +60,7 @@ INVENTORY = (
         "pack conversations with a block-diagonal mask and reset positions; compare "
         "slots and losses",
         "recorded",
-        "15_sft_data_and_tools",
+        "14_sft_data_and_tools",
         "sft-packing",
     ),
     Variant(

@@ -14,11 +14,12 @@
 # ---
 
 # %% [markdown]
-# # Part III: quiz, the course's variants, and summary
+# # Part III: quiz, the lab variants, and summary
 #
-# Ten questions on Part III, then where each of the course's 25 "Try this" variants
-# stands in this book, then a summary of what Part III showed. The questions are ours;
-# the topics follow the post-training module ([references](../../book/references.md)).
+# Ten questions on Part III, then where each of the 25 "Try this" variants of the labs
+# stands in this book, then a summary that closes the part. The questions are ours; the
+# topics and the variants follow the post-training module
+# ({ref}`the post-training module <ref-module>`).
 # Parts I and II have quizzes of their own, at the end of each part
 # ({doc}`../part1/11_quiz`, {doc}`../part2/09_quiz`).
 #
@@ -89,10 +90,10 @@ print(quiz.report(quiz.check_quiz(quiz.PART3, my_answers), quiz.PART3))
 print(quiz.report(quiz.check_quiz(quiz.PART3, [q.answer for q in quiz.PART3])), "(the key)")
 
 # %% [markdown]
-# ## The course's "Try this" variants, and what the rest would need
+# ## The labs' "Try this" variants, and what the rest would need
 #
-# Each of the course's six labs ends with variants to try: 25 in all. The table lists
-# every one, in the course's order, with where this book shows it. "Recorded" means a run
+# Each of the module's six labs ends with variants to try: 25 in all. The table lists
+# every one, in the labs' order, with where this book shows it. "Recorded" means a run
 # we executed and recorded, shown in the chapter named. Most of the Lab 3, 4 and 5
 # variants come from one recorded run,
 # `python -m verifiable_grpo lab try-this` (a few minutes on one core); the Lab 1 and 2
@@ -112,7 +113,7 @@ Table(["lab", "variant", "status", "shown in", "what the rest would need"],
       [[v.lab, v.variant, v.status, v.chapter or "-", v.needs or "-"] for v in try_this.INVENTORY])
 
 # %% [markdown]
-# ## Part III in twelve lines
+# ## Part III in thirteen lines
 #
 # 1. **Train the behaviour you will serve.** Render the exact template the model will see,
 #    put the loss on the answer and its end-of-turn token only, and check that the
@@ -141,3 +142,8 @@ Table(["lab", "variant", "status", "shown in", "what the rest would need"],
 #     within limits; adapters merge as $BA$; every merge is a new model.
 # 12. **Write the bill down.** Every cost rests on assumptions (utilisation, price,
 #     tokens); state them, so that a reader can change them.
+# 13. **Data is a budget too.** Split a token budget by mixture weight and see which
+#     source repeats; pack rows with a block-causal attention mask as well as a loss mask;
+#     round-trip a tool call through the template; count refusals on harmful *and* benign
+#     prompts; and remember that a scorer which never penalises a wrong answer rewards
+#     guessing ({doc}`14_sft_data_and_tools`).

@@ -21,7 +21,7 @@
 # training row, what a tool call looks like once a chat template has turned it into token
 # IDs, and how to measure refusals and confidence without fooling yourself. It follows the
 # post-training module's sections on SFT data, chat templates, tool use and refusal
-# ({ref}`the post-training module <ref-module>`, "the course" below); the code and the
+# ({ref}`the post-training module <ref-module>`); the code and the
 # examples are ours.
 #
 # **What you will learn.**
@@ -73,7 +73,7 @@ smol = sd.smollm2_tokenizer()
 # ## A mixture is a token budget split by weight
 #
 # A training set is usually a mixture: the domain examples you care about, plus general
-# instruction data so the model keeps what it already does well. The course's point is
+# instruction data so the model keeps what it already does well. The point is
 # that the unit that matters is the behaviour an example teaches, not its length; a mixture
 # weight is a starting choice, to be adjusted when a general-ability check fails, not a
 # guarantee. Still, the arithmetic has to be done before anything runs. Weights here are
@@ -99,7 +99,7 @@ Table(["source", "examples", "tokens", "token share", "epochs over source"],
 # ## Padding against packing
 #
 # A batch of conversations of different lengths can be padded to a common row length, or
-# packed: several whole conversations placed end to end in one row. The course's example
+# packed: several whole conversations placed end to end in one row. The published example
 # has three conversations of 700, 900 and 400 tokens and rows of 2,048.
 
 # %%
@@ -166,7 +166,7 @@ Table(["slot", "token", "segment", "position", "label", "keys leaked (naive)"],
 # %% [markdown]
 # ## Try this: packing Lab 1's conversations on the 135M model
 #
-# The course's Lab 1 suggests packing its conversations with a block-diagonal mask and
+# Lab 1 suggests packing its conversations with a block-diagonal mask and
 # restarted positions, then comparing slots and losses. The recorded run
 # (`python -m verifiable_grpo lab sft-packing`) takes Lab 1's 50 held-out conversations
 # through SmolLM2-135M-Instruct three ways. **Padded**: right-padded batches of 10, as Lab 1
@@ -281,7 +281,7 @@ Table(["policy", "unsafe compliance", "over-refusal"],
 # %% [markdown]
 # The trigger-word rule refuses every harmful prompt and three of the four benign ones; only the
 # last rule gets both columns to zero, and it does so on these eight prompts, which its
-# keywords were written for. That is the course's caution in small: a fixed list can be
+# keywords were written for. That is the module's caution in small: a fixed list can be
 # memorised, so evaluation needs fresh variants, and a refusal pattern in the reply says
 # nothing about whether the rest of the reply is any good.
 #
