@@ -1,7 +1,7 @@
-"""Where GRPO learned and where it did not: the sentence the intro, the README and Part I's
-landing page quote is tied to the recorded runs (fixed prompts, ours and TRL's, the held-out
-lift study, the SmolLM2 candidate, and the registry's objectives), so re-recording a run
-without updating the sentence fails here."""
+"""The three-sentence headline the README, the intro and Part I's landing page open with is
+tied to the records it quotes: the band study (SmolLM2-135M-Instruct on small sums) and the
+tiny base's lift on fresh problems. Re-recording either run without updating the sentences
+fails here, naming the numbers to change."""
 
 from __future__ import annotations
 
@@ -10,46 +10,37 @@ import re
 import pytest
 
 from verifiable_grpo.core.config import repo_root
-from verifiable_grpo.part1 import fixed_prompt_objectives, fixed_prompts, lift_study
+from verifiable_grpo.part1 import band_study, fresh_test
 
-MARK = "**Where GRPO learned, and where it did not.**"
+MARK = "**What GRPO taught, in three sentences.**"
 
 
 def _expected() -> list[float]:
-    runs = fixed_prompts.recorded()
-    ours, trl = (fixed_prompts.summary(runs[k]) for k in ("ours", "trl"))
-    study = lift_study.recorded()["summary"]
-    first = next(c for c in study["candidates"] if c["name"] == study["selected"])
-    warm = study["warm_start"]
-    values = [
-        ours["trained_before"],
-        ours["trained_after"],
-        trl["trained_before"],
-        trl["trained_after"],
-        ours["validation_before"],
-        ours["validation_after"],
-        warm["test_greedy"],
-        first["test_greedy"],
-        warm["test_sample"],
-        first["test_per_draw"],
-    ]
-    own = lift_study.recorded_own_warm_start()["summaries"][0]
-    values += [own["warm_start"]["test_sample"], own["candidates"][0]["test_per_draw"]]
-    objectives = fixed_prompt_objectives.recorded()["runs"]
-    after = [
-        fixed_prompts.summary(objectives[n])["trained_after"]
-        for n in fixed_prompt_objectives.OBJECTIVES_RUN
-    ]
-    values += [min(after), max(after)]
+    band = band_study.recorded("band")["paired"]["sample"]
+    fresh = fresh_test.recorded()["paired"]["sample"]
+    values = [band["first_rate"], band["second_rate"], fresh["first_rate"], fresh["second_rate"]]
     return [round(v, 3) for v in values]
 
 
-@pytest.mark.parametrize("page", ["book/intro.md", "README.md", "book/part1.md"])
-def test_the_learning_sentence_quotes_the_records(page):
+def headline(page: str) -> str:
     text = (repo_root() / page).read_text()
     assert MARK in text, f"{page} lost its '{MARK}' paragraph"
-    paragraph = text.split(MARK, 1)[1].split("\n\n", 1)[0]
-    quoted = [float(x) for x in re.findall(r"\b0\.\d{3}\b", paragraph)]
+    return text.split(MARK, 1)[1].split("\n\n", 1)[0]
+
+
+@pytest.mark.parametrize("page", ["book/intro.md", "README.md", "book/part1.md"])
+def test_the_headline_quotes_the_records(page):
+    quoted = [float(x) for x in re.findall(r"\b0\.\d{3}\b", headline(page))]
     assert quoted == _expected(), (
         f"update {page}: it quotes {quoted}, the records say {_expected()}"
     )
+
+
+@pytest.mark.parametrize("page", ["book/intro.md", "README.md", "book/part1.md"])
+def test_the_headline_is_three_sentences_with_its_metric_defined(page):
+    paragraph = headline(page)
+    sentences = [s for s in re.split(r"(?<=[.!?])\s+(?=[A-Z])", " ".join(paragraph.split())) if s]
+    assert len(sentences) == 3, sentences
+    assert "SmolLM2-135M-Instruct" in paragraph and "2.7M-parameter" in paragraph
+    text = (repo_root() / page).read_text()
+    assert "[^per-draw]" in paragraph and "[^per-draw]:" in text  # the metric, defined

@@ -221,7 +221,7 @@ def test_the_lift_tables_keep_the_verdict_beside_the_name():
     for verdict, detail, candidate in zip(
         lift_study.verdict_rows(study), lift_study.detail_rows(study), study["candidates"]
     ):
-        assert verdict[0] == detail[0] == candidate["name"]
+        assert verdict[0] == detail[0] == lift_study.display_name(candidate["name"])
         assert verdict[1] == ("yes" if candidate["learns"] else "no")
         low = candidate["paired"]["validation_sample"]["low"]
         assert verdict[2].endswith(
