@@ -176,6 +176,21 @@ print(f"training: {band['train_seconds'] / 60:.0f} minutes on a 2-core CPU; "
 show(band_plots.plot_band_curves(band))
 
 # %% [markdown]
+# **What a rollout set costs.** The run took about 0.6 s per sampled response on two CPU
+# cores, because every rollout set goes through one padded batch with a KV cache, each prompt
+# read once for its 8 answers. The same rollout set, timed in one process against TRL's
+# `GRPOTrainer` on the same model, prompts and settings (`python -m verifiable_grpo bench
+# band`):
+
+# %%
+from verifiable_grpo.core.config import read_json, repo_root
+
+speed = read_json(repo_root() / "data" / "recorded" / "bench" / "band.json")
+Table(["arm (4 prompts x G = 8, two updates)", "seconds per rollout set", "seconds per response"],
+      [[arm["arm"], f"{arm['median_seconds']['total']:.1f}",
+        f"{speed['seconds_per_response'][arm['arm']]:.2f}"] for arm in speed["arms"]])
+
+# %% [markdown]
 # ## The result, on problems it never saw
 #
 # The 200 test problems were scored once, after training: one greedy answer and 8 sampled
