@@ -11,6 +11,11 @@ from pathlib import Path
 
 import pytest
 
+# Plain helpers live in shared_helpers.py: test modules import them from there, because
+# `from conftest import ...` finds whichever conftest.py (tests/part3 has one) was loaded last.
+from shared_helpers import TINY_BASE, run_cli, tiny_base_has_weights  # noqa: F401
+from verifiable_grpo.core.config import load_config
+
 # Subprocesses (the CLI, nbval's kernels, the perturbed passes) import this checkout's
 # package too, not whichever tree the shared editable install points at.
 _SRC = str(Path(__file__).resolve().parents[1] / "src")
@@ -19,10 +24,38 @@ if os.environ.get("PYTHONPATH", "").split(os.pathsep)[0] != _SRC:
         [_SRC, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
     )
 
-# Plain helpers live in shared_helpers.py: test modules import them from there, because
-# `from conftest import ...` finds whichever conftest.py (tests/part3 has one) was loaded last.
-from shared_helpers import TINY_BASE, run_cli, tiny_base_has_weights  # noqa: F401
-from verifiable_grpo.core.config import load_config
+# A diagnosed value must sit this many times closer to its mistake than the case's tolerance.
+DIAGNOSIS_HEADROOM = 100
+
+
+@pytest.fixture(autouse=True)
+def checker_diagnoses_keep_their_margin(monkeypatch):
+    """Every exercise checker's diagnosis in any test: the learner's value lies within
+    tolerance / DIAGNOSIS_HEADROOM of the mistake it names (0 for exact answers), while
+    checking.diagnose names it only with every other candidate MARGIN tolerances away. A
+    change that brings rounding near the tolerance, or two mistakes near each other, fails
+    here instead of naming another hint on another CPU."""
+    from verifiable_grpo.exercises import checking
+
+    named = []
+    diagnose = checking.diagnose
+
+    def recording(*args, **kwargs):
+        found = diagnose(*args, **kwargs)
+        if found.hints:
+            named.append(found)
+        return found
+
+    monkeypatch.setattr(checking, "diagnose", recording)
+    yield
+    thin = [
+        d for d in named if d.own > d.tolerance / DIAGNOSIS_HEADROOM or d.nearest_other <= d.own
+    ]
+    assert not thin, "diagnoses too close to their tolerance:\n" + "\n".join(
+        f"{d.exercise}, {d.label}: {d.hints[0][:60]!r} at {d.own:.3g} "
+        f"(tolerance {d.tolerance:g}, nearest other {d.nearest_other:.3g})"
+        for d in thin
+    )
 
 
 @pytest.fixture
