@@ -13,6 +13,7 @@ import pytest
 
 # Plain helpers live in shared_helpers.py: test modules import them from there, because
 # `from conftest import ...` finds whichever conftest.py (tests/part3 has one) was loaded last.
+from float_sensitivity import FLOAT_SENSITIVE
 from shared_helpers import TINY_BASE, run_cli, tiny_base_has_weights  # noqa: F401
 from verifiable_grpo.core.config import load_config
 
@@ -23,6 +24,20 @@ if os.environ.get("PYTHONPATH", "").split(os.pathsep)[0] != _SRC:
     os.environ["PYTHONPATH"] = os.pathsep.join(
         [_SRC, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
     )
+
+_TESTS = Path(__file__).resolve().parent
+
+
+def pytest_collection_modifyitems(items):
+    """Mark every test of a FLOAT_SENSITIVE module (tests/float_sensitivity.py)."""
+    for item in items:
+        try:
+            path = Path(item.path).resolve().relative_to(_TESTS).as_posix()
+        except ValueError:  # a notebook: it has its own perturbed pass
+            continue
+        if any(path == entry or path.startswith(entry + "/") for entry in FLOAT_SENSITIVE):
+            item.add_marker(pytest.mark.float_sensitive)
+
 
 # A diagnosed value must sit this many times closer to its mistake than the case's tolerance.
 DIAGNOSIS_HEADROOM = 100
