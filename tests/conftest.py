@@ -13,7 +13,7 @@ import pytest
 
 # Plain helpers live in shared_helpers.py: test modules import them from there, because
 # `from conftest import ...` finds whichever conftest.py (tests/part3 has one) was loaded last.
-from float_sensitivity import FLOAT_SENSITIVE
+from float_sensitivity import FLOAT_SENSITIVE, KNOWN_FRAGILE
 from shared_helpers import TINY_BASE, run_cli, tiny_base_has_weights  # noqa: F401
 from verifiable_grpo.core.config import load_config
 
@@ -37,6 +37,10 @@ def pytest_collection_modifyitems(items):
             continue
         if any(path == entry or path.startswith(entry + "/") for entry in FLOAT_SENSITIVE):
             item.add_marker(pytest.mark.float_sensitive)
+        name = f"{path}::{item.name}"
+        fragile = KNOWN_FRAGILE.get(name) or KNOWN_FRAGILE.get(name.split("[")[0])
+        if fragile and os.environ.get("VERIFIABLE_GRPO_PERTURBED_PASS"):
+            item.add_marker(pytest.mark.xfail(reason=f"known fragile: {fragile}", strict=False))
 
 
 # A diagnosed value must sit this many times closer to its mistake than the case's tolerance.

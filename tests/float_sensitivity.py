@@ -111,3 +111,25 @@ NOT_FLOAT_SENSITIVE = {
     "task/test_verifier.py": "the verifier's exact rules",
     "training/test_objective_sources.py": "the registry's source citations",
 }
+
+
+# Tests that fail inside a perturbed pass today (measured on an AMD EPYC, OMP_NUM_THREADS=1,
+# MKL_CBWR=COMPATIBLE): they demand bitwise equality, or float64 agreement, between a
+# prefix's forward pass and the same positions inside a longer one, which transformers'
+# float32 softmax and RMSNorm (even in a float64 model) and MKL's blocking do not give on
+# every path. conftest.py marks them xfail inside the perturbed passes only, so the normal
+# pass still holds them; each needs a tolerance measured on all paths (issue 33 follow-up).
+KNOWN_FRAGILE = {
+    "training/test_rollout.py::test_captured_logprobs_match_full_sequence_rescoring[False]": (
+        "sampled vs re-scored log-probs 4.8e-7 apart under avx2 and default, asserted == 0"
+    ),
+    "training/test_grpo.py::test_ratio_is_one_on_the_first_update_and_clipping_acts_on_the_second": (
+        "the same check on the update's rows: 4.8e-7, asserted == 0"
+    ),
+    "training/test_grpo.py::test_accumulated_gradient_equals_the_batched_objective": (
+        "one gradient entry 4.3e-9 apart under avx2 (atol 1e-9, rtol 1e-4)"
+    ),
+    "training/test_batched.py::test_batched_gradient_equals_the_one_at_a_time_gradient_in_float64": (
+        "up to 2.1e-9 apart under default kernels (atol 1e-10, rtol 1e-5): float32 inside"
+    ),
+}
