@@ -13,6 +13,7 @@ import pytest
 
 # Plain helpers live in shared_helpers.py: test modules import them from there, because
 # `from conftest import ...` finds whichever conftest.py (tests/part3 has one) was loaded last.
+from float_sensitivity import FLOAT_SENSITIVE, KNOWN_FRAGILE
 from shared_helpers import TINY_BASE, run_cli, tiny_base_has_weights  # noqa: F401
 from verifiable_grpo.core.config import load_config
 
@@ -22,6 +23,57 @@ _SRC = str(Path(__file__).resolve().parents[1] / "src")
 if os.environ.get("PYTHONPATH", "").split(os.pathsep)[0] != _SRC:
     os.environ["PYTHONPATH"] = os.pathsep.join(
         [_SRC, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    )
+
+_TESTS = Path(__file__).resolve().parent
+
+
+def pytest_collection_modifyitems(items):
+    """Mark every test of a FLOAT_SENSITIVE module (tests/float_sensitivity.py)."""
+    for item in items:
+        try:
+            path = Path(item.path).resolve().relative_to(_TESTS).as_posix()
+        except ValueError:  # a notebook: it has its own perturbed pass
+            continue
+        if any(path == entry or path.startswith(entry + "/") for entry in FLOAT_SENSITIVE):
+            item.add_marker(pytest.mark.float_sensitive)
+        name = f"{path}::{item.name}"
+        fragile = KNOWN_FRAGILE.get(name) or KNOWN_FRAGILE.get(name.split("[")[0])
+        if fragile and os.environ.get("VERIFIABLE_GRPO_PERTURBED_PASS"):
+            item.add_marker(pytest.mark.xfail(reason=f"known fragile: {fragile}", strict=False))
+
+
+# A diagnosed value must sit this many times closer to its mistake than the case's tolerance.
+DIAGNOSIS_HEADROOM = 100
+
+
+@pytest.fixture(autouse=True)
+def checker_diagnoses_keep_their_margin(monkeypatch):
+    """Every exercise checker's diagnosis in any test: the learner's value lies within
+    tolerance / DIAGNOSIS_HEADROOM of the mistake it names (0 for exact answers), while
+    checking.diagnose names it only with every other candidate MARGIN tolerances away. A
+    change that brings rounding near the tolerance, or two mistakes near each other, fails
+    here instead of naming another hint on another CPU."""
+    from verifiable_grpo.exercises import checking
+
+    named = []
+    diagnose = checking.diagnose
+
+    def recording(*args, **kwargs):
+        found = diagnose(*args, **kwargs)
+        if found.hints:
+            named.append(found)
+        return found
+
+    monkeypatch.setattr(checking, "diagnose", recording)
+    yield
+    thin = [
+        d for d in named if d.own > d.tolerance / DIAGNOSIS_HEADROOM or d.nearest_other <= d.own
+    ]
+    assert not thin, "diagnoses too close to their tolerance:\n" + "\n".join(
+        f"{d.exercise}, {d.label}: {d.hints[0][:60]!r} at {d.own:.3g} "
+        f"(tolerance {d.tolerance:g}, nearest other {d.nearest_other:.3g})"
+        for d in thin
     )
 
 

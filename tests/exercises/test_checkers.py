@@ -384,3 +384,106 @@ def test_reported_difference_accepts_the_reference_and_names_mistakes():
     assert selection.NO_BASELINE in _failures(
         exercises.check_reported_difference, forgets_the_warm_start
     )
+
+
+# --------------------------------------------------------------------------- every other mistake
+def _sequence_weights(train, sample, mask, cap, *, per_token=False, leak=False):
+    """Sequence-level masked IS written out, with the slips the checker names."""
+    active = torch.ones_like(mask) if leak else mask
+    log_ratio = torch.where(active, train - sample, torch.zeros_like(train))
+    ratio = log_ratio.exp() if per_token else log_ratio.sum(1, keepdim=True).exp()
+    return torch.where(active & (ratio <= cap), ratio.expand_as(train), torch.zeros_like(train))
+
+
+def _segments(ids):
+    return torch.tensor(ids)
+
+
+def _reported(test, validation, warm, select_on_test, *, lowest=False, report_validation=False):
+    chooser = (test if select_on_test else validation).mean(1)
+    pick = int(chooser.argmin() if lowest else chooser.argmax())
+    return float(((validation if report_validation else test)[pick] - warm).mean())
+
+
+# Each seeded mistake no other test names, made here the way a learner would make it: the
+# checker must name it (and, through conftest's fixture, with its margin).
+OTHER_MISTAKES = [
+    (
+        "check_group_advantages",
+        lambda r, eps: r - r.mean(1, keepdim=True),
+        advantages.NO_STD,
+    ),
+    (
+        "check_grpo_loss",
+        lambda c, o, a, m, k, g, e, b: -good_grpo(c, o, a, m, -k, g, e, b),
+        grpo_loss.SIGN,
+    ),
+    (
+        "check_sft_loss",
+        lambda lp, m: -lp.mean(),
+        sft_loss.ALL_POSITIONS,
+    ),
+    (
+        "check_reported_difference",
+        lambda t, v, w, s: _reported(t, v, w, s, lowest=True),
+        "picked the lowest mean",
+    ),
+    (
+        "check_reported_difference",
+        lambda t, v, w, s: _reported(t, v, w, s, report_validation=True),
+        "reported the validation difference",
+    ),
+    (
+        "kl_gradients.check_bias_corrected_k3",
+        lambda c, r: torch.expm1(c - r) - (c - r),
+        "the KL term has the wrong sign",
+    ),
+    (
+        "cispo_loss.check_cispo_loss",
+        lambda c, o, a, cap: -torch.exp(c - o).clamp(max=cap) * a[:, None],
+        "the loss needs log p itself",
+    ),
+    (
+        "importance_correction.check_sequence_mask",
+        lambda t, s, m, cap: _sequence_weights(t, s, m, cap, per_token=True),
+        "looks like one ratio per token",
+    ),
+    (
+        "importance_correction.check_sequence_mask",
+        lambda t, s, m, cap: _sequence_weights(s, t, m, cap),
+        "the ratio is train over sample",
+    ),
+    (
+        "importance_correction.check_sequence_mask",
+        lambda t, s, m, cap: _sequence_weights(t, s, m, cap, leak=True),
+        "inactive tokens must get weight 0",
+    ),
+    (
+        "packing_mask.check_packing_mask",
+        lambda ids: (_segments(ids)[:, None] == _segments(ids)[None, :]) & (_segments(ids) >= 0),
+        "looks like whole blocks",
+    ),
+    (
+        "packing_mask.check_packing_mask",
+        lambda ids: (_segments(ids)[:, None] == _segments(ids)[None, :]).tril(),
+        "padding (segment -1) must attend nothing",
+    ),
+    (
+        "kv_cache.check_kv_cache",
+        lambda layers, heads, kv_heads, dim, sequences, tokens: (
+            4 * kv_heads * dim * sequences * tokens
+        ),
+        "forgets that every layer has its own cache",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    "check, wrong, hint", OTHER_MISTAKES, ids=[h for _, _, h in OTHER_MISTAKES]
+)
+def test_every_other_seeded_mistake_is_named(check, wrong, hint):
+    import importlib
+
+    module, _, name = check.rpartition(".")
+    owner = importlib.import_module(f"verifiable_grpo.exercises.{module}") if module else exercises
+    assert hint in _failures(getattr(owner, name), wrong)

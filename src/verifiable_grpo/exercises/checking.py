@@ -5,6 +5,20 @@ words), the expected value (computed in float64 by the package or by hand) and, 
 common mistake gives a recognisable wrong value, that value and a hint. The report names
 the failing input, the expected value and what the function returned, then the hint.
 Passing cases print nothing but a count, so a report is the same on every CPU.
+
+Which hint a failing case shows is decided by `distance`, scale-aware like float64
+rounding itself: the largest |got - value| / max(1, |value|) over the elements. A mistake is
+named when the learner's value lies within the case's tolerance of it AND every other
+candidate (the expected value, the other mistakes) lies at least MARGIN = 100 tolerances
+away; a value between candidates names none, so no hint depends on the last bits.
+
+Measured (scripts/measure_checker_margins.py, table in data/recorded/checker-margins.json;
+ATEN_CPU_CAPABILITY default, avx2 and avx512, one and two threads, every seeded mistake a
+test makes): a mistaken learner value lies at most 4e-16 from its mistake's value (1.5e-4
+tolerances; 0 in the exact checkers), the nearest other candidate at least 2e4 tolerances
+away (the advantages without epsilon, 2e-8 from the correct ones; every other mistake
+2.5e6 or more). tests/conftest.py fails any test in which a named mistake lies more than
+1/100 of its tolerance from the learner's value.
 """
 
 from __future__ import annotations
@@ -24,9 +38,25 @@ class Case:
     label: str  # what the case probes, in words
     run: Callable[[Callable], Any]
     expected: Any
-    tolerance: float = 1e-9  # absolute, on every element
+    tolerance: float = 1e-9  # on every element, in units of `distance`
     mistakes: dict[str, Any] = field(default_factory=dict)  # hint -> the value that mistake gives
     compare: Callable[[Any, Any, float], str | None] | None = None
+    distance: Callable[[Any, Any], float] | None = None  # None: `distance` (numbers)
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """How one failing value sits among the candidates: `hints` the mistakes it reproduces
+    (empty when none is close enough, or none is clear), `own` its distance to them (to the
+    nearest candidate when none is named), `nearest_other` the distance to the nearest
+    candidate not named (the expected value included)."""
+
+    exercise: str
+    label: str
+    hints: tuple[str, ...]
+    own: float
+    nearest_other: float
+    tolerance: float
 
 
 @dataclass
@@ -37,6 +67,7 @@ class CheckResult:
     cases: int
     failures: list[str]
     attempted: bool = True
+    diagnoses: list[Diagnosis] = field(default_factory=list)  # one per failing case
 
     @property
     def passed(self) -> bool:
@@ -69,8 +100,39 @@ def show_value(value) -> str:
     return repr(value)
 
 
+def element_gaps(got: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
+    """|got - value| / max(1, |value|) per element (float64 tensors of one shape): absolute
+    below 1 and relative above, as rounding is. Equal values (infinities included) and NaN
+    where NaN is expected give 0; any other NaN or infinity gives inf."""
+    same = (got == value) | (got.isnan() & value.isnan())
+    gap = (got - value).abs() / value.abs().clamp_min(1.0)
+    gap = torch.where(gap.isnan(), torch.full_like(gap, math.inf), gap)
+    return torch.where(same, torch.zeros_like(gap), gap)
+
+
+def distance(got, value) -> float:
+    """The largest element gap between got and value; inf when got is not numbers or has
+    another shape (a value nothing can be near)."""
+    try:
+        got_t, value_t = _as_tensor(got), _as_tensor(value)
+    except (TypeError, ValueError, RuntimeError):
+        return math.inf
+    if got_t.shape != value_t.shape:
+        return math.inf
+    return float(element_gaps(got_t, value_t).max()) if got_t.numel() else 0.0
+
+
+def exact_distance(got, value) -> float:
+    """0 when got == value, else inf: for exact answers (integers, booleans)."""
+    try:
+        return 0.0 if bool(got == value) else math.inf
+    except Exception:  # e.g. a tensor of several elements: not the answer
+        return math.inf
+
+
 def compare_numbers(got, expected, tolerance: float) -> str | None:
-    """None when `got` has the expected shape and every element lies within `tolerance`."""
+    """None when `got` has the expected shape and every element lies within `tolerance`
+    (as `distance` measures it: absolute below 1, relative above)."""
     try:
         got_t = _as_tensor(got)
     except (TypeError, ValueError, RuntimeError):
@@ -78,11 +140,7 @@ def compare_numbers(got, expected, tolerance: float) -> str | None:
     expected_t = _as_tensor(expected)
     if got_t.shape != expected_t.shape:
         return f"shape {tuple(got_t.shape)}, expected {tuple(expected_t.shape)}"
-    # Equal values (infinities included) and NaN where NaN is expected agree; every other
-    # element must lie within the tolerance (a NaN never does).
-    same = (got_t == expected_t) | (got_t.isnan() & expected_t.isnan())
-    near = (got_t - expected_t).abs() <= tolerance
-    if not (same | near).all():
+    if not (element_gaps(got_t, expected_t) <= tolerance).all():
         return f"expected {show_value(expected_t)}, got {show_value(got_t)}"
     return None
 
@@ -113,18 +171,36 @@ def compare_exact(got, expected, tolerance: float) -> str | None:
     return None if got == expected else f"expected {expected!r}, got {got!r}"
 
 
-def _matches(got, value, tolerance, compare) -> bool:
+MARGIN = 100  # a named mistake's rivals lie at least this many tolerances away
+EXPECTED = ""  # the key of the expected value among the candidates (never a hint)
+
+
+def diagnose(exercise: str, label: str, distances: dict[str, float], tolerance: float):
+    """The Diagnosis of a failing value from its distance to each candidate (EXPECTED and
+    one per hint): the hints within `tolerance`, named only when every other candidate
+    lies at least MARGIN x tolerance away (more than 0 for exact answers). Checkers call it
+    through this module, so scripts/measure_checker_margins.py can record every diagnosis."""
+    near = {k for k, d in distances.items() if d <= tolerance and k != EXPECTED}
+    others = [d for k, d in distances.items() if k not in near]
+    nearest_other = min(others, default=math.inf)
+    clear = nearest_other >= MARGIN * tolerance and nearest_other > tolerance
+    hints = tuple(k for k in distances if k in near) if near and clear else ()
+    own = max((distances[k] for k in hints), default=min(distances.values()))
+    return Diagnosis(exercise, label, hints, own, nearest_other, tolerance)
+
+
+def _distance_to(case: Case, got, value) -> float:
     try:
-        return compare(got, value, tolerance) is None
+        return (case.distance or distance)(got, value)
     except Exception:  # a mistake that cannot even be compared is not this mistake
-        return False
+        return math.inf
 
 
 def run_cases(exercise: str, fn: Callable, cases: list[Case], verbose: bool = True) -> CheckResult:
     """Run every case, print one line per failure (input, expected, got, hint), return the result."""
     if not callable(fn):
         raise TypeError(f"{exercise}: pass your function itself (without calling it), got {fn!r}")
-    failures = []
+    failures, diagnoses = [], []
     for case in cases:
         compare = case.compare or compare_numbers
         try:
@@ -143,14 +219,13 @@ def run_cases(exercise: str, fn: Callable, cases: list[Case], verbose: bool = Tr
         problem = compare(got, case.expected, case.tolerance)
         if problem is None:
             continue
-        hints = [
-            hint
-            for hint, value in case.mistakes.items()
-            if _matches(got, value, case.tolerance, compare)
-        ]
+        candidates = {EXPECTED: case.expected, **case.mistakes}
+        distances = {key: _distance_to(case, got, value) for key, value in candidates.items()}
+        diagnosis = diagnose(exercise, case.label, distances, case.tolerance)
+        diagnoses.append(diagnosis)
         line = f"{case.label}: {problem}"
-        failures.append(line + "".join(f"\n    hint: {hint}" for hint in hints))
-    result = CheckResult(exercise, len(cases), failures)
+        failures.append(line + "".join(f"\n    hint: {hint}" for hint in diagnosis.hints))
+    result = CheckResult(exercise, len(cases), failures, diagnoses=diagnoses)
     if verbose:
         if failures:
             print(f"{exercise}: {len(failures)} of {len(cases)} cases fail")

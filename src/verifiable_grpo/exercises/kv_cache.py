@@ -7,7 +7,7 @@ fn(layers, heads, kv_heads, head_dim, sequences, tokens) -> bytes.
 
 from __future__ import annotations
 
-from verifiable_grpo.exercises.checking import Case, compare_exact, run_cases
+from verifiable_grpo.exercises.checking import Case, compare_exact, exact_distance, run_cases
 
 ONLY_ONE = "counts keys or values only: the cache holds both"
 QUERY_HEADS = "uses the query heads: with grouped-query attention only the KV heads are cached"
@@ -41,6 +41,7 @@ def cases() -> list[Case]:
                 lambda fn, s=shape: fn(*s),
                 want,
                 compare=compare_exact,
+                distance=exact_distance,
                 mistakes={h: v for h, v in mistakes.items() if v != want},
             )
         )

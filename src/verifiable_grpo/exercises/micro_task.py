@@ -6,8 +6,13 @@ writes StockArithmetic's JSON (every reward 0, every advantage 0: nothing to com
 the checker uses:
 
 - a random Qwen2 with one layer, hidden size 16 and a vocabulary of seven tokens (six
-  "digits" and EOS), in float64 so that two correct loops agree to about 1e-12 whatever
-  order they add things in;
+  "digits" and EOS), in float64 throughout so that two correct loops agree to about
+  1e-12 whatever order they add things in. Transformers' Qwen2 rounds to float32 in two
+  places, whatever the model's dtype: the eager attention's softmax and RMSNorm. The float32
+  softmax rounds a prefix of length k differently from the same prefix inside a longer
+  sequence on AVX2 kernels (measured: old and re-scored log-probs 7e-9 apart, 0 on
+  AVX-512), and Adam turns such noise into weight differences near the checker's
+  tolerance. So the micro policy uses SDPA attention (float64 inside) and a float64 RMSNorm;
 - a toy task with a reward a program can check: a prompt is a few digits, and a response
   earns 1 when it writes their sum modulo 6 before EOS (within MAX_RESPONSE tokens). An
   untrained model succeeds about a third of the time, so most groups hold both rewards.
@@ -48,14 +53,23 @@ def micro_policy(seed: int = MODEL_SEED):
         num_key_value_heads=1,
         max_position_embeddings=16,
         tie_word_embeddings=False,
-        attn_implementation="eager",
+        attn_implementation="sdpa",  # eager's softmax is float32 (see the module docstring)
         eos_token_id=EOS,
         pad_token_id=EOS,
     )
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = Qwen2ForCausalLM(config)
+    for module in model.modules():
+        if type(module).__name__ == "Qwen2RMSNorm":
+            module.forward = _float64_rms_norm.__get__(module)
     return model.to(torch.float64).eval()
+
+
+def _float64_rms_norm(self, hidden: torch.Tensor) -> torch.Tensor:
+    """Qwen2RMSNorm without its float32 round trip: the same formula in the input's dtype."""
+    variance = hidden.pow(2).mean(-1, keepdim=True)
+    return self.weight * (hidden * torch.rsqrt(variance + self.variance_epsilon))
 
 
 def answer(prompt) -> int:

@@ -14,7 +14,7 @@ import math
 import torch
 
 from verifiable_grpo.core.checkpoint import compare_states
-from verifiable_grpo.exercises.checking import Case, compare_exact, run_cases
+from verifiable_grpo.exercises.checking import Case, compare_exact, exact_distance, run_cases
 
 
 def _state() -> dict:
@@ -132,6 +132,7 @@ def cases() -> list[Case]:
                 lambda fn, a=a, b=b: bool(fn(copy.deepcopy(a), copy.deepcopy(b))),
                 want,
                 compare=compare_exact,
+                distance=exact_distance,
                 mistakes={hint: not want},
             )
         )
@@ -142,6 +143,7 @@ def cases() -> list[Case]:
             lambda fn: bool(fn(copy.deepcopy(a), copy.deepcopy(b))),
             compare_states(a, b) == [],
             compare=compare_exact,
+            distance=exact_distance,
             mistakes={"NaN != NaN as values, but the bits are the same: compare bytes": False},
         )
     )

@@ -8,7 +8,7 @@ expected rewards come from the package's verifier, whose rules have their own te
 
 from __future__ import annotations
 
-from verifiable_grpo.exercises.checking import Case, compare_exact, run_cases
+from verifiable_grpo.exercises.checking import Case, compare_exact, exact_distance, run_cases
 from verifiable_grpo.task.verifier import parse_generated_json
 
 RIGHT = '{"final_stock": 17}'
@@ -64,6 +64,7 @@ def cases() -> list[Case]:
                 lambda fn, t=text, f=finish, e=expected: fn(t, f, e),
                 want,
                 compare=_compare_reward,
+                distance=exact_distance,
                 mistakes={hint: 1 - want},
             )
         )
