@@ -18,15 +18,8 @@ import numpy as np
 from verifiable_grpo.core import checkpoint, files
 from verifiable_grpo.core import model as model_lib
 from verifiable_grpo.core.runfolder import RunFolder
+from verifiable_grpo.part1.smollm2_candidate import HISTORY_KEYS
 from verifiable_grpo.task import data, small_sums
-
-HISTORY_KEYS = (
-    "mean_reward",
-    "zero_variance_fraction",
-    "mean_exact_kl",
-    "mean_entropy",
-    "mean_response_tokens",
-)
 
 
 def _json_bytes(value) -> bytes:
