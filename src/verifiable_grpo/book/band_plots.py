@@ -16,7 +16,9 @@ def signal_share(p: float, group_size: int) -> float:
         raise ValueError(f"p must lie in [0, 1], got {p!r}")
     if type(group_size) is not int or group_size < 2:
         raise ValueError(f"a group needs at least 2 draws, got {group_size!r}")
-    return 1.0 - p**group_size - (1.0 - p) ** group_size
+    from verifiable_grpo.part1.band_study import group_signal
+
+    return group_signal(p, group_size)
 
 
 def band_marks() -> list[tuple[str, float]]:
@@ -146,9 +148,9 @@ def completions(result: dict, count: int = 6) -> list[list[str]]:
     before = {r[0]: r for r in result["before"]["sample"] if r[1] == 0}
     after = {r[0]: r for r in result["after"]["sample"] if r[1] == 0}
     changed = [d for d in before if before[d][3] != after[d][3]]
+    mark = {0: "wrong", 1: "right"}
     rows = []
     for doc in (changed + [d for d in before if d not in changed])[:count]:
-        mark = {0: "wrong", 1: "right"}
         rows.append(
             [
                 statements[doc],

@@ -254,11 +254,12 @@ def code_hash() -> str:
     return digest.hexdigest()
 
 
-def git_commit() -> str | None:
+def git_commit(root: Path | None = None) -> str | None:
+    """HEAD of the repository at `root` (default: this checkout); None without git."""
     try:
         out = subprocess.run(
             ["git", "rev-parse", "HEAD"],
-            cwd=repo_root(),
+            cwd=root or repo_root(),
             capture_output=True,
             text=True,
             timeout=10,

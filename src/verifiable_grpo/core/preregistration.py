@@ -45,7 +45,7 @@ def start_stamp(exploratory: bool, root: Path | None = None) -> dict:
     """{"git_commit", "clean_tree", "started_at", "exploratory"}; ConfigError when the tree
     is dirty (or not a repository) and the run is not exploratory."""
     changes = tree_changes(root)
-    commit = git_commit() if root is None else _commit_at(root)
+    commit = git_commit(root)
     clean = changes == [] and commit is not None
     if not clean and not exploratory:
         shown = "not a git checkout" if changes is None else ", ".join(changes[:3])
@@ -62,13 +62,6 @@ def start_stamp(exploratory: bool, root: Path | None = None) -> dict:
         "started_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "exploratory": bool(exploratory),
     }
-
-
-def _commit_at(root: Path) -> str | None:
-    out = subprocess.run(
-        ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=30
-    )
-    return out.stdout.strip() or None if out.returncode == 0 else None
 
 
 def stamp_folder(folder: Path, exploratory: bool, root: Path | None = None) -> dict:

@@ -64,7 +64,6 @@ def per_response(arm: dict) -> float:
 
 def bench_band(sets: int = 3, warmup: int = 1, sequential_sets: int = 1) -> dict:
     config = band_study.band_config()
-    config["grpo"]["learning_rate"] = band_study.SETTING["learning_rate"]
     examples = small_sums.splits()["train"][: (sets + warmup) * SHAPE["prompts"]]
     torch.manual_seed(0)
     started = time.perf_counter()

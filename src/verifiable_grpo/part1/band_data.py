@@ -10,7 +10,6 @@ updates, the exact prefix KL, crash checkpoints.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -20,10 +19,6 @@ from verifiable_grpo.core import model as model_lib
 from verifiable_grpo.core.runfolder import RunFolder
 from verifiable_grpo.part1.smollm2_candidate import HISTORY_KEYS
 from verifiable_grpo.task import data, small_sums
-
-
-def _json_bytes(value) -> bytes:
-    return (json.dumps(value, indent=1, sort_keys=True, ensure_ascii=True) + "\n").encode()
 
 
 def _page_and_label(example: dict) -> tuple[dict, dict]:
@@ -41,10 +36,13 @@ def write_dataset(data_dir: Path) -> None:
         rows = [_page_and_label(e) for e in splits.get(split, [])]
         pages, labels = [r[0] for r in rows], [r[1] for r in rows]
         if split == "test":
-            payload[data.TEST_INPUTS], payload[data.GOLD] = _json_bytes(pages), _json_bytes(labels)
+            payload[data.TEST_INPUTS], payload[data.GOLD] = (
+                data._json_bytes(pages),
+                data._json_bytes(labels),
+            )
         else:
-            payload[f"{split}/pages.json"] = _json_bytes(pages)
-            payload[f"labels/{split}.json"] = _json_bytes(labels)
+            payload[f"{split}/pages.json"] = data._json_bytes(pages)
+            payload[f"labels/{split}.json"] = data._json_bytes(labels)
     data._require_empty(data_dir)
     data_dir.mkdir(parents=True, exist_ok=True)
     manifest = {
@@ -54,7 +52,7 @@ def write_dataset(data_dir: Path) -> None:
         "counts": {s: len(splits.get(s, [])) for s in ("warmstart", "train", "validation", "test")},
         "files": data._write_files(data_dir, payload),
     }
-    (data_dir / data.MANIFEST).write_bytes(_json_bytes(manifest))
+    (data_dir / data.MANIFEST).write_bytes(data._json_bytes(manifest))
 
 
 def prepare(folder: Path, config: dict) -> None:
@@ -92,9 +90,9 @@ def instruct(folder: Path, config: dict):
 
 def cached(path: Path, compute):
     """A score computed once: read back when the folder already holds it."""
-    if path.is_file():
-        return files.read_json(path)
-    return files.save_json(path, compute()) and files.read_json(path)
+    if not path.is_file():
+        files.save_json(path, compute())
+    return files.read_json(path)  # a fresh score reads back exactly as a reused one
 
 
 class Curve:

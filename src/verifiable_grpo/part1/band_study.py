@@ -36,7 +36,7 @@ from verifiable_grpo.core import files, preregistration
 from verifiable_grpo.core import model as model_lib
 from verifiable_grpo.core.config import ConfigError, load_config, provenance, resolve
 from verifiable_grpo.core.config_schema import typed
-from verifiable_grpo.evaluation import paired, policy_scores
+from verifiable_grpo.evaluation import policy_scores
 from verifiable_grpo.part1 import band_data, smollm2_candidate
 from verifiable_grpo.task import small_sums
 
@@ -105,16 +105,18 @@ def rate(rows: list[list]) -> float:
     return sum(r[3] for r in rows) / len(rows)
 
 
+def group_signal(p: float, group_size: int) -> float:
+    """Chance that G independent draws with success p do not all agree: 1 - p^G - (1-p)^G."""
+    return 1.0 - p**group_size - (1.0 - p) ** group_size
+
+
 def signal_share(rows: list[list], group_size: int) -> float:
     """Estimated share of groups of `group_size` draws with a learning signal (rewards not
     all equal), from each problem's per-draw success p: 1 - p^G - (1 - p)^G, averaged."""
     by_problem: dict[str, list[int]] = {}
     for row in rows:
         by_problem.setdefault(row[0], []).append(row[3])
-    shares = [
-        1 - np.mean(v) ** group_size - (1 - np.mean(v)) ** group_size for v in by_problem.values()
-    ]
-    return float(np.mean(shares))
+    return float(np.mean([group_signal(np.mean(v), group_size) for v in by_problem.values()]))
 
 
 def screen_verdict(scored: dict) -> dict:
@@ -238,20 +240,6 @@ def result_line(result: dict) -> str:
 
 def compare(before: dict, after: dict, seed: int = ANALYSIS_SEED) -> dict:
     """After minus before, paired by problem, per mode."""
-    out = {}
-    for index, mode in enumerate(("sample", "greedy")):
-        rows = [
-            [
-                {
-                    "document_id": r[0],
-                    "draw": r[1],
-                    "seed": r[2],
-                    "reward": r[3],
-                    "population": "ALL",
-                }
-                for r in side[mode]
-            ]
-            for side in (before, after)
-        ]
-        out[mode] = paired.compare(*rows, np.random.default_rng([seed, index]))
-    return out
+    from verifiable_grpo.part1.sweep import paired_modes
+
+    return paired_modes(before, after, seed)

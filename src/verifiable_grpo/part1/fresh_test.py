@@ -27,13 +27,11 @@ import random
 import time
 from pathlib import Path
 
-import numpy as np
-
 from verifiable_grpo.core import files, preregistration
 from verifiable_grpo.core import model as model_lib
 from verifiable_grpo.core.config import provenance, resolve
 from verifiable_grpo.core.config_schema import typed
-from verifiable_grpo.evaluation import paired, policy_scores
+from verifiable_grpo.evaluation import policy_scores
 from verifiable_grpo.task import data
 from verifiable_grpo.task.statements import TEMPLATES, canonical_response, render_statement
 from verifiable_grpo.task.verifier import compute_final_stock, normalized_problem
@@ -108,13 +106,9 @@ def score(policy, tokenizer, config: dict, examples: list[dict]) -> dict:
 
 def compare(warm: dict, trained: dict) -> dict:
     """Trained minus warm start, paired by problem, for both modes."""
-    from verifiable_grpo.part1.sweep import _expand
+    from verifiable_grpo.part1.sweep import paired_modes
 
-    out = {}
-    for index, mode in enumerate(("sample", "greedy")):
-        rng = np.random.default_rng([ANALYSIS_SEED, index])
-        out[mode] = paired.compare(_expand(warm[mode]), _expand(trained[mode]), rng)
-    return out
+    return paired_modes(warm, trained, ANALYSIS_SEED)
 
 
 def _scored_policy(folder: Path, name: str, policy, tokenizer, config, examples) -> dict:

@@ -159,6 +159,20 @@ def _expand(rows: list[list]) -> list[dict]:
     ]
 
 
+def paired_modes(first: dict, second: dict, seed: int) -> dict:
+    """Second minus first, paired by problem, for the "sample" and "greedy" rows of each
+    (compact rows; fields past the reward are ignored), stream [seed, mode index]."""
+    import numpy as np
+
+    from verifiable_grpo.evaluation import paired
+
+    out = {}
+    for index, mode in enumerate(("sample", "greedy")):
+        rows = [_expand([r[:4] for r in side[mode]]) for side in (first, second)]
+        out[mode] = paired.compare(*rows, np.random.default_rng([seed, index]))
+    return out
+
+
 def _history(record: dict) -> list[dict]:
     """Per iteration: mean reward, ZVF, exact KL and clip activity of the last update."""
     out = []
@@ -322,14 +336,19 @@ def summarise(warm: dict, results: list[dict], resamples: int = 10_000) -> dict:
     }
 
 
-def run_sweep(base: dict, runs, names: list[str] | None = None) -> dict:
-    runs = Path(runs)
-    chosen = [s for s in SETTINGS if names is None or s.name in names]
+def check_setting_names(names: list[str] | None) -> None:
+    """ValueError naming the settings that are not declared (None: all of them)."""
     unknown = sorted(set(names or []) - {s.name for s in SETTINGS})
     if unknown:
         raise ValueError(
             f"unknown sweep settings {unknown}: choose from {[s.name for s in SETTINGS]}"
         )
+
+
+def run_sweep(base: dict, runs, names: list[str] | None = None) -> dict:
+    runs = Path(runs)
+    check_setting_names(names)
+    chosen = [s for s in SETTINGS if names is None or s.name in names]
     warm = warm_start_result(base, runs)
     results = [run_setting(base, s, runs) for s in chosen]
     return summarise(warm, results)

@@ -37,11 +37,7 @@ def format_summary(summary: dict) -> str:
 
 def command_sweep(args) -> int:
     config = load_config(args.config)
-    unknown = sorted(set(args.settings or []) - {s.name for s in sweep.SETTINGS})
-    if unknown:  # bad input first, in one line, before the stamp and any folder
-        raise ValueError(
-            f"unknown sweep settings {unknown}: choose from {[s.name for s in sweep.SETTINGS]}"
-        )
+    sweep.check_setting_names(args.settings)  # bad input first, before the stamp
     # A sweep is a declared comparison: its start is stamped before any compute.
     preregistration.stamp_folder(Path(args.out), args.exploratory)
     summary = sweep.run_sweep(config, args.out, args.settings)
