@@ -44,6 +44,30 @@ def _runs_of(lock, args):
     return [(r, a, s) for r in regimes for a in arms for s in seeds]
 
 
+def finished_run(lock_file, out, arm: str, seed: int, regime: str) -> dict | None:
+    """The manifest of this run when it has finished under this lock, else None.
+
+    `family run` skips a finished run (exit 0) instead of refusing it, so a script that
+    reruns every run after a crash just continues; the library call still refuses, as
+    evidence is never overwritten. A manifest from another lock is refused in one line.
+    """
+    path = study.manifest_path(out, regime, arm, seed)
+    if not path.is_file():
+        return None
+    manifest = files.read_json(path)
+    lock_sha = lock_lib.read_lock(lock_file)[1]
+    if manifest.get("lock_sha256") != lock_sha:
+        raise ConfigError(
+            [
+                f"{path} was finished under another lock (SHA-256 "
+                f"{str(manifest.get('lock_sha256'))[:12]}..., {lock_file} is {lock_sha[:12]}...); "
+                "use a new --out folder"
+            ]
+        )
+    print(f"{regime} {arm} seed {seed}: finished already ({path}); kept, nothing to do")
+    return manifest
+
+
 def _run(args):
     if getattr(args, "backend", "ours") == "trl":
         from verifiable_grpo.part2 import trl_backend_commands
@@ -52,7 +76,8 @@ def _run(args):
     if args.regime is None:
         raise ConfigError(["family run needs --regime (on_policy or two_updates)"])
     started = time.perf_counter()
-    manifest = study.run_arm(
+    finished = finished_run(args.lock, args.out, args.arm, args.seed, args.regime)
+    manifest = finished or study.run_arm(
         args.lock,
         args.out,
         args.arm,

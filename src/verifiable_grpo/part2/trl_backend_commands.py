@@ -17,6 +17,7 @@ from verifiable_grpo.core.config import ConfigError
 from verifiable_grpo.part2 import lock as lock_lib
 from verifiable_grpo.part2 import study, trl_backend
 from verifiable_grpo.part2 import trl_backend_config as run_config
+from verifiable_grpo.part2.commands import finished_run
 
 LAUNCHED_ENV = "VERIFIABLE_GRPO_TRL_LAUNCHED"
 PORT_ENV = "VERIFIABLE_GRPO_MAIN_PORT"  # set per device slot by part2/trl_study
@@ -105,6 +106,10 @@ def _report(manifest: dict) -> None:
 def run(args) -> int:
     _needs_config(args)
     regime = args.regime or "on_policy"
+    finished = finished_run(args.lock, args.out, args.arm, args.seed, regime)
+    if finished is not None:
+        _report(finished)
+        return 0
     if args.accelerate_config and not os.environ.get(LAUNCHED_ENV):
         return _launch(args, args.arm, args.seed, regime)
     manifest = trl_backend.run_arm_trl(
