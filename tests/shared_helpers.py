@@ -26,3 +26,21 @@ def run_cli(args, env_extra=None, timeout=900):
         timeout=timeout,
         cwd=str(repo_root()),
     )
+
+
+def comparable_result(result: dict) -> dict:
+    """The result without wall times and provenance (they differ between any two runs)."""
+    import json
+
+    def strip(value):
+        if isinstance(value, dict):
+            return {
+                k: strip(v)
+                for k, v in value.items()
+                if "seconds" not in k and k not in ("provenance", "timings")
+            }
+        if isinstance(value, list):
+            return [strip(v) for v in value]
+        return value
+
+    return json.loads(json.dumps(strip(result)))

@@ -5,8 +5,7 @@ trained prompts' successes and the final weights' digest."""
 
 from __future__ import annotations
 
-import json
-
+from shared_helpers import comparable_result as _comparable
 from verifiable_grpo.core import files
 
 MICRO = """
@@ -34,23 +33,6 @@ def _run(out, fault=None):
     return subprocess.run(
         [sys.executable, "-c", MICRO, str(out)], env=env, capture_output=True, text=True
     )
-
-
-def _comparable(result: dict) -> dict:
-    """The result without wall times and provenance (they differ between any two runs)."""
-
-    def strip(value):
-        if isinstance(value, dict):
-            return {
-                k: strip(v)
-                for k, v in value.items()
-                if "seconds" not in k and k not in ("provenance", "timings")
-            }
-        if isinstance(value, list):
-            return [strip(v) for v in value]
-        return value
-
-    return json.loads(json.dumps(strip(result)))
 
 
 def test_a_killed_fixed_prompt_run_ends_where_an_uninterrupted_one_ends(tmp_path):
