@@ -349,8 +349,9 @@ print("installed GRPOConfig defaults:", trl_versions.installed_defaults())
 #
 # Neither is a certainty, so the tiny study faces both before running them: a second
 # pre-registration with the same seeds puts `dapo_token` (TRL's `dapo` aggregation) beside
-# `grpo`, and `gspo_paper` (the paper's range) beside `gspo`. It is declared, hashed and
-# not yet run:
+# `grpo`, and `gspo_paper` (the paper's range) beside `gspo`. It was declared and hashed in a
+# commit of its own, then run once, from a clean checkout of a later commit, with the
+# command below:
 
 # %%
 from verifiable_grpo.part2 import card_defaults_lock
@@ -361,6 +362,61 @@ print("arms:", ", ".join(defaults_lock["arms"]), "| seeds:", len(defaults_lock["
       "| regimes:", ", ".join(defaults_lock["regimes"]), "| SHA-256", defaults_sha[:16])
 print(card_defaults_lock.COMMAND)
 print(f"expected: about {card_defaults_lock.expected_seconds() / 60:.0f} minutes on two CPU threads")
+
+# %% [markdown]
+# ### What the sensitivity found
+#
+# Sixty-four runs (four arms, eight seeds, two regimes) and the lock's own analysis: each arm
+# against `grpo` on the same seed, a paired bootstrap interval, a sign-flip p-value and
+# Benjamini-Hochberg within a regime, "better" or "worse" only when both agree.
+
+# %%
+from verifiable_grpo.part2 import card_defaults, results
+
+defaults = card_defaults.load()
+Table(["regime", "arm - grpo", "verdict", "mean greedy", "difference", "95% CI (paired)",
+       "p (sign flip)", "BH"], card_defaults.comparison_rows(defaults))
+
+# %% [markdown]
+# Read it in three steps.
+#
+# - **One update per batch (`on_policy`): the clip cannot act.** `gspo` and `gspo_paper`
+#   end on exactly `grpo`'s held-out accuracy on every seed: with a single update every ratio
+#   is 1 up to rescoring noise, inside even the paper's narrow range, as the declaration
+#   predicted. The card ran this regime, so its gspo arm was the grpo gradient whatever its ε.
+# - **The aggregation hardly moves the tiny model.** `dapo_token` sits within about half a
+#   point of `grpo` in both regimes and no test rejects. Our completions are short and
+#   similar in length, so weighting every token equally and weighting every response equally
+#   give nearly the same update; on the card's 1,024-token completions, where lengths differ
+#   far more, the gap could be larger, and this study cannot say by how much.
+# - **Off policy, the paper's clip range is the one reading that leans.** In `two_updates`
+#   `gspo_paper` is ahead of `grpo` on average with an interval above zero, but the sign-flip
+#   test over eight seeds does not reject, even before the correction, so the verdict the
+#   lock fixed is "inconclusive". Beside the committed `gspo` (read from the per-seed table,
+#   not a pre-registered test):
+
+# %%
+for regime in defaults["analysis"]["regimes"]:
+    gap = card_defaults.paper_minus_gspo(defaults, regime)
+    print(f"{regime}: gspo_paper - gspo per seed {[round(g, 3) for g in gap]}, "
+          f"mean {sum(gap) / len(gap):+.4f}")
+
+# %% [markdown]
+# The runs of `grpo` and `gspo` repeat the committed study's with the same seeds and code,
+# a free check of the runner's determinism on another machine and commit:
+
+# %%
+agreement = card_defaults.rerun_agreement(defaults, results.load())
+print(f"of {agreement['runs']} repeated runs: training reward equal at every step in "
+      f"{agreement['reward_traces_equal']}, printed summary equal in "
+      f"{agreement['summaries_equal']}, final weights bit-equal in {agreement['weights_equal']}")
+
+# %% [markdown]
+# Every repeated run drew the same rewards at every step, yet none ended on bit-identical
+# weights: the recorded study ran on another machine, whose kernels round the last bits
+# differently. Those bits changed one held-out draw in one run, which is why the book
+# compares such runs through their recorded outcomes and never through weight digests
+# across machines.
 
 # %% [markdown]
 # ### Measured on a GPU
@@ -420,3 +476,6 @@ print(f"the card's batch: {solution_kv_cache_bytes(36, 32, 8, 128, 16, 1184) / 1
 #   have almost no power: "no arm differs" is what such a study reports whatever is true.
 # - A corrected study is a new pre-registration (`lock-lora-rate.json`), hashed before any
 #   run; and a replication on a newer TRL pins the knobs whose defaults moved.
+# - The card's unstated defaults, faced on the tiny study: TRL 1.8's `dapo` aggregation and
+#   GSPO's paper clip change no pre-registered verdict; on the card's one update per batch the
+#   clip range cannot act at all.
