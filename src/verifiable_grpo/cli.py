@@ -135,6 +135,12 @@ def _family_arguments(p) -> None:
                 help="child processes of one CPU thread each, the seeds split "
                 "between them (default 2; 1: this process, its threads)",
             )
+        if name == "study":
+            q.add_argument(
+                "--exploratory",
+                action="store_true",
+                help="allow a dirty or uncommitted tree (the study is labelled exploratory)",
+            )
         if name in ("run", "study"):
             _backend_arguments(q)
         if name == "study":

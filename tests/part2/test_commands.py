@@ -91,3 +91,14 @@ def test_a_finished_run_of_another_lock_is_refused_in_one_line(tmp_path, capsys,
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "another lock" in err and "new --out" in err
     assert path.read_bytes() == before
+
+
+def test_a_study_on_a_dirty_tree_is_refused_before_its_folder_exists(tmp_path, capsys, monkeypatch):
+    from verifiable_grpo.core import preregistration
+
+    monkeypatch.setattr(preregistration, "tree_changes", lambda root=None: ["M src/x.py"])
+    out = tmp_path / "new-study"
+    assert cli.main(["family", "study", "--workers", "1", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--exploratory" in err and "src/x.py" in err
+    assert not out.exists()

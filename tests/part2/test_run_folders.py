@@ -152,6 +152,7 @@ def test_killing_the_study_parent_leaves_no_worker(tmp_path):
         "verifiable_grpo",
         "family",
         "study",
+        "--exploratory",
         "--lock",
         str(lock),
         "--out",

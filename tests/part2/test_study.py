@@ -169,6 +169,7 @@ def test_study_status_and_analyse_from_the_command_line(shared, capsys):
             [
                 "family",
                 "study",
+                "--exploratory",
                 *common,
                 "--arms",
                 "grpo",
@@ -210,7 +211,9 @@ def test_the_study_splits_its_seeds_over_worker_processes(shared, capsys):
         "--regimes",
         "on_policy",
     ]
-    assert cli.main(["family", "study", *common, "--workers", "2"]) == 0
+    assert cli.main(["family", "study", "--exploratory", *common, "--workers", "2"]) == 0
+    stamp = files.read_json(shared["continuous"] / "started.json")  # taken at the start
+    assert stamp["exploratory"] is True and stamp["started_at"]
     for seed in (SEED, 23):
         assert study.manifest_path(shared["continuous"], "on_policy", "drgrpo", seed).is_file()
     capsys.readouterr()
@@ -255,13 +258,13 @@ def test_a_killed_study_worker_is_continued_to_the_same_run(shared, capsys, monk
     common = ["--lock", str(shared["lock"]), "--out", str(out), "--arms", "grpo"]
     common += ["--regimes", "two_updates", "--seeds", str(SEED)]
     monkeypatch.setenv(faults.ENV, "family-after-checkpoint#1")  # the worker inherits it
-    assert cli.main(["family", "study", *common, "--workers", "2"]) == 2
+    assert cli.main(["family", "study", "--exploratory", *common, "--workers", "2"]) == 2
     assert "1 of 1 workers failed" in capsys.readouterr().err
     monkeypatch.delenv(faults.ENV)
     folder = study.run_dir(out, "two_updates", "grpo", SEED)
     assert (folder / "checkpoints" / "checkpoint-0001.pt").is_file()
     assert not (folder / "run_manifest.json").exists()
-    assert cli.main(["family", "study", *common, "--workers", "1"]) == 0
+    assert cli.main(["family", "study", "--exploratory", *common, "--workers", "1"]) == 0
     resumed = files.read_json(folder / "run_manifest.json")
     assert resumed["resumed_from_step"] == 1
     assert _without_times(resumed) == _without_times(files.read_json(reference))

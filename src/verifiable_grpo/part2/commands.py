@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-from verifiable_grpo.core import files, runlock
+from verifiable_grpo.core import files, preregistration, runlock
 from verifiable_grpo.core.config import ConfigError, provenance, resolve
 from verifiable_grpo.part2 import analysis, record, study
 from verifiable_grpo.part2 import lock as lock_lib
@@ -123,7 +123,9 @@ def _study(args):
         # locked by run_arm, so nothing else can train there meanwhile)
         runlock.exit_with_parent()
         return _study_here(args, lock, sha)
+    preregistration.start_stamp(args.exploratory)  # a dirty tree is refused before OUT exists
     with runlock.locked(args.out, "family study"):
+        preregistration.stamp_folder(Path(args.out), args.exploratory)
         return _study_here(args, lock, sha)
 
 

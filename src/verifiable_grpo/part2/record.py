@@ -17,7 +17,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from verifiable_grpo.core import files
+from verifiable_grpo.core import files, preregistration
 from verifiable_grpo.core.config import canonical_json, provenance, sha256_bytes
 from verifiable_grpo.part2 import analysis
 from verifiable_grpo.part2 import lock as lock_lib
@@ -76,6 +76,9 @@ def export_study(out, dest, lock_file) -> dict:
         dest / "warmstart-heldout.json", {**warm, "heldout": trim_heldout(warm["heldout"])}
     )
     files.save_json(dest / "study.json", files.read_json(out / "study.json"))
+    stamp = out / preregistration.STAMP_FILE  # the study's start stamp, when it took one
+    if stamp.is_file():
+        files.save_json(dest / preregistration.STAMP_FILE, files.read_json(stamp))
     result = analysis.analyse(lock, analysis.load_manifests(dest), lock_sha=sha)
     result["warm_start"] = warm["heldout"]["greedy"]["ALL"]
     result["lock_sha256"] = sha

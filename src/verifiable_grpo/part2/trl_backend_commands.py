@@ -12,7 +12,9 @@ import os
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
+from verifiable_grpo.core import preregistration
 from verifiable_grpo.core.config import ConfigError
 from verifiable_grpo.part2 import lock as lock_lib
 from verifiable_grpo.part2 import study, trl_backend
@@ -145,6 +147,7 @@ def run_study(args, runs: list[tuple[str, str, int]]) -> int:
     )
     for regime, arm, seed in runs:  # every refusal before the first run starts
         trl_backend.check_request(args.lock, args.trl_config, arm, seed, regime, processes)
+    preregistration.stamp_folder(Path(args.out), args.exploratory)
     base = trl_backend.base_heldout(args.lock, args.trl_config, args.out)
     print(f"untrained base: held-out greedy {base['heldout']['greedy']['ALL']['success_rate']:.3f}")
     for regime, arm, seed in runs:

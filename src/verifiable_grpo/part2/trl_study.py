@@ -30,7 +30,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from verifiable_grpo.core import files, interrupts, runlock
+from verifiable_grpo.core import files, interrupts, preregistration, runlock
 from verifiable_grpo.core.config import ConfigError
 from verifiable_grpo.part2 import lock as lock_lib
 from verifiable_grpo.part2 import study, trl_backend
@@ -351,10 +351,12 @@ def schedule(args, runs: list[tuple[str, str, int]]) -> int:
     jobs = [j for j in jobs if not _done(args.out, j)]
     if dry:
         return _dry_run(args, jobs, slots, config)
+    preregistration.start_stamp(args.exploratory)  # a dirty tree is refused before OUT exists
     out = runlock.usable_folder(args.out)
     holder = out if n == 1 else out / "shards" / f"{k}-of-{n}"
     with runlock.locked(holder, f"family study --backend trl --shard {k}/{n}"):
         study.bind_study_folder(out, lock_sha, str(args.lock))
+        preregistration.stamp_folder(out, args.exploratory)  # every node checks the same stamp
         trl_backend.bind_run_config(out, config)  # before any worker: they only compare
         return Scheduler(args, jobs, slots, config, lock, args.retries).run()
 
