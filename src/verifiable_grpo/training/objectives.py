@@ -112,8 +112,8 @@ class Objective:
             value = getattr(self, axis.name)
             if axis.name in ("name", "description"):
                 continue
-            if axis.name not in V1_AXES and _at_defaults(value):
-                continue  # a part added after v1, left at its defaults: not hashed
+            if axis.name not in V1_AXES and _at_defaults(value, axis):
+                continue  # an axis added after v1, left at its defaults: not hashed
             spec[axis.name] = (
                 _part_mechanics(value, axis.name) if dataclasses.is_dataclass(value) else value
             )
@@ -161,16 +161,30 @@ V1_FIELDS = {
 }
 
 
-def _at_defaults(part) -> bool:
-    return all(getattr(part, item.name) == item.default for item in dataclasses.fields(part))
+def _default(item: dataclasses.Field):
+    """A field's default value, whether given as a value or a factory."""
+    if item.default_factory is not dataclasses.MISSING:
+        return item.default_factory()
+    return item.default
+
+
+def _at_defaults(value, axis: dataclasses.Field) -> bool:
+    """True when an axis holds its default: a part (a dataclass) field by field, a scalar
+    (a top-level field such as an entropy bonus) by value."""
+    if dataclasses.is_dataclass(value):
+        return all(
+            getattr(value, item.name) == _default(item) for item in dataclasses.fields(value)
+        )
+    return value == _default(axis)
 
 
 def _part_mechanics(part, axis: str) -> dict:
-    """A part's founding fields, plus any later field whose value differs from its default."""
+    """A part's founding fields, plus any later field whose value differs from its default
+    (a part added after v1 has no founding fields)."""
     out = {}
     for item in dataclasses.fields(part):
         value = getattr(part, item.name)
-        if item.name in V1_FIELDS[axis] or value != item.default:
+        if item.name in V1_FIELDS.get(axis, ()) or value != _default(item):
             out[item.name] = list(value) if isinstance(value, tuple) else value
     return out
 
@@ -198,16 +212,19 @@ def _entry(
     )
 
 
-OBJECTIVES: dict[str, Objective] = {
-    o.name: o
-    for o in (
+# The registry, in sections: code asks for a section by name (the study's arms, the newer
+# entries), so no list of entry names is kept by hand anywhere else. Order is the table's.
+_SECTIONS: dict[str, tuple[Objective, ...]] = {
+    "part1": (
         _entry(
             "part1",
             "Part I (seed 000): population std + 1e-8, exact KL on prefixes x 0.02",
             advantages=AdvantageRule("group_std", 0, 1e-8),
             kl=KLTerm("exact_prefix", 0.02),
         ),
-        # Part II's five arms as the seed-003 study ran them: beta 0, per-response token mean.
+    ),
+    # Part II's five arms as the seed-003 study ran them: beta 0, per-response token mean.
+    "study": (
         _entry("grpo", "Part II baseline arm: sample std + 1e-4, token ratio, clip [0.8, 1.2]"),
         _entry(
             "drgrpo",
@@ -235,7 +252,9 @@ OBJECTIVES: dict[str, Objective] = {
                 "aero", exploration_rollouts=3, rescue_budget=4, rejection_k=1, max_rollouts=4
             ),
         ),
-        # TRL's loss_type reductions, each otherwise the grpo arm.
+    ),
+    # TRL's loss_type reductions, each otherwise the grpo arm.
+    "trl_reductions": (
         _entry(
             "bnpo",
             "TRL loss_type bnpo: token sum / the micro-batch's token count",
@@ -252,7 +271,10 @@ OBJECTIVES: dict[str, Objective] = {
             "TRL loss_type dapo: token sum / the generation batch's token count",
             aggregation=Aggregation("token_sum", tokens="generation_batch"),
         ),
-        # Newer objectives (chapter II.7), each otherwise the grpo arm.
+    ),
+    # Newer objectives (chapter II.7), each otherwise the grpo arm; the last two are the grpo
+    # arm with a correction for the sampler's log-probs (TRL's two defaults' kinds).
+    "newer": (
         _entry(
             "cispo",
             "CISPO: -sg(min(rho, 5)) A log p, token sum / the generation batch's tokens",
@@ -292,7 +314,6 @@ OBJECTIVES: dict[str, Objective] = {
             advantages=_CENTRED,
             surrogate=Surrogate("reinforce"),
         ),
-        # The grpo arm with a correction for the sampler's log-probs (TRL's two defaults' kinds).
         _entry(
             "grpo_tis",
             "grpo with truncated importance sampling: per-token weight min(p_train / p_sample, 3)",
@@ -304,15 +325,25 @@ OBJECTIVES: dict[str, Objective] = {
             "exceeds 3 gets weight 0",
             correction=BehaviourCorrection("sequence_mask", clip_max=3.0),
         ),
-        # The gspo arm at its paper's clip range (the card's sensitivity, part2/card_defaults_lock).
+    ),
+    # The gspo arm at its paper's clip range (the card's sensitivity, part2/card_defaults_lock).
+    "sensitivity": (
         _entry(
             "gspo_paper",
             "gspo with the GSPO paper's clip range: sequence ratio clipped to [1 - 3e-4, 1 + 4e-4]",
             ratio="sequence",
             clip=ClipInterval(3e-4, 4e-4),
         ),
-    )
+    ),
 }
+OBJECTIVES: dict[str, Objective] = {o.name: o for part in _SECTIONS.values() for o in part}
+# Each section's entry names, in registry order.
+SECTIONS: dict[str, tuple[str, ...]] = {
+    key: tuple(o.name for o in part) for key, part in _SECTIONS.items()
+}
+STUDY_ARMS = SECTIONS["study"]  # Part II's five arms (the committed lock's)
+TRL_REDUCTIONS = SECTIONS["trl_reductions"]
+NEWER = SECTIONS["newer"]  # chapter II.7's nine entries
 
 
 def get_objective(name: str) -> Objective:
