@@ -1,7 +1,7 @@
 """The registry lists itself: every entry is classified for TRL and for Part I's loop (the
-one refusal table, objective_refusals.REFUSED), and growing `Objective` itself by a
-defaulted top-level field moves no recorded hash and no lock, while TRL refuses an entry
-that sets it."""
+one refusal table, objective_refusals.REFUSED); growing `Objective` itself by a defaulted
+top-level field moves no recorded hash and no lock, while TRL refuses an entry that sets
+it; a new surrogate or baseline is one registered function plus its entry."""
 
 from __future__ import annotations
 
@@ -9,11 +9,18 @@ import dataclasses
 import json
 
 import pytest
+import torch
 
 from verifiable_grpo.core.config import load_config, resolve
 from verifiable_grpo.part2 import lock as lock_lib
-from verifiable_grpo.training import objective_refusals, objectives, trl_parity
-from verifiable_grpo.training.objectives import OBJECTIVES, Objective
+from verifiable_grpo.training import (
+    baselines,
+    objective_refusals,
+    objectives,
+    surrogates,
+    trl_parity,
+)
+from verifiable_grpo.training.objectives import OBJECTIVES, AdvantageRule, Objective, Surrogate
 
 # Part I's registry hash as pinned by tests/training/test_objectives.py.
 PART1_SHA256 = "ef2bf299651059b242217fa904f06a7dc3a7a4503c51b6bff6ebe586d9852c38"
@@ -115,3 +122,61 @@ def test_trl_refuses_a_mechanic_it_does_not_map_top_level_or_nested():
             f"objective {entry.name}: TRL {trl_parity.TRL_VERSION}'s GRPOTrainer has no "
             f"mapping here for {axis}"
         )
+
+
+def _batch():
+    """Two groups of two one-to-three-token responses, on policy (old == current)."""
+    generator = torch.Generator().manual_seed(5)
+    mask = torch.arange(3)[None, :] < torch.tensor([3, 1, 2, 3])[:, None]
+    old = -0.5 - torch.rand(4, 3, dtype=torch.float64, generator=generator)
+    return old, torch.tensor([1.0, -1.0, 0.5, -0.5], dtype=torch.float64), mask
+
+
+def _gradient(entry, old, advantages, mask):
+    current = old.clone().requires_grad_(True)
+    objectives.objective_loss(entry, current, old, advantages, mask, None, group_size=2)[
+        0
+    ].backward()
+    return current.grad
+
+
+def test_a_surrogate_is_one_decorated_function_plus_its_entry(monkeypatch):
+    monkeypatch.setattr(surrogates, "SURROGATES", dict(surrogates.SURROGATES))
+
+    @surrogates.register_surrogate("unclipped")
+    def _unclipped(objective, current, old, advantages, mask):
+        """PPO's ratio without its clip: -rho A."""
+        ratio = torch.exp(current - old.detach())
+        return torch.where(mask, -ratio * advantages[:, None].detach(), 0.0), {}
+
+    entry = objectives._entry("unclipped", "rho A, no clip", surrogate=Surrogate("unclipped"))
+    old, advantages, mask = _batch()
+    # On policy the ratio is 1 and PPO's clip cannot bind: the grpo arm's gradient (float64).
+    ours, grpo = (_gradient(e, old, advantages, mask) for e in (entry, OBJECTIVES["grpo"]))
+    torch.testing.assert_close(ours, grpo, rtol=1e-12, atol=0)
+    assert ours.abs().max() > 0
+    assert entry.mechanics()["surrogate"]["kind"] == "unclipped"
+    with pytest.raises(ValueError, match="surrogate 'unclipped' is registered twice"):
+        surrogates.register_surrogate("unclipped")(_unclipped)
+    with pytest.raises(trl_parity.NotExpressibleInTRL, match="surrogate 'unclipped'"):
+        trl_parity.trl_arm(entry)
+
+
+def test_a_baseline_is_one_decorated_function_plus_its_entry(monkeypatch):
+    monkeypatch.setattr(baselines, "BASELINES", dict(baselines.BASELINES))
+
+    @baselines.register_baseline("group_max")
+    def _group_max(objective, rewards, successes=None, observations=None):
+        """r minus the group's best reward (every advantage <= 0)."""
+        rewards = torch.as_tensor(rewards)
+        best = rewards.max(dim=1, keepdim=True).values
+        return rewards - best, best, None
+
+    entry = objectives._entry(
+        "group_max", "r - the group's best", advantages=AdvantageRule("group_max", None, None)
+    )
+    result = objectives.advantages(entry, [[1.0, 0.0, 0.5], [2.0, 2.0, 2.0]])
+    assert result.values.tolist() == [[0.0, -1.0, -0.5], [0.0, 0.0, 0.0]]
+    assert entry.advantages.describe() == "group_max" and not entry.advantages.batch_level
+    with pytest.raises(ValueError, match="group_max advantage rule takes no correction"):
+        AdvantageRule("group_max", 1, 1e-4)

@@ -25,7 +25,7 @@ import torch
 
 from verifiable_grpo.core.config import canonical_json, sha256_bytes
 from verifiable_grpo.core.config_schema import typed
-from verifiable_grpo.training import baselines, losses
+from verifiable_grpo.training import baselines, losses, surrogates
 from verifiable_grpo.training.objective_loss import (  # noqa: F401  (re-exported)
     kl_per_token,
     objective_loss,
@@ -94,8 +94,9 @@ class Objective:
                 isinstance(getattr(self, part), kind),
                 f"objective {self.name}: {part} must be a {kind.__name__}",
             )
+        registered = surrogates.SURROGATES.get(self.surrogate.kind)  # None: a kind with no code
         _require(
-            self.surrogate.kind not in ("gmpo", "reinforce") or self.ratio == "token",
+            registered is None or not registered.own_ratio or self.ratio == "token",
             f"objective {self.name}: surrogate {self.surrogate.kind} takes the token "
             "ratio level (it builds its own ratio, or none)",
         )
@@ -431,30 +432,8 @@ def advantages(objective: Objective, rewards, successes=None, observations=None)
     """The objective's advantages of rewards [P, G] (one group per row). The posterior
     rule's one-rollout groups (G = 1) also need `successes` and `observations` [P]: the
     counts over every rollout generated for each prompt."""
-    rule = objective.advantages
-    if rule.kind in ("centred", "leave_one_out", "none"):
-        rule_function = {
-            "centred": baselines.centred_advantages,
-            "leave_one_out": baselines.leave_one_out_advantages,
-            "none": baselines.no_baseline_advantages,
-        }[rule.kind]
-        values, mean = rule_function(rewards)
-        return GroupAdvantages(values, mean, None)
-    if rule.kind == "batch_normalised":
-        return GroupAdvantages(
-            *baselines.batch_normalised_advantages(rewards, rule.epsilon, rule.correction)
-        )
-    if rule.kind == "posterior" and torch.as_tensor(rewards).shape[-1:] == (1,):
-        if successes is None or observations is None:
-            raise ValueError(
-                f"objective {objective.name}: one-rollout groups need the "
-                "prompt's successes and observations for the posterior"
-            )
-        return GroupAdvantages(
-            *losses.posterior_advantages(rewards, successes, observations, rule.prior, rule.epsilon)
-        )
-    values, mean, std = losses.group_advantages(rewards, rule.epsilon, rule.correction)
-    return GroupAdvantages(values, mean, std)
+    rule = baselines.BASELINES[objective.advantages.kind]
+    return GroupAdvantages(*rule.function(objective, rewards, successes, observations))
 
 
 def with_advantages(group: dict, objective: Objective, successes=None, observations=None) -> dict:
