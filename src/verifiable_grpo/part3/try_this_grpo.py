@@ -1,14 +1,17 @@
-"""Lab 5's "Try this" variants of GRPO on the digit policy, as one configurable loop.
+"""Lab 5's "Try this" variants of GRPO on the digit policy, each the lab's objective with
+other registry axes, run by the lab's own loop (group_relative.train).
 
-group_relative.train_grpo runs the course's GRPO. This loop runs the same algorithm with
-the switches the course's variants ask for, and with every switch at its default it draws
-and computes exactly what train_grpo does (a test holds the two to the same bits):
-- `advantage="centred"` keeps r - mean and drops the division by the group's std, and
-  `denominator="maxlen"` divides each reply's token sum by MAXLEN instead of by its own
-  length: together, a Dr. GRPO-like objective (no std scaling, no length normalisation);
-- `refill=True` drops the groups whose rewards are all equal (they carry no task signal)
-  and samples fresh prompts until the batch holds `prompts_per_iteration` mixed groups or
-  `max_draws` draws are spent; every generated reply is counted, kept or not;
+group_relative.train_grpo runs the course's GRPO. The variants change the objective's
+axes as the course asks, and with every switch at its default a variant draws and computes
+exactly what train_grpo does (a test holds the two to the same bits):
+- `advantage="centred"` (advantages: centred) keeps r - mean and drops the division by the
+  group's std, and `denominator="maxlen"` (aggregation: constant_length, MAXLEN) divides
+  each reply's token sum by MAXLEN instead of by its own length: together, a Dr.
+  GRPO-like objective (no std scaling, no length normalisation);
+- `refill=True` (sampler: dynamic, `max_draws` generation batches) drops the groups
+  whose rewards are all equal (they carry no task signal) and samples fresh prompts until
+  the batch holds `prompts_per_iteration` mixed groups or `max_draws` draws are spent;
+  every generated reply is counted, kept or not;
 - `group_size` and `prompts_per_iteration` trade groups against their size at a fixed
   number of generations per iteration;
 - `substring=True` with several seeds repeats the flawed-verifier run against the exact one.
@@ -16,21 +19,24 @@ and computes exactly what train_grpo does (a test holds the two to the same bits
 
 from __future__ import annotations
 
-import torch
-from torch.nn.utils import clip_grad_norm_
-
 from verifiable_grpo.part3.digits import policy as dp
 from verifiable_grpo.part3.expert_iteration_lab import group_relative as gr
+from verifiable_grpo.training.objectives import AdvantageRule, Aggregation, Sampler
 
-ADVANTAGES = ("sample_std", "centred")
-DENOMINATORS = ("tokens", "maxlen")
+# The course's names for its switches, as the registry's axes (the names stay in the
+# recorded settings). The lab's loop (group_relative.train) runs every combination.
+ADVANTAGES = {"sample_std": gr.LAB_ADVANTAGES, "centred": AdvantageRule("centred", None, None)}
+DENOMINATORS = {
+    "tokens": Aggregation("response_mean"),
+    "maxlen": Aggregation("constant_length", length=dp.MAXLEN),
+}
 
 
 def _check(advantage, denominator, group_size, prompts_per_iteration, max_draws) -> None:
     if advantage not in ADVANTAGES:
-        raise ValueError(f"advantage must be one of {ADVANTAGES}, got {advantage!r}")
+        raise ValueError(f"advantage must be one of {tuple(ADVANTAGES)}, got {advantage!r}")
     if denominator not in DENOMINATORS:
-        raise ValueError(f"denominator must be one of {DENOMINATORS}, got {denominator!r}")
+        raise ValueError(f"denominator must be one of {tuple(DENOMINATORS)}, got {denominator!r}")
     for name, value, least in (
         ("group_size", group_size, 2),
         ("max_draws", max_draws, 1),
@@ -40,95 +46,24 @@ def _check(advantage, denominator, group_size, prompts_per_iteration, max_draws)
             raise ValueError(f"{name} must be an integer >= {least}, got {value!r}")
 
 
-def advantages_for(scores: torch.Tensor, advantage: str):
-    """(advantages, group std): the course's sample-std scaling, or centring only."""
-    if advantage == "centred":
-        spread = torch.std(scores, dim=1, correction=1)
-        return scores - scores.mean(1, keepdim=True), spread
-    return gr.group_advantages_sample_std(scores)
-
-
-def objective(logp, sampled_logp, ref_logp, mask, advantages, beta, clip, denominator):
-    """Clipped surrogate minus beta * k3 per token; each reply's token sum divided by its
-    own length ("tokens", the course's) or by MAXLEN ("maxlen"); mean over replies."""
-    ratio = torch.exp(logp - sampled_logp)
-    plain_term = ratio * advantages
-    capped_term = ratio.clamp(1 - clip, 1 + clip) * advantages
-    penalty = beta * gr.k3(ref_logp - logp)
-    per_token = torch.minimum(plain_term, capped_term) - penalty
-    length = mask.sum(1) if denominator == "tokens" else dp.MAXLEN
-    per_sequence = (per_token * mask).sum(1) / length
-    return per_sequence.mean()
-
-
-def _draw_groups(policy, count, group_size, substring):
-    drawn = dp.ALL_PROMPTS[torch.randint(len(dp.ALL_PROMPTS), (count,))]
-    prompts = drawn.repeat_interleave(group_size, 0)
-    replies = dp.sample(policy, prompts)
-    scores = gr.verifier_rewards(prompts, replies, substring).reshape(count, group_size)
-    return prompts, replies, scores
-
-
-def _refilled_batch(policy, count, group_size, substring, max_draws):
-    """Mixed groups only, drawing `count` prompts at a time until `count` are kept or
-    `max_draws` draws are spent. Returns (prompts, replies, scores, draws, first-draw
-    group std); a batch may come back short, or empty."""
-    keep_prompts, keep_replies, keep_scores = [], [], []
-    first_std, kept, draws = None, 0, 0
-    while kept < count and draws < max_draws:
-        prompts, replies, scores = _draw_groups(policy, count, group_size, substring)
-        draws += 1
-        std = torch.std(scores, dim=1, correction=1)
-        first_std = std if first_std is None else first_std
-        mixed = (std > 0).repeat_interleave(group_size)
-        keep_prompts.append(prompts[mixed])
-        keep_replies.append(replies[mixed])
-        keep_scores.append(scores[std > 0])
-        kept += int((std > 0).sum())
-    rows = min(kept, count) * group_size
-    return (
-        torch.cat(keep_prompts)[:rows],
-        torch.cat(keep_replies)[:rows],
-        torch.cat(keep_scores)[: min(kept, count)],
-        draws,
-        first_std,
+def variant_objective(beta, clip, advantage, denominator, refill, max_draws):
+    """The lab's GRPO with the variant's advantages, aggregation and sampler."""
+    sampler = Sampler("dynamic", max_generation_batches=max_draws) if refill else Sampler()
+    return gr.lab_objective(
+        beta,
+        clip,
+        advantages=ADVANTAGES[advantage],
+        aggregation=DENOMINATORS[denominator],
+        sampler=sampler,
     )
 
 
-def _update(policy, reference, adam, batch, settings) -> None:
-    prompts, replies, scores = batch
-    advantages, _ = advantages_for(scores, settings["advantage"])
-    per_reply = advantages.reshape(-1, 1)
-    with torch.no_grad():  # fixed for both inner steps: the first ratio is exactly 1
-        sampled_logp, mask = dp.token_logprobs(policy, prompts, replies)
-        ref_logp = dp.token_logprobs(reference, prompts, replies)[0]
-    for _ in range(settings["inner_steps"]):
-        policy.train()
-        adam.zero_grad(set_to_none=True)
-        logp = dp.token_logprobs(policy, prompts, replies)[0]
-        loss = -objective(
-            logp,
-            sampled_logp,
-            ref_logp,
-            mask,
-            per_reply,
-            settings["beta"],
-            settings["clip"],
-            settings["denominator"],
-        )
-        loss.backward()
-        clip_grad_norm_(policy.parameters(), max_norm=1.0)
-        adam.step()
-
-
-@torch.inference_mode()
-def verifier_pass_rate(policy, substring: bool, per_prompt: int = 16, seed: int = 88) -> float:
-    """The checker's acceptance rate on fresh samples from a forked, seeded generator."""
-    prompts = dp.ALL_PROMPTS.repeat_interleave(per_prompt, 0)
-    with torch.random.fork_rng():
-        torch.manual_seed(seed)
-        replies = dp.sample(policy, prompts)
-    return float(gr.verifier_rewards(prompts, replies, substring).mean())
+def _record(state: dict) -> dict:
+    if state["iteration"] == 0:
+        return {"iteration": 0, "generations": 0, **state["metrics"]}
+    keys = ("iteration", "generations", "draws", "zero_variance", "skipped_updates")
+    row = {key: state[key] for key in keys}
+    return {**row, **state["metrics"], "verifier_reward": state["verifier_reward"]}
 
 
 def train_variant(
@@ -152,6 +87,11 @@ def train_variant(
     iterations (record 0: the start), with the replies generated so far."""
     _check(advantage, denominator, group_size, prompts_per_iteration, max_draws)
     gr._check_grpo_settings(beta, group_size)
+    objective = variant_objective(beta, clip, advantage, denominator, refill, max_draws)
+    run = gr.GroupRun(
+        substring, iterations, prompts_per_iteration, group_size, inner_steps, lr, seed, log_every
+    )
+    _, log = gr.train(reference, objective, run, _record)
     settings = {
         "beta": beta,
         "advantage": advantage,
@@ -159,35 +99,6 @@ def train_variant(
         "inner_steps": inner_steps,
         "clip": clip,
     }
-    torch.manual_seed(seed)
-    policy = dp.trainable_copy(reference)
-    adam = torch.optim.Adam(policy.parameters(), lr)
-    log = [{"iteration": 0, "generations": 0, **dp.task_metrics(policy, reference)}]
-    generations, skipped = 0, 0
-    for iteration in range(1, iterations + 1):
-        if refill:
-            *batch, draws, group_std = _refilled_batch(
-                policy, prompts_per_iteration, group_size, substring, max_draws
-            )
-        else:
-            batch, draws = _draw_groups(policy, prompts_per_iteration, group_size, substring), 1
-            group_std = torch.std(batch[2], dim=1, correction=1)
-        generations += draws * prompts_per_iteration * group_size
-        if len(batch[2]):
-            _update(policy, reference, adam, batch, settings)
-        else:
-            skipped += 1
-        if iteration % log_every == 0:
-            entry = {
-                "iteration": iteration,
-                "generations": generations,
-                "draws": draws,
-                "zero_variance": float((group_std == 0).float().mean()),
-                "skipped_updates": skipped,
-            }
-            entry.update(dp.task_metrics(policy, reference))
-            entry["verifier_reward"] = verifier_pass_rate(policy, substring)
-            log.append(entry)
     return {
         "settings": {
             "substring": substring,
