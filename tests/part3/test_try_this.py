@@ -9,14 +9,14 @@ import torch
 
 from verifiable_grpo.core.config import repo_root
 from verifiable_grpo.part3 import try_this
-from verifiable_grpo.part3 import try_this_dpo as td
-from verifiable_grpo.part3 import try_this_grpo as tg
-from verifiable_grpo.part3 import try_this_reward as tr
-from verifiable_grpo.part3 import try_this_suite as ts
 from verifiable_grpo.part3.digits import policy as dp
 from verifiable_grpo.part3.dpo_lab import dpo
+from verifiable_grpo.part3.dpo_lab import try_this_dpo as td
 from verifiable_grpo.part3.expert_iteration_lab import group_relative as gr
+from verifiable_grpo.part3.expert_iteration_lab import try_this_grpo as tg
 from verifiable_grpo.part3.reward_lab import reward_model as rm
+from verifiable_grpo.part3.reward_lab import try_this_reward as tr
+from verifiable_grpo.part3.suite_lab import try_this_suite as ts
 
 RECORDED = repo_root() / "data" / "recorded" / "part3"
 
@@ -184,8 +184,8 @@ def test_recorded_variants_say_what_the_chapters_say():
 
 
 def test_strict_checkers_keep_the_permissive_rule_and_add_content():
-    from verifiable_grpo.part3 import try_this_checkers as tc
     from verifiable_grpo.part3.suite_lab import catalogue
+    from verifiable_grpo.part3.suite_lab import try_this_checkers as tc
 
     one_word = catalogue.SUITE.index(next(e for e in catalogue.FORMAT if e.get("words") == 1))
     assert tc.strict_check(one_word, "Copper.") and not tc.strict_check(one_word, "aluminium")
