@@ -156,6 +156,7 @@ def test_a_surrogate_is_one_decorated_function_plus_its_entry(monkeypatch):
     torch.testing.assert_close(ours, grpo, rtol=1e-12, atol=0)
     assert ours.abs().max() > 0
     assert entry.mechanics()["surrogate"]["kind"] == "unclipped"
+    assert objectives.format_registry([entry]).splitlines()[-1].startswith("unclipped ")
     with pytest.raises(ValueError, match="surrogate 'unclipped' is registered twice"):
         surrogates.register_surrogate("unclipped")(_unclipped)
     with pytest.raises(trl_parity.NotExpressibleInTRL, match="surrogate 'unclipped'"):

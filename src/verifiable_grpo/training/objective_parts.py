@@ -293,7 +293,7 @@ class Surrogate:
             "clipped_ratio": "clipped ratio",
             "gmpo": "gmpo (geometric mean ratio)",
             "reinforce": "reinforce (-A log p)",
-        }[self.kind]
+        }.get(self.kind, self.kind)  # a surrogate registered later: its name
 
 
 @dataclass(frozen=True)
