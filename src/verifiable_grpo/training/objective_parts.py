@@ -3,7 +3,9 @@ descriptions (objectives.py assembles them into registry entries and hashes them
 
 advantages (AdvantageRule), clip interval, aggregation, KL term, sampler (schema v1), and
 the axes added since, each with a default that reproduces v1's arithmetic: the surrogate
-(Surrogate) and a correction for the sampler's own log-probs (BehaviourCorrection).
+(Surrogate) and a correction for the sampler's own log-probs (BehaviourCorrection). The
+surrogate and advantage-rule kinds are the ones registered in surrogates.py and
+baselines.py (register_surrogate, register_baseline).
 """
 
 from __future__ import annotations

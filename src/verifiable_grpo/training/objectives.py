@@ -9,10 +9,14 @@ objective turns them into advantages (`with_advantages`) and into the loss
 (`response_losses` + `response_weights`, or `objective_loss` for a whole batch). Part I's
 GRPO is one entry ("part1", built from the config by `objective_from_config`); Part II's
 arms are entries too, so a chapter can print them side by side (`registry_table`) and a
-pre-registration can lock them by `Objective.sha256()`.
+pre-registration can lock them by `Objective.sha256()`. The registry is kept in sections
+(SECTIONS: the study's arms, TRL's reductions, the newer entries), which the rest of the
+code reads instead of keeping lists of names; which entries a backend refuses is one
+table, objective_refusals.py.
 
-The arithmetic lives in losses.py; this module only chooses among it. The loss an
-objective takes on a batch is built in objective_loss.py (re-exported here).
+The arithmetic lives in losses.py, and in the functions surrogates.py and baselines.py
+register by kind; this module only chooses among it. The loss an objective takes on a
+batch is built in objective_loss.py (re-exported here).
 """
 
 from __future__ import annotations
