@@ -39,8 +39,10 @@ def test_the_page_is_in_the_book_and_the_readme():
 # names the recipes tell the reader to edit, in the file the page puts them
 NAMED = [
     ("src/verifiable_grpo/training/objectives.py", "def _entry("),
-    ("src/verifiable_grpo/part2/lock.py", "ARMS = "),
-    ("src/verifiable_grpo/part2/demos.py", "STUDY_ARMS = "),
+    ("src/verifiable_grpo/training/surrogates.py", "def register_surrogate("),
+    ("src/verifiable_grpo/training/baselines.py", "def register_baseline("),
+    ("src/verifiable_grpo/training/objective_refusals.py", "REFUSED: "),
+    ("src/verifiable_grpo/part2/card_defaults_lock.py", "ARMS = "),
     ("src/verifiable_grpo/part3/labs.py", "LABS = "),
     ("src/verifiable_grpo/part3/lab_settings.py", "SCHEMAS = "),
     ("src/verifiable_grpo/part3/merge_lab/digit_merges.py", "def run_lab("),

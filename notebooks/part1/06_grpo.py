@@ -228,11 +228,11 @@ Table(["per-draw success on 200 validation problems", "warm start", "after train
 # afterwards without the change showing. Two narrow tables, so both fit a phone's width.
 
 # %%
-from verifiable_grpo.training.objectives import get_objective, objective_from_config, registry_table
+from verifiable_grpo.training.objectives import SECTIONS, get_objective, objective_from_config, registry_table
 
 print("this profile's objective:", objective_from_config(config).name)
-entries = [get_objective(name) for name in (
-    "part1", "grpo", "drgrpo", "dapo", "gspo", "aero", "bnpo", "dr_grpo", "dapo_token")]
+entries = [get_objective(name) for section in ("part1", "study", "trl_reductions")
+           for name in SECTIONS[section]]
 display(Table(*registry_table(entries, ("name", "sha256", "advantages", "ratio", "clip")),
               title="the registry (1 of 2): fingerprint, advantages, ratio, clip"))
 Table(*registry_table(entries, ("name", "aggregation", "KL", "sampler")),

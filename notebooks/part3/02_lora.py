@@ -69,7 +69,7 @@ import matplotlib.pyplot as plt
 import torch
 
 from verifiable_grpo.book.notebook import Table, show, significant
-from verifiable_grpo.part3 import lora_lab
+from verifiable_grpo.part3.lora_lab import lora as lora_lab
 from verifiable_grpo.part3.smollm2 import records
 from verifiable_grpo.training import lora
 

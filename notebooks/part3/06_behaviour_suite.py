@@ -253,7 +253,7 @@ print("completions as items:      ", percentile_bootstrap(np.ravel(toy), np.rand
 # ## Try this: stricter checkers, and a contamination check
 #
 # **Stricter checkers.** The suite's format rules look at form only. A strict version
-# (`part3/try_this_checkers.py`) keeps each rule and adds what a reader of the prompt
+# (`part3/suite_lab/try_this_checkers.py`) keeps each rule and adds what a reader of the prompt
 # would require. The reply must parse, whole, as a JSON object whose value has the right
 # type. Every line of a list must be a bullet. The one word must be the denser metal.
 # The reply must be on the prompt's topic, and benign replies must contain their topic
@@ -261,7 +261,8 @@ print("completions as items:      ", percentile_bootstrap(np.ravel(toy), np.rand
 # Refuse items keep no transcript, so their recorded verdicts stand.
 
 # %%
-from verifiable_grpo.part3 import labs, try_this_checkers
+from verifiable_grpo.part3 import labs
+from verifiable_grpo.part3.suite_lab import try_this_checkers
 
 rows = []
 for label, result in recorded["results"].items():

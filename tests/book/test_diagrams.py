@@ -14,7 +14,7 @@ from PIL import Image
 
 from verifiable_grpo.book import diagrams
 from verifiable_grpo.core.config import repo_root
-from verifiable_grpo.training.objectives import get_objective
+from verifiable_grpo.training.objectives import STUDY_ARMS, get_objective
 
 REGENERATE = "python -m verifiable_grpo.book.diagrams"
 
@@ -64,7 +64,7 @@ def _texts(figure) -> str:
 
 def test_the_family_diagram_shows_the_registry():
     shown = _texts(diagrams.DIAGRAMS["family_axes"]()).replace("\n", " ")
-    for name in ("grpo", "drgrpo", "dapo", "gspo", "aero"):
+    for name in STUDY_ARMS:
         row = get_objective(name).as_row()
         for axis in ("advantages", "ratio", "clip", "KL", "sampler"):
             assert row[axis] in shown, (name, axis)

@@ -13,10 +13,11 @@ from verifiable_grpo.core import files
 from verifiable_grpo.core.config import ConfigError
 from verifiable_grpo.part2 import lock as lock_lib
 from verifiable_grpo.part2 import study
+from verifiable_grpo.training.objectives import STUDY_ARMS
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
-ARMS = ["grpo", "drgrpo", "dapo", "gspo", "aero"]
+ARMS = list(STUDY_ARMS)
 # On the smoke profile (batched sampling, one thread) this seed makes dapo refill and
 # aero rescue at step 0, so the resume test covers both loops' randomness.
 SEED = 131

@@ -10,6 +10,7 @@ from verifiable_grpo.part3 import labs
 from verifiable_grpo.part3.digits import policy as dp
 from verifiable_grpo.part3.expert_iteration_lab import expert_iteration
 from verifiable_grpo.part3.expert_iteration_lab import group_relative as gr
+from verifiable_grpo.training.objectives import OBJECTIVES, KLTerm
 
 
 def test_sample_std_advantages_by_hand():
@@ -111,3 +112,17 @@ def test_lab5_findings_hold_on_any_cpu(lab5):
     targets = dp.encode_responses([text for _, text, _ in wrong])
     assert gr.verifier_rewards(prompts, targets, substring=True).tolist() == [1.0] * len(wrong)
     assert gr.verifier_rewards(prompts, targets).tolist() == [0.0] * len(wrong)
+
+
+def test_the_loop_runs_registry_axes_and_refuses_what_it_has_no_arithmetic_for():
+    lab = gr.lab_objective(0.04)
+    assert (lab.advantages, lab.kl) == (gr.LAB_ADVANTAGES, KLTerm("k3", 0.04))
+    gr.check_objective(lab)
+    for axis, value in (
+        ("ratio", "sequence"),
+        ("surrogate", OBJECTIVES["cispo"].surrogate),
+        ("advantages", OBJECTIVES["rloo"].advantages),
+        ("kl", KLTerm("exact_prefix", 0.02)),
+    ):
+        with pytest.raises(ValueError, match=f"objective lab5_grpo: {axis}"):
+            gr.check_objective(gr.lab_objective(0.04, **{axis: value}))

@@ -11,7 +11,7 @@ import torch
 
 from verifiable_grpo import cli
 from verifiable_grpo.core import files, runlock
-from verifiable_grpo.part3 import lora_lab
+from verifiable_grpo.part3.lora_lab import lora as lora_lab
 from verifiable_grpo.part3.sft_lab import masked_sft
 from verifiable_grpo.part3.smollm2 import records
 from verifiable_grpo.part3.suite_lab import greedy

@@ -5,7 +5,7 @@ budget), and its counts are the ones the architecture gives."""
 import pytest
 
 from verifiable_grpo.part3 import lab_variants as lv
-from verifiable_grpo.part3 import lora_lab
+from verifiable_grpo.part3.lora_lab import lora as lora_lab
 from verifiable_grpo.part3.sft_lab import masked_sft
 from verifiable_grpo.part3.smollm2 import records
 from verifiable_grpo.training.lora import BLOCK_PROJECTIONS

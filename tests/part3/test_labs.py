@@ -11,8 +11,8 @@ from verifiable_grpo import cli
 from verifiable_grpo.part3 import labs
 
 PART3 = Path(labs.__file__).parent
-# labs still kept as one flat module each (Lab 2 and the Try-this runners)
-FLAT_LABS = {"lora_lab", "try_this", "try_this_packing"}
+# the one flat lab module: the runner of the Try-this variants of several labs
+FLAT_LABS = {"try_this"}
 
 
 def test_every_settings_lab_resolves_and_has_settings():

@@ -9,14 +9,14 @@ import torch
 
 from verifiable_grpo.core.config import repo_root
 from verifiable_grpo.part3 import try_this
-from verifiable_grpo.part3 import try_this_dpo as td
-from verifiable_grpo.part3 import try_this_grpo as tg
-from verifiable_grpo.part3 import try_this_reward as tr
-from verifiable_grpo.part3 import try_this_suite as ts
 from verifiable_grpo.part3.digits import policy as dp
 from verifiable_grpo.part3.dpo_lab import dpo
+from verifiable_grpo.part3.dpo_lab import try_this_dpo as td
 from verifiable_grpo.part3.expert_iteration_lab import group_relative as gr
+from verifiable_grpo.part3.expert_iteration_lab import try_this_grpo as tg
 from verifiable_grpo.part3.reward_lab import reward_model as rm
+from verifiable_grpo.part3.reward_lab import try_this_reward as tr
+from verifiable_grpo.part3.suite_lab import try_this_suite as ts
 
 RECORDED = repo_root() / "data" / "recorded" / "part3"
 
@@ -38,7 +38,7 @@ def test_the_default_variant_is_the_labs_grpo(reference):
 
 def test_refill_keeps_only_mixed_groups_and_counts_every_reply(reference):
     torch.manual_seed(3)
-    prompts, replies, scores, draws, first = tg._refilled_batch(reference, 8, 4, False, max_draws=5)
+    prompts, replies, scores, draws, first = gr.refilled_batch(reference, 8, 4, False, max_draws=5)
     assert 1 <= draws <= 5 and len(scores) <= 8 and len(prompts) == len(replies) == 4 * len(scores)
     assert bool((scores.std(1) > 0).all()) and first.shape == (8,)
     assert draws == 5 or len(scores) == 8  # stops as soon as the batch is full
@@ -57,15 +57,18 @@ def test_refill_keeps_only_mixed_groups_and_counts_every_reply(reference):
 
 def test_centred_advantages_and_the_maxlen_denominator():
     scores = torch.tensor([[1.0, 0.0, 0.0, 0.0], [1.0, 1.0, 1.0, 1.0]])
-    centred, _ = tg.advantages_for(scores, "centred")
+    centred, _ = gr.group_advantages(scores, tg.ADVANTAGES["centred"])
     assert torch.equal(centred, torch.tensor([[0.75, -0.25, -0.25, -0.25], [0.0] * 4]))
-    scaled, _ = tg.advantages_for(scores, "sample_std")
+    scaled, _ = gr.group_advantages(scores, tg.ADVANTAGES["sample_std"])
     assert scaled[0, 0] == pytest.approx(0.75 / 0.5, rel=1e-5)
     logp = torch.zeros(2, dp.MAXLEN)
     mask = torch.tensor([[1.0, 1, 0, 0, 0], [1.0, 1, 1, 1, 0]])
     adv = torch.tensor([[1.0], [1.0]])
-    by_tokens = tg.objective(logp, logp, logp, mask, adv, 0.0, 0.2, "tokens")
-    by_maxlen = tg.objective(logp, logp, logp, mask, adv, 0.0, 0.2, "maxlen")
+    tokens, maxlen = (
+        tg.variant_objective(0.0, 0.2, "sample_std", d, False, 1) for d in ("tokens", "maxlen")
+    )
+    by_tokens = gr.surrogate(logp, logp, logp, mask, adv, tokens)
+    by_maxlen = gr.surrogate(logp, logp, logp, mask, adv, maxlen)
     assert by_tokens.item() == 1.0 and by_maxlen.item() == pytest.approx((2 + 4) / 5 / 2)
 
 
@@ -181,8 +184,8 @@ def test_recorded_variants_say_what_the_chapters_say():
 
 
 def test_strict_checkers_keep_the_permissive_rule_and_add_content():
-    from verifiable_grpo.part3 import try_this_checkers as tc
     from verifiable_grpo.part3.suite_lab import catalogue
+    from verifiable_grpo.part3.suite_lab import try_this_checkers as tc
 
     one_word = catalogue.SUITE.index(next(e for e in catalogue.FORMAT if e.get("words") == 1))
     assert tc.strict_check(one_word, "Copper.") and not tc.strict_check(one_word, "aluminium")

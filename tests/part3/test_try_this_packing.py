@@ -6,7 +6,7 @@ import json
 import pytest
 
 from verifiable_grpo.core.config import repo_root
-from verifiable_grpo.part3 import try_this_packing as tp
+from verifiable_grpo.part3.sft_lab import try_this_packing as tp
 from verifiable_grpo.part3.smollm2 import chat_data
 
 

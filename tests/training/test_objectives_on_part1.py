@@ -28,20 +28,7 @@ def test_absent_objective_is_part1_and_adding_the_key_changes_no_profile_hash():
     assert objectives.objective_from_config(named).sha256() == OBJECTIVES["part1"].sha256()
 
 
-@pytest.mark.parametrize(
-    "name",
-    [
-        "cispo",
-        "gmpo",
-        "sapo",
-        "rloo",
-        "reinforce_pp",
-        "reinforce",
-        "reinforce_baseline",
-        "grpo_tis",
-        "grpo_mis",
-    ],
-)
+@pytest.mark.parametrize("name", objectives.NEWER)
 def test_an_entry_on_part1_changes_only_its_own_axes(name):
     entry, part1, arm = OBJECTIVES[name], OBJECTIVES["part1"], OBJECTIVES["grpo"]
     moved = on_part1(entry)

@@ -16,7 +16,8 @@ pytest.importorskip("trl")
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 LENGTHS = [3, 5, 2, 7]
-EXPRESSIBLE = ["grpo", "drgrpo", "dapo", "gspo", "aero", "bnpo", "dr_grpo", "dapo_token"]
+# The study's arms and TRL's reductions (the newer entries: test_trl_parity_newer.py).
+EXPRESSIBLE = objectives.STUDY_ARMS + objectives.TRL_REDUCTIONS
 
 
 def _tensors(seed, off_policy):

@@ -17,28 +17,9 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 
 LENGTHS = [3, 5, 2, 7, 1, 4]  # two prompts of three
 SPLIT = [[0, 1], [2, 3], [4, 5]]  # three micro-batches, as TRL takes them: in order
-EXPRESSIBLE = [
-    "grpo",
-    "drgrpo",
-    "dapo",
-    "gspo",
-    "aero",
-    "bnpo",
-    "dr_grpo",
-    "dapo_token",
-    "cispo",
-    "sapo",
-    "grpo_tis",
-    "grpo_mis",
-]
-REFUSED = {
-    "gmpo": "has no gmpo loss_type",
-    "reinforce": "has no none advantage rule",
-    "reinforce_baseline": "has no reinforce loss_type",
-    "rloo": "has no leave_one_out advantage rule",
-    "reinforce_pp": "scale_rewards='batch' divides",
-    "part1": "has no exact prefix KL",
-}
+# Both derived from the registry and its one refusal table (test_registry.py: complete).
+EXPRESSIBLE = trl_parity.EXPRESSIBLE
+REFUSED = trl_parity.REFUSED
 
 
 def _tensors(seed, shift):

@@ -19,9 +19,9 @@ from verifiable_grpo.book.diagram_shapes import (
     note,
 )
 from verifiable_grpo.part3 import ppo_rlhf
-from verifiable_grpo.training.objectives import get_objective
+from verifiable_grpo.training.objectives import STUDY_ARMS, get_objective
 
-FAMILY = ("part1", "grpo", "drgrpo", "dapo", "gspo", "aero")
+FAMILY = ("part1",) + STUDY_ARMS
 FAMILY_AXES = (("advantages", 2.1), ("ratio", 1.0), ("clip", 1.05), ("aggregation", 1.75),
                ("KL", 1.5), ("sampler", 2.35))  # fmt: skip
 

@@ -31,17 +31,9 @@ from verifiable_grpo.evaluation import statistics
 from verifiable_grpo.part1 import fixed_prompts
 from verifiable_grpo.training import objectives
 
-OBJECTIVES_RUN = (
-    "cispo",
-    "gmpo",
-    "sapo",
-    "rloo",
-    "reinforce_pp",
-    "reinforce",
-    "reinforce_baseline",
-    "grpo_tis",
-    "grpo_mis",
-)
+# The registry's "newer" section, the nine entries run and recorded (an entry added to the
+# section is missing from the record until it is run: the record's tests say so).
+OBJECTIVES_RUN = objectives.NEWER
 SETTING = dataclasses.replace(
     fixed_prompts.RECORDED_SETTING, name="objectives", validation_problems=0
 )

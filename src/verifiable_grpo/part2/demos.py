@@ -11,8 +11,8 @@ import torch
 
 from verifiable_grpo.training import objectives, samplers
 
-STUDY_ARMS = ("grpo", "drgrpo", "dapo", "gspo", "aero")
-TRL_REDUCTIONS = ("bnpo", "dr_grpo", "dapo_token")
+STUDY_ARMS = objectives.STUDY_ARMS
+TRL_REDUCTIONS = objectives.TRL_REDUCTIONS
 
 
 def arm_rows(names=STUDY_ARMS + TRL_REDUCTIONS) -> tuple[list[str], list[list[str]]]:

@@ -34,7 +34,7 @@ from verifiable_grpo.training import objectives, trl_parity
 
 SCHEMA = "verifiable-grpo-family-lock-v1"
 LOCK_PATH = "configs/part2/lock.json"
-ARMS = ("grpo", "drgrpo", "dapo", "gspo", "aero")
+ARMS = objectives.STUDY_ARMS  # the registry's "study" section, pinned by read_pin
 BASELINE = "grpo"
 SEEDS = (11, 23, 37, 53, 71, 89, 107, 131)
 REGIMES = {"on_policy": 1, "two_updates": 2}  # regime -> updates per rollout set

@@ -13,17 +13,7 @@ import torch
 from verifiable_grpo.training import objectives, surrogates, trl_parity
 from verifiable_grpo.training.objective_sources import source_of
 
-NEWER = (
-    "cispo",
-    "gmpo",
-    "sapo",
-    "rloo",
-    "reinforce_pp",
-    "reinforce",
-    "reinforce_baseline",
-    "grpo_tis",
-    "grpo_mis",
-)
+NEWER = objectives.NEWER  # the registry's "newer" section
 SURROGATE_ENTRIES = ("grpo", "cispo", "gmpo", "sapo", "reinforce")
 BASELINE_ENTRIES = ("grpo", "reinforce_baseline", "rloo", "reinforce_pp", "reinforce")
 

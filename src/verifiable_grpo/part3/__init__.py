@@ -7,8 +7,8 @@
   evaluation, records; Labs 1, 2 and 6) and digits/ (the GRU digit policy of Labs 4, 5
   and the merging lab).
 - One folder per lab: sft_lab/ (Lab 1), reward_lab/ (Lab 3), dpo_lab/ (Lab 4),
-  expert_iteration_lab/ (Lab 5), suite_lab/ and judge_lab/ (Lab 6), fault_tree_lab/,
-  merge_lab/; Lab 2 is still one module, lora_lab.py.
+  lora_lab/ (Lab 2), expert_iteration_lab/ (Lab 5), suite_lab/ and judge_lab/ (Lab 6),
+  fault_tree_lab/, merge_lab/; each lab's "Try this" modules sit in its folder.
 - Chapter calculators (no lab): accounting, case_study, quantisation, ppo_rlhf,
   troubleshooting, sft_data.
 """

@@ -87,7 +87,7 @@ LABS = {
         options=(),
     ),
     "lora": Lab(
-        "lora_lab",
+        "lora_lab.lora",
         "Lab 2: LoRA from scratch, zero-init check, merge",
         options=("no_row_init", "rank", "alpha", "targets", "row_delta"),
     ),
@@ -111,7 +111,7 @@ LABS = {
     ),
     "try-this": Lab("try_this", "the course's Try-this variants of Labs 3 to 6 that fit a CPU"),
     "sft-packing": Lab(
-        "try_this_packing",
+        "sft_lab.try_this_packing",
         "Lab 1, Try this: padded vs packed conversations on SmolLM2-135M (loss, slots)",
     ),
 }

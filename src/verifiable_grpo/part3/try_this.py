@@ -7,7 +7,7 @@ INVENTORY has one row per variant, in the course's order (Labs 1 to 6). A row's 
 - "partial": part of the variant is shown (counted, or run in part), the rest is not;
 - "not run": nothing yet.
 `needs` says what the missing part would take. The tests hold every "recorded" row to an
-existing record. Lab 6's strict checkers (try_this_checkers.py) rescore the recorded
+existing record. Lab 6's strict checkers (suite_lab/try_this_checkers.py) rescore the recorded
 suite's transcripts live, so they need no run of their own.
 """
 
@@ -200,7 +200,10 @@ def run_lab(
     sft_weight: float = 1.0,
 ) -> dict:
     """Every variant that INVENTORY marks "try-this:KEY", each under its KEY."""
-    from verifiable_grpo.part3 import try_this_dpo, try_this_grpo, try_this_reward, try_this_suite
+    from verifiable_grpo.part3.dpo_lab import try_this_dpo
+    from verifiable_grpo.part3.expert_iteration_lab import try_this_grpo
+    from verifiable_grpo.part3.reward_lab import try_this_reward
+    from verifiable_grpo.part3.suite_lab import try_this_suite
 
     return {
         "reward": try_this_reward.run_variants(reward_seeds, small_pairs, label_bias),

@@ -7,6 +7,9 @@ detached tensors; a constant group gets exactly 0 from every rule that has a bas
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import NamedTuple
+
 import torch
 
 
@@ -116,3 +119,76 @@ def no_baseline_advantages(rewards):
     """Plain REINFORCE: A = r. Returns (advantages[P, G], a zero centre [P, 1])."""
     rewards = _check_rewards(rewards)
     return rewards.clone(), torch.zeros_like(rewards[:, :1])
+
+
+# --------------------------------------------------------------------------- the registry
+class Baseline(NamedTuple):
+    function: Callable  # (objective, rewards, successes, observations) -> (A, mean, std|None)
+    scaled: bool  # divides by a spread: the rule takes a correction and an epsilon
+    batch_level: bool  # one group's advantages depend on the other groups of the batch
+
+
+# Advantage rule kind -> its function, in registration order (AdvantageRule checks kinds
+# against it). Adding a rule is one decorated function here plus a registry entry.
+BASELINES: dict[str, Baseline] = {}
+
+
+def register_baseline(kind: str, scaled: bool = False, batch_level: bool = False):
+    """Register `function(objective, rewards [P, G], successes, observations)` ->
+    (advantages [P, G], centre [P, 1], spread [P, 1] or None) as the advantage rule
+    `kind` (the style of verl's register_policy_loss); `objective.advantages` holds its
+    settings, `successes` / `observations` are only given for the posterior rule."""
+
+    def register(function):
+        if kind in BASELINES:
+            raise ValueError(f"advantage rule {kind!r} is registered twice")
+        BASELINES[kind] = Baseline(function, scaled, batch_level)
+        return function
+
+    return register
+
+
+@register_baseline("group_std", scaled=True)
+def _group_std(objective, rewards, successes=None, observations=None):
+    from verifiable_grpo.training import losses  # losses imports this module
+
+    rule = objective.advantages
+    return losses.group_advantages(rewards, rule.epsilon, rule.correction)
+
+
+@register_baseline("centred")
+def _centred(objective, rewards, successes=None, observations=None):
+    return (*centred_advantages(rewards), None)
+
+
+@register_baseline("posterior", scaled=True)
+def _posterior(objective, rewards, successes=None, observations=None):
+    """Groups of two or more as group_std; one-rollout groups against the Beta posterior."""
+    rule = objective.advantages
+    if torch.as_tensor(rewards).shape[-1:] != (1,):
+        return _group_std(objective, rewards)
+    if successes is None or observations is None:
+        raise ValueError(
+            f"objective {objective.name}: one-rollout groups need the "
+            "prompt's successes and observations for the posterior"
+        )
+    return posterior_advantages(rewards, successes, observations, rule.prior, rule.epsilon)
+
+
+@register_baseline("leave_one_out")
+def _leave_one_out(objective, rewards, successes=None, observations=None):
+    return (*leave_one_out_advantages(rewards), None)
+
+
+@register_baseline("batch_normalised", scaled=True, batch_level=True)
+def _batch_normalised(objective, rewards, successes=None, observations=None):
+    rule = objective.advantages
+    return batch_normalised_advantages(rewards, rule.epsilon, rule.correction)
+
+
+@register_baseline("none")
+def _no_baseline(objective, rewards, successes=None, observations=None):
+    return (*no_baseline_advantages(rewards), None)
+
+
+KINDS = tuple(BASELINES)

@@ -75,31 +75,8 @@ def kl_per_token(
 def policy_tokens(objective: Objective, current, old, advantages, mask):
     """The objective's per-token policy term [B, T] (0.0 on inactive tokens) and its audit,
     `old` the log-probs the ratio divides by."""
-    kind, clip = objective.surrogate.kind, objective.clip
-    if kind == "clipped_ratio":
-        return losses.clipped_surrogate_tokens(
-            current, old, advantages, mask, clip.low, clip.high, objective.ratio
-        )
-    if kind == "cispo":
-        return surrogates.cispo_tokens(
-            current, old, advantages, mask, objective.surrogate.cap, objective.ratio
-        )
-    if kind == "gmpo":
-        return surrogates.gmpo_tokens(current, old, advantages, mask, clip.low, clip.high)
-    interval = (1.0 - clip.low, 1.0 + clip.high)
-    if kind == "sapo":
-        s = objective.surrogate
-        return surrogates.sapo_tokens(
-            current,
-            old,
-            advantages,
-            mask,
-            s.temperature_positive,
-            s.temperature_negative,
-            objective.ratio,
-            interval,
-        )
-    return surrogates.reinforce_tokens(current, old, advantages, mask, interval)
+    function = surrogates.SURROGATES[objective.surrogate.kind].function
+    return function(objective, current, old, advantages, mask)
 
 
 def response_losses(

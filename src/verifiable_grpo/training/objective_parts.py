@@ -3,17 +3,29 @@ descriptions (objectives.py assembles them into registry entries and hashes them
 
 advantages (AdvantageRule), clip interval, aggregation, KL term, sampler (schema v1), and
 the axes added since, each with a default that reproduces v1's arithmetic: the surrogate
-(Surrogate) and a correction for the sampler's own log-probs (BehaviourCorrection).
+(Surrogate) and a correction for the sampler's own log-probs (BehaviourCorrection). The
+surrogate and advantage-rule kinds are the ones registered in surrogates.py and
+baselines.py (register_surrogate, register_baseline).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from verifiable_grpo.training import losses, surrogates
+from verifiable_grpo.training import baselines, losses, surrogates
 
-ADVANTAGE_KINDS = ("group_std", "centred", "posterior", "leave_one_out", "batch_normalised", "none")
-UNSCALED_KINDS = ("centred", "leave_one_out", "none")  # take no correction, epsilon or prior
+# The registered kinds (baselines.register_baseline, surrogates.register_surrogate).
+ADVANTAGE_KINDS = baselines.KINDS
+# take no correction, epsilon or prior
+UNSCALED_KINDS = tuple(kind for kind, rule in baselines.BASELINES.items() if not rule.scaled)
+
+
+def _unscaled(kind: str) -> bool:
+    """An advantage rule without a spread (also one registered after this module loaded)."""
+    rule = baselines.BASELINES.get(kind)
+    return kind in UNSCALED_KINDS if rule is None else not rule.scaled
+
+
 TOKEN_COUNTS = ("micro_batch", "generation_batch")
 KL_KINDS = ("exact_prefix", "k3", "none")
 SAMPLER_KINDS = ("plain", "dynamic", "aero")
@@ -53,10 +65,10 @@ class AdvantageRule:
 
     def __post_init__(self):
         _require(
-            self.kind in ADVANTAGE_KINDS,
+            self.kind in ADVANTAGE_KINDS or self.kind in baselines.BASELINES,
             f"advantage rule {self.kind!r} is unknown: use one of {ADVANTAGE_KINDS}",
         )
-        if self.kind in UNSCALED_KINDS:
+        if _unscaled(self.kind):
             _require(
                 self.correction is None and self.epsilon is None and self.prior is None,
                 f"a {self.kind} advantage rule takes no correction, epsilon or prior",
@@ -84,7 +96,8 @@ class AdvantageRule:
     @property
     def batch_level(self) -> bool:
         """True when one group's advantages depend on the other groups of the batch."""
-        return self.kind == "batch_normalised"
+        rule = baselines.BASELINES.get(self.kind)
+        return rule is not None and rule.batch_level
 
     def describe(self) -> str:
         fixed = {
@@ -92,13 +105,15 @@ class AdvantageRule:
             "leave_one_out": "r - mean of the others",
             "none": "r (no baseline)",
         }
-        if self.kind in fixed:
-            return fixed[self.kind]
+        if _unscaled(self.kind):
+            return fixed.get(self.kind, self.kind)
         std = f"{('population', 'sample')[self.correction]} std + {self.epsilon:g}"
         if self.kind == "group_std":
             return std
         if self.kind == "batch_normalised":
             return f"r - mean, / batch {std}"
+        if self.kind != "posterior":
+            return f"{self.kind}, {std}"
         a, b = self.prior
         return f"{std}; 1 rollout: Beta({a:g},{b:g}) posterior"
 
@@ -249,7 +264,7 @@ class Surrogate:
 
     def __post_init__(self):
         _require(
-            self.kind in SURROGATE_KINDS,
+            self.kind in SURROGATE_KINDS or self.kind in surrogates.SURROGATES,
             f"surrogate {self.kind!r} is unknown: use one of {SURROGATE_KINDS}",
         )
         if self.kind == "cispo":
@@ -280,7 +295,7 @@ class Surrogate:
             "clipped_ratio": "clipped ratio",
             "gmpo": "gmpo (geometric mean ratio)",
             "reinforce": "reinforce (-A log p)",
-        }[self.kind]
+        }.get(self.kind, self.kind)  # a surrogate registered later: its name
 
 
 @dataclass(frozen=True)

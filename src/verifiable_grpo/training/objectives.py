@@ -9,10 +9,14 @@ objective turns them into advantages (`with_advantages`) and into the loss
 (`response_losses` + `response_weights`, or `objective_loss` for a whole batch). Part I's
 GRPO is one entry ("part1", built from the config by `objective_from_config`); Part II's
 arms are entries too, so a chapter can print them side by side (`registry_table`) and a
-pre-registration can lock them by `Objective.sha256()`.
+pre-registration can lock them by `Objective.sha256()`. The registry is kept in sections
+(SECTIONS: the study's arms, TRL's reductions, the newer entries), which the rest of the
+code reads instead of keeping lists of names; which entries a backend refuses is one
+table, objective_refusals.py.
 
-The arithmetic lives in losses.py; this module only chooses among it. The loss an
-objective takes on a batch is built in objective_loss.py (re-exported here).
+The arithmetic lives in losses.py, and in the functions surrogates.py and baselines.py
+register by kind; this module only chooses among it. The loss an objective takes on a
+batch is built in objective_loss.py (re-exported here).
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ import torch
 
 from verifiable_grpo.core.config import canonical_json, sha256_bytes
 from verifiable_grpo.core.config_schema import typed
-from verifiable_grpo.training import baselines, losses
+from verifiable_grpo.training import baselines, losses, surrogates
 from verifiable_grpo.training.objective_loss import (  # noqa: F401  (re-exported)
     kl_per_token,
     objective_loss,
@@ -94,8 +98,9 @@ class Objective:
                 isinstance(getattr(self, part), kind),
                 f"objective {self.name}: {part} must be a {kind.__name__}",
             )
+        registered = surrogates.SURROGATES.get(self.surrogate.kind)  # None: a kind with no code
         _require(
-            self.surrogate.kind not in ("gmpo", "reinforce") or self.ratio == "token",
+            registered is None or not registered.own_ratio or self.ratio == "token",
             f"objective {self.name}: surrogate {self.surrogate.kind} takes the token "
             "ratio level (it builds its own ratio, or none)",
         )
@@ -112,8 +117,8 @@ class Objective:
             value = getattr(self, axis.name)
             if axis.name in ("name", "description"):
                 continue
-            if axis.name not in V1_AXES and _at_defaults(value):
-                continue  # a part added after v1, left at its defaults: not hashed
+            if axis.name not in V1_AXES and _at_defaults(value, axis):
+                continue  # an axis added after v1, left at its defaults: not hashed
             spec[axis.name] = (
                 _part_mechanics(value, axis.name) if dataclasses.is_dataclass(value) else value
             )
@@ -161,16 +166,30 @@ V1_FIELDS = {
 }
 
 
-def _at_defaults(part) -> bool:
-    return all(getattr(part, item.name) == item.default for item in dataclasses.fields(part))
+def _default(item: dataclasses.Field):
+    """A field's default value, whether given as a value or a factory."""
+    if item.default_factory is not dataclasses.MISSING:
+        return item.default_factory()
+    return item.default
+
+
+def _at_defaults(value, axis: dataclasses.Field) -> bool:
+    """True when an axis holds its default: a part (a dataclass) field by field, a scalar
+    (a top-level field such as an entropy bonus) by value."""
+    if dataclasses.is_dataclass(value):
+        return all(
+            getattr(value, item.name) == _default(item) for item in dataclasses.fields(value)
+        )
+    return value == _default(axis)
 
 
 def _part_mechanics(part, axis: str) -> dict:
-    """A part's founding fields, plus any later field whose value differs from its default."""
+    """A part's founding fields, plus any later field whose value differs from its default
+    (a part added after v1 has no founding fields)."""
     out = {}
     for item in dataclasses.fields(part):
         value = getattr(part, item.name)
-        if item.name in V1_FIELDS[axis] or value != item.default:
+        if item.name in V1_FIELDS.get(axis, ()) or value != _default(item):
             out[item.name] = list(value) if isinstance(value, tuple) else value
     return out
 
@@ -198,16 +217,19 @@ def _entry(
     )
 
 
-OBJECTIVES: dict[str, Objective] = {
-    o.name: o
-    for o in (
+# The registry, in sections: code asks for a section by name (the study's arms, the newer
+# entries), so no list of entry names is kept by hand anywhere else. Order is the table's.
+_SECTIONS: dict[str, tuple[Objective, ...]] = {
+    "part1": (
         _entry(
             "part1",
             "Part I (seed 000): population std + 1e-8, exact KL on prefixes x 0.02",
             advantages=AdvantageRule("group_std", 0, 1e-8),
             kl=KLTerm("exact_prefix", 0.02),
         ),
-        # Part II's five arms as the seed-003 study ran them: beta 0, per-response token mean.
+    ),
+    # Part II's five arms as the seed-003 study ran them: beta 0, per-response token mean.
+    "study": (
         _entry("grpo", "Part II baseline arm: sample std + 1e-4, token ratio, clip [0.8, 1.2]"),
         _entry(
             "drgrpo",
@@ -235,7 +257,9 @@ OBJECTIVES: dict[str, Objective] = {
                 "aero", exploration_rollouts=3, rescue_budget=4, rejection_k=1, max_rollouts=4
             ),
         ),
-        # TRL's loss_type reductions, each otherwise the grpo arm.
+    ),
+    # TRL's loss_type reductions, each otherwise the grpo arm.
+    "trl_reductions": (
         _entry(
             "bnpo",
             "TRL loss_type bnpo: token sum / the micro-batch's token count",
@@ -252,7 +276,10 @@ OBJECTIVES: dict[str, Objective] = {
             "TRL loss_type dapo: token sum / the generation batch's token count",
             aggregation=Aggregation("token_sum", tokens="generation_batch"),
         ),
-        # Newer objectives (chapter II.7), each otherwise the grpo arm.
+    ),
+    # Newer objectives (chapter II.7), each otherwise the grpo arm; the last two are the grpo
+    # arm with a correction for the sampler's log-probs (TRL's two defaults' kinds).
+    "newer": (
         _entry(
             "cispo",
             "CISPO: -sg(min(rho, 5)) A log p, token sum / the generation batch's tokens",
@@ -292,7 +319,6 @@ OBJECTIVES: dict[str, Objective] = {
             advantages=_CENTRED,
             surrogate=Surrogate("reinforce"),
         ),
-        # The grpo arm with a correction for the sampler's log-probs (TRL's two defaults' kinds).
         _entry(
             "grpo_tis",
             "grpo with truncated importance sampling: per-token weight min(p_train / p_sample, 3)",
@@ -304,15 +330,25 @@ OBJECTIVES: dict[str, Objective] = {
             "exceeds 3 gets weight 0",
             correction=BehaviourCorrection("sequence_mask", clip_max=3.0),
         ),
-        # The gspo arm at its paper's clip range (the card's sensitivity, part2/card_defaults_lock).
+    ),
+    # The gspo arm at its paper's clip range (the card's sensitivity, part2/card_defaults_lock).
+    "sensitivity": (
         _entry(
             "gspo_paper",
             "gspo with the GSPO paper's clip range: sequence ratio clipped to [1 - 3e-4, 1 + 4e-4]",
             ratio="sequence",
             clip=ClipInterval(3e-4, 4e-4),
         ),
-    )
+    ),
 }
+OBJECTIVES: dict[str, Objective] = {o.name: o for part in _SECTIONS.values() for o in part}
+# Each section's entry names, in registry order.
+SECTIONS: dict[str, tuple[str, ...]] = {
+    key: tuple(o.name for o in part) for key, part in _SECTIONS.items()
+}
+STUDY_ARMS = SECTIONS["study"]  # Part II's five arms (the committed lock's)
+TRL_REDUCTIONS = SECTIONS["trl_reductions"]
+NEWER = SECTIONS["newer"]  # chapter II.7's nine entries
 
 
 def get_objective(name: str) -> Objective:
@@ -400,30 +436,8 @@ def advantages(objective: Objective, rewards, successes=None, observations=None)
     """The objective's advantages of rewards [P, G] (one group per row). The posterior
     rule's one-rollout groups (G = 1) also need `successes` and `observations` [P]: the
     counts over every rollout generated for each prompt."""
-    rule = objective.advantages
-    if rule.kind in ("centred", "leave_one_out", "none"):
-        rule_function = {
-            "centred": baselines.centred_advantages,
-            "leave_one_out": baselines.leave_one_out_advantages,
-            "none": baselines.no_baseline_advantages,
-        }[rule.kind]
-        values, mean = rule_function(rewards)
-        return GroupAdvantages(values, mean, None)
-    if rule.kind == "batch_normalised":
-        return GroupAdvantages(
-            *baselines.batch_normalised_advantages(rewards, rule.epsilon, rule.correction)
-        )
-    if rule.kind == "posterior" and torch.as_tensor(rewards).shape[-1:] == (1,):
-        if successes is None or observations is None:
-            raise ValueError(
-                f"objective {objective.name}: one-rollout groups need the "
-                "prompt's successes and observations for the posterior"
-            )
-        return GroupAdvantages(
-            *losses.posterior_advantages(rewards, successes, observations, rule.prior, rule.epsilon)
-        )
-    values, mean, std = losses.group_advantages(rewards, rule.epsilon, rule.correction)
-    return GroupAdvantages(values, mean, std)
+    rule = baselines.BASELINES[objective.advantages.kind]
+    return GroupAdvantages(*rule.function(objective, rewards, successes, observations))
 
 
 def with_advantages(group: dict, objective: Objective, successes=None, observations=None) -> dict:

@@ -16,13 +16,86 @@ respect to `current` only. Their gradients, d(-loss)/d log p per token:
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import NamedTuple
 
 import torch
 
 from verifiable_grpo.training import losses
 
-KINDS = ("clipped_ratio", "cispo", "gmpo", "sapo", "reinforce")
 CORRECTION_MODES = ("token_truncate", "token_mask", "sequence_truncate", "sequence_mask")
+
+
+class Registered(NamedTuple):
+    function: Callable  # (objective, current, old, advantages, mask) -> (per_token, audit)
+    own_ratio: bool  # builds its own ratio (or none): the objective's ratio level is token
+
+
+# Surrogate kind -> its function, in registration order (Surrogate checks kinds against
+# it). Adding a surrogate is one decorated function here plus a registry entry.
+SURROGATES: dict[str, Registered] = {}
+
+
+def register_surrogate(kind: str, own_ratio: bool = False):
+    """Register `function(objective, current, old, advantages, mask)` -> (per_token [B, T],
+    audit) as the surrogate `kind` (the style of verl's register_policy_loss). It reads its
+    settings from the objective (surrogate, clip, ratio level), returns 0.0 on inactive
+    tokens and is differentiable with respect to `current` only."""
+
+    def register(function):
+        if kind in SURROGATES:
+            raise ValueError(f"surrogate {kind!r} is registered twice")
+        SURROGATES[kind] = Registered(function, own_ratio)
+        return function
+
+    return register
+
+
+def _interval(objective) -> tuple[float, float]:
+    """The clip interval as ratios (reported by surrogates that do not clip)."""
+    return (1.0 - objective.clip.low, 1.0 + objective.clip.high)
+
+
+@register_surrogate("clipped_ratio")
+def _clipped_ratio(objective, current, old, advantages, mask):
+    clip = objective.clip
+    return losses.clipped_surrogate_tokens(
+        current, old, advantages, mask, clip.low, clip.high, objective.ratio
+    )
+
+
+@register_surrogate("cispo")
+def _cispo(objective, current, old, advantages, mask):
+    return cispo_tokens(current, old, advantages, mask, objective.surrogate.cap, objective.ratio)
+
+
+@register_surrogate("gmpo", own_ratio=True)
+def _gmpo(objective, current, old, advantages, mask):
+    clip = objective.clip
+    return gmpo_tokens(current, old, advantages, mask, clip.low, clip.high)
+
+
+@register_surrogate("sapo")
+def _sapo(objective, current, old, advantages, mask):
+    s = objective.surrogate
+    return sapo_tokens(
+        current,
+        old,
+        advantages,
+        mask,
+        s.temperature_positive,
+        s.temperature_negative,
+        objective.ratio,
+        _interval(objective),
+    )
+
+
+@register_surrogate("reinforce", own_ratio=True)
+def _reinforce(objective, current, old, advantages, mask):
+    return reinforce_tokens(current, old, advantages, mask, _interval(objective))
+
+
+KINDS = tuple(SURROGATES)
 
 
 def _masked(values, mask):

@@ -23,7 +23,7 @@ from types import SimpleNamespace
 
 import torch
 
-from verifiable_grpo.training import objectives, surrogates
+from verifiable_grpo.training import objective_refusals, objectives, surrogates
 
 TRL_VERSION = "1.16.0"
 # TRL's per-group advantages: sample std (Bessel), plus 1e-4 outside the square root.
@@ -63,8 +63,11 @@ _LOSS_TYPES = {
 }
 
 
-# Per part, the fields this mapping translates; anything else set on an entry is refused.
+# Per part, the fields this mapping translates; anything else set on an entry is refused,
+# and so is an axis this mapping does not know (a top-level field added to Objective later,
+# hashed once an entry sets it away from its default).
 MAPPED_FIELDS = {axis: set(names) for axis, names in objectives.V1_FIELDS.items()}
+MAPPED_AXES = {"schema", *objectives.V1_AXES, *MAPPED_FIELDS}
 # The surrogates TRL 1.16 has a loss_type for, and the reduction that loss_type applies.
 SURROGATE_LOSS_TYPES = {
     "cispo": ("cispo", ("token_sum", "generation_batch")),
@@ -84,6 +87,8 @@ def _refuse_unmapped(objective: objectives.Objective) -> None:
         )
 
     for axis, spec in objective.mechanics().items():
+        if axis not in MAPPED_AXES:
+            refuse(f"has no mapping here for {axis}")
         unknown = sorted(set(spec) - MAPPED_FIELDS[axis]) if isinstance(spec, dict) else []
         if unknown:
             refuse(f"has no mapping here for {axis}.{unknown[0]}")
@@ -191,8 +196,23 @@ def trl_arm(objective: objectives.Objective) -> TRLArm:
     return TRLArm(objective.name, config, subclass, notes)
 
 
-def trl_arms(names=("grpo", "drgrpo", "dapo", "gspo", "aero")) -> dict[str, TRLArm]:
+def trl_arms(names=objectives.STUDY_ARMS) -> dict[str, TRLArm]:
     return {name: trl_arm(objectives.get_objective(name)) for name in names}
+
+
+# The entries TRL refuses, {name: reason} (the one table: objective_refusals.REFUSED), and
+# every other entry, which TRL's own loss can be compared with, in registry order.
+REFUSED = objective_refusals.refused_by("trl")
+EXPRESSIBLE = tuple(name for name in objectives.OBJECTIVES if name not in REFUSED)
+
+
+def refusal(objective: objectives.Objective) -> str | None:
+    """Why TRL cannot run `objective` (the refusal's message), or None when it can."""
+    try:
+        trl_arm(objective)
+    except NotExpressibleInTRL as refused:
+        return str(refused)
+    return None
 
 
 def _stand_in(arm: TRLArm, max_completion_length: int, micro_batches: int):

@@ -10,6 +10,7 @@ yet sampled accuracy falls: a small pairwise loss does not certify a better gene
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -117,6 +118,57 @@ def _fit_record(step, policy, reference, data, ref_scores, beta) -> dict:
     }
 
 
+@dataclass(frozen=True)
+class PairRun:
+    """A preference run's settings: Adam on minibatches of `batch` pairs drawn with
+    replacement, `steps` steps, a record every `log_every` steps."""
+
+    beta: float = 0.1
+    steps: int = 300
+    batch: int = 64
+    lr: float = 1e-3
+    seed: int = 21
+    log_every: int = 100
+
+
+def train_pair_loss(reference, data, run: PairRun, record, pair_loss=dpo_loss, sft_weight=0.0):
+    """The one preference loop of the digit labs: Adam on `pair_loss(policy chosen, policy
+    rejected, reference chosen, reference rejected, beta)` of each minibatch (DPO's by
+    default), plus `sft_weight` x the chosen replies' masked NLL, gradient norm clipped at
+    1. data: (prompts, chosen, rejected); `record(step, policy, reference scores, beta)`
+    makes the log row at step 0 and every `log_every` steps."""
+    beta = check_beta(run.beta)
+    prompts, chosen, rejected = data
+    check_pairs(prompts, chosen, rejected)
+    with torch.inference_mode():  # the reference's scores never change: once
+        ref_scores = (
+            dp.sequence_logprob(reference, prompts, chosen),
+            dp.sequence_logprob(reference, prompts, rejected),
+        )
+    torch.manual_seed(run.seed)
+    policy = dp.trainable_copy(reference)
+    adam = torch.optim.Adam(policy.parameters(), run.lr)
+    log = [record(0, policy, ref_scores, beta)]
+    for step in range(1, run.steps + 1):
+        picked = torch.randint(len(chosen), (run.batch,))
+        policy.train()
+        adam.zero_grad(set_to_none=True)
+        # chosen before rejected: the order autograd accumulates the shared weights in
+        chosen_logp = dp.sequence_logprob(policy, prompts[picked], chosen[picked])
+        rejected_logp = dp.sequence_logprob(policy, prompts[picked], rejected[picked])
+        loss = pair_loss(
+            chosen_logp, rejected_logp, ref_scores[0][picked], ref_scores[1][picked], beta
+        )
+        if sft_weight:
+            loss = loss + sft_weight * dp.masked_nll(policy, prompts[picked], chosen[picked])
+        loss.backward()
+        clip_grad_norm_(policy.parameters(), max_norm=1.0)
+        adam.step()
+        if step % run.log_every == 0:
+            log.append(record(step, policy, ref_scores, beta))
+    return log
+
+
 def train_dpo(
     reference,
     prompts,
@@ -133,35 +185,15 @@ def train_dpo(
 
     Returns a record every `log_every` steps (pair statistics on all pairs and the task
     metrics); record 0 describes the reference itself."""
-    beta = check_beta(beta)
-    check_pairs(prompts, chosen, rejected)
-    with torch.inference_mode():  # the reference's scores never change: once
-        ref_scores = (
-            dp.sequence_logprob(reference, prompts, chosen),
-            dp.sequence_logprob(reference, prompts, rejected),
-        )
-    torch.manual_seed(seed)
-    policy = dp.trainable_copy(reference)
-    adam = torch.optim.Adam(policy.parameters(), lr)
-    log = [_first_record(policy, reference)]
-    for step in range(1, steps + 1):
-        picked = torch.randint(len(chosen), (batch,))
-        policy.train()
-        adam.zero_grad(set_to_none=True)
-        # chosen before rejected: the order autograd accumulates the shared weights in
-        chosen_logp = dp.sequence_logprob(policy, prompts[picked], chosen[picked])
-        rejected_logp = dp.sequence_logprob(policy, prompts[picked], rejected[picked])
-        loss = dpo_loss(
-            chosen_logp, rejected_logp, ref_scores[0][picked], ref_scores[1][picked], beta
-        )
-        loss.backward()
-        clip_grad_norm_(policy.parameters(), max_norm=1.0)
-        adam.step()
-        if step % log_every == 0:
-            log.append(
-                _fit_record(step, policy, reference, (prompts, chosen, rejected), ref_scores, beta)
-            )
-    return log
+    data = (prompts, chosen, rejected)
+
+    def record(step, policy, ref_scores, beta):
+        if step == 0:
+            return _first_record(policy, reference)
+        return _fit_record(step, policy, reference, data, ref_scores, beta)
+
+    run = PairRun(beta, steps, batch, lr, seed, log_every)
+    return train_pair_loss(reference, data, run, record)
 
 
 def run_digit_dpo(beta: float = 0.1, steps: int = 300, variant_beta: float | None = None) -> dict:

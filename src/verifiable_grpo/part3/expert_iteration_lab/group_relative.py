@@ -16,10 +16,20 @@ appears anywhere in it ("1514" passes for 15), and the policy learns to exploit 
 
 from __future__ import annotations
 
+import dataclasses
+from dataclasses import dataclass
+
 import torch
 from torch.nn.utils import clip_grad_norm_
 
 from verifiable_grpo.part3.digits import policy as dp
+from verifiable_grpo.training.objectives import (
+    OBJECTIVES,
+    AdvantageRule,
+    ClipInterval,
+    KLTerm,
+    Objective,
+)
 
 
 def group_advantages_sample_std(rewards: torch.Tensor, epsilon: float = 1e-6, correction: int = 1):
@@ -52,15 +62,74 @@ def k3(log_u: torch.Tensor) -> torch.Tensor:
     return torch.exp(log_u) - log_u - 1
 
 
-def _surrogate(logp, sampled_logp, ref_logp, mask, advantages, beta, clip):
-    """The clipped, KL-penalised objective, averaged over tokens then over sequences."""
+# The lab's GRPO as an entry of the objectives registry: the course's sample std + 1e-6, a k3
+# term x beta, PPO's clip, token mean per reply. The "Try this" variants change its axes
+# (advantages, aggregation, sampler), never the loop. The arithmetic below is the lab's own,
+# in float32 on the digit policy, chosen by those axes.
+LAB_ADVANTAGES = AdvantageRule("group_std", 1, 1e-6)
+
+
+def lab_objective(beta: float, clip: float = 0.2, **axes) -> Objective:
+    """The lab's GRPO at KL coefficient `beta`, with any axis replaced (advantages=...,
+    aggregation=..., sampler=...)."""
+    _check_grpo_settings(beta, 2)
+    lab = {
+        "name": "lab5_grpo",
+        "description": "Lab 5's GRPO: sample std + 1e-6, k3 x beta, PPO's clip, token mean",
+        "advantages": LAB_ADVANTAGES,
+        "clip": ClipInterval(clip, clip),
+        "kl": KLTerm("k3", beta),
+    }
+    return dataclasses.replace(OBJECTIVES["grpo"], **{**lab, **axes})
+
+
+# What the digit loop can do, per axis; anything else is refused before the run.
+LOOP_AXES = {
+    "advantages.kind": ("group_std", "centred"),
+    "ratio": ("token",),
+    "aggregation.kind": ("response_mean", "constant_length"),
+    "kl.kind": ("k3",),
+    "sampler.kind": ("plain", "dynamic"),
+    "surrogate.kind": ("clipped_ratio",),
+    "correction.kind": ("none",),
+}
+
+
+def check_objective(objective: Objective) -> None:
+    """ValueError naming the first axis the digit loop has no arithmetic for."""
+    for path, allowed in LOOP_AXES.items():
+        value = objective
+        for attribute in path.split("."):
+            value = getattr(value, attribute)
+        if value not in allowed:
+            raise ValueError(
+                f"objective {objective.name}: {path} {value!r} is not one of {allowed}"
+            )
+    if objective.clip.low != objective.clip.high:
+        raise ValueError(f"objective {objective.name}: the digit loop clips symmetrically")
+
+
+def group_advantages(scores: torch.Tensor, rule: AdvantageRule):
+    """(advantages, each group's spread) of scores [P, G] under the rule: the course's
+    (r - mean) / (std + epsilon), or r - mean with the sample std reported."""
+    if rule.kind == "centred":
+        spread = torch.std(scores, dim=1, correction=1)
+        return scores - scores.mean(1, keepdim=True), spread
+    return group_advantages_sample_std(scores, rule.epsilon, rule.correction)
+
+
+def surrogate(logp, sampled_logp, ref_logp, mask, advantages, objective: Objective):
+    """The clipped, KL-penalised objective per token; each reply's token sum divided by its
+    own length (response_mean) or by a constant (constant_length); mean over replies."""
+    clip, beta = objective.clip.low, objective.kl.coefficient
     ratio = torch.exp(logp - sampled_logp)
     plain_term = ratio * advantages
     capped_term = ratio.clamp(1 - clip, 1 + clip) * advantages  # PPO's trust region
     penalty = beta * k3(ref_logp - logp)
     per_token = torch.minimum(plain_term, capped_term) - penalty
-    tokens_per_sequence = mask.sum(1)
-    per_sequence = (per_token * mask).sum(1) / tokens_per_sequence
+    aggregation = objective.aggregation
+    length = mask.sum(1) if aggregation.kind == "response_mean" else aggregation.length
+    per_sequence = (per_token * mask).sum(1) / length
     return per_sequence.mean()
 
 
@@ -71,6 +140,114 @@ def _check_grpo_settings(beta, group_size) -> None:
         raise ValueError(
             f"group_size must be an integer >= 2 (a group needs a spread), got {group_size!r}"
         )
+
+
+@dataclass(frozen=True)
+class GroupRun:
+    """A run's settings beside its objective (which holds the arithmetic's choices)."""
+
+    substring: bool = False  # the flawed checker
+    iterations: int = 150
+    prompts_per_iteration: int = 32
+    group_size: int = 8
+    inner_steps: int = 2
+    lr: float = 1e-3
+    seed: int = 41
+    log_every: int = 25
+
+
+def _draw_groups(policy, count, group_size, substring):
+    drawn = dp.ALL_PROMPTS[torch.randint(len(dp.ALL_PROMPTS), (count,))]
+    prompts = drawn.repeat_interleave(group_size, 0)
+    replies = dp.sample(policy, prompts)
+    scores = verifier_rewards(prompts, replies, substring).reshape(count, group_size)
+    return prompts, replies, scores
+
+
+def refilled_batch(policy, count, group_size, substring, max_draws):
+    """Dynamic sampling: mixed groups only, drawing `count` prompts at a time until `count`
+    are kept or `max_draws` draws are spent. Returns (prompts, replies, scores, draws,
+    first-draw group std); a batch may come back short, or empty."""
+    keep_prompts, keep_replies, keep_scores = [], [], []
+    first_std, kept, draws = None, 0, 0
+    while kept < count and draws < max_draws:
+        prompts, replies, scores = _draw_groups(policy, count, group_size, substring)
+        draws += 1
+        std = torch.std(scores, dim=1, correction=1)
+        first_std = std if first_std is None else first_std
+        mixed = (std > 0).repeat_interleave(group_size)
+        keep_prompts.append(prompts[mixed])
+        keep_replies.append(replies[mixed])
+        keep_scores.append(scores[std > 0])
+        kept += int((std > 0).sum())
+    rows = min(kept, count) * group_size
+    return (
+        torch.cat(keep_prompts)[:rows],
+        torch.cat(keep_replies)[:rows],
+        torch.cat(keep_scores)[: min(kept, count)],
+        draws,
+        first_std,
+    )
+
+
+def _collect(policy, objective: Objective, run: GroupRun):
+    """(batch, draws, group std of the first draw) under the objective's sampler."""
+    count, size = run.prompts_per_iteration, run.group_size
+    if objective.sampler.kind == "dynamic":
+        limit = objective.sampler.max_generation_batches
+        *batch, draws, group_std = refilled_batch(policy, count, size, run.substring, limit)
+        return batch, draws, group_std
+    batch = _draw_groups(policy, count, size, run.substring)
+    return batch, 1, torch.std(batch[2], dim=1, correction=1)
+
+
+def _update(policy, reference, adam, batch, objective: Objective, inner_steps: int) -> None:
+    prompts, replies, scores = batch
+    advantages, _ = group_advantages(scores, objective.advantages)
+    per_reply = advantages.reshape(-1, 1)  # one advantage for all its tokens
+    with torch.no_grad():  # fixed for both inner steps: the first ratio is exactly 1
+        sampled_logp, mask = dp.token_logprobs(policy, prompts, replies)
+        ref_logp = dp.token_logprobs(reference, prompts, replies)[0]
+    for _ in range(inner_steps):
+        policy.train()
+        adam.zero_grad(set_to_none=True)
+        logp = dp.token_logprobs(policy, prompts, replies)[0]
+        loss = -surrogate(logp, sampled_logp, ref_logp, mask, per_reply, objective)
+        loss.backward()
+        clip_grad_norm_(policy.parameters(), max_norm=1.0)
+        adam.step()
+
+
+def train(reference, objective: Objective, run: GroupRun, record) -> tuple:
+    """The one GRPO loop of the digit lab and its variants: (policy, log). `record(state)`
+    turns the state every `log_every` iterations (and at 0, the start) into a log row."""
+    check_objective(objective)
+    _check_grpo_settings(objective.kl.coefficient, run.group_size)
+    torch.manual_seed(run.seed)
+    policy = dp.trainable_copy(reference)
+    adam = torch.optim.Adam(policy.parameters(), run.lr)
+    log = [record({"iteration": 0, "metrics": dp.task_metrics(policy, reference)})]
+    generations, skipped = 0, 0
+    for iteration in range(1, run.iterations + 1):
+        batch, draws, group_std = _collect(policy, objective, run)
+        generations += draws * run.prompts_per_iteration * run.group_size
+        if len(batch[2]):
+            _update(policy, reference, adam, batch, objective, run.inner_steps)
+        else:
+            skipped += 1
+        if iteration % run.log_every == 0:
+            state = {
+                "iteration": iteration,
+                "generations": generations,
+                "draws": draws,
+                "zero_variance": float((group_std == 0).float().mean()),
+                "skipped_updates": skipped,
+                "scores": batch[2],
+            }
+            state["metrics"] = dp.task_metrics(policy, reference)
+            state["verifier_reward"] = _verifier_pass_rate(policy, run.substring)
+            log.append(record(state))
+    return policy, log
 
 
 def train_grpo(
@@ -89,41 +266,29 @@ def train_grpo(
 ) -> dict:
     """GRPO from the reference; logs every `log_every` iterations (record 0: the start)."""
     _check_grpo_settings(beta, group_size)
-    torch.manual_seed(seed)
-    policy = dp.trainable_copy(reference)
-    adam = torch.optim.Adam(policy.parameters(), lr)
-    start = dp.task_metrics(policy, reference)
-    log = [{"iteration": 0, "sampled_reward": start["accuracy"], "zero_variance": None, **start}]
-    count = len(dp.ALL_PROMPTS)
-    for iteration in range(1, iterations + 1):
-        drawn = dp.ALL_PROMPTS[torch.randint(count, (prompts_per_iteration,))]
-        prompts = drawn.repeat_interleave(group_size, 0)
-        replies = dp.sample(policy, prompts)
-        scores = verifier_rewards(prompts, replies, substring).reshape(
-            prompts_per_iteration, group_size
-        )
-        advantages, group_std = group_advantages_sample_std(scores, correction=correction)
-        per_reply = advantages.reshape(-1, 1)  # one advantage for all its tokens
-        with torch.no_grad():  # fixed for both inner steps: the first ratio is exactly 1
-            sampled_logp, mask = dp.token_logprobs(policy, prompts, replies)
-            ref_logp = dp.token_logprobs(reference, prompts, replies)[0]
-        for _ in range(inner_steps):
-            policy.train()
-            adam.zero_grad(set_to_none=True)
-            logp = dp.token_logprobs(policy, prompts, replies)[0]
-            loss = -_surrogate(logp, sampled_logp, ref_logp, mask, per_reply, beta, clip)
-            loss.backward()
-            clip_grad_norm_(policy.parameters(), max_norm=1.0)
-            adam.step()
-        if iteration % log_every == 0:
-            entry = {
-                "iteration": iteration,
-                "sampled_reward": float(scores.mean()),
-                "zero_variance": float((group_std == 0).float().mean()),
+    rule = dataclasses.replace(LAB_ADVANTAGES, correction=correction)
+    run = GroupRun(
+        substring, iterations, prompts_per_iteration, group_size, inner_steps, lr, seed, log_every
+    )
+
+    def record(state: dict) -> dict:
+        if state["iteration"] == 0:
+            start = state["metrics"]
+            return {
+                "iteration": 0,
+                "sampled_reward": start["accuracy"],
+                "zero_variance": None,
+                **start,
             }
-            entry.update(dp.task_metrics(policy, reference))
-            entry["verifier_reward"] = _verifier_pass_rate(policy, substring)
-            log.append(entry)
+        return {
+            "iteration": state["iteration"],
+            "sampled_reward": float(state["scores"].mean()),
+            "zero_variance": state["zero_variance"],
+            **state["metrics"],
+            "verifier_reward": state["verifier_reward"],
+        }
+
+    policy, log = train(reference, lab_objective(beta, clip, advantages=rule), run, record)
     result = {"beta": beta, "substring": substring, "correction": correction, "records": log}
     if substring:
         result["accepted_but_wrong"] = accepted_but_wrong(policy)

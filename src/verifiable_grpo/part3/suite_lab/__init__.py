@@ -4,5 +4,6 @@ catalogue: the items and their checkers; greedy: the paired greedy run (`lab sui
 sampled: five sampled completions per item (`lab suite-sampled`); stats: the paired and
 clustered statistics of both; failure_families: 25 items in five failure families with
 checkers that see each failure; families_run: their run on both models
-(`lab suite-families`).
+(`lab suite-families`); try_this_checkers: stricter checkers rescoring the recorded
+transcripts; try_this_suite: the contamination check (`lab try-this`).
 """

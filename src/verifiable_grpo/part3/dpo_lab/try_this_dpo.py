@@ -1,7 +1,7 @@
 """Lab 4's "Try this" variants on the digit policy: IPO's loss, and DPO plus an SFT term.
 
-Both keep Lab 4's pairs, seed, optimiser and budget (dpo.train_dpo), and change only the
-loss of a minibatch:
+Both run Lab 4's loop (dpo.train_pair_loss) with its pairs, seed, optimiser and budget, and
+change only the loss of a minibatch:
 - IPO (Azar et al.) regresses the log-ratio difference h = (log pi - log pi_ref)(chosen)
   - (log pi - log pi_ref)(rejected) onto a fixed target 1 / (2 beta) with a squared loss.
   DPO's -log sigma(beta h) keeps rewarding a larger h for ever; IPO stops at the target,
@@ -13,13 +13,9 @@ loss of a minibatch:
 from __future__ import annotations
 
 import torch
-from torch.nn.utils import clip_grad_norm_
 
 from verifiable_grpo.part3.digits import policy as dp
 from verifiable_grpo.part3.dpo_lab import dpo
-from verifiable_grpo.part3.dpo_lab.dpo_bandit import check_beta
-
-LOSSES = ("dpo", "ipo")
 
 
 def ipo_loss(policy_chosen, policy_rejected, reference_chosen, reference_rejected, beta: float):
@@ -28,8 +24,8 @@ def ipo_loss(policy_chosen, policy_rejected, reference_chosen, reference_rejecte
     return torch.mean((gap - 1 / (2 * beta)) ** 2)
 
 
-def _pair_loss(kind, scores, beta):
-    return (ipo_loss if kind == "ipo" else dpo.dpo_loss)(*scores, beta)
+# The pair losses Lab 4's loop can take, by the name the recorded variants use.
+LOSSES = {"dpo": dpo.dpo_loss, "ipo": ipo_loss}
 
 
 @torch.inference_mode()
@@ -39,9 +35,8 @@ def _record(step, policy, reference, data, ref_scores, beta, kind) -> dict:
     chosen_gain = dp.sequence_logprob(policy, prompts, chosen) - ref_scores[0]
     rejected_gain = dp.sequence_logprob(policy, prompts, rejected) - ref_scores[1]
     gap = chosen_gain - rejected_gain
-    loss = _pair_loss(
-        kind, (chosen_gain, rejected_gain, torch.zeros_like(gap), torch.zeros_like(gap)), beta
-    )
+    zero = torch.zeros_like(gap)
+    loss = LOSSES[kind](chosen_gain, rejected_gain, zero, zero, beta)
     return {
         "step": step,
         "loss": float(loss),
@@ -67,41 +62,20 @@ def train_pairs(
     seed: int = 21,
     log_every: int = 100,
 ) -> list[dict]:
-    """dpo.train_dpo with IPO's loss (`kind="ipo"`) or an added SFT term on the chosen
-    replies (`sft_weight` > 0). kind="dpo", sft_weight=0 is train_dpo's run."""
+    """Lab 4's loop (dpo.train_pair_loss) with IPO's loss (`kind="ipo"`) or an added SFT
+    term on the chosen replies (`sft_weight` > 0). kind="dpo", sft_weight=0 is
+    train_dpo's run."""
     if kind not in LOSSES:
-        raise ValueError(f"kind must be one of {LOSSES}, got {kind!r}")
+        raise ValueError(f"kind must be one of {tuple(LOSSES)}, got {kind!r}")
     if isinstance(sft_weight, bool) or not isinstance(sft_weight, (int, float)) or sft_weight < 0:
         raise ValueError(f"sft_weight must be a number >= 0, got {sft_weight!r}")
-    beta = check_beta(beta)
-    dpo.check_pairs(prompts, chosen, rejected)
-    with torch.inference_mode():
-        ref_scores = (
-            dp.sequence_logprob(reference, prompts, chosen),
-            dp.sequence_logprob(reference, prompts, rejected),
-        )
-    torch.manual_seed(seed)
-    policy = dp.trainable_copy(reference)
-    adam = torch.optim.Adam(policy.parameters(), lr)
     data = (prompts, chosen, rejected)
-    log = [_record(0, policy, reference, data, ref_scores, beta, kind)]
-    for step in range(1, steps + 1):
-        picked = torch.randint(len(chosen), (batch,))
-        policy.train()
-        adam.zero_grad(set_to_none=True)
-        chosen_logp = dp.sequence_logprob(policy, prompts[picked], chosen[picked])
-        rejected_logp = dp.sequence_logprob(policy, prompts[picked], rejected[picked])
-        loss = _pair_loss(
-            kind, (chosen_logp, rejected_logp, ref_scores[0][picked], ref_scores[1][picked]), beta
-        )
-        if sft_weight:
-            loss = loss + sft_weight * dp.masked_nll(policy, prompts[picked], chosen[picked])
-        loss.backward()
-        clip_grad_norm_(policy.parameters(), max_norm=1.0)
-        adam.step()
-        if step % log_every == 0:
-            log.append(_record(step, policy, reference, data, ref_scores, beta, kind))
-    return log
+
+    def record(step, policy, ref_scores, beta):
+        return _record(step, policy, reference, data, ref_scores, beta, kind)
+
+    run = dpo.PairRun(beta, steps, batch, lr, seed, log_every)
+    return dpo.train_pair_loss(reference, data, run, record, LOSSES[kind], sft_weight)
 
 
 def run_variants(beta: float = 0.1, steps: int = 300, sft_weight: float = 1.0) -> dict:
