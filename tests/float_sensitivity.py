@@ -83,6 +83,7 @@ NOT_FLOAT_SENSITIVE = {
     "test_layout.py": "imports between layers",
     "test_lint.py": "ruff on the sources",
     "test_notebooks_portable.py": "runs the notebooks under other kernels itself",
+    "test_parameter_counts.py": "the sources' signatures",
     "test_size_limits.py": "line counts",
     "test_tests_portable.py": "runs the float-sensitive tests under other kernels itself",
     "book/test_chapters_on_qwen_standin.py": "chapters 4-7 run to the end on a stand-in "
