@@ -157,7 +157,7 @@ def test_the_allow_list_only_shrinks():
 
 
 def test_the_rule_counts_what_a_caller_passes():
-    source = '''
+    source = """
 from dataclasses import dataclass
 def seven(a, b, c, d, e, f, *, g): ...
 def six_and_rest(a, b, c, d, e, *args, **kwargs): ...
@@ -170,6 +170,6 @@ class Record:
     def __init__(self, a, b, c, d, e, f, g): ...
 class Plain:
     def __init__(self, a, b, c, d, e, f, g): ...
-    '''
+    """
     found = long_signatures(ast.parse(source))
     assert found == {"seven": 7, "six_and_rest": 7, "Thing.build": 7, "Plain.__init__": 7}
