@@ -69,6 +69,7 @@ NOT_FLOAT_SENSITIVE = {
     "part1/test_fixed_prompts_crash.py": "a resumed run against a continuous one, in one process",
     "part1/test_fresh_test.py": "problem sets, row counts and recorded outcomes",
     "part1/test_reloaded_state_digests.py": "hashes and refusals",
+    "part2/test_backends.py": "the backend table, the CLI's choices and the dispatch",
     "part2/test_card_defaults_lock.py": "a lock's fields",
     "part2/test_generation_lock.py": "a lock's fields and refusals",
     "part2/test_gpu_check.py": "a dry run's plan",

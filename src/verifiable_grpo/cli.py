@@ -152,11 +152,13 @@ def _family_arguments(p) -> None:
 
 
 def _backend_arguments(q) -> None:
-    """family run/study on our trainer (default) or TRL's GRPOTrainer (part2/trl_backend)."""
+    """family run/study on our trainer (default) or another backend (part2/backends)."""
+    from verifiable_grpo.part2.backends import DEFAULT, names  # light: the table only
+
     q.add_argument(
         "--backend",
-        choices=("ours", "trl"),
-        default="ours",
+        choices=names(),
+        default=DEFAULT,
         help="ours (the tiny study's trainer) or trl (TRL's GRPOTrainer)",
     )
     q.add_argument(
