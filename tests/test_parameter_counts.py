@@ -22,12 +22,8 @@ MAX_PARAMETERS = 6
 # path relative to the package -> functions (Class.method for methods) still to convert
 ALLOWED = {
     "book/diagram_shapes.py": {"box", "arrow", "chip"},
-    "evaluation/evaluate.py": {"_mode_rows", "_write_mode"},
     "evaluation/policy_scores.py": {"answer"},
-    "evaluation/responses.py": {"generate_answers"},
-    "exercises/grpo_loop.py": {"grpo_iteration", "_rollout_loss"},
-    "exercises/grpo_loss.py": {"_token_terms"},
-    "exercises/selection.py": {"_variant"},
+    "exercises/grpo_loop.py": {"grpo_iteration"},
     "part1/bench.py": {"_sample_set"},
     "part1/demos.py": {"two_updates_on_one_rollout_set"},
     "part1/pipeline.py": {"_write_marker"},
@@ -54,7 +50,6 @@ ALLOWED = {
     "part3/sft_lab/masked_sft.py": {"run_lab"},
     "part3/smollm2/preference.py": {"collect_pairs", "sample_replies"},
     "part3/smollm2/trainer.py": {"train"},
-    "part3/suite_lab/sampled.py": {"sampled_ids"},
     "part3/try_this.py": {"run_lab"},
     "part3/try_this_dpo.py": {"_record", "train_pairs"},
     "part3/try_this_grpo.py": {"train_variant", "objective"},
