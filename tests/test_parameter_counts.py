@@ -48,7 +48,6 @@ ALLOWED = {
     "part3/lora_lab.py": {"run_lab"},
     "part3/ppo_rlhf.py": {"tabular_ppo_step"},
     "part3/sft_lab/masked_sft.py": {"run_lab"},
-    "part3/smollm2/preference.py": {"collect_pairs", "sample_replies"},
     "part3/smollm2/trainer.py": {"train"},
     "part3/try_this.py": {"run_lab"},
     "part3/try_this_dpo.py": {"_record", "train_pairs"},
