@@ -74,6 +74,12 @@ SLOW_TESTS = {
     "part2/test_trl_data_parallel.py::test_evaluation_over_two_processes_equals_one_item_for_item": (
         "the same TRL runs (the module's `runs` fixture)"
     ),
+    "part2/test_study.py::test_interrupt_and_resume_equal_a_continuous_run": (
+        "three training runs per arm: interrupted, resumed and continuous"
+    ),
+    "part2/test_study.py::test_a_killed_study_worker_is_continued_to_the_same_run": (
+        "a study worker process killed, then continued"
+    ),
     "part2/test_study.py::test_the_study_splits_its_seeds_over_worker_processes": (
         "a tiny study over worker processes"
     ),
