@@ -53,7 +53,7 @@ def test_bad_settings_are_refused():
     with pytest.raises(ValueError, match="group_size must be an integer >= 2"):
         gr.train_grpo(reference, 0.04, group_size=1)
     with pytest.raises(ValueError, match="rounds must be a positive integer"):
-        expert_iteration.expert_iteration(reference, rounds=0)
+        expert_iteration.expert_iteration(reference, expert_iteration.ExpertSettings(rounds=0))
 
 
 # Lab 5 samples thousands of tokens from a GRU whose logits differ in the last bits between

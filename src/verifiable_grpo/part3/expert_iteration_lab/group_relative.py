@@ -16,6 +16,8 @@ appears anywhere in it ("1514" passes for 15), and the policy learns to exploit 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 from torch.nn.utils import clip_grad_norm_
 
@@ -52,8 +54,21 @@ def k3(log_u: torch.Tensor) -> torch.Tensor:
     return torch.exp(log_u) - log_u - 1
 
 
-def _surrogate(logp, sampled_logp, ref_logp, mask, advantages, beta, clip):
+@dataclass(frozen=True)
+class TokenLogprobs:
+    """Per-token log-probabilities of the replies [rows, T] under the policy now (`current`),
+    when they were sampled and under the reference, with the replies' token mask."""
+
+    current: torch.Tensor
+    sampled: torch.Tensor
+    reference: torch.Tensor
+    mask: torch.Tensor
+
+
+def _surrogate(logprobs: TokenLogprobs, advantages, beta, clip):
     """The clipped, KL-penalised objective, averaged over tokens then over sequences."""
+    logp, sampled_logp = logprobs.current, logprobs.sampled
+    ref_logp, mask = logprobs.reference, logprobs.mask
     ratio = torch.exp(logp - sampled_logp)
     plain_term = ratio * advantages
     capped_term = ratio.clamp(1 - clip, 1 + clip) * advantages  # PPO's trust region
@@ -111,7 +126,8 @@ def train_grpo(
             policy.train()
             adam.zero_grad(set_to_none=True)
             logp = dp.token_logprobs(policy, prompts, replies)[0]
-            loss = -_surrogate(logp, sampled_logp, ref_logp, mask, per_reply, beta, clip)
+            logprobs = TokenLogprobs(logp, sampled_logp, ref_logp, mask)
+            loss = -_surrogate(logprobs, per_reply, beta, clip)
             loss.backward()
             clip_grad_norm_(policy.parameters(), max_norm=1.0)
             adam.step()
@@ -177,7 +193,10 @@ def run_lab(
     """Lab 5 whole: expert iteration, GRPO at each beta and GRPO on the substring checker.
     `variants` adds two runs the module does not make: Part I's population std (beta
     0.04) and no KL term at all (beta 0, the first "Try this")."""
-    from verifiable_grpo.part3.expert_iteration_lab.expert_iteration import expert_iteration
+    from verifiable_grpo.part3.expert_iteration_lab.expert_iteration import (
+        ExpertSettings,
+        expert_iteration,
+    )
 
     reference = dp.train_reference()
     settings = {"iterations": iterations, "group_size": group_size}
@@ -197,6 +216,6 @@ def run_lab(
         "reference": dp.task_metrics(reference, reference),
         "reference_greedy_accuracy": dp.greedy_accuracy(reference),
     }
-    summary["expert_iteration"] = expert_iteration(reference, rounds=expert_rounds)
+    summary["expert_iteration"] = expert_iteration(reference, ExpertSettings(rounds=expert_rounds))
     summary.update(grpo=exact_runs + [flawed_run], group_size=group_size, inner_steps=2)
     return summary
