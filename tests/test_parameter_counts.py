@@ -21,7 +21,6 @@ MAX_PARAMETERS = 6
 
 # path relative to the package -> functions (Class.method for methods) still to convert
 ALLOWED = {
-    "book/diagram_shapes.py": {"box", "arrow", "chip"},
     "evaluation/policy_scores.py": {"answer"},
     "exercises/grpo_loop.py": {"grpo_iteration"},
     "part1/bench.py": {"_sample_set"},
