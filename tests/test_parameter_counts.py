@@ -40,8 +40,6 @@ ALLOWED = {
         "build_trainer",
         "_train_and_record",
     },
-    "part3/dpo_lab/dpo.py": {"train_dpo"},
-    "part3/expert_iteration_lab/group_relative.py": {"train_grpo"},
     "part3/lora_lab.py": {"run_lab"},
     "part3/sft_lab/masked_sft.py": {"run_lab"},
     "part3/smollm2/trainer.py": {"train"},

@@ -10,6 +10,7 @@ yet sampled accuracy falls: a small pairwise loss does not certify a better gene
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -117,23 +118,29 @@ def _fit_record(step, policy, reference, data, ref_scores, beta) -> dict:
     }
 
 
+@dataclass(frozen=True)
+class DpoSettings:
+    """One digit DPO run: beta, the budget (steps, pairs per step), Adam's rate, the seed
+    and how often to log."""
+
+    beta: float = 0.1
+    steps: int = 300
+    batch: int = 64
+    lr: float = 1e-3
+    seed: int = 21
+    log_every: int = 100
+
+
 def train_dpo(
-    reference,
-    prompts,
-    chosen,
-    rejected,
-    beta: float = 0.1,
-    steps: int = 300,
-    batch: int = 64,
-    lr: float = 1e-3,
-    seed: int = 21,
-    log_every: int = 100,
+    reference, prompts, chosen, rejected, settings: DpoSettings = DpoSettings()
 ) -> list[dict]:
     """DPO with Adam on minibatches sampled with replacement, gradient norm clipped at 1.
 
     Returns a record every `log_every` steps (pair statistics on all pairs and the task
     metrics); record 0 describes the reference itself."""
-    beta = check_beta(beta)
+    steps, batch, lr = settings.steps, settings.batch, settings.lr
+    seed, log_every = settings.seed, settings.log_every
+    beta = check_beta(settings.beta)
     check_pairs(prompts, chosen, rejected)
     with torch.inference_mode():  # the reference's scores never change: once
         ref_scores = (
@@ -190,7 +197,9 @@ def run_digit_dpo(beta: float = 0.1, steps: int = 300, variant_beta: float | Non
     }
 
     def run(loser_ids, at_beta):
-        return train_dpo(reference, prompts, winners, loser_ids, beta=at_beta, steps=steps)
+        return train_dpo(
+            reference, prompts, winners, loser_ids, DpoSettings(beta=at_beta, steps=steps)
+        )
 
     report["on_policy"] = run(losers, beta)
     report["off_policy"] = run(random_losers, beta)

@@ -88,21 +88,32 @@ def _check_grpo_settings(beta, group_size) -> None:
         )
 
 
-def train_grpo(
-    reference,
-    beta: float,
-    substring: bool = False,
-    iterations: int = 150,
-    prompts_per_iteration: int = 32,
-    group_size: int = 8,
-    inner_steps: int = 2,
-    clip: float = 0.2,
-    lr: float = 1e-3,
-    seed: int = 41,
-    log_every: int = 25,
-    correction: int = 1,
-) -> dict:
+@dataclass(frozen=True)
+class GrpoSettings:
+    """One Lab 5 GRPO run: the KL coefficient, the verifier (exact, or the flawed substring
+    one), the budget (iterations, prompts per iteration, group size, inner steps), the
+    clip, Adam's rate, the seed, how often to log and the std's correction (1: sample)."""
+
+    beta: float
+    substring: bool = False
+    iterations: int = 150
+    prompts_per_iteration: int = 32
+    group_size: int = 8
+    inner_steps: int = 2
+    clip: float = 0.2
+    lr: float = 1e-3
+    seed: int = 41
+    log_every: int = 25
+    correction: int = 1
+
+
+def train_grpo(reference, settings: GrpoSettings) -> dict:
     """GRPO from the reference; logs every `log_every` iterations (record 0: the start)."""
+    s = settings
+    beta, substring, group_size, clip = s.beta, s.substring, s.group_size, s.clip
+    iterations, prompts_per_iteration = s.iterations, s.prompts_per_iteration
+    inner_steps, lr, seed = s.inner_steps, s.lr, s.seed
+    log_every, correction = s.log_every, s.correction
     _check_grpo_settings(beta, group_size)
     torch.manual_seed(seed)
     policy = dp.trainable_copy(reference)
@@ -200,12 +211,12 @@ def run_lab(
 
     reference = dp.train_reference()
     settings = {"iterations": iterations, "group_size": group_size}
-    exact_runs = [train_grpo(reference, b, **settings) for b in betas]
-    flawed_run = train_grpo(reference, substring_beta, substring=True, **settings)
+    exact_runs = [train_grpo(reference, GrpoSettings(b, **settings)) for b in betas]
+    flawed_run = train_grpo(reference, GrpoSettings(substring_beta, substring=True, **settings))
     extra = (
         [
-            train_grpo(reference, 0.04, correction=0, **settings),
-            train_grpo(reference, 0.0, **settings),
+            train_grpo(reference, GrpoSettings(0.04, correction=0, **settings)),
+            train_grpo(reference, GrpoSettings(0.0, **settings)),
         ]
         if variants
         else []
