@@ -77,6 +77,9 @@ SLOW_TESTS = {
     "part2/test_study.py::test_interrupt_and_resume_equal_a_continuous_run": (
         "three training runs per arm: interrupted, resumed and continuous"
     ),
+    "part2/test_study.py::test_study_status_and_analyse_from_the_command_line": (
+        "counts the runs the interrupt-and-resume tests leave in the module's study folder"
+    ),
     "part2/test_study.py::test_a_killed_study_worker_is_continued_to_the_same_run": (
         "a study worker process killed, then continued"
     ),
