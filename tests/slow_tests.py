@@ -7,7 +7,8 @@ runs everything, slow or not; the fast tier keeps every module's quick unit test
 (tests/test_fast_tier.py checks that no module loses all of them without a reason here).
 
 Entries were chosen from `--durations` of a niced run on a shared 2-core machine: a test
-(setup included) that took about 4 s or more there is slow. Give a new entry its reason.
+(setup included) that took about 4 s or more there is slow, and so is a test that reads
+what a slow test leaves behind. Give a new entry its reason.
 """
 
 from __future__ import annotations
