@@ -15,6 +15,7 @@ import pytest
 # `from conftest import ...` finds whichever conftest.py (tests/part3 has one) was loaded last.
 from float_sensitivity import FLOAT_SENSITIVE, KNOWN_FRAGILE
 from shared_helpers import TINY_BASE, run_cli, tiny_base_has_weights  # noqa: F401
+from slow_tests import SLOW_FIXTURES, SLOW_MODULES, SLOW_TESTS
 from verifiable_grpo.core.config import load_config
 
 # Subprocesses (the CLI, nbval's kernels, the perturbed passes) import this checkout's
@@ -28,13 +29,25 @@ if os.environ.get("PYTHONPATH", "").split(os.pathsep)[0] != _SRC:
 _TESTS = Path(__file__).resolve().parent
 
 
+def is_slow(path: str, item) -> bool:
+    """The fast tier's rule (tests/slow_tests.py): by fixture, by module, by name."""
+    if path in SLOW_MODULES or set(getattr(item, "fixturenames", ())) & set(SLOW_FIXTURES):
+        return True
+    name = f"{path}::{item.name}"
+    return name in SLOW_TESTS or name.split("[")[0] in SLOW_TESTS
+
+
 def pytest_collection_modifyitems(items):
-    """Mark every test of a FLOAT_SENSITIVE module (tests/float_sensitivity.py)."""
+    """Mark every test of a FLOAT_SENSITIVE module (tests/float_sensitivity.py), and the
+    slow ones (tests/slow_tests.py) that `pytest -m "not slow"` leaves to CI."""
     for item in items:
         try:
             path = Path(item.path).resolve().relative_to(_TESTS).as_posix()
-        except ValueError:  # a notebook: it has its own perturbed pass
+        except ValueError:  # a notebook: nbval executes a whole chapter; own perturbed pass
+            item.add_marker(pytest.mark.slow)
             continue
+        if is_slow(path, item):
+            item.add_marker(pytest.mark.slow)
         if any(path == entry or path.startswith(entry + "/") for entry in FLOAT_SENSITIVE):
             item.add_marker(pytest.mark.float_sensitive)
         name = f"{path}::{item.name}"

@@ -155,11 +155,12 @@ examples = [("does not parse", dict(parsed=False)),
             ("edit that lost half the content", dict(parsed=True, structure=1, coverage=1, preservation=0.5)),
             ("new brief, flagged degenerate", dict(parsed=True, structure=1, coverage=1, degenerate=True))]
 Table(["artifact", "reward", "renormalised"],
-      [[name, cs.composite_reward(**kw), cs.composite_reward(**kw, renormalise=True)] for name, kw in examples])
+      [[name, cs.composite_reward(cs.Artifact(**kw)), cs.composite_reward(cs.Artifact(**kw), renormalise=True)]
+       for name, kw in examples])
 
 # %% [markdown]
 # A new brief cannot score above 0.8, because it has nothing to preserve. Calling that
-# missing term "perfect preservation" would be wrong, so the function takes
+# missing term "perfect preservation" would be wrong, so `cs.Artifact` takes
 # `preservation=None` for it. Does the ceiling matter to GRPO? Within one group, every
 # response answers the same brief, and standardising by the group's spread removes any
 # common scale. The ceiling then changes nothing. Without the division, as in Dr. GRPO,

@@ -195,8 +195,8 @@ Table(["A", "ratio ρ", "objective", "d objective / d ρ", "still pushing?"],
 
 # %%
 actions = [0, 1, 2, 3, 0]
-step = ppo.tabular_ppo_step(torch.zeros(5, 4), actions, result["advantages"], result["returns"],
-                            values, epsilon=0.2, learning_rate=0.5)
+episode = ppo.Episode(actions, result["advantages"], result["returns"], values)
+step = ppo.tabular_ppo_step(torch.zeros(5, 4), episode, ppo.PpoStep(epsilon=0.2, learning_rate=0.5))
 display(Table(["token t", "Â_t", "ratio after the step", "V before", "V after", "target"],
       [[t, a, r, v, va, g] for t, (a, r, v, va, g) in enumerate(zip(
           row(result["advantages"]), row(step["ratio_after"]), values, row(step["values_after"]),

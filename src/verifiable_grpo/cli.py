@@ -12,6 +12,7 @@ import os
 import sys
 
 from verifiable_grpo.core import refusals
+from verifiable_grpo.core.argument_types import positive, positive_float
 from verifiable_grpo.core.config import ConfigError, load_config  # light: no model, no torch
 from verifiable_grpo.core.config_schema import typed
 from verifiable_grpo.core.runfolder import MODES
@@ -85,6 +86,7 @@ COMMANDS = {
     ),
 }
 FAMILY_LOCK = "configs/part2/lock.json"
+EXPLORATORY = "allow a dirty or uncommitted tree (the run is labelled exploratory)"
 
 
 def _family_arguments(p) -> None:
@@ -130,17 +132,13 @@ def _family_arguments(p) -> None:
         if name == "study":
             q.add_argument(
                 "--workers",
-                type=_positive,
+                type=positive,
                 default=2,
                 help="child processes of one CPU thread each, the seeds split "
                 "between them (default 2; 1: this process, its threads)",
             )
         if name == "study":
-            q.add_argument(
-                "--exploratory",
-                action="store_true",
-                help="allow a dirty or uncommitted tree (the study is labelled exploratory)",
-            )
+            q.add_argument("--exploratory", action="store_true", help=EXPLORATORY)
         if name in ("run", "study"):
             _backend_arguments(q)
         if name == "study":
@@ -158,11 +156,13 @@ def _family_arguments(p) -> None:
 
 
 def _backend_arguments(q) -> None:
-    """family run/study on our trainer (default) or TRL's GRPOTrainer (part2/trl_backend)."""
+    """family run/study on our trainer (default) or another backend (part2/backends)."""
+    from verifiable_grpo.part2.backends import DEFAULT, names  # light: the table only
+
     q.add_argument(
         "--backend",
-        choices=("ours", "trl"),
-        default="ours",
+        choices=names(),
+        default=DEFAULT,
         help="ours (the tiny study's trainer) or trl (TRL's GRPOTrainer)",
     )
     q.add_argument(
@@ -176,26 +176,6 @@ def _backend_arguments(q) -> None:
         default=None,
         help="--backend trl: run each run under `accelerate launch` with this file",
     )
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}")
-    return value
 
 
 def _projections(text: str) -> list[str]:
@@ -224,7 +204,7 @@ def _tiny_base_arguments(p) -> None:
     p.add_argument("--force", action="store_true", help="replace an existing base")
     p.add_argument(
         "--minutes",
-        type=_positive_float,
+        type=positive_float,
         default=None,
         help="pretraining budget override (default: the build recipe's)",
     )
@@ -241,7 +221,7 @@ def _lab_arguments(p) -> None:
     )
     p.add_argument(
         "--threads",
-        type=_positive,
+        type=positive,
         default=None,
         help="torch threads (default: 1 for the synthetic labs, whose models are "
         "tiny; every core for the model labs, whose QUICK runs then fit in "
@@ -263,7 +243,7 @@ def _lab_arguments(p) -> None:
     )
     p.add_argument(
         "--steps",
-        type=_positive,
+        type=positive,
         default=None,
         help="sft: this many updates instead of the budget's (15 QUICK, 50 FULL)",
     )
@@ -272,10 +252,10 @@ def _lab_arguments(p) -> None:
         action="store_true",
         help="sft: add a sixth family, letter counting, with its own held-out words",
     )
-    p.add_argument("--rank", type=_positive, default=None, help="lora: adapter rank (default 8)")
+    p.add_argument("--rank", type=positive, default=None, help="lora: adapter rank (default 8)")
     p.add_argument(
         "--alpha",
-        type=_positive_float,
+        type=positive_float,
         default=None,
         help="lora: adapter alpha, the update scaled by alpha/rank (default 16)",
     )
@@ -346,7 +326,7 @@ def _learn_arguments(p) -> None:
         "on them; lift: the held-out study; fresh: its decision on 1,000 fresh problems; "
         "band-screen / band: SmolLM2-135M-Instruct on small sums",
     )
-    p.add_argument("--exploratory", action="store_true", help="allow a dirty tree (labelled)")
+    p.add_argument("--exploratory", action="store_true", help=EXPLORATORY)
     p.add_argument("--objectives", nargs="*", default=None, help="objectives: only these entries")
     p.add_argument(
         "--mismatch", action="store_true", help="objectives: then GRPO, TIS, MIS, bfloat16 sampler"
@@ -372,7 +352,7 @@ def _sweep_arguments(p) -> None:
         "--out", default="runs/tiny-sweep", help="sweep folder (default runs/tiny-sweep)"
     )
     p.add_argument("--settings", nargs="*", default=None, help="only these settings")
-    p.add_argument("--exploratory", action="store_true", help="allow a dirty tree (labelled)")
+    p.add_argument("--exploratory", action="store_true", help=EXPLORATORY)
     p.add_argument(
         "--export",
         action="store_true",
@@ -387,7 +367,7 @@ def _stage_arguments(name: str, p) -> None:
     if name == "run":
         p.add_argument(
             "--workers",
-            type=_positive,
+            type=positive,
             default=min(2, os.cpu_count() or 1),
             help="stages side by side in this many worker processes (default: "
             "2, or 1 on a one-core machine); the numbers do not depend "

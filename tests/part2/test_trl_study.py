@@ -136,7 +136,17 @@ def node(tmp_path_factory):
         victim = ["--kill-once", str(marker)] if run == RUNS[0] else []
         return [line[0], str(WORKER), *victim, *line[3:]]
 
-    argv = ["family", "study", "--exploratory", "--backend", "trl", "--config", SMOKE, "--out", str(out)]
+    argv = [
+        "family",
+        "study",
+        "--exploratory",
+        "--backend",
+        "trl",
+        "--config",
+        SMOKE,
+        "--out",
+        str(out),
+    ]
     argv += ["--arms", "grpo", "drgrpo", "--seeds", "11", "--devices", "0,1"]
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(trl_study, "worker_command", wrapped)
@@ -178,7 +188,17 @@ def test_manifests_equal_the_sequential_runs(node):
 
 
 def test_a_finished_study_is_skipped(node, capsys):
-    argv = ["family", "study", "--exploratory", "--backend", "trl", "--config", SMOKE, "--out", str(node["out"])]
+    argv = [
+        "family",
+        "study",
+        "--exploratory",
+        "--backend",
+        "trl",
+        "--config",
+        SMOKE,
+        "--out",
+        str(node["out"]),
+    ]
     argv += ["--arms", "grpo", "drgrpo", "--seeds", "11", "--devices", "0,1", "--dry-run"]
     assert cli.main(argv) == 0
     assert "dry run: 0 job(s)" in capsys.readouterr().out

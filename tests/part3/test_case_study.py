@@ -45,15 +45,15 @@ def test_serving_memory_is_the_module_figure():
 
 
 def test_composite_reward():
-    assert cs.composite_reward(False, 1, 1) == 0.0
-    assert cs.composite_reward(True, 1, 1) == 0.8  # non-edit maximum
-    assert cs.composite_reward(True, 1, 1, preservation=1.0) == 1.0
-    assert cs.composite_reward(True, 1, 1, renormalise=True) == 1.0
-    assert cs.composite_reward(True, 1, 1, preservation=0.0) == 0.8
-    assert cs.composite_reward(True, 0.2, 0.0, degenerate=True) == 0.0  # floored
-    assert cs.composite_reward(True, 1, 1, degenerate=True) == pytest.approx(0.5)
+    assert cs.composite_reward(cs.Artifact(False, 1, 1)) == 0.0
+    assert cs.composite_reward(cs.Artifact(True, 1, 1)) == 0.8  # non-edit maximum
+    assert cs.composite_reward(cs.Artifact(True, 1, 1, preservation=1.0)) == 1.0
+    assert cs.composite_reward(cs.Artifact(True, 1, 1), renormalise=True) == 1.0
+    assert cs.composite_reward(cs.Artifact(True, 1, 1, preservation=0.0)) == 0.8
+    assert cs.composite_reward(cs.Artifact(True, 0.2, 0.0, degenerate=True)) == 0.0  # floored
+    assert cs.composite_reward(cs.Artifact(True, 1, 1, degenerate=True)) == pytest.approx(0.5)
     with pytest.raises(ValueError, match="coverage must be a fraction"):
-        cs.composite_reward(True, 1, 1.5)
+        cs.composite_reward(cs.Artifact(True, 1, 1.5))
 
 
 @pytest.mark.parametrize(

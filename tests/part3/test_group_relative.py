@@ -50,11 +50,11 @@ def test_substring_verifier_accepts_what_exact_refuses():
 def test_bad_settings_are_refused():
     reference = dp.DigitPolicy()
     with pytest.raises(ValueError, match="beta must be a number >= 0"):
-        gr.train_grpo(reference, -0.1)
+        gr.train_grpo(reference, gr.GrpoSettings(-0.1))
     with pytest.raises(ValueError, match="group_size must be an integer >= 2"):
-        gr.train_grpo(reference, 0.04, group_size=1)
+        gr.train_grpo(reference, gr.GrpoSettings(0.04, group_size=1))
     with pytest.raises(ValueError, match="rounds must be a positive integer"):
-        expert_iteration.expert_iteration(reference, rounds=0)
+        expert_iteration.expert_iteration(reference, expert_iteration.ExpertSettings(rounds=0))
 
 
 # Lab 5 samples thousands of tokens from a GRU whose logits differ in the last bits between

@@ -41,14 +41,15 @@ def test_clip_cases_stop_pushing_only_past_the_helpful_boundary():
 
 
 def test_tabular_step_moves_towards_positive_advantages():
-    out = ppo.tabular_ppo_step(
-        torch.zeros(3, 4), [0, 1, 2], [1.0, -1.0, 0.0], [1.0, 0.0, 0.5], [0.0, 0.0, 0.0]
-    )
+    episode = ppo.Episode([0, 1, 2], [1.0, -1.0, 0.0], [1.0, 0.0, 0.5], [0.0, 0.0, 0.0])
+    out = ppo.tabular_ppo_step(torch.zeros(3, 4), episode)
     ratios = out["ratio_after"]
     assert ratios[0] > 1 > ratios[1] and ratios[2] == pytest.approx(1.0)
     assert out["value_loss_after"] < out["value_loss"]
     with pytest.raises(ValueError, match="one action, advantage"):
-        ppo.tabular_ppo_step(torch.zeros(3, 4), [0, 1], [1.0, 0.0], [1.0, 0.0], [0.0, 0.0])
+        ppo.tabular_ppo_step(
+            torch.zeros(3, 4), ppo.Episode([0, 1], [1.0, 0.0], [1.0, 0.0], [0.0, 0.0])
+        )
 
 
 def test_models_in_memory():

@@ -114,3 +114,30 @@ def test_the_dpo_loop_starts_at_log_2_and_widens_the_margin():
     assert history[-1]["loss"] < history[0]["loss"] - 0.1
     chosen, rejected = dpo_smollm2.all_logprobs(model, pairs, batch=3)
     assert bool(((chosen - reference[0]) > (rejected - reference[1])).all())
+
+
+def test_collect_pairs_samples_each_prompt_with_its_own_seed(monkeypatch):
+    """Prompt k of the rows tried gets the request's seed + k; a prompt with a right and a
+    wrong reply gives a pair, one with only right replies gives none."""
+    asked = []
+    right, wrong = [40, END_ID], [50, END_ID]
+
+    def sample(model, tokenizer, prompts, sampling):
+        asked.append(sampling)
+        return [[right, right] if len(asked) == 2 else [right, wrong]]
+
+    class Tokens:
+        def encode(self, text, add_special_tokens=False):
+            return [1, 2]
+
+        def decode(self, ids, skip_special_tokens=False):
+            return "60" if ids[0] == 40 else "61"
+
+    monkeypatch.setattr(preference, "sample_replies", sample)
+    rows = [{"family": "sum", "user": f"q{k}", "reply": "60"} for k in range(4)]
+    request = preference.ReplySampling(samples=2, temperature=0.7, max_new_tokens=9, seed=100)
+    pairs, tried = preference.collect_pairs(None, Tokens(), rows, 2, request, log=None)
+    assert tried == 3 and [p["user"] for p in pairs] == ["q0", "q2"]
+    assert [s.seed for s in asked] == [100, 101, 102]
+    assert {(s.samples, s.temperature, s.max_new_tokens) for s in asked} == {(2, 0.7, 9)}
+    assert pairs[0]["chosen_ids"] == right and pairs[0]["rejected_ids"] == wrong

@@ -79,19 +79,20 @@ def tiny_model():
 
 def test_the_same_seed_samples_the_same_tokens_and_leaves_the_callers_rng_alone():
     model, rows = tiny_model(), [[5, 6, 7], [8, 9], [10, 11, 12, 13]]
+    small = L.Sampling(max_new_tokens=12, batch=2)
     torch.manual_seed(123)
-    first = L.sampled_ids(model, rows, seed=7001, max_new_tokens=12, batch=2)
+    first = L.sampled_ids(model, rows, seed=7001, sampling=small)
     after = torch.rand(3)
     torch.manual_seed(123)
-    again = L.sampled_ids(model, rows, seed=7001, max_new_tokens=12, batch=2)
+    again = L.sampled_ids(model, rows, seed=7001, sampling=small)
     assert first == again and torch.equal(torch.rand(3), after)
-    assert L.sampled_ids(model, rows, seed=7002, max_new_tokens=12, batch=2) != first
+    assert L.sampled_ids(model, rows, seed=7002, sampling=small) != first
     assert len(first) == 3 and all(0 < len(ids) <= 12 for ids in first)
 
 
 def test_temperature_zero_is_refused_before_any_compute():
     with pytest.raises(ValueError, match="greedy"):
-        L.sampled_ids(None, [[1]], seed=0, temperature=0.0)
+        L.sampled_ids(None, [[1]], seed=0, sampling=L.Sampling(temperature=0.0))
 
 
 def test_the_sampled_command_never_prints_or_saves_a_refuse_completion(

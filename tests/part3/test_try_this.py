@@ -28,7 +28,7 @@ def reference():
 
 def test_the_default_variant_is_the_labs_grpo(reference):
     small = {"iterations": 2, "prompts_per_iteration": 6, "group_size": 4, "log_every": 2}
-    lab = gr.train_grpo(reference, 0.04, **small)["records"]
+    lab = gr.train_grpo(reference, gr.GrpoSettings(0.04, **small))["records"]
     ours = tg.train_variant(reference, **small)["records"]
     assert [(r["accuracy"], r["kl"], r["length"]) for r in lab] == [
         (r["accuracy"], r["kl"], r["length"]) for r in ours
@@ -94,7 +94,7 @@ def test_ipo_loss_and_the_default_pair_loop_is_lab_4s(reference):
     chosen = dp.encode_responses(dp.answers(prompts))
     rejected = dp.encode_responses(["99"] * 6)
     small = {"beta": 0.1, "steps": 2, "batch": 4, "log_every": 2}
-    lab = dpo.train_dpo(reference, prompts, chosen, rejected, **small)
+    lab = dpo.train_dpo(reference, prompts, chosen, rejected, dpo.PairRun(**small))
     ours = td.train_pairs(reference, prompts, chosen, rejected, **small)
     assert [(r["accuracy"], r["kl"]) for r in lab] == [(r["accuracy"], r["kl"]) for r in ours]
     with_sft = td.train_pairs(reference, prompts, chosen, rejected, sft_weight=1.0, **small)

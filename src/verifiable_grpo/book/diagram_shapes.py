@@ -6,6 +6,8 @@ diagram. matplotlib's Figure is used directly (no pyplot: no global state, no ba
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
@@ -36,9 +38,40 @@ def canvas(width: float, height: float):
     return figure, ax
 
 
-def box(ax, centre, width, height, title, detail="", colour="#ffffff", size=10.5, edge=INK):
-    """A rounded box with a bold title and a smaller detail under it."""
+@dataclass(frozen=True)
+class BoxLook:
+    """A box's fill, title font size (the detail is 2 points smaller) and edge colour."""
+
+    colour: str = "#ffffff"
+    size: float = 10.5
+    edge: str = INK
+
+
+@dataclass(frozen=True)
+class ArrowLook:
+    """An arrow's bend (matplotlib's arc3 rad), its label's offset from the middle, and
+    its head style."""
+
+    curve: float = 0.0
+    text_offset: tuple[float, float] = (0.0, 0.12)
+    style: str = "-|>"
+
+
+@dataclass(frozen=True)
+class ChipLook:
+    """A chip's width and height (inches), font size and font family."""
+
+    width: float = 0.9
+    height: float = 0.36
+    size: float = 9
+    family: str | None = None
+
+
+def box(ax, centre, extent, title, detail="", look: BoxLook = BoxLook()):
+    """A rounded box of extent (width, height) with a bold title and a smaller detail
+    under it."""
     x, y = centre
+    (width, height), colour, size, edge = extent, look.colour, look.size, look.edge
     ax.add_patch(
         FancyBboxPatch(
             (x - width / 2, y - height / 2),
@@ -59,8 +92,9 @@ def box(ax, centre, width, height, title, detail="", colour="#ffffff", size=10.5
     )
 
 
-def arrow(ax, start, end, text="", curve=0.0, text_offset=(0.0, 0.12), style="-|>", **text_kw):
-    """An arrow from start to end, optionally bent (curve) and labelled at its middle."""
+def arrow(ax, start, end, text="", look: ArrowLook = ArrowLook(), **text_kw):
+    """An arrow from start to end, optionally bent (look.curve) and labelled at its middle."""
+    curve, text_offset, style = look.curve, look.text_offset, look.style
     ax.add_patch(
         FancyArrowPatch(
             start,
@@ -83,9 +117,10 @@ def arrow(ax, start, end, text="", curve=0.0, text_offset=(0.0, 0.12), style="-|
         ax.text(*middle, text, **options)
 
 
-def chip(ax, centre, text, colour="#ffffff", width=0.9, height=0.36, size=9, family=None):
+def chip(ax, centre, text, colour="#ffffff", look: ChipLook = ChipLook()):
     """A small square-cornered label: a token, a reward, a matrix cell."""
     x, y = centre
+    width, height, size, family = look.width, look.height, look.size, look.family
     ax.add_patch(
         FancyBboxPatch(
             (x - width / 2, y - height / 2),

@@ -14,6 +14,7 @@ from pathlib import Path
 from matplotlib.figure import Figure
 
 from verifiable_grpo.book import diagrams_beyond, diagrams_part1, diagrams_runs
+from verifiable_grpo.book.diagram_shapes import ArrowLook, BoxLook
 from verifiable_grpo.book.diagram_shapes import arrow as _arrow
 from verifiable_grpo.book.diagram_shapes import box as _box
 from verifiable_grpo.core.config import repo_root
@@ -42,19 +43,26 @@ def grpo_loop_diagram() -> Figure:
     width, height, row = 2.0, 1.05, 2.05
     centres = [(1.2 + 2.4 * i, row) for i in range(len(LOOP_STAGES))]
     for (title, detail), centre, colour in zip(LOOP_STAGES, centres, STAGE_COLOURS):
-        _box(ax, centre, width, height, title, detail, colour)
+        _box(ax, centre, (width, height), title, detail, BoxLook(colour))
     for a, b in zip(centres, centres[1:]):
         _arrow(ax, (a[0] + width / 2, a[1]), (b[0] - width / 2, b[1]))
     # The frozen reference: a second copy of the warm start, only read by the KL term.
     update = centres[-1]
     reference = (update[0], 3.75)
-    _box(ax, reference, width, 0.62, "frozen reference", "the warm start, no gradient", "#eeeeee")
+    _box(
+        ax,
+        reference,
+        (width, 0.62),
+        "frozen reference",
+        "the warm start, no gradient",
+        BoxLook("#eeeeee"),
+    )
     _arrow(
         ax,
         (reference[0], reference[1] - 0.31),
         (update[0], update[1] + height / 2),
         "logits for the KL",
-        text_offset=(-0.7, 0.0),
+        ArrowLook(text_offset=(-0.7, 0.0)),
     )
     # The old log-probs travel from the sampler to both updates unchanged.
     sample = centres[1]
@@ -63,8 +71,7 @@ def grpo_loop_diagram() -> Figure:
         (sample[0] + 0.4, sample[1] + height / 2),
         (update[0] - 0.5, update[1] + height / 2),
         "the same old log-probs for update 1 and update 2",
-        curve=-0.2,
-        text_offset=(0, 0.78),
+        ArrowLook(curve=-0.2, text_offset=(0, 0.78)),
     )
     # Back to the start: new prompts, sampled by the updated policy.
     first = centres[0]
@@ -73,8 +80,7 @@ def grpo_loop_diagram() -> Figure:
         (update[0], update[1] - height / 2),
         (first[0], first[1] - height / 2),
         "next iteration: new prompts, sampled by the updated policy",
-        curve=-0.15,
-        text_offset=(0, -0.82),
+        ArrowLook(curve=-0.15, text_offset=(0, -0.82)),
     )
     return figure
 

@@ -12,6 +12,9 @@ from matplotlib.patches import Rectangle
 from verifiable_grpo.book.diagram_shapes import (
     COLOURS,
     INK,
+    ArrowLook,
+    BoxLook,
+    ChipLook,
     arrow,
     box,
     canvas,
@@ -59,9 +62,18 @@ def dpo_pair_diagram() -> Figure:
     """A preference pair scored by the trained policy and the frozen reference; the implicit
     rewards, their margin and the loss -log sigma(margin)."""
     figure, ax = canvas(11.2, 4.6)
-    box(ax, (1.0, 2.4), 1.5, 1.0, "prompt x", "", COLOURS["prompt"])
-    box(ax, (3.25, 3.4), 2.1, 0.8, "chosen y_w", "preferred by a judge", COLOURS["good"], 10)
-    box(ax, (3.25, 1.4), 2.1, 0.8, "rejected y_l", "the other answer", COLOURS["bad"], 10)
+    box(ax, (1.0, 2.4), (1.5, 1.0), "prompt x", "", BoxLook(COLOURS["prompt"]))
+    box(
+        ax,
+        (3.25, 3.4),
+        (2.1, 0.8),
+        "chosen y_w",
+        "preferred by a judge",
+        BoxLook(COLOURS["good"], 10),
+    )
+    box(
+        ax, (3.25, 1.4), (2.1, 0.8), "rejected y_l", "the other answer", BoxLook(COLOURS["bad"], 10)
+    )
     arrow(ax, (1.75, 2.6), (2.2, 3.3))
     arrow(ax, (1.75, 2.2), (2.2, 1.5))
     ax.text(6.2, 4.3, "log-probabilities of the whole response", ha="center", fontsize=9.5,
@@ -70,16 +82,18 @@ def dpo_pair_diagram() -> Figure:
     ax.text(6.95, 3.95, "\u03c0ref (frozen)", ha="center", fontsize=9, color="#555555")
     for y, which in ((3.4, "w"), (1.4, "l")):
         arrow(ax, (4.3, y), (4.7, y))
-        chip(ax, (5.45, y), f"log \u03c0\u03b8(y_{which})", COLOURS["current"], 1.35, 0.42)
-        chip(ax, (6.95, y), f"log \u03c0ref(y_{which})", COLOURS["reference"], 1.35, 0.42)
+        chip(
+            ax, (5.45, y), f"log \u03c0\u03b8(y_{which})", COLOURS["current"], ChipLook(1.35, 0.42)
+        )
+        chip(ax, (6.95, y), f"log \u03c0ref(y_{which})", COLOURS["reference"], ChipLook(1.35, 0.42))
         arrow(ax, (7.65, y), (7.95, y))
         chip(ax, (9.25, y), f"r_{which} = \u03b2 (log \u03c0\u03b8 \u2212 log \u03c0ref)(y_{which})",
-             COLOURS["advantage"], 2.55, 0.42, 8.8)  # fmt: skip
+             COLOURS["advantage"], ChipLook(2.55, 0.42, 8.8))  # fmt: skip
     ax.text(9.25, 3.95, "implicit reward", ha="center", fontsize=9.5, weight="bold")
     arrow(ax, (9.25, 3.18), (9.25, 2.9))
     arrow(ax, (9.25, 1.62), (9.25, 1.9))
-    box(ax, (9.25, 2.4), 2.3, 0.95, "loss = \u2212log \u03c3(m)", "margin m = r_w \u2212 r_l",
-        COLOURS["update"], 10)  # fmt: skip
+    box(ax, (9.25, 2.4), (2.3, 0.95), "loss = \u2212log \u03c3(m)", "margin m = r_w \u2212 r_l",
+        BoxLook(COLOURS["update"], 10))  # fmt: skip
     note(ax, (0.2, 0.45), "No reward model and no sampling: the pair is data. The gradient "
          "only widens the margin, so log \u03c0\u03b8(y_w) may fall too, as long as log "
          "\u03c0\u03b8(y_l) falls faster.", size=9, color="#444444")  # fmt: skip
@@ -97,7 +111,7 @@ def lora_adapters_diagram() -> Figure:
     the start; the counts of one 576 x 576 projection at rank 8."""
     figure, ax = canvas(11, 4.8)
     rank, width_in, width_out = 8, 576, 576
-    chip(ax, (0.6, 2.6), "x", "#ffffff", 0.5, 1.6, 12)
+    chip(ax, (0.6, 2.6), "x", "#ffffff", ChipLook(0.5, 1.6, 12))
     ax.text(0.6, 1.55, f"in = {width_in}", ha="center", fontsize=8.5)
     _matrix(ax, (1.6, 2.9), 2.2, 1.6, "W", COLOURS["reference"])
     note(ax, (2.7, 2.68), f"frozen: out \u00d7 in = {width_out * width_in:,} weights",
@@ -108,11 +122,13 @@ def lora_adapters_diagram() -> Figure:
     note(ax, (5.15, 1.95), "out \u00d7 r,\nzeros at the start", size=8.5)
     arrow(ax, (0.85, 3.1), (1.55, 3.7))
     arrow(ax, (0.85, 2.1), (1.55, 1.17))
-    arrow(ax, (3.85, 1.17), (4.55, 1.17), f"A x: {rank} numbers", text_offset=(0.0, 0.22))
+    arrow(
+        ax, (3.85, 1.17), (4.55, 1.17), f"A x: {rank} numbers", ArrowLook(text_offset=(0.0, 0.22))
+    )
     arrow(ax, (5.1, 1.0), (5.6, 1.0))
-    chip(ax, (6.1, 1.0), "\u00d7 s = \u03b1/r", "#ffffff", 0.95, 0.4, 9)
-    chip(ax, (6.9, 2.6), "+", "#ffffff", 0.45, 0.45, 14)
-    arrow(ax, (3.85, 3.7), (6.66, 2.7), "W x + b", text_offset=(0.0, 0.3))
+    chip(ax, (6.1, 1.0), "\u00d7 s = \u03b1/r", "#ffffff", ChipLook(0.95, 0.4, 9))
+    chip(ax, (6.9, 2.6), "+", "#ffffff", ChipLook(0.45, 0.45, 14))
+    arrow(ax, (3.85, 3.7), (6.66, 2.7), "W x + b", ArrowLook(text_offset=(0.0, 0.3)))
     arrow(ax, (6.2, 1.22), (6.82, 2.36))
     arrow(ax, (7.14, 2.6), (7.5, 2.6))
     note(ax, (7.6, 2.6), "y = W x + b + s B A x", size=12, weight="bold")
@@ -147,16 +163,23 @@ def ppo_gae_diagram() -> Figure:
         y = 3.85 - 0.72 * r
         ax.text(0.15, y, label, fontsize=9.5, va="center")
         for t, value in enumerate(values):
-            chip(ax, (2.75 + 1.2 * t, y), f"{value:+.3f}", colour, 0.95, 0.4, 9)
+            chip(ax, (2.75 + 1.2 * t, y), f"{value:+.3f}", colour, ChipLook(0.95, 0.4, 9))
     for t in range(len(PPO_VALUES) - 1, 0, -1):  # GAE runs from the last token back
         start, end = (2.75 + 1.2 * t - 0.1, 1.46), (2.75 + 1.2 * (t - 1) + 0.1, 1.46)
-        arrow(ax, start, end, "\u00d7 \u03b3\u03bb", curve=-0.4, text_offset=(0, -0.4), fontsize=8)
+        arrow(
+            ax,
+            start,
+            end,
+            "\u00d7 \u03b3\u03bb",
+            ArrowLook(curve=-0.4, text_offset=(0, -0.4)),
+            fontsize=8,
+        )
     note(ax, (0.15, 0.55), r"$\delta_t = r_t + \gamma\,V(s_{t+1}) - V(s_t)$,   "
          r"$\hat A_t = \delta_t + \gamma\lambda\,\hat A_{t+1}$   ($\gamma = 1$, "
          r"$\lambda = 0.95$; $V = 0$ after the last token)" "\n"
          r"$r_t = -\beta \log(\pi_\theta / \pi_\mathrm{ref})$ at each token ($\beta = 0.1$), "
          "plus the reward model's score 1.0 at the last", size=9.5)  # fmt: skip
-    box(ax, (9.95, 2.75), 2.85, 2.3, "GRPO instead", "no value model: every token\n"
+    box(ax, (9.95, 2.75), (2.85, 2.3), "GRPO instead", "no value model: every token\n"
         "of response g gets the same\nA_g = (r_g \u2212 mean) / std\nfrom its group of G "
-        "answers\nto the same prompt", COLOURS["update"], 11)  # fmt: skip
+        "answers\nto the same prompt", BoxLook(COLOURS["update"], 11))  # fmt: skip
     return figure

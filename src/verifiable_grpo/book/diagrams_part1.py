@@ -16,6 +16,8 @@ from matplotlib.figure import Figure
 from verifiable_grpo.book.diagram_shapes import (
     COLOURS,
     GOOD,
+    BoxLook,
+    ChipLook,
     arrow,
     box,
     canvas,
@@ -45,20 +47,33 @@ def group_advantages_diagram() -> Figure:
              (7.55, "the group's statistics"), (9.85, "advantage A"))  # fmt: skip
     for x, head in heads:
         ax.text(x, 4.3, head, ha="center", fontsize=10, weight="bold", color="#555555")
-    box(ax, (1.1, 2.25), 1.7, 1.2, "prompt x", "a StockArithmetic\nproblem", COLOURS["prompt"])
+    box(
+        ax,
+        (1.1, 2.25),
+        (1.7, 1.2),
+        "prompt x",
+        "a StockArithmetic\nproblem",
+        BoxLook(COLOURS["prompt"]),
+    )
     for y, (text, reward), a in zip(rows, GROUP, advantages[0].tolist()):
         arrow(ax, (1.95, 2.25), (2.55, y))
-        box(ax, (3.75, y), 2.4, 0.6, "", "", COLOURS["sample"])
+        box(ax, (3.75, y), (2.4, 0.6), "", "", BoxLook(COLOURS["sample"]))
         ax.text(3.75, y, text, ha="center", va="center", fontsize=9, family="monospace")
         arrow(ax, (4.95, y), (5.4, y))
         chip(ax, (5.85, y), f"r = {reward:g}", COLOURS["good"] if reward else COLOURS["bad"])
-        chip(ax, (9.85, y), f"A = {a:+.2f}", COLOURS["good"] if a > 0 else COLOURS["bad"], 1.2)
+        chip(
+            ax,
+            (9.85, y),
+            f"A = {a:+.2f}",
+            COLOURS["good"] if a > 0 else COLOURS["bad"],
+            ChipLook(1.2),
+        )
         ax.plot([6.3, 6.55], [y, y], color="#333333", linewidth=1.1)
         arrow(ax, (8.6, 2.25), (9.25, y))
     ax.plot([6.55, 6.55], [rows[-1], rows[0]], color="#333333", linewidth=1.1)
     arrow(ax, (6.55, 2.25), (6.75, 2.25))
-    box(ax, (7.65, 2.25), 1.85, 1.55, "mean and std",
-        f"mean = {float(mean):g}\nstd = {float(std):g}\n(population std)", COLOURS["advantage"])  # fmt: skip
+    box(ax, (7.65, 2.25), (1.85, 1.55), "mean and std",
+        f"mean = {float(mean):g}\nstd = {float(std):g}\n(population std)", BoxLook(COLOURS["advantage"]))  # fmt: skip
     note(ax, (6.7, 0.45), "A = (r \u2212 mean) / (std + \u03b5), \u03b5 = 10\u207b\u2078",
          size=10, ha="center")  # fmt: skip
     note(ax, (0.25, 0.45), "four right answers (or four wrong):\nstd = 0, every A = 0 exactly: "
@@ -146,10 +161,10 @@ def exact_kl_prefixes_diagram() -> Figure:
     reference = torch.tensor(KL_LOGITS_REFERENCE, dtype=torch.float64)
     per_prefix = exact_prefix_kl(policy, reference).tolist()
     p_policy, p_reference = policy.softmax(-1).numpy(), reference.softmax(-1).numpy()
-    chip(ax, (0.75, 4.45), "prompt x", COLOURS["prompt"], 1.1, 0.42, 9.5)
+    chip(ax, (0.75, 4.45), "prompt x", COLOURS["prompt"], ChipLook(1.1, 0.42, 9.5))
     for t, token in enumerate(KL_TOKENS):
         x = 2.45 + 1.9 * t
-        chip(ax, (x, 4.45), token, COLOURS["sample"], 1.75, 0.42, 9, family="monospace")
+        chip(ax, (x, 4.45), token, COLOURS["sample"], ChipLook(1.75, 0.42, 9, family="monospace"))
         ax.text(x, 3.95, f"y{t + 1} was drawn at prefix (x, y<{t + 1})", ha="center", fontsize=8,
                 color="#555555")  # fmt: skip
         panel = _kl_panel(figure, ((x - 0.72) / 11.5, 1.85 / 5.0, 1.45 / 11.5, 1.75 / 5.0),

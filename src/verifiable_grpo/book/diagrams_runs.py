@@ -6,7 +6,18 @@ from __future__ import annotations
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyBboxPatch
 
-from verifiable_grpo.book.diagram_shapes import COLOURS, INK, arrow, box, canvas, chip, note
+from verifiable_grpo.book.diagram_shapes import (
+    COLOURS,
+    INK,
+    ArrowLook,
+    BoxLook,
+    ChipLook,
+    arrow,
+    box,
+    canvas,
+    chip,
+    note,
+)
 
 # (name, symbol, what it is, what it is used for, colour) of each policy in one iteration.
 ROLES = (
@@ -26,7 +37,7 @@ def three_roles_diagram() -> Figure:
     figure, ax = canvas(11, 5.4)
     for i, (name, symbol, what, used, colour) in enumerate(ROLES):
         x = 1.95 + 3.55 * i
-        box(ax, (x, 4.35), 3.1, 1.45, f"{name}  {symbol}", what, colour)
+        box(ax, (x, 4.35), (3.1, 1.45), f"{name}  {symbol}", what, BoxLook(colour))
         ax.text(x, 3.33, "used for", ha="center", fontsize=8.5, style="italic", color="#555555")
         ax.text(x, 2.92, used, ha="center", va="center", fontsize=9, linespacing=1.3)
     # One iteration on a time line: when pi_old and pi_theta agree, and when they part.
@@ -36,7 +47,14 @@ def three_roles_diagram() -> Figure:
              ("next iteration", "the updated \u03c0\u03b8\nbecomes \u03c0old"))  # fmt: skip
     for i, (title, detail) in enumerate(steps):
         x = 1.45 + 2.7 * i
-        box(ax, (x, 1.5), 2.25, 1.0, title, detail, COLOURS["sample"] if i == 0 else "#ffffff", 9.5)
+        box(
+            ax,
+            (x, 1.5),
+            (2.25, 1.0),
+            title,
+            detail,
+            BoxLook(COLOURS["sample"] if i == 0 else "#ffffff", 9.5),
+        )
         if i:
             arrow(ax, (x - 2.7 + 1.13, 1.5), (x - 1.13, 1.5))
     ax.add_patch(
@@ -74,24 +92,24 @@ def resume_diagram() -> Figure:
     figure, ax = canvas(11, 4.9)
     begin, cut, end = 1.9, 4.6, 8.2
     _timeline(ax, 4.3, begin, end, "continuous")
-    chip(ax, (end + 0.55, 4.3), "state S", COLOURS["good"], 0.9)
+    chip(ax, (end + 0.55, 4.3), "state S", COLOURS["good"], ChipLook(0.9))
     _timeline(ax, 3.3, begin, cut, "interrupt")
     ax.text(cut + 0.15, 3.3, "\u2715 process ends", va="center", fontsize=9, color="#a00000")
     _timeline(ax, 0.85, cut, end, "resume")
-    chip(ax, (end + 0.55, 0.85), "state S\u2032", COLOURS["good"], 0.9)
+    chip(ax, (end + 0.55, 0.85), "state S\u2032", COLOURS["good"], ChipLook(0.9))
     ax.text(0.15, 3.05, "process 1", fontsize=8.5, color="#555555")
     ax.text(0.15, 0.6, "process 2, started fresh", fontsize=8.5, color="#555555")
     ax.text(begin, 4.6, "update 0", ha="center", fontsize=8.5)
     ax.text(cut, 4.6, "update k", ha="center", fontsize=8.5)
     ax.text(end, 4.6, "update N", ha="center", fontsize=8.5)
-    box(ax, (cut + 0.15, 2.15), 3.6, 1.55, "", "", COLOURS["old"])
+    box(ax, (cut + 0.15, 2.15), (3.6, 1.55), "", "", BoxLook(COLOURS["old"]))
     ax.text(cut - 1.6, 2.78, "state file at update k", fontsize=9.5, weight="bold")
     note(ax, (cut - 1.6, 2.05), "\n".join(STATE_PARTS), size=8.3)
-    arrow(ax, (cut, 3.2), (cut, 2.93), "save", text_offset=(0.3, 0))
-    arrow(ax, (cut, 1.37), (cut, 0.97), "load", text_offset=(0.3, 0))
+    arrow(ax, (cut, 3.2), (cut, 2.93), "save", ArrowLook(text_offset=(0.3, 0)))
+    arrow(ax, (cut, 1.37), (cut, 0.97), "load", ArrowLook(text_offset=(0.3, 0)))
     ax.text(end + 1.15, 2.65, "S\u2032 = S\ntensor by\ntensor", ha="left", va="center",
             fontsize=10, weight="bold", color="#1e6b1e")  # fmt: skip
-    arrow(ax, (end + 0.55, 4.05), (end + 0.55, 1.1), "", style="<|-|>")
+    arrow(ax, (end + 0.55, 4.05), (end + 0.55, 1.1), "", ArrowLook(style="<|-|>"))
     note(ax, (0.15, 0.2), "only wall-clock timings are left out of the comparison; a state "
          "whose identity differs from the resuming run's is refused", size=9, color="#555555")  # fmt: skip
     return figure
@@ -101,10 +119,10 @@ def evaluation_design_diagram() -> Figure:
     """200 held-out problems in two splits; per problem one greedy answer and four seeded
     draws; every policy on the same problems and seeds, so comparisons are paired."""
     figure, ax = canvas(11.5, 5.0)
-    box(ax, (1.45, 3.75), 2.4, 1.15, "ID50: 100 problems", "drawn like the\ntraining problems",
-        COLOURS["prompt"])  # fmt: skip
-    box(ax, (1.45, 2.3), 2.4, 1.15, "OOD100: 100 problems", "an operand above 50:\noutside training",
-        COLOURS["verify"])  # fmt: skip
+    box(ax, (1.45, 3.75), (2.4, 1.15), "ID50: 100 problems", "drawn like the\ntraining problems",
+        BoxLook(COLOURS["prompt"]))  # fmt: skip
+    box(ax, (1.45, 2.3), (2.4, 1.15), "OOD100: 100 problems", "an operand above 50:\noutside training",
+        BoxLook(COLOURS["verify"]))  # fmt: skip
     ax.text(
         1.45, 4.65, "200 test problems, never trained on", ha="center", fontsize=9.5, weight="bold"
     )
@@ -113,12 +131,12 @@ def evaluation_design_diagram() -> Figure:
     arrow(ax, (2.95, 3.0), (3.6, 3.75))
     arrow(ax, (2.95, 3.0), (3.6, 2.0))
     ax.text(3.05, 3.0, "each\nproblem", fontsize=8.5, style="italic", va="center")
-    box(ax, (4.9, 3.75), 2.5, 1.0, "1 greedy answer", "the most likely token\nat every step",
-        "#ffffff", 10)  # fmt: skip
-    box(ax, (4.9, 2.0), 2.5, 1.3, "4 sampled answers", "temperature 1; seeds fixed per\n"
-        "problem, the same for\nevery policy", "#ffffff", 10)  # fmt: skip
-    chip(ax, (7.2, 3.75), "greedy pass@1", COLOURS["good"], 1.45)
-    chip(ax, (7.2, 2.0), "per-draw success", COLOURS["good"], 1.45)
+    box(ax, (4.9, 3.75), (2.5, 1.0), "1 greedy answer", "the most likely token\nat every step",
+        BoxLook("#ffffff", 10))  # fmt: skip
+    box(ax, (4.9, 2.0), (2.5, 1.3), "4 sampled answers", "temperature 1; seeds fixed per\n"
+        "problem, the same for\nevery policy", BoxLook("#ffffff", 10))  # fmt: skip
+    chip(ax, (7.2, 3.75), "greedy pass@1", COLOURS["good"], ChipLook(1.45))
+    chip(ax, (7.2, 2.0), "per-draw success", COLOURS["good"], ChipLook(1.45))
     arrow(ax, (6.15, 3.75), (6.47, 3.75))
     arrow(ax, (6.15, 2.0), (6.47, 2.0))
     # Paired: the same problem, two policies, side by side.
@@ -128,8 +146,20 @@ def evaluation_design_diagram() -> Figure:
     for row, (a, b) in enumerate(marks):
         y = 4.05 - 0.42 * row
         ax.text(8.45, y, f"problem {row + 1}", fontsize=8.5, va="center")
-        chip(ax, (9.85, y), a, COLOURS["good"] if a == "\u2713" else COLOURS["bad"], 0.55, 0.34)
-        chip(ax, (10.55, y), b, COLOURS["good"] if b == "\u2713" else COLOURS["bad"], 0.55, 0.34)
+        chip(
+            ax,
+            (9.85, y),
+            a,
+            COLOURS["good"] if a == "\u2713" else COLOURS["bad"],
+            ChipLook(0.55, 0.34),
+        )
+        chip(
+            ax,
+            (10.55, y),
+            b,
+            COLOURS["good"] if b == "\u2713" else COLOURS["bad"],
+            ChipLook(0.55, 0.34),
+        )
     ax.text(9.85, 4.38, "A", ha="center", fontsize=9, weight="bold")
     ax.text(10.55, 4.38, "B", ha="center", fontsize=9, weight="bold")
     note(ax, (8.3, 1.95), "paired: only problems where A and\nB disagree (rows 2 and 4) tell them\n"

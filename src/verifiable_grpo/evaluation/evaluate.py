@@ -16,8 +16,10 @@ The label guard is label_guard.py.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -36,6 +38,7 @@ from verifiable_grpo.core.runfolder import (
 from verifiable_grpo.evaluation.label_guard import assert_no_labels, labels_out_of_reach
 from verifiable_grpo.evaluation.responses import (
     EVALUATION_BATCH_ROWS,
+    Decoding,
     generate_answers,
     response_jobs,
 )
@@ -126,8 +129,21 @@ def _generation_settings(config: dict) -> dict:
     }
 
 
-def _mode_rows(model, tokenizer, config, jobs, mode, device, bar, policy) -> list[dict]:
+@dataclass(frozen=True)
+class LoadedPolicy:
+    """A policy reloaded for inference: model (eval mode), tokenizer, profile, the policy's
+    name and the digest of its weights."""
+
+    model: Any
+    tokenizer: Any
+    config: dict
+    name: str
+    digest: str
+
+
+def _mode_rows(loaded: LoadedPolicy, jobs, mode, device, bar) -> list[dict]:
     """Every response of one mode, as rows of the inference file."""
+    model, tokenizer, config, policy = loaded.model, loaded.tokenizer, loaded.config, loaded.name
     last_draw = max(job.draw for job in jobs)
 
     def after_each(job, answer):
@@ -138,7 +154,8 @@ def _mode_rows(model, tokenizer, config, jobs, mode, device, bar, policy) -> lis
                 f"during inference of {policy} (unfinished inference is redone on the next run)"
             )
 
-    answers = generate_answers(model, tokenizer, config, jobs, mode == "greedy", device, after_each)
+    decoding = Decoding(mode == "greedy", device)
+    answers = generate_answers(model, tokenizer, config, jobs, decoding, after_each)
     return [job.row(answer) for job, answer in zip(jobs, answers)]
 
 
@@ -178,18 +195,11 @@ def _load_policy(config: dict, out_dir: Path, policy: str, weights: Path) -> tup
 
 
 def _write_mode(
-    policy_model,
-    tokenizer,
-    config: dict,
-    policy: str,
-    mode: str,
-    selected,
-    prompt_ids,
-    folder: Path,
-    digest: str,
+    loaded: LoadedPolicy, mode: str, selected, prompt_ids, folder: Path
 ) -> tuple[dict, float]:
     """Answer every selected problem in one mode and write OUT/inference/{policy}/{mode}.json;
     returns (its entry in the audit, the seconds it took)."""
+    policy_model, config, policy, digest = loaded.model, loaded.config, loaded.name, loaded.digest
     ev = typed(config).evaluation
     draws, seed_base = ev.draws, ev.seed_base
     device = next(policy_model.parameters()).device
@@ -200,14 +210,7 @@ def _write_mode(
         leave=False,
     )
     rows = _mode_rows(
-        policy_model,
-        tokenizer,
-        config,
-        response_jobs(selected, prompt_ids, mode, draws, seed_base),
-        mode,
-        device,
-        bar,
-        policy,
+        loaded, response_jobs(selected, prompt_ids, mode, draws, seed_base), mode, device, bar
     )
     bar.close()
     if device.type == "cuda":
@@ -254,18 +257,9 @@ def generate_policy(config: dict, out_dir, policy: str) -> dict:
             prompts.prompt_ids(tokenizer, page["statement"], config) for _, page in selected
         ]
         files, seconds = {}, {}
+        loaded = LoadedPolicy(policy_model, tokenizer, config, policy, digest_before)
         for mode in INFERENCE_MODES:
-            files[mode], seconds[mode] = _write_mode(
-                policy_model,
-                tokenizer,
-                config,
-                policy,
-                mode,
-                selected,
-                prompt_ids,
-                folder,
-                digest_before,
-            )
+            files[mode], seconds[mode] = _write_mode(loaded, mode, selected, prompt_ids, folder)
         digest_after = model_lib.model_digest(policy_model)
         if digest_after != digest_before:
             raise ValueError(f"{policy}: generation changed the policy's weights")

@@ -45,9 +45,8 @@ def answer(
     found = {}
     for mode in INFERENCE_MODES:
         jobs = responses.response_jobs(selected, prompt_rows, mode, draws, seed_base)
-        answers = responses.generate_answers(
-            policy, tokenizer, config, jobs, mode == "greedy", device, share_prompts=share_prompts
-        )
+        decoding = responses.Decoding(mode == "greedy", device, share_prompts)
+        answers = responses.generate_answers(policy, tokenizer, config, jobs, decoding)
         found[mode] = [job.row({k: a[k] for k in ANSWER_KEYS}) for job, a in zip(jobs, answers)]
     return found
 

@@ -10,6 +10,7 @@ generate through here, so a policy gets the same answers either way.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -79,9 +80,17 @@ def response_jobs(selected, prompt_ids, mode: str, draws: int, seed_base: int) -
     ]
 
 
-def generate_answers(
-    model, tokenizer, config, jobs, greedy: bool, device, after_each=None, share_prompts=False
-):
+@dataclass(frozen=True)
+class Decoding:
+    """How generate_answers decodes: greedy or sampled, on which device, and whether the
+    draws of one problem share its prompt."""
+
+    greedy: bool
+    device: Any
+    share_prompts: bool = False
+
+
+def generate_answers(model, tokenizer, config, jobs, decoding: Decoding, after_each=None):
     """The answers to `jobs` (as response_jobs gives them), in order: one at a time, or
     EVALUATION_BATCH_ROWS at a time when sampling.batched (each sampled row keeps its own
     per-draw generator either way, so a row's answer does not depend on its batch).
@@ -90,6 +99,7 @@ def generate_answers(
     answers are those of the unshared path up to float rounding (another order of sums)."""
     from verifiable_grpo.training import batched_rollout
 
+    greedy, device, share_prompts = decoding.greedy, decoding.device, decoding.share_prompts
     batched = typed(config).sampling.batched
     size = EVALUATION_BATCH_ROWS if batched else 1
     answers = []

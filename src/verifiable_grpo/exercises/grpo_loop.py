@@ -81,8 +81,18 @@ def _padded(rows: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
     return values, mask
 
 
-def _rollout_loss(policy, reference, task, samples, advantages, epsilon, beta, mistake):
+@dataclass(frozen=True)
+class Step:
+    """One update's clip range, KL weight and the mistake seeded in (None: the reference)."""
+
+    epsilon: float
+    beta: float
+    mistake: str | None
+
+
+def _rollout_loss(policy, reference, task, samples, advantages, step: Step):
     """The scalar loss of one update on the whole rollout set (responses prompt by prompt)."""
+    epsilon, beta, mistake = step.epsilon, step.beta, step.mistake
     pairs = [
         (prompt, response) for prompt, group in zip(task.prompts, samples) for response, _ in group
     ]
@@ -151,7 +161,8 @@ def grpo_iteration(
     for _ in range(1 if mistake == "one_update" else updates):
         if mistake != "no_zero_grad":
             optimizer.zero_grad()
-        loss = _rollout_loss(policy, reference, task, samples, advantages, epsilon, beta, mistake)
+        step = Step(epsilon, beta, mistake)
+        loss = _rollout_loss(policy, reference, task, samples, advantages, step)
         loss.backward()
         optimizer.step()
         recorded.append(float(loss.detach()))

@@ -10,6 +10,7 @@ prompts. Responses are laid out prompt by prompt; current/old/kl/mask are float6
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 
@@ -24,9 +25,22 @@ KL_SIGN = "the KL is a penalty: + beta * KL in the loss"
 NO_CLIP = "looks like rho * A without the clip: take min(rho A, clip(rho) A)"
 
 
-def _token_terms(current, old, advantages, mask, kl, epsilon, beta, clip=True, kl_sign=1.0):
+@dataclass(frozen=True)
+class Rollouts:
+    """One rollout set in python floats: per response its token log-probs (current, old),
+    mask and KL, and its advantage."""
+
+    current: list
+    old: list
+    advantages: list
+    mask: list
+    kl: list
+
+
+def _token_terms(rollouts: Rollouts, epsilon, beta, clip=True, kl_sign=1.0):
     rows = []
-    for cur, o, a, m, k in zip(current, old, advantages, mask, kl):
+    r = rollouts
+    for cur, o, a, m, k in zip(r.current, r.old, r.advantages, r.mask, r.kl):
         terms = []
         for c, b, on, kk in zip(cur, o, m, k):
             if not on:
@@ -47,21 +61,15 @@ def _reduce(rows, group_size):
 
 def _case(label, inputs, group_size, epsilon=0.2, beta=0.02):
     current, old, advantages, mask, kl = inputs
-    rows = _token_terms(current, old, advantages, mask, kl, epsilon, beta)
+    rollouts = Rollouts(*inputs)
+    rows = _token_terms(rollouts, epsilon, beta)
     flat = [t for r in rows for t in r]
     expected = _reduce(rows, group_size)
     mistakes = {
         TOKEN_MEAN: sum(flat) / len(flat),
-        SIGN: -_reduce(
-            _token_terms(current, old, advantages, mask, kl, epsilon, -beta), group_size
-        ),
-        KL_SIGN: _reduce(
-            _token_terms(current, old, advantages, mask, kl, epsilon, beta, kl_sign=-1.0),
-            group_size,
-        ),
-        NO_CLIP: _reduce(
-            _token_terms(current, old, advantages, mask, kl, epsilon, beta, clip=False), group_size
-        ),
+        SIGN: -_reduce(_token_terms(rollouts, epsilon, -beta), group_size),
+        KL_SIGN: _reduce(_token_terms(rollouts, epsilon, beta, kl_sign=-1.0), group_size),
+        NO_CLIP: _reduce(_token_terms(rollouts, epsilon, beta, clip=False), group_size),
     }
     mistakes = {h: v for h, v in mistakes.items() if abs(v - expected) > 1e-9}
 

@@ -9,6 +9,8 @@ warm start. The learner writes fn(test, validation, warm_test, select_on_test) -
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from verifiable_grpo.exercises.checking import Case, run_cases
@@ -27,23 +29,33 @@ def reported_difference(test, validation, warm_test, select_on_test: bool) -> fl
     return float((np.asarray(test, dtype=np.float64)[pick] - np.asarray(warm_test)).mean())
 
 
-def _variant(
-    test, validation, warm, select_on_test, *, swap=False, report=None, baseline=True, best=True
-) -> float:
-    chooser = np.asarray(validation if select_on_test == swap else test).mean(axis=1)
-    pick = int(np.argmax(chooser) if best else np.argmin(chooser))
-    shown = np.asarray(report if report is not None else test)[pick]
-    return float((shown - (np.asarray(warm) if baseline else 0.0)).mean())
+@dataclass(frozen=True)
+class Mistake:
+    """Where a wrong answer departs from the right one (the defaults: nowhere)."""
+
+    swap: bool = False  # selects on the other split
+    report: list | None = None  # reports this split instead of the test set
+    baseline: bool = True  # subtracts the warm start's test mean
+    best: bool = True  # keeps the best setting
+
+
+def _variant(test, validation, warm, select_on_test, mistake: Mistake) -> float:
+    m = mistake
+    chooser = np.asarray(validation if select_on_test == m.swap else test).mean(axis=1)
+    pick = int(np.argmax(chooser) if m.best else np.argmin(chooser))
+    shown = np.asarray(m.report if m.report is not None else test)[pick]
+    return float((shown - (np.asarray(warm) if m.baseline else 0.0)).mean())
 
 
 def _case(label, test, validation, warm, select_on_test) -> Case:
     want = reported_difference(test, validation, warm, select_on_test)
     mistakes = {
-        WRONG_SELECTION: _variant(test, validation, warm, select_on_test, swap=True),
-        REPORTED_VALIDATION: _variant(test, validation, warm, select_on_test, report=validation),
-        NO_BASELINE: _variant(test, validation, warm, select_on_test, baseline=False),
-        LOWEST: _variant(test, validation, warm, select_on_test, best=False),
+        WRONG_SELECTION: Mistake(swap=True),
+        REPORTED_VALIDATION: Mistake(report=validation),
+        NO_BASELINE: Mistake(baseline=False),
+        LOWEST: Mistake(best=False),
     }
+    mistakes = {h: _variant(test, validation, warm, select_on_test, m) for h, m in mistakes.items()}
     return Case(
         f"{label}, select_on_test={select_on_test}",
         lambda fn: float(fn(np.array(test), np.array(validation), np.array(warm), select_on_test)),

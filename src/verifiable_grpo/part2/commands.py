@@ -17,7 +17,7 @@ from pathlib import Path
 
 from verifiable_grpo.core import files, preregistration, runlock
 from verifiable_grpo.core.config import ConfigError, provenance, resolve
-from verifiable_grpo.part2 import analysis, record, study
+from verifiable_grpo.part2 import analysis, backends, record, study
 from verifiable_grpo.part2 import lock as lock_lib
 from verifiable_grpo.training import samplers
 
@@ -69,10 +69,8 @@ def finished_run(lock_file, out, arm: str, seed: int, regime: str) -> dict | Non
 
 
 def _run(args):
-    if getattr(args, "backend", "ours") == "trl":
-        from verifiable_grpo.part2 import trl_backend_commands
-
-        return trl_backend_commands.run(args)
+    if getattr(args, "backend", backends.DEFAULT) != backends.DEFAULT:
+        return backends.backend_module(args.backend).run(args)
     if args.regime is None:
         raise ConfigError(["family run needs --regime (on_policy or two_updates)"])
     started = time.perf_counter()
@@ -110,10 +108,9 @@ def _pending(lock, args) -> list[tuple[str, str, int]]:
 
 
 def _study(args):
-    if getattr(args, "backend", "ours") == "trl":
-        from verifiable_grpo.part2 import trl_backend_commands
-
-        return trl_backend_commands.run_study(args, trl_backend_commands.runs_of(args))
+    if getattr(args, "backend", backends.DEFAULT) != backends.DEFAULT:
+        module = backends.backend_module(args.backend)
+        return module.run_study(args, module.runs_of(args))
     lock, sha = lock_lib.read_lock(args.lock)
     lock_lib.check_lock(lock, path=args.lock)
     for regime, arm, seed in _runs_of(lock, args):  # every requested run, before any compute

@@ -200,20 +200,29 @@ def serving_memory(
 REWARD_WEIGHTS = {"structure": 0.5, "preservation": 0.2, "coverage": 0.3, "degenerate": 0.3}
 
 
+@dataclass(frozen=True)
+class Artifact:
+    """What the reward reads of one generated brief: whether it parsed, its structural
+    pass fraction, its judged coverage (capped), a reviewed degeneracy flag and, for an
+    edit brief only, the share of required content preserved (None: a new brief)."""
+
+    parsed: bool
+    structure: float = 0.0
+    coverage: float = 0.0
+    degenerate: bool = False
+    preservation: float | None = None
+
+
 def composite_reward(
-    parsed: bool,
-    structure: float = 0.0,
-    coverage: float = 0.0,
-    degenerate: bool = False,
-    preservation: float | None = None,
-    renormalise: bool = False,
-    weights: dict = REWARD_WEIGHTS,
+    artifact: Artifact, renormalise: bool = False, weights: dict = REWARD_WEIGHTS
 ) -> float:
     """0 for an unparsable or empty artifact; else a weighted sum of the structural pass
     fraction, capped judged coverage and (edit briefs only) preserved content, minus a
     penalty for a reviewed degeneracy flag, floored at 0. `preservation=None` marks a
     non-edit brief: the term is absent, not perfect. `renormalise` divides by the brief
     type's maximum, so both types top out at 1."""
+    parsed, structure, coverage = artifact.parsed, artifact.structure, artifact.coverage
+    degenerate, preservation = artifact.degenerate, artifact.preservation
     if not parsed:
         return 0.0
     terms = {"structure": structure, "coverage": coverage}

@@ -9,6 +9,8 @@ every token also pays beta times its log-ratio to the reference.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 
 
@@ -86,19 +88,38 @@ def clip_cases(epsilon: float = 0.2, ratios=(0.5, 0.9, 1.1, 1.5)) -> list[dict]:
     return rows
 
 
-def tabular_ppo_step(
-    logits,
-    actions,
-    advantages,
-    returns,
-    values,
-    epsilon: float = 0.2,
-    learning_rate: float = 0.5,
-    value_coefficient: float = 0.5,
-) -> dict:
+@dataclass(frozen=True)
+class Episode:
+    """One episode, one entry per state: the action taken, its advantage, its return and
+    the value model's estimate."""
+
+    actions: list
+    advantages: list
+    returns: list
+    values: list
+
+
+@dataclass(frozen=True)
+class PpoStep:
+    """The step's clip range, learning rate and the value loss's weight."""
+
+    epsilon: float = 0.2
+    learning_rate: float = 0.5
+    value_coefficient: float = 0.5
+
+
+def tabular_ppo_step(logits, episode: Episode, step: PpoStep = PpoStep()) -> dict:
     """One gradient step of PPO on a tabular policy (logits[T, vocab], one row per state)
-    and a tabular value model (values[T]). The old policy is the policy before the step,
-    so every ratio starts at exactly 1. Returns the losses and the ratios after the step."""
+    and a tabular value model (episode.values[T]). The old policy is the policy before the
+    step, so every ratio starts at exactly 1. Returns the losses and the ratios after it."""
+    actions, advantages, returns, values = (
+        episode.actions,
+        episode.advantages,
+        episode.returns,
+        episode.values,
+    )
+    epsilon, learning_rate = step.epsilon, step.learning_rate
+    value_coefficient = step.value_coefficient
     logits = torch.as_tensor(logits, dtype=torch.float64).clone().requires_grad_(True)
     values = _vector("values", values).clone().requires_grad_(True)
     actions = torch.as_tensor(actions)

@@ -169,18 +169,7 @@ def train_pair_loss(reference, data, run: PairRun, record, pair_loss=dpo_loss, s
     return log
 
 
-def train_dpo(
-    reference,
-    prompts,
-    chosen,
-    rejected,
-    beta: float = 0.1,
-    steps: int = 300,
-    batch: int = 64,
-    lr: float = 1e-3,
-    seed: int = 21,
-    log_every: int = 100,
-) -> list[dict]:
+def train_dpo(reference, prompts, chosen, rejected, run: PairRun = PairRun()) -> list[dict]:
     """DPO with Adam on minibatches sampled with replacement, gradient norm clipped at 1.
 
     Returns a record every `log_every` steps (pair statistics on all pairs and the task
@@ -192,7 +181,6 @@ def train_dpo(
             return _first_record(policy, reference)
         return _fit_record(step, policy, reference, data, ref_scores, beta)
 
-    run = PairRun(beta, steps, batch, lr, seed, log_every)
     return train_pair_loss(reference, data, run, record)
 
 
@@ -222,7 +210,7 @@ def run_digit_dpo(beta: float = 0.1, steps: int = 300, variant_beta: float | Non
     }
 
     def run(loser_ids, at_beta):
-        return train_dpo(reference, prompts, winners, loser_ids, beta=at_beta, steps=steps)
+        return train_dpo(reference, prompts, winners, loser_ids, PairRun(beta=at_beta, steps=steps))
 
     report["on_policy"] = run(losers, beta)
     report["off_policy"] = run(random_losers, beta)

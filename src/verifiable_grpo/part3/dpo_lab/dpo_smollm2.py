@@ -132,10 +132,12 @@ def run(out, cache=None, policy=None, log=print, **overrides) -> dict:
         tokenizer,
         train_rows,
         settings["pairs"],
-        settings["samples"],
-        settings["temperature"],
-        settings["max_new_tokens"],
-        settings["seed"],
+        preference.ReplySampling(
+            settings["samples"],
+            settings["temperature"],
+            settings["max_new_tokens"],
+            settings["seed"],
+        ),
         log=log,
     )
     preference.check_pairs(pairs)

@@ -8,6 +8,8 @@ reports how many prompts its kept replies cover, next to how many replies it kep
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 
 from verifiable_grpo.part3.digits import policy as dp
@@ -19,16 +21,28 @@ def _require_positive_ints(**named) -> None:
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
 
 
-def expert_iteration(
-    reference,
-    rounds: int = 3,
-    per_prompt: int = 8,
-    steps: int = 200,
-    batch: int = 128,
-    lr: float = 1e-3,
-    seed: int = 30,
-) -> list[dict]:
+@dataclass(frozen=True)
+class ExpertSettings:
+    """Expert iteration's budget: rounds, samples per prompt, SFT steps and batch per
+    round, Adam's learning rate and the seed."""
+
+    rounds: int = 3
+    per_prompt: int = 8
+    steps: int = 200
+    batch: int = 128
+    lr: float = 1e-3
+    seed: int = 30
+
+
+def expert_iteration(reference, settings: ExpertSettings = ExpertSettings()) -> list[dict]:
     """Success-only SFT for `rounds` rounds; one record per round."""
+    rounds, per_prompt, steps, batch = (
+        settings.rounds,
+        settings.per_prompt,
+        settings.steps,
+        settings.batch,
+    )
+    lr, seed = settings.lr, settings.seed
     _require_positive_ints(rounds=rounds, per_prompt=per_prompt, steps=steps, batch=batch)
     policy = dp.trainable_copy(reference)
     adam = torch.optim.Adam(policy.parameters(), lr)  # its state carries across rounds

@@ -250,26 +250,31 @@ def train(reference, objective: Objective, run: GroupRun, record) -> tuple:
     return policy, log
 
 
-def train_grpo(
-    reference,
-    beta: float,
-    substring: bool = False,
-    iterations: int = 150,
-    prompts_per_iteration: int = 32,
-    group_size: int = 8,
-    inner_steps: int = 2,
-    clip: float = 0.2,
-    lr: float = 1e-3,
-    seed: int = 41,
-    log_every: int = 25,
-    correction: int = 1,
-) -> dict:
+@dataclass(frozen=True)
+class GrpoSettings:
+    """One Lab 5 GRPO run as the lab's table names it: the KL coefficient, the verifier
+    (exact, or the flawed substring one), the budget, the clip, Adam's rate, the seed, how
+    often to log and the std's correction (1: sample)."""
+
+    beta: float
+    substring: bool = False
+    iterations: int = 150
+    prompts_per_iteration: int = 32
+    group_size: int = 8
+    inner_steps: int = 2
+    clip: float = 0.2
+    lr: float = 1e-3
+    seed: int = 41
+    log_every: int = 25
+    correction: int = 1
+
+
+def train_grpo(reference, settings: GrpoSettings) -> dict:
     """GRPO from the reference; logs every `log_every` iterations (record 0: the start)."""
-    _check_grpo_settings(beta, group_size)
+    beta, substring, correction = settings.beta, settings.substring, settings.correction
+    _check_grpo_settings(beta, settings.group_size)
     rule = dataclasses.replace(LAB_ADVANTAGES, correction=correction)
-    run = GroupRun(
-        substring, iterations, prompts_per_iteration, group_size, inner_steps, lr, seed, log_every
-    )
+    run = GroupRun(**{f.name: getattr(settings, f.name) for f in dataclasses.fields(GroupRun)})
 
     def record(state: dict) -> dict:
         if state["iteration"] == 0:
@@ -288,7 +293,7 @@ def train_grpo(
             "verifier_reward": state["verifier_reward"],
         }
 
-    policy, log = train(reference, lab_objective(beta, clip, advantages=rule), run, record)
+    policy, log = train(reference, lab_objective(beta, settings.clip, advantages=rule), run, record)
     result = {"beta": beta, "substring": substring, "correction": correction, "records": log}
     if substring:
         result["accepted_but_wrong"] = accepted_but_wrong(policy)
@@ -342,16 +347,19 @@ def run_lab(
     """Lab 5 whole: expert iteration, GRPO at each beta and GRPO on the substring checker.
     `variants` adds two runs the module does not make: Part I's population std (beta
     0.04) and no KL term at all (beta 0, the first "Try this")."""
-    from verifiable_grpo.part3.expert_iteration_lab.expert_iteration import expert_iteration
+    from verifiable_grpo.part3.expert_iteration_lab.expert_iteration import (
+        ExpertSettings,
+        expert_iteration,
+    )
 
     reference = dp.train_reference()
     settings = {"iterations": iterations, "group_size": group_size}
-    exact_runs = [train_grpo(reference, b, **settings) for b in betas]
-    flawed_run = train_grpo(reference, substring_beta, substring=True, **settings)
+    exact_runs = [train_grpo(reference, GrpoSettings(b, **settings)) for b in betas]
+    flawed_run = train_grpo(reference, GrpoSettings(substring_beta, substring=True, **settings))
     extra = (
         [
-            train_grpo(reference, 0.04, correction=0, **settings),
-            train_grpo(reference, 0.0, **settings),
+            train_grpo(reference, GrpoSettings(0.04, correction=0, **settings)),
+            train_grpo(reference, GrpoSettings(0.0, **settings)),
         ]
         if variants
         else []
@@ -362,6 +370,6 @@ def run_lab(
         "reference": dp.task_metrics(reference, reference),
         "reference_greedy_accuracy": dp.greedy_accuracy(reference),
     }
-    summary["expert_iteration"] = expert_iteration(reference, rounds=expert_rounds)
+    summary["expert_iteration"] = expert_iteration(reference, ExpertSettings(rounds=expert_rounds))
     summary.update(grpo=exact_runs + [flawed_run], group_size=group_size, inner_steps=2)
     return summary

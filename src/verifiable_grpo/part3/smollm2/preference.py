@@ -13,7 +13,9 @@ ends where the token limit cut it, with no <|im_end|> added.
 
 from __future__ import annotations
 
+import dataclasses
 import re
+from dataclasses import dataclass
 from typing import TypedDict
 
 import torch
@@ -70,17 +72,24 @@ def check_pairs(pairs: list[Pair]) -> None:
                 )
 
 
+@dataclass(frozen=True)
+class ReplySampling:
+    """How replies are sampled for pairs: replies per prompt, temperature, reply budget and
+    the seed of the first prompt (prompt k uses seed + k)."""
+
+    samples: int = 4
+    temperature: float = 1.0
+    max_new_tokens: int = 24
+    seed: int = 0
+
+
 @torch.no_grad()
 def sample_replies(
-    model,
-    tokenizer,
-    prompts: list[str],
-    samples: int,
-    temperature: float,
-    max_new_tokens: int,
-    seed: int,
+    model, tokenizer, prompts: list[str], sampling: ReplySampling
 ) -> list[list[list[int]]]:
     """`samples` sampled replies (new ids, uncut) per prompt, one seeded batch per prompt."""
+    samples, temperature, seed = sampling.samples, sampling.temperature, sampling.seed
+    max_new_tokens = sampling.max_new_tokens
     out = []
     for index, prompt in enumerate(prompts):
         torch.manual_seed(seed + index)  # a prompt's samples do not depend on the others
@@ -105,10 +114,7 @@ def collect_pairs(
     tokenizer,
     rows: list[ChatRow],
     wanted: int,
-    samples: int = 4,
-    temperature: float = 1.0,
-    max_new_tokens: int = 24,
-    seed: int = 0,
+    sampling: ReplySampling = ReplySampling(),
     log=print,
 ) -> tuple[list[Pair], int]:
     """(up to `wanted` pairs, prompts sampled): rows are tried in order until enough pairs."""
@@ -117,9 +123,8 @@ def collect_pairs(
         if len(pairs) == wanted:
             break
         prompt = render_prompt(row["user"])
-        replies = sample_replies(
-            model, tokenizer, [prompt], samples, temperature, max_new_tokens, seed + tried
-        )[0]
+        this_prompt = dataclasses.replace(sampling, seed=sampling.seed + tried)
+        replies = sample_replies(model, tokenizer, [prompt], this_prompt)[0]
         tried += 1
         scored = []
         for new_ids in replies:

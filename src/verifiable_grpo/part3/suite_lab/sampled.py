@@ -13,6 +13,8 @@ greedy run: only PASS/FAIL is kept or printed.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 
 from verifiable_grpo.core.config import shown_path
@@ -34,20 +36,26 @@ def _check_temperature(temperature: float) -> None:
         )
 
 
+@dataclass(frozen=True)
+class Sampling:
+    """How sampled_ids decodes: temperature, reply budget, end and pad ids, rows per batch."""
+
+    temperature: float = TEMPERATURE
+    max_new_tokens: int = greedy.MAX_NEW_TOKENS
+    eos_id: int = END_ID
+    pad_id: int = PAD_ID
+    batch: int = BATCH
+
+
 @torch.no_grad()
 def sampled_ids(
-    model,
-    rows: list[list[int]],
-    seed: int,
-    temperature: float = TEMPERATURE,
-    max_new_tokens: int = greedy.MAX_NEW_TOKENS,
-    eos_id: int = END_ID,
-    pad_id: int = PAD_ID,
-    batch: int = BATCH,
+    model, rows: list[list[int]], seed: int, sampling: Sampling = Sampling()
 ) -> list[list[int]]:
     """New token ids per prompt (token-id rows), sampled from softmax(logits / temperature)
     with no top-k or top-p cut. The same seed, rows and batches give the same ids; the
     caller's torch RNG state is left as it was."""
+    temperature, max_new_tokens = sampling.temperature, sampling.max_new_tokens
+    eos_id, pad_id, batch = sampling.eos_id, sampling.pad_id, sampling.batch
     _check_temperature(temperature)
     out = []
     with torch.random.fork_rng(devices=[]):
@@ -86,7 +94,7 @@ def sample_rounds(
     for seed in seeds:
         texts = [
             tokenizer.decode(ids, skip_special_tokens=True).strip()
-            for ids in sampled_ids(model, rows, seed, temperature)
+            for ids in sampled_ids(model, rows, seed, Sampling(temperature))
         ]
         ok, safe, _ = greedy.score(suite, texts)
         del texts

@@ -1,0 +1,193 @@
+"""The how-to-extend page's chapter and backend recipes, performed as a contributor would.
+
+Each test copies the repository (the files git knows, `data/` linked, not copied) to a
+temporary folder, makes the change its recipe describes step by step, and runs the
+commands the recipe's steps give in backquotes, read from the page itself: a recipe whose
+commands or checks stop working fails here. Slow (tests/slow_tests.py): whole pytest
+runs in other processes.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGE = ROOT / "book" / "how-to-extend.md"
+COMMAND = re.compile(r"`((?:python -m|jupytext|jupyter) [^`]+)`")
+
+
+def steps(title: str) -> dict[int, str]:
+    """Step number -> its text, for the recipe under `## title`."""
+    section = PAGE.read_text().split(f"## {title}\n", 1)[1].split("\n## ", 1)[0]
+    found = re.split(r"^(\d+)\. ", section, flags=re.M)
+    return {int(n): text for n, text in zip(found[1::2], found[2::2], strict=True)}
+
+
+def commands(step: str, **names: str) -> list[list[str]]:
+    """The step's commands (not the ones for later edits), placeholders filled in."""
+    found = []
+    for command in COMMAND.findall(step):
+        words = shlex.split(" ".join(command.split()))
+        if "--update" in words:
+            continue
+        for placeholder, value in names.items():
+            words = [w.replace(placeholder, value) for w in words]
+        if words[0] == "jupyter":  # `jupyter nbconvert ...` is the module nbconvert
+            words = ["python", "-m", *words[1:]]
+        elif words[0] == "jupytext":
+            words = ["python", "-m", *words]
+        found.append([sys.executable, *words[1:]])
+    return found
+
+
+def repo_copy(tmp_path: Path) -> Path:
+    """What a clone would hold: every file git tracks or would add, data/ linked."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        capture_output=True,
+        check=True,
+    ).stdout.decode()
+    copy = tmp_path / "repo"
+    for rel in filter(None, listed.split("\0")):
+        source = ROOT / rel
+        if rel.startswith("data/") or not source.is_file():
+            continue
+        (copy / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(source, copy / rel)
+    (copy / "data").symlink_to(ROOT / "data")
+    return copy
+
+
+def run(argv: list[str], cwd: Path, copy: Path) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "VERIFIABLE_GRPO_ROOT"}
+    env.update(PYTHONPATH=str(copy / "src"), TQDM_DISABLE="1")
+    return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
+
+
+def run_all(argvs: list[list[str]], cwd: Path, copy: Path) -> None:
+    assert argvs, "the step names no command"
+    for argv in argvs:
+        done = run(argv, cwd, copy)
+        assert done.returncode == 0, (
+            f"{shlex.join(argv[1:])}:\n{(done.stdout + done.stderr)[-3000:]}"
+        )
+
+
+CHAPTER = "10_a_new_chapter"
+CHAPTER_SOURCE = """
+# %% [markdown]
+# # A new chapter
+#
+# **What you will learn.** That the recipe for a chapter works: its pair, its place in the
+# table of contents and the map, and its Colab cell.
+
+# %% tags=["colab"]
+{colab}
+
+# %%
+import verifiable_grpo
+
+print(verifiable_grpo.__name__)
+"""
+
+
+def test_the_chapter_recipe_works_in_a_copy(tmp_path):
+    recipe = steps("Add a chapter")
+    copy = repo_copy(tmp_path)
+    folder = copy / "notebooks" / "part2"
+    # 1. the source: a sibling's jupytext header, a title, the generated Colab cell
+    header = (folder / "09_quiz.py").read_text().split("# ---\n")[1]
+    colab = run(
+        [
+            sys.executable,
+            "-c",
+            "from verifiable_grpo.book import colab; "
+            "print(colab.setup_cell_source('part2'), end='')",
+        ],
+        copy,
+        copy,
+    ).stdout
+    body = CHAPTER_SOURCE.format(colab=colab)
+    (folder / f"{CHAPTER}.py").write_text(f"# ---\n{header}# ---\n{body}")
+    # 2. pair and execute, from the chapter's folder
+    run_all(commands(recipe[2], NN_NAME=CHAPTER), folder, copy)
+    assert (folder / f"{CHAPTER}.ipynb").is_file()
+    # 3. the table of contents, before the part's quiz
+    toc = copy / "_toc.yml"
+    quiz = "          - file: notebooks/part2/09_quiz\n"
+    assert quiz in toc.read_text()
+    toc.write_text(
+        toc.read_text().replace(quiz, f"          - file: notebooks/part2/{CHAPTER}\n" + quiz)
+    )
+    # without the map the checks of step 5 fail: they are real checks
+    checks = commands(recipe[5], NN_NAME=CHAPTER)
+    stale = run([sys.executable, "-m", "pytest", "-q", "tests/book/test_book_map.py"], copy, copy)
+    assert stale.returncode != 0 and "map is stale" in stale.stdout, stale.stdout[-3000:]
+    # 4. the map, then 5. the checks
+    run_all(commands(recipe[4]), copy, copy)
+    assert "A new chapter" in (copy / "book" / "part2.md").read_text()
+    run_all(checks, copy, copy)
+
+
+ECHO = '''"""`family run --backend echo`: names each run the lock covers and trains nothing."""
+
+from __future__ import annotations
+
+from verifiable_grpo.part2 import lock as lock_lib
+
+
+def runs_of(args) -> list[tuple[str, str, int]]:
+    lock, _ = lock_lib.read_lock(args.lock)
+    arms = args.arms or list(lock["arms"])
+    seeds = args.seeds or list(lock["seeds"])
+    return [(r, a, s) for r in args.regimes or ["on_policy"] for a in arms for s in seeds]
+
+
+def run(args) -> int:
+    lock, _ = lock_lib.read_lock(args.lock)
+    regime = args.regime or "on_policy"
+    lock_lib.check_request(lock, args.arm, args.seed, regime)
+    print(f"echo: {regime} {args.arm} seed {args.seed}")
+    return 0
+
+
+def run_study(args, runs) -> int:
+    lock, _ = lock_lib.read_lock(args.lock)
+    for regime, arm, seed in runs:  # every refusal before the first run
+        lock_lib.check_request(lock, arm, seed, regime)
+    for regime, arm, seed in runs:
+        print(f"echo: {regime} {arm} seed {seed}")
+    return 0
+'''
+
+
+def test_the_backend_recipe_works_in_a_copy(tmp_path):
+    recipe = steps("Add a training backend")
+    copy = repo_copy(tmp_path)
+    package = copy / "src" / "verifiable_grpo" / "part2"
+    # 1.-3. the module and its interface
+    (package / "echo_backend.py").write_text(ECHO)
+    # 4. one row of BACKENDS
+    table = package / "backends.py"
+    assert "BACKENDS = {\n" in table.read_text()
+    table.write_text(
+        table.read_text().replace(
+            "BACKENDS = {\n", 'BACKENDS = {\n    "echo": "verifiable_grpo.part2.echo_backend",\n'
+        )
+    )
+    # 5. the checks, then the backend from the shell: a locked run, and one the lock refuses
+    tests, command = commands(recipe[5], NAME="echo")
+    run_all([tests], copy, copy)
+    done = run(command, copy, copy)
+    assert done.returncode == 0 and "echo: on_policy grpo seed 11" in done.stdout, done.stderr
+    outside = [w if w != "grpo" else "cispo" for w in command]
+    refused = run(outside, copy, copy)
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert "not in the treatment lock" in refused.stderr and refused.stderr.count("\n") == 1
