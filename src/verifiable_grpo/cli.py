@@ -24,7 +24,7 @@ COMMANDS = {
         "write StockArithmetic-v1 (pages, labels, SHA-256 manifest)",
     ),
     "build-tiny-base": (
-        "task.tinybase",
+        "models.tinybase",
         "command_build",
         "build the tiny CPU base model and tokenizer",
     ),
