@@ -138,7 +138,7 @@ def _family_arguments(p) -> None:
         if name in ("run", "study"):
             _backend_arguments(q)
         if name == "study":
-            from verifiable_grpo.part2.trl_study_args import add_node_arguments
+            from verifiable_grpo.part2.trl.study_args import add_node_arguments
 
             add_node_arguments(q)
         if name == "status":
@@ -152,7 +152,7 @@ def _family_arguments(p) -> None:
 
 
 def _backend_arguments(q) -> None:
-    """family run/study on our trainer (default) or TRL's GRPOTrainer (part2/trl_backend)."""
+    """family run/study on our trainer (default) or TRL's GRPOTrainer (part2/trl/)."""
     q.add_argument(
         "--backend",
         choices=("ours", "trl"),

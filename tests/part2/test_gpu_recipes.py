@@ -14,8 +14,8 @@ import yaml
 
 from verifiable_grpo import cli
 from verifiable_grpo.core.config import ConfigError, resolve
-from verifiable_grpo.part2 import trl_backend
-from verifiable_grpo.part2 import trl_backend_config as run_config
+from verifiable_grpo.part2.trl import backend as trl_backend
+from verifiable_grpo.part2.trl import run_config
 
 SLURM = "scripts/slurm/family-study.sbatch"
 CARD = "configs/part2/card-qwen3-8b-gsm8k.yaml"

@@ -46,7 +46,7 @@ def _runs_of(lock, args):
 
 def _run(args):
     if getattr(args, "backend", "ours") == "trl":
-        from verifiable_grpo.part2 import trl_backend_commands
+        from verifiable_grpo.part2.trl import commands as trl_backend_commands
 
         return trl_backend_commands.run(args)
     if args.regime is None:
@@ -86,7 +86,7 @@ def _pending(lock, args) -> list[tuple[str, str, int]]:
 
 def _study(args):
     if getattr(args, "backend", "ours") == "trl":
-        from verifiable_grpo.part2 import trl_backend_commands
+        from verifiable_grpo.part2.trl import commands as trl_backend_commands
 
         return trl_backend_commands.run_study(args, trl_backend_commands.runs_of(args))
     lock, sha = lock_lib.read_lock(args.lock)

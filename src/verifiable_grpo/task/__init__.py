@@ -1,1 +1,1 @@
-"""StockArithmetic-v1: the data, its strict verifier and prompts (the tiny base: models/)."""
+"""StockArithmetic-v1: the data, its strict verifier, prompts and the tiny base."""

@@ -4,7 +4,7 @@ tiny study, so `family analyse` reads a GPU study and the tiny one the same way.
 
 The lock fixes the arm (its GRPOConfig fields, checked against training/trl_parity),
 the seeds, the regimes (num_iterations = updates per rollout set) and the analysis; the
-run configuration (trl_backend_config) fixes the model, LoRA, data and budgets.
+run configuration (trl/run_config) fixes the model, LoRA, data and budgets.
 
 Checkpoints and resume. Every `checkpoint_every_steps` optimizer steps TRL's Trainer
 writes RUN/checkpoints/checkpoint-N with the LoRA adapter (or the weights), the
@@ -28,11 +28,12 @@ import torch
 from verifiable_grpo.core import files, interrupts, runlock
 from verifiable_grpo.core.config import ConfigError, config_hash, provenance, sha256_bytes
 from verifiable_grpo.core.record_names import with_current_names
-from verifiable_grpo.part2 import generation_lock, study, study_records, trl_checkpoints
+from verifiable_grpo.part2 import generation_lock, study, study_records
 from verifiable_grpo.part2 import lock as lock_lib
-from verifiable_grpo.part2 import trl_backend_config as run_config
-from verifiable_grpo.part2 import trl_backend_data as backend_data
-from verifiable_grpo.part2.trl_backend_trainer import TELEMETRY_FILE, StopAfter, TelemetryCheckpoint
+from verifiable_grpo.part2.trl import checkpoints as trl_checkpoints
+from verifiable_grpo.part2.trl import data as backend_data
+from verifiable_grpo.part2.trl import run_config
+from verifiable_grpo.part2.trl.trainer import TELEMETRY_FILE, StopAfter, TelemetryCheckpoint
 from verifiable_grpo.training import objectives, trl_parity
 
 SCHEMA = "verifiable-grpo-family-run-v1"
@@ -102,7 +103,7 @@ def bind_run_config(out, config: dict) -> None:
 
 
 def _newest_checkpoint(folder: Path, identity: dict, main: bool = True) -> Path | None:
-    """The newest sealed checkpoint of the run, verified file by file (trl_checkpoints)."""
+    """The newest sealed checkpoint of the run, verified file by file (trl/checkpoints)."""
     newest = trl_checkpoints.newest_verified(folder, main)
     if newest is None:
         return None
@@ -268,7 +269,7 @@ def build_trainer(
     from datasets import Dataset
     from transformers import PrinterCallback, set_seed
 
-    from verifiable_grpo.part2.trl_backend_trainer import FamilyGRPOTrainer, GSM8KReward
+    from verifiable_grpo.part2.trl.trainer import FamilyGRPOTrainer, GSM8KReward
 
     layout = run_config.step_layout(config, processes)
     train = backend_data.examples(config, "train")
@@ -328,7 +329,7 @@ def _train_and_record(
     final = folder / "final"
     trainer.save_model(str(final))
     tokenizer.save_pretrained(str(final))
-    # every process evaluates its share of the batches (trl_backend_data); the results are
+    # every process evaluates its share of the batches (trl/data); the results are
     # gathered once, and the main process writes the manifest (its telemetry holds every
     # process's groups: FamilyGRPOTrainer gathers them).
     result = backend_data.heldout_accuracy(trainer.model, tokenizer, config)
