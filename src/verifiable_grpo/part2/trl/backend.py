@@ -34,7 +34,7 @@ from verifiable_grpo.part2.trl import checkpoints as trl_checkpoints
 from verifiable_grpo.part2.trl import data as backend_data
 from verifiable_grpo.part2.trl import run_config
 from verifiable_grpo.part2.trl.trainer import TELEMETRY_FILE, StopAfter, TelemetryCheckpoint
-from verifiable_grpo.training import objectives, trl_parity
+from verifiable_grpo.training import objectives, trl_config, trl_parity
 
 SCHEMA = "verifiable-grpo-family-run-v1"
 LOGGED = (
@@ -119,40 +119,41 @@ def _newest_checkpoint(folder: Path, identity: dict, main: bool = True) -> Path 
 
 
 def grpo_config(config, fields, seed, updates, layout, folder, progress):
-    from trl import GRPOConfig
-
+    """The run's GRPOConfig: the arm's fields (the lock's), the step layout, the run
+    configuration's budget and pins, and the lock's generation fields."""
     budget, cuda = config["budget"], config["device"] == "cuda"
-    # the lock's generation fields (checked against trl_pins by check_request)
+    # the lock's generation fields (checked against trl_pins by check_request); the pins
+    # name no field of the layout or the budget (run_config.RESERVED_PINS)
     generation = config.get("_generation") or generation_lock.trl_fields(generation_lock.DEFAULT)
-    args = GRPOConfig(
-        output_dir=str(folder / "checkpoints"),
+    run = {
+        "output_dir": str(folder / "checkpoints"),
         **layout,
-        **fields,
         **{**config["trl_pins"], **generation},
-        num_iterations=updates,
-        max_completion_length=budget["max_completion_length"],
-        temperature=budget["temperature"],
-        learning_rate=budget["learning_rate"],
-        lr_scheduler_type=budget["lr_scheduler"],
-        warmup_steps=budget["warmup_steps"],
-        weight_decay=budget["weight_decay"],
-        max_grad_norm=budget["max_grad_norm"],
-        max_steps=budget["steps"] * updates,
-        save_strategy="steps",
-        save_steps=budget["checkpoint_every_steps"] * updates,
-        save_only_model=False,
-        logging_steps=1,
-        report_to=config.get("report_to", "none"),
-        seed=seed,
-        data_seed=seed,
-        use_cpu=not cuda,
-        bf16=cuda and config["model"]["dtype"] == "bfloat16",
-        activation_checkpointing=budget["gradient_checkpointing"],
-        disable_tqdm=not progress,
-        dataloader_num_workers=0,
-        log_completions=False,
-        chat_template_kwargs=config["data"]["chat_template_kwargs"],
-    )
+        "num_iterations": updates,
+        "max_completion_length": budget["max_completion_length"],
+        "temperature": budget["temperature"],
+        "learning_rate": budget["learning_rate"],
+        "lr_scheduler_type": budget["lr_scheduler"],
+        "warmup_steps": budget["warmup_steps"],
+        "weight_decay": budget["weight_decay"],
+        "max_grad_norm": budget["max_grad_norm"],
+        "max_steps": budget["steps"] * updates,
+        "save_strategy": "steps",
+        "save_steps": budget["checkpoint_every_steps"] * updates,
+        "save_only_model": False,
+        "logging_steps": 1,
+        "report_to": config.get("report_to", "none"),
+        "seed": seed,
+        "data_seed": seed,
+        "use_cpu": not cuda,
+        "bf16": cuda and config["model"]["dtype"] == "bfloat16",
+        "activation_checkpointing": budget["gradient_checkpointing"],
+        "disable_tqdm": not progress,
+        "dataloader_num_workers": 0,
+        "log_completions": False,
+        "chat_template_kwargs": config["data"]["chat_template_kwargs"],
+    }
+    args = trl_config.grpo_config(fields, run)
     generation_lock.check_effective(args, {**fields, **generation})
     return args
 
