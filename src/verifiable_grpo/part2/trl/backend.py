@@ -21,6 +21,7 @@ and curation draw from generators seeded by (seed, step), so they are regenerate
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -233,7 +234,7 @@ def run_arm_trl(
             f"{folder / 'run_manifest.json'} exists: this run is finished "
             "and evidence is never overwritten (use a new --out folder)"
         )
-    work = (
+    request = TRLRunRequest(
         lock,
         lock_sha,
         config,
@@ -248,12 +249,12 @@ def run_arm_trl(
         started,
     )
     if run_config.process_rank() != 0:  # the main process holds the folder and writes
-        return _train_and_record(*work)
+        return _train_and_record(request)
     out = runlock.usable_folder(out)
     study.bind_study_folder(out, lock_sha, str(lock_file))
     bind_run_config(out, config)
     with runlock.locked(folder, f"family run --backend trl --arm {arm} --seed {seed}"):
-        return _train_and_record(*work)
+        return _train_and_record(request)
 
 
 def build_trainer(
@@ -293,28 +294,45 @@ def build_trainer(
     return trainer, tokenizer
 
 
-def _train_and_record(
-    lock,
-    lock_sha,
-    config,
-    fields,
-    folder,
-    arm,
-    seed,
-    regime,
-    processes,
-    stop_after,
-    progress,
-    started,
-):
-    identity = _identity(lock_sha, config, arm, seed, regime)
-    resume = _newest_checkpoint(folder, identity, run_config.process_rank() == 0)
-    updates = lock["regimes"][regime]["updates_per_rollout"]
+@dataclass(frozen=True)
+class TRLRunRequest:
+    """One TRL run, checked before any model loads (check_request): what the training needs."""
+
+    lock: dict
+    lock_sha: str
+    config: dict  # the run configuration, its lock's generation fields in "_generation"
+    fields: dict  # the arm's GRPOConfig fields, as the lock pre-registered them
+    folder: Path  # this run's folder
+    arm: str
+    seed: int
+    regime: str
+    processes: int  # accelerate's processes for this run
+    stop_after: int | None  # stop (checkpointed) after this many steps; None: to the end
+    progress: bool
+    started: float  # time.perf_counter() when the command started
+
+
+def _train_and_record(request: TRLRunRequest):
+    """run_arm_trl's work once the run folder is held (or on a process other than the main)."""
+    identity = _identity(
+        request.lock_sha, request.config, request.arm, request.seed, request.regime
+    )
+    resume = _newest_checkpoint(request.folder, identity, run_config.process_rank() == 0)
+    updates = request.lock["regimes"][request.regime]["updates_per_rollout"]
     trainer, tokenizer = build_trainer(
-        config, fields, arm, seed, updates, folder, processes, progress
+        request.config,
+        request.fields,
+        request.arm,
+        request.seed,
+        updates,
+        request.folder,
+        request.processes,
+        request.progress,
     )
     trainer.add_callback(TelemetryCheckpoint(trainer, identity))
-    trainer.add_callback(StopAfter(stop_after * updates if stop_after is not None else None))
+    trainer.add_callback(
+        StopAfter(request.stop_after * updates if request.stop_after is not None else None)
+    )
     if resume is not None:
         # a checkpoint written before the rename says `zvf` (no code hash guards this resume)
         trainer.family_telemetry = with_current_names(
@@ -323,39 +341,43 @@ def _train_and_record(
     trainer.train(resume_from_checkpoint=str(resume) if resume is not None else None)
     if trainer.state.global_step < trainer.state.max_steps:
         interrupts.check(
-            f"after step {trainer.state.global_step // updates} of {regime}/{arm}/"
-            f"seed {seed} (checkpoint saved)"
+            f"after step {trainer.state.global_step // updates} of {request.regime}/{request.arm}/"
+            f"seed {request.seed} (checkpoint saved)"
         )
         return None
-    final = folder / "final"
+    final = request.folder / "final"
     trainer.save_model(str(final))
     tokenizer.save_pretrained(str(final))
     # every process evaluates its share of the batches (trl/data); the results are
     # gathered once, and the main process writes the manifest (its telemetry holds every
     # process's groups: FamilyGRPOTrainer gathers them).
-    result = backend_data.heldout_accuracy(trainer.model, tokenizer, config)
+    result = backend_data.heldout_accuracy(trainer.model, tokenizer, request.config)
     if run_config.process_rank() != 0:
         return None
     telemetry = _with_updates(trainer.family_telemetry, trainer.state.log_history, updates)
     manifest = {
         "schema": SCHEMA,
         "backend": "trl",
-        "arm": arm,
-        "seed": seed,
-        "regime": regime,
-        "lock_sha256": lock_sha,
+        "arm": request.arm,
+        "seed": request.seed,
+        "regime": request.regime,
+        "lock_sha256": request.lock_sha,
         "identity": identity,
         "resumed_from_step": int(resume.name.split("-")[1]) // updates if resume else None,
-        "config": {**config, "grpo": _study_view(config, updates), "trl_fields": fields},
+        "config": {
+            **request.config,
+            "grpo": _study_view(request.config, updates),
+            "trl_fields": request.fields,
+        },
         "provenance": provenance(),
         "versions": _versions(),
-        "stack_fingerprint": stack_fingerprint(config),
+        "stack_fingerprint": stack_fingerprint(request.config),
         "telemetry": telemetry,
         "summary": _summary(telemetry, result),
         "heldout": result,
-        "wall_seconds": time.perf_counter() - started,
+        "wall_seconds": time.perf_counter() - request.started,
     }
-    files.save_json(folder / "run_manifest.json", manifest)
+    files.save_json(request.folder / "run_manifest.json", manifest)
     return manifest
 
 
