@@ -1,6 +1,6 @@
-"""SmolLM2-135M-Instruct as the Part III model labs use it (Labs 1, 2 and 6); the model
-itself is loaded by verifiable_grpo.models.smollm2.
+"""SmolLM2-135M-Instruct as the Part III model labs use it (Labs 1, 2 and 6).
 
+loader: the GGUF model de-quantised once to an FP32 cache, then loaded from it;
 chat_data: the ChatML rows, their synthetic data and the assistant-only masked loss;
 chat_rows: the embedding rows of the chat tokens (diagnose, re-draw);
 trainer: the crash-safe training loop and its schedules;
