@@ -38,8 +38,9 @@ import yaml
 
 from verifiable_grpo.core import files
 from verifiable_grpo.core.config import provenance, resolve
-from verifiable_grpo.part2 import card_cost, trl_backend
-from verifiable_grpo.part2 import trl_backend_config as run_config
+from verifiable_grpo.part2 import card_cost
+from verifiable_grpo.part2.trl import backend as trl_backend
+from verifiable_grpo.part2.trl import run_config
 
 LOCK = "configs/part2/lock.json"
 SMOKE = "configs/part2/trl-smoke.yaml"

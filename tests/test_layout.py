@@ -1,9 +1,11 @@
-"""The package's layers import one way: core <- task <- training <- evaluation <- parts <-
-book helpers <- CLI. A module never imports a layer above its own."""
+"""The package's layers import one way: core <- task <- models <- training <- evaluation <-
+parts <- book helpers <- CLI. A module never imports a layer above its own, and a part of the
+book never imports another part: what two parts share lives in a layer below them."""
 
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 import verifiable_grpo
@@ -13,14 +15,18 @@ PACKAGE = Path(verifiable_grpo.__file__).parent
 RANK = {
     "core": 0,
     "task": 1,
-    "training": 2,
-    "evaluation": 3,
-    "part1": 4,
-    "part2": 4,
-    "part3": 4,
-    "book": 5,
-    "exercises": 5,
+    "models": 2,
+    "training": 3,
+    "evaluation": 4,
+    "part1": 5,
+    "part2": 5,
+    "part3": 5,
+    "book": 6,
+    "exercises": 6,
 }
+PARTS = ("part1", "part2", "part3")
+# "partN/module.py imports partM.module" -> why it may; empty: no part reads another
+BETWEEN_PARTS: dict[str, str] = {}
 
 
 def _layer(module: str) -> str | None:
@@ -58,3 +64,31 @@ def test_imports_point_down_the_layers():
                 if target in RANK and RANK[target] > rank:
                     wrong.append(f"{layer}/{path.name} imports {module}")
     assert not wrong, "imports against the layers:\n" + "\n".join(wrong)
+
+
+def _part_imports(layer: str):
+    """(file, module) for every import of another part by a module of `layer`."""
+    for path in sorted((PACKAGE / layer).rglob("*.py")):
+        for module in _imports(path):
+            target = _layer(module)
+            if target in PARTS and target != layer:
+                yield path.relative_to(PACKAGE).as_posix(), module
+
+
+def test_no_part_imports_another():
+    found = {f"{rel} imports {module}" for layer in PARTS for rel, module in _part_imports(layer)}
+    unlisted = sorted(found - set(BETWEEN_PARTS))
+    assert not unlisted, (
+        "a part imports another part; move what they share below the parts (models/, "
+        "training/, core/) or list it in BETWEEN_PARTS with the reason:\n" + "\n".join(unlisted)
+    )
+    assert not set(BETWEEN_PARTS) - found, "listed in BETWEEN_PARTS but no longer imported"
+
+
+def test_the_part_rule_sees_a_planted_import(tmp_path, monkeypatch):
+    """The rule reads imports anywhere in a module, a lazy one inside a function included."""
+    planted = tmp_path / "part2"
+    planted.mkdir()
+    (planted / "x.py").write_text("def f():\n    from verifiable_grpo.part3 import labs\n")
+    monkeypatch.setattr(sys.modules[__name__], "PACKAGE", tmp_path)
+    assert list(_part_imports("part2")) == [("part2/x.py", "verifiable_grpo.part3")]

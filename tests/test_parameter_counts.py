@@ -31,14 +31,13 @@ ALLOWED = {
     "part1/stages.py": {"_branch_stages"},
     "part2/lock.py": {"build_lock"},
     "part2/step_power.py": {"power_table"},
-    "part2/study.py": {"run_arm", "_train_and_record"},
+    "part2/study.py": {"run_arm"},
     "part2/study_records.py": {"manifest"},
-    "part2/trl_backend.py": {
+    "part2/trl/backend.py": {
         "grpo_config",
         "check_request",
         "run_arm_trl",
         "build_trainer",
-        "_train_and_record",
     },
     "part3/lora_lab/lora.py": {"run_lab"},
     "part3/sft_lab/masked_sft.py": {"run_lab"},

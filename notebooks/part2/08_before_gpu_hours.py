@@ -55,7 +55,8 @@ from verifiable_grpo.book.notebook import quiet
 quiet()
 
 from verifiable_grpo.book.notebook import Table, show, significant
-from verifiable_grpo.part2 import card_cost, lora_rate_lock, step_demo, step_power, trl_versions
+from verifiable_grpo.part2 import card_cost, lora_rate_lock, step_demo, step_power
+from verifiable_grpo.part2.trl import versions as trl_versions
 from verifiable_grpo.part2 import lock as lock_lib
 
 # %% [markdown]

@@ -18,7 +18,7 @@
 #
 # Before a fine-tuning run starts, someone has to say whether it fits on the hardware and
 # how long it will take. This chapter builds that estimate from the model's shape, with a
-# calculator in the package (`verifiable_grpo.part3.accounting`) that the tests pin to
+# calculator in the package (`verifiable_grpo.models.accounting`) that the tests pin to
 # the printed figures of the post-training module ({ref}`cited here <ref-module>`).
 #
 # **What you will learn.**
@@ -59,7 +59,8 @@ from verifiable_grpo.book.notebook import quiet
 quiet()
 
 from verifiable_grpo.book.notebook import Table
-from verifiable_grpo.part3 import accounting as acc, quantisation as qz
+from verifiable_grpo.models import accounting as acc
+from verifiable_grpo.part3 import quantisation as qz
 from verifiable_grpo.part3.smollm2 import records
 
 CASE, SMOL, QWEN = acc.CASE_STUDY, acc.smollm2_135m(), acc.QWEN2_5_0_5B

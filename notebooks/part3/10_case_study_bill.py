@@ -65,7 +65,8 @@ import torch
 
 from verifiable_grpo.book import case_study_widgets as cw
 from verifiable_grpo.book.notebook import Table, show
-from verifiable_grpo.part3 import accounting as acc, case_study as cs
+from verifiable_grpo.models import accounting as acc
+from verifiable_grpo.part3 import case_study as cs
 from verifiable_grpo.training.losses import group_advantages
 
 MODEL, WORK, SFT, GRPO, PRICES = acc.CASE_STUDY, cs.Workload(), cs.SftPlan(), cs.GrpoPlan(), cs.Prices()

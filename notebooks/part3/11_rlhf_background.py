@@ -57,7 +57,8 @@ quiet()
 import torch
 
 from verifiable_grpo.book.notebook import Table
-from verifiable_grpo.part3 import accounting as acc, ppo_rlhf as ppo
+from verifiable_grpo.models import accounting as acc
+from verifiable_grpo.part3 import ppo_rlhf as ppo
 from verifiable_grpo.training.losses import group_advantages
 
 

@@ -25,7 +25,7 @@ COMMANDS = {
         "write StockArithmetic-v1 (pages, labels, SHA-256 manifest)",
     ),
     "build-tiny-base": (
-        "task.tinybase",
+        "models.tinybase",
         "command_build",
         "build the tiny CPU base model and tokenizer",
     ),
@@ -142,7 +142,7 @@ def _family_arguments(p) -> None:
         if name in ("run", "study"):
             _backend_arguments(q)
         if name == "study":
-            from verifiable_grpo.part2.trl_study_args import add_node_arguments
+            from verifiable_grpo.part2.trl.study_args import add_node_arguments
 
             add_node_arguments(q)
         if name == "status":

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from verifiable_grpo.exercises import quiz
-from verifiable_grpo.part3 import accounting as acc
+from verifiable_grpo.models import accounting as acc
 from verifiable_grpo.part3 import labs, ppo_rlhf
 from verifiable_grpo.part3.expert_iteration_lab.group_relative import mixed_group_probability
 from verifiable_grpo.part3.merge_lab import merging

@@ -132,12 +132,16 @@ def test_the_curve_scores_only_its_iterations_and_only_once(monkeypatch, tmp_pat
     assert [p["iteration"] for p in curve.points()] == [0, 2]
 
 
-def test_the_band_bench_swaps_its_shape_in_and_back():
+def test_the_band_bench_hands_its_shape_to_the_arms():
+    """bench's arms read the shape of the run they are given; bench's own stays as it is."""
     from verifiable_grpo.part1 import band_bench, bench
 
     before = dict(bench.BENCH_SHAPE)
-    with band_bench._shape(band_bench.SHAPE):
-        assert bench.BENCH_SHAPE["group_size"] == band_study.SETTING["group_size"] == 8
+    run = band_bench.band_run(sets=2, warmup=1)
+    assert run.shape["group_size"] == band_study.SETTING["group_size"] == 8
+    assert run.shape["group_size"] != bench.BENCH_SHAPE["group_size"]
+    chunks = run.chunks()
+    assert len(chunks) == 3 and {len(c) for c in chunks} == {band_bench.SHAPE["prompts"]}
     assert bench.BENCH_SHAPE == before
     # the recorded one-at-a-time SmolLM2 candidate: 60 iterations x 4 prompts x G 4
     assert 2.0 < band_bench.recorded_sequential_seconds() < 5.0

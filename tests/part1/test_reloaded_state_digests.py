@@ -12,8 +12,8 @@ from verifiable_grpo.core import files
 from verifiable_grpo.core.checkpoint import save_state
 from verifiable_grpo.core.config import load_config
 from verifiable_grpo.core.runfolder import RunFolder
+from verifiable_grpo.models import smollm2 as loader
 from verifiable_grpo.part1 import smollm2_candidate, sweep
-from verifiable_grpo.part3.smollm2 import loader
 
 
 def _flip(path, where: float = 0.5) -> None:

@@ -7,8 +7,8 @@ import pytest
 
 from verifiable_grpo.core import files
 from verifiable_grpo.core.config import load_config
+from verifiable_grpo.models import smollm2 as lab1_model
 from verifiable_grpo.part1 import lift_study, smollm2_candidate
-from verifiable_grpo.part3.smollm2 import loader as lab1_model
 
 SMOLLM2 = next(c for c in lift_study.CANDIDATES if c.model == smollm2_candidate.MODEL)
 
@@ -49,7 +49,7 @@ def test_smollm2_config_refuses_other_models_and_working_stays_refused():
 def test_missing_weights_are_named_before_any_work(tmp_path):
     config = lift_study.candidate_config(load_config("tiny"), SMOLLM2)
     config["model"]["path"] = str(tmp_path / "no-such-folder")
-    with pytest.raises(FileNotFoundError, match="loader.load"):
+    with pytest.raises(FileNotFoundError, match="smollm2.load"):
         smollm2_candidate.prepare_folder(tmp_path / "run", config)
     assert not (tmp_path / "run").exists()
 

@@ -103,7 +103,7 @@ def test_bad_input_is_refused_in_one_line_naming_the_key(make, named):
 
 
 def test_the_version_table_states_the_installed_trl_defaults():
-    from verifiable_grpo.part2 import trl_versions
+    from verifiable_grpo.part2.trl import versions as trl_versions
 
     installed = trl_versions.installed_defaults()
     assert len(installed) == len(trl_versions.INSTALLED_KEYS)

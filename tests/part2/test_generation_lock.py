@@ -9,9 +9,10 @@ import yaml
 
 from verifiable_grpo import cli
 from verifiable_grpo.core.config import ConfigError, resolve
-from verifiable_grpo.part2 import generation_lock, trl_backend, vllm_lock
+from verifiable_grpo.part2 import generation_lock, vllm_lock
 from verifiable_grpo.part2 import lock as lock_lib
-from verifiable_grpo.part2 import trl_backend_config as run_config
+from verifiable_grpo.part2.trl import backend as trl_backend
+from verifiable_grpo.part2.trl import run_config
 
 SMOKE = "configs/part2/trl-smoke.yaml"
 CARD = "configs/part2/card-qwen3-8b-gsm8k.yaml"

@@ -14,8 +14,9 @@ import yaml
 
 from verifiable_grpo import cli
 from verifiable_grpo.core.config import ConfigError, resolve
-from verifiable_grpo.part2 import trl_backend
-from verifiable_grpo.part2 import trl_backend_config as run_config
+from verifiable_grpo.part2.trl import backend as trl_backend
+from verifiable_grpo.part2.trl import run_config
+from verifiable_grpo.training import objectives, trl_parity
 
 SLURM = "scripts/slurm/family-study.sbatch"
 CARD = "configs/part2/card-qwen3-8b-gsm8k.yaml"
@@ -67,8 +68,9 @@ def test_zero2_beside_zero3():
 def test_report_to_is_off_unless_asked(tmp_path):
     config = run_config.load_run_config("configs/part2/trl-smoke.yaml")
     assert "report_to" not in config
+    fields = trl_parity.trl_arm(objectives.get_objective("grpo")).config
     args = trl_backend.grpo_config(
-        config, {}, 11, 1, run_config.step_layout(config, 1), tmp_path, False
+        config, fields, 11, 1, run_config.step_layout(config, 1), tmp_path, False
     )
     assert args.report_to == []  # TRL's "none"
     raw = yaml.safe_load(resolve(CARD).read_text())

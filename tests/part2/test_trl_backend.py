@@ -11,11 +11,11 @@ import yaml
 from verifiable_grpo import cli
 from verifiable_grpo.core import files
 from verifiable_grpo.core.config import ConfigError, resolve
-from verifiable_grpo.part2 import gsm8k, trl_backend
+from verifiable_grpo.part2 import gsm8k
 from verifiable_grpo.part2 import lock as lock_lib
-from verifiable_grpo.part2 import trl_backend_commands as commands
-from verifiable_grpo.part2 import trl_backend_config as run_config
-from verifiable_grpo.part2 import trl_backend_trainer as backend_trainer
+from verifiable_grpo.part2.trl import backend as trl_backend
+from verifiable_grpo.part2.trl import commands, run_config
+from verifiable_grpo.part2.trl import trainer as backend_trainer
 from verifiable_grpo.training import objectives, samplers
 
 CARD = "configs/part2/card-qwen3-8b-gsm8k.yaml"

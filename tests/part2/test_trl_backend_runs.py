@@ -9,9 +9,10 @@ from safetensors.torch import load_file
 
 from verifiable_grpo import cli
 from verifiable_grpo.core import files
-from verifiable_grpo.part2 import analysis, trl_backend
+from verifiable_grpo.part2 import analysis
 from verifiable_grpo.part2 import lock as lock_lib
-from verifiable_grpo.part2 import trl_backend_trainer as backend_trainer
+from verifiable_grpo.part2.trl import backend as trl_backend
+from verifiable_grpo.part2.trl import trainer as backend_trainer
 
 LOCK = "configs/part2/lock.json"
 SMOKE = "configs/part2/trl-smoke.yaml"
@@ -137,7 +138,8 @@ def test_finished_run_and_foreign_checkpoint_are_refused(study, tmp_path):
 
 KILLED_RUN = """
 import hashlib, sys
-from verifiable_grpo.part2 import trl_backend, trl_backend_trainer as backend_trainer
+from verifiable_grpo.part2.trl import backend as trl_backend
+from verifiable_grpo.part2.trl import trainer as backend_trainer
 backend_trainer.gsm8k.reward = lambda text, answer: float(
     hashlib.sha256(text.encode()).hexdigest()[0] in "01234567"
 )

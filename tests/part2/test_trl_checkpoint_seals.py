@@ -11,7 +11,8 @@ import torch
 
 from verifiable_grpo import cli
 from verifiable_grpo.core import files, folder_digests
-from verifiable_grpo.part2 import trl_backend, trl_checkpoints
+from verifiable_grpo.part2.trl import backend as trl_backend
+from verifiable_grpo.part2.trl import checkpoints as trl_checkpoints
 
 LOCK = "configs/part2/lock.json"
 SMOKE = "configs/part2/trl-smoke.yaml"

@@ -26,8 +26,8 @@ from safetensors.torch import load_file
 
 from verifiable_grpo.core import files
 from verifiable_grpo.core.config import ConfigError, resolve
-from verifiable_grpo.part2 import trl_backend
-from verifiable_grpo.part2 import trl_backend_config as run_config
+from verifiable_grpo.part2.trl import backend as trl_backend
+from verifiable_grpo.part2.trl import run_config
 
 LOCK = "configs/part2/lock.json"
 CARD = "configs/part2/card-qwen3-8b-gsm8k.yaml"

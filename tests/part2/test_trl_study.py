@@ -17,9 +17,11 @@ from safetensors.torch import load_file
 from verifiable_grpo import cli
 from verifiable_grpo.core import files, interrupts
 from verifiable_grpo.core.config import ConfigError
-from verifiable_grpo.part2 import gsm8k, trl_backend, trl_study
+from verifiable_grpo.part2 import gsm8k
 from verifiable_grpo.part2 import lock as lock_lib
-from verifiable_grpo.part2 import trl_backend_config as run_config
+from verifiable_grpo.part2.trl import backend as trl_backend
+from verifiable_grpo.part2.trl import run_config
+from verifiable_grpo.part2.trl import study as trl_study
 
 LOCK = "configs/part2/lock.json"
 SMOKE = "configs/part2/trl-smoke.yaml"

@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from verifiable_grpo.part3 import accounting as acc
+from verifiable_grpo.models import accounting as acc
 from verifiable_grpo.part3 import quantisation as qz
 from verifiable_grpo.part3.smollm2 import records
 
@@ -79,7 +79,7 @@ def test_smollm2_matches_lab2_record_and_the_loaded_architecture():
     assert shape.parameters() + trainable == recorded_lora["total"]
     assert shape.layers * len(acc.PROJECTIONS) == recorded_lora["wrapped"]
     assert f"{8 * trainable / 1e6:.2f} {8 * shape.parameters() / 1e6:.2f}" == "19.54 1076.12"
-    from verifiable_grpo.part3.smollm2.loader import meta_model
+    from verifiable_grpo.models.smollm2 import meta_model
 
     model = meta_model()
     loaded = acc.shape_from_config("loaded", model.config)

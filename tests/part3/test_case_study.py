@@ -3,7 +3,7 @@ accounting functions, and refusals of bad assumptions."""
 
 import pytest
 
-from verifiable_grpo.part3 import accounting as acc
+from verifiable_grpo.models import accounting as acc
 from verifiable_grpo.part3 import case_study as cs
 
 

@@ -6,8 +6,9 @@ import pytest
 import torch
 
 from verifiable_grpo.core.model_sources import ModelUnavailableError
+from verifiable_grpo.models import smollm2 as loader
 from verifiable_grpo.part3.lora_lab import lora as lora_lab
-from verifiable_grpo.part3.smollm2 import chat_data, evaluation, loader
+from verifiable_grpo.part3.smollm2 import chat_data, evaluation
 from verifiable_grpo.training import lora
 
 

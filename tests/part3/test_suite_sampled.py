@@ -126,7 +126,7 @@ def test_the_sampled_command_never_prints_or_saves_a_refuse_completion(
         from_pretrained=lambda path: types.SimpleNamespace(eval=lambda: "tuned model")
     )
     monkeypatch.setitem(sys.modules, "transformers", fake_transformers)
-    from verifiable_grpo.part3.smollm2 import loader
+    from verifiable_grpo.models import smollm2 as loader
 
     monkeypatch.setattr(loader, "load", lambda cache=None: ("model", Tokenizer()))
     monkeypatch.setattr(L, "sampled_ids", stand_in)

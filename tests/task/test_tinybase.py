@@ -9,7 +9,8 @@ import pytest
 from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
 from verifiable_grpo.core.config import repo_root, sha256_file
-from verifiable_grpo.task import statements, tiny_tokenizer
+from verifiable_grpo.models import tiny_tokenizer
+from verifiable_grpo.task import statements
 
 BASE = repo_root() / "data" / "tiny-base"
 
@@ -149,7 +150,7 @@ def build_record():
 
 
 def test_committed_files_match_build_record(build_record):
-    from verifiable_grpo.task.tinybase import SHIPPED_FILES
+    from verifiable_grpo.models.tinybase import SHIPPED_FILES
 
     assert set(build_record["files_sha256"]) == set(SHIPPED_FILES)
     for name, digest in build_record["files_sha256"].items():
@@ -160,7 +161,7 @@ def test_committed_files_match_build_record(build_record):
 def test_architecture_and_parameter_count(build_record):
     from transformers import AutoModelForCausalLM, Qwen2ForCausalLM
 
-    from verifiable_grpo.task.tinybase import unique_parameters
+    from verifiable_grpo.models.tinybase import unique_parameters
 
     model = AutoModelForCausalLM.from_pretrained(str(BASE), attn_implementation="eager")
     assert type(model) is Qwen2ForCausalLM
@@ -175,7 +176,7 @@ def test_architecture_and_parameter_count(build_record):
 
 def test_build_is_deterministic(tmp_path):
     """Two builds of a few steps produce the same bytes (weights and BUILD's digests)."""
-    from verifiable_grpo.task.tinybase import build_base
+    from verifiable_grpo.models.tinybase import build_base
 
     records = [build_base(tmp_path / name, steps=2, measure=False) for name in ("a", "b")]
     assert records[0]["files_sha256"] == records[1]["files_sha256"]
@@ -185,7 +186,8 @@ def test_build_is_deterministic(tmp_path):
 
 def test_pretraining_never_sees_the_task_key_or_dataset_problems():
     from verifiable_grpo.core.config import load_config
-    from verifiable_grpo.task import tinybase, verifier
+    from verifiable_grpo.models import tinybase
+    from verifiable_grpo.task import verifier
 
     excluded = tinybase.dataset_problems(load_config("tiny")["data"]["seed"])
     assert len(excluded) == 1400
@@ -205,7 +207,7 @@ def test_pretraining_never_sees_the_task_key_or_dataset_problems():
 
 
 def test_labels_supervise_only_the_answer_and_eos(fast_tokenizer):
-    from verifiable_grpo.task import tinybase
+    from verifiable_grpo.models import tinybase
 
     ids, mask, labels = tinybase.encode_batch(
         fast_tokenizer, [("Opening stock 3.", "42"), ("x", '{"stock": 7}')]
@@ -219,7 +221,7 @@ def test_labels_supervise_only_the_answer_and_eos(fast_tokenizer):
 
 
 def test_lr_schedule_warmup_and_decay():
-    from verifiable_grpo.task.tinybase import lr_factor
+    from verifiable_grpo.models.tinybase import lr_factor
 
     assert lr_factor(0, 100, 10, 0.1) == pytest.approx(0.1)
     assert lr_factor(9, 100, 10, 0.1) == pytest.approx(1.0)
@@ -230,7 +232,7 @@ def test_lr_schedule_warmup_and_decay():
 def test_refuses_to_overwrite_without_force(tmp_path):
     from types import SimpleNamespace
 
-    from verifiable_grpo.task.tinybase import command_build
+    from verifiable_grpo.models.tinybase import command_build
 
     (tmp_path / "model.safetensors").write_bytes(b"x")
     with pytest.raises(SystemExit, match="--force"):

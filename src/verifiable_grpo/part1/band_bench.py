@@ -11,14 +11,14 @@ candidate ran, about 3.1 s per response there), fewer sets since it is slow.
 
 from __future__ import annotations
 
-import contextlib
+import dataclasses
 import time
 
 import torch
 
 from verifiable_grpo.core import model as model_lib
 from verifiable_grpo.core.config import provenance
-from verifiable_grpo.part1 import band_study, bench, lift_study
+from verifiable_grpo.part1 import band_study, bench, bench_trl, lift_study
 from verifiable_grpo.task import small_sums
 
 SHAPE = {
@@ -29,18 +29,6 @@ SHAPE = {
     "kl_coefficient": band_study.SETTING["kl_coefficient"],
     "temperature": 1.0,
 }
-
-
-@contextlib.contextmanager
-def _shape(shape: dict):
-    """bench's arms read the module's BENCH_SHAPE: swap it in for the duration."""
-    saved = dict(bench.BENCH_SHAPE)
-    bench.BENCH_SHAPE.update(shape)
-    try:
-        yield
-    finally:
-        bench.BENCH_SHAPE.clear()
-        bench.BENCH_SHAPE.update(saved)
 
 
 def instruct_model(config: dict):
@@ -62,17 +50,24 @@ def per_response(arm: dict) -> float:
     return arm["median_seconds"]["total"] / (SHAPE["prompts"] * SHAPE["group_size"])
 
 
-def bench_band(sets: int = 3, warmup: int = 1, sequential_sets: int = 1) -> dict:
+def band_run(sets: int, warmup: int) -> bench.BenchRun:
+    """The bench's arms at the band study's shape, from the instruct model."""
     config = band_study.band_config()
     examples = small_sums.splits()["train"][: (sets + warmup) * SHAPE["prompts"]]
+    return bench.BenchRun(config, examples, sets, warmup, dict(SHAPE), instruct_model)
+
+
+def bench_band(sets: int = 3, warmup: int = 1, sequential_sets: int = 1) -> dict:
+    run = band_run(sets, warmup)
+    config = run.config
     torch.manual_seed(0)
     started = time.perf_counter()
-    with _shape(SHAPE):
-        ours = bench.run_ours(config, examples, sets, warmup, True, instruct_model)
-        trl = bench.run_trl(config, examples, sets, warmup, instruct_model)
-        arms = [ours, trl]
-        if sequential_sets:
-            arms.append(bench.run_ours(config, examples, sequential_sets, 0, False, instruct_model))
+    ours = bench.run_ours(run, batched=True)
+    trl = bench_trl.run_trl(run)
+    arms = [ours, trl]
+    if sequential_sets:
+        sequential = dataclasses.replace(run, sets=sequential_sets, warmup=0)
+        arms.append(bench.run_ours(sequential, batched=False))
     recorded = recorded_sequential_seconds()
     return {
         "shape": SHAPE,

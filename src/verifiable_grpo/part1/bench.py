@@ -6,7 +6,7 @@ loaded with the SHA-256 its provenance lists); the prompts are the first trainin
 rendered with our chat template for every arm. Each arm runs `warmup + sets` rollout sets of
 4 prompts x G = 4, at most 64 new tokens, temperature 1, two updates per rollout set, beta
 0.02: ours with the exact KL on every visited prefix, TRL with its k3 estimate on the sampled
-token (loss_type "grpo", the same token -> response -> prompt mean). The first `warmup` sets
+token (loss_type "grpo", the same token -> response -> prompt mean; bench_trl.py). The first `warmup` sets
 are not timed. Reported per arm: the median seconds per rollout set and its split into
 generation (TRL: also its old/reference scoring), verification (the reward function; ours:
 also the 2e-4 rescoring check) and optimisation, and the process's peak memory while it ran
@@ -19,10 +19,13 @@ time by stage from a run folder's timings.json.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
@@ -74,12 +77,28 @@ def bench_examples(config: dict, count: int) -> list[dict]:
         return data.read_examples(view, "train")[:count]
 
 
-def _sets(examples: list[dict], count: int) -> list[list[dict]]:
-    size = BENCH_SHAPE["prompts"]
-    return [examples[(i * size) % len(examples) :][:size] for i in range(count)]
+@dataclass(frozen=True)
+class BenchRun:
+    """What every arm of one benchmark shares: the config, the prompts, how many rollout
+    sets (after `warmup` untimed ones), their shape, and where each arm's starting policy
+    comes from (load_policy(config): a fresh one per call)."""
+
+    config: dict
+    examples: list
+    sets: int
+    warmup: int
+    shape: dict = field(default_factory=lambda: dict(BENCH_SHAPE))
+    load_policy: Callable = recorded_warmstart
+
+    def chunks(self) -> list[list[dict]]:
+        """The prompts of each rollout set, warm-up sets first (wrapping around)."""
+        size, examples = self.shape["prompts"], self.examples
+        return [
+            examples[(i * size) % len(examples) :][:size] for i in range(self.sets + self.warmup)
+        ]
 
 
-def _summary(times: list[dict], warmup: int, memory: int, extra: dict) -> dict:
+def arm_summary(times: list[dict], warmup: int, memory: int, extra: dict) -> dict:
     timed = times[warmup:]
     keys = ("generation", "verification", "optimisation", "total")
     return {
@@ -93,10 +112,10 @@ def _summary(times: list[dict], warmup: int, memory: int, extra: dict) -> dict:
 
 # --------------------------------------------------------------------------- our loop
 def _sample_set(
-    policy, tokenizer, chunk: list[dict], config: dict, generator, index: int, batched: bool
+    policy, tokenizer, chunk: list[dict], run: BenchRun, generator, index: int, batched: bool
 ) -> list[dict]:
     """One rollout set, sampled and scored as the GRPO loop does it."""
-    g = BENCH_SHAPE["group_size"]
+    config, g = run.config, run.shape["group_size"]
     ids = [f"bench/{index}/{i}" for i in range(len(chunk))]
     if batched:
         return batched_rollout.sample_groups(policy, tokenizer, chunk, config, generator, g, ids)
@@ -137,28 +156,21 @@ def _check_seconds(
     return time.perf_counter() - tick
 
 
-def run_ours(
-    config: dict,
-    examples: list[dict],
-    sets: int,
-    warmup: int,
-    batched: bool,
-    load_policy=recorded_warmstart,
-) -> dict:
-    """Our GRPO loop's rollout sets, timed; load_policy(config) gives a fresh policy (the
-    reference is a second one)."""
-    config = json.loads(json.dumps(config))
+def run_ours(run: BenchRun, batched: bool) -> dict:
+    """Our GRPO loop's rollout sets, timed (the reference is a second fresh policy)."""
+    config = json.loads(json.dumps(run.config))
     config["sampling"]["batched"] = batched
+    run = dataclasses.replace(run, config=config)
     cfg = typed(config)
     tokenizer = model_lib.load_tokenizer(config)
-    policy, reference = load_policy(config), load_policy(config).requires_grad_(False)
+    policy, reference = run.load_policy(config), run.load_policy(config).requires_grad_(False)
     device = rollout.model_device(policy)
     optimizer = torch.optim.AdamW(
         model_lib.unique_parameters(policy),
         lr=cfg.grpo.learning_rate,
         weight_decay=cfg.grpo.weight_decay,
     )
-    total_updates = (sets + warmup) * BENCH_SHAPE["updates_per_rollout"]
+    total_updates = (run.sets + run.warmup) * run.shape["updates_per_rollout"]
     scheduler = schedule.make_scheduler(
         optimizer, total_updates, cfg.grpo.warmup_fraction, cfg.grpo.final_lr_fraction
     )
@@ -166,10 +178,10 @@ def run_ours(
     objective = objectives.objective_from_config(config)
     times = []
     with PeakMemory(device) as memory:
-        for index, chunk in enumerate(_sets(examples, sets + warmup)):
+        for index, chunk in enumerate(run.chunks()):
             model_lib.synchronize(device)
             start = time.perf_counter()
-            groups = _sample_set(policy, tokenizer, chunk, config, generator, index, batched)
+            groups = _sample_set(policy, tokenizer, chunk, run, generator, index, batched)
             model_lib.synchronize(device)
             sampled = time.perf_counter()
             reward_seconds = _reward_seconds(groups, chunk)
@@ -178,7 +190,7 @@ def run_ours(
             check_seconds = _check_seconds(policy, tokenizer, rows, config, batched, device)
             tick = time.perf_counter()
             memo: dict = {}  # as the GRPO loop: the reference read once per rollout set
-            for _ in range(BENCH_SHAPE["updates_per_rollout"]):
+            for _ in range(run.shape["updates_per_rollout"]):
                 grpo.grpo_update(
                     policy,
                     reference,
@@ -200,149 +212,11 @@ def run_ours(
                 }
             )
     name = "ours, batched" if batched else "ours, one sequence at a time"
-    return _summary(
+    return arm_summary(
         times,
-        warmup,
+        run.warmup,
         memory.peak,
         {"arm": name, "kl": "exact, every visited prefix", "kv_cache": cfg.sampling.use_kv_cache},
-    )
-
-
-# --------------------------------------------------------------------------- TRL
-def run_trl(
-    config: dict, examples: list[dict], sets: int, warmup: int, load_policy=recorded_warmstart
-) -> dict:
-    """TRL's GRPOTrainer on the same starting policy and rendered prompts, timed from inside."""
-    import trl
-    from datasets import Dataset
-    from trl import GRPOConfig, GRPOTrainer
-
-    cfg = typed(config)
-    tokenizer = model_lib.load_tokenizer(config)
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token
-    policy = load_policy(config)
-    device = rollout.model_device(policy)
-    count = (sets + warmup) * BENCH_SHAPE["prompts"]
-    chunk = [e for s in _sets(examples, sets + warmup) for e in s][:count]
-    rendered = [
-        prompts.render_text(tokenizer, prompts.messages_for(e["statement"], config), True)
-        for e in chunk
-    ]
-    for text, example in zip(rendered, chunk):  # the very token ids our arms read
-        ids = tokenizer(text, add_special_tokens=False)["input_ids"]
-        if ids != prompts.prompt_ids(tokenizer, example["statement"], config):
-            raise ValueError("TRL would read other prompt ids than ours; the comparison is off")
-    dataset = Dataset.from_list(
-        [{"prompt": t, "problem": json.dumps(e["problem"])} for t, e in zip(rendered, chunk)]
-    )
-    verification = []
-
-    eos = prompts.eos_id(tokenizer, config)
-
-    def reward(prompts, completions, problem, completion_ids=None, **_):
-        tick = time.perf_counter()
-        ends = [
-            "eos" if completion_ids is None or eos in ids else "length"
-            for ids in (completion_ids or [None] * len(completions))
-        ]
-        scores = [
-            float(verifier.score_generated_json(c, end, json.loads(p), True)["reward"])
-            for c, end, p in zip(completions, ends, problem)
-        ]
-        verification.append(time.perf_counter() - tick)
-        return scores
-
-    g = BENCH_SHAPE["group_size"]
-    with tempfile.TemporaryDirectory() as out:
-        # TRL builds its reference from the policy's name_or_path: point it at a copy of the
-        # warm start, so that both arms start with policy == reference.
-        policy.save_pretrained(Path(out) / "warmstart")
-        policy.config._name_or_path = str(Path(out) / "warmstart")
-        args = GRPOConfig(
-            output_dir=out,
-            per_device_train_batch_size=BENCH_SHAPE["prompts"] * g,
-            gradient_accumulation_steps=1,
-            steps_per_generation=1,
-            num_generations=g,
-            max_completion_length=BENCH_SHAPE["max_new_tokens"],
-            temperature=1.0,
-            top_p=1.0,
-            top_k=0,
-            num_iterations=BENCH_SHAPE["updates_per_rollout"],
-            beta=BENCH_SHAPE["kl_coefficient"],
-            loss_type="grpo",
-            epsilon=cfg.grpo.clip_epsilon,
-            learning_rate=cfg.grpo.learning_rate,
-            weight_decay=cfg.grpo.weight_decay,
-            max_grad_norm=cfg.grpo.max_grad_norm,
-            lr_scheduler_type="constant",
-            max_steps=(sets + warmup) * BENCH_SHAPE["updates_per_rollout"],
-            use_cpu=device.type == "cpu",
-            bf16=False,
-            fp16=False,
-            report_to="none",
-            logging_steps=10_000,
-            save_strategy="no",
-            shuffle_dataset=False,
-            seed=cfg.seed,
-            disable_tqdm=True,
-            dataloader_num_workers=0,
-        )
-        trainer = GRPOTrainer(
-            model=policy,
-            reward_funcs=reward,
-            args=args,
-            train_dataset=dataset,
-            processing_class=tokenizer,
-        )
-        generation, steps = [], []
-        inner_generate = trainer._generate_and_score_completions
-        inner_step = trainer.training_step
-
-        def timed_generate(*a, **k):
-            tick = time.perf_counter()
-            result = inner_generate(*a, **k)
-            model_lib.synchronize(device)
-            generation.append(time.perf_counter() - tick)
-            return result
-
-        def timed_step(*a, **k):
-            tick = time.perf_counter()
-            result = inner_step(*a, **k)
-            model_lib.synchronize(device)
-            steps.append((tick, time.perf_counter()))
-            return result
-
-        trainer._generate_and_score_completions = timed_generate
-        trainer.training_step = timed_step
-        with PeakMemory(device) as memory:
-            trainer.train()
-    per = BENCH_SHAPE["updates_per_rollout"]
-    times = []
-    for index in range(len(generation)):
-        first, last = steps[index * per], steps[index * per + per - 1]
-        # A set runs from its first step's start to the start of the next set's first step
-        # (the optimizer step and the scheduler sit between training_step calls).
-        end = steps[(index + 1) * per][0] if (index + 1) * per < len(steps) else last[1]
-        total = end - first[0]
-        times.append(
-            {
-                "generation": generation[index] - verification[index],
-                "verification": verification[index],
-                "optimisation": total - generation[index],
-                "total": total,
-            }
-        )
-    return _summary(
-        times,
-        warmup,
-        memory.peak,
-        {
-            "arm": f"TRL {trl.__version__} GRPOTrainer",
-            "kl": "k3 on the sampled token",
-            "loss_type": "grpo",
-        },
     )
 
 
@@ -370,14 +244,14 @@ def bench_grpo(
 ) -> dict:
     config = bench_config(profile)
     examples = bench_examples(config, (sets + warmup) * BENCH_SHAPE["prompts"])
+    run = BenchRun(config, examples, sets, warmup)
     torch.manual_seed(0)
     started = time.perf_counter()
-    arms = [
-        run_ours(config, examples, sets, warmup, batched=True),
-        run_ours(config, examples, sets, warmup, batched=False),
-    ]
+    arms = [run_ours(run, batched=True), run_ours(run, batched=False)]
     if with_trl:
-        arms.append(run_trl(config, examples, sets, warmup))
+        from verifiable_grpo.part1 import bench_trl
+
+        arms.append(bench_trl.run_trl(run))
     result = {
         "shape": BENCH_SHAPE,
         "sets": sets,

@@ -23,6 +23,7 @@ from verifiable_grpo.core.config_schema import typed
 from verifiable_grpo.core.runfolder import RunFolder
 from verifiable_grpo.part1 import fixed_prompts
 from verifiable_grpo.task import data, prompts, verifier
+from verifiable_grpo.training import trl_config
 
 LOGGED = (
     "reward",
@@ -35,7 +36,10 @@ LOGGED = (
 )
 
 
-def _reward_function(eos: int):
+def reward_function(eos: int):
+    """TRL's reward function: our verifier's reward of each completion; a completion
+    without `eos` among its ids ended at the length limit."""
+
     def reward(prompts, completions, problem, completion_ids=None, **_):
         ends = [
             "eos" if completion_ids is None or eos in ids else "length"
@@ -50,39 +54,26 @@ def _reward_function(eos: int):
 
 
 def _grpo_args(out: str, setting, cfg, device) -> object:
-    from trl import GRPOConfig
-
-    g = setting.group_size
-    return GRPOConfig(
-        output_dir=out,
-        per_device_train_batch_size=setting.prompts * g,
-        gradient_accumulation_steps=1,
-        steps_per_generation=1,
-        num_generations=g,
-        max_completion_length=cfg.tokens.max_response,
-        temperature=1.0,
-        top_p=1.0,
-        top_k=0,
-        num_iterations=setting.updates_per_rollout,
-        beta=setting.kl_coefficient,
-        loss_type="grpo",
-        epsilon=cfg.grpo.clip_epsilon,
-        learning_rate=setting.learning_rate,
-        weight_decay=cfg.grpo.weight_decay,
-        max_grad_norm=cfg.grpo.max_grad_norm,
-        lr_scheduler_type="constant",
-        warmup_steps=0,
-        max_steps=setting.iterations * setting.updates_per_rollout,
-        use_cpu=device.type == "cpu",
-        bf16=False,
-        fp16=False,
-        report_to="none",
-        logging_steps=1,
-        save_strategy="no",
-        shuffle_dataset=False,
-        seed=cfg.seed,
-        disable_tqdm=True,
-        dataloader_num_workers=0,
+    """TRL's nearest to our objective (trl_config.part1_fields), with the setting's counts
+    and rates: one rollout set per optimizer step, as our run."""
+    return trl_config.grpo_config(
+        trl_config.part1_fields(cfg.grpo.clip_epsilon, setting.kl_coefficient),
+        {
+            "output_dir": out,
+            **trl_config.one_set_per_step(
+                setting.prompts, setting.group_size, setting.updates_per_rollout
+            ),
+            **trl_config.PLAIN_SAMPLING,
+            "max_completion_length": cfg.tokens.max_response,
+            "learning_rate": setting.learning_rate,
+            "weight_decay": cfg.grpo.weight_decay,
+            "max_grad_norm": cfg.grpo.max_grad_norm,
+            "lr_scheduler_type": "constant",
+            "warmup_steps": 0,
+            "max_steps": setting.iterations * setting.updates_per_rollout,
+            "logging_steps": 1,
+            **trl_config.in_process(device.type, cfg.seed),
+        },
     )
 
 
@@ -126,7 +117,7 @@ def run_trl(base: dict, ours_folder, out, setting=fixed_prompts.RECORDED_SETTING
         policy.config._name_or_path = str(Path(scratch) / "warmstart")
         trainer = GRPOTrainer(
             model=policy,
-            reward_funcs=_reward_function(prompts.eos_id(tokenizer, config)),
+            reward_funcs=reward_function(prompts.eos_id(tokenizer, config)),
             args=_grpo_args(scratch, setting, cfg, device),
             train_dataset=dataset,
             processing_class=tokenizer,

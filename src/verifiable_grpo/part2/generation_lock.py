@@ -23,7 +23,7 @@ DEFAULT = {"engine": "transformers", "importance_sampling": {"correction": False
 ENGINES = ("transformers", "vllm")
 VLLM_MODES = ("colocate", "server")
 IS_MODES = ("sequence_mask", "sequence_truncate", "token_mask", "token_truncate")
-# Arms whose batch our own sampler assembles (trl_backend_trainer.assemble): it carries no
+# Arms whose batch our own sampler assembles (trl/trainer.assemble): it carries no
 # sampler log-probabilities, so TRL's correction has nothing to reweight with.
 OWN_BATCH_SAMPLERS = ("dynamic", "aero")
 

@@ -358,7 +358,7 @@ def run_arm(
     """Run (or continue) one arm/seed/regime; returns its manifest, or None when stopped
     after `stop_after` steps (a checkpoint boundary or not: the rerun continues from the
     newest checkpoint)."""
-    command_start = time.perf_counter()
+    started = time.perf_counter()
     lock, lock_sha = lock_lib.read_lock(lock_file)
     lock_lib.check_lock(lock, arm, seed, regime, lock_file)
     config = lock_lib.run_config(lock, regime, seed)
@@ -369,53 +369,58 @@ def run_arm(
     with runlock.locked(folder, f"family run --arm {arm} --seed {seed} --regime {regime}"):
         if (folder / "run_manifest.json").is_file():
             raise FileExistsError(
-                f"{folder / 'run_manifest.json'} exists: this run is "
-                "finished and evidence is never overwritten (use a new "
-                "--out folder)"
+                f"{folder / 'run_manifest.json'} exists: this run is finished and evidence is "
+                "never overwritten (use a new --out folder)"
             )
-        return _train_and_record(
-            lock,
-            lock_sha,
-            config,
-            out,
-            folder,
-            arm,
-            seed,
-            regime,
-            stop_after,
-            progress,
-            command_start,
+        request = RunRequest(
+            lock, lock_sha, config, out, folder, arm, seed, regime, stop_after, progress, started
         )
+        return _train_and_record(request)
 
 
-def _train_and_record(
-    lock, lock_sha, config, out, folder, arm, seed, regime, stop_after, progress, command_start
-) -> dict | None:
+@dataclass(frozen=True)
+class RunRequest:
+    """One run, checked against the lock, its folder held: what the training needs."""
+
+    lock: dict
+    lock_sha: str
+    config: dict  # the lock's run configuration for this regime and seed
+    out: Path  # the study folder (its data, shared by the runs)
+    folder: Path  # this run's folder
+    arm: str
+    seed: int
+    regime: str
+    stop_after: int | None  # stop (checkpointed) after this many steps; None: to the end
+    progress: bool
+    started: float  # time.perf_counter() when the command started
+
+
+def _train_and_record(request: RunRequest) -> dict | None:
     """run_arm's work once the run folder is held."""
-    data_dir, learning = prepare_data(out, config)
+    data_dir, learning = prepare_data(request.out, request.config)
     examples = data.read_examples(learning, "train")
-    warm = lock["warm_start"]
+    warm = request.lock["warm_start"]
     warm_path = lock_lib.warm_start_path(warm)
-    policy, _ = model_lib.reload_policy(warm_path, config, warm["sha256"])
-    reference, _ = model_lib.reload_policy(warm_path, config, warm["sha256"])
+    policy, _ = model_lib.reload_policy(warm_path, request.config, warm["sha256"])
+    reference, _ = model_lib.reload_policy(warm_path, request.config, warm["sha256"])
     policy.eval()
     reference.eval()
     reference.requires_grad_(False)
-    adapters = attach_adapters(policy, lock["budget"], seed)
-    tokenizer = model_lib.load_tokenizer(config)
+    adapters = attach_adapters(policy, request.lock["budget"], request.seed)
+    tokenizer = model_lib.load_tokenizer(request.config)
     run = StudyRun(
-        config,
-        lock,
-        lock_sha,
-        arm,
-        seed,
-        regime,
-        folder,
+        request.config,
+        request.lock,
+        request.lock_sha,
+        request.arm,
+        request.seed,
+        request.regime,
+        request.folder,
         examples,
         tokenizer,
         policy,
         reference,
-        objectives.get_objective(arm),
+        objectives.get_objective(request.arm),
     )
     initial_digest = model_lib.model_digest(policy)
     reference_digest = model_lib.model_digest(reference)
@@ -426,25 +431,25 @@ def _train_and_record(
     steps = run.budget["steps"]
     bar = tqdm(
         range(run.step, steps),
-        desc=f"{regime} {arm} seed {seed}",
+        desc=f"{run.regime} {run.arm} seed {run.seed}",
         initial=run.step,
         total=steps,
-        disable=not progress,
+        disable=not request.progress,
         unit="step",
     )
     for _ in bar:
         _step(run)
         fault_point("family-after-step")
-        stopping = stop_after is not None and stop_after <= run.step < steps
+        stopping = request.stop_after is not None and request.stop_after <= run.step < steps
         if run.step % every == 0 or run.step == steps or stopping or interrupts.requested():
             _save_checkpoint(run)  # a signal or a requested stop keeps the step just done
         if stopping:
             return None
-        interrupts.check(f"after step {run.step} of {regime}/{arm}/seed {seed}")
+        interrupts.check(f"after step {run.step} of {run.regime}/{run.arm}/seed {run.seed}")
     bar.close()
     if model_lib.model_digest(reference) != reference_digest:
         raise ValueError("the frozen reference changed during the run")
-    return _finish(run, data_dir, adapters, initial_digest, resumed_from, command_start)
+    return _finish(run, data_dir, adapters, initial_digest, resumed_from, request.started)
 
 
 def _finish(

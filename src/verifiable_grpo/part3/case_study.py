@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
 
-from verifiable_grpo.part3 import accounting as acc
+from verifiable_grpo.models import accounting as acc
 from verifiable_grpo.part3.quantisation import bits_per_weight
 
 

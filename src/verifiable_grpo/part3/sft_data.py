@@ -325,7 +325,7 @@ def smollm2_tokenizer():
     from transformers import AutoTokenizer
 
     from verifiable_grpo.core.config import resolve
-    from verifiable_grpo.part3.smollm2 import loader
+    from verifiable_grpo.models import smollm2 as loader
 
     cache = resolve(loader.CACHE)
     if (cache / "source.json").is_file():

@@ -35,8 +35,7 @@ STUDY_FIELDS = {
     "gradient_accumulation_steps": 4,
     "generation_batch_size": 16,
     "num_iterations": 1,
-    "beta": 0.0,
-    "temperature": 1.0,
+    "temperature": 1.0,  # beta, as every field of the objective, is the arm's (trl_arm)
     "top_p": 1.0,
     "top_k": 0,
     "mask_truncated_completions": False,
@@ -218,21 +217,21 @@ def refusal(objective: objectives.Objective) -> str | None:
 def _stand_in(arm: TRLArm, max_completion_length: int, micro_batches: int):
     """The attributes `_compute_loss` reads, set the way GRPOTrainer.__init__ sets them
     from a real GRPOConfig (so the config's own defaults and checks apply)."""
-    from trl import GRPOConfig
+    from verifiable_grpo.training import trl_config  # imports this module: here, not above
 
-    args = GRPOConfig(
-        output_dir="unused",
-        report_to=[],
-        use_cpu=True,
-        **{
-            **STUDY_FIELDS,
-            "gradient_accumulation_steps": micro_batches,
-            "generation_batch_size": None,
-            "steps_per_generation": micro_batches,
-            "max_completion_length": max_completion_length,
-            **arm.config,
-        },
-    )
+    run = {
+        **STUDY_FIELDS,
+        "gradient_accumulation_steps": micro_batches,
+        "generation_batch_size": None,
+        "steps_per_generation": micro_batches,
+        "max_completion_length": max_completion_length,
+        "output_dir": "unused",
+        "report_to": [],
+        "use_cpu": True,
+    }
+    if "max_completion_length" in arm.config:  # a constant-length aggregation fixes it
+        del run["max_completion_length"]
+    args = trl_config.grpo_config(arm.config, run)
     metrics = {"train": _Metrics(), "eval": _Metrics()}
     corrected = bool(arm.config.get("vllm_importance_sampling_correction", False))
     accelerator = SimpleNamespace(

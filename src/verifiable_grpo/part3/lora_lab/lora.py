@@ -14,11 +14,11 @@ from __future__ import annotations
 import torch
 
 from verifiable_grpo.core import crash
+from verifiable_grpo.models import smollm2 as loader
 from verifiable_grpo.part3.smollm2 import (
     chat_data,
     chat_rows,
     evaluation,
-    loader,
     records,
     row_delta,
     trainer,

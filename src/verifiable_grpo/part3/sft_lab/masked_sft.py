@@ -15,8 +15,9 @@ from pathlib import Path
 
 from verifiable_grpo.core import crash
 from verifiable_grpo.core.model_checks import named_unique_parameters
+from verifiable_grpo.models import smollm2 as loader
 from verifiable_grpo.part3.sft_lab import probe
-from verifiable_grpo.part3.smollm2 import chat_data, chat_rows, evaluation, loader, records, trainer
+from verifiable_grpo.part3.smollm2 import chat_data, chat_rows, evaluation, records, trainer
 
 NAME = "sft"
 POLICY = "sft-policy"  # OUT/sft-policy: the fine-tuned model as a transformers folder

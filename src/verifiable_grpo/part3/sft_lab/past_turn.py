@@ -10,8 +10,9 @@ on a user turn; the unmasked one trained on 240 of them, each right after a syst
 from __future__ import annotations
 
 from verifiable_grpo.core.config import resolve, shown_path
+from verifiable_grpo.models import smollm2 as loader
 from verifiable_grpo.part3.sft_lab import masked_sft
-from verifiable_grpo.part3.smollm2 import chat_data, evaluation, loader, records
+from verifiable_grpo.part3.smollm2 import chat_data, evaluation, records
 
 NAME = "sft-past-turn"
 MAX_NEW_TOKENS = 48

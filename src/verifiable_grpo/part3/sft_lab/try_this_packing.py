@@ -93,7 +93,7 @@ def compare(model, tokenizer, rows: list[dict], row_length: int = 256, batch: in
 def run_lab(row_length: int = 256, batch: int = 10) -> dict:
     """Lab 1's 50 held-out conversations through SmolLM2-135M-Instruct in each layout
     (`python -m verifiable_grpo lab sft-packing`); the padded batches hold `batch` rows."""
-    from verifiable_grpo.part3.smollm2 import loader
+    from verifiable_grpo.models import smollm2 as loader
 
     model, tokenizer = loader.load()
     _, held_out = chat_data.split(quick=True)

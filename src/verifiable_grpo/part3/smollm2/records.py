@@ -8,7 +8,7 @@ from pathlib import Path
 
 from verifiable_grpo.core import files
 from verifiable_grpo.core.config import config_hash, provenance
-from verifiable_grpo.part3.smollm2 import loader
+from verifiable_grpo.models import smollm2 as loader
 
 RECORDED = "data/recorded/part3"
 

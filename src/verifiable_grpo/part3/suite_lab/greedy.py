@@ -13,8 +13,9 @@ are checked in memory and dropped: only PASS/FAIL is kept or printed.
 from __future__ import annotations
 
 from verifiable_grpo.core.config import resolve, shown_path
+from verifiable_grpo.models import smollm2 as loader
 from verifiable_grpo.part3.sft_lab import masked_sft
-from verifiable_grpo.part3.smollm2 import evaluation, loader, records
+from verifiable_grpo.part3.smollm2 import evaluation, records
 from verifiable_grpo.part3.smollm2.chat_data import render_prompt
 from verifiable_grpo.part3.suite_lab import catalogue, stats
 

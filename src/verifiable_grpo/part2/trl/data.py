@@ -14,8 +14,8 @@ import torch
 
 from verifiable_grpo.core.config import resolve
 from verifiable_grpo.part2 import gsm8k
-from verifiable_grpo.part2 import trl_backend_config as run_config
-from verifiable_grpo.part2.trl_backend_trainer import text_sha256
+from verifiable_grpo.part2.trl import run_config
+from verifiable_grpo.part2.trl.trainer import text_sha256
 
 
 def _items(config: dict, split: str) -> list[dict]:

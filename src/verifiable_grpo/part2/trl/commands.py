@@ -17,12 +17,13 @@ from pathlib import Path
 from verifiable_grpo.core import preregistration
 from verifiable_grpo.core.config import ConfigError
 from verifiable_grpo.part2 import lock as lock_lib
-from verifiable_grpo.part2 import study, trl_backend
-from verifiable_grpo.part2 import trl_backend_config as run_config
+from verifiable_grpo.part2 import study
 from verifiable_grpo.part2.commands import finished_run
+from verifiable_grpo.part2.trl import backend as trl_backend
+from verifiable_grpo.part2.trl import run_config
 
 LAUNCHED_ENV = "VERIFIABLE_GRPO_TRL_LAUNCHED"
-PORT_ENV = "VERIFIABLE_GRPO_MAIN_PORT"  # set per device slot by part2/trl_study
+PORT_ENV = "VERIFIABLE_GRPO_MAIN_PORT"  # set per device slot by part2/trl/study
 
 
 def _needs_config(args) -> None:
@@ -134,12 +135,12 @@ def run(args) -> int:
 
 
 def run_study(args, runs: list[tuple[str, str, int]]) -> int:
-    """Every requested run not finished yet: over device slots (part2/trl_study) with
+    """Every requested run not finished yet: over device slots (part2/trl/study) with
     --devices or a CUDA configuration, else one after another in this process."""
     _needs_config(args)
     config = run_config.load_run_config(args.trl_config)
     if getattr(args, "devices", None) or config["device"] == "cuda":
-        from verifiable_grpo.part2 import trl_study
+        from verifiable_grpo.part2.trl import study as trl_study
 
         return trl_study.schedule(args, runs)
     processes = (

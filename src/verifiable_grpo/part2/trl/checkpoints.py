@@ -2,7 +2,7 @@
 
 TRL's Trainer writes RUN/checkpoints/checkpoint-N (adapter or weights, optimizer.pt,
 scheduler.pt, rng_state.pth, trainer_state.json) with no digest. After it has written
-the folder, our callback (trl_backend_trainer.TelemetryCheckpoint) adds the run's
+the folder, our callback (trl/trainer.TelemetryCheckpoint) adds the run's
 telemetry and then seals the folder (core.folder_digests: every file's SHA-256, written
 last). A rerun resumes only from the newest sealed checkpoint, after checking every file
 against the seal and loading each torch file once with weights_only=True (tensors and

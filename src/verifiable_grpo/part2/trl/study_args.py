@@ -1,11 +1,11 @@
-"""`family study`'s options for a study over the devices of a node (part2/trl_study);
+"""`family study`'s options for a study over the devices of a node (part2/trl/study);
 a module of its own so that building the CLI's parser imports nothing heavy."""
 
 from __future__ import annotations
 
 
 def add_node_arguments(q) -> None:
-    """family study --backend trl over the devices of a node (part2/trl_study)."""
+    """family study --backend trl over the devices of a node (part2/trl/study)."""
     q.add_argument(
         "--devices",
         default=None,

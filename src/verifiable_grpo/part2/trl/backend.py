@@ -4,7 +4,7 @@ tiny study, so `family analyse` reads a GPU study and the tiny one the same way.
 
 The lock fixes the arm (its GRPOConfig fields, checked against training/trl_parity),
 the seeds, the regimes (num_iterations = updates per rollout set) and the analysis; the
-run configuration (trl_backend_config) fixes the model, LoRA, data and budgets.
+run configuration (trl/run_config) fixes the model, LoRA, data and budgets.
 
 Checkpoints and resume. Every `checkpoint_every_steps` optimizer steps TRL's Trainer
 writes RUN/checkpoints/checkpoint-N with the LoRA adapter (or the weights), the
@@ -21,6 +21,7 @@ and curation draw from generators seeded by (seed, step), so they are regenerate
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -28,12 +29,13 @@ import torch
 from verifiable_grpo.core import files, interrupts, runlock
 from verifiable_grpo.core.config import ConfigError, config_hash, provenance, sha256_bytes
 from verifiable_grpo.core.record_names import with_current_names
-from verifiable_grpo.part2 import generation_lock, study, study_records, trl_checkpoints
+from verifiable_grpo.part2 import generation_lock, study, study_records
 from verifiable_grpo.part2 import lock as lock_lib
-from verifiable_grpo.part2 import trl_backend_config as run_config
-from verifiable_grpo.part2 import trl_backend_data as backend_data
-from verifiable_grpo.part2.trl_backend_trainer import TELEMETRY_FILE, StopAfter, TelemetryCheckpoint
-from verifiable_grpo.training import objectives, trl_parity
+from verifiable_grpo.part2.trl import checkpoints as trl_checkpoints
+from verifiable_grpo.part2.trl import data as backend_data
+from verifiable_grpo.part2.trl import run_config
+from verifiable_grpo.part2.trl.trainer import TELEMETRY_FILE, StopAfter, TelemetryCheckpoint
+from verifiable_grpo.training import objectives, trl_config, trl_parity
 
 SCHEMA = "verifiable-grpo-family-run-v1"
 LOGGED = (
@@ -102,7 +104,7 @@ def bind_run_config(out, config: dict) -> None:
 
 
 def _newest_checkpoint(folder: Path, identity: dict, main: bool = True) -> Path | None:
-    """The newest sealed checkpoint of the run, verified file by file (trl_checkpoints)."""
+    """The newest sealed checkpoint of the run, verified file by file (trl/checkpoints)."""
     newest = trl_checkpoints.newest_verified(folder, main)
     if newest is None:
         return None
@@ -118,40 +120,41 @@ def _newest_checkpoint(folder: Path, identity: dict, main: bool = True) -> Path 
 
 
 def grpo_config(config, fields, seed, updates, layout, folder, progress):
-    from trl import GRPOConfig
-
+    """The run's GRPOConfig: the arm's fields (the lock's), the step layout, the run
+    configuration's budget and pins, and the lock's generation fields."""
     budget, cuda = config["budget"], config["device"] == "cuda"
-    # the lock's generation fields (checked against trl_pins by check_request)
+    # the lock's generation fields (checked against trl_pins by check_request); the pins
+    # name no field of the layout or the budget (run_config.RESERVED_PINS)
     generation = config.get("_generation") or generation_lock.trl_fields(generation_lock.DEFAULT)
-    args = GRPOConfig(
-        output_dir=str(folder / "checkpoints"),
+    run = {
+        "output_dir": str(folder / "checkpoints"),
         **layout,
-        **fields,
         **{**config["trl_pins"], **generation},
-        num_iterations=updates,
-        max_completion_length=budget["max_completion_length"],
-        temperature=budget["temperature"],
-        learning_rate=budget["learning_rate"],
-        lr_scheduler_type=budget["lr_scheduler"],
-        warmup_steps=budget["warmup_steps"],
-        weight_decay=budget["weight_decay"],
-        max_grad_norm=budget["max_grad_norm"],
-        max_steps=budget["steps"] * updates,
-        save_strategy="steps",
-        save_steps=budget["checkpoint_every_steps"] * updates,
-        save_only_model=False,
-        logging_steps=1,
-        report_to=config.get("report_to", "none"),
-        seed=seed,
-        data_seed=seed,
-        use_cpu=not cuda,
-        bf16=cuda and config["model"]["dtype"] == "bfloat16",
-        activation_checkpointing=budget["gradient_checkpointing"],
-        disable_tqdm=not progress,
-        dataloader_num_workers=0,
-        log_completions=False,
-        chat_template_kwargs=config["data"]["chat_template_kwargs"],
-    )
+        "num_iterations": updates,
+        "max_completion_length": budget["max_completion_length"],
+        "temperature": budget["temperature"],
+        "learning_rate": budget["learning_rate"],
+        "lr_scheduler_type": budget["lr_scheduler"],
+        "warmup_steps": budget["warmup_steps"],
+        "weight_decay": budget["weight_decay"],
+        "max_grad_norm": budget["max_grad_norm"],
+        "max_steps": budget["steps"] * updates,
+        "save_strategy": "steps",
+        "save_steps": budget["checkpoint_every_steps"] * updates,
+        "save_only_model": False,
+        "logging_steps": 1,
+        "report_to": config.get("report_to", "none"),
+        "seed": seed,
+        "data_seed": seed,
+        "use_cpu": not cuda,
+        "bf16": cuda and config["model"]["dtype"] == "bfloat16",
+        "activation_checkpointing": budget["gradient_checkpointing"],
+        "disable_tqdm": not progress,
+        "dataloader_num_workers": 0,
+        "log_completions": False,
+        "chat_template_kwargs": config["data"]["chat_template_kwargs"],
+    }
+    args = trl_config.grpo_config(fields, run)
     generation_lock.check_effective(args, {**fields, **generation})
     return args
 
@@ -231,7 +234,7 @@ def run_arm_trl(
             f"{folder / 'run_manifest.json'} exists: this run is finished "
             "and evidence is never overwritten (use a new --out folder)"
         )
-    work = (
+    request = TRLRunRequest(
         lock,
         lock_sha,
         config,
@@ -246,12 +249,12 @@ def run_arm_trl(
         started,
     )
     if run_config.process_rank() != 0:  # the main process holds the folder and writes
-        return _train_and_record(*work)
+        return _train_and_record(request)
     out = runlock.usable_folder(out)
     study.bind_study_folder(out, lock_sha, str(lock_file))
     bind_run_config(out, config)
     with runlock.locked(folder, f"family run --backend trl --arm {arm} --seed {seed}"):
-        return _train_and_record(*work)
+        return _train_and_record(request)
 
 
 def build_trainer(
@@ -268,7 +271,7 @@ def build_trainer(
     from datasets import Dataset
     from transformers import PrinterCallback, set_seed
 
-    from verifiable_grpo.part2.trl_backend_trainer import FamilyGRPOTrainer, GSM8KReward
+    from verifiable_grpo.part2.trl.trainer import FamilyGRPOTrainer, GSM8KReward
 
     layout = run_config.step_layout(config, processes)
     train = backend_data.examples(config, "train")
@@ -291,28 +294,45 @@ def build_trainer(
     return trainer, tokenizer
 
 
-def _train_and_record(
-    lock,
-    lock_sha,
-    config,
-    fields,
-    folder,
-    arm,
-    seed,
-    regime,
-    processes,
-    stop_after,
-    progress,
-    started,
-):
-    identity = _identity(lock_sha, config, arm, seed, regime)
-    resume = _newest_checkpoint(folder, identity, run_config.process_rank() == 0)
-    updates = lock["regimes"][regime]["updates_per_rollout"]
+@dataclass(frozen=True)
+class TRLRunRequest:
+    """One TRL run, checked before any model loads (check_request): what the training needs."""
+
+    lock: dict
+    lock_sha: str
+    config: dict  # the run configuration, its lock's generation fields in "_generation"
+    fields: dict  # the arm's GRPOConfig fields, as the lock pre-registered them
+    folder: Path  # this run's folder
+    arm: str
+    seed: int
+    regime: str
+    processes: int  # accelerate's processes for this run
+    stop_after: int | None  # stop (checkpointed) after this many steps; None: to the end
+    progress: bool
+    started: float  # time.perf_counter() when the command started
+
+
+def _train_and_record(request: TRLRunRequest):
+    """run_arm_trl's work once the run folder is held (or on a process other than the main)."""
+    identity = _identity(
+        request.lock_sha, request.config, request.arm, request.seed, request.regime
+    )
+    resume = _newest_checkpoint(request.folder, identity, run_config.process_rank() == 0)
+    updates = request.lock["regimes"][request.regime]["updates_per_rollout"]
     trainer, tokenizer = build_trainer(
-        config, fields, arm, seed, updates, folder, processes, progress
+        request.config,
+        request.fields,
+        request.arm,
+        request.seed,
+        updates,
+        request.folder,
+        request.processes,
+        request.progress,
     )
     trainer.add_callback(TelemetryCheckpoint(trainer, identity))
-    trainer.add_callback(StopAfter(stop_after * updates if stop_after is not None else None))
+    trainer.add_callback(
+        StopAfter(request.stop_after * updates if request.stop_after is not None else None)
+    )
     if resume is not None:
         # a checkpoint written before the rename says `zvf` (no code hash guards this resume)
         trainer.family_telemetry = with_current_names(
@@ -321,39 +341,43 @@ def _train_and_record(
     trainer.train(resume_from_checkpoint=str(resume) if resume is not None else None)
     if trainer.state.global_step < trainer.state.max_steps:
         interrupts.check(
-            f"after step {trainer.state.global_step // updates} of {regime}/{arm}/"
-            f"seed {seed} (checkpoint saved)"
+            f"after step {trainer.state.global_step // updates} of {request.regime}/{request.arm}/"
+            f"seed {request.seed} (checkpoint saved)"
         )
         return None
-    final = folder / "final"
+    final = request.folder / "final"
     trainer.save_model(str(final))
     tokenizer.save_pretrained(str(final))
-    # every process evaluates its share of the batches (trl_backend_data); the results are
+    # every process evaluates its share of the batches (trl/data); the results are
     # gathered once, and the main process writes the manifest (its telemetry holds every
     # process's groups: FamilyGRPOTrainer gathers them).
-    result = backend_data.heldout_accuracy(trainer.model, tokenizer, config)
+    result = backend_data.heldout_accuracy(trainer.model, tokenizer, request.config)
     if run_config.process_rank() != 0:
         return None
     telemetry = _with_updates(trainer.family_telemetry, trainer.state.log_history, updates)
     manifest = {
         "schema": SCHEMA,
         "backend": "trl",
-        "arm": arm,
-        "seed": seed,
-        "regime": regime,
-        "lock_sha256": lock_sha,
+        "arm": request.arm,
+        "seed": request.seed,
+        "regime": request.regime,
+        "lock_sha256": request.lock_sha,
         "identity": identity,
         "resumed_from_step": int(resume.name.split("-")[1]) // updates if resume else None,
-        "config": {**config, "grpo": _study_view(config, updates), "trl_fields": fields},
+        "config": {
+            **request.config,
+            "grpo": _study_view(request.config, updates),
+            "trl_fields": request.fields,
+        },
         "provenance": provenance(),
         "versions": _versions(),
-        "stack_fingerprint": stack_fingerprint(config),
+        "stack_fingerprint": stack_fingerprint(request.config),
         "telemetry": telemetry,
         "summary": _summary(telemetry, result),
         "heldout": result,
-        "wall_seconds": time.perf_counter() - started,
+        "wall_seconds": time.perf_counter() - request.started,
     }
-    files.save_json(folder / "run_manifest.json", manifest)
+    files.save_json(request.folder / "run_manifest.json", manifest)
     return manifest
 
 

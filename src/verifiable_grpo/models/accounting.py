@@ -337,7 +337,7 @@ QWEN2_5_0_5B = ModelShape(
 
 
 def smollm2_135m() -> ModelShape:
-    """SmolLM2-135M as the Part III labs load it (smollm2.loader's config, read from the GGUF file)."""
-    from verifiable_grpo.part3.smollm2.loader import SMOLLM2_135M
+    """SmolLM2-135M as the Part III labs load it (models.smollm2's config, read from the GGUF file)."""
+    from verifiable_grpo.models.smollm2 import SMOLLM2_135M
 
     return shape_from_config("SmolLM2-135M", SMOLLM2_135M)

@@ -26,7 +26,8 @@ from trl import GRPOTrainer
 
 from verifiable_grpo.core import files, interrupts
 from verifiable_grpo.core.faults import fault_point
-from verifiable_grpo.part2 import gsm8k, trl_checkpoints
+from verifiable_grpo.part2 import gsm8k
+from verifiable_grpo.part2.trl import checkpoints as trl_checkpoints
 from verifiable_grpo.training import objectives, samplers
 
 REFILL_SEED_OFFSET = 600
@@ -266,7 +267,7 @@ class FamilyGRPOTrainer(GRPOTrainer):
 class TelemetryCheckpoint(TrainerCallback):
     """Writes the telemetry so far and the run's identity into every checkpoint folder
     (TRL's checkpoint does not know them), after TRL has written the folder, then seals
-    the folder (trl_checkpoints: every file's SHA-256, checked before a resume)."""
+    the folder (trl/checkpoints: every file's SHA-256, checked before a resume)."""
 
     def __init__(self, trainer: FamilyGRPOTrainer, identity: dict):
         self.trainer, self.identity = trainer, identity

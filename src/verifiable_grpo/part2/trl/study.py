@@ -33,9 +33,10 @@ from pathlib import Path
 from verifiable_grpo.core import files, interrupts, preregistration, runlock
 from verifiable_grpo.core.config import ConfigError
 from verifiable_grpo.part2 import lock as lock_lib
-from verifiable_grpo.part2 import study, trl_backend
-from verifiable_grpo.part2 import trl_backend_config as run_config
-from verifiable_grpo.part2.trl_backend_commands import die_with_parent
+from verifiable_grpo.part2 import study
+from verifiable_grpo.part2.trl import backend as trl_backend
+from verifiable_grpo.part2.trl import run_config
+from verifiable_grpo.part2.trl.commands import die_with_parent
 
 REFUSED = 2  # `family run`'s exit status for a refusal: final, not retried
 RETIRE_AFTER_DEATHS = 2  # consecutive worker deaths on one slot
@@ -132,7 +133,7 @@ def worker_command(args, run: tuple[str, str, int] | None) -> list[str]:
     """The command one worker runs: `family run` for a run, the base evaluation else."""
     common = ["--config", str(args.trl_config), "--lock", str(args.lock), "--out", str(args.out)]
     if run is None:
-        return [sys.executable, "-m", "verifiable_grpo.part2.trl_study", "base", *common]
+        return [sys.executable, "-m", "verifiable_grpo.part2.trl.study", "base", *common]
     regime, arm, seed = run
     line = [sys.executable, "-m", "verifiable_grpo", "family", "run", "--backend", "trl"]
     line += [*common, "--arm", arm, "--seed", str(seed), "--regime", regime]
@@ -372,7 +373,7 @@ def _dry_run(args, jobs, slots, config) -> int:
 
 
 def main(argv: list[str]) -> int:
-    """`python -m verifiable_grpo.part2.trl_study base --config C --lock L --out O`: the
+    """`python -m verifiable_grpo.part2.trl.study base --config C --lock L --out O`: the
     untrained base's held-out accuracy, as a worker of the scheduler (on its slot's GPU,
     never in the scheduler, whose CUDA cache would hold memory on a GPU a run uses)."""
     import argparse
