@@ -8,7 +8,6 @@ harmful, so every transcript is kept, and the chapter can show why each verdict 
 
 from __future__ import annotations
 
-from verifiable_grpo.core.config import shown_path
 from verifiable_grpo.part3.smollm2 import records
 from verifiable_grpo.part3.suite_lab import failure_families, greedy, stats
 
@@ -41,12 +40,7 @@ def run(out, cache=None, policy=None, log=print) -> dict:
         "families": stats.category_table(items, passed, categories=failure_families.FAMILIES),
         "paired": stats.paired(passed["instruct"], passed["instruct+sft"]),
     }
-    settings = {
-        "system": greedy.SYSTEM,
-        "max_new_tokens": greedy.MAX_NEW_TOKENS,
-        "policy": shown_path(policy),
-        "seed": stats.SEED,
-    }
+    settings = greedy.suite_settings(policy)
     path = records.write(out, NAME, settings, metrics, started, cache)
     log(f"wrote {path}")
     return records.finished(out, NAME)

@@ -104,15 +104,22 @@ def run(out, cache=None, policy=None, log=print) -> dict:
         "categories": stats.category_table(suite, passed),
         "paired": stats.paired(passed["instruct"], passed["instruct+sft"]),
     }
-    settings = {
+    settings = suite_settings(policy)
+    path = records.write(out, NAME, settings, metrics, started, cache)
+    log(f"wrote {path}")
+    return records.finished(out, NAME)
+
+
+def suite_settings(policy, **sampling) -> dict:
+    """The settings every suite lab records: the system prompt, how it samples (absent:
+    greedy), the reply cap, the policy and the bootstrap's seed."""
+    return {
         "system": SYSTEM,
+        **sampling,
         "max_new_tokens": MAX_NEW_TOKENS,
         "policy": shown_path(policy),
         "seed": stats.SEED,
     }
-    path = records.write(out, NAME, settings, metrics, started, cache)
-    log(f"wrote {path}")
-    return records.finished(out, NAME)
 
 
 def run_lab(out, cache=None, policy=None) -> dict:

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 
 import torch
 
-from verifiable_grpo.core.config import shown_path
 from verifiable_grpo.part3.smollm2 import records
 from verifiable_grpo.part3.smollm2.chat_data import END_ID, PAD_ID, render_prompt
 from verifiable_grpo.part3.suite_lab import catalogue, greedy, stats
@@ -133,17 +132,8 @@ def run(out, cache=None, policy=None, log=print) -> dict:
             suite, {label: r["passed"] for label, r in results.items()}
         ),
     }
-    settings = {
-        "system": greedy.SYSTEM,
-        "temperature": TEMPERATURE,
-        "seeds": list(SEEDS),
-        "top_k": 0,
-        "top_p": 1.0,
-        "batch": BATCH,
-        "max_new_tokens": greedy.MAX_NEW_TOKENS,
-        "policy": shown_path(policy),
-        "seed": stats.SEED,
-    }
+    sampling = {"temperature": TEMPERATURE, "seeds": list(SEEDS), "top_k": 0, "top_p": 1.0}
+    settings = greedy.suite_settings(policy, **sampling, batch=BATCH)
     path = records.write(out, NAME, settings, metrics, started, cache)
     log(f"wrote {path}")
     return records.finished(out, NAME)
