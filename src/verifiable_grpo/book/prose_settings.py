@@ -1,0 +1,135 @@
+"""Numbers the prose quotes that are not results: settings, constants, worked arithmetic.
+
+The scanner in claims.py finds every decimal, percentage and power of ten in the book's
+prose. Each must be a claim (tied to a record key) or be declared here once, with why it
+is not a measurement. "*" applies to every page; a page's own table only to that page.
+UNREVIEWED holds the numbers nobody has classified yet: each should become a claim or a
+setting, and the list may only shrink (a number not found on its page fails the test).
+"""
+
+from __future__ import annotations
+
+SETTINGS: dict[str, dict[str, str]] = {
+    "*": {
+        "95": "the level of every interval the book reports (95 %)",
+        "2.5": "the 2.5 % quantile of a 95 % bootstrap interval",
+        "97.5": "the 97.5 % quantile of a 95 % bootstrap interval",
+        "0.05": "the significance level of a test",
+        "5": "the 5 % significance level of a test",
+        "0.02": "Part I's KL coefficient beta (seed 000)",
+        "0.04": "Part III Lab 5's KL coefficient beta",
+        "0.2": "the clip epsilon",
+        "0.8": "the lower clip bound 1 - 0.2",
+        "1.2": "the upper clip bound 1 + 0.2",
+        "1.28": "clip-higher's upper bound 1 + 0.28 (DAPO)",
+        "0.28": "clip-higher's upper epsilon (DAPO)",
+        "1.16": "the TRL release this book runs (1.16)",
+        "1.8": "the TRL release the Part II card ran (1.8.0)",
+        "1e-5": "Part I's GRPO learning rate on the tiny base",
+        "1e-6": "the seed's GRPO learning rate (0.5B, full fine-tuning)",
+        "2e-4": "the warm start's learning rate on the tiny base; the rescoring tolerance",
+        "2e-5": "seed 000's warm-start learning rate",
+        "2.7": "the tiny base's size, 2.7M parameters (2,670,720)",
+        "2.67": "the tiny base's size, 2.67 million parameters",
+        "1.0": "a reward of 1 (right) or a clip norm of 1.0",
+        "0.0": "a reward of 0 (wrong)",
+        "10": "a 10 % share of the training prompts' warm-start success (selection band)",
+        "50": "a 50 % share of the training prompts' warm-start success (selection band)",
+    },
+}
+
+UNREVIEWED: dict[str, str] = {
+    "notebooks/part1/02_group_advantages.py": ("0.5 0.1 "),
+    "notebooks/part1/04_exact_kl.py": ("0.29 0.24 "),
+    "notebooks/part1/06_grpo.py": ("0.88 1.10 9.5 3e-4 "),
+    "notebooks/part1/07_resume.py": ("-0.0 "),
+    "notebooks/part1/10_beyond_the_budget.py": ("1 20 0.138 0.170 +0.022 +0.041 0.065 0.024 0.01 "),
+    "notebooks/part1/11_quiz.py": ("0.5 0.866 "),
+    "notebooks/part1/12_pretrained_model.py": (
+        "0.013 0.25 0.6 0.630 0.114 +0.516 +0.462 +0.569 0.690 0.205 0.1 0.098 0.56 "
+    ),
+    "notebooks/part2/01_the_arms.py": ("0.01 0.012 0.25 0.577 "),
+    "notebooks/part2/03_study_design.py": ("+0.005 0.783 0.64 64 36 0.63 "),
+    "notebooks/part2/04_results.py": (
+        "-0.0187 -0.0025 0.078 0.31 +0.023 +0.002 +0.048 0.094 0.375 0.205 "
+        "0.161 0.178 0.35 0.38 0.17 0.19 2.3 57 2.2 0.15 0.27 0.90 1.09 "
+    ),
+    "notebooks/part2/06_training_inference_mismatch.py": ("3.0 15 30 "),
+    "notebooks/part2/07_newer_objectives.py": ("1.5 4.48 "),
+    "notebooks/part2/08_before_gpu_hours.py": (
+        "8.19 42.9 16.4 16.1 5e-5 0.631 0.638 3e-4 3e-5 2.8 "
+    ),
+    "notebooks/part2/09_quiz.py": ("0.125 "),
+    "notebooks/part3/01_masked_sft.py": (
+        "0.99976 0.990 1e-4 1.6 7.26 0 2.5425 2.4340 2 0.62 0.70 0.48 0.66 "
+        "0.60 0.3701 0.2644 0.82 100 0.90 0.3 0.7 0.5 0.9 0.6 0.3235 0.2460 "
+        "0.68 0.1729 0.2021 3.0 0.013 6.0 0.875 0.75 "
+    ),
+    "notebooks/part3/02_lora.py": (
+        "2.8 1.783 19.54 1076.12 1e-3 0.68 0.78 0.76 0.1178 0.1543 38 0.2545 "
+        "0.60 0.4 0.9 62 0.5 0.2750 0.58 0.1792 0.70 0.1925 0.2152 0.66 0.74 "
+        "0.990 0.986 "
+    ),
+    "notebooks/part3/03_reward_model.py": (
+        "0.374 0.378 0.3751 -6.73 -0.38 0.852 0.839 0.818 0.908 6.954 1.901 "
+        "0.389 0.20 0.21 0.025 0.033 0.83 0.84 0.77 0.78 0.96 0.97 0.85 0.90 "
+        "0.80 0.81 0.82 2.41 1.83 0.848 0.959 2.373 2.375 2.497 1.39 0.3 1.364 "
+        "1.384 1.42 1.45 2.488 "
+    ),
+    "notebooks/part3/04_dpo.py": (
+        "2.499 2.378 45 0.478 0.874 +0.567 0.016 0.229 -0.926 0.968 +0.73 "
+        "-0.93 -40.6 4.9 4.7 0.147 0.614 0.984 80 3.28 0.70 0.64 0.12 0.0451 "
+        "0.0034 0.843 0.970 0.707 0.704 0.964 -5.4 -12.3 3.456 3.424 0.006 2.0 "
+    ),
+    "notebooks/part3/05_expert_iteration_vs_grpo.py": (
+        "79.6 77.8 0.935 0.478 0.963 0.629 0.870 0.376 81 97.6 1.57 1.74 0.994 "
+        "0.734 0.954 0.596 0.006 0.988 0.946 0.879 0.967 0.959 86 44 98 78 83 "
+        "0.14 0.20 1.65 1.45 0.969 0.5 0.966 0.639 0.971 0.653 0.812 0.958 "
+        "0.81 "
+    ),
+    "notebooks/part3/06_behaviour_suite.py": (
+        "43 +0.075 -0.025 +0.200 0.375 0.036 0.624 0.000 0.434 0.250 +0.125 "
+        "0.025 0.225 0.0625 100 14.2 17.9 0.43 0.7 0.237 0.763 0.290 0.300 "
+        "0.345 1.000 0.34 0.16 0.265 0.125 0.270 0.130 "
+    ),
+    "notebooks/part3/07_simulated_judge.py": (
+        "0.502 0.755 0.420 0.588 8.5 0.4655 0.466 0.465499 0.434 0.125 0.400 0.722 "
+    ),
+    "notebooks/part3/08_fault_tree_reward.py": ("40 1.000 0.857 "),
+    "notebooks/part3/09_memory_and_compute.py": (
+        "4.127 152.812 142.317 7 19.54 1076.12 29 2 3.61 4.983 0.031 2.15 79.6 "
+        "12.6 17.2 6.8 0.4 18.5 "
+    ),
+    "notebooks/part3/10_case_study_bill.py": (
+        "7.50 5.53 3 0.5 0.3 4.28 1.246 4.78 3.3 6.6 14 0.9 "
+    ),
+    "notebooks/part3/11_rlhf_background.py": ("0.93 0.98 0.36 0.58 0.26 "),
+    "notebooks/part3/12_model_merging.py": (
+        "0.47 0.99 0.41 0.38 0.816 0.795 0.9 0.5 0.3 0.4 0.6 0.7 0.894 0.892 "
+    ),
+    "notebooks/part3/13_troubleshooting.py": (
+        "0.229 0.874 98 78 62 1.000 0.031 0.4 0.9 0.75 0.78 0.778 "
+    ),
+    "notebooks/part3/14_sft_data_and_tools.py": ("1.7 2.4340 11 2.159 2.434 0.9 "),
+    "notebooks/part3/15_quiz_and_summary.py": ("29 0.229 0.337 0.5 0.25 3.175 4.125 "),
+    "book/how-to-extend.md": ("1e-15 1e-7 1 "),
+    "book/how-to-run.md": (
+        "32.4 5.93 5.51 1.98 9.9 8.8 64.0 2.8 10.3 2.3 6.7 2.0 5.4 1.7 3.6 1.9 1.5 1.4 5.5 "
+    ),
+    "book/intro.md": ("4.5 "),
+    "book/part3.md": ("2 4.5 "),
+    "book/provenance.md": (
+        "257.3 433.7 1201.5 4.7 740.9 2.9 3.5e-6 2.3e-3 1.60 0.38 0.18 1.00 "
+        "9.15 2.76 0.70 5.58 2.49 1.48 0.00 1.17 0.55 4.45 2.10 4.90 3.60 24.6 "
+        "1.5 49.6 0.01 176.5 190.9 118.1 188.2 139.5 425.9 421.8 "
+    ),
+    "book/references.md": ("5e-5 "),
+    "book/tiny-base.md": (
+        "2 98 80 20 1e4 0.9 0.95 0.01 2e-3 10.7 2.17 0.79 0.37 0.23 13.2 0.160 "
+        "0.190 0.130 0.203 0.118 1.428 1e-4 0.240 0.325 0.126 0.746 0.605 "
+        "0.212 0.360 0.189 0.991 0.510 3e-4 0.220 0.265 0.181 0.995 0.515 5e-4 "
+        "0.237 0.158 0.996 0.560 1e-3 0.270 0.175 1.000 0.660 0.19 10.8 0.17 "
+        "0.092 0.54 0.214 0.188 0.231 0.45 0.50 0.33 2.2e-3 0.156 0.206 0.47 "
+        "0.60 0.42 8.2e-2 0.003 0.03 "
+    ),
+}
