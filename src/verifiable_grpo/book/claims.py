@@ -171,15 +171,25 @@ def formatted(value: float, form: str) -> str:
     return {"f": fixed, "s": signed, "p": percent}[kind](value, digits)
 
 
+# Sources that are not files: the published figures a chapter compares with, which live in
+# the package as constants (e.g. "published:sft" -> masked_sft.MODULE_REPORTS).
+SOURCES: dict[str, object] = {}
+
+
+def source(name: str) -> object:
+    return SOURCES[name] if name in SOURCES else record(name)
+
+
 def keys(name: str, *entries: str):
-    """The expected numbers of a sentence as record keys: each entry "path form"."""
+    """The expected numbers of a sentence as record keys: each entry "path form", or
+    "other-source:path form" for a key of another file or source."""
 
     def expected() -> list[str]:
-        data = record(name)
         out = []
         for entry in entries:
             path, form = entry.rsplit(" ", 1)
-            out.append(formatted(lookup(data, path), form))
+            where, _, path = path.rpartition(":")
+            out.append(formatted(lookup(source(where or name), path), form))
         return out
 
     return expected

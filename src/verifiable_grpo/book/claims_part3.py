@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from verifiable_grpo.book.claims import fixed
+from verifiable_grpo.book.claims import SOURCES, fixed, keys
+from verifiable_grpo.part3.sft_lab import masked_sft
 
 
 def _group_size_bill():
@@ -15,5 +16,96 @@ CLAIMS = {
         "notebooks/part3/10_case_study_bill.py",
         "Every GRPO stage is proportional to the number of responses",
         _group_size_bill,
+    ),
+}
+
+
+# Chapter III.1, masked SFT: QUICK (sft), its ablations and the published run's figures.
+SFT = "notebooks/part3/01_masked_sft.py"
+SOURCES["published:sft"] = masked_sft.MODULE_REPORTS
+CLAIMS |= {
+    "III.1 chat rows": (
+        SFT,
+        "**The chat rows.**",
+        keys("published:sft", "chat_rows.cosine_before f5"),
+    ),
+    "III.1 diagnosis": (
+        SFT,
+        "**What the diagnosis shows on the instruct model.**",
+        keys("part3/sft-metrics.json", "chat_rows.before.cosine f3"),
+    ),
+    "III.1 starting point": (
+        SFT,
+        "**Why the numbers differ from the published run's.**",
+        keys("published:sft", "before.loss f2", "before.stop p0"),
+    ),
+    "III.1 FULL's held-out set": (
+        SFT,
+        "The published lab also reports separate single-seed ablations.",
+        keys(
+            "part3/sft-full-metrics.json", "before.loss f4", "part3/sft-metrics.json:before.loss f4"
+        ),
+    ),
+    "III.1 rows kept": (
+        SFT,
+        "On the base model, keeping the rows was",
+        keys(
+            "published:sft",
+            "ablations.no chat-row init[0] p0",
+            "ablations.no chat-row init[1] p0",
+            "part3/sft-no-row-init-metrics.json:after.exact f2",
+            "part3/sft-metrics.json:after.exact f2",
+            "part3/sft-no-row-init-metrics.json:after.exact f2",
+            "part3/sft-metrics.json:after.exact f2",
+            "part3/sft-no-row-init-metrics.json:chat_rows.after.cosine f3",
+        ),
+    ),
+    "III.1 no masking": (
+        SFT,
+        "Without masking, the published run lost",
+        keys(
+            "published:sft",
+            "ablations.no masking[0] f2",
+            "ablations.default QUICK[0] f2",
+            "part3/sft-no-mask-metrics.json:after.exact f2",
+            "part3/sft-metrics.json:after.exact f2",
+            "part3/sft-no-mask-metrics.json:after.loss f4",
+            "part3/sft-metrics.json:after.loss f4",
+        ),
+    ),
+    "III.1 FULL": (
+        SFT,
+        "FULL (50 updates over two epochs",
+        keys(
+            "part3/sft-full-metrics.json",
+            "after.exact f2",
+            "after.stop p0",
+            "published:sft:ablations.FULL (50 updates)[0] f2",
+            "part3/sft-metrics.json:after.exact f2",
+            "part3/sft-metrics.json:after.families.conversion f1",
+            "after.families.conversion f1",
+            "part3/sft-metrics.json:after.families.addition f1",
+            "after.families.addition f1",
+            "part3/sft-metrics.json:after.families.sorting f1",
+            "after.families.sorting f1",
+            "part3/sft-metrics.json:after.families.limit f1",
+            "after.families.limit f1",
+            "after.families.extraction f1",
+        ),
+    ),
+    "III.1 twenty updates": (
+        SFT,
+        "On the published run's base model this setting barely stopped",
+        keys(
+            "part3/sft-no-row-init-metrics.json",
+            "after.loss f4",
+            "part3/sft-no-row-init-20-metrics.json:after.loss f4",
+            "after.exact f2",
+            "part3/sft-no-row-init-20-metrics.json:after.exact f2",
+            "after.families.conversion f1",
+            "part3/sft-no-row-init-20-metrics.json:after.families.conversion f1",
+            "part3/sft-no-row-init-20-metrics.json:history[14].loss f4",
+            "history[14].loss f4",
+        ),
     ),
 }
