@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from verifiable_grpo.book.claims import SOURCES, fixed, keys
+from verifiable_grpo.book.claims import SOURCES, fixed, keys, percent, record
 from verifiable_grpo.part3.sft_lab import masked_sft
 
 
@@ -106,6 +106,91 @@ CLAIMS |= {
             "part3/sft-no-row-init-20-metrics.json:after.families.conversion f1",
             "part3/sft-no-row-init-20-metrics.json:history[14].loss f4",
             "history[14].loss f4",
+        ),
+    ),
+}
+
+
+# Chapter III.2, LoRA: the structure by hand, the target, rank and chat-row variants.
+LORA = "notebooks/part3/02_lora.py"
+
+
+def _lora(name: str = "lora") -> dict:
+    return record(f"part3/{name}-metrics.json")
+
+
+def _lora_by_hand():
+    """Trainable share, and AdamW's two FP32 moments (decimal MB) for adapters and model."""
+    run = _lora()
+    return [
+        percent(run["trainable"] / run["total"], 3),
+        fixed(8 * run["trainable"] / 1e6, 2),
+        f"{8 * run['base_parameters'] / 1e6:,.2f}",
+    ]
+
+
+def _lora_attention_only():
+    run = _lora("lora-qkvo")
+    return [percent(run["trainable"] / run["total"], 2)]
+
+
+def _lora_targets():
+    qkvo, default = _lora("lora-qkvo"), _lora()
+    share = qkvo["trainable"] / default["trainable"]
+    return [
+        percent(share, 0),
+        fixed(qkvo["adapted"]["loss"], 4),
+        fixed(default["adapted"]["loss"], 4),
+        fixed(qkvo["adapted"]["exact"], 2),
+        fixed(default["adapted"]["exact"], 2),
+        fixed(qkvo["adapted"]["families"]["conversion"], 1),
+        fixed(default["adapted"]["families"]["conversion"], 1),
+        percent(1 - share, 0),
+    ]
+
+
+CLAIMS |= {
+    "III.2 by hand": (LORA, "By hand, one block:", _lora_by_hand),
+    "III.2 attention only": (LORA, "Attention only: per block", _lora_attention_only),
+    "III.2 rows as loaded": (
+        LORA,
+        "On this instruct model, yes: the run that keeps the rows",
+        keys(
+            "part3/lora-no-row-init-metrics.json",
+            "adapted.exact f2",
+            "part3/lora-metrics.json:adapted.exact f2",
+            "adapted.loss f4",
+            "part3/lora-metrics.json:adapted.loss f4",
+        ),
+    ),
+    "III.2 targets": (LORA, "Wrapping only q, k, v and o trains", _lora_targets),
+    "III.2 ranks": (
+        LORA,
+        "At a fixed scale (α = 2r), rank 2 is too narrow",
+        keys(
+            "part3/lora-r2-a4-metrics.json",
+            "adapted.loss f4",
+            "part3/lora-metrics.json:adapted.loss f4",
+            "adapted.exact f2",
+            "part3/lora-metrics.json:adapted.exact f2",
+            "part3/lora-r32-a64-metrics.json:adapted.loss f4",
+            "part3/lora-r32-a64-metrics.json:adapted.exact f2",
+            "part3/lora-r2-a16-metrics.json:adapted.loss f4",
+            "part3/lora-r2-a16-metrics.json:adapted.exact f2",
+            "part3/lora-r32-a16-metrics.json:adapted.loss f4",
+            "part3/lora-r32-a16-metrics.json:adapted.exact f2",
+        ),
+    ),
+    "III.2 row delta": (
+        LORA,
+        "On this instruct model the delta changes little",
+        keys(
+            "part3/lora-row-delta-metrics.json",
+            "adapted.exact f2",
+            "part3/lora-metrics.json:adapted.exact f2",
+            "part3/lora-no-row-init-metrics.json:adapted.exact f2",
+            "chat_rows.after.cosine f3",
+            "chat_rows.folded.cosine f3",
         ),
     ),
 }
