@@ -194,3 +194,99 @@ CLAIMS |= {
         ),
     ),
 }
+
+
+# Chapter III.3, reward model: the recorded lab, the seeds x data-size sweep, label bias.
+REWARD = "notebooks/part3/03_reward_model.py"
+
+
+def _reward_sweep():
+    """Ranges over three seeds: MLP ECE, accuracy and correlation at 200 then 4,000 pairs,
+    the linear model's accuracy, and seed 0's best selections with each data size."""
+    pairs = record("part3/try-this.json")["metrics"]["reward"]["pairs"]
+
+    def spread(size, get, digits):
+        values = [get(p) for p in pairs if p["train_pairs"] == size]
+        return [fixed(min(values), digits), fixed(max(values), digits)]
+
+    ece = lambda p: p["mlp_ece"]  # noqa: E731
+    accuracy = lambda p: p["models"]["mlp"]["accuracy"]  # noqa: E731
+    correlation = lambda p: p["models"]["mlp"]["correlation"]  # noqa: E731
+    linear = lambda p: p["models"]["linear"]["accuracy"]  # noqa: E731
+    seed0 = {
+        p["train_pairs"]: p["peak"]["mlp_true"]["true_reward"] for p in pairs if p["seed"] == 0
+    }
+    return [
+        *spread(200, ece, 2),
+        *spread(4000, ece, 3),
+        *spread(4000, accuracy, 2),
+        *spread(200, accuracy, 2),
+        *spread(4000, correlation, 2),
+        *spread(200, correlation, 2),
+        *spread(200, linear, 2),
+        *spread(4000, linear, 2),
+        fixed(seed0[200], 2),
+        fixed(seed0[4000], 2),
+    ]
+
+
+CLAIMS |= {
+    "III.3 scores unidentified": (
+        REWARD,
+        "The mean scores below",
+        keys(
+            "part3/reward-model.json",
+            "metrics.models.mlp.mean_reward f2",
+            "metrics.models.linear.mean_reward f2",
+        ),
+    ),
+    "III.3 oracle": (
+        REWARD,
+        "The oracle's *observed* accuracy",
+        keys(
+            "part3/reward-model.json",
+            "metrics.oracle.accuracy f3",
+            "metrics.oracle.expected_bayes_accuracy f3",
+            "metrics.models.linear.accuracy f3",
+            "metrics.models.linear.correlation f3",
+        ),
+    ),
+    "III.3 over-optimisation": (
+        REWARD,
+        "**Reading.** The linear proxy's own score rises without end",
+        keys(
+            "part3/reward-model.json",
+            "metrics.selection[7].linear_proxy f3",
+            "metrics.selection[3].linear_true f3",
+            "metrics.selection[7].linear_true f3",
+            "metrics.models.linear.accuracy f3",
+        ),
+    ),
+    "III.3 data and seeds": (REWARD, "With 200 pairs the MLP is badly calibrated", _reward_sweep),
+    "III.3 label bias": (
+        REWARD,
+        "The labels still look good",
+        keys(
+            "part3/try-this.json",
+            "metrics.reward.label_bias.models.mlp.accuracy f3",
+            "metrics.reward.label_bias.models.mlp.correlation f3",
+            "metrics.reward.label_bias.where[2].labeller.true_reward f3",
+            "metrics.reward.biased_top_true_reward f3",
+            "metrics.reward.label_bias.where[2].true.true_reward f3",
+            "metrics.reward.label_bias.where[2].learned.true_reward f2",
+        ),
+    ),
+    "III.3 soft selection": (
+        REWARD,
+        "The recorded run draws one candidate set after the published table",
+        keys(
+            "part3/reward-model.json",
+            "metrics.softmax_selection.rows[0].linear_true f3",
+            "metrics.selection[5].linear_true f3",
+            "metrics.softmax_selection.rows[2].linear_true f2",
+            "metrics.softmax_selection.rows[1].linear_true f2",
+            "metrics.softmax_selection.rows[3].linear_true f2",
+            "metrics.selection[5].oracle_true f3",
+        ),
+    ),
+}
