@@ -38,13 +38,13 @@ def page_text(page: str | Path) -> str:
 
 
 def paragraph(page: str | Path, anchor: str) -> str:
-    """The paragraph that starts at (or contains) `anchor`, whitespace collapsed."""
-    text = page_text(page)
-    start = text.find(anchor)
-    if start < 0:
-        raise LookupError(f"{page}: no paragraph contains {anchor!r}")
-    start = text.rfind("\n\n", 0, start) + 2 if "\n\n" in text[:start] else 0
-    return " ".join(text[start:].split("\n\n", 1)[0].split())
+    """The first paragraph that contains `anchor`, whitespace collapsed (an anchor may
+    span a line break of the source)."""
+    for block in re.split(r"\n\s*\n", page_text(page)):
+        text = " ".join(block.split())
+        if anchor in text:
+            return text
+    raise LookupError(f"{page}: no paragraph contains {anchor!r}")
 
 
 def normalise(number: str) -> str:

@@ -290,3 +290,120 @@ CLAIMS |= {
         ),
     ),
 }
+
+
+# Chapter III.4, DPO: the bandit's fit, the digit task on and off policy, SmolLM2's pairs.
+DPO = "notebooks/part3/04_dpo.py"
+DIGITS = "part3/dpo.json:metrics.digits"
+
+
+def _dpo_overshoot_gap():
+    row = record("part3/dpo.json")["metrics"]["bandit"]["rows"][0]
+    return [fixed(row["fitted_kl"] - row["exact_kl"], 2)]
+
+
+def _dpo_ipo():
+    """Off-policy IPO's gap and rejected drop (in nats down, so unsigned), then KL,
+    accuracy, and on-policy IPO against DPO."""
+    dpo = record("part3/try-this.json")["metrics"]["dpo"]
+    off, on = dpo["off_policy_ipo"][-1], dpo["on_policy_ipo"][-1]
+    plain = record("part3/dpo.json")["metrics"]["digits"]
+    return [
+        fixed(off["gap"], 1),
+        fixed(-off["rejected_ratio"], 1),
+        f"{-plain['off_policy'][-1]['rejected_ratio']:.0f}",
+        fixed(off["kl"], 3),
+        fixed(off["accuracy"], 3),
+        fixed(on["accuracy"], 3),
+        fixed(plain["on_policy"][-1]["accuracy"], 3),
+    ]
+
+
+def _dpo_smollm2():
+    """The pairs the chosen reply wins after 16 updates; the mean drop of the rejected and
+    of the chosen replies (nats, unsigned); exact match before and after."""
+    run = record("part3/dpo-smollm2-metrics.json")
+    final = run["final"]
+    mean = lambda xs: sum(xs) / len(xs)  # noqa: E731
+    return [
+        percent(final["accuracy"], 0),
+        fixed(-mean(final["rejected_gain"]), 2),
+        fixed(-mean(final["chosen_gain"]), 2),
+        fixed(run["before"]["exact"], 2),
+        fixed(run["after"]["exact"], 2),
+    ]
+
+
+def _dpo_small_beta():
+    """The chapter's cell fits beta = 0.1 live (about a second); its sentence quotes it."""
+    from verifiable_grpo.part3.dpo_lab import dpo_bandit
+
+    counts, _ = dpo_bandit.preference_counts(20_000)
+    row = dpo_bandit.compare(dpo_bandit.fit_dpo(counts, 0.1), 0.1)
+    return [fixed(row["fitted_kl"]), fixed(row["exact_kl"]), fixed(row["max_error"])]
+
+
+CLAIMS |= {
+    "III.4 overshoot": (
+        DPO,
+        "The fit follows the analytic optimum closely",
+        keys(
+            "part3/dpo.json",
+            "metrics.bandit.rows[0].fitted_kl f3",
+            "metrics.bandit.rows[0].exact_kl f3",
+        ),
+    ),
+    "III.4 on and off policy": (
+        DPO,
+        "**Reading.** On-policy DPO raises sampled accuracy",
+        keys(
+            DIGITS.split(":")[0],
+            f"{DIGITS}.reference.accuracy f3",
+            f"{DIGITS}.on_policy[3].accuracy f3",
+            f"{DIGITS}.on_policy[3].chosen_ratio s3",
+            f"{DIGITS}.off_policy[3].loss f3",
+            f"{DIGITS}.off_policy[3].accuracy f3",
+            f"{DIGITS}.off_policy[3].chosen_ratio f3",
+        ),
+    ),
+    "III.4 SFT term": (
+        DPO,
+        "The SFT term rescues the off-policy condition",
+        keys(
+            "part3/try-this.json",
+            "metrics.dpo.off_policy_dpo_sft[3].accuracy f3",
+            f"{DIGITS}.off_policy[3].accuracy f3",
+            "metrics.dpo.off_policy_dpo_sft[3].chosen_ratio s2",
+            f"{DIGITS}.off_policy[3].chosen_ratio f2",
+            "metrics.dpo.off_policy_dpo_sft[3].rejected_ratio f1",
+        ),
+    ),
+    "III.4 IPO": (DPO, "IPO stops where its target says.", _dpo_ipo),
+    "III.4 SmolLM2 pairs": (DPO, "The loss did its job on the pairs", _dpo_smollm2),
+    "III.4 exercise 1": (DPO, "why do the fitted and exact KL agree", _dpo_overshoot_gap),
+    "III.4 exercise 1 solution": (
+        DPO,
+        "The measured maximum probability error falls",
+        keys(
+            "part3/dpo.json",
+            "metrics.bandit.rows[0].max_error f4",
+            "metrics.bandit.rows[3].max_error f4",
+        ),
+    ),
+    "III.4 variant beta": (
+        DPO,
+        "Here a larger beta *helps*.",
+        keys(
+            "part3/dpo.json",
+            "metrics.digits.on_policy_variant.records[1].accuracy f3",
+            "metrics.digits.on_policy_variant.records[3].accuracy f3",
+            "metrics.digits.on_policy[1].accuracy f3",
+            "metrics.digits.on_policy[3].accuracy f3",
+            "metrics.digits.on_policy_variant.records[3].kl f3",
+            "metrics.digits.on_policy[3].kl f3",
+            "metrics.digits.on_policy_variant.records[3].rejected_ratio f1",
+            "metrics.digits.on_policy[3].rejected_ratio f1",
+        ),
+    ),
+    "III.4 small beta": (DPO, "The cell below runs the fit: the fitted KL", _dpo_small_beta),
+}
