@@ -407,3 +407,154 @@ CLAIMS |= {
     ),
     "III.4 small beta": (DPO, "The cell below runs the fit: the fitted KL", _dpo_small_beta),
 }
+
+
+# Chapter III.5, expert iteration vs GRPO: the lab's runs and its recorded "try this" runs.
+EXPERT = "notebooks/part3/05_expert_iteration_vs_grpo.py"
+LAB5 = "part3/expert-iteration.json"
+
+
+def _try_grpo() -> dict:
+    return record("part3/try-this.json")["metrics"]["grpo"]
+
+
+def _last(run: dict) -> dict:
+    return run["records"][-1]
+
+
+def _lab5_seeds():
+    seeds = _try_grpo()["seeds"]
+    exact = [_last(r)["accuracy"] for r in seeds["exact"]]
+    return [fixed(max(exact) - min(exact))]
+
+
+def _lab5_group_sizes():
+    runs = {r["settings"]["group_size"]: _last(r) for r in _try_grpo()["group_size"]}
+    runs[8] = _last(record(LAB5)["metrics"]["grpo"][0])
+    return [fixed(runs[g]["accuracy"]) for g in (4, 8, 16)] + [
+        percent(runs[4]["zero_variance"], 0),
+        percent(runs[16]["zero_variance"], 0),
+    ]
+
+
+def _lab5_gamed_seeds():
+    """Over three seeds: the substring checker's pass rate, exact accuracy, their gap,
+    reply length; then the exact checker's length and accuracy range."""
+    seeds = _try_grpo()["seeds"]
+    gamed = [_last(r) for r in seeds["substring"]]
+    exact = [_last(r) for r in seeds["exact"]]
+    accepted = [r["verifier_reward"] for r in gamed]
+    right = [r["accuracy"] for r in gamed]
+    gaps = [a - r for a, r in zip(accepted, right)]
+    lengths = [r["length"] for r in gamed]
+    exact_right = [r["accuracy"] for r in exact]
+    return [
+        percent(min(accepted), 0),
+        percent(min(right), 0),
+        percent(max(right), 0),
+        fixed(min(gaps), 2),
+        fixed(max(gaps), 2),
+        fixed(min(lengths), 2),
+        fixed(max(lengths), 2),
+        fixed(min(r["length"] for r in exact), 2),
+        fixed(min(exact_right)),
+        fixed(max(exact_right)),
+    ]
+
+
+CLAIMS |= {
+    "III.5 reading": (
+        EXPERT,
+        "**Reading.** At $\\beta = 0.04$, exact accuracy climbs",
+        keys(
+            LAB5,
+            "metrics.reference.accuracy f3",
+            "metrics.grpo[0].records[6].accuracy f3",
+            "metrics.grpo[0].records[6].kl f3",
+            "metrics.grpo[1].records[6].accuracy f3",
+            "metrics.grpo[1].records[6].kl f3",
+            "metrics.grpo[0].records[5].zero_variance p0",
+        ),
+    ),
+    "III.5 gamed checker": (
+        EXPERT,
+        "The substring run looks best by its own measure",
+        keys(
+            LAB5,
+            "metrics.grpo[2].records[6].verifier_reward p1",
+            "metrics.grpo[2].records[6].accuracy p1",
+            "metrics.reference.length f2",
+            "metrics.grpo[2].records[6].length f2",
+        ),
+    ),
+    "III.5 another CPU": (
+        EXPERT,
+        "one Intel machine ended the gamed-verifier run",
+        keys(LAB5, "metrics.grpo[2].records[6].accuracy p1"),
+    ),
+    "III.5 expert iteration": (
+        EXPERT,
+        "Expert iteration (0.994, KL 0.734)",
+        keys(LAB5, "metrics.expert_iteration[2].accuracy f3", "metrics.expert_iteration[2].kl f3"),
+    ),
+    "III.5 Dr. GRPO": (
+        EXPERT,
+        "The two end close together",
+        keys(
+            "part3/try-this.json",
+            "metrics.grpo.dr_grpo.records[6].accuracy f3",
+            f"{LAB5}:metrics.grpo[0].records[6].accuracy f3",
+            "metrics.grpo.dr_grpo.records[6].kl f3",
+            f"{LAB5}:metrics.grpo[0].records[6].kl f3",
+            "metrics.grpo.dr_grpo.records[6].accuracy f3",
+            f"{LAB5}:metrics.grpo[0].records[6].accuracy f3",
+        ),
+    ),
+    "III.5 seeds differ": (EXPERT, "the seeds below differ by up to", _lab5_seeds),
+    "III.5 refill": (
+        EXPERT,
+        "Per update, refilling helps",
+        keys(
+            "part3/try-this.json",
+            "metrics.grpo.refill.records[6].accuracy f3",
+            f"{LAB5}:metrics.grpo[0].records[6].accuracy f3",
+            f"{LAB5}:metrics.grpo[0].records[4].accuracy f3",
+            "metrics.grpo.refill.records[2].accuracy f3",
+        ),
+    ),
+    "III.5 group sizes": (EXPERT, "Final accuracy is 0.967", _lab5_group_sizes),
+    "III.5 gamed seeds": (EXPERT, "At every seed, the substring checker", _lab5_gamed_seeds),
+    "III.5 exercise 2": (
+        EXPERT,
+        "It ends at accuracy 0.966 and KL 0.639",
+        keys(
+            LAB5,
+            "metrics.variants[0].records[6].accuracy f3",
+            "metrics.variants[0].records[6].kl f3",
+            "metrics.grpo[0].records[6].accuracy f3",
+            "metrics.grpo[0].records[6].kl f3",
+            "metrics.variants[1].records[6].accuracy f3",
+            "metrics.variants[1].records[6].kl f3",
+            "metrics.grpo[1].records[6].kl f3",
+        ),
+    ),
+    "III.5 exercise 3": (
+        EXPERT,
+        "**3. (by hand)** At iteration 125",
+        keys(
+            LAB5,
+            "metrics.grpo[0].records[5].zero_variance f3",
+            "metrics.grpo[0].records[5].accuracy f3",
+            "metrics.grpo[0].records[5].accuracy f3",
+        ),
+    ),
+    "III.5 exercise 3 solution": (
+        EXPERT,
+        "The measured 0.81 is higher",
+        keys(
+            LAB5,
+            "metrics.grpo[0].records[5].zero_variance f2",
+            "metrics.grpo[0].records[5].zero_variance f3",
+        ),
+    ),
+}
