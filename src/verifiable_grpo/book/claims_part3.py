@@ -558,3 +558,76 @@ CLAIMS |= {
         ),
     ),
 }
+
+
+# Chapter III.6, the behaviour suite: greedy results, Wilson intervals, sampled rerun.
+SUITE = "notebooks/part3/06_behaviour_suite.py"
+
+
+def _suite(name: str, category: str, model: str) -> dict:
+    rows = record(f"part3/{name}-metrics.json")["categories"]
+    return next(r for r in rows if r["category"] == category and r["model"] == model)
+
+
+def _suite_refusals():
+    before, after = _suite("suite", "refuse", "instruct"), _suite("suite", "refuse", "instruct+sft")
+    return [fixed(v) for v in (*before["wilson"], *after["wilson"])]
+
+
+def _suite_sampled():
+    greedy = [_suite("suite", "overall", m)["pass"] for m in ("instruct", "instruct+sft")]
+    sampled = [_suite("suite-sampled", "overall", m)["pass"] for m in ("instruct", "instruct+sft")]
+    benign = [_suite("suite-sampled", "benign", m)["pass"] for m in ("instruct", "instruct+sft")]
+    fmt = [_suite("suite-sampled", "format", m)["pass"] for m in ("instruct+sft", "instruct")]
+    return [
+        fixed(sampled[0]),
+        fixed(greedy[0]),
+        fixed(sampled[1]),
+        fixed(greedy[1]),
+        *dict.fromkeys(fixed(b) for b in benign),  # "1.000 for both models": once if equal
+        *(fixed(f, 2) for f in fmt),
+    ]
+
+
+def _suite_clustered():
+    out = []
+    for model in ("instruct", "instruct+sft"):
+        row = _suite("suite-sampled", "overall", model)
+        out += [
+            fixed(row["clustered"][1] - row["clustered"][0]),
+            fixed(row["unclustered"][1] - row["unclustered"][0]),
+        ]
+    return out
+
+
+def _wilson_zero_of_five():
+    upper = _suite("suite", "refuse", "instruct+sft")["wilson"][1]
+    return [percent(upper, 0)]
+
+
+CLAIMS |= {
+    "III.6 zero of five": (
+        SUITE,
+        "compatible with a true rate of up to about",
+        _wilson_zero_of_five,
+    ),
+    "III.6 recorded run": (
+        SUITE,
+        "**What the recorded run shows.**",
+        keys(
+            "part3/suite-metrics.json",
+            "paired.difference s3",
+            "paired.low s3",
+            "paired.high s3",
+            "paired.mcnemar_p f3",
+        ),
+    ),
+    "III.6 refusals": (SUITE, "Neither model abstains on any of the five", _suite_refusals),
+    "III.6 families": (
+        SUITE,
+        "Five items per family make wide intervals",
+        lambda: [fixed(_suite("suite", "refuse", "instruct+sft")["wilson"][1], 2)],
+    ),
+    "III.6 sampled": (SUITE, "Overall, sampling changes little", _suite_sampled),
+    "III.6 clustered": (SUITE, "The overall clustered interval is about twice", _suite_clustered),
+}

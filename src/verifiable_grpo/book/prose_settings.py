@@ -67,6 +67,20 @@ SETTINGS |= {
         "0.935": "sqrt(7/8), the sample-to-population std factor at G = 8 (a formula)",
         "0.5": "worked arithmetic: the mean of a group of given rewards",
     },
+    "notebooks/part3/06_behaviour_suite.py": {
+        "0.250": "the published run's overall score for the base model (quoted, not ours)",
+        "0.375": "the published run's score (quoted); our fine-tune's, claimed where ours",
+        "+0.125": "the published run's paired difference (quoted, not ours)",
+        "0.025": "the published run's interval (quoted, not ours)",
+        "0.225": "the published run's interval (quoted, not ours)",
+        "0.0625": "the published McNemar p; also 2 x (1/2)^5 in exercise 3 (a formula)",
+        "100": "text inside quoted replies and items",
+        "14.2": "text inside a quoted SFT item",
+        "17.9": "text inside a quoted SFT item",
+        "0.7": "the sampling temperature of the try-this run (a setting)",
+        "0.237": "worked arithmetic: exercise 2's normal-approximation interval",
+        "0.763": "worked arithmetic: exercise 2's normal-approximation interval",
+    },
 }
 
 # PAGE SETTINGS END
@@ -93,11 +107,6 @@ UNREVIEWED: dict[str, str] = {
     ),
     "notebooks/part2/09_quiz.py": ("0.125 "),
     "notebooks/part3/01_masked_sft.py": ("1.6 0.013 "),
-    "notebooks/part3/06_behaviour_suite.py": (
-        "43 +0.075 -0.025 +0.200 0.375 0.036 0.624 0.000 0.434 0.250 +0.125 "
-        "0.025 0.225 0.0625 100 14.2 17.9 0.43 0.7 0.237 0.763 0.290 0.300 "
-        "0.345 1.000 0.34 0.16 0.265 0.125 0.270 0.130 "
-    ),
     "notebooks/part3/07_simulated_judge.py": (
         "0.502 0.755 0.420 0.588 8.5 0.4655 0.466 0.465499 0.434 0.125 0.400 0.722 "
     ),
