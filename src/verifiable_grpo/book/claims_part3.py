@@ -631,3 +631,109 @@ CLAIMS |= {
     "III.6 sampled": (SUITE, "Overall, sampling changes little", _suite_sampled),
     "III.6 clustered": (SUITE, "The overall clustered interval is about twice", _suite_clustered),
 }
+
+
+# Chapter III.7, the simulated judge; III.12, model merging; III.13, troubleshooting.
+JUDGE = "notebooks/part3/07_simulated_judge.py"
+MERGING = "notebooks/part3/12_model_merging.py"
+TROUBLE = "notebooks/part3/13_troubleshooting.py"
+
+
+def _judge_reading():
+    m = record("part3/judge.json")["metrics"]
+    return [
+        fixed(m["true_win"]),
+        fixed(m["first"]),
+        fixed(m["second"]),
+        fixed(m["swapped"]),
+        fixed(100 * (m["swapped"] - m["true_win"]), 1),
+        fixed(m["length_controlled"], 4),
+    ]
+
+
+def _merging_halves():
+    rows = record("part3/merging.json")["metrics"]["rows"]
+    a, b = rows["A: tuned on low (a = 0-4)"], rows["B: tuned on high (a = 5-9)"]
+    own = {fixed(a["low (a = 0-4)"], 2), fixed(b["high (a = 5-9)"], 2)}
+    return [*own, fixed(a["high (a = 5-9)"], 2), fixed(b["low (a = 0-4)"], 2)]
+
+
+def _ties():
+    ties = record("part3/merging.json")["metrics"]["rows"]["TIES, density 0.2"]
+    low, high = ties["low (a = 0-4)"], ties["high (a = 5-9)"]
+    return [fixed(low, 1), fixed(low), fixed(high)]
+
+
+def _soup_weights():
+    rows = record("part3/merging.json")["metrics"]["soup_weights"]
+    best = max(rows, key=lambda r: r["all 100"])
+    second = sorted(rows, key=lambda r: r["all 100"])[-2]
+    return [
+        f"{best['weight_on_a']:.1f}",
+        fixed(best["all 100"]),
+        fixed(second["all 100"]),
+        f"{second['weight_on_a']:.1f}",
+    ]
+
+
+def _trouble_gamed():
+    from verifiable_grpo.part3.expert_iteration_lab.group_relative import (
+        mixed_group_probability,
+    )
+
+    end = record(LAB5)["metrics"]["grpo"][2]["records"][-1]
+    return [
+        fixed(1 - mixed_group_probability(end["sampled_reward"], 8), 2),
+        fixed(end["zero_variance"], 2),
+    ]
+
+
+CLAIMS |= {
+    "III.7 reading": (JUDGE, "**Reading.** A is truly better in", _judge_reading),
+    "III.7 exact optimum": (
+        JUDGE,
+        "Our Newton iteration runs to the exact",
+        keys("part3/judge.json", "metrics.length_controlled f6"),
+    ),
+    "III.7 zero of five": (
+        JUDGE,
+        "zero successes in five is weak evidence",
+        lambda: [fixed(_suite("suite", "refuse", "instruct+sft")["wilson"][1])],
+    ),
+    "III.7 swap": (
+        JUDGE,
+        "still far above the true",
+        keys("part3/judge.json", "metrics.true_win f3"),
+    ),
+    "III.7 exercise 3": (
+        JUDGE,
+        "Why does the Wilson interval for 10/10 end exactly at 1",
+        lambda: [fixed(_suite("suite", "benign", "instruct")["wilson"][0])],
+    ),
+    "III.12 base": (
+        MERGING,
+        "it gives the exact answer a probability",
+        keys("part3/merging.json", "metrics.rows.reference.all 100 f2"),
+    ),
+    "III.12 fine-tunes": (MERGING, "Each fine-tune masters its own half", _merging_halves),
+    "III.12 TIES": (MERGING, "scores about 0.8 on both halves", _ties),
+    "III.12 soup weights": (MERGING, "The score on all 100 prompts peaks at", _soup_weights),
+    "III.13 headline numbers": (
+        TROUBLE,
+        "Each line is a failure that a single headline number hid.",
+        keys(
+            "part3/dpo.json",
+            "metrics.digits.off_policy[3].accuracy f3",
+            "metrics.digits.on_policy[3].accuracy f3",
+            f"{LAB5}:metrics.grpo[2].records[6].verifier_reward p0",
+            f"{LAB5}:metrics.grpo[2].records[6].accuracy p0",
+            "part3/sft-metrics.json:before.stop p0",
+        ),
+    ),
+    "III.13 exercise 2": (TROUBLE, "The cell below does it: 0.75 predicted", _trouble_gamed),
+    "III.13 exact accuracy": (
+        TROUBLE,
+        "only the exact accuracy (0.778)",
+        keys(LAB5, "metrics.grpo[2].records[6].accuracy f3"),
+    ),
+}
