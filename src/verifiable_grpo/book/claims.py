@@ -193,3 +193,10 @@ def keys(name: str, *entries: str):
         return out
 
     return expected
+
+
+def within(values, low: str, high: str) -> list[str]:
+    """For a sentence that bounds a series ("between 0.1 and 0.25"): the two bounds when
+    every value lies inside them, else a marker no page quotes, so the claim fails."""
+    inside = all(float(low) <= v <= float(high) for v in values)
+    return [low, high] if inside else [f"outside [{low}, {high}]"]

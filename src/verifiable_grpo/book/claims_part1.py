@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from verifiable_grpo.book.claims import fixed, percent, signed
+from verifiable_grpo.book.claims import fixed, percent, record, signed, within
 from verifiable_grpo.part1 import band_study, fresh_test, lift_study, sweep
 
 SWEEP_PAGE = "notebooks/part1/10_beyond_the_budget.py"
@@ -142,4 +142,113 @@ HEADLINE = "**What GRPO taught, in three sentences.**"
 CLAIMS |= {
     "intro headline": ("book/intro.md", HEADLINE, _headline),
     "Part I headline": ("book/part1.md", HEADLINE, _headline),
+}
+
+
+# Chapter I.6, GRPO: the recorded run's ratio range.
+GRPO_PAGE = "notebooks/part1/06_grpo.py"
+
+
+def _ratio_range():
+    history = record("tiny/learning/grpo-continuous.json")["history"]
+    updates = [u for h in history for u in h["updates"]]
+    return [
+        fixed(min(u["ratio_min"] for u in updates), 2),
+        fixed(max(u["ratio_max"] for u in updates), 2),
+    ]
+
+
+# Chapter I.10's fresh-problem test of the selected setting.
+def _fresh_test():
+    paired = fresh_test.recorded()["paired"]
+    sample, greedy = paired["sample"], paired["greedy"]
+    study, candidates = _lift_candidates()
+    test = candidates[study["selected"]]["test_sample"]
+    return [
+        fixed(sample["first_rate"]),
+        fixed(sample["second_rate"]),
+        signed(sample["low"]),
+        signed(sample["high"]),
+        fixed(greedy["difference"]),
+        fixed((test["high"] - test["low"]) / 2),
+    ]
+
+
+def _smollm2_warm_start():
+    warm = lift_study.recorded_own_warm_start()["summaries"][0]["warm_start"]
+    return [percent(warm["test_sample"], 0)]
+
+
+# Chapter I.12, SmolLM2 on small sums: the band run and its screen.
+BAND_PAGE = "notebooks/part1/12_pretrained_model.py"
+
+
+def _band_reading():
+    band = band_study.recorded("band")
+    sample, greedy = band["paired"]["sample"], band["paired"]["greedy"]
+    return [
+        fixed(sample["second_rate"]),
+        fixed(sample["first_rate"]),
+        signed(sample["difference"]),
+        signed(sample["low"]),
+        signed(sample["high"]),
+        fixed(greedy["second_rate"]),
+        fixed(greedy["first_rate"]),
+    ]
+
+
+def _band_kl():
+    """ "Climbed to between 0.1 and 0.25": the 10-iteration mean after the first 20."""
+    kl = [h["mean_exact_kl"] for h in band_study.recorded("band")["history"]]
+    return within([sum(kl[i - 10 : i]) / 10 for i in range(20, len(kl) + 1)], "0.1", "0.25")
+
+
+def _largest_clip():
+    summary, rows, _ = _sweep()
+    return [percent(max(r["clip_max"] for r in rows.values()))]
+
+
+def _band_cost():
+    band = band_study.recorded("band")
+    setting = band["setting"]
+    responses = setting["iterations"] * setting["prompts_per_iteration"] * setting["group_size"]
+    return [fixed(band["train_seconds"] / responses, 1)]
+
+
+def _band_screen():
+    from verifiable_grpo.book import band_plots
+
+    screen = band_study.recorded("screen")
+    return [
+        fixed(screen["signal_share_g8"], 2),
+        fixed(screen["per_draw"]),
+        fixed(band_plots.signal_share(screen["per_draw"], 8), 2),
+    ]
+
+
+CLAIMS |= {
+    "I.6 ratio range": (GRPO_PAGE, "Neither run above clipped a single token", _ratio_range),
+    "I.10 fresh problems": (SWEEP_PAGE, "On problems no run had seen", _fresh_test),
+    "I.10 SmolLM2 warm start": (
+        SWEEP_PAGE,
+        "writing the strict JSON answer correctly on about",
+        _smollm2_warm_start,
+    ),
+    "I.12 reading": (BAND_PAGE, "On 200 problems it never trained on", _band_reading),
+    "I.12 KL": (BAND_PAGE, "The exact KL to the instruct model climbed", _band_kl),
+    "I.6 clip acts": (GRPO_PAGE, "chapter 10's sweep measures up to", _largest_clip),
+    "I.12 cost": (BAND_PAGE, "**What a rollout set costs.**", _band_cost),
+    "I.12 screen": (BAND_PAGE, "On the screen's rates this gives", _band_screen),
+    "I.12 estimated share": (
+        BAND_PAGE,
+        "The estimated share of informative groups",
+        lambda: [fixed(band_study.recorded("screen")["signal_share_g8"], 2)],
+    ),
+    "I.12 silent start": (
+        BAND_PAGE,
+        "SmolLM2-135M-Instruct almost never solves StockArithmetic",
+        lambda: [
+            fixed(lift_study.recorded_own_warm_start()["summaries"][0]["warm_start"]["test_sample"])
+        ],
+    ),
 }
