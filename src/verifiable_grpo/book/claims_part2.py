@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from verifiable_grpo.book.claims import fixed, signed
+from verifiable_grpo.book.claims import fixed, percent, record, signed
 from verifiable_grpo.part1 import advantage_scale, fixed_prompt_objectives, fixed_prompts
 
 
@@ -54,4 +54,68 @@ CLAIMS = {
         "**What the comparison can say.**",
         _step_size_reading,
     ),
+}
+
+
+# Chapter II.4, the family study's results (data/recorded/part2/analysis.json).
+RESULTS_PAGE = "notebooks/part2/04_results.py"
+
+
+def _regime(name: str) -> dict:
+    regime = record("part2/analysis.json")["regimes"][name]
+    return {
+        "arms": {a["arm"]: a for a in regime["arms"]},
+        "vs": {c["arm"]: c for c in regime["comparisons"]},
+    }
+
+
+def _closest_calls():
+    drgrpo = _regime("on_policy")["vs"]["drgrpo"]
+    dapo = _regime("two_updates")["vs"]["dapo"]
+    return [
+        signed(drgrpo["low"], 4),
+        signed(drgrpo["high"], 4),
+        fixed(drgrpo["p_value"]),
+        fixed(drgrpo["p_adjusted"], 2),
+        signed(dapo["difference"]),
+        signed(dapo["low"]),
+        signed(dapo["high"]),
+        fixed(dapo["p_value"]),
+        fixed(dapo["p_adjusted"]),
+    ]
+
+
+def _no_arm_gained():
+    heldout = record("part2/warmstart-heldout.json")["heldout"]
+    two = _regime("two_updates")["arms"]["grpo"]
+    return [
+        str(heldout["greedy"]["ALL"]["correct"]),
+        str(heldout["greedy"]["ALL"]["problems"]),
+        fixed(heldout["greedy"]["ALL"]["success_rate"]),
+        fixed(heldout["per_draw"]["ALL"]["success_rate"]),
+        fixed(_regime("on_policy")["arms"]["grpo"]["mean"]),
+        fixed(two["mean"]),
+    ]
+
+
+def _dapo_cost():
+    """dapo's rollouts against grpo's, and the share it discarded, in both regimes."""
+    ratios, shares = [], []
+    for name in ("on_policy", "two_updates"):
+        arms = _regime(name)["arms"]
+        dapo = arms["dapo"]
+        ratios.append(dapo["rollouts_generated"] / arms["grpo"]["rollouts_generated"])
+        shares.append(dapo["rollouts_discarded"] / dapo["rollouts_generated"])
+    assert len({fixed(r, 1) for r in ratios}) == 1, ratios  # "about 2.3 times" in both
+    return [fixed(ratios[0], 1), percent(min(shares), 0), percent(max(shares), 0)]
+
+
+CLAIMS |= {
+    "II.4 closest calls": (RESULTS_PAGE, "has a paired bootstrap interval of", _closest_calls),
+    "II.4 no arm gained": (
+        RESULTS_PAGE,
+        "**Training did not raise held-out accuracy; the arms differ in how much they lost.**",
+        _no_arm_gained,
+    ),
+    "II.4 dapo's cost": (RESULTS_PAGE, "the rollout counts above are the exact cost", _dapo_cost),
 }
