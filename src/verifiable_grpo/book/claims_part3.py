@@ -737,3 +737,27 @@ CLAIMS |= {
         keys(LAB5, "metrics.grpo[2].records[6].accuracy f3"),
     ),
 }
+
+
+# Chapter III.14, packing; III.15, the quiz's recorded answer.
+TOOLS = "notebooks/part3/14_sft_data_and_tools.py"
+QUIZ3 = "notebooks/part3/15_quiz_and_summary.py"
+PACKING = "part3/sft-packing.json"
+
+CLAIMS |= {
+    "III.14 block mask": (
+        TOOLS,
+        "the packed loss is the padded loss to four decimals",
+        keys(PACKING, "metrics.packed.loss f4"),
+    ),
+    "III.14 naive packing": (
+        TOOLS,
+        "Naive packing changes the loss",
+        keys(PACKING, "metrics.naive.loss f3", "metrics.padded.loss f3"),
+    ),
+    "III.15 off-policy DPO": (
+        QUIZ3,
+        "Random strings are easy to rank below anything",
+        keys("part3/dpo.json", "metrics.digits.off_policy[3].accuracy f3"),
+    ),
+}

@@ -126,44 +126,123 @@ SETTINGS |= {
         "0.4": "an invented log in exercise 1",
         "0.9": "an invented log in exercise 1",
     },
+    "notebooks/part1/02_group_advantages.py": {
+        "0.5": "worked arithmetic: mean and population std of the rewards (1, 1, 0, 0)",
+        "0.1": "the exercise's constant reward",
+    },
+    "notebooks/part1/04_exact_kl.py": {
+        "0.29": "the live two-token example's exact KL, printed by the cell above it",
+        "0.24": "the live two-token example's exact KL, printed by the cell above it",
+    },
+    "notebooks/part1/07_resume.py": {
+        "-0.0": "the float value minus zero (a constant)",
+    },
+    "notebooks/part1/11_quiz.py": {
+        "0.5": "worked arithmetic: a quiz answer's mean and std",
+        "0.866": "worked arithmetic: sqrt(3/4)",
+    },
+    "notebooks/part2/08_before_gpu_hours.py": {
+        "8.19": "the card's model size in billions (Qwen3-8B, a constant)",
+        "42.9": "40 GiB in decimal GB (arithmetic)",
+        "16.4": "the model's bf16 weights in GB (arithmetic on a constant)",
+        "16.1": "a T4's memory as the driver reports it (a hardware constant)",
+        "5e-5": "TRL's LoRA example's learning rate (quoted)",
+        "3e-4": "the LoRA rate on the tiny base (a setting)",
+        "3e-5": "Part II's learning rate on the tiny base (a setting)",
+        "2.8": "the card's batch's logits in GB (arithmetic on its settings)",
+    },
+    "notebooks/part2/09_quiz.py": {
+        "0.125": "worked arithmetic: 2 x 0.5^4",
+    },
+    "notebooks/part3/08_fault_tree_reward.py": {
+        "40": "the coverage weight of the reward (a setting)",
+        "1.000": "the reward the chapter's cells score live for the trees it names",
+        "0.857": "worked arithmetic: 6/7",
+    },
+    "notebooks/part3/09_memory_and_compute.py": {
+        "4.127": "QLoRA's bits per weight, computed from its block layout (a formula)",
+        "152.812": "the published memory figure (quoted; the calculator reproduces it)",
+        "142.317": "152.812 GB in GiB (arithmetic)",
+        "7": "the GB-to-GiB difference (arithmetic)",
+        "19.54": "the published LoRA moments (quoted; chapter III.2 ties ours)",
+        "1076.12": "the published full-model moments (quoted; chapter III.2 ties ours)",
+        "29": "the calculator's FLOP saving for the case-study model (computed from its config)",
+        "2": "the case-study adapter's share of parameters (computed from its config)",
+        "3.61": "a published subtotal (quoted)",
+        "4.983": "the published logits figure (quoted)",
+        "0.031": "the published round-trip example's largest magnitude (quoted)",
+        "2.15": "SmolLM2's FP32 AdamW states, 16 bytes x 134.5M (arithmetic)",
+        "79.6": "exercise 2's given free memory",
+        "12.6": "worked solution 2, printed by the calculator's cell",
+        "17.2": "worked solution 2, printed by the calculator's cell",
+        "6.8": "worked solution 2, printed by the calculator's cell",
+        "0.4": "worked solution 2, printed by the calculator's cell",
+        "18.5": "worked solution 2, printed by the calculator's cell",
+    },
+    "notebooks/part3/10_case_study_bill.py": {
+        "7.50": "the published case study's SFT cost (quoted)",
+        "5.53": "the published serving size (quoted; reproduced as 4.28 + 1.246)",
+        "3": "the published recipe's warmup share (a setting)",
+        "0.5": "our composite reward's structure weight (a setting)",
+        "0.3": "our composite reward's coverage and penalty weights (settings)",
+        "4.28": "the 4-bit blocks' size (arithmetic on the model's shape)",
+        "1.246": "the 8-bit tables' size (arithmetic on the model's shape)",
+        "4.78": "the flat 4-bit size (arithmetic on the model's shape)",
+        "3.3": "worked solution 1: half of 6.6 GPU-hours (arithmetic)",
+        "6.6": "the bill's generation stage in GPU-hours (computed by the chapter's cell)",
+        "14": "worked solution 1's saving (arithmetic)",
+        "0.9": "exercise 2's given success rate",
+    },
+    "notebooks/part3/11_rlhf_background.py": {
+        "0.93": "worked example: the chapter's five-token GAE arithmetic",
+        "0.98": "worked example: the chapter's five-token GAE arithmetic",
+        "0.36": "worked example: the chapter's five-token GAE arithmetic",
+        "0.58": "worked example: the chapter's five-token GAE arithmetic",
+        "0.26": "worked example: the chapter's five-token GAE arithmetic",
+    },
+    "notebooks/part3/14_sft_data_and_tools.py": {
+        "1.7": "2,500 / 1,500 (arithmetic)",
+        "11": "1 - 3,072 / 3,440 (arithmetic)",
+        "0.9": "the overconfident model's stated confidence (a setting)",
+    },
+    "notebooks/part3/15_quiz_and_summary.py": {
+        "29": "chapter III.9's computed saving (see there)",
+        "0.337": "worked arithmetic: 1 - 0.95^8 - 0.05^8",
+        "0.5": "worked arithmetic: the merged product's scale",
+        "0.25": "worked arithmetic: the averaged factors",
+        "3.175": "worked arithmetic: a quiz answer",
+        "4.125": "the 4-bit format's bits per block weight (a constant)",
+    },
+    "book/intro.md": {
+        "4.5": "reading time, computed from word counts by book_map",
+    },
+    "book/part3.md": {
+        "4.5": "reading time, computed from word counts by book_map",
+        "2": "LoRA's share of parameters, rounded (chapter III.2 ties it)",
+    },
+    "book/references.md": {
+        "5e-5": "TRL's LoRA example's learning rate (quoted)",
+    },
+    "book/how-to-extend.md": {
+        "1e-15": "float64's relative precision (a constant)",
+        "1e-7": "float32's relative precision (a constant)",
+        "1": "a 1 % tolerance margin (a rule)",
+    },
 }
 
 # PAGE SETTINGS END
 UNREVIEWED: dict[str, str] = {
-    "notebooks/part1/02_group_advantages.py": ("0.5 0.1 "),
-    "notebooks/part1/04_exact_kl.py": ("0.29 0.24 "),
-    "notebooks/part1/07_resume.py": ("-0.0 "),
     "notebooks/part1/10_beyond_the_budget.py": ("20 "),
-    "notebooks/part1/11_quiz.py": ("0.5 0.866 "),
     "notebooks/part2/04_results.py": ("0.35 0.38 0.17 0.19 2.2 0.15 0.27 0.90 1.09 "),
-    "notebooks/part2/08_before_gpu_hours.py": (
-        "8.19 42.9 16.4 16.1 5e-5 0.631 0.638 3e-4 3e-5 2.8 "
-    ),
-    "notebooks/part2/09_quiz.py": ("0.125 "),
     "notebooks/part3/01_masked_sft.py": ("1.6 0.013 "),
-    "notebooks/part3/08_fault_tree_reward.py": ("40 1.000 0.857 "),
-    "notebooks/part3/09_memory_and_compute.py": (
-        "4.127 152.812 142.317 7 19.54 1076.12 29 2 3.61 4.983 0.031 2.15 79.6 "
-        "12.6 17.2 6.8 0.4 18.5 "
-    ),
-    "notebooks/part3/10_case_study_bill.py": (
-        "7.50 5.53 3 0.5 0.3 4.28 1.246 4.78 3.3 6.6 14 0.9 "
-    ),
-    "notebooks/part3/11_rlhf_background.py": ("0.93 0.98 0.36 0.58 0.26 "),
-    "notebooks/part3/14_sft_data_and_tools.py": ("1.7 2.4340 11 2.159 2.434 0.9 "),
-    "notebooks/part3/15_quiz_and_summary.py": ("29 0.229 0.337 0.5 0.25 3.175 4.125 "),
-    "book/how-to-extend.md": ("1e-15 1e-7 1 "),
     "book/how-to-run.md": (
         "32.4 5.93 5.51 1.98 9.9 8.8 64.0 2.8 10.3 2.3 6.7 2.0 5.4 1.7 3.6 1.9 1.5 1.4 5.5 "
     ),
-    "book/intro.md": ("4.5 "),
-    "book/part3.md": ("2 4.5 "),
     "book/provenance.md": (
         "257.3 433.7 1201.5 4.7 740.9 2.9 3.5e-6 2.3e-3 1.60 0.38 0.18 1.00 "
         "9.15 2.76 0.70 5.58 2.49 1.48 0.00 1.17 0.55 4.45 2.10 4.90 3.60 24.6 "
         "1.5 49.6 0.01 176.5 190.9 118.1 188.2 139.5 425.9 421.8 "
     ),
-    "book/references.md": ("5e-5 "),
     "book/tiny-base.md": (
         "2 98 80 20 1e4 0.9 0.95 0.01 2e-3 10.7 2.17 0.79 0.37 0.23 13.2 0.160 "
         "0.190 0.130 0.203 0.118 1.428 1e-4 0.240 0.325 0.126 0.746 0.605 "
