@@ -92,11 +92,13 @@ SCANNED = re.compile(
     r"|(?<![\w.])[−+-]?\d+(?:,\d{3})*\.\d+(?:\s?%)?(?![\d.]*\w)"
     r"|(?<![\w.])[−+-]?\d+(?:,\d{3})*\s?%"
 )
-# Spans whose numbers are not prose: display and inline math (formulas teach constants,
-# not results), code spans, link targets, HTML tags, identifiers such as arXiv and DOI
-# numbers, three-part version strings, and the model names that contain a decimal.
+# Spans whose numbers are not prose: fenced code and program output with a language tag
+# (not a MyST directive such as ```{admonition}, which holds prose), display and inline math
+# (formulas teach constants, not results), code spans, link targets, HTML tags,
+# identifiers such as arXiv and DOI numbers, three-part version strings, and the model
+# names that contain a decimal.
 NOT_PROSE = re.compile(
-    r"\$\$.*?\$\$|\$[^$\n]+\$|`[^`\n]*`|\]\([^)]*\)|https?://\S+|<[^>]+>"
+    r"```[A-Za-z]\w*[^\n]*\n.*?```|\$\$.*?\$\$|\$[^$\n]+\$|`[^`\n]*`|\]\([^)]*\)|https?://\S+|<[^>]+>"
     r"|(?:arXiv|doi):\S+|\b\d+\.\d+\.\d+\b|Qwen\d(?:\.\d)?-\d+(?:\.\d+)?B\S*",
     re.S,
 )

@@ -252,3 +252,74 @@ CLAIMS |= {
         ],
     ),
 }
+
+
+# The book's pages on provenance and on the tiny base: timings and the base's build record.
+PROVENANCE = "book/provenance.md"
+TINY_BASE = "book/tiny-base.md"
+
+
+def _speed_history():
+    side = record("tiny-side/timings.json")
+    first = record("bench/grpo.json")["pipeline"]["/tmp/recorded-tiny-before"]["total_seconds"]
+    recorded = record("tiny/timings.json")["total_seconds"]
+    elapsed = side["elapsed_seconds"]
+    return [
+        fixed(elapsed, 1),
+        fixed(side["total_seconds"], 1),
+        f"{first:,.1f}",
+        fixed(first / elapsed, 1),
+        fixed(recorded, 1),
+        fixed(recorded / elapsed, 1),
+    ]
+
+
+def _bench_table():
+    out = []
+    for arm in record("bench/grpo.json")["arms"]:
+        median = arm["median_seconds"]
+        out += [
+            fixed(median[k], 2) for k in ("total", "generation", "verification", "optimisation")
+        ]
+    return out
+
+
+def _build(*path: str):
+    """The tiny base's build record (data/tiny-base/BUILD.json), not a data/recorded file."""
+    import json
+
+    from verifiable_grpo.core.config import repo_root
+
+    data = json.loads((repo_root() / "data/tiny-base/BUILD.json").read_text())
+    for key in path:
+        data = data[key]
+    return data
+
+
+def _base_loss():
+    losses = _build("loss_every_100_steps")
+    return [
+        fixed(losses[0], 2),
+        fixed(losses[1], 2),
+        fixed(_build("final_loss_mean_last_100_steps"), 2),
+    ]
+
+
+def _base_exact():
+    held = _build("held_out")
+    keys_ = (
+        "exact_rate",
+        "exact_rate_json",
+        "exact_rate_number",
+        "exact_rate_id50",
+        "exact_rate_ood100",
+    )
+    return [fixed(held[k]) for k in keys_]
+
+
+CLAIMS |= {
+    "provenance speed": (PROVENANCE, "the pipeline took", _speed_history),
+    "provenance bench": (PROVENANCE, "| arm | s per rollout set |", _bench_table),
+    "tiny base loss": (TINY_BASE, "The answer-token loss (mean over 100 steps)", _base_loss),
+    "tiny base exact": (TINY_BASE, "| exact answers | all | JSON |", _base_exact),
+}
