@@ -234,7 +234,7 @@ mb, ma = course["before"], course["after"]
 rows = [[k, b[k], a[k], mb[k], ma[k]] for k in ("loss", "stop", "exact")]
 rows += [[f"exact: {f}", b["families"][f], a["families"][f], 0.0, course["families"][f]]
          for f in chat_data.FAMILIES]
-Table(["held-out (50)", "ours before", "ours after", "course before", "course after"], rows, digits=4)
+Table(["held-out (50)", "ours before", "ours after", "published run: before", "published run: after"], rows, digits=4)
 
 # %%
 Table(["expected", "generated after SFT"],
@@ -313,7 +313,7 @@ Table(["updates (rows kept as loaded)", "last training loss", "held-out loss", "
 
 # %% [markdown]
 # On the published run's base model this setting barely stopped at all after 15 updates, and the
-# course asks whether 20 change that. On the instruct model the question does not arise:
+# lab asks whether 20 change that. On the instruct model the question does not arise:
 # both runs stop on all 50 held-out prompts. Five more updates lower the held-out loss
 # from 0.3235 to 0.2460 and raise exact match from 0.62 to 0.68; the whole gain is in
 # conversion (0.6 to 0.9), and every other family scores the same. Three items out of 50,

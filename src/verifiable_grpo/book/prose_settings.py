@@ -311,6 +311,5 @@ SETTINGS |= {
 # PAGE SETTINGS END
 UNREVIEWED: dict[str, str] = {
     "notebooks/part1/10_beyond_the_budget.py": ("20 "),
-    "notebooks/part2/04_results.py": ("0.35 0.38 0.17 0.19 2.2 0.15 0.27 0.90 1.09 "),
     "notebooks/part3/01_masked_sft.py": ("1.6 0.013 "),
 }
