@@ -55,3 +55,19 @@ def test_an_undeclared_number_fails():
         ("0.123", "a reward of 0.123 and β = 0.02")
     ]
     assert prose_numbers.classify("a reward of 0.123", "p.md", {"0.123"}) == []
+
+
+def test_program_output_and_math_are_not_prose_but_admonitions_are():
+    text = "```text\npeak 32.4 GB\n```\n$x = 0.93$ and\n```{admonition} Solution\nit is 0.875\n```"
+    assert claims.scanned(claims.NOT_PROSE.sub(" ", text)) == ["0.875"]
+
+
+def test_a_key_claim_formats_the_record_and_a_bound_claim_fails_outside():
+    claims.SOURCES["test:figures"] = {"rows": [{"rate": 0.1234}], "gap": -0.02}
+    try:
+        expected = claims.keys("test:figures", "rows[0].rate f3", "gap s3", "rows[0].rate p1")
+        assert expected() == ["0.123", "-0.020", "12.3"]
+    finally:
+        del claims.SOURCES["test:figures"]
+    assert claims.within([0.12, 0.2], "0.1", "0.25") == ["0.1", "0.25"]
+    assert claims.within([0.12, 0.3], "0.1", "0.25") == ["outside [0.1, 0.25]"]

@@ -1,7 +1,8 @@
 """Each sentence of the chapters that quotes a recorded number quotes the record: the
-expected numbers are formatted here from data/recorded/, and the paragraph (named by its
-first words) must quote them in order. Re-recording a run without updating its prose
-fails here, naming the page, the paragraph and the number."""
+claims (book/claims_part*.py, grouped per chapter) format the expected numbers from
+data/recorded/, and the paragraph (named by words it contains) must quote them in order.
+Re-recording a run without updating its prose fails here, naming the page, the paragraph
+and the number."""
 
 from __future__ import annotations
 

@@ -26,7 +26,10 @@ def _claimed(page: str) -> dict[int, set[str]]:
     for claim_page, anchor, expected in CLAIMS.values():
         if claim_page != page:
             continue
-        index = next(i for i, p in enumerate(paragraphs) if anchor in p or _loose(anchor, p))
+        found = [i for i, p in enumerate(paragraphs) if anchor in p or _loose(anchor, p)]
+        if not found:
+            raise LookupError(f"{page}: no prose paragraph holds the claim anchor {anchor!r}")
+        index = found[0]
         out.setdefault(index, set()).update(map(claims.normalise, expected()))
     return out
 
