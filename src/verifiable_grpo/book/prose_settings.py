@@ -325,13 +325,7 @@ SETTINGS |= {
 
 # PAGE SETTINGS END
 UNREVIEWED: dict[str, str] = {
-    "notebooks/part1/10_beyond_the_budget.py": (
-        "20 "
-    ),
-    "notebooks/part2/06_training_inference_mismatch.py": (
-        "10 "
-    ),
-    "notebooks/part3/01_masked_sft.py": (
-        "1.6 0.013 "
-    ),
+    "notebooks/part1/10_beyond_the_budget.py": ("20 "),
+    "notebooks/part2/06_training_inference_mismatch.py": ("10 "),
+    "notebooks/part3/01_masked_sft.py": ("1.6 0.013 "),
 }
