@@ -10,7 +10,7 @@ from collections import Counter
 import pytest
 
 from verifiable_grpo.book import claims, prose_numbers
-from verifiable_grpo.book.prose_settings import SETTINGS, UNREVIEWED
+from verifiable_grpo.book.prose_settings import SETTINGS
 
 PAGES = prose_numbers.pages()
 
@@ -24,8 +24,7 @@ def test_every_number_in_the_prose_is_claimed_or_declared(page):
 
 
 def test_no_declaration_is_stale():
-    """A setting no page quotes any more, or a not-yet-reviewed number that a claim or a
-    setting now covers everywhere on its page, is removed from the tables."""
+    """A setting no page quotes any more is removed from the tables."""
     quoted = {page: Counter(prose_numbers.scanned_numbers(page)) for page in PAGES}
     everywhere = Counter()
     for counts in quoted.values():
@@ -33,9 +32,6 @@ def test_no_declaration_is_stale():
     stale = [f"*: {n}" for n in SETTINGS["*"] if n not in everywhere]
     for page, table in list(SETTINGS.items())[1:]:
         stale += [f"{page}: {n}" for n in table if n not in quoted.get(page, {})]
-    for page, numbers in UNREVIEWED.items():
-        open_ = {n for n, _ in prose_numbers.unclassified(page, ledger=False)}
-        stale += [f"{page}: {n} (unreviewed)" for n in numbers.split() if n not in open_]
     assert not stale, "declared numbers no page needs any more: " + ", ".join(stale)
 
 

@@ -7,7 +7,7 @@ from functools import cache
 
 from verifiable_grpo.book import claims
 from verifiable_grpo.book.claims_registry import CLAIMS
-from verifiable_grpo.book.prose_settings import SETTINGS, UNREVIEWED
+from verifiable_grpo.book.prose_settings import SETTINGS
 from verifiable_grpo.core.config import repo_root
 
 
@@ -39,14 +39,9 @@ def _loose(anchor: str, paragraph: str) -> bool:
     return " ".join(claims.NOT_PROSE.sub(" ", anchor).split()) in paragraph
 
 
-def classify(
-    paragraph: str, page: str, claimed: set[str], ledger: bool = True
-) -> list[tuple[str, str]]:
-    """The numbers of one paragraph that are neither claimed nor declared, with sentences
-    (`ledger=False`: the not-yet-reviewed numbers count as undeclared)."""
+def classify(paragraph: str, page: str, claimed: set[str]) -> list[tuple[str, str]]:
+    """The numbers of one paragraph that are neither claimed nor declared, with sentences."""
     declared = set(SETTINGS["*"]) | set(SETTINGS.get(page, {}))
-    if ledger:
-        declared |= set(UNREVIEWED.get(page, "").split())
     return [
         (n, claims.sentence(paragraph, n))
         for n in claims.scanned(paragraph)
@@ -58,10 +53,10 @@ def scanned_numbers(page: str) -> list[str]:
     return [n for p in claims.prose_paragraphs(page) for n in claims.scanned(p)]
 
 
-def unclassified(page: str, ledger: bool = True) -> list[tuple[str, str]]:
+def unclassified(page: str) -> list[tuple[str, str]]:
     claimed = _claimed(page)
     return [
         found
         for i, paragraph in enumerate(claims.prose_paragraphs(page))
-        for found in classify(paragraph, page, claimed.get(i, set()), ledger)
+        for found in classify(paragraph, page, claimed.get(i, set()))
     ]

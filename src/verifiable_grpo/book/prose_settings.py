@@ -3,8 +3,7 @@
 The scanner in claims.py finds every decimal, percentage and power of ten in the book's
 prose. Each must be a claim (tied to a record key) or be declared here once, with why it
 is not a measurement. "*" applies to every page; a page's own table only to that page.
-UNREVIEWED holds the numbers nobody has classified yet: each should become a claim or a
-setting, and the list may only shrink (a number not found on its page fails the test).
+A declaration that no page needs any more fails the test, so the tables stay current.
 """
 
 from __future__ import annotations
@@ -58,6 +57,7 @@ SETTINGS |= {
     "notebooks/part2/06_training_inference_mismatch.py": {
         "3.0": "TRL's default cap C on the importance weight (a setting)",
         "15": "the single-gradient demo's bound on the ratio, read off its printed table",
+        "10": "arithmetic: a log-probability moved by 0.1 is a ratio of about 1.1",
     },
     "notebooks/part2/07_newer_objectives.py": {
         "50": "the selection band's upper edge (a setting)",
@@ -66,6 +66,8 @@ SETTINGS |= {
     },
     "notebooks/part3/01_masked_sft.py": {
         "1e-4": "the lab's SFT learning rate",
+        "1.6": "a checkpoint of FP32 weights and two AdamW moments, 12 bytes x 134.5M (arithmetic)",
+        "0.013": "worked arithmetic: (1 + cos(13 pi / 14)) / 2",
         "0.5": "worked arithmetic: the token mean of exercise 3",
         "0.875": "worked arithmetic: exercise 3's token mean with 1.0 and 6.0 nats",
         "0.75": "worked arithmetic: exercise 3's mean of means with 1.0 and 6.0 nats",
@@ -321,11 +323,4 @@ SETTINGS |= {
     "book/part2.md": {
         "2.5": "reading time, computed from word counts by book_map",
     },
-}
-
-# PAGE SETTINGS END
-UNREVIEWED: dict[str, str] = {
-    "notebooks/part1/10_beyond_the_budget.py": ("20 "),
-    "notebooks/part2/06_training_inference_mismatch.py": ("10 "),
-    "notebooks/part3/01_masked_sft.py": ("1.6 0.013 "),
 }
