@@ -59,6 +59,7 @@ NOT_FLOAT_SENSITIVE = {
     "book/test_book_map.py": "word counts and titles of the pages",
     "book/test_citations_and_notation.py": "the pages' text",
     "book/test_live_widgets.py": "float64 values against the browser's doubles at 1e-9, far above rounding",
+    "book/test_prose_numbers.py": "the numbers the pages quote, as text",
     "book/test_pretrained_chapter.py": "recorded numbers against the chapter's sentences",
     "book/test_recorded_claims.py": "recorded numbers against the chapters' sentences",
     "book/test_smoothed_titles.py": "figure titles",

@@ -73,7 +73,7 @@ from verifiable_grpo.part3.sft_lab import masked_sft, past_turn
 from verifiable_grpo.part3.smollm2 import chat_data, records, trainer
 
 recorded = records.load_recorded("sft")
-course = masked_sft.MODULE_REPORTS
+published = masked_sft.MODULE_REPORTS  # the published lab's figures, for the last section
 
 # %% [markdown]
 # ## Five families, one rule each
@@ -124,14 +124,11 @@ Table(["position", "id", "token", "target"],
 # %%
 targets = [t["token"] for t in table if t["target"]]
 print("targets of the first conversation:", targets)
-print("the published run's first conversation has the targets:", course["first_targets"])
-print(f"trained fraction of shifted positions: ours {100 * recorded['trained_fraction']:.3f} %, "
-      f"the published run reports {course['trained_fraction_percent']:.3f} %")
+print(f"trained fraction of shifted positions: {100 * recorded['trained_fraction']:.3f} %")
 
 # %% [markdown]
 # Only about one position in ten is trained. The rest is the repeated system line, the
-# user's turn and headers. Both runs use the same tokenizer and the same rules, so the
-# fractions are close. They are not equal because the data draws differ.
+# user's turn and headers.
 #
 # **The loss.** Position $t$'s logits predict token $t+1$, so targets are compared with the
 # logits one step earlier. A batch's loss is the sum of the target tokens' negative
@@ -149,10 +146,9 @@ print(f"trained fraction of shifted positions: ours {100 * recorded['trained_fra
 
 # %%
 probe = recorded["probe"]
-Table(["plain 3-shot probe (50 items)", "ours: exact", "ours: majority baseline", "the published run reports"], [
-    ["addition", probe["addition"]["exact"], probe["addition"]["majority_baseline"], course["probe"]["addition"]],
-    ["limit (PASS / FAIL)", probe["limit"]["exact"], probe["limit"]["majority_baseline"],
-     f"{course['probe']['limit']:.2f} (majority {course['probe']['limit_majority']:.2f})"],
+Table(["plain 3-shot probe (50 items)", "exact", "majority baseline"], [
+    ["addition", probe["addition"]["exact"], probe["addition"]["majority_baseline"]],
+    ["limit (PASS / FAIL)", probe["limit"]["exact"], probe["limit"]["majority_baseline"]],
 ], digits=2)
 
 # %% [markdown]
@@ -161,20 +157,17 @@ Table(["plain 3-shot probe (50 items)", "ours: exact", "ours: majority baseline"
 #
 # **The chat rows.** The tokens `<|im_start|>` (id 1) and `<|im_end|>` (id 2) have rows in the
 # embedding table. SmolLM2 ties the embedding to the output head, so row 2 is also the output
-# weight that must win when the model should stop. The published run found that in the *base*
-# model these rows look untrained: they are nearly parallel (cosine 0.99976) and sit among
-# other unused special tokens. Its fix is to re-draw both rows from the table's
-# per-dimension mean and standard deviation before training.
+# weight that must win when the model should stop. In the *base* checkpoint these rows look
+# untrained: they are nearly parallel and sit among other unused special tokens. The lab's
+# fix is to re-draw both rows from the table's per-dimension mean and standard deviation
+# before training.
 
 # %%
 rows = recorded["chat_rows"]
-print(f"cosine(row 1, row 2): ours {rows['before']['cosine']:.5f} before re-drawing, "
+print(f"cosine(row 1, row 2): {rows['before']['cosine']:.5f} before re-drawing, "
       f"{rows['after']['cosine']:.5f} after")
-print(f"the published run reports {course['chat_rows']['cosine_before']:.5f} before, "
-      f"{course['chat_rows']['cosine_after']:.5f} after")
-Table(["nearest rows to <|im_end|> (ours)", "id", "cosine", "the published run reports (base)"],
-      [[repr(n["token"]), n["id"], n["cosine"], f"{m[0]!r} {m[1]:.4f}"]
-       for n, m in zip(rows["before"]["nearest_to_end"], course["chat_rows"]["nearest_to_end"])],
+Table(["nearest rows to <|im_end|>", "id", "cosine"],
+      [[repr(n["token"]), n["id"], n["cosine"]] for n in rows["before"]["nearest_to_end"]],
       digits=4)
 
 # %% [markdown]
@@ -205,14 +198,11 @@ Table(["nearest rows to <|im_end|> (ours)", "id", "cosine", "the published run r
 
 # %%
 history = {h["step"]: h["loss"] for h in recorded["history"]}
-Table(["update", "training loss (ours)", "the published run reports"],
-      [[s, history[s], course["loss"][s]] for s in sorted(course["loss"])], digits=4)
+Table(["update", "training loss"], [[s, history[s]] for s in (1, 5, 10, 15)], digits=4)
 
 # %%
 fig, ax = plt.subplots(figsize=(6, 3))
-ax.plot(list(history), list(history.values()), marker="o", ms=3, label="ours (instruct, Q4_1)")
-ax.plot(list(course["loss"]), list(course["loss"].values()), marker="s", ls="--",
-        label="the published run reports (base, FP32)")
+ax.plot(list(history), list(history.values()), marker="o", ms=3, label="instruct, Q4_1")
 ax.set_xlabel("update"); ax.set_ylabel("masked loss (nats/token)"); ax.legend(); fig.tight_layout()
 show(fig)
 
@@ -220,41 +210,28 @@ show(fig)
 # **What the QUICK run costs.** The lab sizes it to finish within 5 minutes on a laptop
 # CPU. The record keeps two clocks: the 15 updates alone, and the whole command (loading
 # the cached FP32 weights, both held-out evaluations, the probe, two crash checkpoints of
-# weights and AdamW moments, 1.6 GB each, and saving the policy). Ours ran on a 2-core CPU;
-# the published run reports only its training time.
+# weights and AdamW moments, 1.6 GB each, and saving the policy). It ran on a 2-core CPU.
 
 # %%
 Table(["QUICK run", "15 updates (s)", "whole command (s)"],
-      [["ours", f"{recorded['training_seconds']:.1f}", f"{recorded['provenance']['wall_seconds']:.1f}"],
-       ["the published run reports", f"{course['training_seconds']:.1f}", "not reported"]])
+      [["recorded", f"{recorded['training_seconds']:.1f}", f"{recorded['provenance']['wall_seconds']:.1f}"]])
 
 # %%
 b, a = recorded["before"], recorded["after"]
-mb, ma = course["before"], course["after"]
-rows = [[k, b[k], a[k], mb[k], ma[k]] for k in ("loss", "stop", "exact")]
-rows += [[f"exact: {f}", b["families"][f], a["families"][f], 0.0, course["families"][f]]
-         for f in chat_data.FAMILIES]
-Table(["held-out (50)", "ours before", "ours after", "course before", "course after"], rows, digits=4)
+rows = [[k, b[k], a[k]] for k in ("loss", "stop", "exact")]
+rows += [[f"exact: {f}", b["families"][f], a["families"][f]] for f in chat_data.FAMILIES]
+Table(["held-out (50)", "before", "after"], rows, digits=4)
 
 # %%
 Table(["expected", "generated after SFT"],
       [[r["reply"], g] for r, g in list(zip(recorded["held_out"], a["replies"]))[:10]])
 
 # %% [markdown]
-# **Why the numbers differ from the published run's.**
-# - **The starting point.** The instruct model already follows ChatML and often stops, so its
-#   "before" loss and stop rate are not the base model's 7.26 nats and 0 %.
-# - **4-bit weights**, de-quantised to FP32.
-# - **Our own data draw**, made with the same rules but not the same code.
-# - **Another CPU.** Another processor or library build rounds the last digits of every
-#   sum differently, and greedy decoding can turn such a difference into another token.
-# - **Re-drawn chat rows.** On the instruct model this step removes trained rows instead
-#   of repairing untrained ones.
-#
-# The published lab also reports separate single-seed ablations. We recorded all three: the FULL
-# budget, keeping the chat rows as loaded, and the loss on every token. FULL trains on 400
-# conversations, and its 50 held-out prompts are drawn to avoid those 400. Its held-out
-# set therefore differs in part from QUICK's (its "before" loss is 2.5425, not 2.4340).
+# **Three ablations and a longer budget.** We recorded the lab's single-seed ablations:
+# the FULL budget, keeping the chat rows as loaded, and the loss on every token. FULL
+# trains on 400 conversations, and its 50 held-out prompts are drawn to avoid those 400.
+# Its held-out set therefore differs in part from QUICK's (its "before" loss is 2.5425,
+# not 2.4340).
 
 # %%
 ours = {"default QUICK": recorded, "no chat-row init": records.load_recorded("sft-no-row-init"),
@@ -262,21 +239,18 @@ ours = {"default QUICK": recorded, "no chat-row init": records.load_recorded("sf
         "FULL (50 updates)": records.load_recorded("sft-full")}
 commands = {"FULL (50 updates)": "lab sft --full", "no chat-row init": "lab sft --no-row-init",
             "no masking": "lab sft --no-mask", "default QUICK": "lab sft"}
-Table(["run", "ours: exact", "ours: stop", "the published run reports: exact", "stop", "command"],
-      [[name, ours[name]["after"]["exact"] if name in ours else "not run",
-        ours[name]["after"]["stop"] if name in ours else "not run", exact, stop, commands[name]]
-       for name, (exact, stop) in course["ablations"].items()], digits=2)
+Table(["run", "exact", "stop", "command"],
+      [[name, ours[name]["after"]["exact"], ours[name]["after"]["stop"], commands[name]]
+       for name in commands], digits=2)
 
 # %% [markdown]
-# On the base model, keeping the rows was the published run's worst setting: 2 % exact and 2 %
-# stopping after 15 updates. On the instruct model it stops on every held-out prompt, as
+# Keeping the chat rows as loaded, the instruct model stops on every held-out prompt, as
 # the default run does, and scores a little lower on exact answers (0.62 against 0.70).
 # One seed and 50 items cannot separate 0.62 from 0.70. The stopping result is the point:
 # the instruct model's `<|im_end|>` row already works, although its cosine to row 1 is
 # 0.990. The lab's fix answers a question this model does not pose.
 #
-# Without masking, the published run lost 18 points of exact match (0.48 against 0.66). We lost 10
-# (0.60 against 0.70), and the held-out loss on the reply tokens is higher (0.3701 against
+# Without masking, exact match falls by 10 points (0.60 against 0.70), and the held-out loss on the reply tokens is higher (0.3701 against
 # 0.2644). With one seed and 50 items, 10 points is not clearly more than noise. Without
 # the mask, about nine in ten terms of the loss are system and user tokens, which the
 # instruct model already predicts well. Exercise 4 shows what it learns from that text
@@ -284,7 +258,7 @@ Table(["run", "ours: exact", "ours: stop", "the published run reports: exact", "
 # The held-out loss above is still measured on the reply tokens only, for every run.
 #
 # FULL (50 updates over two epochs of 400 conversations) reaches 0.82 exact with 100 %
-# stopping, where the published run reports 0.90. More than three times the updates bought 12
+# stopping. More than three times the updates bought 12
 # points over QUICK's 0.70, and the mix moved: conversion rises from 0.8 to 1.0, addition
 # from 0.3 to 0.7 and sorting from 0.5 to 0.8, while the limit comparison falls from 0.9 to
 # 0.6. Extraction scores 1.0 after every run. Addition and the limit check swing the most from
@@ -306,14 +280,14 @@ from verifiable_grpo.part3 import lab_variants
 
 updates = lab_variants.sft_rows()
 Table(["updates (rows kept as loaded)", "last training loss", "held-out loss", "stop", "exact",
-       *course["families"]],
+       *chat_data.FAMILIES],
       [[n, r["final_loss"], r["loss"], f"{r['stop']:.2f}", f"{r['exact']:.2f}",
-        *(f"{r['families'][f]:.1f}" for f in course["families"])]
+        *(f"{r['families'][f]:.1f}" for f in chat_data.FAMILIES)]
        for n, r in sorted(updates.items())], digits=4)
 
 # %% [markdown]
-# On the published run's base model this setting barely stopped at all after 15 updates, and the
-# course asks whether 20 change that. On the instruct model the question does not arise:
+# The lab asks whether 20 updates make this setting stop more often. On the instruct model
+# the question does not arise:
 # both runs stop on all 50 held-out prompts. Five more updates lower the held-out loss
 # from 0.3235 to 0.2460 and raise exact match from 0.62 to 0.68; the whole gain is in
 # conversion (0.6 to 0.9), and every other family scores the same. Three items out of 50,
@@ -366,6 +340,49 @@ Table(["held-out word", "letters", "reply after SFT", "a bare number", "right"],
 # the characters inside a token. The five old families score about as they did after QUICK
 # (the table above: 34 of their 50 items right, against 35); one seed and 10 items per
 # family cannot say whether the sixth family cost the others anything.
+
+# %% [markdown]
+# ## Beside the published lab
+#
+# The published lab runs the same recipe on SmolLM2's **base** checkpoint in FP32. Its
+# figures are gathered here, beside ours, once. They differ for five reasons:
+# - **The starting point.** The instruct model already follows ChatML and often stops, so its
+#   "before" loss and stop rate are not the base model's 7.26 nats and 0 %.
+# - **4-bit weights**, de-quantised to FP32.
+# - **Our own data draw**, made with the same rules but not the same code.
+# - **Another CPU.** Another processor or library build rounds the last digits of every
+#   sum differently, and greedy decoding can turn such a difference into another token.
+# - **Re-drawn chat rows.** On the instruct model this step removes trained rows instead
+#   of repairing untrained ones.
+
+# %%
+side = [["trained share of positions (%)", f"{100 * recorded['trained_fraction']:.3f}",
+         f"{published['trained_fraction_percent']:.3f}"],
+        ["probe: addition exact", probe["addition"]["exact"], published["probe"]["addition"]],
+        ["probe: limit exact (majority)", probe["limit"]["exact"],
+         f"{published['probe']['limit']:.2f} ({published['probe']['limit_majority']:.2f})"],
+        ["cosine(row 1, row 2) before re-drawing", f"{recorded['chat_rows']['before']['cosine']:.5f}",
+         f"{published['chat_rows']['cosine_before']:.5f}"],
+        ["cosine(row 1, row 2) after", f"{recorded['chat_rows']['after']['cosine']:.5f}",
+         f"{published['chat_rows']['cosine_after']:.5f}"]]
+side += [[f"training loss, update {s}", history[s], published["loss"][s]] for s in sorted(published["loss"])]
+side += [["15 updates (s)", f"{recorded['training_seconds']:.1f}", f"{published['training_seconds']:.1f}"]]
+side += [[f"held-out {k}: before / after", f"{b[k]:.4f} / {a[k]:.4f}",
+          f"{published['before'][k]:.4f} / {published['after'][k]:.4f}"] for k in ("loss", "stop", "exact")]
+side += [[f"held-out exact: {f}", a["families"][f], published["families"][f]] for f in chat_data.FAMILIES]
+side += [[f"{name}: exact / stop", f"{ours[name]['after']['exact']:.2f} / {ours[name]['after']['stop']:.2f}",
+          f"{exact:.2f} / {stop:.2f}"] for name, (exact, stop) in published["ablations"].items()]
+print("the published run's first conversation has the targets:", published["first_targets"])
+print("its rows nearest to <|im_end|>:",
+      ", ".join(f"{t!r} {c:.4f}" for t, c in published["chat_rows"]["nearest_to_end"]))
+Table(["quantity", "ours (instruct, Q4_1)", "the published run (base, FP32)"], side, digits=4)
+
+# %% [markdown]
+# On the base model the diagnosis is sharper: rows 1 and 2 have a cosine of 0.99976. There,
+# keeping the rows was the worst setting: 2 % exact and 2 % stopping after 15 updates,
+# where on the instruct model it is harmless. Without masking the published run lost 18
+# points of exact match (0.48 against 0.66), more than our 10, and its FULL budget reached
+# 0.90 exact against our 0.82.
 
 # %% [markdown]
 # ## Exercise with a checker: the share of positions a batch trains on

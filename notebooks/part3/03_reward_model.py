@@ -37,7 +37,7 @@
 # $r^*$, a ten-bin reliability table and its ECE, and the best-of-n table with its KL
 # bound. All of it is read from `data/recorded/part3/reward-model.json`.
 # **Reproduction.** Everything that involves the oracle or the linear model matches the
-# course's printed digits exactly, on any CPU. The MLP's figures depend on the CPU you run
+# published lab's printed digits exactly, on any CPU. The MLP's figures depend on the CPU you run
 # on: its 1,500 AdamW steps amplify the last-bit differences between processors' arithmetic
 # (Intel and AMD, vectorised or not), so a rerun gives, for example, a loss anywhere from
 # about 0.374 to 0.378 where the published run printed 0.3751. The tables below are the recorded

@@ -16,8 +16,8 @@
 # %% [markdown]
 # # Exercise: a reward for fault trees, gamed and repaired
 #
-# A course module on LLM post-training ({ref}`the post-training module <ref-module>`, "the
-# course" below) closes with an exercise in reward design. A model is asked to
+# A course module on LLM post-training ({ref}`the post-training module <ref-module>`)
+# closes with an exercise in reward design. A model is asked to
 # write a fault tree for a pump system as JSON. A program scores the tree without knowing
 # the right answer. Such a structural reward is cheap and verifiable. It is also exactly
 # what an optimiser will exploit. This chapter states the exercise in our words, runs the

@@ -202,7 +202,7 @@ Table(["layout", "rows", "slots computed", "targets", "loss (nats per target)"],
 #
 # A tool-using model writes a call, the environment returns a result, and the model
 # continues. Neither of our tokenizers has a tool-call convention in its template, and the
-# course warns against inventing a plausible generic wrapper for a deployed model. Here we
+# module warns against inventing a plausible generic wrapper for a deployed model. Here we
 # are not deploying: we define one convention explicitly (a JSON body between
 # `<tool_call>` markers, and a `tool` role for the result) and check that it survives
 # rendering and tokenization on both tokenizers.
