@@ -13,8 +13,6 @@ from dataclasses import dataclass
 
 import torch
 
-from verifiable_grpo.core.config_schema import typed
-
 
 def draw_seed(seed_base: int, problem_index: int, draws: int, draw: int) -> int:
     """Fixed per-(problem, draw) seed, identical for every policy."""
@@ -90,7 +88,7 @@ def generate_answers(
     answers are those of the unshared path up to float rounding (another order of sums)."""
     from verifiable_grpo.training import batched_rollout
 
-    batched = typed(config).sampling.batched
+    batched = config.sampling.batched
     size = EVALUATION_BATCH_ROWS if batched else 1
     answers = []
     for start in range(0, len(jobs), size):
@@ -109,7 +107,7 @@ def generate_answers(
                     config,
                     None if greedy else generators,
                     greedy=greedy,
-                    share_prompts=share_prompts and typed(config).sampling.use_kv_cache,
+                    share_prompts=share_prompts and config.sampling.use_kv_cache,
                 )
             ]
         else:
