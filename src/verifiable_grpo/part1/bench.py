@@ -30,7 +30,7 @@ import torch
 from verifiable_grpo.core import model as model_lib
 from verifiable_grpo.core import schedule
 from verifiable_grpo.core.config import load_config, provenance, read_json, repo_root, save_json
-from verifiable_grpo.core.config_schema import typed
+from verifiable_grpo.core.config_schema import Profile
 from verifiable_grpo.part1.bench_memory import (  # noqa: F401 (re-exported)
     KL_PROBE,
     KL_SHAPE,
@@ -52,14 +52,14 @@ DEFAULT_OUT = "data/recorded/bench/grpo.json"
 
 
 # --------------------------------------------------------------------------- inputs
-def bench_config(profile: str = "tiny") -> dict:
-    config = load_config(profile)
-    config["tokens"]["max_response"] = BENCH_SHAPE["max_new_tokens"]
-    config["grpo"]["kl_coefficient"] = BENCH_SHAPE["kl_coefficient"]
-    return config
+def bench_config(profile: str = "tiny") -> Profile:
+    return load_config(profile).replaced(
+        tokens={"max_response": BENCH_SHAPE["max_new_tokens"]},
+        grpo={"kl_coefficient": BENCH_SHAPE["kl_coefficient"]},
+    )
 
 
-def recorded_warmstart(config: dict, profile: str = "tiny"):
+def recorded_warmstart(config: Profile, profile: str = "tiny"):
     """A fresh strict load of the recorded warm start (eval mode)."""
     folder = repo_root() / "data" / "recorded" / profile
     sha = read_json(folder / "provenance.json")["files"]["policies/warmstart.safetensors"]
@@ -67,9 +67,9 @@ def recorded_warmstart(config: dict, profile: str = "tiny"):
     return model.eval()
 
 
-def bench_examples(config: dict, count: int) -> list[dict]:
+def bench_examples(config: Profile, count: int) -> list[dict]:
     with tempfile.TemporaryDirectory() as tmp:
-        data.write_dataset(Path(tmp) / "data", typed(config).data.seed)
+        data.write_dataset(Path(tmp) / "data", config.data.seed)
         view = data.write_learning_view(Path(tmp) / "data", Path(tmp) / "view")
         return data.read_examples(view, "train")[:count]
 
@@ -93,7 +93,7 @@ def _summary(times: list[dict], warmup: int, memory: int, extra: dict) -> dict:
 
 # --------------------------------------------------------------------------- our loop
 def _sample_set(
-    policy, tokenizer, chunk: list[dict], config: dict, generator, index: int, batched: bool
+    policy, tokenizer, chunk: list[dict], config: Profile, generator, index: int, batched: bool
 ) -> list[dict]:
     """One rollout set, sampled and scored as the GRPO loop does it."""
     g = BENCH_SHAPE["group_size"]
@@ -118,10 +118,10 @@ def _reward_seconds(groups: list[dict], chunk: list[dict]) -> float:
 
 
 def _check_seconds(
-    policy, tokenizer, rows: list[dict], config: dict, batched: bool, device
+    policy, tokenizer, rows: list[dict], config: Profile, batched: bool, device
 ) -> float:
     """The rescoring check of the captured log-probs, timed."""
-    cfg = typed(config)
+    cfg = config
     tick = time.perf_counter()
     if batched:
         batched_scoring.verify_captured_logprobs(
@@ -138,7 +138,7 @@ def _check_seconds(
 
 
 def run_ours(
-    config: dict,
+    config: Profile,
     examples: list[dict],
     sets: int,
     warmup: int,
@@ -147,9 +147,8 @@ def run_ours(
 ) -> dict:
     """Our GRPO loop's rollout sets, timed; load_policy(config) gives a fresh policy (the
     reference is a second one)."""
-    config = json.loads(json.dumps(config))
-    config["sampling"]["batched"] = batched
-    cfg = typed(config)
+    config = config.replaced(sampling={"batched": batched})
+    cfg = config
     tokenizer = model_lib.load_tokenizer(config)
     policy, reference = load_policy(config), load_policy(config).requires_grad_(False)
     device = rollout.model_device(policy)
@@ -210,14 +209,14 @@ def run_ours(
 
 # --------------------------------------------------------------------------- TRL
 def run_trl(
-    config: dict, examples: list[dict], sets: int, warmup: int, load_policy=recorded_warmstart
+    config: Profile, examples: list[dict], sets: int, warmup: int, load_policy=recorded_warmstart
 ) -> dict:
     """TRL's GRPOTrainer on the same starting policy and rendered prompts, timed from inside."""
     import trl
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
 
-    cfg = typed(config)
+    cfg = config
     tokenizer = model_lib.load_tokenizer(config)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
