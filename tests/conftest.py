@@ -5,7 +5,6 @@ Everything here is small enough for a test to take seconds on a laptop CPU.
 
 from __future__ import annotations
 
-import copy
 import os
 from pathlib import Path
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import yaml
+
 READ_ONLY = "a loaded profile is read-only; derive a new one with profile.replaced(section={...})"
 
 
@@ -36,6 +38,13 @@ class FrozenList(list):
 
     def __reduce__(self):
         return (type(self), (list(self),))
+
+
+# YAML writes them as the mappings and sequences they are (a profile, or a section of one,
+# dumped to a settings file), with yaml.safe_dump as with yaml.dump.
+for _dumper in (yaml.SafeDumper, yaml.Dumper):
+    _dumper.add_multi_representer(FrozenDict, yaml.SafeDumper.represent_dict)
+    _dumper.add_multi_representer(FrozenList, yaml.SafeDumper.represent_list)
 
 
 def frozen(value: Any) -> Any:
