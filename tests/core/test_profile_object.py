@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 
 import pytest
+import yaml
 
 from verifiable_grpo.core import config as cfg
 from verifiable_grpo.core import config_schema
@@ -34,6 +35,7 @@ def test_hash_and_mapping_are_those_of_the_plain_dict(name):
     assert profile.sha256 == cfg.config_hash(before) == cfg.config_hash(profile)
     assert profile == before and profile.as_dict() == before
     assert json.loads(json.dumps(profile)) == json.loads(json.dumps(before))
+    assert yaml.safe_load(yaml.safe_dump(profile)) == before  # a settings file writes back
     assert profile.path == before["_path"]
 
 

@@ -47,7 +47,15 @@ from verifiable_grpo.core.schema_validation import build, check_section, field_h
 # more examples than a split holds); task.data generates exactly these.
 COUNTS = {"warmstart": 128, "train": 872, "validation": 200, "test": 200}
 
-__all__ = ["ConfigError", "Profile", "checked", "profile_of", "section_names", "validate"]
+__all__ = [
+    "ConfigError",
+    "Profile",
+    "checked",
+    "profile_of",
+    "recorded_profile",
+    "section_names",
+    "validate",
+]
 
 # The code loads every model in FP32 and refuses other parameter dtypes after loading
 # (model.load_base, model.check_architecture), so any other dtype would be ignored.
@@ -463,6 +471,13 @@ def profile_of(settings: Any, source: str, notes: dict | None = None) -> Profile
     profile = build(Profile, clean)
     dict.update(profile, frozen({**clean, **(notes or {})}))  # the one write, before any read
     return profile
+
+
+def recorded_profile(mapping: dict, source: str) -> Profile:
+    """The Profile of a mapping a record holds (a provenance's `config`), checked as a loaded
+    one; its '_' keys (such as _path) are kept as annotations."""
+    settings, notes = _split(mapping)
+    return profile_of(settings, source, notes)
 
 
 def _split(mapping: dict) -> tuple[dict, dict]:
