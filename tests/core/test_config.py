@@ -488,7 +488,9 @@ def test_derived_profiles_are_new_checked_objects(smoke_config):
     """A changed setting is a new profile: typed again, checked again, the original intact."""
     hotter = smoke_config.replaced(grpo={"kl_coefficient": 0.05})
     assert (hotter.grpo.kl_coefficient, smoke_config.grpo.kl_coefficient) == (0.05, 0.02)
-    assert hotter["grpo"]["kl_coefficient"] == 0.05 and smoke_config["grpo"]["kl_coefficient"] == 0.02
+    assert (
+        hotter["grpo"]["kl_coefficient"] == 0.05 and smoke_config["grpo"]["kl_coefficient"] == 0.02
+    )
     decay = smoke_config.replaced(grpo={"weight_decay": 0}).grpo.weight_decay
     assert decay == 0.0 and type(decay) is float  # an integer for a number reads as that float
     llama = smoke_config.replaced(model={"architecture": "LlamaForCausalLM"})
