@@ -3,8 +3,8 @@
 A profile is read by every stage of a run and hashed into its records, so nothing may edit
 it after loading: a setting that differs is a new profile (`Profile.replaced`), checked and
 hashed again. These containers are plain `dict` and `list` subclasses, so JSON records,
-`==` against plain values and `cfg["grpo"]["beta"]` reads in a notebook keep working; any
-edit raises TypeError naming the way to derive a new profile instead.
+`==` against plain values and `cfg["grpo"]["kl_coefficient"]` reads in a notebook keep
+working; any edit raises TypeError naming the way to derive a new profile instead.
 """
 
 from __future__ import annotations
