@@ -5,7 +5,6 @@ Everything here is small enough for a test to take seconds on a laptop CPU.
 
 from __future__ import annotations
 
-import copy
 import os
 from pathlib import Path
 
@@ -108,15 +107,14 @@ def _smoke_config_master():
 
 @pytest.fixture
 def smoke_config(_smoke_config_master):
-    """A fresh copy of the smoke profile (tests may edit it)."""
-    return copy.deepcopy(_smoke_config_master)
+    """The smoke profile (read-only: a test derives another with .replaced or .edited)."""
+    return _smoke_config_master
 
 
 @pytest.fixture
 def random_config(smoke_config):
     """The smoke profile on the micro random Qwen2 (model.random_init) and the tiny tokenizer."""
-    smoke_config["model"]["source"] = "random"
-    return smoke_config
+    return smoke_config.replaced(model={"source": "random"})
 
 
 @pytest.fixture(scope="session")

@@ -105,6 +105,7 @@ NOT_FLOAT_SENSITIVE = {
     "core/test_code_identity.py": "hashes of source files",
     "core/test_config.py": "configuration values and their hashes",
     "core/test_profiles.py": "profile files",
+    "core/test_profile_object.py": "profile mappings, their hashes and read-only containers",
     "core/test_progress.py": "progress lines",
     "core/test_quoted_budgets.py": "counts quoted in the prose",
     "core/test_record_names.py": "field names of recorded files",

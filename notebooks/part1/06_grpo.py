@@ -321,10 +321,9 @@ Table(["update of the set", "smallest ratio", "largest ratio", "tokens outside [
 
 # %%
 from verifiable_grpo.core.schedule import learning_rate
-from verifiable_grpo.core.config_schema import typed
 
 def schedule(cfg, steps=3):
-    g = typed(cfg).grpo
+    g = cfg.grpo
     total = g.iterations * g.updates_per_rollout
     return [learning_rate(s, total, g.learning_rate, g.warmup_fraction, g.final_lr_fraction)
             for s in range(min(steps, total))]
@@ -342,11 +341,10 @@ Table(["profile", "updates", "learning rate of update 1", "update 2", "update 3"
 # step size differs.
 
 # %%
-import copy as _copy
-
-slow = _copy.deepcopy(config)
-slow["grpo"].update(iterations=2, interrupt_at=1)   # the shortest run allowed; its first set is compared
-slow["grpo"]["learning_rate"] = config["grpo"]["learning_rate"] * schedule(tiny_config)[1] / schedule(slow)[1]
+# A profile is read-only: a changed setting is a new profile, checked like a loaded one.
+shortest = config.replaced(grpo={"iterations": 2, "interrupt_at": 1})  # its first set is compared
+slow = shortest.replaced(grpo={"learning_rate": config.grpo.learning_rate
+                               * schedule(tiny_config)[1] / schedule(shortest)[1]})
 slow_out = live_run_from_recorded_warmstart(slow)
 slow_run = grpo.run_grpo_branch(slow, slow_out, "grpo", "continuous", progress=show_progress())
 def clip_counts(run):

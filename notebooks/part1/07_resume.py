@@ -54,7 +54,6 @@ from verifiable_grpo.book.notebook import quiet
 
 quiet()  # first: progress bars read their settings when their modules are imported
 
-import copy
 import tempfile
 
 import torch
@@ -157,8 +156,7 @@ Table(["branch", "equal", "differences", "continuous state MB", "resumed state M
 # setting changed. Comparing the two configurations finds it.
 
 # %%
-changed = copy.deepcopy(config)
-changed["warmstart"]["learning_rate"] *= 2
+changed = config.replaced(warmstart={"learning_rate": 2 * config.warmstart.learning_rate})
 other = tempfile.mkdtemp(prefix="resume-other-")
 sft.ensure_learning_view(config, other)
 with rounded_prints(decimals=3):

@@ -14,7 +14,6 @@ import sys
 from verifiable_grpo.core import refusals
 from verifiable_grpo.core.argument_types import positive, positive_float
 from verifiable_grpo.core.config import ConfigError, load_config  # light: no model, no torch
-from verifiable_grpo.core.config_schema import typed
 from verifiable_grpo.core.runfolder import MODES
 
 # command -> (module, handler, help)
@@ -446,7 +445,7 @@ def _main(argv: list[str] | None) -> int:
     if hasattr(args, "config"):
         # The whole profile is checked before any stage starts, so a typo costs a second.
         try:
-            profile = typed(load_config(args.config)).profile
+            profile = load_config(args.config).profile
         except (ConfigError, FileNotFoundError) as err:
             refusals.user_error(err)
         if getattr(args, "out", None) is None:

@@ -421,7 +421,7 @@ def test_files_that_are_not_a_profile(tmp_path):
 @pytest.mark.parametrize("profile", ["qwen", "tiny", "smoke"])
 def test_shipped_profiles_load_unchanged(profile):
 
-    config = cfg.load_config(profile)
+    config = cfg.load_config(profile).as_dict()
     assert config.pop("_path") == str(cfg.config_path(profile))
     assert config == cfg.profile_settings(profile)
 
@@ -431,7 +431,7 @@ def test_typed_profile_is_frozen_and_complete(smoke_config):
 
     from verifiable_grpo.core import config_schema
 
-    profile = config_schema.typed(smoke_config)
+    profile = smoke_config
     assert config_schema.section_names() == tuple(cfg.REQUIRED_SECTIONS) + cfg.OPTIONAL_SECTIONS
     assert profile.grpo.clip_epsilon == 0.2 and profile.exercise.group_sizes == (2, 8)
     assert profile.model.random_init.hidden_size == 32 and profile.warmstart.epochs == 3
@@ -446,9 +446,8 @@ def test_typed_profile_is_frozen_and_complete(smoke_config):
         config_schema.GRPO,
     ):
         assert all(f.metadata["meaning"] for f in dataclasses.fields(cls))
-    smoke_config["grpo"]["group_size"] = 1
     with pytest.raises(cfg.ConfigError, match="grpo.group_size: must be >= 2"):
-        config_schema.typed(smoke_config)
+        smoke_config.replaced(grpo={"group_size": 1})
 
 
 def _pairs(section, raw, path=""):
@@ -466,12 +465,10 @@ def _pairs(section, raw, path=""):
 
 @pytest.mark.parametrize("profile", ["qwen", "tiny", "smoke"])
 def test_typed_view_reads_what_the_dict_holds(profile):
-    """Code reads by attribute; every value must be the dict's, of the same type (a list
-    reads as a tuple), so reading through the view changes no number."""
-    from verifiable_grpo.core import config_schema
-
+    """Code reads by attribute; every value must be the mapping's, of the same type (a list
+    reads as a tuple), so reading through the typed sections changes no number."""
     config = cfg.load_config(profile)
-    pairs = list(_pairs(config_schema.typed(config), config))
+    pairs = list(_pairs(config, config))
     assert {
         "model.random_init.seed",
         "model.gguf_file",
@@ -481,30 +478,36 @@ def test_typed_view_reads_what_the_dict_holds(profile):
     for where, value, given in pairs:
         if isinstance(given, list):
             assert value == tuple(given) and type(value) is tuple, where
+        elif isinstance(given, str | bool | int | float | type(None)):
+            assert value == given and type(value) is type(given), where
         else:
             assert value == given and type(value) is type(given), where
 
 
-def test_typed_view_follows_edits_of_the_dict(smoke_config):
-    """No cache: a dict edited between calls (tests do) reads as edited, and is re-checked."""
-    from verifiable_grpo.core import config_schema
+def test_derived_profiles_are_new_checked_objects(smoke_config):
+    """A changed setting is a new profile: typed again, checked again, the original intact."""
+    hotter = smoke_config.replaced(grpo={"kl_coefficient": 0.05})
+    assert (hotter.grpo.kl_coefficient, smoke_config.grpo.kl_coefficient) == (0.05, 0.02)
+    assert (
+        hotter["grpo"]["kl_coefficient"] == 0.05 and smoke_config["grpo"]["kl_coefficient"] == 0.02
+    )
+    decay = smoke_config.replaced(grpo={"weight_decay": 0}).grpo.weight_decay
+    assert decay == 0.0 and type(decay) is float  # an integer for a number reads as that float
+    llama = smoke_config.replaced(model={"architecture": "LlamaForCausalLM"})
+    assert llama.model.architecture == "LlamaForCausalLM"
 
-    assert config_schema.typed(smoke_config).grpo.kl_coefficient == 0.02
-    smoke_config["grpo"]["kl_coefficient"] = 0.05
-    assert config_schema.typed(smoke_config).grpo.kl_coefficient == 0.05
-    smoke_config["grpo"]["weight_decay"] = 0  # an integer for a number reads as that float
-    decay = config_schema.typed(smoke_config).grpo.weight_decay
-    assert decay == 0.0 and type(decay) is float
-    smoke_config["model"]["architecture"] = "LlamaForCausalLM"
-    assert config_schema.typed(smoke_config).model.architecture == "LlamaForCausalLM"
-    del smoke_config["model"]["architecture"]
-    assert config_schema.typed(smoke_config).model.architecture == "Qwen2ForCausalLM"
+    def drop_architecture(settings):
+        del settings["model"]["architecture"]
+
+    assert llama.edited(drop_architecture).model.architecture == "Qwen2ForCausalLM"
+    assert "architecture" not in llama.edited(drop_architecture)["model"]
+    assert hotter.path == smoke_config.path
 
 
 def test_validate_does_not_change_its_input(smoke_config):
     from verifiable_grpo.core import config_schema
 
-    raw = {k: v for k, v in smoke_config.items() if k != "_path"}
+    raw = {k: v for k, v in smoke_config.as_dict().items() if k != "_path"}
     raw["warmstart"]["learning_rate"] = "2e-4"
     assert config_schema.validate(raw, "x.yaml") == []
     assert raw["warmstart"]["learning_rate"] == "2e-4"

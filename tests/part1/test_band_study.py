@@ -3,12 +3,9 @@ dataset layout, the screen's rule, the curve and the refusal without a passing s
 
 from __future__ import annotations
 
-import copy
-
 import pytest
 
 from verifiable_grpo.core.config import ConfigError
-from verifiable_grpo.core.config_schema import typed
 from verifiable_grpo.part1 import band_data, band_study
 from verifiable_grpo.task import data, prompts, small_sums, verifier
 
@@ -33,11 +30,12 @@ def test_a_small_problem_is_a_stock_problem_the_strict_verifier_scores(op, a, b,
 
 
 def test_the_prompt_holds_two_worked_turns_then_the_problem(smoke_config, tokenizer):
-    config = copy.deepcopy(smoke_config)
+    config = smoke_config
     assert prompts.messages_for("What is 3 + 4?", config)[-1]["content"].startswith("What is 3")
     assert len(prompts.messages_for("What is 3 + 4?", config)) == 1  # absent: one turn
-    config["data"]["prompt"] = "small-sums-2shot"
-    config["tokens"].update(max_prompt=400, max_total=500)
+    config = smoke_config.replaced(
+        data={"prompt": "small-sums-2shot"}, tokens={"max_prompt": 400, "max_total": 500}
+    )
     turns = prompts.messages_for("What is 3 + 4?", config)
     assert [t["role"] for t in turns] == ["user", "assistant"] * 2 + ["user"]
     assert turns[1]["content"] == '{"final_stock": 12}' and "16 - 9" in turns[2]["content"]
@@ -46,10 +44,8 @@ def test_the_prompt_holds_two_worked_turns_then_the_problem(smoke_config, tokeni
 
 
 def test_the_schema_names_an_unknown_prompt_style(smoke_config):
-    config = copy.deepcopy(smoke_config)
-    config["data"]["prompt"] = "three-shot"
     with pytest.raises(ConfigError, match="data.prompt"):
-        typed(config)
+        smoke_config.replaced(data={"prompt": "three-shot"})
 
 
 def test_the_dataset_reads_back_through_part_ones_readers(tmp_path):

@@ -3,7 +3,6 @@ SHA-256 however carefully its size and mtime were kept."""
 
 from __future__ import annotations
 
-import copy
 import os
 import shutil
 
@@ -53,8 +52,7 @@ def test_a_state_with_a_pickled_callable_is_refused(tmp_path):
 
 @pytest.fixture(scope="module")
 def warm_interrupted(tmp_path_factory):
-    config = copy.deepcopy(load_config("smoke"))
-    config["model"]["source"] = "random"
+    config = load_config("smoke").replaced(model={"source": "random"})
     out = tmp_path_factory.mktemp("warm") / "run"
     sft.ensure_learning_view(config, out)
     sft.run_sft_branch(config, out, "warmstart", "interrupt")

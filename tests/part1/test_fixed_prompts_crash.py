@@ -12,8 +12,7 @@ MICRO = """
 import sys
 from verifiable_grpo.core.config import load_config
 from verifiable_grpo.part1 import fixed_prompts
-base = load_config("tiny")
-base["grpo"]["checkpoint_every_iterations"] = 1
+base = load_config("tiny").replaced(grpo={"checkpoint_every_iterations": 1})
 setting = fixed_prompts.FixedPromptSetting(
     "micro", prompts=2, draws=4, low=0.0, high=1.0, group_size=2, iterations=3,
     validation_problems=0,

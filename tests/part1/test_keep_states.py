@@ -17,12 +17,10 @@ from verifiable_grpo.part1 import pipeline
 BRANCHES = ("warmstart", "sft", "grpo", "grpo-g2", "grpo-g8")
 
 
-def _digest_config() -> dict:
+def _digest_config():
     if not tiny_base_has_weights():
         pytest.skip("the smoke profile runs on the trained tiny base (data/tiny-base)")
-    config = load_config("smoke")
-    config["storage"] = {"keep_states": "digest"}
-    return config
+    return load_config("smoke").replaced(storage={"keep_states": "digest"})
 
 
 def _states_on_disk(out):
@@ -181,18 +179,17 @@ def test_a_reduction_cut_short_finishes_and_a_changed_state_is_refused(tmp_path)
 def test_all_is_the_default_and_digest_is_checked():
     config = load_config("smoke")
     assert not state_digests.keeps_digests_only(config)
-    config["storage"] = {"keep_states": "some"}
     with pytest.raises(Exception, match="storage.keep_states"):
-        state_digests.keeps_digests_only(config)
+        config.replaced(storage={"keep_states": "some"})
 
 
 def test_the_one_sequence_no_cache_path_end_to_end(tmp_path):
     """The path the qwen profile takes (sampling.batched false, no KV cache), at smoke size,
     through GRPO's resume check: every comparison bit for bit equal; under keep_states digest
     the states are gone and their records stay."""
-    config = _digest_config()
-    config["sampling"].update(batched=False, use_kv_cache=False)
-    config["grpo"]["share_prompts"] = False
+    config = _digest_config().replaced(
+        sampling={"batched": False, "use_kv_cache": False}, grpo={"share_prompts": False}
+    )
     out = tmp_path / "run"
     pipeline.run_pipeline(config, out, stop_after="grpo-verify")
     for branch in ("warmstart", "sft", "grpo"):

@@ -1,7 +1,6 @@
 """The one-command pipeline: stage markers, continuing without redoing work, refusing to
 write over the remains of an interrupted stage; then `run` end to end on the smoke profile."""
 
-import copy
 import os
 import shutil
 import time
@@ -170,8 +169,7 @@ def test_a_stage_may_not_alter_earlier_evidence(monkeypatch, config, tmp_path):
 
 def test_a_run_folder_holds_one_configuration(toy, config, tmp_path):
     pipeline.run_pipeline(config, tmp_path, stop_after="a")
-    other = copy.deepcopy(config)
-    other["evaluation"]["draws"] = 2
+    other = config.replaced(evaluation={"draws": 2})
     with pytest.raises(HalfDoneStageError, match="invalidates the finished stages a"):
         pipeline.run_pipeline(other, tmp_path)
 
@@ -185,12 +183,10 @@ def test_a_change_no_finished_stage_depends_on_continues(monkeypatch, config, tm
     ]
     monkeypatch.setattr(pipeline, "build_stages", lambda config: stages)
     pipeline.run_pipeline(config, tmp_path, stop_after="d")
-    other = copy.deepcopy(config)
-    other["evaluation"]["draws"] = 2  # only stage e (unfinished) reads it
+    other = config.replaced(evaluation={"draws": 2})  # only stage e (unfinished) reads it
     pipeline.run_pipeline(other, tmp_path)
     assert (tmp_path / "e.txt").is_file()
-    third = copy.deepcopy(other)
-    third["data"]["seed"] += 1
+    third = other.replaced(data={"seed": other.data.seed + 1})
     with pytest.raises(HalfDoneStageError, match="invalidates the finished stages d, e"):
         pipeline.run_pipeline(third, tmp_path)
 

@@ -5,6 +5,8 @@ FP32 folder (against its seal). One flipped byte in each is refused in one line.
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 import torch
 
@@ -80,6 +82,6 @@ def test_a_flipped_byte_in_the_smollm2_folder_is_refused(tmp_path):
     _flip(cache / "model.safetensors")
     with pytest.raises(files.DamagedFileError, match="model.safetensors: its SHA-256 differs"):
         loader.verify_cache(cache)
-    config = {"model": {"path": str(cache)}}
+    config = SimpleNamespace(model=SimpleNamespace(path=str(cache)))  # what it reads
     with pytest.raises(files.DamagedFileError, match="SmolLM2 FP32 folder"):
         smollm2_candidate.check_weights(config)

@@ -9,16 +9,18 @@ import pytest
 
 from shared_helpers import run_cli
 from verifiable_grpo.core.config import load_config, read_json, repo_root
+from verifiable_grpo.core.config_schema import recorded_profile
 from verifiable_grpo.core.runfolder import MODES
 from verifiable_grpo.part1 import run_cost, run_plan
 
 RECORDED = repo_root() / "data" / "recorded" / "tiny"
 
 
-def _recorded_config() -> dict:
+def _recorded_config():
     """The profile the recorded tiny run ran with (its crash checkpoints were more frequent
     than tiny.yaml's today)."""
-    return read_json(RECORDED / "provenance.json")["config"]
+    path = RECORDED / "provenance.json"
+    return recorded_profile(read_json(path)["config"], str(path))
 
 
 def test_crash_checkpoint_counts_are_the_recorded_runs():
@@ -54,9 +56,12 @@ def test_qwen_keeps_no_state_and_writes_far_fewer_crash_checkpoints():
     parameters = run_cost.parameters(run_plan.model_shape(qwen))
     assert parameters == 494_032_768
     digest = run_plan.disk_plan(qwen, parameters, 0.93)
-    qwen["storage"] = {"keep_states": "all"}
-    qwen["warmstart"]["checkpoint_every_updates"] = qwen["sft"]["checkpoint_every_updates"] = 10
-    qwen["grpo"]["checkpoint_every_iterations"] = 5
+    qwen = qwen.replaced(
+        storage={"keep_states": "all"},
+        warmstart={"checkpoint_every_updates": 10},
+        sft={"checkpoint_every_updates": 10},
+        grpo={"checkpoint_every_iterations": 5},
+    )
     before = run_plan.disk_plan(qwen, parameters, 0.93)
     assert before["states_at_end"] == 15 and digest["states_at_end"] == 0
     assert before["crash_checkpoints"] == 110 and digest["crash_checkpoints"] <= 40

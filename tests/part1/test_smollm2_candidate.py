@@ -48,7 +48,7 @@ def test_smollm2_config_refuses_other_models_and_working_stays_refused():
 
 def test_missing_weights_are_named_before_any_work(tmp_path):
     config = lift_study.candidate_config(load_config("tiny"), SMOLLM2)
-    config["model"]["path"] = str(tmp_path / "no-such-folder")
+    config = config.replaced(model={"path": str(tmp_path / "no-such-folder")})
     with pytest.raises(FileNotFoundError, match="smollm2.load"):
         smollm2_candidate.prepare_folder(tmp_path / "run", config)
     assert not (tmp_path / "run").exists()
@@ -104,8 +104,9 @@ def _micro_llama_folder(folder, tokenizer):
     """A saved micro Llama on the tiny tokenizer, shaped like lab1_model's FP32 folder."""
     from verifiable_grpo.core import model_sources
 
-    config = load_config("smoke")
-    config["model"].update(source="random", architecture="LlamaForCausalLM")
+    config = load_config("smoke").replaced(
+        model={"source": "random", "architecture": "LlamaForCausalLM"}
+    )
     model = model_sources.build_random_model(config, tokenizer)
     model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
@@ -148,9 +149,10 @@ def test_warm_start_then_grpo_then_scores_on_a_micro_llama(
             enumerate(smollm2_candidate.data.read_examples(learning, "validation"))
         )[:3],
     )
-    base = load_config("tiny")
-    base["evaluation"].update(problems=3, draws=2)
-    base["tokens"].update(max_response=12, max_total=268)  # short answers: a quick test
+    base = load_config("tiny").replaced(
+        evaluation={"problems": 3, "draws": 2},
+        tokens={"max_response": 12, "max_total": 268},  # short answers: a quick test
+    )
     candidate = replace(SMOLLM2, iterations=2)
     run = tmp_path / "lift" / SMOLLM2.name  # the session's dataset, not a new one
     shutil.copytree(dataset_dir, run / "data")

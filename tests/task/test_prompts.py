@@ -71,27 +71,24 @@ def test_oversized_examples_raise_and_are_never_truncated(tokenizer, smoke_confi
         P.prompt_ids(tokenizer, long_statement, smoke_config)
     with pytest.raises(ValueError, match="over tokens.max_prompt"):
         P.completion_row(tokenizer, long_statement, RESPONSE, smoke_config)
-    config = copy.deepcopy(smoke_config)
     n_response = len(tokenizer.encode(RESPONSE, add_special_tokens=False)) + 1
-    config["tokens"]["max_response"] = n_response - 1
+    config = smoke_config.replaced(tokens={"max_response": n_response - 1})
     with pytest.raises(ValueError, match="over tokens.max_response"):
         P.completion_row(tokenizer, STATEMENT, RESPONSE, config)
-    config["tokens"]["max_response"] = n_response  # exactly at the limit is fine
+    config = smoke_config.replaced(tokens={"max_response": n_response})  # at the limit: fine
     row = P.completion_row(tokenizer, STATEMENT, RESPONSE, config)
     # max_total below a row that fits both budgets breaks the schema's rule, named as such
-    config["tokens"]["max_total"] = len(row["input_ids"]) - 1
     with pytest.raises(
         ConfigError,
         match=r"tokens\.max_total: must be >= max_prompt \+ "
         r"max_response = \d+, got \d+",
     ):
-        P.completion_row(tokenizer, STATEMENT, RESPONSE, config)
+        config.replaced(tokens={"max_total": len(row["input_ids"]) - 1})
 
 
 def test_eos_id_from_config_or_tokenizer(tokenizer, smoke_config):
     assert P.eos_id(tokenizer, smoke_config) == tokenizer.eos_token_id
-    config = copy.deepcopy(smoke_config)
-    config["model"]["eos_token_id"] = 10**9
+    config = smoke_config.replaced(model={"eos_token_id": 10**9})
     with pytest.raises(ValueError, match="not a token"):
         P.eos_id(tokenizer, config)
 

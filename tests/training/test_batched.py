@@ -31,9 +31,7 @@ def examples(learning_view_dir):
 
 
 def _config(random_config, batched=True, use_kv_cache=True):
-    config = copy.deepcopy(random_config)
-    config["sampling"].update(batched=batched, use_kv_cache=use_kv_cache)
-    return config
+    return random_config.replaced(sampling={"batched": batched, "use_kv_cache": use_kv_cache})
 
 
 def _prompts(tokenizer, examples, config):
@@ -101,9 +99,9 @@ def test_llama_batched_log_probs_agree_with_one_sequence_rescoring(
 ):
     """Llama's forward takes the 4D mask itself (Qwen2 a mapping): left-padded rows must
     still score as their unpadded selves (SmolLM2's path)."""
-    config = _config(random_config)
-    config["model"]["architecture"] = "LlamaForCausalLM"
-    config["grpo"]["share_prompts"] = share_prompts
+    config = _config(random_config).replaced(
+        model={"architecture": "LlamaForCausalLM"}, grpo={"share_prompts": share_prompts}
+    )
     model, tokenizer = model_lib.load_base(config)
     assert type(model).__name__ == "LlamaForCausalLM"
     groups = batched_rollout.sample_groups(
@@ -371,10 +369,9 @@ def test_batched_gradient_equals_the_one_at_a_time_gradient_in_float64(
         return [p.grad.clone() for p in parameters], telemetry
 
     sequential, want = gradient(config)
-    config["sampling"]["batched"] = True
-    config["grpo"]["share_prompts"] = True
+    config = config.replaced(sampling={"batched": True}, grpo={"share_prompts": True})
     shared, got_shared = gradient(config)
-    config["grpo"]["share_prompts"] = False
+    config = config.replaced(grpo={"share_prompts": False})
     batched, got = gradient(config)
     chunked, _ = gradient(config, rows_per_pass=4)
     # Shared prompts add the same terms in another order. The library's eager attention
@@ -444,7 +441,7 @@ def test_reference_memo_gives_the_recomputed_gradient_bit_for_bit(
     """The second update of a rollout set reads the reference's logits kept by the first:
     exactly what recomputing them gives (same passes, same tensors)."""
     config, policy, reference, groups = _float64_setup(random_config, learning_view_dir)
-    config["sampling"]["batched"] = True
+    config = config.replaced(sampling={"batched": True})
     parameters = model_lib.unique_parameters(policy)
 
     def gradient(**options):

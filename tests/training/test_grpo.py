@@ -22,10 +22,10 @@ WARMSTART = "checkpoints/warmstart-resume.safetensors"
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
-def micro_config():
-    config = load_config("smoke")
-    config["model"]["source"] = "random"
-    return config
+def micro_config(**changes):
+    """The smoke profile on the micro random policy, with `changes` (sections key by key)."""
+    changes["model"] = {"source": "random", **changes.get("model", {})}
+    return load_config("smoke").replaced(**changes)
 
 
 def make_run_folder(folder, learning_view_dir, config):
@@ -122,12 +122,12 @@ def _policy_reference_groups(config, learning_view_dir, advantages):
 
 
 def test_ratio_is_one_on_the_first_update_and_clipping_acts_on_the_second(learning_view_dir):
-    config = micro_config()
-    config["sampling"]["use_kv_cache"] = False
     # Bit-exact unit ratios need the update to read whole rows as generation did; a shared
     # prompt reorders the sums (ratios within float rounding of 1, tested in test_batched).
-    config["grpo"]["share_prompts"] = False
-    config["grpo"]["learning_rate"] = 0.05  # large enough to leave the clip interval
+    # The learning rate is large enough to leave the clip interval.
+    config = micro_config(
+        sampling={"use_kv_cache": False}, grpo={"share_prompts": False, "learning_rate": 0.05}
+    )
     policy, reference, groups = _policy_reference_groups(
         config, learning_view_dir, [1.0, -1.0, 1.0, -1.0]
     )
@@ -165,8 +165,7 @@ def test_ratio_is_one_on_the_first_update_and_clipping_acts_on_the_second(learni
 
 def test_accumulated_gradient_equals_the_batched_objective(learning_view_dir):
     """Per-response backward with weight 1/(P*G) == one grpo_objective on the padded batch."""
-    config = micro_config()
-    config["sampling"]["use_kv_cache"] = False
+    config = micro_config(sampling={"use_kv_cache": False})
     policy, reference, groups = _policy_reference_groups(config, learning_view_dir, [1.0, -0.5])
     with torch.no_grad():  # move the policy away from the reference so the KL term acts
         for p in model_lib.unique_parameters(policy):
@@ -331,8 +330,7 @@ def test_a_rollout_is_never_consumed_twice(runs, tmp_path):
 
 def test_resume_refuses_another_run(runs, tmp_path):
     out = _copy_without_resume(runs, tmp_path)
-    config = copy.deepcopy(runs["config"])
-    config["grpo"]["kl_coefficient"] = 0.05
+    config = runs["config"].replaced(grpo={"kl_coefficient": 0.05})
     with pytest.raises(ValueError, match="belongs to another run.*config_sha256"):
         grpo.run_grpo_branch(config, out, mode="resume", progress=False)
     with pytest.raises(ValueError, match="belongs to another run.*group_size"):

@@ -99,8 +99,7 @@ def test_the_shipped_profiles_build_exactly_the_registrys_part_one(profile):
     built = objectives.objective_from_config(config)
     assert built == OBJECTIVES["part1"]
     assert built.sha256() == OBJECTIVES["part1"].sha256()
-    config["grpo"]["kl_coefficient"] = 0.05
-    config["grpo"]["clip_epsilon"] = 0.1
+    config = config.replaced(grpo={"kl_coefficient": 0.05, "clip_epsilon": 0.1})
     other = objectives.objective_from_config(config)
     assert other.kl.coefficient == 0.05 and other.clip == ClipInterval(0.1, 0.1)
     assert other.sha256() != built.sha256()
@@ -536,11 +535,11 @@ def test_kl_terms_none_k3_and_exact():
 
 # --------------------------------------------------------------------------- Part I, bit for bit
 def _micro_config():
-    config = load_config("smoke")
-    config["model"]["source"] = "random"
-    config["sampling"]["use_kv_cache"] = False
-    config["sampling"]["batched"] = False  # bit for bit: the one-response-at-a-time path
-    return config
+    return load_config("smoke").replaced(
+        model={"source": "random"},
+        # bit for bit: the one-response-at-a-time path
+        sampling={"use_kv_cache": False, "batched": False},
+    )
 
 
 @pytest.fixture(scope="module")
@@ -653,7 +652,7 @@ def test_the_loop_takes_another_objective_from_the_registry(rollout_set, name, b
     accumulate_gradients, one response at a time or in padded batches, == objective_loss
     on the padded batch."""
     config, policy, reference, groups = rollout_set
-    config = {**config, "sampling": {**config["sampling"], "batched": batched}}
+    config = config.replaced(sampling={"batched": batched})
     objective = LOOP_OBJECTIVES[name]
     policy.zero_grad(set_to_none=True)
     telemetry = grpo.accumulate_gradients(policy, reference, groups, config, objective)

@@ -12,7 +12,6 @@ import torch
 from verifiable_grpo.core import model as model_lib
 from verifiable_grpo.core import schedule
 from verifiable_grpo.core.config import ConfigError, load_config
-from verifiable_grpo.core.config_schema import typed
 from verifiable_grpo.training import batched_rollout, grpo, objectives, rollout
 from verifiable_grpo.training.objectives import OBJECTIVES, on_part1
 
@@ -23,8 +22,7 @@ def test_absent_objective_is_part1_and_adding_the_key_changes_no_profile_hash():
     config = load_config("tiny")
     assert "objective" not in config["grpo"]
     assert objectives.objective_from_config(config).sha256() == OBJECTIVES["part1"].sha256()
-    named = copy.deepcopy(config)
-    named["grpo"]["objective"] = "part1"
+    named = config.replaced(grpo={"objective": "part1"})
     assert objectives.objective_from_config(named).sha256() == OBJECTIVES["part1"].sha256()
 
 
@@ -48,8 +46,7 @@ def test_the_grpo_arm_on_part1_is_part1_and_own_samplers_are_refused():
 
 
 def test_an_unknown_objective_is_refused_before_anything_is_read(tmp_path):
-    config = load_config("smoke")
-    config["grpo"]["objective"] = "cispoo"
+    config = load_config("smoke").replaced(grpo={"objective": "cispoo"})
     with pytest.raises(ConfigError, match=r"grpo.objective: unknown objective 'cispoo'.*cispo"):
         grpo.run_grpo_branch(config, tmp_path / "nothing-here", progress=False)
     assert not (tmp_path / "nothing-here").exists()
@@ -57,23 +54,21 @@ def test_an_unknown_objective_is_refused_before_anything_is_read(tmp_path):
 
 def test_a_bfloat16_sampler_needs_the_batched_path():
     config = load_config("smoke")
-    config["sampling"]["batched"] = False
-    config["sampling"]["precision"] = "bfloat16"
     with pytest.raises(ConfigError, match="sampling.precision: bfloat16 sampling needs batched"):
-        typed(config)
-    config["sampling"]["precision"] = "float16"
+        config.replaced(sampling={"batched": False, "precision": "bfloat16"})
     with pytest.raises(ConfigError, match="sampling.precision"):
-        typed(config)
+        config.replaced(sampling={"batched": False, "precision": "float16"})
 
 
 def _micro(learning_view_dir, precision="float32"):
     from verifiable_grpo.task import data
 
-    config = load_config("smoke")
-    config["model"]["source"] = "random"
-    config["sampling"].update(batched=True, use_kv_cache=True, precision=precision)
-    config["grpo"]["share_prompts"] = False
-    config["tokens"]["max_response"] = 12  # a random policy rarely stops: keep it short
+    config = load_config("smoke").replaced(
+        model={"source": "random"},
+        sampling={"batched": True, "use_kv_cache": True, "precision": precision},
+        grpo={"share_prompts": False},
+        tokens={"max_response": 12},  # a random policy rarely stops: keep it short
+    )
     policy, tokenizer = model_lib.load_base(config)
     examples = data.read_examples(learning_view_dir, "train")[:2]
     generator = torch.Generator().manual_seed(0)
@@ -94,7 +89,7 @@ def test_bfloat16_sampling_captures_log_probs_the_float32_trainer_does_not_share
 
 def test_a_correction_keeps_the_trainers_rollout_log_probs_for_the_second_update(learning_view_dir):
     config, policy, groups = _micro(learning_view_dir)
-    config["grpo"]["objective"] = "grpo_tis"
+    config = config.replaced(grpo={"objective": "grpo_tis"})
     objective = objectives.objective_from_config(config)
     reference = copy.deepcopy(policy).requires_grad_(False)
 

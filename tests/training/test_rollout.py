@@ -22,9 +22,7 @@ def example(learning_view_dir):
 
 
 def _config(random_config, use_kv_cache):
-    config = copy.deepcopy(random_config)
-    config["sampling"]["use_kv_cache"] = use_kv_cache
-    return config
+    return random_config.replaced(sampling={"use_kv_cache": use_kv_cache})
 
 
 def _sample(model, tokenizer, config, example, seed, greedy=False):
@@ -96,18 +94,14 @@ def test_corrupted_old_logprob_is_caught_with_the_measured_difference(
 def test_sampling_refuses_anything_but_temperature_one_full_vocabulary(
     micro_model, random_config, example, key, value, problem
 ):
-    """generate reads the config through its schema, which refuses the setting by name (also
-    in a dict edited after loading)."""
+    """The schema refuses the setting by name when the profile is made, so no sampler can
+    ever receive it (a loaded profile cannot be edited afterwards)."""
     from verifiable_grpo.core.config import ConfigError
 
-    model, tokenizer = micro_model
-    config = copy.deepcopy(random_config)
-    config["sampling"][key] = value
-    ids = prompts.prompt_ids(tokenizer, example["statement"], random_config)
     with pytest.raises(ConfigError) as caught:
-        rollout.generate(model, tokenizer, ids, config, torch.Generator().manual_seed(0))
+        random_config.replaced(sampling={key: value})
     (only,) = caught.value.problems
-    assert only.startswith(f"{config['_path']}: {problem}"), only
+    assert only.startswith(f"{random_config.path}: {problem}"), only
 
 
 def test_sampling_refuses_train_mode(micro_model, random_config, example):
@@ -214,8 +208,8 @@ class WiderLogits(torch.nn.Module):
 def test_an_undecodable_id_invalidates_the_response(micro_model, random_config, example, tokenizer):
     model, _ = micro_model
     wide = WiderLogits(model, extra=8).eval()
-    config = _config(random_config, False)
-    config["tokens"]["max_response"] = 1  # the micro model cannot embed the padded id it drew
+    # The micro model cannot embed the padded id it drew: one token only.
+    config = _config(random_config, False).replaced(tokens={"max_response": 1})
     row = _sample(wide, tokenizer, config, example, 0, greedy=True)
     outside = len(tokenizer)
     assert row["response_ids"][0] == outside

@@ -16,9 +16,7 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 
 @pytest.fixture(scope="module")
 def micro(learning_view_dir):
-    config = load_config("smoke")
-    config["model"]["source"] = "random"
-    config["tokens"]["max_response"] = 8
+    config = load_config("smoke").replaced(model={"source": "random"}, tokens={"max_response": 8})
     policy, tokenizer = model_lib.load_base(config)
     examples = data.read_examples(learning_view_dir, "train")[:2]
     return config, policy, tokenizer, examples

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import os
 import subprocess
 import sys
@@ -20,10 +19,8 @@ from verifiable_grpo.task.prompts import collate, completion_row
 from verifiable_grpo.training import sft
 
 
-def micro_config() -> dict:
-    config = copy.deepcopy(load_config("smoke"))
-    config["model"]["source"] = "random"
-    return config
+def micro_config():
+    return load_config("smoke").replaced(model={"source": "random"})
 
 
 def scramble_global_rng(salt: int) -> None:
@@ -185,8 +182,7 @@ def test_resume_refuses_another_run_and_needs_its_interrupt(tmp_path):
     with pytest.raises(FileNotFoundError, match="nothing to resume"):
         sft.run_sft_branch(config, tmp_path, "warmstart", "resume")
     sft.run_sft_branch(config, tmp_path, "warmstart", "interrupt")
-    other = copy.deepcopy(config)
-    other["warmstart"]["learning_rate"] = 1e-3
+    other = config.replaced(warmstart={"learning_rate": 1e-3})
     with pytest.raises(ValueError, match="refusing to resume.*config_sha256"):
         sft.run_sft_branch(other, tmp_path, "warmstart", "resume")
     threads = torch.get_num_threads()
@@ -211,14 +207,13 @@ def test_refuses_test_material_and_bad_arguments(tmp_path, dataset_dir):
     assert not (tmp_path / "checkpoints").exists()
     with pytest.raises(ValueError, match="branch must be one of"):
         sft.run_sft_branch(config, tmp_path, "grpo", "continuous")
-    config["warmstart"]["interrupt_after_epochs"] = 3  # past the schema, in a dict
-    with pytest.raises(
+    with pytest.raises(  # refused when the profile is made, before any branch can run
         ConfigError,
         match=r"warmstart\.interrupt_after_epochs: must be in 1\.\.2 "
         r"\(the resume check stops after an epoch before the "
         r"last; epochs is 3\), got 3",
     ):
-        sft.run_sft_branch(config, tmp_path, "warmstart", "interrupt")
+        config.replaced(warmstart={"interrupt_after_epochs": 3})
 
 
 def test_loss_is_normalised_over_all_tokens_of_the_accumulation():

@@ -14,7 +14,6 @@ import types
 import pytest
 
 from verifiable_grpo.core.config import load_config
-from verifiable_grpo.core.config_schema import typed
 from verifiable_grpo.part1 import band_bench, bench, bench_trl, fixed_prompts, fixed_prompts_trl
 from verifiable_grpo.part2.trl import backend as trl_backend
 from verifiable_grpo.part2.trl import run_config
@@ -35,7 +34,7 @@ def _as_read(args) -> dict:
 
 # --------------------------------------------------------------------------- the old calls
 def _old_bench(config: dict, shape: dict, sets: int, warmup: int, out: str):
-    cfg, g = typed(config), shape["group_size"]
+    cfg, g = config, shape["group_size"]
     return trl.GRPOConfig(
         output_dir=out,
         per_device_train_batch_size=shape["prompts"] * g,
@@ -166,7 +165,7 @@ def test_bench_and_band_bench_build_the_configs_they_built_by_hand(tmp_path):
 
 def test_the_fixed_prompt_run_builds_the_config_it_built_by_hand(tmp_path):
     setting = fixed_prompts.RECORDED_SETTING
-    cfg = typed(fixed_prompts.setting_config(load_config("tiny"), setting))
+    cfg = fixed_prompts.setting_config(load_config("tiny"), setting)
     new = fixed_prompts_trl._grpo_args(
         str(tmp_path), setting, cfg, types.SimpleNamespace(type="cpu")
     )

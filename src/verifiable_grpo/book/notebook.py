@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from verifiable_grpo.core.config import read_json, repo_root
-from verifiable_grpo.core.config_schema import typed
+from verifiable_grpo.core.config_schema import Profile
 
 RECORDED = Path("data") / "recorded"
 
@@ -276,7 +276,7 @@ def show(figure):
     return Image(figure_png(figure))
 
 
-def recorded_policy(name: str, config: dict, profile: str = "tiny"):
+def recorded_policy(name: str, config: Profile, profile: str = "tiny"):
     """(model, tokenizer, metadata) of a policy saved with a recorded run, e.g. "warmstart".
 
     Only the tiny run ships policies (data/recorded/tiny/policies/*.safetensors, a few MB
@@ -293,7 +293,7 @@ def recorded_policy(name: str, config: dict, profile: str = "tiny"):
     return model, load_tokenizer(config), metadata
 
 
-def live_warmstart_policy(config: dict, out):
+def live_warmstart_policy(config: Profile, out):
     """The warm-start policy of a live run folder (what its first rollouts were sampled
     from), loaded for `config`'s model: right for any profile's vocabulary."""
     from verifiable_grpo.core.model import reload_policy
@@ -306,7 +306,7 @@ def live_warmstart_policy(config: dict, out):
     return model
 
 
-def live_run_from_recorded_warmstart(config: dict, profile: str = "tiny"):
+def live_run_from_recorded_warmstart(config: Profile, profile: str = "tiny"):
     """A fresh run folder holding a warm-start policy for a live GRPO demo.
 
     On the tiny base (smoke and tiny profiles) the smoke warm start is too short to teach
@@ -321,7 +321,7 @@ def live_run_from_recorded_warmstart(config: dict, profile: str = "tiny"):
 
     out = Path(tempfile.mkdtemp(prefix="grpo-live-"))
     ensure_learning_view(config, out)
-    model = typed(config).model
+    model = config.model
     on_tiny_base = model.source == "local" and resolve(model.path) == resolve("data/tiny-base")
     if on_tiny_base:
         from verifiable_grpo.core.model import save_policy

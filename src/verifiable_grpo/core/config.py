@@ -14,11 +14,14 @@ import platform
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from verifiable_grpo.core import files
+
+if TYPE_CHECKING:
+    from verifiable_grpo.core.config_schema import Profile
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent  # src/verifiable_grpo
 REQUIRED_SECTIONS = (
@@ -199,26 +202,26 @@ def profile_settings(name_or_path: str | os.PathLike, _chain: tuple = ()) -> Any
     return merged(base, raw)
 
 
-def load_config(name_or_path: str | os.PathLike = "tiny") -> dict[str, Any]:
-    """The profile as a plain dict plus `_path`, checked whole before anything runs.
+def load_config(name_or_path: str | os.PathLike = "tiny") -> Profile:
+    """The profile, checked whole before anything runs: typed sections over a read-only
+    mapping of what the file gives, plus `_path`; `.sha256` is config_hash of that mapping.
 
     Raises ConfigError listing every problem. The only changes to what YAML gave are the
     merge over the file it extends and that YAML-1.1 float strings such as "2e-4" become
     floats; no defaults are added.
     """
     # Imported here: the schema reads split sizes from `data`, which imports this module.
-    from verifiable_grpo.core.config_schema import checked
+    from verifiable_grpo.core.config_schema import profile_of
 
     path = config_path(name_or_path)
-    config = checked(profile_settings(path), str(path))
-    config["_path"] = str(path)
-    return config
+    return profile_of(profile_settings(path), str(path), {"_path": str(path)})
 
 
 def command_config(args) -> int:
     """`config --config NAME`: the profile as the code reads it, its bases merged in."""
-    config = load_config(args.config)
-    print(f"# {shown_path(config.pop('_path'))}, resolved; SHA-256 {config_hash(config)}")
+    profile = load_config(args.config)
+    config = profile.as_dict()
+    print(f"# {shown_path(config.pop('_path'))}, resolved; SHA-256 {profile.sha256}")
     print(yaml.safe_dump(config, sort_keys=False), end="")
     return 0
 

@@ -3,8 +3,8 @@
 A profile is checked whole, before any stage runs, so a bad value is reported in the
 first second with its file and key path, instead of failing (or being ignored) minutes
 into a run. `validate` lists every problem at once; `checked` also returns the profile
-as a plain dict with YAML-1.1 float strings ("2e-4") turned into floats; `typed` gives
-the same profile as frozen dataclasses.
+as a plain dict with YAML-1.1 float strings ("2e-4") turned into floats; `profile_of` gives
+the loaded `Profile`: frozen dataclasses over a read-only copy of that mapping.
 
 Each field below carries its type (the annotation), its range (checks) and a one-line
 meaning; rules that relate several fields follow the classes. How a mapping is checked
@@ -18,7 +18,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from verifiable_grpo.core.config import ConfigError
+from verifiable_grpo.core.config import ConfigError, config_hash, merged
+from verifiable_grpo.core.frozen import FrozenDict, frozen, thawed
 from verifiable_grpo.core.schema_checks import (  # noqa: F401  (re-exported)
     A_GROUP,
     DISTINCT,
@@ -46,7 +47,15 @@ from verifiable_grpo.core.schema_validation import build, check_section, field_h
 # more examples than a split holds); task.data generates exactly these.
 COUNTS = {"warmstart": 128, "train": 872, "validation": 200, "test": 200}
 
-__all__ = ["ConfigError", "Profile", "checked", "section_names", "typed", "validate"]
+__all__ = [
+    "ConfigError",
+    "Profile",
+    "checked",
+    "profile_of",
+    "recorded_profile",
+    "section_names",
+    "validate",
+]
 
 # The code loads every model in FP32 and refuses other parameter dtypes after loading
 # (model.load_base, model.check_architecture), so any other dtype would be ignored.
@@ -257,8 +266,12 @@ class Storage:
     )
 
 
-@dataclass(frozen=True)
-class Profile:
+@dataclass(frozen=True, eq=False, repr=False)
+class Profile(FrozenDict):
+    """A loaded profile: typed sections to read settings from (`profile.grpo.clip_epsilon`)
+    and, as a read-only dict, the mapping as loaded (plus `_path`) for records and notebooks.
+    `sha256` is that mapping's config_hash; equality and repr are the mapping's."""
+
     profile: str = key("the profile's name", FOLDER_NAME)
     seed: int = key("seed of every training stream (offsets per purpose)", SEED)
     device: str = key("where to compute", one_of(*DEVICES))
@@ -273,6 +286,39 @@ class Profile:
     evaluation: Evaluation = key("the held-out evaluation")
     threads: Threads = key("torch CPU threads per stage", absent={})
     storage: Storage = key("what the run folder keeps", absent={})
+
+    @property
+    def sha256(self) -> str:
+        """config_hash of the mapping as loaded: what records store as config_sha256."""
+        return config_hash(self)
+
+    @property
+    def path(self) -> str | None:
+        """The file it was loaded from (its `_path`), None for one built in code."""
+        return self.get("_path")
+
+    def as_dict(self) -> dict:
+        """A fresh plain (editable, YAML-dumpable) copy of the mapping, `_path` included."""
+        return thawed(self)
+
+    def replaced(self, **changes) -> Profile:
+        """A new profile with `changes` merged over this one (a section's mapping key by key,
+        any other value whole), checked whole and hashed again; this one is unchanged."""
+        settings, notes = _split(self.as_dict())
+        return profile_of(merged(settings, changes), self.path or "<derived profile>", notes)
+
+    def edited(self, edit) -> Profile:
+        """A new profile from `edit(settings)` on a plain copy of the settings (for changes
+        `replaced` cannot say, such as removing a key), checked whole and hashed again."""
+        settings, notes = _split(self.as_dict())
+        edit(settings)
+        return profile_of(settings, self.path or "<derived profile>", notes)
+
+    def __reduce__(self):  # pickled (to a worker process) as its mapping, rebuilt checked
+        settings, notes = _split(self.as_dict())
+        return (profile_of, (settings, self.path or "<profile>", notes))
+
+    __repr__ = dict.__repr__
 
 
 def section_names() -> tuple[str, ...]:
@@ -414,15 +460,27 @@ def checked(raw: dict, source: str) -> dict:
     return clean
 
 
-def typed(config: dict) -> Profile:
-    """The profile as frozen dataclasses: how the code reads a setting (`typed(config).grpo.
-    clip_epsilon`), so each key is spelled here only. Keys starting with '_', such as the
-    loader's _path, are annotations, not settings.
+def profile_of(settings: Any, source: str, notes: dict | None = None) -> Profile:
+    """The Profile of a settings mapping, checked whole (ConfigError lists every problem).
 
-    The dict is checked again on every call (about a millisecond): a dict edited after
-    load_config is refused with the same '<file>: <key path>: <problem>' message, and a view
-    can never be stale. Float fields read as floats (an integer written for one, say
-    weight_decay: 0, reads 0.0: the same number in every operation the code does with it);
-    an absent optional key reads as its stand-in value."""
-    raw = {k: v for k, v in config.items() if not str(k).startswith("_")}
-    return build(Profile, checked(raw, str(config.get("_path", "<config>"))))
+    `notes` (keys starting with '_', such as the loader's _path) are annotations, not
+    settings: they join the mapping but are not checked, typed or hashed. Float fields read
+    as floats (an integer written for one, say weight_decay: 0, reads 0.0); an absent
+    optional key reads as its stand-in value, while the mapping (and the hash) leaves it out."""
+    clean = checked(settings, source)
+    profile = build(Profile, clean)
+    dict.update(profile, frozen({**clean, **(notes or {})}))  # the one write, before any read
+    return profile
+
+
+def recorded_profile(mapping: dict, source: str) -> Profile:
+    """The Profile of a mapping a record holds (a provenance's `config`), checked as a loaded
+    one; its '_' keys (such as _path) are kept as annotations."""
+    settings, notes = _split(mapping)
+    return profile_of(settings, source, notes)
+
+
+def _split(mapping: dict) -> tuple[dict, dict]:
+    """(settings, notes): a mapping's keys without and with a leading '_'."""
+    notes = {k: v for k, v in mapping.items() if str(k).startswith("_")}
+    return {k: v for k, v in mapping.items() if k not in notes}, notes

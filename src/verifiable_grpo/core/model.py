@@ -23,7 +23,7 @@ import torch
 
 from verifiable_grpo.core import files
 from verifiable_grpo.core.config import canonical_json, sha256_bytes, sha256_file
-from verifiable_grpo.core.config_schema import typed
+from verifiable_grpo.core.config_schema import Profile
 from verifiable_grpo.core.model_checks import (  # noqa: F401
     ARCHITECTURES,
     DEFAULT_ARCHITECTURE,
@@ -51,15 +51,15 @@ HEADER_KEYS = ("format", "model_digest", "model_config", "architecture_sha256")
 
 
 # ---------------------------------------------------------------- device and precision
-def apply_precision_settings(config: dict) -> None:
+def apply_precision_settings(config: Profile) -> None:
     """TF32 off (config value) so FP32 matmuls are really FP32 on Ampere and later GPUs."""
-    allow = typed(config).model.allow_tf32
+    allow = config.model.allow_tf32
     torch.backends.cuda.matmul.allow_tf32 = allow
     torch.backends.cudnn.allow_tf32 = allow
 
 
-def resolve_device(config: dict) -> torch.device:
-    wanted = typed(config).device  # cpu, cuda or auto (config_schema.DEVICES)
+def resolve_device(config: Profile) -> torch.device:
+    wanted = config.device  # cpu, cuda or auto (config_schema.DEVICES)
     if wanted == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if wanted == "cuda":
@@ -81,7 +81,7 @@ def synchronize(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def load_base(config: dict):
+def load_base(config: Profile):
     """(model, tokenizer): FP32, configured attention, TF32 off, checked, eval mode, on the device."""
     apply_precision_settings(config)
     device = resolve_device(config)
@@ -91,7 +91,7 @@ def load_base(config: dict):
 
 def prepare_policy(
     model,
-    config: dict,
+    config: Profile,
     device: torch.device | None = None,
     tokenizer=None,
     trainable: str | None = None,
@@ -111,7 +111,9 @@ def prepare_policy(
     return model
 
 
-def check_architecture(model, config: dict, tokenizer=None, trainable: str | None = None) -> dict:
+def check_architecture(
+    model, config: Profile, tokenizer=None, trainable: str | None = None
+) -> dict:
     """Refuse anything but the declared architecture (class, tied embeddings as configured,
     FP32 only, attention kernel, unique-parameter count, vocabulary >= tokenizer) trained as
     declared (full: every tensor; adapters: trainable adapter tensors exist)."""
@@ -280,7 +282,7 @@ def read_policy_metadata(path: str | os.PathLike) -> dict[str, Any]:
     return meta
 
 
-def reload_policy(path: str | os.PathLike, config: dict, expected_sha256: str | None = None):
+def reload_policy(path: str | os.PathLike, config: Profile, expected_sha256: str | None = None):
     """(model, metadata): strict reload (no missing or unexpected tensor), digests verified:
     the tensors' and the architecture's. `expected_sha256` (from the record that listed the
     file) is checked first; a legacy v1 file, whose architecture has no digest, loads only
@@ -301,7 +303,7 @@ def reload_policy(path: str | os.PathLike, config: dict, expected_sha256: str | 
         )
     try:
         model = build_recorded_architecture(
-            metadata["model_config"], typed(config).model.attn_implementation
+            metadata["model_config"], config.model.attn_implementation
         )
     except ValueError as err:
         raise ValueError(f"{path}: {err}") from err

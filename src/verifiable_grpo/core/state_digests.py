@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from verifiable_grpo.core.config_schema import typed
+from verifiable_grpo.core.config_schema import Profile
 from verifiable_grpo.core.files import read_json, save_json, sha256_file
 from verifiable_grpo.core.runfolder import MODES, RunFolder
 
@@ -26,8 +26,8 @@ DIGEST_DIR = "digests"
 _STATE_SUFFIX = ".pt.gz"
 
 
-def keeps_digests_only(config: dict) -> bool:
-    return typed(config).storage.keep_states == "digest"
+def keeps_digests_only(config: Profile) -> bool:
+    return config.storage.keep_states == "digest"
 
 
 def digest_record(out, rel: str) -> Path:
@@ -93,7 +93,7 @@ def reduce_branch_states(out, branch: str) -> list[dict]:
     return records
 
 
-def verify_branch(config: dict, out, branch: str) -> dict:
+def verify_branch(config: Profile, out, branch: str) -> dict:
     """The resume comparison of a branch; under keep_states digest its states are then
     reduced. A report written by a run cut short while reducing is kept, not redone."""
     from verifiable_grpo.core.checkpoint import verify_resume
@@ -108,7 +108,7 @@ def verify_branch(config: dict, out, branch: str) -> dict:
     return report
 
 
-def reduction_reuse(config: dict, branch: str):
+def reduction_reuse(config: Profile, branch: str):
     """A verify stage's `reuse`: under keep_states digest, a finished comparison (its report
     is written atomically) and the records next to it are kept by the rerun."""
     report = f"resume-{branch}.json"

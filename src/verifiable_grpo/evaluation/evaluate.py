@@ -25,7 +25,7 @@ import torch
 
 from verifiable_grpo.core import interrupts
 from verifiable_grpo.core.config import load_config, provenance, read_json, save_json, sha256_file
-from verifiable_grpo.core.config_schema import typed
+from verifiable_grpo.core.config_schema import Profile
 from verifiable_grpo.core.faults import fault_point
 from verifiable_grpo.core.files import inside
 from verifiable_grpo.core.progress import tqdm
@@ -102,8 +102,8 @@ def checkpoint_path(out_dir, policy: str) -> Path:
     return RunFolder(out_dir).policy(policy)
 
 
-def _generation_settings(config: dict) -> dict:
-    cfg = typed(config)
+def _generation_settings(config: Profile) -> dict:
+    cfg = config
     ev, sampling, tokens = cfg.evaluation, cfg.sampling, cfg.tokens
     return {
         "problems": ev.problems,
@@ -175,7 +175,7 @@ def _inference_target(out_dir: Path, policy: str) -> tuple[Path, Path]:
     return folder, weights
 
 
-def _load_policy(config: dict, out_dir: Path, policy: str, weights: Path) -> tuple:
+def _load_policy(config: Profile, out_dir: Path, policy: str, weights: Path) -> tuple:
     """(model in eval mode, tokenizer, weights digest): a strict reload whose digest must
     be the one recorded with the weights."""
     from verifiable_grpo.core import model as model_lib
@@ -200,7 +200,7 @@ def _write_mode(
     """Answer every selected problem in one mode and write OUT/inference/{policy}/{mode}.json;
     returns (its entry in the audit, the seconds it took)."""
     policy_model, config, policy, digest = loaded.model, loaded.config, loaded.name, loaded.digest
-    ev = typed(config).evaluation
+    ev = config.evaluation
     draws, seed_base = ev.draws, ev.seed_base
     device = next(policy_model.parameters()).device
     started = time.perf_counter()
@@ -232,7 +232,7 @@ def _write_mode(
     return {"file": path.name, "sha256": sha256_file(path), "responses": len(rows)}, seconds
 
 
-def generate_policy(config: dict, out_dir, policy: str) -> dict:
+def generate_policy(config: Profile, out_dir, policy: str) -> dict:
     """Write OUT/inference/{policy}/{greedy,sample}.json, then audit.json; returns the audit.
 
     Refuses if the policy's inference folder exists (evidence is never overwritten).
@@ -242,7 +242,7 @@ def generate_policy(config: dict, out_dir, policy: str) -> dict:
 
     out_dir = Path(out_dir)
     folder, weights = _inference_target(out_dir, policy)
-    ev = typed(config).evaluation  # checked when read: draws >= 1, problems in 2..200
+    ev = config.evaluation  # checked when read: draws >= 1, problems in 2..200
 
     labels_folder = out_dir / "data" / "labels"
     with labels_out_of_reach(labels_folder), torch.no_grad():
@@ -345,7 +345,7 @@ def _same_problems(out_dir: Path, policies) -> list[str]:
     return first
 
 
-def score_policies(config: dict, out_dir, policies, results_path) -> dict:
+def score_policies(config: Profile, out_dir, policies, results_path) -> dict:
     """Read the gold labels (after every inference audit exists) and write the results."""
     from verifiable_grpo.task import data
 
@@ -363,7 +363,7 @@ def score_policies(config: dict, out_dir, policies, results_path) -> dict:
     if late:
         raise ValueError(f"inference of {late} finished after scoring began")
     gold = data.read_gold(out_dir / "data")
-    draws = typed(config).evaluation.draws
+    draws = config.evaluation.draws
     policies_out = {
         policy: _score_policy(out_dir, policy, audits[policy], gold, draws, labels_read_at)
         for policy in policies
@@ -392,7 +392,7 @@ def score_policies(config: dict, out_dir, policies, results_path) -> dict:
     return results
 
 
-def evaluate_policies(config: dict, out_dir, policies, results_path) -> dict:
+def evaluate_policies(config: Profile, out_dir, policies, results_path) -> dict:
     """Generate whatever inference is missing (a complete folder is reused, never redone),
     then score every policy together."""
     for policy in policies:

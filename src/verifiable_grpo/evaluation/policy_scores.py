@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import torch
 
-from verifiable_grpo.core.config_schema import typed
+from verifiable_grpo.core.config_schema import Profile
 from verifiable_grpo.core.runfolder import INFERENCE_MODES
 from verifiable_grpo.evaluation import evaluate, responses
 from verifiable_grpo.task import data, prompts
@@ -24,7 +24,7 @@ ANSWER_KEYS = ("text", "finish_reason", "tokenization_valid", "response_tokens",
 def answer(
     policy,
     tokenizer,
-    config: dict,
+    config: Profile,
     selected: list[tuple[int, dict]],
     draws: int,
     seed_base: int,
@@ -56,10 +56,10 @@ def score(answers: dict[str, list[dict]], gold: dict[str, dict]) -> dict[str, li
     return {mode: evaluate.score_rows(rows, gold) for mode, rows in answers.items()}
 
 
-def score_test_set(policy, tokenizer, config: dict, data_dir) -> tuple[list, dict]:
+def score_test_set(policy, tokenizer, config: Profile, data_dir) -> tuple[list, dict]:
     """(selected test problems, scored rows per mode) on the evaluation's test subset, with
     its draws and seeds; the labels are read only after every answer exists."""
-    ev = typed(config).evaluation
+    ev = config.evaluation
     selected = evaluate.select_test_pages(data.read_test_inputs(data_dir), ev.problems)
     answers = answer(policy, tokenizer, config, selected, ev.draws, ev.seed_base)
     return selected, score(answers, data.read_gold(data_dir))

@@ -14,8 +14,6 @@ from typing import Any
 
 import torch
 
-from verifiable_grpo.core.config_schema import typed
-
 
 def draw_seed(seed_base: int, problem_index: int, draws: int, draw: int) -> int:
     """Fixed per-(problem, draw) seed, identical for every policy."""
@@ -100,7 +98,7 @@ def generate_answers(model, tokenizer, config, jobs, decoding: Decoding, after_e
     from verifiable_grpo.training import batched_rollout
 
     greedy, device, share_prompts = decoding.greedy, decoding.device, decoding.share_prompts
-    batched = typed(config).sampling.batched
+    batched = config.sampling.batched
     size = EVALUATION_BATCH_ROWS if batched else 1
     answers = []
     for start in range(0, len(jobs), size):
@@ -119,7 +117,7 @@ def generate_answers(model, tokenizer, config, jobs, decoding: Decoding, after_e
                     config,
                     None if greedy else generators,
                     greedy=greedy,
-                    share_prompts=share_prompts and typed(config).sampling.use_kv_cache,
+                    share_prompts=share_prompts and config.sampling.use_kv_cache,
                 )
             ]
         else:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import torch
 
 from verifiable_grpo.core import scoring
+from verifiable_grpo.core.config_schema import Profile
 from verifiable_grpo.task import prompts as prompt_lib
 from verifiable_grpo.task import verifier
 from verifiable_grpo.training import rollout
@@ -23,7 +24,7 @@ class StockTask:
     device: the policy's (the generator must live there)."""
 
     def __init__(
-        self, tokenizer, examples: list[dict], config: dict, seed: int, device: str = "cpu"
+        self, tokenizer, examples: list[dict], config: Profile, seed: int, device: str = "cpu"
     ):
         if not examples:
             raise ValueError("StockTask needs at least one example")

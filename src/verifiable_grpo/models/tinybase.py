@@ -37,7 +37,6 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 from verifiable_grpo.core.config import load_config, package_versions, resolve, sha256_file
-from verifiable_grpo.core.config_schema import typed
 from verifiable_grpo.models import tiny_tokenizer
 from verifiable_grpo.task import statements, verifier
 
@@ -316,7 +315,7 @@ def build_base(
     if steps < 1:
         raise ValueError(f"steps must be at least 1, got {steps}")
     if data_seed is None:
-        data_seed = typed(load_config("tiny")).data.seed
+        data_seed = load_config("tiny").data.seed
     torch.set_num_threads(recipe["threads"])
     started, cpu_started = time.perf_counter(), time.process_time()
     out = Path(out_dir)

@@ -30,6 +30,7 @@ import torch
 
 from verifiable_grpo.core import files
 from verifiable_grpo.core.config import resolve
+from verifiable_grpo.core.config_schema import Profile
 from verifiable_grpo.part1 import fixed_prompt_objectives, fixed_prompts
 from verifiable_grpo.training import objectives
 
@@ -122,7 +123,7 @@ def scale_matched_setting(name: str, relative: float):
     )
 
 
-def run_scale_matched(base: dict, runs: Path, name: str, progress: bool = True) -> dict:
+def run_scale_matched(base: Profile, runs: Path, name: str, progress: bool = True) -> dict:
     """One declared rerun in RUNS/NAME-scale-matched (continued where it stopped)."""
     grpo_run = fixed_prompts.recorded()["ours"]
     relative = next(r["relative"] for r in scales([name], grpo_run) if r["objective"] == name)

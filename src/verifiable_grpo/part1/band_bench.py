@@ -18,6 +18,7 @@ import torch
 
 from verifiable_grpo.core import model as model_lib
 from verifiable_grpo.core.config import provenance
+from verifiable_grpo.core.config_schema import Profile
 from verifiable_grpo.part1 import band_study, bench, bench_trl, lift_study
 from verifiable_grpo.task import small_sums
 
@@ -31,7 +32,7 @@ SHAPE = {
 }
 
 
-def instruct_model(config: dict):
+def instruct_model(config: Profile):
     return model_lib.load_base(config)[0].eval()
 
 

@@ -16,6 +16,7 @@ import numpy as np
 
 from verifiable_grpo.core import checkpoint, files
 from verifiable_grpo.core import model as model_lib
+from verifiable_grpo.core.config_schema import Profile
 from verifiable_grpo.core.runfolder import RunFolder
 from verifiable_grpo.part1.smollm2_candidate import HISTORY_KEYS
 from verifiable_grpo.task import data, small_sums
@@ -55,7 +56,7 @@ def write_dataset(data_dir: Path) -> None:
     (data_dir / data.MANIFEST).write_bytes(data._json_bytes(manifest))
 
 
-def prepare(folder: Path, config: dict) -> None:
+def prepare(folder: Path, config: Profile) -> None:
     """Dataset, learning view and the instruct model as the starting policy (each once)."""
     from verifiable_grpo.part1 import smollm2_candidate
 
@@ -79,7 +80,7 @@ def prepare(folder: Path, config: dict) -> None:
     files.save_json(record, {"policy": {"sha256": sha}, "note": "no supervised warm start"})
 
 
-def instruct(folder: Path, config: dict):
+def instruct(folder: Path, config: Profile):
     """The starting policy, reloaded (SHA-checked), in eval mode."""
     run_folder = RunFolder(folder)
     policy, _ = model_lib.reload_policy(
@@ -121,7 +122,7 @@ class Curve:
         return [files.read_json(self._path(i)) for i in self.at if self._path(i).is_file()]
 
 
-def train(config: dict, folder: Path, curve: Curve, progress: bool = True) -> tuple:
+def train(config: Profile, folder: Path, curve: Curve, progress: bool = True) -> tuple:
     """Part I's GRPO branch from the instruct model (continued after a crash, reused when
     finished): (learning record, trained policy in eval mode)."""
     from verifiable_grpo.training.grpo import run_grpo_branch

@@ -26,7 +26,6 @@ probe (ratios 0.02..14, far outside any clip), and 3e-6 keeps a step near a tent
 
 from __future__ import annotations
 
-import copy
 import time
 from pathlib import Path
 
@@ -35,7 +34,7 @@ import numpy as np
 from verifiable_grpo.core import files, preregistration
 from verifiable_grpo.core import model as model_lib
 from verifiable_grpo.core.config import ConfigError, load_config, provenance, resolve
-from verifiable_grpo.core.config_schema import typed
+from verifiable_grpo.core.config_schema import Profile
 from verifiable_grpo.evaluation import policy_scores
 from verifiable_grpo.part1 import band_data, smollm2_candidate
 from verifiable_grpo.task import small_sums
@@ -63,20 +62,18 @@ RULE = (
 )
 
 
-def band_config() -> dict:
+def band_config() -> Profile:
     """The tiny profile's code path with SmolLM2's model section, the 2-shot SmallSums
     prompt, short answers and SETTING; checked by the schema."""
-    config = copy.deepcopy(load_config("tiny"))
-    config["profile"] = "band-smollm2"
-    config["model"].update(smollm2_candidate.SMOLLM2_MODEL)
-    config["data"]["prompt"] = "small-sums-2shot"
-    # The 2-shot prompt is about 144 tokens; a right answer is 10 with EOS.
-    config["tokens"].update(max_prompt=192, max_response=16, max_total=208)
-    config["grpo"].update(SETTING)
-    config["grpo"]["interrupt_at"] = SETTING["iterations"] - 1
-    config["evaluation"].update(problems=len(small_sums.splits()["test"]), draws=TEST["draws"])
-    typed(config)
-    return config
+    return load_config("tiny").replaced(
+        profile="band-smollm2",
+        model=smollm2_candidate.SMOLLM2_MODEL,
+        data={"prompt": "small-sums-2shot"},
+        # The 2-shot prompt is about 144 tokens; a right answer is 10 with EOS.
+        tokens={"max_prompt": 192, "max_response": 16, "max_total": 208},
+        grpo={**SETTING, "interrupt_at": SETTING["iterations"] - 1},
+        evaluation={"problems": len(small_sums.splits()["test"]), "draws": TEST["draws"]},
+    )
 
 
 def _rows(scored: list[dict]) -> list[list]:
@@ -88,7 +85,7 @@ def _rows(scored: list[dict]) -> list[list]:
     ]
 
 
-def score(policy, tokenizer, config: dict, examples: list[dict], draws: int, seed_base: int):
+def score(policy, tokenizer, config: Profile, examples: list[dict], draws: int, seed_base: int):
     """{"greedy": rows, "sample": rows, "seconds"} of a policy on examples."""
     started = time.perf_counter()
     answers = policy_scores.answer(

@@ -20,7 +20,6 @@ time by stage from a run folder's timings.json.
 from __future__ import annotations
 
 import dataclasses
-import json
 import statistics
 import tempfile
 import time
@@ -33,7 +32,7 @@ import torch
 from verifiable_grpo.core import model as model_lib
 from verifiable_grpo.core import schedule
 from verifiable_grpo.core.config import load_config, provenance, read_json, repo_root, save_json
-from verifiable_grpo.core.config_schema import typed
+from verifiable_grpo.core.config_schema import Profile
 from verifiable_grpo.part1.bench_memory import (  # noqa: F401 (re-exported)
     KL_PROBE,
     KL_SHAPE,
@@ -55,14 +54,14 @@ DEFAULT_OUT = "data/recorded/bench/grpo.json"
 
 
 # --------------------------------------------------------------------------- inputs
-def bench_config(profile: str = "tiny") -> dict:
-    config = load_config(profile)
-    config["tokens"]["max_response"] = BENCH_SHAPE["max_new_tokens"]
-    config["grpo"]["kl_coefficient"] = BENCH_SHAPE["kl_coefficient"]
-    return config
+def bench_config(profile: str = "tiny") -> Profile:
+    return load_config(profile).replaced(
+        tokens={"max_response": BENCH_SHAPE["max_new_tokens"]},
+        grpo={"kl_coefficient": BENCH_SHAPE["kl_coefficient"]},
+    )
 
 
-def recorded_warmstart(config: dict, profile: str = "tiny"):
+def recorded_warmstart(config: Profile, profile: str = "tiny"):
     """A fresh strict load of the recorded warm start (eval mode)."""
     folder = repo_root() / "data" / "recorded" / profile
     sha = read_json(folder / "provenance.json")["files"]["policies/warmstart.safetensors"]
@@ -70,9 +69,9 @@ def recorded_warmstart(config: dict, profile: str = "tiny"):
     return model.eval()
 
 
-def bench_examples(config: dict, count: int) -> list[dict]:
+def bench_examples(config: Profile, count: int) -> list[dict]:
     with tempfile.TemporaryDirectory() as tmp:
-        data.write_dataset(Path(tmp) / "data", typed(config).data.seed)
+        data.write_dataset(Path(tmp) / "data", config.data.seed)
         view = data.write_learning_view(Path(tmp) / "data", Path(tmp) / "view")
         return data.read_examples(view, "train")[:count]
 
@@ -137,10 +136,10 @@ def _reward_seconds(groups: list[dict], chunk: list[dict]) -> float:
 
 
 def _check_seconds(
-    policy, tokenizer, rows: list[dict], config: dict, batched: bool, device
+    policy, tokenizer, rows: list[dict], config: Profile, batched: bool, device
 ) -> float:
     """The rescoring check of the captured log-probs, timed."""
-    cfg = typed(config)
+    cfg = config
     tick = time.perf_counter()
     if batched:
         batched_scoring.verify_captured_logprobs(
@@ -158,10 +157,9 @@ def _check_seconds(
 
 def run_ours(run: BenchRun, batched: bool) -> dict:
     """Our GRPO loop's rollout sets, timed (the reference is a second fresh policy)."""
-    config = json.loads(json.dumps(run.config))
-    config["sampling"]["batched"] = batched
+    config = run.config.replaced(sampling={"batched": batched})
     run = dataclasses.replace(run, config=config)
-    cfg = typed(config)
+    cfg = config
     tokenizer = model_lib.load_tokenizer(config)
     policy, reference = run.load_policy(config), run.load_policy(config).requires_grad_(False)
     device = rollout.model_device(policy)

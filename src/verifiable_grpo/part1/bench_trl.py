@@ -11,7 +11,6 @@ import time
 from pathlib import Path
 
 from verifiable_grpo.core import model as model_lib
-from verifiable_grpo.core.config_schema import typed
 from verifiable_grpo.part1.bench import BenchRun, arm_summary
 from verifiable_grpo.part1.bench_memory import PeakMemory
 from verifiable_grpo.task import prompts
@@ -21,7 +20,7 @@ from verifiable_grpo.training import rollout, trl_config
 def trl_arguments(run: BenchRun, out: str, device_type: str):
     """The TRL arm's GRPOConfig: our clip and KL weight on TRL's grpo loss
     (trl_config.part1_fields), the bench's shape, our rates at a constant schedule."""
-    cfg, shape = typed(run.config), run.shape
+    cfg, shape = run.config, run.shape
     updates = shape["updates_per_rollout"]
     return trl_config.grpo_config(
         trl_config.part1_fields(cfg.grpo.clip_epsilon, shape["kl_coefficient"]),

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from verifiable_grpo.core.config_schema import typed
+from verifiable_grpo.core.config_schema import Profile
 
 # Qwen2.5-0.5B-Instruct's shape (its config.json); tied embeddings.
 QWEN_SHAPE = {
@@ -57,11 +57,11 @@ def _seconds_decoding(tokens: float, parameters: int, gpu: Gpu) -> float:
     return tokens * per_token
 
 
-def stage_estimates(config: dict, response_tokens: float, gpu: Gpu = Gpu()) -> list[dict]:
+def stage_estimates(config: Profile, response_tokens: float, gpu: Gpu = Gpu()) -> list[dict]:
     """Estimated seconds per pipeline stage for `config` (the qwen profile), given the mean
     generated tokens per response (EOS included). Each training branch runs twice in the
     pipeline (continuous, then interrupt + resume), so its estimate counts both."""
-    c = typed(config)
+    c = config
     parameters = qwen_parameters()
     sequence = gpu.prompt_tokens + response_tokens
     rows = []

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from verifiable_grpo.core.config_schema import typed
+from verifiable_grpo.core.config_schema import Profile
 from verifiable_grpo.training.losses import clipped_group_surrogate, group_advantages
 
 
@@ -178,7 +178,7 @@ def response_logprob_sums(model, group: dict) -> list[float]:
     return sums
 
 
-def update_on_one_group(policy, group: dict, config: dict, learning_rate: float) -> dict:
+def update_on_one_group(policy, group: dict, config: Profile, learning_rate: float) -> dict:
     """One GRPO update (package code: clipped surrogate + exact KL) of a COPY of `policy` on
     one group, against a frozen copy as reference. Returns each response's log-probability
     before and after, and the update's telemetry. `policy` itself is not modified."""
@@ -189,7 +189,7 @@ def update_on_one_group(policy, group: dict, config: dict, learning_rate: float)
     current = copy.deepcopy(policy).eval()
     reference = copy.deepcopy(policy).eval().requires_grad_(False)
     optimizer = torch.optim.AdamW(
-        current.parameters(), lr=learning_rate, weight_decay=typed(config).grpo.weight_decay
+        current.parameters(), lr=learning_rate, weight_decay=config.grpo.weight_decay
     )
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0)
     before = response_logprob_sums(current, group)

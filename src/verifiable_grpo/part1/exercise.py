@@ -16,7 +16,7 @@ from pathlib import Path
 import torch
 
 from verifiable_grpo.core.config import load_config, read_json, save_json, sha256_file
-from verifiable_grpo.core.config_schema import typed
+from verifiable_grpo.core.config_schema import Profile
 from verifiable_grpo.core.runfolder import MODES, check_mode
 from verifiable_grpo.evaluation.evaluate import MAIN_POLICIES, utc_now
 
@@ -69,9 +69,9 @@ def constructed_group(
     }
 
 
-def constructed_groups(config: dict) -> list[dict]:
+def constructed_groups(config: Profile) -> list[dict]:
     """The three patterns for G=4 and for every exercise group size."""
-    cfg = typed(config)
+    cfg = config
     sizes = sorted({cfg.grpo.group_size, *cfg.exercise.group_sizes})
     epsilon, clip = cfg.grpo.advantage_epsilon, cfg.grpo.clip_epsilon
     return [
@@ -80,7 +80,7 @@ def constructed_groups(config: dict) -> list[dict]:
 
 
 # --------------------------------------------------------------------------- (b) protection
-def main_artifacts(config: dict, out_dir) -> dict[str, Path]:
+def main_artifacts(config: Profile, out_dir) -> dict[str, Path]:
     """label -> path of everything the exercise must leave untouched."""
     out_dir = Path(out_dir)
     paths = {"config": Path(config["_path"]), "results.json": out_dir / "results.json"}
@@ -94,7 +94,7 @@ def main_artifacts(config: dict, out_dir) -> dict[str, Path]:
     return paths
 
 
-def _fingerprints(config: dict, out_dir) -> dict:
+def _fingerprints(config: Profile, out_dir) -> dict:
     from verifiable_grpo.task import verifier
 
     files = {}
@@ -108,7 +108,7 @@ def _fingerprints(config: dict, out_dir) -> dict:
     return {"files": files, "verifier_sha256": sha256_file(verifier.__file__)}
 
 
-def protect(config: dict, out_dir) -> dict:
+def protect(config: Profile, out_dir) -> dict:
     """Record OUT/exercise/protected.json (before the exercise), or, if it exists already
     (a continued exercise), check that nothing changed since it was recorded."""
     path = Path(out_dir) / "exercise" / "protected.json"
@@ -119,7 +119,7 @@ def protect(config: dict, out_dir) -> dict:
     return record
 
 
-def check_protected(config: dict, out_dir) -> dict:
+def check_protected(config: Profile, out_dir) -> dict:
     """Raise ValueError naming every protected file (or the verifier) that changed."""
     record = read_json(Path(out_dir) / "exercise" / "protected.json")
     paths = main_artifacts(config, out_dir)
@@ -142,7 +142,7 @@ def branch_name(group_size: int) -> str:
     return f"grpo-g{group_size}"
 
 
-def train_branch(config: dict, out_dir, group_size: int, mode: str):
+def train_branch(config: Profile, out_dir, group_size: int, mode: str):
     from verifiable_grpo.training.grpo import run_grpo_branch
 
     check_mode(mode)
@@ -150,16 +150,16 @@ def train_branch(config: dict, out_dir, group_size: int, mode: str):
     return run_grpo_branch(config, out_dir, branch_name(group_size), mode, group_size=group_size)
 
 
-def verify_branch(config: dict, out_dir, group_size: int):
+def verify_branch(config: Profile, out_dir, group_size: int):
     from verifiable_grpo.core.state_digests import verify_branch as verify
 
     return verify(config, out_dir, branch_name(group_size))
 
 
-def evaluate_exercise(config: dict, out_dir) -> dict:
+def evaluate_exercise(config: Profile, out_dir) -> dict:
     from verifiable_grpo.evaluation.evaluate import evaluate_policies
 
-    policies = [branch_name(g) for g in typed(config).exercise.group_sizes]
+    policies = [branch_name(g) for g in config.exercise.group_sizes]
     return evaluate_policies(config, out_dir, policies, Path(out_dir) / "exercise" / "results.json")
 
 
@@ -182,11 +182,11 @@ def budget(record: dict) -> dict:
     }
 
 
-def summarise(config: dict, out_dir) -> dict:
+def summarise(config: Profile, out_dir) -> dict:
     """OUT/exercise/group-size.json: budgets, checks, evaluation, constructed groups."""
     out_dir = Path(out_dir)
     protected = check_protected(config, out_dir)
-    cfg = typed(config)
+    cfg = config
     branches = [branch_name(g) for g in cfg.exercise.group_sizes]
     records = {b: _run_record(out_dir, b) for b in branches}
     initial = {b: r["initial_model_digest"] for b, r in records.items()}
@@ -231,12 +231,12 @@ def summarise(config: dict, out_dir) -> dict:
     return summary
 
 
-def run_exercise(config: dict, out_dir) -> dict:
+def run_exercise(config: Profile, out_dir) -> dict:
     """Everything in order: protect, train the two branches (3 modes), verify, evaluate,
     summarise, check the protection again."""
     out_dir = Path(out_dir)
     protect(config, out_dir)
-    for group_size in typed(config).exercise.group_sizes:
+    for group_size in config.exercise.group_sizes:
         for mode in MODES:
             train_branch(config, out_dir, group_size, mode)
         verify_branch(config, out_dir, group_size)

@@ -18,7 +18,6 @@ over the eight prompts.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 from pathlib import Path
 
@@ -26,6 +25,7 @@ import numpy as np
 
 from verifiable_grpo.core import files
 from verifiable_grpo.core.config import resolve
+from verifiable_grpo.core.config_schema import Profile
 from verifiable_grpo.core.runfolder import RunFolder
 from verifiable_grpo.evaluation import statistics
 from verifiable_grpo.part1 import fixed_prompts
@@ -56,17 +56,15 @@ def check_names(names) -> list[str]:
     return list(names)
 
 
-def objective_config(base: dict, name: str) -> dict:
-    config = copy.deepcopy(base)
-    config["grpo"]["objective"] = name
-    return config
+def objective_config(base: Profile, name: str) -> Profile:
+    return base.replaced(grpo={"objective": name})
 
 
-def mismatch_config(base: dict, name: str) -> dict:
-    config = objective_config(base, name)
-    config["sampling"]["precision"] = MISMATCH_PRECISION
-    config["grpo"]["verify_tolerance"] = MISMATCH_VERIFY_TOLERANCE
-    return config
+def mismatch_config(base: Profile, name: str) -> Profile:
+    return base.replaced(
+        sampling={"precision": MISMATCH_PRECISION},
+        grpo={"objective": name, "verify_tolerance": MISMATCH_VERIFY_TOLERANCE},
+    )
 
 
 def run_name(name: str, mismatch: bool) -> str:
@@ -86,7 +84,7 @@ def seed_selection(out: Path, recorded: dict) -> None:
 
 
 def run_objective(
-    base: dict, runs: Path, name: str, progress: bool = True, mismatch: bool = False
+    base: Profile, runs: Path, name: str, progress: bool = True, mismatch: bool = False
 ) -> dict:
     """One objective's run in RUNS/NAME (continued where it stopped); its result. mismatch:
     the bfloat16 sampler (MISMATCH_RUNS)."""

@@ -26,7 +26,7 @@ from pathlib import Path
 from verifiable_grpo.core import checkpoint, files
 from verifiable_grpo.core import model as model_lib
 from verifiable_grpo.core.config import provenance, resolve
-from verifiable_grpo.core.config_schema import typed
+from verifiable_grpo.core.config_schema import Profile
 from verifiable_grpo.core.runfolder import RunFolder
 from verifiable_grpo.evaluation import policy_scores
 from verifiable_grpo.part1 import sweep
@@ -57,38 +57,34 @@ RECORDED_SETTING = FixedPromptSetting("eight-prompts")
 LIVE_SETTING = FixedPromptSetting("live", prompts=4, draws=16, iterations=12, validation_problems=0)
 
 
-def setting_config(base: dict, setting: FixedPromptSetting) -> dict:
+def setting_config(base: Profile, setting: FixedPromptSetting) -> Profile:
     """The profile with the setting's GRPO values: every chosen prompt in every iteration,
     constant learning rate (no warm-up, no decay)."""
-    config = copy.deepcopy(base)
-    grpo = config["grpo"]
-    grpo.update(
-        iterations=setting.iterations,
-        prompts_per_iteration=setting.prompts,
-        group_size=setting.group_size,
-        learning_rate=setting.learning_rate,
-        updates_per_rollout=setting.updates_per_rollout,
-        kl_coefficient=setting.kl_coefficient,
-        warmup_fraction=0.0,
-        final_lr_fraction=1.0,
+    return base.replaced(
+        grpo={
+            "iterations": setting.iterations,
+            "prompts_per_iteration": setting.prompts,
+            "group_size": setting.group_size,
+            "learning_rate": setting.learning_rate,
+            "updates_per_rollout": setting.updates_per_rollout,
+            "kl_coefficient": setting.kl_coefficient,
+            "warmup_fraction": 0.0,
+            "final_lr_fraction": 1.0,
+            "interrupt_at": min(base.grpo.interrupt_at, setting.iterations - 1),
+        }
     )
-    grpo["interrupt_at"] = min(grpo["interrupt_at"], setting.iterations - 1)
-    typed(config)
-    return config
 
 
-def probe_config(config: dict) -> dict:
+def probe_config(config: Profile) -> Profile:
     """The config the probes sample with: the trainer's float32 path, whatever sampler
     precision training used (the selection measured success that way)."""
-    probe = copy.deepcopy(config)
-    probe["sampling"].pop("precision", None)
-    return probe
+    return config.edited(lambda settings: settings["sampling"].pop("precision", None))
 
 
 def success_counts(
     policy,
     tokenizer,
-    config: dict,
+    config: Profile,
     examples: list[dict],
     draws: int,
     seed_base: int = SELECTION_SEED_BASE,
@@ -107,7 +103,7 @@ def success_counts(
 def select_prompts(
     policy,
     tokenizer,
-    config: dict,
+    config: Profile,
     examples: list[dict],
     setting: FixedPromptSetting,
     chunk: int = 16,
@@ -167,7 +163,7 @@ def _validation(policy, tokenizer, config, learning: Path, problems: int) -> lis
 
 
 def run(
-    base: dict, out, setting: FixedPromptSetting = RECORDED_SETTING, progress: bool = True
+    base: Profile, out, setting: FixedPromptSetting = RECORDED_SETTING, progress: bool = True
 ) -> dict:
     """Select, train, probe; returns (and writes) OUT/result.json. A finished folder is
     read back; an interrupted training continues from its crash checkpoint."""

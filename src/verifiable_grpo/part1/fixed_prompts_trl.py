@@ -19,7 +19,7 @@ from pathlib import Path
 from verifiable_grpo.core import files
 from verifiable_grpo.core import model as model_lib
 from verifiable_grpo.core.config import provenance
-from verifiable_grpo.core.config_schema import typed
+from verifiable_grpo.core.config_schema import Profile
 from verifiable_grpo.core.runfolder import RunFolder
 from verifiable_grpo.part1 import fixed_prompts
 from verifiable_grpo.task import data, prompts, verifier
@@ -77,7 +77,7 @@ def _grpo_args(out: str, setting, cfg, device) -> object:
     )
 
 
-def run_trl(base: dict, ours_folder, out, setting=fixed_prompts.RECORDED_SETTING) -> dict:
+def run_trl(base: Profile, ours_folder, out, setting=fixed_prompts.RECORDED_SETTING) -> dict:
     """Train with TRL on the prompts `ours_folder`'s run selected; returns OUT/result.json."""
     import trl
     from datasets import Dataset
@@ -88,7 +88,7 @@ def run_trl(base: dict, ours_folder, out, setting=fixed_prompts.RECORDED_SETTING
     if done.is_file():
         return files.read_cached_json(done)
     config = fixed_prompts.setting_config(base, setting)
-    cfg = typed(config)
+    cfg = config
     chosen = files.read_cached_json(ours_folder / "selection.json")
     examples = data.read_examples(ours_folder / "train" / "learning-data", "train")
     tokenizer = model_lib.load_tokenizer(config)

@@ -30,7 +30,7 @@ from pathlib import Path
 from verifiable_grpo.core import files, preregistration
 from verifiable_grpo.core import model as model_lib
 from verifiable_grpo.core.config import provenance, resolve
-from verifiable_grpo.core.config_schema import typed
+from verifiable_grpo.core.config_schema import Profile
 from verifiable_grpo.evaluation import policy_scores
 from verifiable_grpo.task import data
 from verifiable_grpo.task.statements import TEMPLATES, canonical_response, render_statement
@@ -87,7 +87,7 @@ def fresh_examples(data_seed: int, counts: dict[str, int] | None = None) -> list
     return out
 
 
-def score(policy, tokenizer, config: dict, examples: list[dict]) -> dict:
+def score(policy, tokenizer, config: Profile, examples: list[dict]) -> dict:
     """Greedy and DRAWS sampled answers per fresh problem, scored: compact rows per mode."""
     from verifiable_grpo.part1.sweep import _compact
 
@@ -126,7 +126,7 @@ def _scored_policy(folder: Path, name: str, policy, tokenizer, config, examples)
     return result
 
 
-def run(base: dict, out: Path, exploratory: bool = False, progress: bool = True) -> dict:
+def run(base: Profile, out: Path, exploratory: bool = False, progress: bool = True) -> dict:
     """Stamp, train candidate 4 (or continue it), score both policies once, compare."""
     from verifiable_grpo.part1 import lift_study, sweep
 
@@ -137,7 +137,7 @@ def run(base: dict, out: Path, exploratory: bool = False, progress: bool = True)
     folder = out / candidate.name
     record, policy, _ = sweep.train_only(config, folder, progress)
     tokenizer = model_lib.load_tokenizer(config)
-    examples = fresh_examples(typed(config).data.seed)
+    examples = fresh_examples(config.data.seed)
     warm_policy, _ = sweep.warm_policy(folder, config)
     warm = _scored_policy(out, "warmstart", warm_policy, tokenizer, config, examples)
     trained = _scored_policy(out, candidate.name, policy, tokenizer, config, examples)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from verifiable_grpo.core import files, preregistration, runlock
 from verifiable_grpo.core.config import ConfigError, load_config, resolve
+from verifiable_grpo.core.config_schema import Profile
 from verifiable_grpo.part1 import (
     advantage_scale,
     fixed_prompt_objectives,
@@ -64,7 +65,7 @@ def command_learn(args) -> int:
         raise ConfigError([str(err)]) from None
 
 
-def _learn(args, base: dict, out: Path) -> int:
+def _learn(args, base: Profile, out: Path) -> int:
     dest = resolve(fixed_prompts.RECORDED)
     if args.what == "fixed-prompts":
         result = fixed_prompts.run(base, out / "fixed-prompts")
@@ -97,7 +98,7 @@ def _learn(args, base: dict, out: Path) -> int:
     return 0
 
 
-def _learn_fresh(args, base: dict, out: Path) -> None:
+def _learn_fresh(args, base: Profile, out: Path) -> None:
     from verifiable_grpo.part1 import fresh_test
 
     result = fresh_test.run(base, out, args.exploratory)
@@ -125,7 +126,7 @@ def _learn_band(args, out: Path) -> None:
         print(f"recorded {band_study.export(out, 'band')}")
 
 
-def _export_lift(base: dict, runs: Path) -> None:
+def _export_lift(base: Profile, runs: Path) -> None:
     """study.json from the tiny candidates, smollm2.json from the SmolLM2 ones (each when
     one of them finished in `runs`)."""
     finished = {c.model for c in lift_study.CANDIDATES if (runs / c.name / "result.json").is_file()}
@@ -135,7 +136,7 @@ def _export_lift(base: dict, runs: Path) -> None:
         print(f"recorded {lift_study.export_own_warm_start(runs)}")
 
 
-def _learn_objectives(args, base: dict, runs: Path) -> None:
+def _learn_objectives(args, base: Profile, runs: Path) -> None:
     names = fixed_prompt_objectives.OBJECTIVES_RUN if args.objectives is None else args.objectives
     for name in names:  # --objectives with no names: none (e.g. only --mismatch)
         _print_fixed(name, fixed_prompt_objectives.run_objective(base, runs, name))

@@ -25,7 +25,6 @@ declared here so that the order is fixed, and run_candidate refuses it.
 
 from __future__ import annotations
 
-import copy
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -35,7 +34,7 @@ import numpy as np
 from verifiable_grpo.core import files
 from verifiable_grpo.core import model as model_lib
 from verifiable_grpo.core.config import provenance, resolve
-from verifiable_grpo.core.config_schema import typed
+from verifiable_grpo.core.config_schema import Profile
 from verifiable_grpo.evaluation import paired
 from verifiable_grpo.part1 import smollm2_candidate, sweep
 
@@ -125,7 +124,7 @@ def display_name(name: str | None) -> str | None:
     return name
 
 
-def candidate_config(base: dict, candidate: Candidate) -> dict:
+def candidate_config(base: Profile, candidate: Candidate) -> dict:
     if candidate.model == smollm2_candidate.MODEL:
         return smollm2_candidate.smollm2_config(base, candidate)
     if candidate.model != "tiny":
@@ -133,18 +132,17 @@ def candidate_config(base: dict, candidate: Candidate) -> dict:
             f"candidate {candidate.name}: model {candidate.model!r} is declared "
             "but not runnable in this package yet"
         )
-    config = copy.deepcopy(base)
-    config["grpo"].update(
-        prompts_per_iteration=candidate.prompts_per_iteration,
-        group_size=candidate.group_size,
-        learning_rate=candidate.learning_rate,
-        iterations=candidate.iterations,
-        updates_per_rollout=candidate.updates_per_rollout,
-        kl_coefficient=candidate.kl_coefficient,
+    return base.replaced(
+        grpo={
+            "prompts_per_iteration": candidate.prompts_per_iteration,
+            "group_size": candidate.group_size,
+            "learning_rate": candidate.learning_rate,
+            "iterations": candidate.iterations,
+            "updates_per_rollout": candidate.updates_per_rollout,
+            "kl_coefficient": candidate.kl_coefficient,
+            "interrupt_at": min(base.grpo.interrupt_at, candidate.iterations - 1),
+        }
     )
-    config["grpo"]["interrupt_at"] = min(config["grpo"]["interrupt_at"], candidate.iterations - 1)
-    typed(config)
-    return config
 
 
 def _history(record: dict) -> list[dict]:
@@ -152,7 +150,7 @@ def _history(record: dict) -> list[dict]:
     return [{"iteration": h["iteration"], **{k: h.get(k) for k in keys}} for h in record["history"]]
 
 
-def run_candidate(base: dict, candidate: Candidate, runs, progress: bool = True) -> dict:
+def run_candidate(base: Profile, candidate: Candidate, runs, progress: bool = True) -> dict:
     """Train (or reuse) one candidate from its warm start and score it."""
     if candidate.model == smollm2_candidate.MODEL:
         return smollm2_candidate.run_smollm2(base, candidate, runs, _history, progress)
@@ -219,7 +217,7 @@ def summarise(warm: dict, results: list[dict]) -> dict:
     }
 
 
-def export(base: dict, runs, dest=None) -> Path:
+def export(base: Profile, runs, dest=None) -> Path:
     """data/recorded/lift-study/study.json from the finished candidates in `runs`."""
     runs = Path(runs)
     warm = sweep.warm_start_result(base, runs)

@@ -29,7 +29,7 @@ from verifiable_grpo.core.config import (
     save_json,
     sections_hash,
 )
-from verifiable_grpo.core.config_schema import typed
+from verifiable_grpo.core.config_schema import Profile
 from verifiable_grpo.core.faults import fault_point
 from verifiable_grpo.core.progress import tqdm
 from verifiable_grpo.evaluation.evaluate import utc_now
@@ -150,7 +150,7 @@ def _recover(stage: Stage, out: Path, mine: list[str]) -> None:
 
 def _write_marker(
     stage: Stage,
-    config: dict,
+    config: Profile,
     out: Path,
     outputs: list[str],
     snapshot: dict[str, tuple[int, int]],
@@ -199,7 +199,7 @@ class _Started:
 
 
 def _start_stage(
-    stage: Stage, config: dict, out: Path, markers: dict[str, dict]
+    stage: Stage, config: Profile, out: Path, markers: dict[str, dict]
 ) -> _Started | dict:
     """Recover what a half-done run of the stage left; returns the marker at once when that
     run had in fact finished (adopted), else what _end_stage needs."""
@@ -219,7 +219,11 @@ def _unaccounted(stage: Stage, snapshot: dict, accounted: dict) -> list[str]:
 
 
 def _end_stage(
-    started: _Started, config: dict, out: Path, others: bool = False, seconds: float | None = None
+    started: _Started,
+    config: Profile,
+    out: Path,
+    others: bool = False,
+    seconds: float | None = None,
 ) -> dict:
     """The marker of a stage that ran; `others`: stages ran beside it; `seconds`: its own
     time as the worker measured it (default: since it started here)."""
@@ -247,11 +251,11 @@ def _end_stage(
     )
 
 
-def stage_threads(stage: Stage, config: dict) -> int | None:
-    return getattr(typed(config).threads, stage.threads)
+def stage_threads(stage: Stage, config: Profile) -> int | None:
+    return getattr(config.threads, stage.threads)
 
 
-def _run_stage(stage: Stage, config: dict, out: Path, markers: dict[str, dict]) -> dict:
+def _run_stage(stage: Stage, config: Profile, out: Path, markers: dict[str, dict]) -> dict:
     """One stage in this process, with its threads."""
     started = _start_stage(stage, config, out, markers)
     if isinstance(started, dict):
@@ -317,7 +321,7 @@ def write_timings(out: Path, stages: list[Stage], markers: dict[str, dict]) -> d
     return timings
 
 
-def load_markers(out: Path, stages: list[Stage], config: dict) -> dict[str, dict]:
+def load_markers(out: Path, stages: list[Stage], config: Profile) -> dict[str, dict]:
     """The finished stages' markers; refuses a config that changed a part some finished
     stage depends on, naming those stages."""
     markers, invalidated = {}, []
@@ -355,7 +359,7 @@ def _clean_temporaries(out: Path) -> None:
         )
 
 
-def run_pipeline(config: dict, out_dir, stop_after: str | None = None, workers: int = 1) -> dict:
+def run_pipeline(config: Profile, out_dir, stop_after: str | None = None, workers: int = 1) -> dict:
     """Run every unfinished stage; returns the timings. `stop_after` names a stage after
     which to stop (tests and partial runs). workers > 1: stages side by side in that many
     worker processes (part1.side_by_side), each with its own threads as alone."""
@@ -391,7 +395,7 @@ def run_pipeline(config: dict, out_dir, stop_after: str | None = None, workers: 
         return write_timings(out, stages, markers)
 
 
-def _execute_in_worker(name: str, config: dict, out: str, threads: int | None) -> float:
+def _execute_in_worker(name: str, config: Profile, out: str, threads: int | None) -> float:
     """A worker process's part: run one stage (as alone, with its threads); its seconds."""
     stage = {s.name: s for s in build_stages(config)}[name]
     started = time.perf_counter()
@@ -402,7 +406,7 @@ def _execute_in_worker(name: str, config: dict, out: str, threads: int | None) -
 
 def _run_side_by_side(
     stages: list[Stage],
-    config: dict,
+    config: Profile,
     out: Path,
     markers: dict[str, dict],
     workers: int,

@@ -14,7 +14,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from verifiable_grpo.core.config import load_config, provenance, read_json, resolve
-from verifiable_grpo.core.config_schema import typed
 from verifiable_grpo.core.runfolder import MODES
 
 RECORDED = "data/recorded/tiny"
@@ -91,8 +90,8 @@ def compare_run(run, recorded=RECORDED, profile: str = "tiny") -> dict:
         "resume_equal": {b: read_json(run / f"resume-{b}.json")["equal"] for b in BRANCHES},
         "branches": {f"{b}-{m}": _branch(run, recorded, b, m) for b in BRANCHES for m in MODES},
         "threads": {
-            "warmstart": typed(config).threads.warmstart,
-            "stages": typed(config).threads.stages,
+            "warmstart": config.threads.warmstart,
+            "stages": config.threads.stages,
         },
         "timings": timings,
         "recorded_total_seconds": recorded_timings["total_seconds"],

@@ -19,7 +19,7 @@ from verifiable_grpo.core.config import (
     save_json,
     sha256_file,
 )
-from verifiable_grpo.core.config_schema import typed
+from verifiable_grpo.core.config_schema import Profile
 from verifiable_grpo.core.runfolder import SFT_BRANCHES, exercise_group_size, order_policies
 from verifiable_grpo.evaluation.evaluate import POPULATIONS
 
@@ -93,12 +93,12 @@ def collect(out_dir) -> dict:
     }
 
 
-def _run_lines(evidence: dict, config: dict | None) -> list[str]:
+def _run_lines(evidence: dict, config: Profile | None) -> list[str]:
     """Which profile and folder; commit, config, data and device of the evidence."""
     lines = []
     source = evidence["main"] or evidence["exercise"]
     if config is not None:
-        lines += [f"Profile `{typed(config).profile}`, run folder `{evidence['out']}`.", ""]
+        lines += [f"Profile `{config.profile}`, run folder `{evidence['out']}`.", ""]
     if source:
         prov = source["provenance"]
         lines += [
@@ -320,14 +320,14 @@ def _reference_lines(policies: dict) -> list[str]:
     return lines
 
 
-def render(evidence: dict, config: dict | None = None) -> str:
+def render(evidence: dict, config: Profile | None = None) -> str:
     lines = ["# Run report", ""] + _run_lines(evidence, config) + _policy_lines(evidence)
     lines += _training_lines(evidence) + _exercise_and_time_lines(evidence)
     lines += _reference_lines(evidence["policies"])
     return "\n".join(lines).rstrip() + "\n"
 
 
-def write_report(config: dict, out_dir) -> Path:
+def write_report(config: Profile, out_dir) -> Path:
     """Write OUT/report.md (refuses to replace an existing one)."""
     path = Path(out_dir) / "report.md"
     if path.exists():
@@ -364,7 +364,7 @@ def _learning_records(out: Path, dest: Path) -> dict[str, str]:
     return copied
 
 
-def export_recorded(out_dir, dest, config: dict | None = None) -> Path:
+def export_recorded(out_dir, dest, config: Profile | None = None) -> Path:
     """Copy a small summary of a finished run into `dest` (data/recorded/<profile>/):
     results, exercise summary, learning histories and GRPO telemetry, resume verdicts, state
     sizes, timings, the report and provenance.json. No checkpoint, no inference file."""
@@ -440,7 +440,7 @@ def command_report(args) -> int:
         target = (
             Path(export)
             if export != "default"
-            else (repo_root() / "data" / "recorded" / typed(config).profile)
+            else (repo_root() / "data" / "recorded" / config.profile)
         )
         export_recorded(args.out, target, config)
         print(f"summary exported to {target}")

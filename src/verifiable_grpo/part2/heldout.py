@@ -12,7 +12,7 @@ import time
 
 import torch
 
-from verifiable_grpo.core.config_schema import typed
+from verifiable_grpo.core.config_schema import Profile
 from verifiable_grpo.evaluation import evaluate, policy_scores
 
 
@@ -21,12 +21,12 @@ def _completion_sha256(text: str) -> str:
 
 
 @torch.no_grad()
-def heldout_accuracy(policy, tokenizer, config: dict, data_dir) -> dict:
+def heldout_accuracy(policy, tokenizer, config: Profile, data_dir) -> dict:
     """{"greedy": metrics, "per_draw": metrics, "trace": [...], "seconds": ...}; metrics
     per population (ALL, ID50, OOD100) as evaluation.population_metrics."""
     if policy.training:
         raise ValueError("held-out evaluation needs the policy in eval mode")
-    ev = typed(config).evaluation
+    ev = config.evaluation
     started = time.perf_counter()
     selected, scored_by_mode = policy_scores.score_test_set(policy, tokenizer, config, data_dir)
     result, trace = {}, []

@@ -14,7 +14,6 @@ warm start build from the pinned choices, field by field, or from the pinned dig
 
 from __future__ import annotations
 
-import copy
 import json
 from pathlib import Path
 
@@ -28,7 +27,7 @@ from verifiable_grpo.core.config import (
     sections_hash,
     sha256_bytes,
 )
-from verifiable_grpo.core.config_schema import typed
+from verifiable_grpo.core.config_schema import Profile
 from verifiable_grpo.part2.generation_lock import check_generation
 from verifiable_grpo.training import objectives, trl_parity
 
@@ -148,7 +147,7 @@ def build_lock(
         raise ValueError(f"the lock needs the baseline arm {BASELINE!r}")
     config = load_config(profile)
     evaluation = {**RECORDED_EVALUATION, **(evaluation or {})}
-    ev = typed(config).evaluation
+    ev = config.evaluation
     warm = resolve(warm_start)
     if not warm.is_file():
         raise FileNotFoundError(f"warm start {warm} is missing: the lock pins its SHA-256")
@@ -399,13 +398,13 @@ def check_lock(
     check_request(lock, arm, seed, regime)
 
 
-def run_config(lock: dict, regime: str, seed: int) -> dict:
-    """The base profile with the lock's budgets for one run (checked by the schema)."""
-    config = copy.deepcopy(load_config(lock["base_profile"]))
+def run_config(lock: dict, regime: str, seed: int) -> Profile:
+    """The base profile with the lock's budgets for one run (a new profile, checked by the
+    schema; its hash is that of the edited mapping)."""
     budget, evaluation = lock["budget"], lock["evaluation"]
-    config["seed"] = int(seed)
-    config["grpo"].update(
-        {
+    return load_config(lock["base_profile"]).replaced(
+        seed=int(seed),
+        grpo={
             "iterations": budget["steps"],
             "prompts_per_iteration": budget["prompts_per_step"],
             "group_size": budget["group_size"],
@@ -420,14 +419,10 @@ def run_config(lock: dict, regime: str, seed: int) -> dict:
             "checkpoint_every_iterations": budget["checkpoint_every_steps"],
             # The recorded study ran before prompt sharing existed; it reruns as recorded.
             "share_prompts": False,
-        }
-    )
-    config["evaluation"].update(
-        {
+        },
+        evaluation={
             "problems": evaluation["problems"],
             "draws": evaluation["draws"],
             "seed_base": evaluation["seed_base"],
-        }
+        },
     )
-    typed(config)  # the schema's checks, before anything runs
-    return config

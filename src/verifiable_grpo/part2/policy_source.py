@@ -4,7 +4,6 @@ through."""
 
 from __future__ import annotations
 
-from verifiable_grpo.core.config_schema import typed
 from verifiable_grpo.task import prompts, verifier
 from verifiable_grpo.training import batched_rollout, rollout
 
@@ -31,7 +30,7 @@ class PolicySource:
         for example, count, group_id in requests:
             prompt = prompts.prompt_ids(run.tokenizer, example["statement"], run.config)
             jobs += [(example, prompt, f"{group_id}/response-{m:02d}") for m in range(count)]
-        if typed(run.config).sampling.batched:
+        if run.config.sampling.batched:
             generated = batched_rollout.generate_batch(
                 run.policy,
                 run.tokenizer,

@@ -16,13 +16,14 @@ import torch
 
 from verifiable_grpo.core import model as model_lib
 from verifiable_grpo.core.config import load_config, resolve
+from verifiable_grpo.core.config_schema import Profile
 from verifiable_grpo.part2 import lock as lock_lib
 from verifiable_grpo.part2 import study
 from verifiable_grpo.task import data, prompts, statements, verifier
 from verifiable_grpo.training import batched_scoring
 
 
-def _batch(config: dict, tokenizer, problems: int, data_seed: int) -> dict:
+def _batch(config: Profile, tokenizer, problems: int, data_seed: int) -> dict:
     rows = []
     for problem, _ in data.generate_problem_set(data_seed)["train"][:problems]:
         statement = statements.render_statement(problem, 0)
@@ -86,6 +87,6 @@ def lora_movement(
     return rows
 
 
-def typed_seed(config: dict) -> int:
+def typed_seed(config: Profile) -> int:
     """The data seed of the profile (the study's training problems)."""
-    return int(config["data"]["seed"])
+    return config.data.seed

@@ -33,7 +33,7 @@ import torch
 from verifiable_grpo.core import checkpoint, files, interrupts, runlock
 from verifiable_grpo.core import model as model_lib
 from verifiable_grpo.core.config import ConfigError, provenance
-from verifiable_grpo.core.config_schema import typed
+from verifiable_grpo.core.config_schema import Profile
 from verifiable_grpo.core.faults import fault_point
 from verifiable_grpo.core.progress import tqdm
 from verifiable_grpo.core.resumable_run import ResumableRun
@@ -86,12 +86,12 @@ def bind_study_folder(out, lock_sha: str, lock_file: str) -> None:
     files.save_json(path, {"lock_sha256": lock_sha, "lock_file": str(lock_file)})
 
 
-def prepare_data(out, config: dict) -> tuple[Path, Path]:
+def prepare_data(out, config: Profile) -> tuple[Path, Path]:
     """OUT/data (all splits) and OUT/learning-data (what training may read), once."""
     out = Path(out)
     data_dir, learning = out / "data", out / "learning-data"
     if not (data_dir / "MANIFEST.json").is_file():
-        data.write_dataset(data_dir, typed(config).data.seed)
+        data.write_dataset(data_dir, config.data.seed)
     if not (learning / "MANIFEST.json").is_file():
         data.write_learning_view(data_dir, learning)
     data.assert_learning_only(learning)
@@ -115,7 +115,7 @@ class StudyRun(ResumableRun):
         "telemetry",
         "timings",
     )
-    config: dict
+    config: Profile
     lock: dict
     lock_sha: str
     arm: str
@@ -182,7 +182,7 @@ def _identity(run: StudyRun, warm_sha: str, learning_sha: str) -> dict:
 
 
 def _prepare(run: StudyRun) -> None:
-    run.prepare_optimizer(typed(run.config).grpo, run.budget["steps"] * run.updates_per_rollout)
+    run.prepare_optimizer(run.config.grpo, run.budget["steps"] * run.updates_per_rollout)
     run.order = grpo.PromptOrder(len(run.examples), run.seed + grpo.PROMPT_ORDER_SEED_OFFSET)
     device = rollout.model_device(run.policy)
     run.generator = torch.Generator(device=device).manual_seed(

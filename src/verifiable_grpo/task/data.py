@@ -347,9 +347,8 @@ def command_data(args) -> int:
     seed = args.seed
     if seed is None:
         from verifiable_grpo.core.config import load_config
-        from verifiable_grpo.core.config_schema import typed
 
-        seed = typed(load_config(getattr(args, "config", "tiny"))).data.seed
+        seed = load_config(getattr(args, "config", "tiny")).data.seed
     manifest = write_dataset(args.out, seed)
     counts = manifest["counts"]
     print(f"{DATASET_NAME} written to {args.out} (seed {seed})")

@@ -14,7 +14,7 @@ from typing import Any
 import torch
 
 from verifiable_grpo.core.config import canonical_json, sha256_bytes
-from verifiable_grpo.core.config_schema import typed
+from verifiable_grpo.core.config_schema import Profile
 from verifiable_grpo.core.scoring import collate  # noqa: F401  (rows are built here, batched there)
 from verifiable_grpo.task.statements import render_statement, user_message
 
@@ -23,9 +23,9 @@ from verifiable_grpo.task.statements import render_statement, user_message
 PROBE_PROBLEM = {"initial": 12, "deliveries": [5, 7], "withdrawals": [3, 4]}
 
 
-def messages_for(statement: str, config: dict | None = None) -> list[dict[str, str]]:
+def messages_for(statement: str, config: Profile | None = None) -> list[dict[str, str]]:
     """The conversation a problem is put to the model as (data.prompt of the config)."""
-    if config is not None and typed(config).data.prompt == "small-sums-2shot":
+    if config is not None and config.data.prompt == "small-sums-2shot":
         from verifiable_grpo.task import small_sums
 
         return small_sums.messages(statement)
@@ -59,19 +59,19 @@ def render_text(tokenizer, messages: list[dict], add_generation_prompt: bool) ->
     )
 
 
-def eos_id(tokenizer, config: dict) -> int:
+def eos_id(tokenizer, config: Profile) -> int:
     """The token that ends an assistant turn: the config's id when given, else the tokenizer's."""
-    declared = typed(config).model.eos_token_id
+    declared = config.model.eos_token_id
     value = tokenizer.eos_token_id if declared is None else int(declared)
     if value is None or tokenizer.convert_ids_to_tokens(value) is None:
         raise ValueError(f"EOS id {value!r} is not a token of this tokenizer")
     return int(value)
 
 
-def prompt_ids(tokenizer, statement: str, config: dict) -> list[int]:
+def prompt_ids(tokenizer, statement: str, config: Profile) -> list[int]:
     """The generation prompt (chat template + assistant header); ValueError if over budget."""
     ids = render_ids(tokenizer, messages_for(statement, config), add_generation_prompt=True)
-    limit = typed(config).tokens.max_prompt
+    limit = config.tokens.max_prompt
     if not ids:
         raise ValueError("the chat template rendered an empty prompt")
     if len(ids) > limit:
@@ -82,10 +82,10 @@ def prompt_ids(tokenizer, statement: str, config: dict) -> list[int]:
     return ids
 
 
-def response_ids(tokenizer, response_text: str, config: dict) -> list[int]:
+def response_ids(tokenizer, response_text: str, config: Profile) -> list[int]:
     """The supervised response: its tokens, then EOS; ValueError if over budget."""
     ids = tokenizer.encode(response_text, add_special_tokens=False) + [eos_id(tokenizer, config)]
-    limit = typed(config).tokens.max_response
+    limit = config.tokens.max_response
     if len(ids) > limit:
         raise ValueError(
             f"response has {len(ids)} tokens with EOS, over "
@@ -94,7 +94,7 @@ def response_ids(tokenizer, response_text: str, config: dict) -> list[int]:
     return ids
 
 
-def completion_row(tokenizer, statement: str, response_text: str, config: dict) -> dict:
+def completion_row(tokenizer, statement: str, response_text: str, config: Profile) -> dict:
     """{"input_ids", "prompt_length", "response_mask", "response_tokens"} for one example.
 
     response_mask[t] is True exactly on response tokens (EOS included): position, not token
@@ -118,7 +118,7 @@ def full_conversation_ids(tokenizer, statement: str, response_text: str) -> list
 
 
 def check_row_rendering(
-    tokenizer, statement: str, response_text: str, row: dict, config: dict
+    tokenizer, statement: str, response_text: str, row: dict, config: Profile
 ) -> None:
     """A row must equal the template's rendering of the full conversation up to its EOS."""
     full = full_conversation_ids(tokenizer, statement, response_text)
@@ -132,7 +132,7 @@ def check_row_rendering(
         raise ValueError("training row does not end with the EOS token")
 
 
-def template_identity(tokenizer, config: dict) -> dict:
+def template_identity(tokenizer, config: Profile) -> dict:
     """The rendered probe prompt (text, ids, sha256): part of every run identity."""
     statement = render_statement(PROBE_PROBLEM, 0)
     messages = messages_for(statement, config)

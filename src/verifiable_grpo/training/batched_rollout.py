@@ -35,7 +35,7 @@ import time
 
 import torch
 
-from verifiable_grpo.core.config_schema import typed
+from verifiable_grpo.core.config_schema import Profile
 from verifiable_grpo.core.model import synchronize
 from verifiable_grpo.task import prompts, verifier
 from verifiable_grpo.training.rollout import decode_response, model_device
@@ -101,7 +101,7 @@ def inverse_cdf_draw(probabilities: torch.Tensor, uniforms: torch.Tensor) -> tor
 
 
 def _check(model, prompt_rows, config, generator, greedy, device):
-    cfg = typed(config)
+    cfg = config
     if model.training:
         raise ValueError("generation needs the model in eval mode (dropout off); call model.eval()")
     if not prompt_rows:
@@ -146,7 +146,7 @@ def generate_batch(
     model,
     tokenizer,
     prompt_rows: list[list[int]],
-    config: dict,
+    config: Profile,
     generator,
     greedy: bool = False,
     policy_digest: str | None = None,
@@ -316,7 +316,7 @@ def sample_groups(
     model,
     tokenizer,
     examples: list[dict],
-    config: dict,
+    config: Profile,
     generator,
     group_size: int,
     group_ids: list[str],
@@ -336,7 +336,7 @@ def sample_groups(
         prompt_rows = [prompts.prompt_ids(tokenizer, e["statement"], config) for e in examples]
     if len(prompt_rows) != len(examples):
         raise ValueError(f"{len(prompt_rows)} prompts for {len(examples)} examples")
-    cfg = typed(config)
+    cfg = config
     rows = generate_batch(
         model,
         tokenizer,

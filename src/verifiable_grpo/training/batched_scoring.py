@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import torch
 
-from verifiable_grpo.core.config_schema import typed
+from verifiable_grpo.core.config_schema import Profile
 from verifiable_grpo.task import prompts
 from verifiable_grpo.training.batched_rollout import (
     distinct_prompts,
@@ -152,10 +152,10 @@ def verify_captured_logprobs(
     return captured_verdict(differences, rows, tolerance)
 
 
-def verify_rollout_set(model, rows: list[dict], config: dict, tokenizer) -> dict:
+def verify_rollout_set(model, rows: list[dict], config: Profile, tokenizer) -> dict:
     """The captured log-prob check on the config's path (sampling.batched: one padded pass,
     grpo.share_prompts as configured; else one response at a time)."""
-    cfg = typed(config)
+    cfg = config
     tolerance = cfg.grpo.verify_tolerance
     if cfg.sampling.batched:
         return verify_captured_logprobs(

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import torch
 
 from verifiable_grpo.core import scoring
-from verifiable_grpo.core.config_schema import typed
+from verifiable_grpo.core.config_schema import Profile
 from verifiable_grpo.training import batched_scoring, entropy, losses, objectives, rollout
 
 # Reference logits kept between the updates of one rollout set, per pass: a 16 x 64 set at
@@ -37,7 +37,7 @@ REFERENCE_MEMO_BYTES = 256 * 2**20
 
 # --------------------------------------------------------------------------- weights
 def response_weights(
-    groups: list[dict], objective: objectives.Objective, config: dict, slots: int | None
+    groups: list[dict], objective: objectives.Objective, config: Profile, slots: int | None
 ) -> list[list[float]]:
     """w_i of every response ([P][G_p]); refuses a rollout set the objective cannot weigh."""
     group_size = len(groups[0]["responses"])
@@ -52,7 +52,7 @@ def response_weights(
     return objectives.response_weights(
         objective,
         [[len(r["response_ids"]) for r in g["responses"]] for g in groups],
-        max_length=typed(config).tokens.max_response,
+        max_length=config.tokens.max_response,
     )
 
 
@@ -249,7 +249,7 @@ def accumulate_gradients(
     policy,
     reference,
     groups: list[dict],
-    config: dict,
+    config: Profile,
     objective: objectives.Objective | None = None,
     slots: int | None = None,
     reference_memo: dict | None = None,
@@ -261,7 +261,7 @@ def accumulate_gradients(
     batched only): the frozen reference's logits of each pass are kept there by the first
     update and read by the next ones, the very tensors a second forward would recompute
     (up to REFERENCE_MEMO_BYTES per pass)."""
-    cfg = typed(config)
+    cfg = config
     objective = objectives.objective_from_config(config) if objective is None else objective
     weights = response_weights(groups, objective, config, slots)
     rows = [r for g in groups for r in g["responses"]]

@@ -38,7 +38,7 @@ import torch
 from verifiable_grpo.core import checkpoint, crash, files, interrupts
 from verifiable_grpo.core import model as model_lib
 from verifiable_grpo.core.config import ConfigError, load_config, provenance
-from verifiable_grpo.core.config_schema import Profile, typed
+from verifiable_grpo.core.config_schema import Profile
 from verifiable_grpo.core.faults import fault_point
 from verifiable_grpo.core.progress import tqdm
 from verifiable_grpo.core.resumable_run import deterministic_kernels
@@ -242,10 +242,10 @@ def _finish(run: GRPORun, loop_seconds: float) -> dict:
 
 
 # --------------------------------------------------------------------------- the branch
-def _checked_profile(config: dict) -> Profile:
+def _checked_profile(config: Profile) -> Profile:
     """The typed profile; the whole profile is checked before anything is read or written,
     the objective and its sampling path included."""
-    cfg = typed(config)
+    cfg = config
     if cfg.grpo.share_prompts and not cfg.sampling.batched:
         raise ConfigError(
             [
@@ -273,7 +273,7 @@ def _check_run_folder(out_dir: Path, branch: str, mode: str, paths: dict) -> Non
         raise FileNotFoundError(f"{paths['interrupt_state']} is missing: run mode interrupt first")
 
 
-def _load_policy_and_reference(config: dict, out_dir: Path, paths: dict) -> tuple:
+def _load_policy_and_reference(config: Profile, out_dir: Path, paths: dict) -> tuple:
     """Two strict reloads of the warm start, both in eval mode: the policy, and the frozen
     reference with its metadata."""
     warmstart_sha = RunFolder(out_dir).recorded_policy_sha256("warmstart")
@@ -286,7 +286,7 @@ def _load_policy_and_reference(config: dict, out_dir: Path, paths: dict) -> tupl
 
 
 def run_grpo_branch(
-    config: dict,
+    config: Profile,
     out_dir,
     branch: str = "grpo",
     mode: str = "continuous",

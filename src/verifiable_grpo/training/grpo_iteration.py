@@ -15,7 +15,7 @@ import torch
 from verifiable_grpo.core import files
 from verifiable_grpo.core import model as model_lib
 from verifiable_grpo.core.config import sha256_file
-from verifiable_grpo.core.config_schema import typed
+from verifiable_grpo.core.config_schema import Profile
 from verifiable_grpo.training import batched_rollout, batched_scoring, objectives, rollout
 from verifiable_grpo.training.gradients import accumulate_gradients
 from verifiable_grpo.training.grpo_record import history_entry
@@ -29,7 +29,7 @@ def grpo_update(
     optimizer,
     scheduler,
     groups: list[dict],
-    config: dict,
+    config: Profile,
     objective: objectives.Objective | None = None,
     slots: int | None = None,
     reference_memo: dict | None = None,
@@ -46,7 +46,7 @@ def grpo_update(
     )
     grad_norm = torch.nn.utils.clip_grad_norm_(
         model_lib.unique_parameters(policy),
-        typed(config).grpo.max_grad_norm,
+        config.grpo.max_grad_norm,
         error_if_nonfinite=True,
     )
     if any(p.grad is not None or p.requires_grad for p in reference.parameters()):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from verifiable_grpo.core.config_schema import typed
+from verifiable_grpo.core.config_schema import Profile
 from verifiable_grpo.core.runfolder import exercise_group_size
 
 # Offsets from the profile's seed: one independent stream per purpose.
@@ -15,7 +15,7 @@ PROMPT_ORDER_SEED_OFFSET = 300
 
 # --------------------------------------------------------------------------- budget
 def branch_budget(
-    config: dict,
+    config: Profile,
     branch: str = "grpo",
     group_size: int | None = None,
     iterations: int | None = None,
@@ -27,7 +27,7 @@ def branch_budget(
     reading exercise.iterations and exercise.interrupt_at. The config's values are checked
     when it is read; the checks here are for the explicit values.
     """
-    cfg = typed(config)
+    cfg = config
     sizes = list(cfg.exercise.group_sizes)
     if branch == "grpo":
         defaults = (cfg.grpo.group_size, cfg.grpo.iterations, cfg.grpo.interrupt_at)

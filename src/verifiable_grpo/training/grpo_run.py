@@ -112,7 +112,7 @@ class GRPORun(ResumableRun):
         "history",
         "timings",
     )
-    config: dict  # the carrier (hashes, provenance, callees)
+    config: Profile  # the carrier (hashes, provenance, callees)
     cfg: Profile  # how its values are read
     budget: dict
     branch: str

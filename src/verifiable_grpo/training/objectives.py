@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 import torch
 
 from verifiable_grpo.core.config import canonical_json, sha256_bytes
-from verifiable_grpo.core.config_schema import typed
+from verifiable_grpo.core.config_schema import Profile
 from verifiable_grpo.training import baselines, losses, surrogates
 from verifiable_grpo.training.objective_loss import (  # noqa: F401  (re-exported)
     kl_per_token,
@@ -360,11 +360,11 @@ def get_objective(name: str) -> Objective:
     raise ValueError(f"unknown objective {name!r}{hint}; known objectives: {', '.join(OBJECTIVES)}")
 
 
-def objective_from_config(config: dict) -> Objective:
+def objective_from_config(config: Profile) -> Objective:
     """Part I's objective with the config's grpo.advantage_epsilon, clip_epsilon and
     kl_coefficient (the shipped profiles reproduce the registry's "part1" exactly); with
     grpo.objective set, that entry's own mechanics laid over it (`on_part1`)."""
-    grpo = typed(config).grpo
+    grpo = config.grpo
     base = OBJECTIVES["part1"]
     part1 = dataclasses.replace(
         base,

@@ -15,7 +15,7 @@ import time
 import torch
 
 from verifiable_grpo.core import scoring
-from verifiable_grpo.core.config_schema import typed
+from verifiable_grpo.core.config_schema import Profile
 from verifiable_grpo.core.model import synchronize
 from verifiable_grpo.task import prompts, verifier
 
@@ -131,7 +131,7 @@ def generate(
     Reading the config checks it: any sampling but temperature 1 over the full vocabulary
     is refused there (config_schema.Sampling).
     """
-    cfg = typed(config)
+    cfg = config
     prompt, device = _checked_prompt(model, prompt_ids, cfg, generator, greedy)
     # The schema holds max_prompt + max_response <= max_total, so the whole sequence fits.
     max_response = cfg.tokens.max_response
@@ -169,7 +169,7 @@ def sample_group(
     model,
     tokenizer,
     example: dict,
-    config: dict,
+    config: Profile,
     generator,
     group_size: int,
     group_id: str,

@@ -24,7 +24,7 @@ import torch
 from verifiable_grpo.core import crash, interrupts
 from verifiable_grpo.core.checkpoint import load_state, seed_everything
 from verifiable_grpo.core.config import load_config, provenance, save_json, sha256_file
-from verifiable_grpo.core.config_schema import SFT, typed
+from verifiable_grpo.core.config_schema import SFT, Profile
 from verifiable_grpo.core.faults import fault_point
 from verifiable_grpo.core.model import (
     load_base,
@@ -53,13 +53,13 @@ SAMPLER_SEED_OFFSET = {"warmstart": 101, "sft": 102}  # distinct example orders 
 
 
 # ---------------------------------------------------------------- data
-def ensure_learning_view(config: dict, out_dir) -> Path:
+def ensure_learning_view(config: Profile, out_dir) -> Path:
     """OUT/learning-data, written from OUT/data (itself written when absent)."""
     out = Path(out_dir)
     view, full = out / "learning-data", out / "data"
     if not (view / "MANIFEST.json").is_file():
         if not (full / "MANIFEST.json").is_file():
-            data.write_dataset(full, typed(config).data.seed)
+            data.write_dataset(full, config.data.seed)
         data.write_learning_view(full, view)
     return view
 
@@ -79,7 +79,7 @@ def sft_examples(view: Path, branch: str, section: SFT) -> tuple[list[dict], lis
     return examples[:wanted], validation[:wanted_val]
 
 
-def encode(tokenizer, examples: list[dict], config: dict) -> list[dict]:
+def encode(tokenizer, examples: list[dict], config: Profile) -> list[dict]:
     rows = [
         dict(
             completion_row(tokenizer, e["statement"], e["response"], config),
@@ -132,10 +132,10 @@ def _paths(out: Path, branch: str, mode: str) -> dict[str, Path]:
     }
 
 
-def _starting_policy(config: dict, branch: str, paths: dict) -> tuple:
+def _starting_policy(config: Profile, branch: str, paths: dict) -> tuple:
     if branch == "warmstart":
         model, tokenizer = load_base(config)
-        m = typed(config).model
+        m = config.model
         return (
             model,
             tokenizer,
@@ -158,8 +158,8 @@ def _starting_policy(config: dict, branch: str, paths: dict) -> tuple:
     )
 
 
-def _prepare(config: dict, out: Path, branch: str, mode: str, paths: dict) -> SFTRun:
-    cfg = typed(config)
+def _prepare(config: Profile, out: Path, branch: str, mode: str, paths: dict) -> SFTRun:
+    cfg = config
     seed_everything(cfg.seed)  # a resume then restores the saved streams over this
     section = getattr(cfg, branch)
     view = out / "learning-data"
@@ -378,7 +378,7 @@ def _finish(run: SFTRun, resumed_digest: str, command_start: float) -> dict:
     return record
 
 
-def run_sft_branch(config: dict, out_dir, branch: str, mode: str) -> dict:
+def run_sft_branch(config: Profile, out_dir, branch: str, mode: str) -> dict:
     """Train one SFT branch in one mode; writes the state, the record and (resume) the policy.
     A run cut short (crash, kill, signal) continues from its newest crash checkpoint."""
     command_start = time.perf_counter()
@@ -388,7 +388,6 @@ def run_sft_branch(config: dict, out_dir, branch: str, mode: str) -> dict:
             f"{list(MODES)}; got {branch!r}, {mode!r}"
         )
     out = Path(out_dir)
-    typed(config)  # the whole profile is checked (interrupt_after_epochs < epochs too) first
     paths = _paths(out, branch, mode)
     if crash.branch_finished(out, branch, mode):
         raise FileExistsError(

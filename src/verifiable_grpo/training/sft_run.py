@@ -42,7 +42,7 @@ class SFTRun(ResumableRun):
         "model_digest",
         "timings",
     )
-    config: dict  # the carrier (hashes, provenance, callees)
+    config: Profile  # the carrier (hashes, provenance, callees)
     cfg: Profile  # how its values are read
     branch: str
     mode: str
