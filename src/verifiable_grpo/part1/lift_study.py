@@ -132,17 +132,7 @@ def candidate_config(base: Profile, candidate: Candidate) -> dict:
             f"candidate {candidate.name}: model {candidate.model!r} is declared "
             "but not runnable in this package yet"
         )
-    return base.replaced(
-        grpo={
-            "prompts_per_iteration": candidate.prompts_per_iteration,
-            "group_size": candidate.group_size,
-            "learning_rate": candidate.learning_rate,
-            "iterations": candidate.iterations,
-            "updates_per_rollout": candidate.updates_per_rollout,
-            "kl_coefficient": candidate.kl_coefficient,
-            "interrupt_at": min(base.grpo.interrupt_at, candidate.iterations - 1),
-        }
-    )
+    return base.replaced(grpo=smollm2_candidate.candidate_grpo(base, candidate))
 
 
 def _history(record: dict) -> list[dict]:

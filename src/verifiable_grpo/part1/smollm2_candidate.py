@@ -84,17 +84,23 @@ def smollm2_config(base: Profile, candidate) -> Profile:
         profile=f"lift-{candidate.name}",
         model=SMOLLM2_MODEL,
         warmstart=WARM_START,
-        grpo={
-            "prompts_per_iteration": candidate.prompts_per_iteration,
-            "group_size": candidate.group_size,
-            "learning_rate": candidate.learning_rate,
-            "iterations": candidate.iterations,
-            "updates_per_rollout": candidate.updates_per_rollout,
-            "kl_coefficient": candidate.kl_coefficient,
-            "checkpoint_every_iterations": GRPO_CHECKPOINT_EVERY,
-            "interrupt_at": min(base.grpo.interrupt_at, candidate.iterations - 1),
-        },
+        grpo=candidate_grpo(base, candidate, checkpoint_every_iterations=GRPO_CHECKPOINT_EVERY),
     )
+
+
+def candidate_grpo(base: Profile, candidate, **more) -> dict:
+    """The grpo settings a lift candidate declares (and `more`), over the base profile's;
+    the scheduled interrupt moved inside the run."""
+    return {
+        "prompts_per_iteration": candidate.prompts_per_iteration,
+        "group_size": candidate.group_size,
+        "learning_rate": candidate.learning_rate,
+        "iterations": candidate.iterations,
+        "updates_per_rollout": candidate.updates_per_rollout,
+        "kl_coefficient": candidate.kl_coefficient,
+        **more,
+        "interrupt_at": min(base.grpo.interrupt_at, candidate.iterations - 1),
+    }
 
 
 def check_weights(config: Profile) -> Path:
