@@ -25,7 +25,6 @@ ALLOWED = {
     "exercises/grpo_loop.py": {"grpo_iteration"},
     "part1/bench.py": {"_sample_set"},
     "part1/demos.py": {"two_updates_on_one_rollout_set"},
-    "part1/pipeline.py": {"_write_marker"},
     "part1/run_plan.py": {"time_plan"},
     "part1/side_by_side.py": {"_start_ready", "run_side_by_side"},
     "part1/stages.py": {"_branch_stages"},

@@ -148,22 +148,27 @@ def _recover(stage: Stage, out: Path, mine: list[str]) -> None:
     )
 
 
-def _write_marker(
-    stage: Stage,
-    config: Profile,
-    out: Path,
-    outputs: list[str],
-    snapshot: dict[str, tuple[int, int]],
-    started_at: str,
-    seconds: float,
-    adopted: bool = False,
-) -> dict:
+@dataclass(frozen=True)
+class _Finished:
+    """What a stage's marker records of its run: its output files (relative paths) with
+    their (bytes, mtime_ns) snapshot, when it started, its seconds, and whether a stopped
+    run's complete outputs were adopted instead of run again."""
+
+    outputs: list[str]
+    snapshot: dict[str, tuple[int, int]]
+    started_at: str
+    seconds: float
+    adopted: bool = False
+
+
+def _write_marker(stage: Stage, config: Profile, out: Path, done: _Finished) -> dict:
+    outputs, snapshot = done.outputs, done.snapshot
     marker = {
         "stage": stage.name,
         "group": stage.group,
-        "started_at": started_at,
+        "started_at": done.started_at,
         "finished_at": utc_now(),
-        "seconds": seconds,
+        "seconds": done.seconds,
         "config_sections": stage_sections(stage, config),
         "config_sha256": sections_hash(config, stage_sections(stage, config)),
         "provenance": provenance(config),
@@ -176,7 +181,7 @@ def _write_marker(
             for rel in sorted(outputs)
         },
     }
-    if adopted:
+    if done.adopted:
         marker["adopted"] = (
             "the stage had finished but was stopped before its marker was "
             "written; its complete outputs were adopted"
@@ -207,7 +212,8 @@ def _start_stage(
     found = _snapshot(out)
     mine = _unaccounted(stage, found, accounted)
     if mine and stage.finished is not None and stage.finished(out):
-        return _write_marker(stage, config, out, mine, found, utc_now(), 0.0, adopted=True)
+        adopted = _Finished(mine, found, utc_now(), 0.0, adopted=True)
+        return _write_marker(stage, config, out, adopted)
     _recover(stage, out, mine)
     return _Started(stage, accounted, _snapshot(out), utc_now(), time.perf_counter())
 
@@ -246,9 +252,8 @@ def _end_stage(
     created = {
         rel for rel in set(after) - set(before) if not others or _owner(rel, [stage]) is not None
     }
-    return _write_marker(
-        stage, config, out, sorted(created | set(continued)), after, started.started_at, seconds
-    )
+    ran = _Finished(sorted(created | set(continued)), after, started.started_at, seconds)
+    return _write_marker(stage, config, out, ran)
 
 
 def stage_threads(stage: Stage, config: Profile) -> int | None:
