@@ -44,3 +44,14 @@ def comparable_result(result: dict) -> dict:
         return value
 
     return json.loads(json.dumps(strip(result)))
+
+
+def no_longer_over(allowed: dict[str, set[str]], found: dict[str, dict]) -> set[str]:
+    """The "path: name" rows of an allow-list that its check no longer finds over the limit:
+    each must leave the list, so that it only shrinks."""
+    return {
+        f"{rel}: {name}"
+        for rel, names in allowed.items()
+        for name in names
+        if name not in found.get(rel, {})
+    }

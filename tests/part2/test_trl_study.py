@@ -26,6 +26,8 @@ from verifiable_grpo.part2.trl import study as trl_study
 LOCK = "configs/part2/lock.json"
 SMOKE = "configs/part2/trl-smoke.yaml"
 CARD = "configs/part2/card-qwen3-8b-gsm8k.yaml"
+# a study on the smoke configuration; tests run on a working tree, so labelled exploratory
+SMOKE_STUDY = ["family", "study", "--exploratory", "--backend", "trl", "--config", SMOKE]
 WORKER = Path(__file__).with_name("trl_worker.py")
 RUNS = [("on_policy", "grpo", 11), ("on_policy", "drgrpo", 11)]
 COMPARED = ("completion_sha256", "rewards", "document_ids", "loss", "grad_norm", "learning_rate")
@@ -138,17 +140,7 @@ def node(tmp_path_factory):
         victim = ["--kill-once", str(marker)] if run == RUNS[0] else []
         return [line[0], str(WORKER), *victim, *line[3:]]
 
-    argv = [
-        "family",
-        "study",
-        "--exploratory",
-        "--backend",
-        "trl",
-        "--config",
-        SMOKE,
-        "--out",
-        str(out),
-    ]
+    argv = [*SMOKE_STUDY, "--out", str(out)]
     argv += ["--arms", "grpo", "drgrpo", "--seeds", "11", "--devices", "0,1"]
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(trl_study, "worker_command", wrapped)
@@ -190,17 +182,7 @@ def test_manifests_equal_the_sequential_runs(node):
 
 
 def test_a_finished_study_is_skipped(node, capsys):
-    argv = [
-        "family",
-        "study",
-        "--exploratory",
-        "--backend",
-        "trl",
-        "--config",
-        SMOKE,
-        "--out",
-        str(node["out"]),
-    ]
+    argv = [*SMOKE_STUDY, "--out", str(node["out"])]
     argv += ["--arms", "grpo", "drgrpo", "--seeds", "11", "--devices", "0,1", "--dry-run"]
     assert cli.main(argv) == 0
     assert "dry run: 0 job(s)" in capsys.readouterr().out

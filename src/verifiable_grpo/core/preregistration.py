@@ -64,12 +64,15 @@ def start_stamp(exploratory: bool, root: Path | None = None) -> dict:
     }
 
 
-def stamp_folder(folder: Path, exploratory: bool, root: Path | None = None) -> dict:
+def stamp_folder(
+    folder: Path, exploratory: bool, root: Path | None = None, now: dict | None = None
+) -> dict:
     """The folder's start stamp: written at its first start, checked at every later one
-    (same commit, same exploratory label); ConfigError otherwise."""
+    (same commit, same exploratory label); ConfigError otherwise. `now`: the stamp a command
+    already took with start_stamp, to refuse a dirty tree before it made the folder."""
     folder = Path(folder)
     path = folder / STAMP_FILE
-    now = start_stamp(exploratory, root)
+    now = now or start_stamp(exploratory, root)
     if not path.is_file():
         folder.mkdir(parents=True, exist_ok=True)
         files.save_json(path, now)

@@ -120,9 +120,9 @@ def _study(args):
         # locked by run_arm, so nothing else can train there meanwhile)
         runlock.exit_with_parent()
         return _study_here(args, lock, sha)
-    preregistration.start_stamp(args.exploratory)  # a dirty tree is refused before OUT exists
+    now = preregistration.start_stamp(args.exploratory)  # a dirty tree: refused before OUT exists
     with runlock.locked(args.out, "family study"):
-        preregistration.stamp_folder(Path(args.out), args.exploratory)
+        preregistration.stamp_folder(Path(args.out), args.exploratory, now=now)
         return _study_here(args, lock, sha)
 
 

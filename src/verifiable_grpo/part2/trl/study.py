@@ -352,12 +352,12 @@ def schedule(args, runs: list[tuple[str, str, int]]) -> int:
     jobs = [j for j in jobs if not _done(args.out, j)]
     if dry:
         return _dry_run(args, jobs, slots, config)
-    preregistration.start_stamp(args.exploratory)  # a dirty tree is refused before OUT exists
+    now = preregistration.start_stamp(args.exploratory)  # a dirty tree: refused before OUT exists
     out = runlock.usable_folder(args.out)
     holder = out if n == 1 else out / "shards" / f"{k}-of-{n}"
     with runlock.locked(holder, f"family study --backend trl --shard {k}/{n}"):
         study.bind_study_folder(out, lock_sha, str(args.lock))
-        preregistration.stamp_folder(out, args.exploratory)  # every node checks the same stamp
+        preregistration.stamp_folder(out, args.exploratory, now=now)  # every node checks it
         trl_backend.bind_run_config(out, config)  # before any worker: they only compare
         return Scheduler(args, jobs, slots, config, lock, args.retries).run()
 
