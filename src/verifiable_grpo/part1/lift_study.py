@@ -32,8 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from verifiable_grpo.core import files
-from verifiable_grpo.core import model as model_lib
-from verifiable_grpo.core.config import provenance, resolve
+from verifiable_grpo.core.config import resolve
 from verifiable_grpo.core.config_schema import Profile
 from verifiable_grpo.evaluation import paired
 from verifiable_grpo.part1 import smollm2_candidate, sweep
@@ -150,16 +149,10 @@ def run_candidate(base: Profile, candidate: Candidate, runs, progress: bool = Tr
     if done.is_file():
         return files.read_cached_json(done)
     started = time.perf_counter()
-    record, policy, scored = sweep.train_and_score(config, folder, progress)
+    trained = sweep.train_and_score(config, folder, progress)
     result = {
         "candidate": asdict(candidate),
-        "config_grpo": config["grpo"],
-        "final_model_digest": model_lib.model_digest(policy),
-        "train_seconds": record["timings"]["total_seconds"],
-        "seconds": time.perf_counter() - started,
-        "history": _history(record),
-        **{k: sweep._compact(v) for k, v in scored.items()},
-        "provenance": provenance(config),
+        **sweep.trained_result(config, trained, _history, started),
     }
     files.save_cached_json(done, result)
     return result

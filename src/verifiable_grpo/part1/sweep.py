@@ -241,19 +241,25 @@ def run_setting(base: Profile, setting: Setting, runs: Path) -> dict:
         return with_current_names(files.read_cached_json(done))
     config = setting_config(base, setting)
     started = time.perf_counter()
-    record, policy, scored = train_and_score(config, folder)
-    result = {
-        "setting": asdict(setting),
+    trained = train_and_score(config, folder)
+    result = {"setting": asdict(setting), **trained_result(config, trained, _history, started)}
+    files.save_cached_json(done, result)
+    return result
+
+
+def trained_result(config: Profile, trained: tuple, history, started: float) -> dict:
+    """What a trained and scored run records after its own name: settings, the final
+    weights' digest, times, `history(record)` per iteration, the compact scores, provenance."""
+    record, policy, scored = trained
+    return {
         "config_grpo": config["grpo"],
         "final_model_digest": model_lib.model_digest(policy),
         "train_seconds": record["timings"]["total_seconds"],
         "seconds": time.perf_counter() - started,
-        "history": _history(record),
+        "history": history(record),
         **{k: _compact(v) for k, v in scored.items()},
         "provenance": provenance(config),
     }
-    files.save_cached_json(done, result)
-    return result
 
 
 def warm_start_result(base: Profile, runs: Path) -> dict:
