@@ -29,7 +29,6 @@ ALLOWED = {
     "part1/run_plan.py": {"time_plan"},
     "part1/side_by_side.py": {"_start_ready", "run_side_by_side"},
     "part1/stages.py": {"_branch_stages"},
-    "part2/lock.py": {"build_lock"},
     "part2/step_power.py": {"power_table"},
     "part2/study.py": {"run_arm"},
     "part2/study_records.py": {"manifest"},

@@ -61,10 +61,12 @@ def test_the_trace_becomes_a_digest_and_correctness_strings():
 
 def test_only_a_complete_study_under_its_own_lock_is_recorded(tmp_path):
     lock = lock_lib.build_lock(
-        "smoke",
-        budget={"steps": 2, "prompts_per_step": 2},
-        evaluation={"problems": 2, "draws": 1},
-        seeds=[11, 23],
+        lock_lib.LockChoices(
+            "smoke",
+            budget={"steps": 2, "prompts_per_step": 2},
+            evaluation={"problems": 2, "draws": 1},
+            seeds=[11, 23],
+        )
     )
     path = tmp_path / "lock.json"
     lock_lib.write_lock(lock, path)

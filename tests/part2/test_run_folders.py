@@ -28,10 +28,12 @@ SEEDS = [131, 23]
 def smoke_lock(tmp_path_factory):
     folder = tmp_path_factory.mktemp("family-lock")
     lock = lock_lib.build_lock(
-        "smoke",
-        budget={"steps": 2, "prompts_per_step": 2, "checkpoint_every_steps": 1},
-        evaluation={"problems": 2, "draws": 1},
-        seeds=SEEDS,
+        lock_lib.LockChoices(
+            "smoke",
+            budget={"steps": 2, "prompts_per_step": 2, "checkpoint_every_steps": 1},
+            evaluation={"problems": 2, "draws": 1},
+            seeds=SEEDS,
+        )
     )
     return lock_lib.write_lock(lock, folder / "lock.json")
 
@@ -138,10 +140,12 @@ def test_killing_the_study_parent_leaves_no_worker(tmp_path):
     would hold its run folder until the bound of _wait_for."""
     lock = lock_lib.write_lock(
         lock_lib.build_lock(
-            "smoke",
-            budget={"steps": 100_000, "prompts_per_step": 2},
-            evaluation={"problems": 2, "draws": 1},
-            seeds=SEEDS,
+            lock_lib.LockChoices(
+                "smoke",
+                budget={"steps": 100_000, "prompts_per_step": 2},
+                evaluation={"problems": 2, "draws": 1},
+                seeds=SEEDS,
+            )
         ),
         tmp_path / "lock.json",
     )

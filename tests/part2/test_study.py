@@ -25,10 +25,12 @@ SEED = 131
 
 def smoke_lock(folder, **budget):
     lock = lock_lib.build_lock(
-        "smoke",
-        budget={"steps": 2, "prompts_per_step": 2, "checkpoint_every_steps": 1, **budget},
-        evaluation={"problems": 2, "draws": 1},
-        seeds=[SEED, 23],
+        lock_lib.LockChoices(
+            "smoke",
+            budget={"steps": 2, "prompts_per_step": 2, "checkpoint_every_steps": 1, **budget},
+            evaluation={"problems": 2, "draws": 1},
+            seeds=[SEED, 23],
+        )
     )
     path = folder / "lock.json"
     lock_lib.write_lock(lock, path)
@@ -238,11 +240,13 @@ def test_a_lora_study_trains_only_the_adapters_and_resumes_bit_for_bit(tmp_path)
 
 def test_a_budget_names_its_trainable_parameters():
     with pytest.raises(ValueError, match="trainable must be 'full' or 'lora'"):
-        lock_lib.build_lock("smoke", budget={"trainable": "adapters"})
+        lock_lib.build_lock(lock_lib.LockChoices("smoke", budget={"trainable": "adapters"}))
     with pytest.raises(ValueError, match="budget lora is only read with trainable 'lora'"):
-        lock_lib.build_lock("smoke", budget={"lora": {"rank": 2}})
+        lock_lib.build_lock(lock_lib.LockChoices("smoke", budget={"lora": {"rank": 2}}))
     with pytest.raises(ValueError, match="budget lora needs exactly"):
-        lock_lib.build_lock("smoke", budget={"trainable": "lora", "lora": {"r": 2}})
+        lock_lib.build_lock(
+            lock_lib.LockChoices("smoke", budget={"trainable": "lora", "lora": {"r": 2}})
+        )
 
 
 def test_a_killed_study_worker_is_continued_to_the_same_run(shared, capsys, monkeypatch):

@@ -60,7 +60,9 @@ NOTES = [
 
 def build() -> dict:
     """The lock as the code, the tiny profile and the warm start define it today."""
-    return lock_lib.build_lock(arms=ARMS, locked_at=LOCKED_AT, notes=tuple(NOTES))
+    return lock_lib.build_lock(
+        lock_lib.LockChoices(arms=ARMS, locked_at=LOCKED_AT, notes=tuple(NOTES))
+    )
 
 
 def write(path: str = PATH):

@@ -15,6 +15,7 @@ warm start build from the pinned choices, field by field, or from the pinned dig
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 from verifiable_grpo.core import files
@@ -127,26 +128,34 @@ def _arm_entry(name: str) -> dict:
     }
 
 
-def build_lock(
-    profile: str = "tiny",
-    budget: dict | None = None,
-    evaluation: dict | None = None,
-    seeds=SEEDS,
-    arms=ARMS,
-    warm_start: str = WARM_START,
-    locked_at: str = LOCKED_AT,
-    notes=tuple(NOTES),
-    generation: dict | None = None,
-) -> dict:
-    """The lock as the code and the base profile define it today (a pure function);
-    `generation` (part2/generation_lock) only where a lock declares one."""
+@dataclass(frozen=True)
+class LockChoices:
+    """The pre-registered choices a lock is built from (its pin stores them as a dict of
+    these field names, so `LockChoices(**pin["choices"])` re-derives the lock)."""
+
+    profile: str = "tiny"
+    budget: dict | None = None  # changes to RECORDED_BUDGET
+    evaluation: dict | None = None  # changes to RECORDED_EVALUATION
+    seeds: tuple | list = SEEDS
+    arms: tuple | list = ARMS
+    warm_start: str = WARM_START
+    locked_at: str = LOCKED_AT
+    notes: tuple | list = tuple(NOTES)
+    generation: dict | None = None  # part2/generation_lock, only where a lock declares one
+
+
+def build_lock(choices: LockChoices = LockChoices()) -> dict:
+    """The lock as the code and the base profile define it today from `choices` (a pure
+    function)."""
+    profile, seeds, arms, notes = choices.profile, choices.seeds, choices.arms, choices.notes
+    warm_start, locked_at, generation = choices.warm_start, choices.locked_at, choices.generation
     unknown = [a for a in arms if a not in objectives.OBJECTIVES]
     if unknown:
         objectives.get_objective(unknown[0])  # raises with the known names
     if BASELINE not in arms:
         raise ValueError(f"the lock needs the baseline arm {BASELINE!r}")
     config = load_config(profile)
-    evaluation = {**RECORDED_EVALUATION, **(evaluation or {})}
+    evaluation = {**RECORDED_EVALUATION, **(choices.evaluation or {})}
     ev = config.evaluation
     warm = resolve(warm_start)
     if not warm.is_file():
@@ -166,7 +175,7 @@ def build_lock(
         "arms": {name: _arm_entry(name) for name in arms},
         "seeds": list(seeds),
         "regimes": {name: {"updates_per_rollout": n} for name, n in REGIMES.items()},
-        "budget": _budget(budget),
+        "budget": _budget(choices.budget),
         "evaluation": {
             **evaluation,
             "seed_base": ev.seed_base,
@@ -348,7 +357,7 @@ def lock_differences(lock: dict, path=LOCK_PATH) -> list[str]:
     the profile and the warm start build from the pinned choices, then the pinned SHA-256."""
     pin = read_pin(path)
     try:
-        expected = build_lock(**pin["choices"])
+        expected = build_lock(LockChoices(**pin["choices"]))
     except (ValueError, FileNotFoundError) as err:
         return [str(err)]
     found = _field_differences(lock, expected, f"{Path(str(path)).name} ")
