@@ -30,8 +30,6 @@ ALLOWED = {
     "part1/side_by_side.py": {"_start_ready", "run_side_by_side"},
     "part1/stages.py": {"_branch_stages"},
     "part2/step_power.py": {"power_table"},
-    "part2/study.py": {"run_arm"},
-    "part2/study_records.py": {"manifest"},
     "part2/trl/backend.py": {
         "grpo_config",
         "check_request",

@@ -58,13 +58,17 @@ def _without_times(manifest):
 @pytest.mark.parametrize("arm", ARMS)
 def test_interrupt_and_resume_equal_a_continuous_run(shared, arm):
     lock = shared["lock"]
-    continuous = study.run_arm(lock, shared["continuous"], arm, SEED, "two_updates")
+    continuous = study.run_arm(
+        lock, shared["continuous"], lock_lib.LockedRun(arm, SEED, "two_updates")
+    )
     out = shared["root"] / f"interrupted-{arm}"
-    assert study.run_arm(lock, out, arm, SEED, "two_updates", stop_after=1) is None
+    assert (
+        study.run_arm(lock, out, lock_lib.LockedRun(arm, SEED, "two_updates"), stop_after=1) is None
+    )
     assert [
         p.name for p in (study.run_dir(out, "two_updates", arm, SEED) / "checkpoints").iterdir()
     ] == ["checkpoint-0001.json", "checkpoint-0001.pt"]
-    resumed = study.run_arm(lock, out, arm, SEED, "two_updates")
+    resumed = study.run_arm(lock, out, lock_lib.LockedRun(arm, SEED, "two_updates"))
     assert resumed["resumed_from_step"] == 1 and continuous["resumed_from_step"] is None
     assert resumed["final_model_digest"] == continuous["final_model_digest"]
     assert _without_times(resumed) == _without_times(continuous)
@@ -93,9 +97,11 @@ def test_interrupt_and_resume_equal_a_continuous_run(shared, arm):
 
 
 def test_a_finished_run_is_never_overwritten(shared):
-    study.run_arm(shared["lock"], shared["continuous"], "grpo", 23, "on_policy")
+    study.run_arm(shared["lock"], shared["continuous"], lock_lib.LockedRun("grpo", 23, "on_policy"))
     with pytest.raises(FileExistsError, match="evidence is never overwritten"):
-        study.run_arm(shared["lock"], shared["continuous"], "grpo", 23, "on_policy")
+        study.run_arm(
+            shared["lock"], shared["continuous"], lock_lib.LockedRun("grpo", 23, "on_policy")
+        )
 
 
 def test_the_warm_start_is_evaluated_once(shared):
@@ -119,7 +125,7 @@ def test_a_changed_lock_is_refused(shared, tmp_path):
         match=r"lock.json seeds is \[131, 23, 99\], "
         r"pre-registered \[131, 23\]",
     ):
-        study.run_arm(lock_path, out, "grpo", SEED, "on_policy")
+        study.run_arm(lock_path, out, lock_lib.LockedRun("grpo", SEED, "on_policy"))
     # ... and a folder bound to another lock refuses it too
     with pytest.raises(ConfigError, match="the treatment lock changed"):
         study.bind_study_folder(out, "0" * 64, str(lock_path))
@@ -135,20 +141,22 @@ def test_a_changed_lock_is_refused(shared, tmp_path):
 def test_bad_requests_name_the_fix(shared, tmp_path):
     lock = shared["lock"]
     with pytest.raises(ValueError, match="unknown objective 'grop'.*did you mean 'grpo'"):
-        study.run_arm(lock, tmp_path, "grop", SEED, "on_policy")
+        study.run_arm(lock, tmp_path, lock_lib.LockedRun("grop", SEED, "on_policy"))
     with pytest.raises(ConfigError, match="'bnpo' is not in the treatment lock"):
-        study.run_arm(lock, tmp_path, "bnpo", SEED, "on_policy")
+        study.run_arm(lock, tmp_path, lock_lib.LockedRun("bnpo", SEED, "on_policy"))
     with pytest.raises(ConfigError, match="seed 12 is not pre-registered"):
-        study.run_arm(lock, tmp_path, "grpo", 12, "on_policy")
+        study.run_arm(lock, tmp_path, lock_lib.LockedRun("grpo", 12, "on_policy"))
     with pytest.raises(ConfigError, match="unknown regime 'three'"):
-        study.run_arm(lock, tmp_path, "grpo", SEED, "three")
+        study.run_arm(lock, tmp_path, lock_lib.LockedRun("grpo", SEED, "three"))
     with pytest.raises(FileNotFoundError, match="write it first"):
-        study.run_arm(tmp_path / "none.json", tmp_path, "grpo", SEED, "on_policy")
+        study.run_arm(
+            tmp_path / "none.json", tmp_path, lock_lib.LockedRun("grpo", SEED, "on_policy")
+        )
 
 
 def test_resume_from_another_arms_checkpoint_is_refused(shared, tmp_path):
     lock = shared["lock"]
-    study.run_arm(lock, tmp_path, "grpo", SEED, "on_policy", stop_after=1)
+    study.run_arm(lock, tmp_path, lock_lib.LockedRun("grpo", SEED, "on_policy"), stop_after=1)
     source = study.run_dir(tmp_path, "on_policy", "grpo", SEED) / "checkpoints"
     target = study.run_dir(tmp_path, "on_policy", "gspo", SEED) / "checkpoints"
     target.parent.mkdir(parents=True)
@@ -157,7 +165,7 @@ def test_resume_from_another_arms_checkpoint_is_refused(shared, tmp_path):
         ValueError,
         match=f"checkpoint of arm grpo seed {SEED} regime on_policy, not of this run \\(arm gspo",
     ):
-        study.run_arm(lock, tmp_path, "gspo", SEED, "on_policy")
+        study.run_arm(lock, tmp_path, lock_lib.LockedRun("gspo", SEED, "on_policy"))
 
 
 def test_study_status_and_analyse_from_the_command_line(shared, capsys):
@@ -228,9 +236,16 @@ def test_a_lora_study_trains_only_the_adapters_and_resumes_bit_for_bit(tmp_path)
     """trainable 'lora': the base stays frozen, the adapters' init is seeded (two processes
     build the same A), and interrupt + resume equals the continuous run."""
     lock = smoke_lock(tmp_path, trainable="lora", lora={"rank": 2, "alpha": 4, "dropout": 0.0})
-    continuous = study.run_arm(lock, tmp_path / "a", "grpo", SEED, "two_updates")
-    assert study.run_arm(lock, tmp_path / "b", "grpo", SEED, "two_updates", stop_after=1) is None
-    resumed = study.run_arm(lock, tmp_path / "b", "grpo", SEED, "two_updates")
+    continuous = study.run_arm(
+        lock, tmp_path / "a", lock_lib.LockedRun("grpo", SEED, "two_updates")
+    )
+    assert (
+        study.run_arm(
+            lock, tmp_path / "b", lock_lib.LockedRun("grpo", SEED, "two_updates"), stop_after=1
+        )
+        is None
+    )
+    resumed = study.run_arm(lock, tmp_path / "b", lock_lib.LockedRun("grpo", SEED, "two_updates"))
     assert _without_times(resumed) == _without_times(continuous)
     trainable = continuous["trainable"]
     assert trainable["mode"] == "lora" and trainable["adapters"] > 0
@@ -258,7 +273,9 @@ def test_a_killed_study_worker_is_continued_to_the_same_run(shared, capsys, monk
 
     reference = study.manifest_path(shared["continuous"], "two_updates", "grpo", SEED)
     if not reference.is_file():
-        study.run_arm(shared["lock"], shared["continuous"], "grpo", SEED, "two_updates")
+        study.run_arm(
+            shared["lock"], shared["continuous"], lock_lib.LockedRun("grpo", SEED, "two_updates")
+        )
     out = shared["root"] / "killed-worker"
     common = ["--lock", str(shared["lock"]), "--out", str(out), "--arms", "grpo"]
     common += ["--regimes", "two_updates", "--seeds", str(SEED)]

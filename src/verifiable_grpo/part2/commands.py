@@ -78,9 +78,7 @@ def _run(args):
     manifest = finished or study.run_arm(
         args.lock,
         args.out,
-        args.arm,
-        args.seed,
-        args.regime,
+        lock_lib.LockedRun(args.arm, args.seed, args.regime),
         stop_after=args.stop_after,
         progress=True,
     )

@@ -369,6 +369,15 @@ def lock_differences(lock: dict, path=LOCK_PATH) -> list[str]:
     return found
 
 
+@dataclass(frozen=True)
+class LockedRun:
+    """One run the lock pre-registers: an arm trained from one seed under one regime."""
+
+    arm: str
+    seed: int
+    regime: str
+
+
 def check_request(
     lock: dict, arm: str | None = None, seed: int | None = None, regime: str | None = None
 ) -> None:

@@ -349,9 +349,7 @@ def warmstart_heldout(lock: dict, out, lock_sha: str, progress: bool = False) ->
 def run_arm(
     lock_file,
     out,
-    arm: str,
-    seed: int,
-    regime: str,
+    run: lock_lib.LockedRun,
     stop_after: int | None = None,
     progress: bool = False,
 ) -> dict | None:
@@ -359,6 +357,7 @@ def run_arm(
     after `stop_after` steps (a checkpoint boundary or not: the rerun continues from the
     newest checkpoint)."""
     started = time.perf_counter()
+    arm, seed, regime = run.arm, run.seed, run.regime
     lock, lock_sha = lock_lib.read_lock(lock_file)
     lock_lib.check_lock(lock, arm, seed, regime, lock_file)
     config = lock_lib.run_config(lock, regime, seed)
@@ -484,8 +483,7 @@ def _finish(
         run,
         result,
         adapters,
-        weights_sha,
-        (initial_digest, final_digest),
+        study_records.WeightDigests(initial_digest, final_digest, weights_sha),
         resumed_from,
         time.perf_counter() - command_start,
     )

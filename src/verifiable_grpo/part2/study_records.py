@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 
 from verifiable_grpo.core.config import provenance, sha256_bytes
@@ -59,17 +61,27 @@ def manifest_summary(telemetry: list, times: list, result: dict) -> dict:
     }
 
 
+@dataclass(frozen=True)
+class WeightDigests:
+    """The policy's fingerprints: its digest before and after training (model_digest) and
+    the SHA-256 of the final weights file it was saved to."""
+
+    initial: str
+    final: str
+    file_sha256: str
+
+
 def manifest(
     run,
     result: dict,
     adapters: list,
-    weights_sha: str,
-    digests: tuple[str, str],
+    digests: WeightDigests,
     resumed_from: int | None,
     wall_seconds: float,
 ) -> dict:
     """The run manifest of a finished study run (`run`: a study.StudyRun)."""
-    initial_digest, final_digest = digests
+    initial_digest, final_digest = digests.initial, digests.final
+    weights_sha = digests.file_sha256
     return {
         "schema": SCHEMA,
         "arm": run.arm,
