@@ -39,6 +39,7 @@ import yaml
 from verifiable_grpo.core import files
 from verifiable_grpo.core.config import provenance, resolve
 from verifiable_grpo.part2 import card_cost
+from verifiable_grpo.part2 import lock as lock_lib
 from verifiable_grpo.part2.trl import backend as trl_backend
 from verifiable_grpo.part2.trl import run_config
 
@@ -46,7 +47,7 @@ LOCK = "configs/part2/lock.json"
 SMOKE = "configs/part2/trl-smoke.yaml"
 CARD = "configs/part2/card-qwen3-8b-gsm8k.yaml"
 ITEMS = "tests/part2/data/gsm8k_items.jsonl"
-RUN = ("grpo", 11, "on_policy")
+RUN = lock_lib.LockedRun("grpo", 11, "on_policy")
 
 
 def qwen3_standin_config(layers: int):
@@ -108,7 +109,7 @@ def plan(folder: Path, layers: int) -> dict:
 def _check(steps: dict) -> None:
     """Everything `family run` refuses, before a model is built (a GPU is pretended)."""
     for name in ("trl_smoke", "card_standin"):
-        trl_backend.check_request(LOCK, str(steps[name]), *RUN[:2], RUN[2], 1, cuda_count=1)
+        trl_backend.check_request(LOCK, str(steps[name]), RUN, 1, cuda_count=1)
 
 
 def _build_standin(folder: Path, layers: int) -> None:
@@ -129,7 +130,7 @@ def _build_standin(folder: Path, layers: int) -> None:
 
 def measured_run(config_path: Path, out: Path) -> dict:
     torch.cuda.reset_peak_memory_stats()
-    manifest = trl_backend.run_arm_trl(LOCK, str(config_path), out, *RUN[:2], RUN[2])
+    manifest = trl_backend.run_arm_trl(LOCK, str(config_path), out, RUN)
     steps = [sum(t["step_time"]) for t in manifest["telemetry"]]
     return {
         "seconds_per_step": steps,

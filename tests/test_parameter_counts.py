@@ -30,12 +30,6 @@ ALLOWED = {
     "part1/side_by_side.py": {"_start_ready", "run_side_by_side"},
     "part1/stages.py": {"_branch_stages"},
     "part2/step_power.py": {"power_table"},
-    "part2/trl/backend.py": {
-        "grpo_config",
-        "check_request",
-        "run_arm_trl",
-        "build_trainer",
-    },
     "part3/lora_lab/lora.py": {"run_lab"},
     "part3/sft_lab/masked_sft.py": {"run_lab"},
     "part3/smollm2/trainer.py": {"train"},

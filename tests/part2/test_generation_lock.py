@@ -100,10 +100,12 @@ def test_pins_devices_and_arms_that_differ_from_the_lock_are_refused():
 
 def test_grpo_config_holds_the_locked_fields_or_is_refused(tmp_path):
     lock, _, config, fields = trl_backend.check_request(
-        "configs/part2/lock.json", SMOKE, "gspo", 11, "on_policy"
+        "configs/part2/lock.json", SMOKE, lock_lib.LockedRun("gspo", 11, "on_policy")
     )
     layout = run_config.step_layout(config, 1)
-    args = trl_backend.grpo_config(config, fields, 11, 1, layout, tmp_path, False)
+    args = trl_backend.grpo_config(
+        trl_backend.TrainerRequest(config, fields, "gspo", 11, 1, tmp_path), layout
+    )
     assert args.use_vllm is False
     assert args.vllm_importance_sampling_correction is False  # TRL's default is True
     assert args.importance_sampling_level == "sequence"

@@ -70,7 +70,8 @@ def test_report_to_is_off_unless_asked(tmp_path):
     assert "report_to" not in config
     fields = trl_parity.trl_arm(objectives.get_objective("grpo")).config
     args = trl_backend.grpo_config(
-        config, fields, 11, 1, run_config.step_layout(config, 1), tmp_path, False
+        trl_backend.TrainerRequest(config, fields, "grpo", 11, 1, tmp_path),
+        run_config.step_layout(config, 1),
     )
     assert args.report_to == []  # TRL's "none"
     raw = yaml.safe_load(resolve(CARD).read_text())

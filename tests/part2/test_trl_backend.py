@@ -211,8 +211,9 @@ class _Script:
 def trainer(tmp_path_factory):
     config = run_config.load_run_config(SMOKE)
     lock, _ = lock_lib.read_lock()
+    fields = trl_backend.arm_fields(lock, "dapo")
     trainer, _ = trl_backend.build_trainer(
-        config, trl_backend.arm_fields(lock, "dapo"), "dapo", 11, 1, tmp_path_factory.mktemp("trl")
+        trl_backend.TrainerRequest(config, fields, "dapo", 11, 1, tmp_path_factory.mktemp("trl"))
     )
     return trainer
 

@@ -35,14 +35,18 @@ def study(tmp_path_factory):
         patch.setattr(backend_trainer.gsm8k, "reward", _hash_reward)
         base = trl_backend.base_heldout(LOCK, SMOKE, out)
         manifests = {
-            arm: trl_backend.run_arm_trl(LOCK, SMOKE, out, arm, SEED, "on_policy")
+            arm: trl_backend.run_arm_trl(
+                LOCK, SMOKE, out, lock_lib.LockedRun(arm, SEED, "on_policy")
+            )
             for arm in lock["arms"]
         }
         resumed_out = tmp_path_factory.mktemp("trl-resumed")
         stopped = trl_backend.run_arm_trl(
-            LOCK, SMOKE, resumed_out, "dapo", SEED, "on_policy", stop_after=1
+            LOCK, SMOKE, resumed_out, lock_lib.LockedRun("dapo", SEED, "on_policy"), stop_after=1
         )
-        resumed = trl_backend.run_arm_trl(LOCK, SMOKE, resumed_out, "dapo", SEED, "on_policy")
+        resumed = trl_backend.run_arm_trl(
+            LOCK, SMOKE, resumed_out, lock_lib.LockedRun("dapo", SEED, "on_policy")
+        )
     return {
         "out": out,
         "base": base,
@@ -127,7 +131,9 @@ def test_resumed_run_equals_the_uninterrupted_run(study):
 
 def test_finished_run_and_foreign_checkpoint_are_refused(study, tmp_path):
     with pytest.raises(FileExistsError, match="evidence is never overwritten"):
-        trl_backend.run_arm_trl(LOCK, SMOKE, study["out"], "grpo", SEED, "on_policy")
+        trl_backend.run_arm_trl(
+            LOCK, SMOKE, study["out"], lock_lib.LockedRun("grpo", SEED, "on_policy")
+        )
     folder = study["out"] / "runs" / "on_policy" / f"grpo-seed-{SEED}"
     identity = files.read_json(
         folder / "checkpoints" / "checkpoint-2" / backend_trainer.TELEMETRY_FILE
@@ -138,12 +144,15 @@ def test_finished_run_and_foreign_checkpoint_are_refused(study, tmp_path):
 
 KILLED_RUN = """
 import hashlib, sys
+from verifiable_grpo.part2.lock import LockedRun
 from verifiable_grpo.part2.trl import backend as trl_backend
 from verifiable_grpo.part2.trl import trainer as backend_trainer
 backend_trainer.gsm8k.reward = lambda text, answer: float(
     hashlib.sha256(text.encode()).hexdigest()[0] in "01234567"
 )
-trl_backend.run_arm_trl(sys.argv[1], sys.argv[2], sys.argv[3], "grpo", 11, "on_policy")
+trl_backend.run_arm_trl(
+    sys.argv[1], sys.argv[2], sys.argv[3], LockedRun("grpo", 11, "on_policy")
+)
 """
 
 
@@ -168,7 +177,9 @@ def test_a_run_killed_before_its_seal_continues_to_the_same_adapter(study, tmp_p
     assert not (run / "run_manifest.json").exists()
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(backend_trainer.gsm8k, "reward", _hash_reward)
-        resumed = trl_backend.run_arm_trl(LOCK, SMOKE, out, "grpo", SEED, "on_policy")
+        resumed = trl_backend.run_arm_trl(
+            LOCK, SMOKE, out, lock_lib.LockedRun("grpo", SEED, "on_policy")
+        )
     assert resumed["resumed_from_step"] == 1
     assert list((run / "aborted").glob("checkpoint-2-*/checkpoints/checkpoint-2/optimizer.pt"))
     full = study["manifests"]["grpo"]

@@ -11,6 +11,7 @@ import torch
 
 from verifiable_grpo import cli
 from verifiable_grpo.core import files, folder_digests
+from verifiable_grpo.part2 import lock as lock_lib
 from verifiable_grpo.part2.trl import backend as trl_backend
 from verifiable_grpo.part2.trl import checkpoints as trl_checkpoints
 
@@ -34,7 +35,12 @@ class Gadget:
 def stopped(tmp_path_factory):
     """A TRL smoke run stopped after its first step: one sealed checkpoint."""
     out = tmp_path_factory.mktemp("trl-sealed")
-    assert trl_backend.run_arm_trl(LOCK, SMOKE, out, "grpo", 11, "on_policy", stop_after=1) is None
+    assert (
+        trl_backend.run_arm_trl(
+            LOCK, SMOKE, out, lock_lib.LockedRun("grpo", 11, "on_policy"), stop_after=1
+        )
+        is None
+    )
     return out
 
 

@@ -26,6 +26,7 @@ from safetensors.torch import load_file
 
 from verifiable_grpo.core import files
 from verifiable_grpo.core.config import ConfigError, resolve
+from verifiable_grpo.part2 import lock as lock_lib
 from verifiable_grpo.part2.trl import backend as trl_backend
 from verifiable_grpo.part2.trl import run_config
 
@@ -89,7 +90,8 @@ def runs(tmp_path_factory):
 
             patch.setattr(gsm8k, "reward", worker.hash_reward)
             patch.setattr(GRPOTrainer, "_generate_single_turn", worker.fixed_single_turn)
-            trl_backend.run_arm_trl(LOCK, str(path), one, "grpo", 11, "on_policy")
+            run = lock_lib.LockedRun("grpo", 11, "on_policy")
+            trl_backend.run_arm_trl(LOCK, str(path), one, run)
     finally:
         torch.set_num_threads(before)
     return {"one": one, "two": two}

@@ -112,7 +112,8 @@ def _reference(tmp_path_factory):
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(gsm8k, "reward", _worker_module().hash_reward)
             manifests = {
-                r: trl_backend.run_arm_trl(LOCK, SMOKE, out, r[1], r[2], r[0]) for r in RUNS
+                r: trl_backend.run_arm_trl(LOCK, SMOKE, out, lock_lib.LockedRun(r[1], r[2], r[0]))
+                for r in RUNS
             }
     finally:
         torch.set_num_threads(before)

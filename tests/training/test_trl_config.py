@@ -15,6 +15,7 @@ import pytest
 
 from verifiable_grpo.core.config import load_config
 from verifiable_grpo.part1 import band_bench, bench, bench_trl, fixed_prompts, fixed_prompts_trl
+from verifiable_grpo.part2 import lock as lock_lib
 from verifiable_grpo.part2.trl import backend as trl_backend
 from verifiable_grpo.part2.trl import run_config
 from verifiable_grpo.training import objectives, trl_config, trl_parity
@@ -177,12 +178,15 @@ def test_the_fixed_prompt_run_builds_the_config_it_built_by_hand(tmp_path):
 def test_the_family_backend_builds_the_config_it_built_by_hand(tmp_path):
     for arm in trl_parity.trl_arms():
         for regime in ("on_policy", "two_updates"):
-            lock, _, config, fields = trl_backend.check_request(LOCK, SMOKE, arm, 11, regime)
+            lock, _, config, fields = trl_backend.check_request(
+                LOCK, SMOKE, lock_lib.LockedRun(arm, 11, regime)
+            )
             updates = lock["regimes"][regime]["updates_per_rollout"]
             layout = run_config.step_layout(config, 1)
             request = (config, fields, 11, updates, layout, tmp_path, False)
             old = _old_backend(*request, config["_generation"])
-            assert trl_backend.grpo_config(*request).to_dict() == old.to_dict(), arm
+            new = trl_backend.TrainerRequest(config, fields, arm, 11, updates, tmp_path)
+            assert trl_backend.grpo_config(new, layout).to_dict() == old.to_dict(), arm
 
 
 def test_the_loss_stand_in_builds_the_config_it_built_by_hand():

@@ -119,9 +119,25 @@ def _newest_checkpoint(folder: Path, identity: dict, main: bool = True) -> Path 
     return newest
 
 
-def grpo_config(config, fields, seed, updates, layout, folder, progress):
+@dataclass(frozen=True)
+class TrainerRequest:
+    """What builds one run's GRPOTrainer (build_trainer) and its GRPOConfig (grpo_config)."""
+
+    config: dict  # the run configuration (check_request's, with "_generation")
+    fields: dict  # the arm's GRPOConfig fields, as the lock pre-registered them
+    arm: str
+    seed: int
+    updates: int  # updates per rollout set (the regime's num_iterations)
+    folder: Path  # this run's folder (checkpoints go to folder/checkpoints)
+    processes: int = 1  # accelerate's processes for this run
+    progress: bool = False
+
+
+def grpo_config(request: TrainerRequest, layout: dict):
     """The run's GRPOConfig: the arm's fields (the lock's), the step layout, the run
     configuration's budget and pins, and the lock's generation fields."""
+    config, fields, seed = request.config, request.fields, request.seed
+    updates, folder, progress = request.updates, Path(request.folder), request.progress
     budget, cuda = config["budget"], config["device"] == "cuda"
     # the lock's generation fields (checked against trl_pins by check_request); the pins
     # name no field of the layout or the budget (run_config.RESERVED_PINS)
@@ -190,9 +206,10 @@ def _lora(config: dict):
     )
 
 
-def check_request(lock_file, config_file, arm, seed, regime, processes=1, cuda_count=None):
+def check_request(lock_file, config_file, run: lock_lib.LockedRun, processes=1, cuda_count=None):
     """Everything refusable before a model loads: (lock, sha, config, fields); `cuda_count`
     stands in for this machine's GPUs (a dry run of a GPU study on a CPU machine)."""
+    arm, seed, regime = run.arm, run.seed, run.regime
     lock, lock_sha = lock_lib.read_lock(lock_file)
     lock_lib.check_lock(lock, arm, seed, regime, lock_file)
     config = run_config.load_run_config(config_file)
@@ -215,19 +232,16 @@ def run_arm_trl(
     lock_file,
     config_file,
     out,
-    arm: str,
-    seed: int,
-    regime: str,
+    run: lock_lib.LockedRun,
     stop_after: int | None = None,
     progress: bool = False,
 ) -> dict | None:
     """Run (or continue) one arm/seed/regime through GRPOTrainer; its manifest, or None
     when stopped after `stop_after` optimizer steps."""
     started = time.perf_counter()
+    arm, seed, regime = run.arm, run.seed, run.regime
     processes = run_config.world_size()
-    lock, lock_sha, config, fields = check_request(
-        lock_file, config_file, arm, seed, regime, processes
-    )
+    lock, lock_sha, config, fields = check_request(lock_file, config_file, run, processes)
     folder = study.run_dir(out, regime, arm, seed)
     if (folder / "run_manifest.json").is_file():
         raise FileExistsError(
@@ -257,25 +271,17 @@ def run_arm_trl(
         return _train_and_record(request)
 
 
-def build_trainer(
-    config: dict,
-    fields: dict,
-    arm: str,
-    seed: int,
-    updates: int,
-    folder,
-    processes: int = 1,
-    progress: bool = False,
-):
+def build_trainer(request: TrainerRequest):
     """(FamilyGRPOTrainer for this arm, tokenizer): the model, LoRA, data and GRPOConfig."""
     from datasets import Dataset
     from transformers import PrinterCallback, set_seed
 
     from verifiable_grpo.part2.trl.trainer import FamilyGRPOTrainer, GSM8KReward
 
-    layout = run_config.step_layout(config, processes)
+    config, seed, progress = request.config, request.seed, request.progress
+    layout = run_config.step_layout(config, request.processes)
     train = backend_data.examples(config, "train")
-    args = grpo_config(config, fields, seed, updates, layout, Path(folder), progress)
+    args = grpo_config(request, layout)
     model, tokenizer = _model_and_tokenizer(config)  # after the settings are refusable
     set_seed(seed)  # the LoRA A matrices draw from the global generator
     trainer = FamilyGRPOTrainer(
@@ -284,7 +290,7 @@ def build_trainer(
         train_dataset=Dataset.from_list(train),
         processing_class=tokenizer,
         peft_config=_lora(config),
-        objective=objectives.get_objective(arm),
+        objective=objectives.get_objective(request.arm),
         seed=seed,
         pool=train,
         reward=GSM8KReward(),
@@ -320,14 +326,16 @@ def _train_and_record(request: TRLRunRequest):
     resume = _newest_checkpoint(request.folder, identity, run_config.process_rank() == 0)
     updates = request.lock["regimes"][request.regime]["updates_per_rollout"]
     trainer, tokenizer = build_trainer(
-        request.config,
-        request.fields,
-        request.arm,
-        request.seed,
-        updates,
-        request.folder,
-        request.processes,
-        request.progress,
+        TrainerRequest(
+            request.config,
+            request.fields,
+            request.arm,
+            request.seed,
+            updates,
+            request.folder,
+            request.processes,
+            request.progress,
+        )
     )
     trainer.add_callback(TelemetryCheckpoint(trainer, identity))
     trainer.add_callback(

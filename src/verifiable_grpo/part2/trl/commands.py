@@ -81,7 +81,9 @@ def die_with_parent() -> None:
 
 def _launch(args, arm: str, seed: int, regime: str) -> int:
     processes = run_config.read_process_count(args.accelerate_config)
-    trl_backend.check_request(args.lock, args.trl_config, arm, seed, regime, processes)
+    trl_backend.check_request(
+        args.lock, args.trl_config, lock_lib.LockedRun(arm, seed, regime), processes
+    )
     code = subprocess.call(
         launch_command(args, arm, seed, regime),
         env={**os.environ, LAUNCHED_ENV: "1"},
@@ -119,9 +121,7 @@ def run(args) -> int:
         args.lock,
         args.trl_config,
         args.out,
-        args.arm,
-        args.seed,
-        regime,
+        lock_lib.LockedRun(args.arm, args.seed, regime),
         stop_after=args.stop_after,
         progress=True,
     )
@@ -147,7 +147,9 @@ def run_study(args, runs: list[tuple[str, str, int]]) -> int:
         run_config.read_process_count(args.accelerate_config) if args.accelerate_config else 1
     )
     for regime, arm, seed in runs:  # every refusal before the first run starts
-        trl_backend.check_request(args.lock, args.trl_config, arm, seed, regime, processes)
+        trl_backend.check_request(
+            args.lock, args.trl_config, lock_lib.LockedRun(arm, seed, regime), processes
+        )
     preregistration.stamp_folder(Path(args.out), args.exploratory)
     base = trl_backend.base_heldout(args.lock, args.trl_config, args.out)
     print(f"untrained base: held-out greedy {base['heldout']['greedy']['ALL']['success_rate']:.3f}")
@@ -158,7 +160,8 @@ def run_study(args, runs: list[tuple[str, str, int]]) -> int:
             if _launch(args, arm, seed, regime) != 0:
                 return 2
             continue
-        _report(trl_backend.run_arm_trl(args.lock, args.trl_config, args.out, arm, seed, regime))
+        run = lock_lib.LockedRun(arm, seed, regime)
+        _report(trl_backend.run_arm_trl(args.lock, args.trl_config, args.out, run))
     return 0
 
 

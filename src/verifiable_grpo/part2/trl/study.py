@@ -341,9 +341,7 @@ def schedule(args, runs: list[tuple[str, str, int]]) -> int:
         trl_backend.check_request(
             args.lock,
             args.trl_config,
-            arm,
-            seed,
-            regime,
+            lock_lib.LockedRun(arm, seed, regime),
             processes,
             cuda_count=processes if dry else None,
         )
