@@ -29,7 +29,6 @@ ALLOWED = {
     "part1/run_plan.py": {"time_plan"},
     "part1/side_by_side.py": {"_start_ready", "run_side_by_side"},
     "part1/stages.py": {"_branch_stages"},
-    "part2/step_power.py": {"power_table"},
     "part3/lora_lab/lora.py": {"run_lab"},
     "part3/sft_lab/masked_sft.py": {"run_lab"},
     "part3/smollm2/trainer.py": {"train"},

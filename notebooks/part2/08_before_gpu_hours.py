@@ -249,7 +249,8 @@ print(f"sigma_floor = {floor:.4f} (from the card's intervals)")
 
 # %%
 factors = [1.0, 1 / 3, 1 / 10, 1 / 30, 1 / 50]
-power = step_power.power_table([0.02, 0.04, 0.06], factors, spread["median"], floor)
+sigma = step_power.SeedSpread(train=spread["median"], floor=floor)
+power = step_power.power_table([0.02, 0.04, 0.06], factors, sigma)
 Table(["effect at the full step", "step factor", "effect left", "spread", "power"],
       [[r["effect"], f"1/{round(1 / r['step_factor'])}", r["shrunken_effect"], r["spread"], r["power"]]
        for r in power], digits=[2, 0, 4, 4, 2])

@@ -17,7 +17,7 @@ def test_the_test_keeps_its_level_and_detects_a_large_effect():
 
 def test_power_falls_to_the_level_as_the_step_shrinks():
     rows = sp.power_table(
-        [0.04], [1.0, 0.1, 0.02], sigma_train=0.036, sigma_floor=0.009, trials=2000
+        [0.04], [1.0, 0.1, 0.02], sp.SeedSpread(train=0.036, floor=0.009), trials=2000
     )
     power = [row["power"] for row in rows]
     assert power[0] > 0.6 and power[2] < 0.1 and power[0] > power[1] > power[2]
@@ -41,7 +41,10 @@ def test_the_inputs_come_from_the_card_and_the_recorded_study():
     [
         (lambda: sp.sign_flip_power(0.01, 0.0), "spread must be positive"),
         (lambda: sp.sign_flip_power(0.01, 0.01, seeds=40), "seeds must be an integer from 2 to 16"),
-        (lambda: sp.power_table([0.01], [2.0], 0.03, 0.01), "step factor must be in (0, 1]"),
+        (
+            lambda: sp.power_table([0.01], [2.0], sp.SeedSpread(0.03, 0.01)),
+            "step factor must be in (0, 1]",
+        ),
         (lambda: sp.spread_from_interval(0.7, 0.6), "must not be below low"),
     ],
 )

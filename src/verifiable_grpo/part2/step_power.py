@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -96,35 +97,46 @@ def sign_flip_power(
     return float(np.mean(pvalues <= alpha))
 
 
+@dataclass(frozen=True)
+class SeedSpread:
+    """The seed-to-seed spread of a paired difference (arm minus baseline): `train`, the part
+    training causes at the full step (it shrinks with the step), and `floor`, evaluation noise
+    and the numerics of generation (it does not)."""
+
+    train: float  # sigma_train
+    floor: float  # sigma_floor
+
+
 def power_table(
     effects,
     step_factors,
-    sigma_train: float,
-    sigma_floor: float,
+    spread: SeedSpread,
     seeds: int = CARD_SEEDS,
     alpha: float = 0.05,
     trials: int = 4000,
 ) -> list[dict]:
     """One row per (effect at the full step, step factor): the shrunken effect, the spread,
     and the power; every cell draws its own fixed stream so the table is reproducible."""
+    sigma_train, sigma_floor = spread.train, spread.floor
     if sigma_train < 0 or not sigma_floor > 0:
         raise ValueError(
-            f"sigma_train must be >= 0 and sigma_floor > 0, got {sigma_train!r} and {sigma_floor!r}"
+            "spread.train (sigma_train) must be >= 0 and spread.floor (sigma_floor) > 0, "
+            f"got {sigma_train!r} and {sigma_floor!r}"
         )
     rows = []
     for i, effect in enumerate(effects):
         for j, factor in enumerate(step_factors):
             if not 0 < factor <= 1:
                 raise ValueError(f"step factor must be in (0, 1], got {factor!r}")
-            spread = math.hypot(factor * sigma_train, sigma_floor)
+            at_step = math.hypot(factor * sigma_train, sigma_floor)
             rows.append(
                 {
                     "effect": effect,
                     "step_factor": factor,
                     "shrunken_effect": factor * effect,
-                    "spread": spread,
+                    "spread": at_step,
                     "power": sign_flip_power(
-                        factor * effect, spread, seeds, alpha, trials, rng_seed=1000 * i + j
+                        factor * effect, at_step, seeds, alpha, trials, rng_seed=1000 * i + j
                     ),
                 }
             )
