@@ -60,7 +60,10 @@ def _interval(objective) -> tuple[float, float]:
 def _clipped_ratio(objective, current, old, advantages, mask):
     clip = objective.clip
     return losses.clipped_surrogate_tokens(
-        current, old, advantages, mask, clip.low, clip.high, objective.ratio
+        losses.TokenLogProbs(current, old, mask),
+        advantages,
+        losses.ClipRange(clip.low, clip.high),
+        objective.ratio,
     )
 
 
@@ -108,7 +111,7 @@ def cispo_tokens(current, old, advantages, mask, cap: float, ratio_level: str = 
     ratio = losses.importance_ratio(current, old, mask, ratio_level)
     weight = torch.clamp(ratio, max=cap).detach()
     per_token = _masked(-weight * adv * current, mask)
-    audit = losses.ratio_audit(ratio, adv, mask, 0.0, cap, ratio_level, clips=False)
+    audit = losses.ratio_audit(ratio, adv, mask, (0.0, cap), ratio_level, clips=False)
     audit["capped_fraction"] = float(((ratio.detach() > cap) & mask).sum() / mask.sum())
     return per_token, audit
 
@@ -124,7 +127,8 @@ def gmpo_tokens(current, old, advantages, mask, clip_low: float, clip_high: floa
     geometric = torch.exp(losses.masked_token_mean(pessimistic, mask)).unsqueeze(1)
     per_token = _masked(-adv * geometric.expand_as(current), mask)
     ratio = torch.exp(log_ratio)
-    audit = losses.ratio_audit(ratio, adv, mask, math.exp(-clip_low), math.exp(clip_high), "token")
+    bounds = (math.exp(-clip_low), math.exp(clip_high))
+    audit = losses.ratio_audit(ratio, adv, mask, bounds, "token")
     audit["geometric_ratio_per_response"] = geometric.detach()[:, 0]
     return per_token, audit
 
@@ -152,7 +156,7 @@ def sapo_tokens(
     )
     gate = torch.sigmoid(tau * (ratio - 1)) * 4 / tau
     per_token = _masked(-gate * adv, mask)
-    return per_token, losses.ratio_audit(ratio, adv, mask, *clip_interval, ratio_level, clips=False)
+    return per_token, losses.ratio_audit(ratio, adv, mask, clip_interval, ratio_level, clips=False)
 
 
 def reinforce_tokens(
@@ -162,7 +166,7 @@ def reinforce_tokens(
     old, adv, mask = _inputs(current, old, advantages, mask)
     per_token = _masked(-adv * current, mask)
     ratio = losses.importance_ratio(current, old, mask, "token")
-    return per_token, losses.ratio_audit(ratio, adv, mask, *clip_interval, "token", clips=False)
+    return per_token, losses.ratio_audit(ratio, adv, mask, clip_interval, "token", clips=False)
 
 
 def _inputs(current, old, advantages, mask):
