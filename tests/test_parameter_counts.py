@@ -59,7 +59,6 @@ ALLOWED = {
     "training/objective_loss.py": {"response_losses", "objective_loss"},
     "training/objectives.py": {"_entry"},
     "training/rollout.py": {"generate", "sample_group", "_decode_tokens"},
-    "training/surrogates.py": {"sapo_tokens"},
     "training/trl_parity.py": {"trl_loss"},
 }
 

@@ -82,10 +82,8 @@ def _gmpo(objective, current, old, advantages, mask):
 def _sapo(objective, current, old, advantages, mask):
     s = objective.surrogate
     return sapo_tokens(
-        current,
-        old,
+        losses.TokenLogProbs(current, old, mask),
         advantages,
-        mask,
         s.temperature_positive,
         s.temperature_negative,
         objective.ratio,
@@ -134,18 +132,18 @@ def gmpo_tokens(current, old, advantages, mask, clip_low: float, clip_high: floa
 
 
 def sapo_tokens(
-    current,
-    old,
+    batch: losses.TokenLogProbs,
     advantages,
-    mask,
     temperature_positive: float,
     temperature_negative: float,
     ratio_level: str = "token",
     clip_interval: tuple[float, float] = (0.8, 1.2),
 ):
     """-(4 / tau) sigmoid(tau (rho - 1)) A (SAPO), tau by the sign of A (A > 0: positive;
-    as TRL 1.16, A = 0 takes the negative one). The clip interval is only reported."""
-    old, adv, mask = _inputs(current, old, advantages, mask)
+    as TRL 1.16, A = 0 takes the negative one), rho from the batch's current and old
+    log-probs. The clip interval is only reported."""
+    current = batch.current
+    old, adv, mask = _inputs(current, batch.old, advantages, batch.mask)
     ratio = losses.importance_ratio(current, old, mask, ratio_level)
     # Built in the log-probs' dtype: torch.where on two python floats would round tau to
     # float32 (1.05 -> 1.0499999523), which TRL 1.16 does.
