@@ -46,7 +46,11 @@ def test_our_loss_and_gradient_equal_trls(name, off_policy):
     logp, old, advantages, mask, _ = _tensors(7, off_policy)
     ours, our_grad = _grad(
         lambda c: objectives.objective_loss(
-            objective, c, old, advantages, mask, None, group_size=4, max_length=8
+            objective,
+            objectives.TokenLogProbs(c, old, mask),
+            advantages,
+            None,
+            objectives.Normalisation(group_size=4, max_length=8),
         )[0],
         logp,
     )
@@ -67,7 +71,11 @@ def test_a_k3_term_equals_trls_without_its_bias_correction():
     kl = lambda c: losses.sampled_kl_estimators(c, ref)["k3"]
     ours, our_grad = _grad(
         lambda c: objectives.objective_loss(
-            objective, c, old, advantages, mask, kl(c), group_size=4
+            objective,
+            objectives.TokenLogProbs(c, old, mask),
+            advantages,
+            kl(c),
+            objectives.Normalisation(group_size=4),
         )[0],
         logp,
     )
@@ -105,12 +113,10 @@ def test_two_micro_batches_separate_bnpo_from_dapo():
     ours = sum(
         objectives.objective_loss(
             OBJECTIVES["bnpo"],
-            current[i],
-            current[i].detach(),
+            objectives.TokenLogProbs(current[i], current[i].detach(), mask[i]),
             advantages[i],
-            mask[i],
             None,
-            group_size=2,
+            objectives.Normalisation(group_size=2),
         )[0]
         / 2
         for i in (torch.tensor(s) for s in split)

@@ -30,7 +30,9 @@ import torch
 from verifiable_grpo.core.config import canonical_json, sha256_bytes
 from verifiable_grpo.core.config_schema import Profile
 from verifiable_grpo.training import baselines, losses, surrogates
+from verifiable_grpo.training.losses import TokenLogProbs  # noqa: F401  (what the losses take)
 from verifiable_grpo.training.objective_loss import (  # noqa: F401  (re-exported)
+    Normalisation,
     kl_per_token,
     objective_loss,
     policy_tokens,
