@@ -58,7 +58,6 @@ ALLOWED = {
     "training/grpo_run.py": {"run_identity"},
     "training/objectives.py": {"_entry"},
     "training/rollout.py": {"generate", "sample_group", "_decode_tokens"},
-    "training/trl_parity.py": {"trl_loss"},
 }
 
 

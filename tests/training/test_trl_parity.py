@@ -55,7 +55,9 @@ def test_our_loss_and_gradient_equal_trls(name, off_policy):
         logp,
     )
     theirs, their_grad = _grad(
-        lambda c: trl_parity.trl_loss(objective, c, old, advantages, mask, max_completion_length=8),
+        lambda c: trl_parity.trl_loss(
+            objective, objectives.TokenLogProbs(c, old, mask), advantages, max_completion_length=8
+        ),
         logp,
     )
     assert ours.item() == pytest.approx(theirs.item(), rel=1e-12, abs=1e-15)
@@ -80,7 +82,10 @@ def test_a_k3_term_equals_trls_without_its_bias_correction():
         logp,
     )
     theirs, their_grad = _grad(
-        lambda c: trl_parity.trl_loss(objective, c, old, advantages, mask, ref_logprobs=ref), logp
+        lambda c: trl_parity.trl_loss(
+            objective, objectives.TokenLogProbs(c, old, mask, reference=ref), advantages
+        ),
+        logp,
     )
     assert trl_parity.trl_arm(objective).config["use_bias_correction_kl"] is False
     assert ours.item() == pytest.approx(theirs.item(), rel=1e-12)
@@ -97,7 +102,10 @@ def test_two_micro_batches_separate_bnpo_from_dapo():
     for name in ("bnpo", "dapo_token", "grpo"):
         _, grad = _grad(
             lambda c, name=name: trl_parity.trl_loss(
-                OBJECTIVES[name], c, c.detach(), advantages, mask, micro_batches=split
+                OBJECTIVES[name],
+                objectives.TokenLogProbs(c, c.detach(), mask),
+                advantages,
+                micro_batches=split,
             ),
             logp,
         )
@@ -168,7 +176,9 @@ def test_what_trl_cannot_express_is_refused_by_name():
     with pytest.raises(
         trl_parity.NotExpressibleInTRL, match="part1: TRL 1.16.0 has no exact prefix KL"
     ):
-        trl_parity.trl_loss(OBJECTIVES["part1"], logp, old, advantages, mask)
+        trl_parity.trl_loss(
+            OBJECTIVES["part1"], objectives.TokenLogProbs(logp, old, mask), advantages
+        )
     population = objectives.dataclasses.replace(
         OBJECTIVES["grpo"],
         name="population",

@@ -54,7 +54,11 @@ def _ours(name, micro_batches=None):
 def _theirs(name):
     return lambda old, advantages, mask: (
         lambda c: trl_parity.trl_loss(
-            OBJECTIVES[name], c, old, advantages, mask, max_completion_length=8, micro_batches=SPLIT
+            OBJECTIVES[name],
+            objectives.TokenLogProbs(c, old, mask),
+            advantages,
+            max_completion_length=8,
+            micro_batches=SPLIT,
         )
     )
 
@@ -91,10 +95,9 @@ def test_bnpo_per_step_is_not_trls_per_micro_batch():
         None,
         objectives.Normalisation(group_size=3),
     )[0]
-    theirs_one = trl_parity.trl_loss(OBJECTIVES["bnpo"], logp, old, advantages, mask)
-    theirs_three = trl_parity.trl_loss(
-        OBJECTIVES["bnpo"], logp, old, advantages, mask, micro_batches=SPLIT
-    )
+    batch = objectives.TokenLogProbs(logp, old, mask)
+    theirs_one = trl_parity.trl_loss(OBJECTIVES["bnpo"], batch, advantages)
+    theirs_three = trl_parity.trl_loss(OBJECTIVES["bnpo"], batch, advantages, micro_batches=SPLIT)
     assert ours_step.item() == pytest.approx(theirs_one.item(), rel=1e-12)
     assert abs(ours_step.item() - theirs_three.item()) > 1e-3
 
