@@ -56,7 +56,6 @@ ALLOWED = {
     "training/grpo.py": {"run_grpo_branch"},
     "training/grpo_iteration.py": {"grpo_update"},
     "training/grpo_run.py": {"run_identity"},
-    "training/objectives.py": {"_entry"},
     "training/rollout.py": {"generate", "sample_group", "_decode_tokens"},
 }
 
