@@ -25,7 +25,7 @@ from verifiable_grpo.book import live_widgets, widgets
 from verifiable_grpo.core.config import repo_root
 from verifiable_grpo.part2.analysis import iid_zero_variance_fraction
 from verifiable_grpo.part3.expert_iteration_lab.group_relative import mixed_group_probability
-from verifiable_grpo.training.losses import clipped_surrogate_tokens
+from verifiable_grpo.training.losses import ClipRange, TokenLogProbs, clipped_surrogate_tokens
 
 DRIVER = repo_root() / "tests" / "book" / "live_driver.js"
 REL, ABS = 1e-9, 1e-12
@@ -150,9 +150,12 @@ def _loss_at(advantage: float, ratio: float, low: float, high: float):
     """The training loss's own objective and d objective / d rho at one token's ratio."""
     current = torch.tensor([[math.log(ratio)]], dtype=torch.float64, requires_grad=True)
     per_token, _ = clipped_surrogate_tokens(
-        current, torch.zeros(1, 1, dtype=torch.float64), torch.tensor([advantage],
-        dtype=torch.float64), torch.ones(1, 1, dtype=torch.bool), low, high,
-    )  # fmt: skip
+        TokenLogProbs(
+            current, torch.zeros(1, 1, dtype=torch.float64), torch.ones(1, 1, dtype=torch.bool)
+        ),
+        torch.tensor([advantage], dtype=torch.float64),
+        ClipRange(low, high),
+    )
     (-per_token.sum()).backward()
     return -float(per_token.detach()), float(current.grad) / ratio  # d/d log rho = rho d/d rho
 

@@ -8,7 +8,7 @@ import torch
 from matplotlib.figure import Figure
 
 from verifiable_grpo.book import widgets
-from verifiable_grpo.training.losses import clipped_group_surrogate
+from verifiable_grpo.training.losses import ClipRange, TokenLogProbs, clipped_group_surrogate
 
 
 # --------------------------------------------------------------------------- advantages
@@ -72,12 +72,11 @@ def test_clipping_curves_agree_with_the_loss_autograd():
         curves = widgets.clipping_curves(advantage, 0.2, high, ratios=ratios)
         current = torch.tensor(np.log(ratios)[None], dtype=torch.float64, requires_grad=True)
         loss, _ = clipped_group_surrogate(
-            current,
-            torch.zeros_like(current),
+            TokenLogProbs(
+                current, torch.zeros_like(current), torch.ones_like(current, dtype=torch.bool)
+            ),
             torch.tensor([advantage], dtype=torch.float64),
-            torch.ones_like(current, dtype=torch.bool),
-            0.2,
-            high,
+            ClipRange(0.2, high),
         )
         loss.sum().backward()
         objective_grad = -current.grad[0].numpy() * len(ratios) / ratios

@@ -300,12 +300,14 @@ def good_grpo(current, old, advantages_, mask, kl, group_size_, epsilon, beta):
 
 
 def test_grpo_loss_accepts_a_correct_solution_and_the_package_objective():
-    from verifiable_grpo.training.losses import grpo_objective
+    from verifiable_grpo.training.losses import ClipRange, TokenLogProbs, grpo_objective
 
     assert exercises.check_grpo_loss(good_grpo, verbose=False).passed
 
     def package(current, old, adv, mask, kl, g, epsilon, beta):
-        return grpo_objective(current, old, adv, mask, kl, g, epsilon, beta)[0]
+        return grpo_objective(
+            TokenLogProbs(current, old, mask), adv, kl, g, ClipRange(epsilon), beta
+        )[0]
 
     assert exercises.check_grpo_loss(package, verbose=False).passed
 

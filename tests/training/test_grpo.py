@@ -191,13 +191,11 @@ def test_accumulated_gradient_equals_the_batched_objective(learning_view_dir):
         kl.append(torch.nn.functional.pad(losses.exact_prefix_kl(cur, ref)[0], pad))
         mask.append(torch.arange(width) < n)
     loss, _ = losses.grpo_objective(
-        torch.stack(current),
-        torch.stack(old),
+        losses.TokenLogProbs(torch.stack(current), torch.stack(old), torch.stack(mask)),
         torch.tensor([a for _, a in rows]),
-        torch.stack(mask),
         torch.stack(kl),
         group_size=2,
-        clip_epsilon=config["grpo"]["clip_epsilon"],
+        clip=losses.ClipRange(config["grpo"]["clip_epsilon"]),
         kl_coefficient=config["grpo"]["kl_coefficient"],
     )
     loss.backward()

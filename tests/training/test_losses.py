@@ -7,6 +7,8 @@ import torch
 import torch.nn.functional as F
 
 from verifiable_grpo.training.losses import (
+    ClipRange,
+    TokenLogProbs,
     clipped_group_surrogate,
     exact_prefix_kl,
     group_advantages,
@@ -121,7 +123,9 @@ def _hand_case(padding_logprob=1000.0):
 
 def test_clipped_surrogate_values_and_branch_gradients():
     current, old, advantages, mask = _hand_case()
-    loss, audit = clipped_group_surrogate(current, old, advantages, mask, clip_epsilon=0.2)
+    loss, audit = clipped_group_surrogate(
+        TokenLogProbs(current, old, mask), advantages, ClipRange(0.2)
+    )
     # A > 0: min(rho, clip(rho)) -> 0.5, 0.9, 1.1, 1.2 (the last is clipped)
     # A < 0: min(-rho, -clip(rho)) -> -0.8 (clipped), -0.9, -1.1, -1.5
     assert loss.tolist() == pytest.approx(
@@ -140,7 +144,7 @@ def test_clipped_surrogate_values_and_branch_gradients():
 
 def test_clip_audit_fractions_on_the_hand_case():
     current, old, advantages, mask = _hand_case()
-    _, audit = clipped_group_surrogate(current, old, advantages, mask)
+    _, audit = clipped_group_surrogate(TokenLogProbs(current, old, mask), advantages)
     assert audit["clip_low_fraction"] == pytest.approx(1 / 8)  # rho 0.5 with A < 0
     assert audit["clip_high_fraction"] == pytest.approx(1 / 8)  # rho 1.5 with A > 0
     assert audit["active_clip_fraction"] == pytest.approx(2 / 8)
@@ -158,12 +162,9 @@ def test_clip_higher_keeps_the_gradient_of_a_positive_advantage_longer():
     for high, expected_grad in [(None, 0.0), (0.28, -1.25)]:
         current = torch.tensor([[math.log(1.25)]], dtype=torch.float64, requires_grad=True)
         loss, audit = clipped_group_surrogate(
-            current,
-            old,
+            TokenLogProbs(current, old, torch.ones(1, 1, dtype=torch.bool)),
             torch.tensor([1.0], dtype=torch.float64),
-            torch.ones(1, 1, dtype=torch.bool),
-            0.2,
-            high,
+            ClipRange(0.2, high),
         )
         loss.sum().backward()
         assert current.grad.item() == pytest.approx(expected_grad, abs=1e-12)
@@ -174,10 +175,8 @@ def test_on_policy_ratio_is_one_and_zero_advantage_has_no_gradient():
     old = torch.full((3, 2), -0.7, dtype=torch.float64)
     current = old.clone().requires_grad_(True)
     loss, audit = clipped_group_surrogate(
-        current,
-        old,
+        TokenLogProbs(current, old, torch.ones(3, 2, dtype=torch.bool)),
         torch.tensor([1.0, -1.0, 0.0], dtype=torch.float64),
-        torch.ones(3, 2, dtype=torch.bool),
     )
     loss.sum().backward()
     assert (audit["ratios"] == 1).all() and audit["outside_fraction"] == 0
@@ -188,7 +187,9 @@ def test_on_policy_ratio_is_one_and_zero_advantage_has_no_gradient():
 def test_old_logprobs_receive_no_gradient():
     current = torch.zeros(1, 2, requires_grad=True)
     old = torch.zeros(1, 2, requires_grad=True)
-    loss, _ = clipped_group_surrogate(current, old, torch.tensor([1.0]), torch.ones(1, 2))
+    loss, _ = clipped_group_surrogate(
+        TokenLogProbs(current, old, torch.ones(1, 2)), torch.tensor([1.0])
+    )
     loss.sum().backward()
     assert old.grad is None and current.grad is not None
 
@@ -214,7 +215,11 @@ def test_clipped_surrogate_rejects_bad_input(change, message):
     }
     args.update(change)
     with pytest.raises(ValueError, match=message):
-        clipped_group_surrogate(**args)
+        clipped_group_surrogate(
+            TokenLogProbs(args["current"], args["old"], args["mask"]),
+            args["advantages"],
+            ClipRange(args["clip_epsilon"]),
+        )
 
 
 # --------------------------------------------------------------------------- exact KL
@@ -427,13 +432,11 @@ def test_grpo_objective_combines_both_terms_with_the_same_reduction():
         [[4.0, 9.0, 9.0], [1.0, 2.0, 3.0], [2.0, 0.0, 9.0], [3.0, 3.0, 3.0]], dtype=torch.float64
     )
     loss, audit = grpo_objective(
-        current,
-        current.detach(),
+        TokenLogProbs(current, current.detach(), mask),
         advantages,
-        mask,
         kl,
         group_size=2,
-        clip_epsilon=0.2,
+        clip=ClipRange(0.2),
         kl_coefficient=0.02,
     )
     surrogate = ((-1 + 1) / 2 + (-0.5 - 0.5) / 2) / 2  # -0.25
@@ -446,7 +449,8 @@ def test_grpo_objective_combines_both_terms_with_the_same_reduction():
     # response 0 (1 token, A=1, prompt weight 1/2, response weight 1/2): d/d current = -1 / 4
     assert current.grad[0].tolist() == pytest.approx([-0.25, 0.0, 0.0])
     assert current.grad[1].tolist() == pytest.approx([0.25 / 3] * 3)
-    no_kl, _ = grpo_objective(current, current.detach(), advantages, mask, None, 2, 0.2, 0.0)
+    batch = TokenLogProbs(current, current.detach(), mask)
+    no_kl, _ = grpo_objective(batch, advantages, None, 2, ClipRange(0.2), 0.0)
     assert no_kl.item() == pytest.approx(surrogate)
     with pytest.raises(ValueError, match="kl_coefficient"):
-        grpo_objective(current, current.detach(), advantages, mask, None, 2, 0.2, 0.02)
+        grpo_objective(batch, advantages, None, 2, ClipRange(0.2), 0.02)

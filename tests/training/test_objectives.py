@@ -334,13 +334,10 @@ def _token_weights(name, advantages, delta=None, **kwargs):
     current, old, mask = _batch(delta)
     loss, audit = objectives.objective_loss(
         objective,
-        current,
-        old,
+        objectives.TokenLogProbs(current, old, mask),
         torch.tensor(advantages, dtype=torch.float64),
-        mask,
         None,
-        group_size=4,
-        **kwargs,
+        objectives.Normalisation(group_size=4, **kwargs),
     )
     loss.backward()
     return (-current.grad).where(mask, torch.tensor(float("nan"), dtype=torch.float64)), audit
@@ -402,12 +399,10 @@ def test_aggregation_weights_on_ragged_lengths():
     with pytest.raises(ValueError, match="4 responses do not split into groups of 3"):
         objectives.objective_loss(
             OBJECTIVES["grpo"],
-            current,
-            old,
+            objectives.TokenLogProbs(current, old, mask),
             torch.zeros(4, dtype=torch.float64),
-            mask,
             None,
-            group_size=3,
+            objectives.Normalisation(group_size=3),
         )
 
 
@@ -478,7 +473,11 @@ def test_on_policy_gspo_and_clip_higher_give_grpos_gradient(seed):
     for name in ("grpo", "gspo", "dapo"):
         current = logp.clone().requires_grad_(True)
         loss, _ = objectives.objective_loss(
-            OBJECTIVES[name], current, current.detach(), advantages, mask, None, group_size=4
+            OBJECTIVES[name],
+            objectives.TokenLogProbs(current, current.detach(), mask),
+            advantages,
+            None,
+            objectives.Normalisation(group_size=4),
         )
         loss.backward()
         grads[name] = current.grad
@@ -515,22 +514,17 @@ def test_kl_terms_none_k3_and_exact():
     current = log_p.detach().unsqueeze(0).requires_grad_(True)
     mask = torch.ones(1, 3, dtype=torch.bool)
     advantage = torch.tensor([0.7], dtype=torch.float64)
-    loss, audit = objectives.response_losses(
-        k3_objective, current, current.detach(), advantage, mask, k3.detach()
-    )
+    batch = objectives.TokenLogProbs(current, current.detach(), mask)
+    loss, audit = objectives.response_losses(k3_objective, batch, advantage, k3.detach())
     assert loss.item() == pytest.approx(-0.7 + 0.04 * k3.mean().item(), rel=1e-12)
     assert audit["kl"].item() == pytest.approx(k3.mean().item(), rel=1e-12)
     summed = dataclasses.replace(k3_objective, aggregation=Aggregation("token_sum", "micro_batch"))
-    loss, _ = objectives.response_losses(
-        summed, current, current.detach(), advantage, mask, k3.detach()
-    )
+    loss, _ = objectives.response_losses(summed, batch, advantage, k3.detach())
     assert loss.item() == pytest.approx(3 * -0.7 + 0.04 * k3.sum().item(), rel=1e-12)
     with pytest.raises(ValueError, match="has no KL term, but a KL was given"):
-        objectives.response_losses(
-            OBJECTIVES["grpo"], current, current.detach(), advantage, mask, k3.detach()
-        )
+        objectives.response_losses(OBJECTIVES["grpo"], batch, advantage, k3.detach())
     with pytest.raises(ValueError, match="needs a per-token KL"):
-        objectives.response_losses(part1, current, current.detach(), advantage, mask, None)
+        objectives.response_losses(part1, batch, advantage, None)
 
 
 # --------------------------------------------------------------------------- Part I, bit for bit
@@ -678,12 +672,10 @@ def test_the_loop_takes_another_objective_from_the_registry(rollout_set, name, b
         mask.append(torch.arange(width) < n)
     loss, _ = objectives.objective_loss(
         objective,
-        torch.stack(current),
-        torch.stack(old),
+        objectives.TokenLogProbs(torch.stack(current), torch.stack(old), torch.stack(mask)),
         torch.tensor([a for _, a in rows]),
-        torch.stack(mask),
         None if kl[0] is None else torch.stack(kl),
-        group_size=3,
+        objectives.Normalisation(group_size=3),
     )
     loss.backward()
     wanted = [p.grad for p in model_lib.unique_parameters(policy)]

@@ -39,13 +39,10 @@ def _weights(name, advantages, delta=None, objective=None, **kwargs):
     current = (old.nan_to_num(0.0) + delta).requires_grad_(True)
     loss, audit = objectives.objective_loss(
         objective,
-        current,
-        old,
+        objectives.TokenLogProbs(current, old, mask),
         torch.tensor(advantages, dtype=torch.float64),
-        mask,
         None,
-        group_size=4,
-        **kwargs,
+        objectives.Normalisation(group_size=4, **kwargs),
     )
     loss.backward()
     weights = (-current.grad).where(mask, torch.tensor(float("nan"), dtype=torch.float64))
@@ -288,12 +285,10 @@ def test_a_corrected_entry_divides_by_the_trainer_and_weighs_each_token():
         logp = current.clone().requires_grad_(True)
         loss, audit = objectives.objective_loss(
             OBJECTIVES[name],
-            logp,
-            sampler,
+            objectives.TokenLogProbs(logp, sampler, mask),
             torch.tensor([a, -a, a, -a], dtype=torch.float64),
-            mask,
             None,
-            group_size=4,
+            objectives.Normalisation(group_size=4),
         )
         loss.backward()
         weights[name] = -logp.grad
@@ -313,12 +308,10 @@ def test_a_corrected_entry_divides_by_the_trainer_and_weighs_each_token():
     later = current.clone().requires_grad_(True)
     loss, audit = objectives.objective_loss(
         OBJECTIVES["grpo_tis"],
-        later,
-        sampler,
+        objectives.TokenLogProbs(later, sampler, mask),
         torch.tensor([a, -a, a, -a], dtype=torch.float64),
-        mask,
         None,
-        group_size=4,
+        objectives.Normalisation(group_size=4),
         trainer_old=current - 0.5,
     )
     assert audit["ratios"][mask].tolist() == pytest.approx([math.exp(0.5)] * 17)

@@ -134,9 +134,13 @@ def _batch():
 
 def _gradient(entry, old, advantages, mask):
     current = old.clone().requires_grad_(True)
-    objectives.objective_loss(entry, current, old, advantages, mask, None, group_size=2)[
-        0
-    ].backward()
+    objectives.objective_loss(
+        entry,
+        objectives.TokenLogProbs(current, old, mask),
+        advantages,
+        None,
+        objectives.Normalisation(group_size=2),
+    )[0].backward()
     return current.grad
 
 

@@ -46,12 +46,18 @@ def test_our_loss_and_gradient_equal_trls(name, off_policy):
     logp, old, advantages, mask, _ = _tensors(7, off_policy)
     ours, our_grad = _grad(
         lambda c: objectives.objective_loss(
-            objective, c, old, advantages, mask, None, group_size=4, max_length=8
+            objective,
+            objectives.TokenLogProbs(c, old, mask),
+            advantages,
+            None,
+            objectives.Normalisation(group_size=4, max_length=8),
         )[0],
         logp,
     )
     theirs, their_grad = _grad(
-        lambda c: trl_parity.trl_loss(objective, c, old, advantages, mask, max_completion_length=8),
+        lambda c: trl_parity.trl_loss(
+            objective, objectives.TokenLogProbs(c, old, mask), advantages, max_completion_length=8
+        ),
         logp,
     )
     assert ours.item() == pytest.approx(theirs.item(), rel=1e-12, abs=1e-15)
@@ -67,12 +73,19 @@ def test_a_k3_term_equals_trls_without_its_bias_correction():
     kl = lambda c: losses.sampled_kl_estimators(c, ref)["k3"]
     ours, our_grad = _grad(
         lambda c: objectives.objective_loss(
-            objective, c, old, advantages, mask, kl(c), group_size=4
+            objective,
+            objectives.TokenLogProbs(c, old, mask),
+            advantages,
+            kl(c),
+            objectives.Normalisation(group_size=4),
         )[0],
         logp,
     )
     theirs, their_grad = _grad(
-        lambda c: trl_parity.trl_loss(objective, c, old, advantages, mask, ref_logprobs=ref), logp
+        lambda c: trl_parity.trl_loss(
+            objective, objectives.TokenLogProbs(c, old, mask, reference=ref), advantages
+        ),
+        logp,
     )
     assert trl_parity.trl_arm(objective).config["use_bias_correction_kl"] is False
     assert ours.item() == pytest.approx(theirs.item(), rel=1e-12)
@@ -89,7 +102,10 @@ def test_two_micro_batches_separate_bnpo_from_dapo():
     for name in ("bnpo", "dapo_token", "grpo"):
         _, grad = _grad(
             lambda c, name=name: trl_parity.trl_loss(
-                OBJECTIVES[name], c, c.detach(), advantages, mask, micro_batches=split
+                OBJECTIVES[name],
+                objectives.TokenLogProbs(c, c.detach(), mask),
+                advantages,
+                micro_batches=split,
             ),
             logp,
         )
@@ -105,12 +121,10 @@ def test_two_micro_batches_separate_bnpo_from_dapo():
     ours = sum(
         objectives.objective_loss(
             OBJECTIVES["bnpo"],
-            current[i],
-            current[i].detach(),
+            objectives.TokenLogProbs(current[i], current[i].detach(), mask[i]),
             advantages[i],
-            mask[i],
             None,
-            group_size=2,
+            objectives.Normalisation(group_size=2),
         )[0]
         / 2
         for i in (torch.tensor(s) for s in split)
@@ -162,7 +176,9 @@ def test_what_trl_cannot_express_is_refused_by_name():
     with pytest.raises(
         trl_parity.NotExpressibleInTRL, match="part1: TRL 1.16.0 has no exact prefix KL"
     ):
-        trl_parity.trl_loss(OBJECTIVES["part1"], logp, old, advantages, mask)
+        trl_parity.trl_loss(
+            OBJECTIVES["part1"], objectives.TokenLogProbs(logp, old, mask), advantages
+        )
     population = objectives.dataclasses.replace(
         OBJECTIVES["grpo"],
         name="population",

@@ -43,14 +43,10 @@ def _ours(name, micro_batches=None):
     return lambda old, advantages, mask: (
         lambda c: objectives.objective_loss(
             OBJECTIVES[name],
-            c,
-            old,
+            objectives.TokenLogProbs(c, old, mask),
             advantages,
-            mask,
             None,
-            group_size=3,
-            max_length=8,
-            micro_batches=micro_batches,
+            objectives.Normalisation(group_size=3, max_length=8, micro_batches=micro_batches),
         )[0]
     )
 
@@ -58,7 +54,11 @@ def _ours(name, micro_batches=None):
 def _theirs(name):
     return lambda old, advantages, mask: (
         lambda c: trl_parity.trl_loss(
-            OBJECTIVES[name], c, old, advantages, mask, max_completion_length=8, micro_batches=SPLIT
+            OBJECTIVES[name],
+            objectives.TokenLogProbs(c, old, mask),
+            advantages,
+            max_completion_length=8,
+            micro_batches=SPLIT,
         )
     )
 
@@ -89,12 +89,15 @@ def test_bnpo_per_step_is_not_trls_per_micro_batch():
     micro-batches normalised by its own tokens, / k) agree with one micro-batch only."""
     logp, old, advantages, mask = _tensors(11, 0.6)
     ours_step = objectives.objective_loss(
-        OBJECTIVES["bnpo"], logp, old, advantages, mask, None, group_size=3
+        OBJECTIVES["bnpo"],
+        objectives.TokenLogProbs(logp, old, mask),
+        advantages,
+        None,
+        objectives.Normalisation(group_size=3),
     )[0]
-    theirs_one = trl_parity.trl_loss(OBJECTIVES["bnpo"], logp, old, advantages, mask)
-    theirs_three = trl_parity.trl_loss(
-        OBJECTIVES["bnpo"], logp, old, advantages, mask, micro_batches=SPLIT
-    )
+    batch = objectives.TokenLogProbs(logp, old, mask)
+    theirs_one = trl_parity.trl_loss(OBJECTIVES["bnpo"], batch, advantages)
+    theirs_three = trl_parity.trl_loss(OBJECTIVES["bnpo"], batch, advantages, micro_batches=SPLIT)
     assert ours_step.item() == pytest.approx(theirs_one.item(), rel=1e-12)
     assert abs(ours_step.item() - theirs_three.item()) > 1e-3
 

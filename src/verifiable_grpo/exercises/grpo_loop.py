@@ -113,14 +113,21 @@ def _rollout_loss(policy, reference, task, samples, advantages, step: Step):
     if mistake not in ("clip_wrong_side", "batch_token_mean"):
         coefficient = -beta if mistake == "kl_sign" else beta
         return losses.grpo_objective(
-            current, old, flat_advantages, mask, kl, advantages.shape[1], epsilon, coefficient
+            losses.TokenLogProbs(current, old, mask),
+            flat_advantages,
+            kl,
+            advantages.shape[1],
+            losses.ClipRange(epsilon),
+            coefficient,
         )[0]
     if mistake == "clip_wrong_side":
         ratio = losses.importance_ratio(current, old, mask)
         a = flat_advantages.unsqueeze(1)
         per_token = -torch.maximum(ratio * a, ratio.clamp(1 - epsilon, 1 + epsilon) * a)
     else:
-        per_token = losses.clipped_surrogate_tokens(current, old, flat_advantages, mask, epsilon)[0]
+        per_token = losses.clipped_surrogate_tokens(
+            losses.TokenLogProbs(current, old, mask), flat_advantages, losses.ClipRange(epsilon)
+        )[0]
     per_token = torch.where(mask, per_token + beta * kl, torch.zeros_like(per_token))
     if mistake == "batch_token_mean":
         return per_token.sum() / mask.sum()

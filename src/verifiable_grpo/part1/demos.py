@@ -11,7 +11,12 @@ from __future__ import annotations
 import torch
 
 from verifiable_grpo.core.config_schema import Profile
-from verifiable_grpo.training.losses import clipped_group_surrogate, group_advantages
+from verifiable_grpo.training.losses import (
+    ClipRange,
+    TokenLogProbs,
+    clipped_group_surrogate,
+    group_advantages,
+)
 
 
 def two_updates_on_one_rollout_set(
@@ -50,7 +55,9 @@ def two_updates_on_one_rollout_set(
         current = torch.log_softmax(logits, dim=0)[tokens]
         if refresh_old:
             old = current.detach()
-        loss, audit = clipped_group_surrogate(current, old, advantages[0], mask, clip_epsilon)
+        loss, audit = clipped_group_surrogate(
+            TokenLogProbs(current, old, mask), advantages[0], ClipRange(clip_epsilon)
+        )
         objective = loss.mean()
         optimizer.zero_grad()
         objective.backward()
@@ -86,11 +93,9 @@ def clip_gradient_table(
             )
             old = torch.zeros(1, 1, dtype=torch.float64)
             loss, audit = clipped_group_surrogate(
-                current,
-                old,
+                TokenLogProbs(current, old, torch.ones(1, 1, dtype=torch.bool)),
                 torch.tensor([advantage], dtype=torch.float64),
-                torch.ones(1, 1, dtype=torch.bool),
-                clip_epsilon,
+                ClipRange(clip_epsilon),
             )
             loss.sum().backward()
             unclipped, clipped = (

@@ -40,7 +40,12 @@ def constructed_group(
     The response log-probs are made up (current == old, so every ratio is 1, as at the first
     update of a rollout set); only the rewards matter for what this shows.
     """
-    from verifiable_grpo.training.losses import clipped_group_surrogate, group_advantages
+    from verifiable_grpo.training.losses import (
+        ClipRange,
+        TokenLogProbs,
+        clipped_group_surrogate,
+        group_advantages,
+    )
 
     group = len(rewards)
     advantages, mean, std = group_advantages(
@@ -51,7 +56,7 @@ def constructed_group(
     current = logprobs.clone().requires_grad_(True)
     mask = torch.ones_like(current, dtype=torch.bool)
     per_response, _ = clipped_group_surrogate(
-        current, logprobs.detach(), advantages[0], mask, clip_epsilon=clip_epsilon
+        TokenLogProbs(current, logprobs.detach(), mask), advantages[0], ClipRange(clip_epsilon)
     )
     loss = per_response.mean()
     loss.backward()

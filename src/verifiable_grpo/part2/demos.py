@@ -48,13 +48,10 @@ def token_weights(
         current = logp.clone().requires_grad_(True)
         loss, _ = objectives.objective_loss(
             objective,
-            current,
-            current.detach(),
+            objectives.TokenLogProbs(current, current.detach(), mask),
             adv.values[0],
-            mask,
             None,
-            group_size=len(rewards),
-            max_length=max_length or width,
+            objectives.Normalisation(group_size=len(rewards), max_length=max_length or width),
         )
         loss.backward()
         table[name] = [float(-current.grad[i, 0]) for i in range(len(lengths))]
@@ -76,7 +73,11 @@ def placebo_gradients(seed: int = 0, shift: float = 0.0) -> dict[str, float]:
     for name in ("grpo", "gspo", "dapo"):
         logp = current.clone().requires_grad_(True)
         loss, _ = objectives.objective_loss(
-            objectives.get_objective(name), logp, old, advantages, mask, None, group_size=4
+            objectives.get_objective(name),
+            objectives.TokenLogProbs(logp, old, mask),
+            advantages,
+            None,
+            objectives.Normalisation(group_size=4),
         )
         loss.backward()
         grads[name] = logp.grad

@@ -57,13 +57,12 @@ def ratio_weights(ratios, advantage: float, names=SURROGATE_ENTRIES) -> dict[str
         current = torch.log(ratios).clone().requires_grad_(True)
         loss, _ = objectives.objective_loss(
             objectives.get_objective(name),
-            current,
-            torch.zeros_like(ratios),
+            objectives.TokenLogProbs(
+                current, torch.zeros_like(ratios), torch.ones_like(ratios, dtype=torch.bool)
+            ),
             torch.full((count,), advantage, dtype=torch.float64),
-            torch.ones_like(ratios, dtype=torch.bool),
             None,
-            group_size=1,
-            max_length=1,
+            objectives.Normalisation(group_size=1, max_length=1),
         )
         loss.backward()
         table[name] = (-current.grad[:, 0] * count).tolist()

@@ -294,7 +294,11 @@ def accumulate_gradients(
         )
         trainer_old = _trainer_old(objective, current, tensors, chunk, reference_memo)
         loss, audit = objectives.response_losses(
-            objective, current, tensors["old"], advantage, tensors["mask"], kl, trainer_old
+            objective,
+            objectives.TokenLogProbs(current, tensors["old"], tensors["mask"]),
+            advantage,
+            kl,
+            trainer_old,
         )
         if not torch.isfinite(loss).all():
             bad = (~torch.isfinite(loss)).nonzero().flatten().tolist()

@@ -14,6 +14,9 @@ Every function validates its shapes and raises a ValueError that names the probl
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 import torch
 
 # Re-exported: the baselines other than the group std live in baselines.py, the KL terms in
@@ -22,6 +25,8 @@ from verifiable_grpo.training.baselines import centred_advantages, posterior_adv
 from verifiable_grpo.training.kl_divergence import exact_prefix_kl, sampled_kl_estimators
 
 __all__ = [
+    "TokenLogProbs",
+    "ClipRange",
     "group_advantages",
     "centred_advantages",
     "posterior_advantages",
@@ -240,6 +245,31 @@ def _micro_batch_weights(rows: list[list[int]], micro_batches) -> list[list[floa
 
 
 # --------------------------------------------------------------------------- surrogate
+@dataclass(frozen=True)
+class TokenLogProbs:
+    """One batch's per-token log-probs, [B, T] each, and which of its tokens are active.
+
+    current: under the policy being trained (the only one gradients flow through); old:
+    under the policy that sampled the responses (the ratio's denominator; detached); mask:
+    the active tokens [B, T]; reference: under the frozen reference policy, for a KL term
+    built from it (None where no term needs it).
+    """
+
+    current: Any
+    old: Any
+    mask: Any
+    reference: Any = None
+
+
+@dataclass(frozen=True)
+class ClipRange:
+    """The ratio is clipped to [1 - low, 1 + high]; high None is the symmetric [1 - low,
+    1 + low] (DAPO's clip-higher sets a larger high). Checked where a surrogate uses it."""
+
+    low: float = 0.2
+    high: float | None = None
+
+
 def check_surrogate_inputs(current, old, advantages, mask, clip_low, clip_high):
     if current.dim() != 2:
         raise ValueError(f"current log-probs must be [B, T], got {tuple(current.shape)}")
@@ -286,11 +316,13 @@ def importance_ratio(current, old, mask, level: str = "token") -> torch.Tensor:
 
 
 def ratio_audit(
-    ratio, adv, mask, low_bound: float, high_bound: float, ratio_level: str, clips: bool = True
+    ratio, adv, mask, bounds: tuple[float, float], ratio_level: str, clips: bool = True
 ) -> dict:
-    """What the ratio did, detached: see clipped_group_surrogate. `clips` False (a
-    surrogate that removes no token's gradient): the clip fractions are 0, while
-    "outside_fraction" still counts ratios outside [low_bound, high_bound]."""
+    """What the ratio did, detached: see clipped_group_surrogate. bounds: the interval
+    (low_bound, high_bound) of ratios. `clips` False (a surrogate that removes no token's
+    gradient): the clip fractions are 0, while "outside_fraction" still counts ratios
+    outside the interval."""
+    low_bound, high_bound = bounds
     with torch.no_grad():
         r = ratio.detach()
         below, above = r < low_bound, r > high_bound
@@ -320,44 +352,35 @@ def ratio_audit(
 
 
 def clipped_surrogate_tokens(
-    current,
-    old,
-    advantages,
-    mask,
-    clip_epsilon: float = 0.2,
-    clip_epsilon_high: float | None = None,
-    ratio_level: str = "token",
+    batch: TokenLogProbs, advantages, clip: ClipRange = ClipRange(), ratio_level: str = "token"
 ):
     """Per token, -min(rho * A, clip(rho, 1 - eps, 1 + eps_high) * A): [B, T], 0.0 on
-    inactive tokens. rho is the token or the sequence ratio (importance_ratio).
+    inactive tokens. rho is the token or the sequence ratio (importance_ratio) of the
+    batch's current and old log-probs; eps, eps_high are clip.low, clip.high.
     Returns (per_token, audit); the audit is described in clipped_group_surrogate."""
+    current = batch.current
     old, advantages, high, mask = check_surrogate_inputs(
-        current, old, advantages, mask, clip_epsilon, clip_epsilon_high
+        current, batch.old, advantages, batch.mask, clip.low, clip.high
     )
     adv = advantages.detach().to(current.dtype).unsqueeze(1)
     ratio = importance_ratio(current, old, mask, ratio_level)
-    low_bound, high_bound = 1.0 - clip_epsilon, 1.0 + high
+    low_bound, high_bound = 1.0 - clip.low, 1.0 + high
     unclipped = ratio * adv
     clipped = torch.clamp(ratio, low_bound, high_bound) * adv
     per_token = torch.where(mask, -torch.minimum(unclipped, clipped), torch.zeros_like(current))
 
-    audit = ratio_audit(ratio, adv, mask, low_bound, high_bound, ratio_level)
+    audit = ratio_audit(ratio, adv, mask, (low_bound, high_bound), ratio_level)
     return per_token, audit
 
 
 def clipped_group_surrogate(
-    current,
-    old,
-    advantages,
-    mask,
-    clip_epsilon: float = 0.2,
-    clip_epsilon_high: float | None = None,
-    ratio_level: str = "token",
+    batch: TokenLogProbs, advantages, clip: ClipRange = ClipRange(), ratio_level: str = "token"
 ):
     """Per response, the token mean of -min(rho * A, clip(rho, 1 - eps, 1 + eps_high) * A).
 
-    current, old: token log-probs [B, T] under the current and the old (behaviour) policy;
-    old is detached. advantages: [B], one per response, detached. mask: [B, T] active tokens.
+    batch: token log-probs [B, T] under the current and the old (behaviour) policy, old
+    detached, and the mask of active tokens. advantages: [B], one per response, detached.
+    clip: eps = clip.low, eps_high = clip.high (None: eps).
     ratio_level "token" (default) or "sequence" (importance_ratio).
     Returns (loss[B], audit). The audit is detached: "ratios" [B, T] (1.0 on inactive
     tokens), batch fractions over active tokens as python floats ("mean_ratio",
@@ -366,23 +389,18 @@ def clipped_group_surrogate(
     removes, "outside_fraction": rho outside the interval whatever the sign of A), and the
     same per response as [B] tensors ("*_per_response").
     """
-    per_token, audit = clipped_surrogate_tokens(
-        current, old, advantages, mask, clip_epsilon, clip_epsilon_high, ratio_level
-    )
-    return masked_token_mean(per_token, mask), audit
+    per_token, audit = clipped_surrogate_tokens(batch, advantages, clip, ratio_level)
+    return masked_token_mean(per_token, batch.mask), audit
 
 
 # --------------------------------------------------------------------------- objective
 def grpo_objective(
-    current_logprobs,
-    old_logprobs,
+    batch: TokenLogProbs,
     advantages,
-    mask,
     kl_per_token,
     group_size: int,
-    clip_epsilon: float = 0.2,
+    clip: ClipRange = ClipRange(),
     kl_coefficient: float = 0.02,
-    clip_epsilon_high: float | None = None,
 ):
     """The scalar GRPO loss: reduced clipped surrogate + kl_coefficient * reduced KL.
 
@@ -391,9 +409,8 @@ def grpo_objective(
     prompt (B = P * G). kl_per_token [B, T] may be None when there is no KL term.
     Returns (loss, audit): the surrogate's audit plus "surrogate", "kl" and "loss" floats.
     """
-    surrogate_per_response, audit = clipped_group_surrogate(
-        current_logprobs, old_logprobs, advantages, mask, clip_epsilon, clip_epsilon_high
-    )
+    current_logprobs, mask = batch.current, batch.mask
+    surrogate_per_response, audit = clipped_group_surrogate(batch, advantages, clip)
     surrogate = reduce_responses_then_prompts(surrogate_per_response, group_size)
     if kl_per_token is None:
         if kl_coefficient != 0:

@@ -153,7 +153,7 @@ def surrogate_gradient(
     old_values, mask = padded(old)
     old_values = old_values.to(current.dtype)
     per_token, _ = losses.clipped_surrogate_tokens(
-        current, old_values, advantages, mask, 0.2, None, "token"
+        losses.TokenLogProbs(current, old_values, mask), advantages, losses.ClipRange(0.2), "token"
     )
     if weights is not None:
         per_token = per_token * weights.to(per_token.dtype)

@@ -7,6 +7,7 @@ an objectives.Objective says (objectives.py re-exports them).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import torch
@@ -80,17 +81,22 @@ def policy_tokens(objective: Objective, current, old, advantages, mask):
 
 
 def response_losses(
-    objective: Objective, current, old, advantages, mask, kl_per_token=None, trainer_old=None
+    objective: Objective,
+    batch: losses.TokenLogProbs,
+    advantages,
+    kl_per_token=None,
+    trainer_old=None,
 ):
     """Each response's loss [B] before the batch weights: policy term + coefficient * KL,
     both reduced over the response's tokens the objective's way (mean, or sum).
 
-    `old` holds the sampler's log-probs. With a behaviour correction the ratio divides by
+    `batch.old` holds the sampler's log-probs. With a behaviour correction the ratio divides by
     the trainer's log-probs at the rollout's parameters instead, `trainer_old` (default:
     `current` detached, exact on the first update of a rollout set), and each token's
     policy term is weighted by the correction (the KL term is not).
     Returns (loss[B], audit): the surrogate's audit plus "surrogate", "kl" and "loss" [B]
     (and "behaviour_weights" [B, T] with a correction)."""
+    current, old, mask = batch.current, batch.old, batch.mask
     correction = objective.correction
     if correction.kind == "none":
         per_token, audit = policy_tokens(objective, current, old, advantages, mask)
@@ -125,31 +131,44 @@ def response_losses(
     return loss, audit
 
 
+@dataclass(frozen=True)
+class Normalisation:
+    """How a batch's responses are grouped and what its loss is divided by: group_size
+    responses per prompt, laid out prompt by prompt; max_length, total_tokens and
+    micro_batches as response_weights takes them (the run's tokens.max_response for a
+    constant length, the generation batch's token count, TRL's bnpo micro-batches)."""
+
+    group_size: int
+    max_length: int | None = None
+    total_tokens: int | None = None
+    micro_batches: int | None = None
+
+
 def objective_loss(
     objective: Objective,
-    current,
-    old,
+    batch: losses.TokenLogProbs,
     advantages,
-    mask,
     kl_per_token,
-    group_size: int,
-    max_length: int | None = None,
-    total_tokens: int | None = None,
-    micro_batches: int | None = None,
+    normalisation: Normalisation,
     trainer_old=None,
 ):
     """The scalar loss of a batch [B = P * G, T] laid out prompt by prompt:
-    sum_i w_i * loss_i with the objective's weights (micro_batches: response_weights;
+    sum_i w_i * loss_i with the objective's weights (normalisation: response_weights;
     trainer_old: response_losses). Returns (loss, audit)."""
-    per_response, audit = response_losses(
-        objective, current, old, advantages, mask, kl_per_token, trainer_old
-    )
+    per_response, audit = response_losses(objective, batch, advantages, kl_per_token, trainer_old)
+    group_size = normalisation.group_size
     if type(group_size) is not int or group_size < 1 or per_response.numel() % group_size:
         raise ValueError(
             f"{per_response.numel()} responses do not split into groups of {group_size!r}"
         )
-    lengths = torch.as_tensor(mask).bool().sum(dim=1).reshape(-1, group_size).tolist()
-    weights = response_weights(objective, lengths, max_length, total_tokens, micro_batches)
+    lengths = torch.as_tensor(batch.mask).bool().sum(dim=1).reshape(-1, group_size).tolist()
+    weights = response_weights(
+        objective,
+        lengths,
+        normalisation.max_length,
+        normalisation.total_tokens,
+        normalisation.micro_batches,
+    )
     flat = torch.tensor(
         [w for row in weights for w in row], dtype=per_response.dtype, device=per_response.device
     )

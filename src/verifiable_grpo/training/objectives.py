@@ -30,7 +30,9 @@ import torch
 from verifiable_grpo.core.config import canonical_json, sha256_bytes
 from verifiable_grpo.core.config_schema import Profile
 from verifiable_grpo.training import baselines, losses, surrogates
+from verifiable_grpo.training.losses import TokenLogProbs  # noqa: F401  (what the losses take)
 from verifiable_grpo.training.objective_loss import (  # noqa: F401  (re-exported)
+    Normalisation,
     kl_per_token,
     objective_loss,
     policy_tokens,
@@ -199,22 +201,23 @@ _SAMPLE_STD = AdvantageRule("group_std", 1, 1e-4)  # TRL's: Bessel's correction,
 _CENTRED = AdvantageRule("centred", None, None)
 
 
-def _entry(
-    name,
-    description,
-    advantages=_SAMPLE_STD,
-    ratio="token",
-    clip=ClipInterval(0.2, 0.2),
-    aggregation=Aggregation(),
-    kl=KLTerm("none", 0.0),
-    sampler=Sampler(),
-    surrogate=Surrogate(),
-    correction=BehaviourCorrection(),
-):
-    """An entry that differs from the Part II grpo arm only where it says so."""
-    return Objective(
-        name, description, advantages, ratio, clip, aggregation, kl, sampler, surrogate, correction
-    )
+# The parts of the Part II grpo arm, by Objective field: the base every entry starts from.
+_GRPO_PARTS = {
+    "advantages": _SAMPLE_STD,
+    "ratio": "token",
+    "clip": ClipInterval(0.2, 0.2),
+    "aggregation": Aggregation(),
+    "kl": KLTerm("none", 0.0),
+    "sampler": Sampler(),
+    "surrogate": Surrogate(),
+    "correction": BehaviourCorrection(),
+}
+
+
+def _entry(name, description, **differences):
+    """An entry that differs from the Part II grpo arm only where it says so: `differences`
+    are parts by Objective field name (an unknown name is a TypeError from Objective)."""
+    return Objective(name, description, **{**_GRPO_PARTS, **differences})
 
 
 # The registry, in sections: code asks for a section by name (the study's arms, the newer

@@ -60,7 +60,10 @@ def _interval(objective) -> tuple[float, float]:
 def _clipped_ratio(objective, current, old, advantages, mask):
     clip = objective.clip
     return losses.clipped_surrogate_tokens(
-        current, old, advantages, mask, clip.low, clip.high, objective.ratio
+        losses.TokenLogProbs(current, old, mask),
+        advantages,
+        losses.ClipRange(clip.low, clip.high),
+        objective.ratio,
     )
 
 
@@ -79,10 +82,8 @@ def _gmpo(objective, current, old, advantages, mask):
 def _sapo(objective, current, old, advantages, mask):
     s = objective.surrogate
     return sapo_tokens(
-        current,
-        old,
+        losses.TokenLogProbs(current, old, mask),
         advantages,
-        mask,
         s.temperature_positive,
         s.temperature_negative,
         objective.ratio,
@@ -108,7 +109,7 @@ def cispo_tokens(current, old, advantages, mask, cap: float, ratio_level: str = 
     ratio = losses.importance_ratio(current, old, mask, ratio_level)
     weight = torch.clamp(ratio, max=cap).detach()
     per_token = _masked(-weight * adv * current, mask)
-    audit = losses.ratio_audit(ratio, adv, mask, 0.0, cap, ratio_level, clips=False)
+    audit = losses.ratio_audit(ratio, adv, mask, (0.0, cap), ratio_level, clips=False)
     audit["capped_fraction"] = float(((ratio.detach() > cap) & mask).sum() / mask.sum())
     return per_token, audit
 
@@ -124,24 +125,25 @@ def gmpo_tokens(current, old, advantages, mask, clip_low: float, clip_high: floa
     geometric = torch.exp(losses.masked_token_mean(pessimistic, mask)).unsqueeze(1)
     per_token = _masked(-adv * geometric.expand_as(current), mask)
     ratio = torch.exp(log_ratio)
-    audit = losses.ratio_audit(ratio, adv, mask, math.exp(-clip_low), math.exp(clip_high), "token")
+    bounds = (math.exp(-clip_low), math.exp(clip_high))
+    audit = losses.ratio_audit(ratio, adv, mask, bounds, "token")
     audit["geometric_ratio_per_response"] = geometric.detach()[:, 0]
     return per_token, audit
 
 
 def sapo_tokens(
-    current,
-    old,
+    batch: losses.TokenLogProbs,
     advantages,
-    mask,
     temperature_positive: float,
     temperature_negative: float,
     ratio_level: str = "token",
     clip_interval: tuple[float, float] = (0.8, 1.2),
 ):
     """-(4 / tau) sigmoid(tau (rho - 1)) A (SAPO), tau by the sign of A (A > 0: positive;
-    as TRL 1.16, A = 0 takes the negative one). The clip interval is only reported."""
-    old, adv, mask = _inputs(current, old, advantages, mask)
+    as TRL 1.16, A = 0 takes the negative one), rho from the batch's current and old
+    log-probs. The clip interval is only reported."""
+    current = batch.current
+    old, adv, mask = _inputs(current, batch.old, advantages, batch.mask)
     ratio = losses.importance_ratio(current, old, mask, ratio_level)
     # Built in the log-probs' dtype: torch.where on two python floats would round tau to
     # float32 (1.05 -> 1.0499999523), which TRL 1.16 does.
@@ -152,7 +154,7 @@ def sapo_tokens(
     )
     gate = torch.sigmoid(tau * (ratio - 1)) * 4 / tau
     per_token = _masked(-gate * adv, mask)
-    return per_token, losses.ratio_audit(ratio, adv, mask, *clip_interval, ratio_level, clips=False)
+    return per_token, losses.ratio_audit(ratio, adv, mask, clip_interval, ratio_level, clips=False)
 
 
 def reinforce_tokens(
@@ -162,7 +164,7 @@ def reinforce_tokens(
     old, adv, mask = _inputs(current, old, advantages, mask)
     per_token = _masked(-adv * current, mask)
     ratio = losses.importance_ratio(current, old, mask, "token")
-    return per_token, losses.ratio_audit(ratio, adv, mask, *clip_interval, "token", clips=False)
+    return per_token, losses.ratio_audit(ratio, adv, mask, clip_interval, "token", clips=False)
 
 
 def _inputs(current, old, advantages, mask):

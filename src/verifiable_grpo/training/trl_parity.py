@@ -271,18 +271,16 @@ class _Metrics(dict):
 
 def trl_loss(
     objective: objectives.Objective,
-    current,
-    old,
+    batch: objectives.TokenLogProbs,
     advantages,
-    mask,
-    ref_logprobs=None,
     max_completion_length: int = 8,
     micro_batches=None,
 ):
     """TRL 1.16's loss of one optimizer step on these tensors, summed over micro-batches.
 
-    current, old: [B, T] per-token log-probs (current requires grad; padding must hold
-    finite values); advantages [B]; mask [B, T]; ref_logprobs [B, T] for a k3 term.
+    batch: current, old [B, T] per-token log-probs (current requires grad; padding must
+    hold finite values), mask [B, T] and, for a k3 term, the reference [B, T];
+    advantages [B].
     micro_batches: list of row-index lists (default: one micro-batch of all rows); dapo's
     normaliser is the token count of all of them, as TRL's num_items_in_batch.
     With a behaviour correction, `old` is the sampler's log-probs: TRL's old log-probs are
@@ -292,11 +290,12 @@ def trl_loss(
     """
     from trl.trainer.grpo_trainer import GRPOTrainer
 
+    current, old, ref_logprobs = batch.current, batch.old, batch.reference
     arm = trl_arm(objective)
     rows = current.shape[0]
     micro_batches = [list(range(rows))] if micro_batches is None else micro_batches
     trainer = _stand_in(arm, max_completion_length, len(micro_batches))
-    mask = torch.as_tensor(mask).to(current.dtype)
+    mask = torch.as_tensor(batch.mask).to(current.dtype)
     correction = objective.correction
     sampler_logprobs = None
     if correction.kind != "none":
