@@ -22,7 +22,6 @@ MAX_PARAMETERS = 6
 
 # path relative to the package -> functions (Class.method for methods) still to convert
 ALLOWED = {
-    "evaluation/policy_scores.py": {"answer"},
     "exercises/grpo_loop.py": {"grpo_iteration"},
     "part1/bench.py": {"_sample_set"},
     "part1/demos.py": {"two_updates_on_one_rollout_set"},
