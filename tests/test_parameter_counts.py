@@ -23,7 +23,6 @@ MAX_PARAMETERS = 6
 # path relative to the package -> functions (Class.method for methods) still to convert
 ALLOWED = {
     "exercises/grpo_loop.py": {"grpo_iteration"},
-    "part1/stages.py": {"_branch_stages"},
     "part2/lock.py": {"build_lock"},
     "part2/step_power.py": {"power_table"},
     "part2/study.py": {"run_arm"},
