@@ -95,14 +95,16 @@ def test_ipo_loss_and_the_default_pair_loop_is_lab_4s(reference):
     rejected = dp.encode_responses(["99"] * 6)
     small = {"beta": 0.1, "steps": 2, "batch": 4, "log_every": 2}
     lab = dpo.train_dpo(reference, prompts, chosen, rejected, dpo.PairRun(**small))
-    ours = td.train_pairs(reference, prompts, chosen, rejected, **small)
+    ours = td.train_pairs(reference, prompts, chosen, rejected, run=dpo.PairRun(**small))
     assert [(r["accuracy"], r["kl"]) for r in lab] == [(r["accuracy"], r["kl"]) for r in ours]
-    with_sft = td.train_pairs(reference, prompts, chosen, rejected, sft_weight=1.0, **small)
+    with_sft = td.train_pairs(
+        reference, prompts, chosen, rejected, td.PairLoss(sft_weight=1.0), dpo.PairRun(**small)
+    )
     assert with_sft[-1]["chosen_ratio"] != ours[-1]["chosen_ratio"]
     with pytest.raises(ValueError, match="kind must be one of"):
-        td.train_pairs(reference, prompts, chosen, rejected, kind="kto")
+        td.train_pairs(reference, prompts, chosen, rejected, td.PairLoss(kind="kto"))
     with pytest.raises(ValueError, match="sft_weight must be a number >= 0"):
-        td.train_pairs(reference, prompts, chosen, rejected, sft_weight=-1)
+        td.train_pairs(reference, prompts, chosen, rejected, td.PairLoss(sft_weight=-1))
 
 
 def test_unbiased_labels_and_the_default_fit_are_lab_3s():
