@@ -29,7 +29,7 @@ def reference():
 def test_the_default_variant_is_the_labs_grpo(reference):
     small = {"iterations": 2, "prompts_per_iteration": 6, "group_size": 4, "log_every": 2}
     lab = gr.train_grpo(reference, gr.GrpoSettings(0.04, **small))["records"]
-    ours = tg.train_variant(reference, **small)["records"]
+    ours = tg.train_variant(reference, run=gr.GroupRun(**small))["records"]
     assert [(r["accuracy"], r["kl"], r["length"]) for r in lab] == [
         (r["accuracy"], r["kl"], r["length"]) for r in ours
     ]
@@ -44,12 +44,8 @@ def test_refill_keeps_only_mixed_groups_and_counts_every_reply(reference):
     assert draws == 5 or len(scores) == 8  # stops as soon as the batch is full
     run = tg.train_variant(
         reference,
-        iterations=2,
-        prompts_per_iteration=4,
-        group_size=4,
-        refill=True,
-        max_draws=3,
-        log_every=2,
+        tg.Variant(refill=True, max_draws=3),
+        gr.GroupRun(iterations=2, prompts_per_iteration=4, group_size=4, log_every=2),
     )
     last = run["records"][-1]
     assert last["generations"] >= 2 * 4 * 4 and last["generations"] % 16 == 0
@@ -73,17 +69,17 @@ def test_centred_advantages_and_the_maxlen_denominator():
 
 
 @pytest.mark.parametrize(
-    "bad, match",
+    "bad_variant, bad_run, match",
     [
-        ({"advantage": "rank"}, "advantage must be one of"),
-        ({"denominator": "tokens2"}, "denominator must be one of"),
-        ({"group_size": 1}, "group_size must be an integer >= 2"),
-        ({"max_draws": 0}, "max_draws must be"),
+        ({"advantage": "rank"}, {}, "advantage must be one of"),
+        ({"denominator": "tokens2"}, {}, "denominator must be one of"),
+        ({}, {"group_size": 1}, "group_size must be an integer >= 2"),
+        ({"max_draws": 0}, {}, "max_draws must be"),
     ],
 )
-def test_grpo_variant_refuses_bad_settings(reference, bad, match):
+def test_grpo_variant_refuses_bad_settings(reference, bad_variant, bad_run, match):
     with pytest.raises(ValueError, match=match):
-        tg.train_variant(reference, iterations=1, **bad)
+        tg.train_variant(reference, tg.Variant(**bad_variant), gr.GroupRun(iterations=1, **bad_run))
 
 
 def test_ipo_loss_and_the_default_pair_loop_is_lab_4s(reference):
