@@ -109,7 +109,8 @@ def test_unbiased_labels_and_the_default_fit_are_lab_3s():
         assert np.array_equal(ours, lab)
     small = {"train_pairs": 40, "test_pairs": 30, "fresh_points": 30, "steps": 5}
     _, _, lab = rm.fit_both(1, **small)
-    ours = tr.fit_and_search(1, sizes=(1, 4), trials=3, **small)
+    lab_sizes = tr.LabSizes(small["test_pairs"], small["fresh_points"], small["steps"])
+    ours = tr.fit_and_search(1, small["train_pairs"], 0.0, tr.Selection((1, 4), 3), lab_sizes)
     assert ours["models"]["linear"] == lab["models"]["linear"] and ours["mlp_ece"] == lab["ece"]
     assert ours["peak"]["linear_true"]["n"] in (1, 4)
     with pytest.raises(ValueError, match="train_pairs must be"):
