@@ -35,7 +35,6 @@ ALLOWED = {
     },
     "part3/lora_lab/lora.py": {"run_lab"},
     "part3/sft_lab/masked_sft.py": {"run_lab"},
-    "part3/smollm2/trainer.py": {"train"},
     "part3/try_this.py": {"run_lab"},
     "training/batched_rollout.py": {
         "generate_batch",
