@@ -9,7 +9,12 @@ import pytest
 from shared_helpers import run_cli
 from verifiable_grpo.core.config import load_config, read_json
 from verifiable_grpo.part1 import pipeline
-from verifiable_grpo.part1.side_by_side import remaining_work, run_side_by_side
+from verifiable_grpo.part1.side_by_side import (
+    StageGraph,
+    StageHooks,
+    remaining_work,
+    run_side_by_side,
+)
 
 DIAMOND = {"a": set(), "b": {"a"}, "c": {"a"}, "d": {"b", "c"}}
 
@@ -39,17 +44,11 @@ class Journal:
 
 def _run(journal, needs, workers, threads=None, cost=None, finished=()):
     order = list(needs)
-    run_side_by_side(
-        order,
-        needs,
-        set(finished),
-        workers,
-        threads or {n: 1 for n in order},
-        cost or {n: 1.0 for n in order},
-        journal.start,
-        journal.end,
-        journal.task,
+    graph = StageGraph(
+        order, needs, threads or {n: 1 for n in order}, cost or {n: 1.0 for n in order}
     )
+    hooks = StageHooks(journal.start, journal.end, journal.task)
+    run_side_by_side(graph, set(finished), workers, hooks)
 
 
 def test_stages_start_when_their_needs_are_done_costliest_chain_first():

@@ -67,7 +67,12 @@ def test_a_killed_run_continues_to_the_same_bits(tmp_path):
                 raise Killed
 
         result = T.train(
-            model, params, ROWS, batches, 1e-2, out, "t", every=2, schedule=schedule, log=log
+            model,
+            params,
+            ROWS,
+            T.Updates(batches, 1e-2, schedule=schedule),
+            T.Checkpoints(out, "t", every=2),
+            log=log,
         )
         return model, result, seen
 
@@ -87,7 +92,8 @@ def test_a_crash_state_keeps_only_the_trained_tensors_and_refuses_another_run(tm
     batches = T.random_batches(len(ROWS), 4, batch=4)
     model = _micro()
     trained = {"model.embed_tokens.weight": model.get_input_embeddings().weight}
-    T.train(model, trained, ROWS, batches, 1e-2, tmp_path, "t", every=2, log=lambda _: None)
+    every_2 = T.Checkpoints(tmp_path, "t", every=2)
+    T.train(model, trained, ROWS, T.Updates(batches, 1e-2), every_2, log=lambda _: None)
     state, _ = crash.latest(tmp_path, "t")
     assert list(state["model"]) == ["tensors.model:embed_tokens:weight"]
     assert state["step"] == 2 and len(state["history"]) == 2
@@ -96,11 +102,8 @@ def test_a_crash_state_keeps_only_the_trained_tensors_and_refuses_another_run(tm
             _micro(),
             {"model.embed_tokens.weight": _micro().get_input_embeddings().weight},
             ROWS,
-            batches,
-            5e-3,
-            tmp_path,
-            "t",
-            every=2,
+            T.Updates(batches, 5e-3),
+            every_2,
             log=lambda _: None,
         )
 

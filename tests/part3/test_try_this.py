@@ -29,7 +29,7 @@ def reference():
 def test_the_default_variant_is_the_labs_grpo(reference):
     small = {"iterations": 2, "prompts_per_iteration": 6, "group_size": 4, "log_every": 2}
     lab = gr.train_grpo(reference, gr.GrpoSettings(0.04, **small))["records"]
-    ours = tg.train_variant(reference, **small)["records"]
+    ours = tg.train_variant(reference, run=gr.GroupRun(**small))["records"]
     assert [(r["accuracy"], r["kl"], r["length"]) for r in lab] == [
         (r["accuracy"], r["kl"], r["length"]) for r in ours
     ]
@@ -44,12 +44,8 @@ def test_refill_keeps_only_mixed_groups_and_counts_every_reply(reference):
     assert draws == 5 or len(scores) == 8  # stops as soon as the batch is full
     run = tg.train_variant(
         reference,
-        iterations=2,
-        prompts_per_iteration=4,
-        group_size=4,
-        refill=True,
-        max_draws=3,
-        log_every=2,
+        tg.Variant(refill=True, max_draws=3),
+        gr.GroupRun(iterations=2, prompts_per_iteration=4, group_size=4, log_every=2),
     )
     last = run["records"][-1]
     assert last["generations"] >= 2 * 4 * 4 and last["generations"] % 16 == 0
@@ -73,17 +69,17 @@ def test_centred_advantages_and_the_maxlen_denominator():
 
 
 @pytest.mark.parametrize(
-    "bad, match",
+    "bad_variant, bad_run, match",
     [
-        ({"advantage": "rank"}, "advantage must be one of"),
-        ({"denominator": "tokens2"}, "denominator must be one of"),
-        ({"group_size": 1}, "group_size must be an integer >= 2"),
-        ({"max_draws": 0}, "max_draws must be"),
+        ({"advantage": "rank"}, {}, "advantage must be one of"),
+        ({"denominator": "tokens2"}, {}, "denominator must be one of"),
+        ({}, {"group_size": 1}, "group_size must be an integer >= 2"),
+        ({"max_draws": 0}, {}, "max_draws must be"),
     ],
 )
-def test_grpo_variant_refuses_bad_settings(reference, bad, match):
+def test_grpo_variant_refuses_bad_settings(reference, bad_variant, bad_run, match):
     with pytest.raises(ValueError, match=match):
-        tg.train_variant(reference, iterations=1, **bad)
+        tg.train_variant(reference, tg.Variant(**bad_variant), gr.GroupRun(iterations=1, **bad_run))
 
 
 def test_ipo_loss_and_the_default_pair_loop_is_lab_4s(reference):
@@ -95,14 +91,16 @@ def test_ipo_loss_and_the_default_pair_loop_is_lab_4s(reference):
     rejected = dp.encode_responses(["99"] * 6)
     small = {"beta": 0.1, "steps": 2, "batch": 4, "log_every": 2}
     lab = dpo.train_dpo(reference, prompts, chosen, rejected, dpo.PairRun(**small))
-    ours = td.train_pairs(reference, prompts, chosen, rejected, **small)
+    ours = td.train_pairs(reference, prompts, chosen, rejected, run=dpo.PairRun(**small))
     assert [(r["accuracy"], r["kl"]) for r in lab] == [(r["accuracy"], r["kl"]) for r in ours]
-    with_sft = td.train_pairs(reference, prompts, chosen, rejected, sft_weight=1.0, **small)
+    with_sft = td.train_pairs(
+        reference, prompts, chosen, rejected, td.PairLoss(sft_weight=1.0), dpo.PairRun(**small)
+    )
     assert with_sft[-1]["chosen_ratio"] != ours[-1]["chosen_ratio"]
     with pytest.raises(ValueError, match="kind must be one of"):
-        td.train_pairs(reference, prompts, chosen, rejected, kind="kto")
+        td.train_pairs(reference, prompts, chosen, rejected, td.PairLoss(kind="kto"))
     with pytest.raises(ValueError, match="sft_weight must be a number >= 0"):
-        td.train_pairs(reference, prompts, chosen, rejected, sft_weight=-1)
+        td.train_pairs(reference, prompts, chosen, rejected, td.PairLoss(sft_weight=-1))
 
 
 def test_unbiased_labels_and_the_default_fit_are_lab_3s():
@@ -111,7 +109,8 @@ def test_unbiased_labels_and_the_default_fit_are_lab_3s():
         assert np.array_equal(ours, lab)
     small = {"train_pairs": 40, "test_pairs": 30, "fresh_points": 30, "steps": 5}
     _, _, lab = rm.fit_both(1, **small)
-    ours = tr.fit_and_search(1, sizes=(1, 4), trials=3, **small)
+    lab_sizes = tr.LabSizes(small["test_pairs"], small["fresh_points"], small["steps"])
+    ours = tr.fit_and_search(1, small["train_pairs"], 0.0, tr.Selection((1, 4), 3), lab_sizes)
     assert ours["models"]["linear"] == lab["models"]["linear"] and ours["mlp_ece"] == lab["ece"]
     assert ours["peak"]["linear_true"]["n"] in (1, 4)
     with pytest.raises(ValueError, match="train_pairs must be"):

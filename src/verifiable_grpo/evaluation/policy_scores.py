@@ -9,6 +9,8 @@ every answer exists.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 
 from verifiable_grpo.core.config_schema import Profile
@@ -20,24 +22,28 @@ from verifiable_grpo.training import rollout
 ANSWER_KEYS = ("text", "finish_reason", "tokenization_valid", "response_tokens", "seconds")
 
 
+@dataclass(frozen=True)
+class Questions:
+    """What a policy is asked: the (index, page) problems, `draws` sampled answers each
+    with responses.draw_seed(seed_base, index, ...), each problem's prompt when a task
+    renders its own (prompt_rows), and share_prompts as in responses.generate_answers."""
+
+    selected: list[tuple[int, dict]]
+    draws: int
+    seed_base: int
+    prompt_rows: list[list[int]] | None = None
+    share_prompts: bool = False
+
+
 @torch.no_grad()
-def answer(
-    policy,
-    tokenizer,
-    config: Profile,
-    selected: list[tuple[int, dict]],
-    draws: int,
-    seed_base: int,
-    prompt_rows: list[list[int]] | None = None,
-    share_prompts: bool = False,
-) -> dict[str, list[dict]]:
-    """{"greedy": rows, "sample": rows} for the (index, page) problems: one greedy answer
-    each and `draws` sampled answers with responses.draw_seed(seed_base, index, ...).
-    prompt_rows: each problem's prompt when a task renders its own; share_prompts as in
-    responses.generate_answers."""
+def answer(policy, tokenizer, config: Profile, questions: Questions) -> dict[str, list[dict]]:
+    """{"greedy": rows, "sample": rows} for the questions' problems: one greedy answer
+    each and `questions.draws` sampled answers."""
     if policy.training:
         raise ValueError("scoring a policy needs it in eval mode (dropout off)")
     device = rollout.model_device(policy)
+    selected, draws, seed_base = questions.selected, questions.draws, questions.seed_base
+    prompt_rows = questions.prompt_rows
     if prompt_rows is None:
         prompt_rows = [
             prompts.prompt_ids(tokenizer, page["statement"], config) for _, page in selected
@@ -45,7 +51,7 @@ def answer(
     found = {}
     for mode in INFERENCE_MODES:
         jobs = responses.response_jobs(selected, prompt_rows, mode, draws, seed_base)
-        decoding = responses.Decoding(mode == "greedy", device, share_prompts)
+        decoding = responses.Decoding(mode == "greedy", device, questions.share_prompts)
         answers = responses.generate_answers(policy, tokenizer, config, jobs, decoding)
         found[mode] = [job.row({k: a[k] for k in ANSWER_KEYS}) for job, a in zip(jobs, answers)]
     return found
@@ -61,5 +67,5 @@ def score_test_set(policy, tokenizer, config: Profile, data_dir) -> tuple[list, 
     its draws and seeds; the labels are read only after every answer exists."""
     ev = config.evaluation
     selected = evaluate.select_test_pages(data.read_test_inputs(data_dir), ev.problems)
-    answers = answer(policy, tokenizer, config, selected, ev.draws, ev.seed_base)
+    answers = answer(policy, tokenizer, config, Questions(selected, ev.draws, ev.seed_base))
     return selected, score(answers, data.read_gold(data_dir))

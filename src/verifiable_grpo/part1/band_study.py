@@ -88,9 +88,10 @@ def _rows(scored: list[dict]) -> list[list]:
 def score(policy, tokenizer, config: Profile, examples: list[dict], draws: int, seed_base: int):
     """{"greedy": rows, "sample": rows, "seconds"} of a policy on examples."""
     started = time.perf_counter()
-    answers = policy_scores.answer(
-        policy, tokenizer, config, list(enumerate(examples)), draws, seed_base, share_prompts=True
+    questions = policy_scores.Questions(
+        list(enumerate(examples)), draws, seed_base, share_prompts=True
     )
+    answers = policy_scores.answer(policy, tokenizer, config, questions)
     scored = policy_scores.score(answers, {e["document_id"]: e for e in examples})
     return {
         **{m: _rows(rows) for m, rows in scored.items()},

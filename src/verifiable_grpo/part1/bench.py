@@ -111,12 +111,13 @@ def arm_summary(times: list[dict], warmup: int, memory: int, extra: dict) -> dic
 
 # --------------------------------------------------------------------------- our loop
 def _sample_set(
-    policy, tokenizer, chunk: list[dict], run: BenchRun, generator, index: int, batched: bool
+    policy, tokenizer, chunk: list[dict], run: BenchRun, generator, index: int
 ) -> list[dict]:
-    """One rollout set, sampled and scored as the GRPO loop does it."""
+    """One rollout set, sampled and scored as the GRPO loop does it (batched or one
+    sequence at a time as run.config.sampling.batched says: run_ours sets it per arm)."""
     config, g = run.config, run.shape["group_size"]
     ids = [f"bench/{index}/{i}" for i in range(len(chunk))]
-    if batched:
+    if config.sampling.batched:
         return batched_rollout.sample_groups(policy, tokenizer, chunk, config, generator, g, ids)
     return [
         rollout.sample_group(policy, tokenizer, e, config, generator, g, i)
@@ -179,7 +180,7 @@ def run_ours(run: BenchRun, batched: bool) -> dict:
         for index, chunk in enumerate(run.chunks()):
             model_lib.synchronize(device)
             start = time.perf_counter()
-            groups = _sample_set(policy, tokenizer, chunk, run, generator, index, batched)
+            groups = _sample_set(policy, tokenizer, chunk, run, generator, index)
             model_lib.synchronize(device)
             sampled = time.perf_counter()
             reward_seconds = _reward_seconds(groups, chunk)

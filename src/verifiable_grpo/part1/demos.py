@@ -8,6 +8,8 @@ interval.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 
 from verifiable_grpo.core.config_schema import Profile
@@ -19,10 +21,18 @@ from verifiable_grpo.training.losses import (
 )
 
 
+@dataclass(frozen=True)
+class ToyGroup:
+    """The shape of the demo's one rollout set: a vocabulary of `vocab` tokens, one group
+    of `group_size` responses, each `length` tokens long."""
+
+    vocab: int = 6
+    group_size: int = 4
+    length: int = 3
+
+
 def two_updates_on_one_rollout_set(
-    vocab: int = 6,
-    group_size: int = 4,
-    length: int = 3,
+    toy: ToyGroup = ToyGroup(),
     learning_rate: float = 0.5,
     updates: int = 2,
     clip_epsilon: float = 0.2,
@@ -38,6 +48,7 @@ def two_updates_on_one_rollout_set(
     and the clip can never act."""
     if updates < 1:
         raise ValueError("updates must be >= 1")
+    vocab, group_size, length = toy.vocab, toy.group_size, toy.length
     generator = torch.Generator().manual_seed(seed)
     logits = torch.zeros(vocab, dtype=torch.float64, requires_grad=True)
     with torch.no_grad():

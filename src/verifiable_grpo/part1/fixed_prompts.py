@@ -91,7 +91,8 @@ def success_counts(
 ) -> list[int]:
     """Sampled successes out of `draws` for each example (draw seeds fixed per position)."""
     selected = list(enumerate(examples))
-    answers = policy_scores.answer(policy, tokenizer, config, selected, draws, seed_base)
+    questions = policy_scores.Questions(selected, draws, seed_base)
+    answers = policy_scores.answer(policy, tokenizer, config, questions)
     gold = {e["document_id"]: e for e in examples}
     rows = policy_scores.score({"sample": answers["sample"]}, gold)["sample"]
     counts = {e["document_id"]: 0 for e in examples}

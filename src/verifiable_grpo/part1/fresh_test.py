@@ -91,15 +91,10 @@ def score(policy, tokenizer, config: Profile, examples: list[dict]) -> dict:
     """Greedy and DRAWS sampled answers per fresh problem, scored: compact rows per mode."""
     from verifiable_grpo.part1.sweep import _compact
 
-    answers = policy_scores.answer(
-        policy,
-        tokenizer,
-        config,
-        list(enumerate(examples)),
-        DRAWS,
-        SEED_BASE,
-        share_prompts=True,
+    questions = policy_scores.Questions(
+        list(enumerate(examples)), DRAWS, SEED_BASE, share_prompts=True
     )
+    answers = policy_scores.answer(policy, tokenizer, config, questions)
     scored = policy_scores.score(answers, {e["document_id"]: e for e in examples})
     return {mode: _compact(rows) for mode, rows in scored.items()}
 

@@ -33,7 +33,12 @@ from verifiable_grpo.core.config_schema import Profile
 from verifiable_grpo.core.faults import fault_point
 from verifiable_grpo.core.progress import tqdm
 from verifiable_grpo.evaluation.evaluate import utc_now
-from verifiable_grpo.part1.side_by_side import WorkerDied, run_side_by_side
+from verifiable_grpo.part1.side_by_side import (
+    StageGraph,
+    StageHooks,
+    WorkerDied,
+    run_side_by_side,
+)
 from verifiable_grpo.part1.stages import Stage, build_stages, stage_needs, stage_sections
 
 STAGES_DIR = "stages"
@@ -445,16 +450,15 @@ def _run_side_by_side(
     threads = {n: stage_threads(by_name[n], config) for n in names}
     try:
         run_side_by_side(
-            names,
-            needs,
+            StageGraph(names, needs, threads, {n: by_name[n].cost for n in names}),
             set(markers),
             workers,
-            threads,
-            {n: by_name[n].cost for n in names},
-            start,
-            end,
-            lambda n: (_execute_in_worker, (n, config, str(out), threads[n])),
-            progress,
+            StageHooks(
+                start,
+                end,
+                lambda n: (_execute_in_worker, (n, config, str(out), threads[n])),
+                progress,
+            ),
         )
     finally:
         bar.close()

@@ -236,18 +236,22 @@ def _file_seconds(disk: dict, files: dict, digest: bool, count: int) -> float:
     return seconds
 
 
+@dataclass(frozen=True)
+class Lengths:
+    """Token lengths one timing assumes: the mean prompt, the mean canonical answer (what
+    SFT trains on) and each generated answer (`response`: typical or worst case)."""
+
+    prompt: float
+    answer: float
+    response: float
+
+
 def time_plan(
-    config: Profile,
-    device,
-    shape: dict,
-    prompt: float,
-    answer: float,
-    response: float,
-    disk: dict,
-    files: dict,
+    config: Profile, device, shape: dict, lengths: Lengths, disk: dict, files: dict
 ) -> dict:
-    """Seconds by stage group on `device` when generated answers are `response` tokens."""
+    """Seconds by stage group on `device` when generated answers are `lengths.response` tokens."""
     c = config
+    prompt, answer, response = lengths.prompt, lengths.answer, lengths.response
     sequence = round(prompt + answer)  # SFT trains on the canonical answers
     groups = {
         "warm-start SFT": _sft_seconds(device, shape, c.warmstart, sequence),
@@ -283,9 +287,7 @@ def build_plan(config: Profile, record: dict | None = None) -> dict:
                 config,
                 device,
                 shape,
-                tokens["prompt_mean"],
-                tokens["answer_mean"],
-                length,
+                Lengths(tokens["prompt_mean"], tokens["answer_mean"], length),
                 disk,
                 files,
             )

@@ -26,6 +26,7 @@ import multiprocessing
 import os
 import signal
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from verifiable_grpo.core import interrupts, runlock
 
@@ -99,55 +100,73 @@ def _check_needs_exist(order: list[str], needs: dict[str, set[str]], pending: li
         raise ValueError(f"stages need stages that do not exist: {unknown}")
 
 
+@dataclass(frozen=True)
+class StageGraph:
+    """The stages to run: their `order`, the stages each one reads (`needs`), each one's
+    torch threads (None: every core) and rough `cost` (which chain to start first)."""
+
+    order: list[str]
+    needs: dict[str, set[str]]
+    threads: dict[str, int | None]
+    cost: dict[str, float]
+
+
+@dataclass(frozen=True)
+class StageHooks:
+    """What the caller does around each stage: start(name) -> a token, or None when the
+    stage turned out finished already (its marker written); task(name) -> (function, args)
+    run in a worker, returning its seconds; end(name, token, seconds) writes the marker;
+    progress(running names, finished count) after each round of starts."""
+
+    start: Callable[[str], object]
+    end: Callable[[str, object, float], None]
+    task: Callable[[str], tuple]
+    progress: Callable[[list[str], int], None] | None = None
+
+
+@dataclass(frozen=True)
+class _Board:
+    """The run's bookkeeping, updated in place: stages not yet started, stages done, and
+    the futures in flight with their (name, token)."""
+
+    pending: list[str]
+    done: set[str]
+    running: dict
+
+
 def _start_ready(
-    ready: list[str],
-    pool,
-    running: dict,
-    pending: list[str],
-    done: set[str],
-    width: Callable[[str], int],
-    workers: int,
-    start,
-    task,
+    ready: list[str], pool, board: _Board, width: Callable[[str], int], workers: int, hooks
 ) -> None:
     """Start the ready stages (in the order given) that fit beside the running ones. A
     stage wider than one thread goes first and alone: while it waits for the workers to
     drain, no narrow stage jumps ahead of it."""
+    running = board.running
     busy = sum(width(name) for name, _ in running.values())
     for name in ready:
         if running and (busy + width(name) > workers or len(running) >= workers):
             if width(name) > 1:
                 break
             continue
-        pending.remove(name)
-        token = start(name)
+        board.pending.remove(name)
+        token = hooks.start(name)
         if token is None:  # had finished: adopted
-            done.add(name)
+            board.done.add(name)
             continue
-        function, args = task(name)
+        function, args = hooks.task(name)
         running[pool.submit(function, *args)] = (name, token)
         busy += width(name)
 
 
 def run_side_by_side(
-    order: list[str],
-    needs: dict[str, set[str]],
-    finished: set[str],
-    workers: int,
-    threads: dict[str, int | None],
-    cost: dict[str, float],
-    start: Callable[[str], object],
-    end: Callable[[str, object, float], None],
-    task: Callable[[str], tuple],
-    progress=None,
+    graph: StageGraph, finished: set[str], workers: int, hooks: StageHooks
 ) -> None:
-    """Run every stage of `order` not in `finished`.
+    """Run every stage of `graph.order` not in `finished`, at most `workers` at a time.
 
-    start(name) -> a token, or None when the stage turned out finished already (its marker
-    written); task(name) -> (function, args) run in a worker, returning its seconds;
-    end(name, token, seconds) writes the marker. The first error (or stop) ends the run
-    once the stages in flight have ended; their markers are written.
+    The first error (or stop) ends the run once the stages in flight have ended; their
+    markers are written.
     """
+    order, needs, threads = graph.order, graph.needs, graph.threads
+    cost, end, progress = graph.cost, hooks.end, hooks.progress
     rank = remaining_work(order, needs, cost)
     pending = [n for n in order if n not in finished]
     done = set(finished)
@@ -164,6 +183,7 @@ def run_side_by_side(
         initargs=(os.getpid(),),
     )
     running: dict[futures.Future, tuple[str, object]] = {}
+    board = _Board(pending, done, running)
     errors: list[BaseException] = []
     forwarded = None
     broken: list[str] = []  # stages whose worker died (the pool then stops them all)
@@ -174,7 +194,7 @@ def run_side_by_side(
                     (n for n in pending if needs[n] <= done),
                     key=lambda n: (width(n) <= 1, -rank[n], order.index(n)),
                 )
-                _start_ready(ready, pool, running, pending, done, width, workers, start, task)
+                _start_ready(ready, pool, board, width, workers, hooks)
                 if progress is not None:
                     progress(sorted(n for n, _ in running.values()), len(done))
             if not running:

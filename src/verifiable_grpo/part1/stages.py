@@ -149,11 +149,25 @@ def _verify_stage(branch: str, group: str, action, sections, config: Profile, **
     )
 
 
-def _branch_stages(
-    branch: str, group: str, action, sections, start: str, costs: dict[str, float], config: Profile
-) -> list[Stage]:
+@dataclass(frozen=True)
+class TrainedBranch:
+    """One trained branch's stages: its name, the timings group, action(mode) -> the stage's
+    run, the config parts it depends on, the stage whose weights it starts from, and each
+    mode's rough cost."""
+
+    name: str
+    group: str
+    action: Callable
+    sections: tuple
+    start: str
+    costs: dict[str, float]
+
+
+def _branch_stages(spec: TrainedBranch, config: Profile) -> list[Stage]:
     """continuous and interrupt start from `start`'s weights; resume continues interrupt's
     state; verify compares continuous with resume."""
+    branch, group, action, sections = spec.name, spec.group, spec.action, spec.sections
+    start, costs = spec.start, spec.costs
     needs = {"continuous": (start,), "interrupt": (start,), "resume": (f"{branch}-interrupt",)}
     stages = [
         Stage(
@@ -228,31 +242,37 @@ def _training_stages(cfg, config: Profile) -> list[Stage]:
         ),
     ]
     stages += _branch_stages(
-        "warmstart",
-        "warmstart",
-        lambda mode: _sft("warmstart", mode),
-        SECTIONS["warmstart"],
-        "learning-view",
-        _sft_costs(cfg.warmstart),
+        TrainedBranch(
+            "warmstart",
+            "warmstart",
+            lambda mode: _sft("warmstart", mode),
+            SECTIONS["warmstart"],
+            "learning-view",
+            _sft_costs(cfg.warmstart),
+        ),
         config,
     )
     stages += _branch_stages(
-        "sft",
-        "sft",
-        lambda mode: _sft("sft", mode),
-        SECTIONS["sft"],
-        "warmstart-resume",
-        _sft_costs(cfg.sft),
+        TrainedBranch(
+            "sft",
+            "sft",
+            lambda mode: _sft("sft", mode),
+            SECTIONS["sft"],
+            "warmstart-resume",
+            _sft_costs(cfg.sft),
+        ),
         config,
     )
     g = cfg.grpo
     stages += _branch_stages(
-        "grpo",
-        "grpo",
-        _grpo,
-        SECTIONS["grpo"],
-        "warmstart-resume",
-        _grpo_costs(g.iterations, g.interrupt_at, g.prompts_per_iteration * g.group_size),
+        TrainedBranch(
+            "grpo",
+            "grpo",
+            _grpo,
+            SECTIONS["grpo"],
+            "warmstart-resume",
+            _grpo_costs(g.iterations, g.interrupt_at, g.prompts_per_iteration * g.group_size),
+        ),
         config,
     )
     return stages

@@ -126,9 +126,7 @@ def validation_sample(
             policy,
             tokenizer,
             config,
-            validation,
-            config.evaluation.draws,
-            VALIDATION_SEED_BASE,
+            policy_scores.Questions(validation, config.evaluation.draws, VALIDATION_SEED_BASE),
         ),
         gold,
     )["sample"]

@@ -12,6 +12,8 @@ change only the loss of a minibatch:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 
 from verifiable_grpo.part3.digits import policy as dp
@@ -28,24 +30,52 @@ def ipo_loss(policy_chosen, policy_rejected, reference_chosen, reference_rejecte
 LOSSES = {"dpo": dpo.dpo_loss, "ipo": ipo_loss}
 
 
-@torch.inference_mode()
-def _record(step, policy, reference, data, ref_scores, beta, kind) -> dict:
-    policy.eval()
-    prompts, chosen, rejected = data
-    chosen_gain = dp.sequence_logprob(policy, prompts, chosen) - ref_scores[0]
-    rejected_gain = dp.sequence_logprob(policy, prompts, rejected) - ref_scores[1]
-    gap = chosen_gain - rejected_gain
-    zero = torch.zeros_like(gap)
-    loss = LOSSES[kind](chosen_gain, rejected_gain, zero, zero, beta)
-    return {
-        "step": step,
-        "loss": float(loss),
-        "gap": float(gap.mean()),
-        "chosen_ratio": float(chosen_gain.mean()),
-        "rejected_ratio": float(rejected_gain.mean()),
-        "pair_accuracy": float((gap > 0).float().mean()),
-        **dp.task_metrics(policy, reference),
-    }
+@dataclass(frozen=True)
+class PairLoss:
+    """A variant's minibatch loss: `kind` names the pair loss (LOSSES: "dpo" or "ipo");
+    `sft_weight` > 0 adds that many times the chosen replies' masked NLL."""
+
+    kind: str = "dpo"
+    sft_weight: float = 0.0
+
+    def __post_init__(self):
+        if self.kind not in LOSSES:
+            raise ValueError(f"kind must be one of {tuple(LOSSES)}, got {self.kind!r}")
+        w = self.sft_weight
+        if isinstance(w, bool) or not isinstance(w, (int, float)) or w < 0:
+            raise ValueError(f"sft_weight must be a number >= 0, got {w!r}")
+
+
+@dataclass(frozen=True)
+class _Recorder:
+    """The log row of a variant's run: pair statistics on all `data` pairs under the
+    variant's loss `kind`, and the task metrics against `reference`."""
+
+    reference: object
+    data: tuple
+    kind: str
+
+    @torch.inference_mode()
+    def __call__(self, step, policy, ref_scores, beta) -> dict:
+        policy.eval()
+        prompts, chosen, rejected = self.data
+        chosen_gain = dp.sequence_logprob(policy, prompts, chosen) - ref_scores[0]
+        rejected_gain = dp.sequence_logprob(policy, prompts, rejected) - ref_scores[1]
+        gap = chosen_gain - rejected_gain
+        zero = torch.zeros_like(gap)
+        loss = LOSSES[self.kind](chosen_gain, rejected_gain, zero, zero, beta)
+        return {
+            "step": step,
+            "loss": float(loss),
+            "gap": float(gap.mean()),
+            "chosen_ratio": float(chosen_gain.mean()),
+            "rejected_ratio": float(rejected_gain.mean()),
+            "pair_accuracy": float((gap > 0).float().mean()),
+            **dp.task_metrics(policy, self.reference),
+        }
+
+
+LAB_4_RUN = dpo.PairRun()  # Lab 4's own settings (beta, steps, batch, lr, seed, log_every)
 
 
 def train_pairs(
@@ -53,29 +83,15 @@ def train_pairs(
     prompts,
     chosen,
     rejected,
-    kind: str = "dpo",
-    sft_weight: float = 0.0,
-    beta: float = 0.1,
-    steps: int = 300,
-    batch: int = 64,
-    lr: float = 1e-3,
-    seed: int = 21,
-    log_every: int = 100,
+    loss: PairLoss = PairLoss(),
+    run: dpo.PairRun = LAB_4_RUN,
 ) -> list[dict]:
-    """Lab 4's loop (dpo.train_pair_loss) with IPO's loss (`kind="ipo"`) or an added SFT
-    term on the chosen replies (`sft_weight` > 0). kind="dpo", sft_weight=0 is
+    """Lab 4's loop (dpo.train_pair_loss) with IPO's loss (`PairLoss("ipo")`) or an added
+    SFT term on the chosen replies (`PairLoss(sft_weight=...)`); the default loss is
     train_dpo's run."""
-    if kind not in LOSSES:
-        raise ValueError(f"kind must be one of {tuple(LOSSES)}, got {kind!r}")
-    if isinstance(sft_weight, bool) or not isinstance(sft_weight, (int, float)) or sft_weight < 0:
-        raise ValueError(f"sft_weight must be a number >= 0, got {sft_weight!r}")
     data = (prompts, chosen, rejected)
-
-    def record(step, policy, ref_scores, beta):
-        return _record(step, policy, reference, data, ref_scores, beta, kind)
-
-    run = dpo.PairRun(beta, steps, batch, lr, seed, log_every)
-    return dpo.train_pair_loss(reference, data, run, record, LOSSES[kind], sft_weight)
+    record = _Recorder(reference, data, loss.kind)
+    return dpo.train_pair_loss(reference, data, run, record, LOSSES[loss.kind], loss.sft_weight)
 
 
 def run_variants(beta: float = 0.1, steps: int = 300, sft_weight: float = 1.0) -> dict:
@@ -83,15 +99,14 @@ def run_variants(beta: float = 0.1, steps: int = 300, sft_weight: float = 1.0) -
     reference = dp.train_reference()
     prompts, winners, losers = dpo.on_policy_pairs(reference)
     random_losers = dpo.off_policy_rejected(len(winners))
-    settings = {"beta": beta, "steps": steps}
+    run = dpo.PairRun(beta=beta, steps=steps)
+    ipo = PairLoss("ipo")
     return {
         "beta": beta,
         "sft_weight": sft_weight,
         "off_policy_dpo_sft": train_pairs(
-            reference, prompts, winners, random_losers, sft_weight=sft_weight, **settings
+            reference, prompts, winners, random_losers, PairLoss(sft_weight=sft_weight), run
         ),
-        "on_policy_ipo": train_pairs(reference, prompts, winners, losers, kind="ipo", **settings),
-        "off_policy_ipo": train_pairs(
-            reference, prompts, winners, random_losers, kind="ipo", **settings
-        ),
+        "on_policy_ipo": train_pairs(reference, prompts, winners, losers, ipo, run),
+        "off_policy_ipo": train_pairs(reference, prompts, winners, random_losers, ipo, run),
     }

@@ -19,6 +19,9 @@ exactly what train_grpo does (a test holds the two to the same bits):
 
 from __future__ import annotations
 
+import dataclasses
+from dataclasses import dataclass
+
 from verifiable_grpo.part3.digits import policy as dp
 from verifiable_grpo.part3.expert_iteration_lab import group_relative as gr
 from verifiable_grpo.training.objectives import AdvantageRule, Aggregation, Sampler
@@ -66,48 +69,47 @@ def _record(state: dict) -> dict:
     return {**row, **state["metrics"], "verifier_reward": state["verifier_reward"]}
 
 
-def train_variant(
-    reference,
-    beta: float = 0.04,
-    substring: bool = False,
-    iterations: int = 150,
-    prompts_per_iteration: int = 32,
-    group_size: int = 8,
-    advantage: str = "sample_std",
-    denominator: str = "tokens",
-    refill: bool = False,
-    max_draws: int = 8,
-    inner_steps: int = 2,
-    clip: float = 0.2,
-    lr: float = 1e-3,
-    seed: int = 41,
-    log_every: int = 25,
-) -> dict:
-    """GRPO from the reference with the variant's switches; a record every `log_every`
+@dataclass(frozen=True)
+class Variant:
+    """A variant's objective switches: the KL coefficient `beta`, the advantage rule
+    (ADVANTAGES), the reply denominator (DENOMINATORS), drop-and-refill with at most
+    `max_draws` generation batches, and PPO's clip. The defaults are the lab's GRPO."""
+
+    beta: float = 0.04
+    advantage: str = "sample_std"
+    denominator: str = "tokens"
+    refill: bool = False
+    max_draws: int = 8
+    clip: float = 0.2
+
+
+LAB_5_RUN = gr.GroupRun()  # Lab 5's own run settings (iterations, groups, lr, seed, ...)
+
+
+def train_variant(reference, variant: Variant = Variant(), run: gr.GroupRun = LAB_5_RUN) -> dict:
+    """GRPO from the reference with the variant's switches; a record every `run.log_every`
     iterations (record 0: the start), with the replies generated so far."""
-    _check(advantage, denominator, group_size, prompts_per_iteration, max_draws)
-    gr._check_grpo_settings(beta, group_size)
-    objective = variant_objective(beta, clip, advantage, denominator, refill, max_draws)
-    run = gr.GroupRun(
-        substring, iterations, prompts_per_iteration, group_size, inner_steps, lr, seed, log_every
-    )
+    v = variant
+    _check(v.advantage, v.denominator, run.group_size, run.prompts_per_iteration, v.max_draws)
+    gr._check_grpo_settings(v.beta, run.group_size)
+    objective = variant_objective(v.beta, v.clip, v.advantage, v.denominator, v.refill, v.max_draws)
     _, log = gr.train(reference, objective, run, _record)
     settings = {
-        "beta": beta,
-        "advantage": advantage,
-        "denominator": denominator,
-        "inner_steps": inner_steps,
-        "clip": clip,
+        "beta": v.beta,
+        "advantage": v.advantage,
+        "denominator": v.denominator,
+        "inner_steps": run.inner_steps,
+        "clip": v.clip,
     }
     return {
         "settings": {
-            "substring": substring,
-            "iterations": iterations,
-            "group_size": group_size,
-            "prompts_per_iteration": prompts_per_iteration,
-            "refill": refill,
-            "max_draws": max_draws,
-            "seed": seed,
+            "substring": run.substring,
+            "iterations": run.iterations,
+            "group_size": run.group_size,
+            "prompts_per_iteration": run.prompts_per_iteration,
+            "refill": v.refill,
+            "max_draws": v.max_draws,
+            "seed": run.seed,
             **settings,
         },
         "records": log,
@@ -119,19 +121,26 @@ def run_variants(iterations: int = 150, seeds=(41, 42, 43), beta: float = 0.04) 
     the lab itself): Dr. GRPO-like, drop-and-refill, G = 4 against G = 16 at 256 replies
     per iteration, and the exact against the substring checker over several seeds."""
     reference = dp.train_reference()
-    common = {"iterations": iterations, "beta": beta}
+    lab = Variant(beta=beta)
+    run = gr.GroupRun(iterations=iterations)
     seeds = list(seeds)
+
+    def with_run(**changes) -> gr.GroupRun:
+        return dataclasses.replace(run, **changes)
+
     return {
-        "dr_grpo": train_variant(reference, advantage="centred", denominator="maxlen", **common),
-        "refill": train_variant(reference, refill=True, **common),
+        "dr_grpo": train_variant(
+            reference, Variant(beta=beta, advantage="centred", denominator="maxlen"), run
+        ),
+        "refill": train_variant(reference, Variant(beta=beta, refill=True), run),
         "group_size": [
-            train_variant(reference, group_size=g, prompts_per_iteration=256 // g, **common)
+            train_variant(reference, lab, with_run(group_size=g, prompts_per_iteration=256 // g))
             for g in (4, 16)
         ],
         "seeds": {
-            "exact": [train_variant(reference, seed=s, **common) for s in seeds],
+            "exact": [train_variant(reference, lab, with_run(seed=s)) for s in seeds],
             "substring": [
-                train_variant(reference, substring=True, seed=s, **common) for s in seeds
+                train_variant(reference, lab, with_run(substring=True, seed=s)) for s in seeds
             ],
         },
     }

@@ -123,11 +123,11 @@ def run(out, cache=None, log=print, **overrides) -> dict:
         model,
         parameters,
         encoded,
-        trainer.random_batches(len(encoded), settings["steps"], settings["seed"]),
-        settings["lr"],
-        out,
-        f"lab-{NAME}",
-        every=6,
+        trainer.Updates(
+            trainer.random_batches(len(encoded), settings["steps"], settings["seed"]),
+            settings["lr"],
+        ),
+        trainer.Checkpoints(out, f"lab-{NAME}", every=6),
         log=log,
     )
     adapted, merged, merge_difference = _evaluate_and_merge(

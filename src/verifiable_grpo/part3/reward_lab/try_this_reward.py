@@ -15,6 +15,8 @@ from one numpy Generator), so `label_bias=0, train_pairs=4000, seed=0` is the la
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import torch
 from torch import nn
@@ -32,18 +34,34 @@ def biased_pairs(n: int, rng: np.random.Generator, bias: float = 0.0):
     return left, right, won, p_left
 
 
+@dataclass(frozen=True)
+class Selection:
+    """The best-of-n table: the candidate counts n and the trials (fresh draws) per n."""
+
+    sizes: tuple = (1, 4, 16, 64, 256, 1024, 4096, 16384)
+    trials: int = 200
+
+
+@dataclass(frozen=True)
+class LabSizes:
+    """Lab 3's sizes a variant keeps: test pairs, fresh points scored, training steps."""
+
+    test_pairs: int = 2000
+    fresh_points: int = 2000
+    steps: int = 1500
+
+
 def fit_and_search(
     seed: int = 0,
     train_pairs: int = 4000,
     label_bias: float = 0.0,
-    sizes=(1, 4, 16, 64, 256, 1024, 4096, 16384),
-    trials: int = 200,
-    test_pairs: int = 2000,
-    fresh_points: int = 2000,
-    steps: int = 1500,
+    selection: Selection = Selection(),
+    lab: LabSizes = LabSizes(),
 ) -> dict:
     """Both reward models fitted on (possibly biased) labels, then the best-of-n table.
     Test accuracy is against the labeller's labels; correlation is with the TRUE reward."""
+    sizes, trials = selection.sizes, selection.trials
+    test_pairs, fresh_points, steps = lab.test_pairs, lab.fresh_points, lab.steps
     if type(train_pairs) is not int or train_pairs < 2:
         raise ValueError(f"train_pairs must be an integer >= 2, got {train_pairs!r}")
     sizes = check_sizes(sizes)
@@ -107,9 +125,10 @@ def run_variants(
     seeds=(0, 1, 2), small: int = 200, label_bias: float = 0.5, trials: int = 200
 ) -> dict:
     """200 against 4,000 training pairs for each seed, and the biased labeller (seed 0)."""
+    table = Selection(trials=trials)
     runs = {
-        "pairs": [fit_and_search(seed, n, trials=trials) for seed in seeds for n in (small, 4000)]
+        "pairs": [fit_and_search(seed, n, selection=table) for seed in seeds for n in (small, 4000)]
     }
-    runs["label_bias"] = fit_and_search(0, 4000, label_bias=label_bias, trials=trials)
+    runs["label_bias"] = fit_and_search(0, 4000, label_bias, table)
     runs["biased_top_true_reward"] = float(rm.true_reward(np.array([2.0, 1.0 + label_bias])))
     return runs

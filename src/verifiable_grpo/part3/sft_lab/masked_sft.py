@@ -73,12 +73,12 @@ def run(out, cache=None, log=print, **overrides) -> dict:
         model,
         parameters,
         encoded,
-        trainer.epoch_order(len(encoded), steps, settings["seed"]),
-        settings["lr"],
-        out,
-        f"lab-{NAME}",
-        every=settings["checkpoint_every"],
-        schedule=trainer.warmup_cosine(steps, warmup),
+        trainer.Updates(
+            trainer.epoch_order(len(encoded), steps, settings["seed"]),
+            settings["lr"],
+            schedule=trainer.warmup_cosine(steps, warmup),
+        ),
+        trainer.Checkpoints(out, f"lab-{NAME}", every=settings["checkpoint_every"]),
         log=log,
     )
     after = evaluation.evaluate(model, tokenizer, held_out, held_encoded)

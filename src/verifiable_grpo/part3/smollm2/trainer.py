@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -107,21 +108,38 @@ def lab_identity(parameters: dict, batches: list[list[int]], lr: float, stage: s
     }
 
 
+@dataclass(frozen=True)
+class Updates:
+    """What a lab's loop does: one update per entry of `batches` (the rows each reads), at
+    learning rate `lr` times `schedule(step)` (warmup_cosine; None: a constant rate)."""
+
+    batches: list[list[int]]
+    lr: float
+    schedule: Callable[[int], float] | None = None
+
+
+@dataclass(frozen=True)
+class Checkpoints:
+    """Where a lab's crash checkpoints go: OUT/crash/<stage>/, one every `every` updates."""
+
+    out: str | Path
+    stage: str
+    every: int = 5
+
+
 def train(
     model,
     parameters: dict[str, torch.nn.Parameter],
     encoded: list[EncodedRow],
-    batches: list[list[int]],
-    lr: float,
-    out,
-    stage: str,
-    every: int = 5,
-    schedule=None,
+    updates: Updates,
+    checkpoints: Checkpoints,
     log=print,
 ) -> dict:
-    """Run len(batches) updates of `parameters` (name -> tensor); -> history and seconds.
-    A crash checkpoint every `every` updates; a rerun continues from the newest one (and
-    refuses one from another run: other batches, rate, tensors or code)."""
+    """Run len(updates.batches) updates of `parameters` (name -> tensor); -> history and
+    seconds. A rerun continues from the newest crash checkpoint (and refuses one from
+    another run: other batches, rate, tensors or code)."""
+    batches, lr, schedule = updates.batches, updates.lr, updates.schedule
+    out, stage, every = checkpoints.out, checkpoints.stage, checkpoints.every
     optimizer = torch.optim.AdamW(list(parameters.values()), lr=lr, weight_decay=0.0)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule or (lambda s: 1.0))
     run = LabRun(
