@@ -34,10 +34,6 @@ ALLOWED = {
         "_response_rows",
         "sample_groups",
     },
-    "training/gradients.py": {"accumulate_gradients"},
-    "training/grpo.py": {"run_grpo_branch"},
-    "training/grpo_iteration.py": {"grpo_update"},
-    "training/grpo_run.py": {"run_identity"},
     "training/rollout.py": {"generate", "sample_group", "_decode_tokens"},
 }
 

@@ -362,10 +362,12 @@ def test_batched_gradient_equals_the_one_at_a_time_gradient_in_float64(
         policy.zero_grad(set_to_none=True)
         if options:
             telemetry = gradients.accumulate_gradients(
-                policy, reference, groups, run_config, objective, **options
+                policy, reference, groups, run_config, gradients.UpdateOptions(objective, **options)
             )
         else:
-            telemetry = grpo.accumulate_gradients(policy, reference, groups, run_config, objective)
+            telemetry = grpo.accumulate_gradients(
+                policy, reference, groups, run_config, grpo.UpdateOptions(objective)
+            )
         return [p.grad.clone() for p in parameters], telemetry
 
     sequential, want = gradient(config)
@@ -447,7 +449,7 @@ def test_reference_memo_gives_the_recomputed_gradient_bit_for_bit(
     def gradient(**options):
         policy.zero_grad(set_to_none=True)
         telemetry = gradients.accumulate_gradients(
-            policy, reference, groups, config, rows_per_pass=4, **options
+            policy, reference, groups, config, gradients.UpdateOptions(rows_per_pass=4, **options)
         )
         return [p.grad.clone() for p in parameters], telemetry
 

@@ -138,8 +138,9 @@ def test_ratio_is_one_on_the_first_update_and_clipping_acts_on_the_second(learni
     scheduler = schedule.make_scheduler(
         optimizer, 2, config["grpo"]["warmup_fraction"], config["grpo"]["final_lr_fraction"]
     )
-    first = grpo.grpo_update(policy, reference, optimizer, scheduler, groups, config)
-    second = grpo.grpo_update(policy, reference, optimizer, scheduler, groups, config)
+    trainee = grpo.Trainee(policy, reference, optimizer, scheduler)
+    first = grpo.grpo_update(trainee, groups, config)
+    second = grpo.grpo_update(trainee, groups, config)
     # Update 1: the policy is the behaviour policy, so every ratio is exactly 1 and the
     # policy equals the reference, so the exact KL is exactly 0.
     assert first["ratio_min"] == first["ratio_max"] == 1.0
@@ -332,7 +333,8 @@ def test_resume_refuses_another_run(runs, tmp_path):
     with pytest.raises(ValueError, match="belongs to another run.*config_sha256"):
         grpo.run_grpo_branch(config, out, mode="resume", progress=False)
     with pytest.raises(ValueError, match="belongs to another run.*group_size"):
-        grpo.run_grpo_branch(runs["config"], out, mode="resume", group_size=3, progress=False)
+        other_size = runs["config"].replaced(grpo={"group_size": 3})
+        grpo.run_grpo_branch(other_size, out, mode="resume", progress=False)
     torch.set_num_threads(2)  # other arithmetic: a bitwise resume is not promised
     with pytest.raises(ValueError, match="belongs to another run.*compute"):
         grpo.run_grpo_branch(runs["config"], out, mode="resume", progress=False)

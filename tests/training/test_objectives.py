@@ -649,7 +649,9 @@ def test_the_loop_takes_another_objective_from_the_registry(rollout_set, name, b
     config = config.replaced(sampling={"batched": batched})
     objective = LOOP_OBJECTIVES[name]
     policy.zero_grad(set_to_none=True)
-    telemetry = grpo.accumulate_gradients(policy, reference, groups, config, objective)
+    telemetry = grpo.accumulate_gradients(
+        policy, reference, groups, config, grpo.UpdateOptions(objective)
+    )
     accumulated = [p.grad.clone() for p in model_lib.unique_parameters(policy)]
     policy.zero_grad(set_to_none=True)
     rows = [(r, g["advantages"][i]) for g in groups for i, r in enumerate(g["responses"])]

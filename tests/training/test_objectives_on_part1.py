@@ -99,7 +99,10 @@ def test_a_correction_keeps_the_trainers_rollout_log_probs_for_the_second_update
         scheduler = schedule.make_scheduler(optimizer, 2, 0.0, 1.0)
         return [
             grpo.grpo_update(
-                model, reference, optimizer, scheduler, groups, config, chosen, reference_memo=memo
+                grpo.Trainee(model, reference, optimizer, scheduler),
+                groups,
+                config,
+                grpo.UpdateOptions(chosen, reference_memo=memo),
             )
             for _ in range(2)
         ]

@@ -191,13 +191,10 @@ def run_ours(run: BenchRun, batched: bool) -> dict:
             memo: dict = {}  # as the GRPO loop: the reference read once per rollout set
             for _ in range(run.shape["updates_per_rollout"]):
                 grpo.grpo_update(
-                    policy,
-                    reference,
-                    optimizer,
-                    scheduler,
+                    grpo.Trainee(policy, reference, optimizer, scheduler),
                     groups,
                     config,
-                    reference_memo=memo if batched else None,
+                    grpo.UpdateOptions(reference_memo=memo if batched else None),
                 )
             model_lib.synchronize(device)
             optimisation = time.perf_counter() - tick

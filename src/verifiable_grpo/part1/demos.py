@@ -200,7 +200,7 @@ def update_on_one_group(policy, group: dict, config: Profile, learning_rate: flo
     before and after, and the update's telemetry. `policy` itself is not modified."""
     import copy
 
-    from verifiable_grpo.training.grpo import grpo_update
+    from verifiable_grpo.training.grpo import Trainee, grpo_update
 
     current = copy.deepcopy(policy).eval()
     reference = copy.deepcopy(policy).eval().requires_grad_(False)
@@ -209,7 +209,7 @@ def update_on_one_group(policy, group: dict, config: Profile, learning_rate: flo
     )
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0)
     before = response_logprob_sums(current, group)
-    telemetry = grpo_update(current, reference, optimizer, scheduler, [group], config)
+    telemetry = grpo_update(Trainee(current, reference, optimizer, scheduler), [group], config)
     after = response_logprob_sums(current, group)
     return {"before": before, "after": after, "telemetry": telemetry}
 

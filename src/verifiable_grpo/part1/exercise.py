@@ -151,8 +151,9 @@ def train_branch(config: Profile, out_dir, group_size: int, mode: str):
     from verifiable_grpo.training.grpo import run_grpo_branch
 
     check_mode(mode)
-    # The branch grpo-gN reads exercise.iterations and exercise.interrupt_at itself.
-    return run_grpo_branch(config, out_dir, branch_name(group_size), mode, group_size=group_size)
+    # The branch grpo-gN names its group size and reads exercise.iterations and
+    # exercise.interrupt_at itself.
+    return run_grpo_branch(config, out_dir, branch_name(group_size), mode)
 
 
 def verify_branch(config: Profile, out_dir, group_size: int):

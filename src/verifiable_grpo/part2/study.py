@@ -272,14 +272,10 @@ def _step(run: StudyRun) -> None:
     slots = budget["group_size"] if objective.sampler.kind == "aero" else None
     updates = [
         grpo.grpo_update(
-            run.policy,
-            run.reference,
-            run.optimizer,
-            run.scheduler,
+            grpo.Trainee(run.policy, run.reference, run.optimizer, run.scheduler),
             groups,
             run.config,
-            objective,
-            slots=slots,
+            grpo.UpdateOptions(objective, slots=slots),
         )
         for _ in range(run.updates_per_rollout)
     ]

@@ -245,24 +245,38 @@ def _trainer_old(objective, current, tensors: dict, chunk: list[dict], memo: dic
     return detached
 
 
+@dataclass(frozen=True)
+class UpdateOptions:
+    """How one update reads its rollout set, beyond the profile.
+
+    objective: the registry entry to optimise (None: the profile's). slots: the fixed
+    number of response slots per group a sampler that drops rows normalises by (AERO).
+    reference_memo: a dict kept for one rollout set (batched only): the frozen reference's
+    logits of each pass are kept there by the first update and read by the next ones, the
+    very tensors a second forward would recompute (up to REFERENCE_MEMO_BYTES per pass).
+    rows_per_pass: rows in one padded pass (batched only; None: all rows).
+    """
+
+    objective: objectives.Objective | None = None
+    slots: int | None = None
+    reference_memo: dict | None = None
+    rows_per_pass: int | None = None
+
+
 def accumulate_gradients(
-    policy,
-    reference,
-    groups: list[dict],
-    config: Profile,
-    objective: objectives.Objective | None = None,
-    slots: int | None = None,
-    reference_memo: dict | None = None,
-    rows_per_pass: int | None = None,
+    policy, reference, groups: list[dict], config: Profile, options: UpdateOptions = UpdateOptions()
 ) -> dict:
     """Backpropagate sum_i w_i * loss_i of a rollout set into policy .grad; returns the
-    telemetry. The path is the config's (sampling.batched); `rows_per_pass` (batched only,
-    default all rows) bounds a pass; `reference_memo` (a dict kept for one rollout set,
-    batched only): the frozen reference's logits of each pass are kept there by the first
-    update and read by the next ones, the very tensors a second forward would recompute
-    (up to REFERENCE_MEMO_BYTES per pass)."""
+    telemetry. The path is the config's (sampling.batched); `options` as UpdateOptions."""
     cfg = config
-    objective = objectives.objective_from_config(config) if objective is None else objective
+    slots, reference_memo, rows_per_pass = (
+        options.slots,
+        options.reference_memo,
+        options.rows_per_pass,
+    )
+    objective = options.objective
+    if objective is None:
+        objective = objectives.objective_from_config(config)
     weights = response_weights(groups, objective, config, slots)
     rows = [r for g in groups for r in g["responses"]]
     advantages = [float(a) for g in groups for a in g["advantages"]]

@@ -45,8 +45,12 @@ from verifiable_grpo.core.resumable_run import deterministic_kernels
 from verifiable_grpo.core.runfolder import RunFolder, check_mode
 from verifiable_grpo.task import data
 from verifiable_grpo.training import objectives, rollout
-from verifiable_grpo.training.gradients import accumulate_gradients  # noqa: F401 (re-exported)
+from verifiable_grpo.training.gradients import (  # noqa: F401 (re-exported)
+    UpdateOptions,
+    accumulate_gradients,
+)
 from verifiable_grpo.training.grpo_iteration import (  # noqa: F401 (grpo_update re-exported)
+    Trainee,
     grpo_update,
     run_iteration,
 )
@@ -290,14 +294,13 @@ def run_grpo_branch(
     out_dir,
     branch: str = "grpo",
     mode: str = "continuous",
-    group_size: int | None = None,
-    iterations: int | None = None,
-    interrupt_at: int | None = None,
     progress: bool = True,
     after_iteration=None,
 ) -> dict:
     """Run one GRPO branch in one mode; returns the learning record (also written to
-    OUT/learning/{branch}-{mode}.json).
+    OUT/learning/{branch}-{mode}.json). Group size, iterations and interrupt point are the
+    profile's for the branch (grpo_plan.branch_budget): another size is another profile,
+    `config.replaced(grpo={...})`, so the run's config hash says what it ran.
 
     continuous: all iterations. interrupt: the first interrupt_at iterations. resume: load
     the interrupt state into freshly loaded models and run the remaining iterations. A run
@@ -307,7 +310,7 @@ def run_grpo_branch(
     command_start = time.perf_counter()
     check_mode(mode)
     cfg = _checked_profile(config)
-    budget = branch_budget(config, branch, group_size, iterations, interrupt_at)
+    budget = branch_budget(config, branch)
     out_dir = Path(out_dir)
     paths = run_paths(out_dir, branch, mode)
     _check_run_folder(out_dir, branch, mode, paths)

@@ -9,6 +9,7 @@ training/grpo.py runs the iterations; the run's context is grpo_run.GRPORun.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 import torch
 
@@ -17,33 +18,38 @@ from verifiable_grpo.core import model as model_lib
 from verifiable_grpo.core.config import sha256_file
 from verifiable_grpo.core.config_schema import Profile
 from verifiable_grpo.training import batched_rollout, batched_scoring, objectives, rollout
-from verifiable_grpo.training.gradients import accumulate_gradients
+from verifiable_grpo.training.gradients import UpdateOptions, accumulate_gradients
 from verifiable_grpo.training.grpo_record import history_entry
 from verifiable_grpo.training.grpo_run import GRPORun
 
 
 # --------------------------------------------------------------------------- one update
+@dataclass(frozen=True)
+class Trainee:
+    """The policy being trained, its frozen reference, and the optimizer and learning-rate
+    schedule that step the policy."""
+
+    policy: torch.nn.Module
+    reference: torch.nn.Module
+    optimizer: torch.optim.Optimizer
+    scheduler: object
+
+
 def grpo_update(
-    policy,
-    reference,
-    optimizer,
-    scheduler,
+    trainee: Trainee,
     groups: list[dict],
     config: Profile,
-    objective: objectives.Objective | None = None,
-    slots: int | None = None,
-    reference_memo: dict | None = None,
+    options: UpdateOptions | None = None,
 ) -> dict:
     """One AdamW update on every response of a rollout set (Part I's objective unless
-    another is given; `slots` and `reference_memo` as in gradients.accumulate_gradients);
-    returns its telemetry."""
+    `options` names another; see gradients.UpdateOptions); returns its telemetry."""
+    policy, reference, optimizer = trainee.policy, trainee.reference, trainee.optimizer
     if policy.training or reference.training:
         raise ValueError("dropout must stay off: policy and reference in eval mode")
     learning_rate = optimizer.param_groups[0]["lr"]
     optimizer.zero_grad(set_to_none=True)
-    telemetry = accumulate_gradients(
-        policy, reference, groups, config, objective, slots, reference_memo
-    )
+    options = UpdateOptions() if options is None else options
+    telemetry = accumulate_gradients(policy, reference, groups, config, options)
     grad_norm = torch.nn.utils.clip_grad_norm_(
         model_lib.unique_parameters(policy),
         config.grpo.max_grad_norm,
@@ -52,7 +58,7 @@ def grpo_update(
     if any(p.grad is not None or p.requires_grad for p in reference.parameters()):
         raise ValueError("the reference received gradients or became trainable")
     optimizer.step()
-    scheduler.step()
+    trainee.scheduler.step()
     optimizer.zero_grad(set_to_none=True)
     return {"learning_rate": learning_rate, **telemetry, "grad_norm": float(grad_norm)}
 
@@ -118,13 +124,10 @@ def _update(run: GRPORun, groups: list) -> tuple[list, float]:
     for _ in range(run.budget["updates_per_rollout"]):
         updates.append(
             grpo_update(
-                run.policy,
-                run.reference,
-                run.optimizer,
-                run.scheduler,
+                Trainee(run.policy, run.reference, run.optimizer, run.scheduler),
                 groups,
                 run.config,
-                reference_memo=memo,
+                UpdateOptions(reference_memo=memo),
             )
         )
         run.updates_done += 1

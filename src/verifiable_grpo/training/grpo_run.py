@@ -59,10 +59,10 @@ def run_outputs(paths: dict, mode: str) -> list[Path]:
     return found
 
 
-def run_identity(
-    config, cfg, budget, paths, tokenizer, initial_digest, reference_digest, device
-) -> dict:
-    """What a resumed run must share with the interrupted one (modes excluded)."""
+def run_identity(run: GRPORun) -> dict:
+    """What a resumed run must share with the interrupted one (modes excluded); read after
+    `prepare` has taken the initial and reference digests."""
+    config, cfg, budget, paths = run.config, run.cfg, run.budget, run.paths
     sections = IDENTITY_SECTIONS + (("exercise",) if budget["branch"] != "grpo" else ())
     return {
         "variant": "educational GRPO, exact KL on prefixes",
@@ -79,16 +79,16 @@ def run_identity(
         },
         **GRPORun.shared_identity(config, sections),
         "warmstart_sha256": sha256_file(paths["warmstart"]),
-        "initial_model_digest": initial_digest,
-        "reference_model_digest": reference_digest,
+        "initial_model_digest": run.initial_digest,
+        "reference_model_digest": run.reference_digest,
         "learning_data_sha256": data.dataset_sha256(paths["learning_data"]),
-        "template": prompts.template_identity(tokenizer, config),
+        "template": prompts.template_identity(run.tokenizer, config),
         "seeds": {
             "system": cfg.seed,
             "generation": cfg.seed + GENERATION_SEED_OFFSET,
             "prompt_order": cfg.seed + PROMPT_ORDER_SEED_OFFSET,
         },
-        "compute": compute_identity(device),
+        "compute": compute_identity(run.device),
     }
 
 
@@ -188,16 +188,7 @@ def prepare(run: GRPORun) -> None:
     """Digests, identity, optimizer, schedule, prompt order and RNG streams of a fresh run."""
     run.initial_digest = model_lib.model_digest(run.policy)
     run.reference_digest = model_lib.model_digest(run.reference)
-    run.identity = run_identity(
-        run.config,
-        run.cfg,
-        run.budget,
-        run.paths,
-        run.tokenizer,
-        run.initial_digest,
-        run.reference_digest,
-        run.device,
-    )
+    run.identity = run_identity(run)
     run.prepare_optimizer(run.section, run.budget["total_updates"])
     run.order = PromptOrder(len(run.examples), run.cfg.seed + PROMPT_ORDER_SEED_OFFSET)
     run.generator = torch.Generator(device=run.device).manual_seed(
