@@ -28,13 +28,6 @@ ALLOWED = {
     "part3/lora_lab/lora.py": {"run_lab"},
     "part3/sft_lab/masked_sft.py": {"run_lab"},  # as lora.py: one per CLI option
     "part3/try_this.py": {"run_lab"},  # as lora.py: one per CLI option
-    "training/batched_rollout.py": {
-        "generate_batch",
-        "_decode",
-        "_response_rows",
-        "sample_groups",
-    },
-    "training/rollout.py": {"generate", "sample_group", "_decode_tokens"},
 }
 
 

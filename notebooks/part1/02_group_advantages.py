@@ -84,17 +84,18 @@ print("policy: warm start of the recorded tiny run |",
 # uses. It answers training problems four times each at temperature 1 over its full
 # vocabulary, with one seeded generator, problem after problem, until a group's rewards
 # differ. Every constant group met on the way is counted: on a small model they are the
-# common case, not the exception.
+# common case, not the exception. The model, its tokenizer, the profile (token limits, KV
+# cache) and the seeded generator travel together as one `rollout.Sampler`.
 
 # %%
 problems = data.generate_problem_set(config["data"]["seed"])
 generator = torch.Generator().manual_seed(7)
+sampler = rollout.Sampler(policy, tokenizer, config, generator)
 constant = 0
 for index, (problem, _) in enumerate(problems["train"]):
     example = {"document_id": f"train-{index}", "statement": render_statement(problem, 0),
                "problem": problem}
-    group = rollout.sample_group(policy, tokenizer, example, config, generator, group_size=4,
-                                 group_id=f"demo-{index}")
+    group = rollout.sample_group(sampler, example, group_size=4, group_id=f"demo-{index}")
     if not group["zero_variance"]:
         break
     constant += 1
@@ -238,7 +239,8 @@ print("max |difference| between two scorings, eval mode:",
       demos.dropout_changes_scores(policy, ids, dropout=0.0))
 policy.train()
 try:
-    rollout.generate(policy, tokenizer, group["prompt_ids"], config, torch.Generator().manual_seed(0))
+    fresh = rollout.Sampler(policy, tokenizer, config, torch.Generator().manual_seed(0))
+    rollout.generate(fresh, group["prompt_ids"])
 except ValueError as error:
     print("ValueError:", error)
 _ = policy.eval()  # back to eval mode

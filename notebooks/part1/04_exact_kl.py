@@ -263,13 +263,12 @@ from verifiable_grpo.book.notebook import recorded_policy
 tiny = load_config("tiny")
 grpo_policy, tiny_tokenizer, _ = recorded_policy("grpo", tiny)
 reference_policy, _, _ = recorded_policy("warmstart", tiny)
-generator = torch.Generator().manual_seed(11)
+sampler = rollout.Sampler(grpo_policy, tiny_tokenizer, tiny, torch.Generator().manual_seed(11))
 sequences = []
 for index, (problem_, _) in enumerate(data.generate_problem_set(tiny["data"]["seed"])["train"][:8]):
     example = {"document_id": f"train-{index}", "statement": render_statement(problem_, 0),
                "problem": problem_}
-    sampled = rollout.sample_group(grpo_policy, tiny_tokenizer, example, tiny, generator,
-                                   group_size=4, group_id=f"probe-{index}")
+    sampled = rollout.sample_group(sampler, example, group_size=4, group_id=f"probe-{index}")
     sequences += [(r["prompt_ids"], r["response_ids"]) for r in sampled["responses"]]
 probe = kl_probe.kl_summary(kl_probe.visited_prefix_kl(grpo_policy, reference_policy, sequences))
 nudge = kl_probe.kl_summary(exact64)

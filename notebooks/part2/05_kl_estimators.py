@@ -145,13 +145,12 @@ Table(["estimator", "E[value]", "E[gradient] w.r.t. the logits", "|E grad - grad
 tiny = load_config("tiny")
 policy, tokenizer, _ = recorded_policy("warmstart", tiny)
 reference = kl_gradients.perturbed_copy(policy, relative_noise=0.05, seed=3)
-generator = torch.Generator().manual_seed(11)
+sampler = rollout.Sampler(policy, tokenizer, tiny, torch.Generator().manual_seed(11))
 sequences = []
 for index, (problem, _) in enumerate(data.generate_problem_set(tiny["data"]["seed"])["train"][:4]):
     example = {"document_id": f"train-{index}", "statement": render_statement(problem, 0),
                "problem": problem}
-    group = rollout.sample_group(policy, tokenizer, example, tiny, generator, group_size=2,
-                                 group_id=f"kl-{index}")
+    group = rollout.sample_group(sampler, example, group_size=2, group_id=f"kl-{index}")
     sequences += [(r["prompt_ids"], r["response_ids"]) for r in group["responses"]]
 current_logits = kl_probe.response_prefix_logits(policy, sequences)
 reference_logits = kl_probe.response_prefix_logits(reference, sequences)

@@ -87,11 +87,11 @@ pad_id = prompts.eos_id(tokenizer, config)
 
 # %% tags=["nbval-ignore-output"]
 problems = data.generate_problem_set(config["data"]["seed"])
-generator = torch.Generator().manual_seed(7)
+sampler = rollout.Sampler(policy, tokenizer, config, torch.Generator().manual_seed(7))
 rows = []
 for index, (problem, _) in enumerate(problems["train"][:4]):
     prompt = prompts.prompt_ids(tokenizer, render_statement(problem, 0), config)
-    rows += [rollout.generate(policy, tokenizer, prompt, config, generator) for _ in range(4)]
+    rows += [rollout.generate(sampler, prompt) for _ in range(4)]
 
 sdpa_policy = copy.deepcopy(policy)
 sdpa_policy.set_attn_implementation("sdpa")

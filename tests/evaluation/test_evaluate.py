@@ -105,14 +105,14 @@ def test_batched_inference_gives_each_draw_its_own_seed_and_greedy_the_sequentia
     pages = {p["document_id"]: p for p in data.read_test_inputs(run_dir / "data")}
     for row in read_json(folder / "greedy.json")["rows"]:
         ids = prompts.prompt_ids(tokenizer, pages[row["document_id"]]["statement"], config)
-        alone = rollout.generate(model, tokenizer, ids, config, None, greedy=True)
+        alone = rollout.generate(rollout.Sampler(model, tokenizer, config), ids, greedy=True)
         assert row["response_ids"] == alone["response_ids"]
     sampled = read_json(folder / "sample.json")["rows"]
     for row in sampled[:3]:
         ids = prompts.prompt_ids(tokenizer, pages[row["document_id"]]["statement"], config)
-        alone = batched_rollout.generate_batch(
-            model, tokenizer, [ids], config, [torch.Generator().manual_seed(row["seed"])]
-        )
+        generators = [torch.Generator().manual_seed(row["seed"])]
+        sampler = batched_rollout.Sampler(model, tokenizer, config, generators)
+        alone = batched_rollout.generate_batch(sampler, [ids])
         assert row["response_ids"] == alone[0]["response_ids"]
     assert len({tuple(r["response_ids"]) for r in sampled}) > 1
 

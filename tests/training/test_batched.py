@@ -49,19 +49,15 @@ def test_inverse_cdf_draw_follows_the_cumulative_probabilities_and_skips_zero_ma
 def test_the_stream_advances_by_one_uniform_per_row_per_step(micro_model, random_config, examples):
     model, tokenizer = micro_model
     config = _config(random_config)
-    rows = batched_rollout.generate_batch(
-        model,
-        tokenizer,
-        _prompts(tokenizer, examples, config),
-        config,
-        torch.Generator().manual_seed(7),
-    )
+    sampler = batched_rollout.Sampler(model, tokenizer, config, torch.Generator().manual_seed(7))
+    rows = batched_rollout.generate_batch(sampler, _prompts(tokenizer, examples, config))
     steps = max(r["response_tokens"] for r in rows)
     replay = torch.Generator().manual_seed(7)
     uniforms = [torch.rand(len(rows), dtype=torch.float64, generator=replay) for _ in range(steps)]
     generator = torch.Generator().manual_seed(7)
     batched_rollout.generate_batch(
-        model, tokenizer, _prompts(tokenizer, examples, config), config, generator
+        batched_rollout.Sampler(model, tokenizer, config, generator),
+        _prompts(tokenizer, examples, config),
     )
     assert torch.equal(generator.get_state(), replay.get_state())
     # The first token of each row is the inverse-CDF draw of the first step's uniform.
@@ -81,9 +77,8 @@ def test_batched_log_probs_agree_with_one_sequence_rescoring(
 ):
     model, tokenizer = micro_model
     config = _config(random_config, use_kv_cache=use_kv_cache)
-    groups = batched_rollout.sample_groups(
-        model, tokenizer, examples, config, torch.Generator().manual_seed(3), 2, ["a", "b", "c"]
-    )
+    sampler = batched_rollout.Sampler(model, tokenizer, config, torch.Generator().manual_seed(3))
+    groups = batched_rollout.sample_groups(sampler, examples, 2, ["a", "b", "c"])
     rows = [r for g in groups for r in g["responses"]]
     assert len({len(r["prompt_ids"]) for r in rows}) > 1  # left padding is exercised
     sequential = rollout.verify_captured_logprobs(model, rows, 2e-4)
@@ -104,9 +99,8 @@ def test_llama_batched_log_probs_agree_with_one_sequence_rescoring(
     )
     model, tokenizer = model_lib.load_base(config)
     assert type(model).__name__ == "LlamaForCausalLM"
-    groups = batched_rollout.sample_groups(
-        model, tokenizer, examples, config, torch.Generator().manual_seed(3), 2, ["a", "b", "c"]
-    )
+    sampler = batched_rollout.Sampler(model, tokenizer, config, torch.Generator().manual_seed(3))
+    groups = batched_rollout.sample_groups(sampler, examples, 2, ["a", "b", "c"])
     rows = [r for g in groups for r in g["responses"]]
     assert len({len(r["prompt_ids"]) for r in rows}) > 1  # left padding is exercised
     assert rollout.verify_captured_logprobs(model, rows, 2e-4)["max_abs_difference"] <= 2e-4
@@ -122,24 +116,16 @@ def test_rows_and_groups_have_the_sequential_layout(micro_model, random_config, 
     model, tokenizer = micro_model
     config = _config(random_config)
     batched = batched_rollout.sample_groups(
-        model,
-        tokenizer,
+        rollout.Sampler(model, tokenizer, config, torch.Generator().manual_seed(1), "d"),
         examples[:2],
-        config,
-        torch.Generator().manual_seed(1),
         3,
         ["g0", "g1"],
-        policy_digest="d",
     )
     single = rollout.sample_group(
-        model,
-        tokenizer,
+        rollout.Sampler(model, tokenizer, config, torch.Generator().manual_seed(1), "d"),
         examples[0],
-        config,
-        torch.Generator().manual_seed(1),
         3,
         "g0",
-        policy_digest="d",
     )
     assert [set(g) for g in batched] == [set(single)] * 2
     assert all(set(r) == set(single["responses"][0]) for g in batched for r in g["responses"])
@@ -163,9 +149,10 @@ def test_greedy_batched_equals_greedy_sequential(micro_model, random_config, exa
     model, tokenizer = micro_model
     config = _config(random_config)
     ids = _prompts(tokenizer, examples, config)
-    batched = batched_rollout.generate_batch(model, tokenizer, ids, config, None, greedy=True)
+    decoder = rollout.Sampler(model, tokenizer, config)
+    batched = batched_rollout.generate_batch(decoder, ids, greedy=True)
     for row, prompt in zip(batched, ids):
-        alone = rollout.generate(model, tokenizer, prompt, config, None, greedy=True)
+        alone = rollout.generate(decoder, prompt, greedy=True)
         assert row["response_ids"] == alone["response_ids"]
         assert (
             max(abs(a - b) for a, b in zip(row["behaviour_logprobs"], alone["behaviour_logprobs"]))
@@ -179,11 +166,13 @@ def test_a_row_with_its_own_generator_does_not_depend_on_its_batch(
     model, tokenizer = micro_model
     config = _config(random_config)
     ids = _prompts(tokenizer, examples, config)
+    streams = [torch.Generator().manual_seed(s) for s in (5, 6, 7)]
     together = batched_rollout.generate_batch(
-        model, tokenizer, ids, config, [torch.Generator().manual_seed(s) for s in (5, 6, 7)]
+        rollout.Sampler(model, tokenizer, config, streams), ids
     )
+    stream = [torch.Generator().manual_seed(6)]
     alone = batched_rollout.generate_batch(
-        model, tokenizer, ids[1:2], config, [torch.Generator().manual_seed(6)]
+        rollout.Sampler(model, tokenizer, config, stream), ids[1:2]
     )
     assert together[1]["response_ids"] == alone[0]["response_ids"]
     assert together[0]["response_ids"] != together[1]["response_ids"]
@@ -194,23 +183,21 @@ def test_bad_input_is_refused_before_any_forward(micro_model, random_config, exa
     config = _config(random_config)
     ids = _prompts(tokenizer, examples, config)
     with pytest.raises(ValueError, match="2 generators for 3 prompt rows"):
-        batched_rollout.generate_batch(
-            model, tokenizer, ids, config, [torch.Generator(), torch.Generator()]
-        )
+        two = rollout.Sampler(model, tokenizer, config, [torch.Generator(), torch.Generator()])
+        batched_rollout.generate_batch(two, ids)
     with pytest.raises(ValueError, match="needs a torch.Generator"):
-        batched_rollout.generate_batch(model, tokenizer, ids, config, None)
+        batched_rollout.generate_batch(rollout.Sampler(model, tokenizer, config), ids)
+    sampler = rollout.Sampler(model, tokenizer, config, torch.Generator())
     with pytest.raises(ValueError, match="exceeds tokens.max_prompt"):
-        batched_rollout.generate_batch(model, tokenizer, [ids[0] * 10], config, torch.Generator())
+        batched_rollout.generate_batch(sampler, [ids[0] * 10])
     with pytest.raises(ValueError, match="empty prompt"):
-        batched_rollout.generate_batch(model, tokenizer, [ids[0], []], config, torch.Generator())
+        batched_rollout.generate_batch(sampler, [ids[0], []])
     with pytest.raises(ValueError, match="3 group ids for 2 examples"):
-        batched_rollout.sample_groups(
-            model, tokenizer, examples[:2], config, torch.Generator(), 2, ["a", "b", "c"]
-        )
+        batched_rollout.sample_groups(sampler, examples[:2], 2, ["a", "b", "c"])
     model.train()
     try:
         with pytest.raises(ValueError, match="eval mode"):
-            batched_rollout.generate_batch(model, tokenizer, ids, config, torch.Generator())
+            batched_rollout.generate_batch(sampler, ids)
     finally:
         model.eval()
 
@@ -296,11 +283,8 @@ def test_shared_prompt_generation_draws_the_same_tokens(
     prompt_rows = [p for p in _prompts(tokenizer, examples, config) for _ in range(3)]
     runs = [
         batched_rollout.generate_batch(
-            model,
-            tokenizer,
+            rollout.Sampler(model, tokenizer, config, torch.Generator().manual_seed(3)),
             prompt_rows,
-            config,
-            torch.Generator().manual_seed(3),
             share_prompts=share,
         )
         for share in (False, True)
@@ -314,11 +298,8 @@ def test_shared_prompt_generation_draws_the_same_tokens(
     no_cache = _config(random_config, use_kv_cache=False)
     with pytest.raises(ValueError, match="needs sampling.use_kv_cache"):
         batched_rollout.generate_batch(
-            model,
-            tokenizer,
+            rollout.Sampler(model, tokenizer, no_cache, torch.Generator().manual_seed(3)),
             prompt_rows,
-            no_cache,
-            torch.Generator().manual_seed(3),
             share_prompts=True,
         )
 
@@ -338,7 +319,7 @@ def _float64_setup(random_config, learning_view_dir):
     examples = data.read_examples(learning_view_dir, "train")[:2]
     generator = torch.Generator().manual_seed(0)
     groups = [
-        rollout.sample_group(policy, tokenizer, e, config, generator, 3, f"p{i}")
+        rollout.sample_group(rollout.Sampler(policy, tokenizer, config, generator), e, 3, f"p{i}")
         for i, e in enumerate(examples)
     ]
     # Responses of different lengths (a prefix of a response is a response of that policy).
@@ -422,10 +403,11 @@ def test_greedy_rewards_on_the_recorded_warm_start_are_the_sequential_ones(
     model.eval()
     examples = data.read_examples(learning_view_dir, "train")[:12]
     ids = _prompts(tokenizer, examples, config)
-    batched = batched_rollout.generate_batch(model, tokenizer, ids, config, None, greedy=True)
+    decoder = rollout.Sampler(model, tokenizer, config)
+    batched = batched_rollout.generate_batch(decoder, ids, greedy=True)
     rewards = {"batched": [], "sequential": []}
     for row, prompt, example in zip(batched, ids, examples):
-        alone = rollout.generate(model, tokenizer, prompt, config, None, greedy=True)
+        alone = rollout.generate(decoder, prompt, greedy=True)
         assert row["response_ids"] == alone["response_ids"]
         for name, out in (("batched", row), ("sequential", alone)):
             rewards[name].append(

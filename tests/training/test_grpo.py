@@ -112,7 +112,10 @@ def _policy_reference_groups(config, learning_view_dir, advantages):
     generator = torch.Generator().manual_seed(0)
     groups = [
         rollout.sample_group(
-            policy, tokenizer, e, config, generator, len(advantages), group_id=f"p{i}"
+            rollout.Sampler(policy, tokenizer, config, generator),
+            e,
+            len(advantages),
+            group_id=f"p{i}",
         )
         for i, e in enumerate(examples)
     ]

@@ -552,7 +552,8 @@ def rollout_set(learning_view_dir):
     groups = []
     cuts = ([24, 5, 13], [2, 17, 9])  # ragged: a prefix of a sampled response keeps its log-probs
     for i, (example, rewards) in enumerate(zip(examples, ([1.0, 0.0, 0.0], [0.0, 1.0, 1.0]))):
-        sampled = rollout.sample_group(policy, tokenizer, example, config, generator, 3, f"p{i}")
+        sampler = rollout.Sampler(policy, tokenizer, config, generator)
+        sampled = rollout.sample_group(sampler, example, 3, f"p{i}")
         for row, cut in zip(sampled["responses"], cuts[i]):
             row["response_ids"] = row["response_ids"][:cut]
             row["behaviour_logprobs"] = row["behaviour_logprobs"][:cut]

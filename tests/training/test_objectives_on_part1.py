@@ -72,9 +72,8 @@ def _micro(learning_view_dir, precision="float32"):
     policy, tokenizer = model_lib.load_base(config)
     examples = data.read_examples(learning_view_dir, "train")[:2]
     generator = torch.Generator().manual_seed(0)
-    groups = batched_rollout.sample_groups(
-        policy, tokenizer, examples, config, generator, 4, ["p0", "p1"]
-    )
+    sampler = batched_rollout.Sampler(policy, tokenizer, config, generator)
+    groups = batched_rollout.sample_groups(sampler, examples, 4, ["p0", "p1"])
     for group in groups:
         group["advantages"] = [1.0, -1.0, 1.0, -1.0]
     return config, policy, groups

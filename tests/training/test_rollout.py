@@ -28,7 +28,9 @@ def _config(random_config, use_kv_cache):
 def _sample(model, tokenizer, config, example, seed, greedy=False):
     ids = prompts.prompt_ids(tokenizer, example["statement"], config)
     generator = torch.Generator().manual_seed(seed)
-    return rollout.generate(model, tokenizer, ids, config, generator, greedy=greedy)
+    return rollout.generate(
+        rollout.Sampler(model, tokenizer, config, generator), ids, greedy=greedy
+    )
 
 
 @pytest.mark.parametrize("use_kv_cache", [False, True])
@@ -248,9 +250,8 @@ def test_sample_group_records_rewards_and_zero_variance_not_advantages(
 ):
     model, tokenizer = micro_model
     generator = torch.Generator().manual_seed(3)
-    group = rollout.sample_group(
-        model, tokenizer, example, random_config, generator, 4, group_id="g", policy_digest="digest"
-    )
+    sampler = rollout.Sampler(model, tokenizer, random_config, generator, policy_digest="digest")
+    group = rollout.sample_group(sampler, example, 4, group_id="g")
     assert [r["rollout_id"] for r in group["responses"]] == [
         f"g/response-{i:02d}" for i in range(4)
     ]
@@ -267,7 +268,9 @@ def test_sample_group_records_rewards_and_zero_variance_not_advantages(
             row["text"], row["finish_reason"], example["problem"], row["tokenization_valid"]
         )
     with pytest.raises(ValueError, match="at least 2"):
-        rollout.sample_group(model, tokenizer, example, random_config, generator, 1, "g")
+        rollout.sample_group(
+            rollout.Sampler(model, tokenizer, random_config, generator), example, 1, "g"
+        )
 
 
 def test_sample_group_advantages_follow_the_verifier(
@@ -281,9 +284,9 @@ def test_sample_group_advantages_follow_the_verifier(
         return {"valid": True, "value": 0, "reason": None, "reward": next(rewards), "expected": 0}
 
     monkeypatch.setattr(rollout.verifier, "score_generated_json", fake_score)
-    sampled = rollout.sample_group(
-        model, tokenizer, example, random_config, torch.Generator().manual_seed(0), 4, group_id="g"
-    )
+    generator = torch.Generator().manual_seed(0)
+    sampler = rollout.Sampler(model, tokenizer, random_config, generator)
+    sampled = rollout.sample_group(sampler, example, 4, group_id="g")
     group = objectives.with_advantages(sampled, objectives.objective_from_config(random_config))
     expected = 0.5 / (0.5 + 1e-8)
     assert group["advantages"] == [expected, -expected, expected, -expected]

@@ -30,13 +30,11 @@ def _check(group):
 
 def test_both_samplers_and_the_advantage_step_produce_the_declared_records(micro):
     config, policy, tokenizer, examples = micro
-    one = rollout.sample_group(
-        policy, tokenizer, examples[0], config, torch.Generator().manual_seed(0), 2, group_id="g"
-    )
+    sampler = rollout.Sampler(policy, tokenizer, config, torch.Generator().manual_seed(0))
+    one = rollout.sample_group(sampler, examples[0], 2, group_id="g")
     _check(one)
-    batched = batched_rollout.sample_groups(
-        policy, tokenizer, examples, config, torch.Generator().manual_seed(0), 2, ["a", "b"]
-    )
+    sampler = rollout.Sampler(policy, tokenizer, config, torch.Generator().manual_seed(0))
+    batched = batched_rollout.sample_groups(sampler, examples, 2, ["a", "b"])
     for group in batched:
         _check(group)
     for name in ("part1", "reinforce_pp"):
@@ -46,9 +44,8 @@ def test_both_samplers_and_the_advantage_step_produce_the_declared_records(micro
 
 def test_a_record_that_drifts_from_its_type_is_named(micro):
     config, policy, tokenizer, examples = micro
-    group = rollout.sample_group(
-        policy, tokenizer, examples[0], config, torch.Generator().manual_seed(0), 2, group_id="g"
-    )
+    sampler = rollout.Sampler(policy, tokenizer, config, torch.Generator().manual_seed(0))
+    group = rollout.sample_group(sampler, examples[0], 2, group_id="g")
     drifted = {**group, "extra": 1}
     del drifted["rewards"]
     assert key_problems(drifted, "group") == ["missing ['rewards']", "undeclared ['extra']"]

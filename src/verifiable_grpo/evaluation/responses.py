@@ -36,7 +36,8 @@ def _answer(out: dict) -> dict:
 def _respond(model, tokenizer, ids, config, generator, greedy):
     from verifiable_grpo.training import rollout
 
-    return _answer(rollout.generate(model, tokenizer, ids, config, generator, greedy=greedy))
+    sampler = rollout.Sampler(model, tokenizer, config, generator)
+    return _answer(rollout.generate(sampler, ids, greedy=greedy))
 
 
 @dataclass(frozen=True)
@@ -111,11 +112,10 @@ def generate_answers(model, tokenizer, config, jobs, decoding: Decoding, after_e
             found = [
                 _answer(out)
                 for out in batched_rollout.generate_batch(
-                    model,
-                    tokenizer,
+                    batched_rollout.Sampler(
+                        model, tokenizer, config, None if greedy else generators
+                    ),
                     [job.prompt_ids for job in chunk],
-                    config,
-                    None if greedy else generators,
                     greedy=greedy,
                     share_prompts=share_prompts and config.sampling.use_kv_cache,
                 )

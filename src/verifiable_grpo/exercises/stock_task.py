@@ -37,7 +37,8 @@ class StockTask:
         self.generator = torch.Generator(device=device).manual_seed(seed)
 
     def sample(self, model, prompt) -> tuple[list[int], torch.Tensor]:
-        row = rollout.generate(model, self.tokenizer, list(prompt), self.config, self.generator)
+        sampler = rollout.Sampler(model, self.tokenizer, self.config, self.generator)
+        row = rollout.generate(sampler, list(prompt))
         return row["response_ids"], torch.tensor(row["behaviour_logprobs"], dtype=torch.float32)
 
     def reward(self, prompt, response) -> float:

@@ -117,12 +117,10 @@ def _sample_set(
     sequence at a time as run.config.sampling.batched says: run_ours sets it per arm)."""
     config, g = run.config, run.shape["group_size"]
     ids = [f"bench/{index}/{i}" for i in range(len(chunk))]
+    sampler = rollout.Sampler(policy, tokenizer, config, generator)
     if config.sampling.batched:
-        return batched_rollout.sample_groups(policy, tokenizer, chunk, config, generator, g, ids)
-    return [
-        rollout.sample_group(policy, tokenizer, e, config, generator, g, i)
-        for e, i in zip(chunk, ids)
-    ]
+        return batched_rollout.sample_groups(sampler, chunk, g, ids)
+    return [rollout.sample_group(sampler, e, g, i) for e, i in zip(chunk, ids)]
 
 
 def _reward_seconds(groups: list[dict], chunk: list[dict]) -> float:

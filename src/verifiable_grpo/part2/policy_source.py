@@ -30,22 +30,13 @@ class PolicySource:
         for example, count, group_id in requests:
             prompt = prompts.prompt_ids(run.tokenizer, example["statement"], run.config)
             jobs += [(example, prompt, f"{group_id}/response-{m:02d}") for m in range(count)]
+        sampler = rollout.Sampler(run.policy, run.tokenizer, run.config, run.generator)
         if run.config.sampling.batched:
             generated = batched_rollout.generate_batch(
-                run.policy,
-                run.tokenizer,
-                [prompt for _, prompt, _ in jobs],
-                run.config,
-                run.generator,
-                greedy=False,
+                sampler, [prompt for _, prompt, _ in jobs], greedy=False
             )
         else:
-            generated = [
-                rollout.generate(
-                    run.policy, run.tokenizer, prompt, run.config, run.generator, greedy=False
-                )
-                for _, prompt, _ in jobs
-            ]
+            generated = [rollout.generate(sampler, prompt, greedy=False) for _, prompt, _ in jobs]
         rows = []
         for (example, _, rollout_id), row in zip(jobs, generated):
             row["rollout_id"] = rollout_id

@@ -35,10 +35,9 @@ import time
 
 import torch
 
-from verifiable_grpo.core.config_schema import Profile
 from verifiable_grpo.core.model import synchronize
 from verifiable_grpo.task import prompts, verifier
-from verifiable_grpo.training.rollout import decode_response, model_device
+from verifiable_grpo.training.rollout import Sampler, decode_response, model_device
 
 
 def left_padded(prompt_rows: list[list[int]], pad_id: int, device) -> tuple:
@@ -143,47 +142,39 @@ def _uniforms(generator, finished: torch.Tensor, device) -> torch.Tensor:
 
 @torch.no_grad()
 def generate_batch(
-    model,
-    tokenizer,
+    sampler: Sampler,
     prompt_rows: list[list[int]],
-    config: Profile,
-    generator,
     greedy: bool = False,
-    policy_digest: str | None = None,
     share_prompts: bool = False,
 ) -> list[dict]:
     """One response per prompt row, all rows decoded together; rows as rollout.generate's.
-    `generator`: one torch.Generator for the batch, or a list with one per row.
+    `sampler.generator`: one torch.Generator for the batch, or a list with one per row.
     share_prompts (with the KV cache): identical prompt rows are read once and their cache
     copied to each row; the random stream is consumed exactly as without it."""
-    device = model_device(model)
+    device = model_device(sampler.model)
     prompt_rows = [[int(i) for i in p] for p in prompt_rows]
-    cfg = _check(model, prompt_rows, config, generator, greedy, device)
-    eos = prompts.eos_id(tokenizer, config)
+    cfg = _check(sampler.model, prompt_rows, sampler.config, sampler.generator, greedy, device)
+    eos = prompts.eos_id(sampler.tokenizer, cfg)
     use_cache = cfg.sampling.use_kv_cache
     batch = len(prompt_rows)
 
     synchronize(device)
     start = time.perf_counter()
     with _sampler_precision(cfg.sampling.precision, device):
-        tokens, behaviour, lengths = _decode(
-            model, prompt_rows, cfg, generator, greedy, eos, share_prompts, device
-        )
+        decoded = _decode(sampler, prompt_rows, greedy, eos, share_prompts, device)
     synchronize(device)
     seconds = time.perf_counter() - start
 
     return _response_rows(
-        tokenizer,
+        sampler.tokenizer,
         prompt_rows,
-        tokens,
-        behaviour,
-        lengths,
+        decoded,
         eos,
         {
             "seconds": seconds / batch,
             "greedy": bool(greedy),
             "kv_cache": use_cache,
-            "policy_digest": policy_digest,
+            "policy_digest": sampler.policy_digest,
         },
     )
 
@@ -196,8 +187,9 @@ def _sampler_precision(precision: str, device):
     return torch.autocast(torch.device(device).type, dtype=torch.bfloat16)
 
 
-def _decode(model, prompt_rows, cfg, generator, greedy, eos, share_prompts, device):
+def _decode(sampler: Sampler, prompt_rows, greedy, eos, share_prompts, device):
     """The token-by-token loop: (tokens, behaviour log-probs, lengths), each [B, ...]."""
+    model, cfg, generator = sampler.model, sampler.config, sampler.generator
     batch = len(prompt_rows)
     use_cache = cfg.sampling.use_kv_cache
     ids, mask, position = left_padded(prompt_rows, eos, device)
@@ -266,10 +258,10 @@ def _decode(model, prompt_rows, cfg, generator, greedy, eos, share_prompts, devi
     return tokens, behaviour, lengths
 
 
-def _response_rows(
-    tokenizer, prompt_rows, tokens, behaviour, lengths, eos, shared: dict
-) -> list[dict]:
-    """The decoded batch as rollout.generate's rows (`shared`: what every row repeats)."""
+def _response_rows(tokenizer, prompt_rows, decoded: tuple, eos, shared: dict) -> list[dict]:
+    """The decoded batch (_decode's tokens, behaviour log-probs and lengths) as
+    rollout.generate's rows (`shared`: what every row repeats)."""
+    tokens, behaviour, lengths = decoded
     rows = []
     for row, prompt in enumerate(prompt_rows):
         n = int(lengths[row])
@@ -313,14 +305,10 @@ def _shared_prefill(model, prompt_rows, pad_id, dtype, cache) -> torch.Tensor:
 
 @torch.no_grad()
 def sample_groups(
-    model,
-    tokenizer,
+    sampler: Sampler,
     examples: list[dict],
-    config: Profile,
-    generator,
     group_size: int,
     group_ids: list[str],
-    policy_digest: str | None = None,
     prompt_rows: list[list[int]] | None = None,
 ) -> list[dict]:
     """G responses to each example, all P x G in one batch; groups as rollout.sample_group's
@@ -332,19 +320,15 @@ def sample_groups(
         raise ValueError(f"a group needs at least 2 sampled responses, got {group_size!r}")
     if len(group_ids) != len(examples):
         raise ValueError(f"{len(group_ids)} group ids for {len(examples)} examples")
+    cfg = sampler.config
     if prompt_rows is None:
-        prompt_rows = [prompts.prompt_ids(tokenizer, e["statement"], config) for e in examples]
+        prompt_rows = [prompts.prompt_ids(sampler.tokenizer, e["statement"], cfg) for e in examples]
     if len(prompt_rows) != len(examples):
         raise ValueError(f"{len(prompt_rows)} prompts for {len(examples)} examples")
-    cfg = config
     rows = generate_batch(
-        model,
-        tokenizer,
+        sampler,
         [p for p in prompt_rows for _ in range(group_size)],
-        config,
-        generator,
         greedy=False,
-        policy_digest=policy_digest,
         share_prompts=cfg.grpo.share_prompts and cfg.sampling.use_kv_cache,
     )
     groups = []
@@ -361,7 +345,7 @@ def sample_groups(
                 "group_id": group_id,
                 "document_id": example["document_id"],
                 "prompt_ids": prompt,
-                "policy_digest": policy_digest,
+                "policy_digest": sampler.policy_digest,
                 "responses": responses,
                 "rewards": scores,
                 "zero_variance": len(set(scores)) == 1,

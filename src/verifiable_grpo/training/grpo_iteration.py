@@ -74,29 +74,16 @@ def _sample(run: GRPORun, iteration: int) -> tuple[list, str, float]:
         f"{run.branch}/iteration-{iteration:04d}/prompt-{position:02d}"
         for position in range(len(indices))
     ]
+    sampler = rollout.Sampler(
+        run.policy, run.tokenizer, run.config, run.generator, policy_digest=behaviour_digest
+    )
+    size = run.budget["group_size"]
     if run.cfg.sampling.batched:  # all P x G responses in one batch
-        sampled = batched_rollout.sample_groups(
-            run.policy,
-            run.tokenizer,
-            [run.examples[i] for i in indices],
-            run.config,
-            run.generator,
-            run.budget["group_size"],
-            group_ids,
-            policy_digest=behaviour_digest,
-        )
+        examples = [run.examples[i] for i in indices]
+        sampled = batched_rollout.sample_groups(sampler, examples, size, group_ids)
     else:
         sampled = [
-            rollout.sample_group(
-                run.policy,
-                run.tokenizer,
-                run.examples[index],
-                run.config,
-                run.generator,
-                run.budget["group_size"],
-                group_id=group_id,
-                policy_digest=behaviour_digest,
-            )
+            rollout.sample_group(sampler, run.examples[index], size, group_id)
             for index, group_id in zip(indices, group_ids)
         ]
     groups = objectives.batch_with_advantages(sampled, objective)

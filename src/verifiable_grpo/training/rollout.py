@@ -11,6 +11,7 @@ teacher-forced pass and insists the two agree within the configured tolerance.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 import torch
 
@@ -22,6 +23,21 @@ from verifiable_grpo.task import prompts, verifier
 
 def model_device(model) -> torch.device:
     return next(model.parameters()).device
+
+
+@dataclass(frozen=True)
+class Sampler:
+    """A policy ready to draw responses: the model (in eval mode), its tokenizer, the
+    profile that sets the sampling (token limits, KV cache, precision), and the seeded
+    torch.Generator the draws come from (None: greedy decoding only; batched_rollout also
+    takes a list, one generator per row). `policy_digest` names the weights the draws came
+    from; it is written on every row, so a rollout file says which policy produced it."""
+
+    model: torch.nn.Module
+    tokenizer: object
+    config: Profile
+    generator: object = None
+    policy_digest: str | None = None
 
 
 def decode_response(tokenizer, response_ids: list[int], finish_reason: str) -> dict:
@@ -76,17 +92,13 @@ def _checked_prompt(model, prompt_ids, cfg, generator, greedy: bool) -> tuple[li
 
 
 def _decode_tokens(
-    model,
-    prompt: list[int],
-    device,
-    max_response: int,
-    eos: int,
-    use_cache: bool,
-    generator,
-    greedy: bool,
+    sampler: Sampler, prompt: list[int], device, eos: int, greedy: bool
 ) -> tuple[list[int], list[float]]:
     """(response token ids, their behaviour log-probs): one token at a time until EOS or
-    max_response tokens."""
+    tokens.max_response tokens."""
+    model, generator = sampler.model, sampler.generator
+    max_response = sampler.config.tokens.max_response
+    use_cache = sampler.config.sampling.use_kv_cache
     ids = torch.tensor([prompt], dtype=torch.long, device=device)
     step_ids = ids
     cache = None
@@ -114,15 +126,7 @@ def _decode_tokens(
 
 
 @torch.no_grad()
-def generate(
-    model,
-    tokenizer,
-    prompt_ids,
-    config,
-    generator,
-    greedy: bool = False,
-    policy_digest: str | None = None,
-) -> dict:
+def generate(sampler: Sampler, prompt_ids, greedy: bool = False) -> dict:
     """One response to one prompt: sampled at temperature 1 (or greedy), with its
     behaviour log-probs captured at the actual prefixes.
 
@@ -131,18 +135,15 @@ def generate(
     Reading the config checks it: any sampling but temperature 1 over the full vocabulary
     is refused there (config_schema.Sampling).
     """
-    cfg = config
-    prompt, device = _checked_prompt(model, prompt_ids, cfg, generator, greedy)
+    cfg, tokenizer = sampler.config, sampler.tokenizer
+    prompt, device = _checked_prompt(sampler.model, prompt_ids, cfg, sampler.generator, greedy)
     # The schema holds max_prompt + max_response <= max_total, so the whole sequence fits.
-    max_response = cfg.tokens.max_response
-    eos = prompts.eos_id(tokenizer, config)
+    eos = prompts.eos_id(tokenizer, cfg)
     use_cache = cfg.sampling.use_kv_cache
 
     synchronize(device)
     start = time.perf_counter()
-    response, behaviour = _decode_tokens(
-        model, prompt, device, max_response, eos, use_cache, generator, greedy
-    )
+    response, behaviour = _decode_tokens(sampler, prompt, device, eos, greedy)
     synchronize(device)
     seconds = time.perf_counter() - start
 
@@ -160,21 +161,12 @@ def generate(
         "seconds": seconds,
         "greedy": bool(greedy),
         "kv_cache": use_cache,
-        "policy_digest": policy_digest,
+        "policy_digest": sampler.policy_digest,
     }
 
 
 @torch.no_grad()
-def sample_group(
-    model,
-    tokenizer,
-    example: dict,
-    config: Profile,
-    generator,
-    group_size: int,
-    group_id: str,
-    policy_digest: str | None = None,
-) -> dict:
+def sample_group(sampler: Sampler, example: dict, group_size: int, group_id: str) -> dict:
     """G responses to one prompt, scored by the verifier: their rewards, not advantages.
 
     `example` is a learning example (statement + problem). A group whose rewards are all
@@ -183,12 +175,10 @@ def sample_group(
     """
     if type(group_size) is not int or group_size < 2:
         raise ValueError(f"a group needs at least 2 sampled responses, got {group_size!r}")
-    prompt = prompts.prompt_ids(tokenizer, example["statement"], config)
+    prompt = prompts.prompt_ids(sampler.tokenizer, example["statement"], sampler.config)
     responses = []
     for member in range(group_size):
-        row = generate(
-            model, tokenizer, prompt, config, generator, greedy=False, policy_digest=policy_digest
-        )
+        row = generate(sampler, prompt, greedy=False)
         row["rollout_id"] = f"{group_id}/response-{member:02d}"
         row["verifier"] = verifier.score_generated_json(
             row["text"], row["finish_reason"], example["problem"], row["tokenization_valid"]
@@ -199,7 +189,7 @@ def sample_group(
         "group_id": group_id,
         "document_id": example["document_id"],
         "prompt_ids": prompt,
-        "policy_digest": policy_digest,
+        "policy_digest": sampler.policy_digest,
         "responses": responses,
         "rewards": scores,
         "zero_variance": len(set(scores)) == 1,
