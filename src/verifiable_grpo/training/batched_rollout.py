@@ -36,8 +36,8 @@ import time
 import torch
 
 from verifiable_grpo.core.model import synchronize
-from verifiable_grpo.task import prompts, verifier
-from verifiable_grpo.training.rollout import Sampler, decode_response, model_device
+from verifiable_grpo.task import prompts
+from verifiable_grpo.training.rollout import Sampler, decode_response, model_device, scored_group
 
 
 def left_padded(prompt_rows: list[list[int]], pad_id: int, device) -> tuple:
@@ -331,24 +331,13 @@ def sample_groups(
         greedy=False,
         share_prompts=cfg.grpo.share_prompts and cfg.sampling.use_kv_cache,
     )
-    groups = []
-    for index, (example, prompt, group_id) in enumerate(zip(examples, prompt_rows, group_ids)):
-        responses = rows[index * group_size : (index + 1) * group_size]
-        for member, row in enumerate(responses):
-            row["rollout_id"] = f"{group_id}/response-{member:02d}"
-            row["verifier"] = verifier.score_generated_json(
-                row["text"], row["finish_reason"], example["problem"], row["tokenization_valid"]
-            )
-        scores = [float(r["verifier"]["reward"]) for r in responses]
-        groups.append(
-            {
-                "group_id": group_id,
-                "document_id": example["document_id"],
-                "prompt_ids": prompt,
-                "policy_digest": sampler.policy_digest,
-                "responses": responses,
-                "rewards": scores,
-                "zero_variance": len(set(scores)) == 1,
-            }
+    return [
+        scored_group(
+            example,
+            prompt,
+            group_id,
+            rows[index * group_size : (index + 1) * group_size],
+            sampler.policy_digest,
         )
-    return groups
+        for index, (example, prompt, group_id) in enumerate(zip(examples, prompt_rows, group_ids))
+    ]

@@ -176,20 +176,26 @@ def sample_group(sampler: Sampler, example: dict, group_size: int, group_id: str
     if type(group_size) is not int or group_size < 2:
         raise ValueError(f"a group needs at least 2 sampled responses, got {group_size!r}")
     prompt = prompts.prompt_ids(sampler.tokenizer, example["statement"], sampler.config)
-    responses = []
-    for member in range(group_size):
-        row = generate(sampler, prompt, greedy=False)
+    responses = [generate(sampler, prompt, greedy=False) for _ in range(group_size)]
+    return scored_group(example, prompt, group_id, responses, sampler.policy_digest)
+
+
+def scored_group(
+    example: dict, prompt: list[int], group_id: str, responses: list[dict], policy_digest
+) -> dict:
+    """The group record of `responses` drawn for `prompt`: each row gets its rollout id and
+    the verifier's verdict on the example's problem (pure Python: no draw, no tensor)."""
+    for member, row in enumerate(responses):
         row["rollout_id"] = f"{group_id}/response-{member:02d}"
         row["verifier"] = verifier.score_generated_json(
             row["text"], row["finish_reason"], example["problem"], row["tokenization_valid"]
         )
-        responses.append(row)
     scores = [float(r["verifier"]["reward"]) for r in responses]
     return {
         "group_id": group_id,
         "document_id": example["document_id"],
         "prompt_ids": prompt,
-        "policy_digest": sampler.policy_digest,
+        "policy_digest": policy_digest,
         "responses": responses,
         "rewards": scores,
         "zero_variance": len(set(scores)) == 1,
