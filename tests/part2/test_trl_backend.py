@@ -87,6 +87,11 @@ def test_process_count_must_fit_the_gpus_and_the_batch():
         (lambda c: c["budget"].update(temperature=0.7), "budget.temperature"),
         (lambda c: c.update(device="tpu"), "device must be"),
         (lambda c: c["trl_pins"].update(beta=0.04), "trl_pins.beta: set by the lock"),
+        # an objective's own field, refused here rather than when the trainer is built
+        (
+            lambda c: c["trl_pins"].update(sapo_temperature_pos=2.0),
+            "trl_pins.sapo_temperature_pos: set by the lock",
+        ),
     ],
 )
 def test_bad_run_configuration_names_the_key(tmp_path, edit, message):

@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 
 from verifiable_grpo.core.config import ConfigError, read_yaml, resolve
+from verifiable_grpo.training import trl_config
 
 SCHEMA = "verifiable-grpo-trl-run-v1"
 SECTIONS = {
@@ -49,13 +50,9 @@ SINGLE_PROCESS_SAMPLERS = ("dynamic", "aero")
 
 
 # GRPOConfig fields the backend sets from the lock or the budget: never from trl_pins.
-RESERVED_PINS = (
-    "loss_type",
-    "scale_rewards",
-    "importance_sampling_level",
-    "epsilon",
-    "epsilon_high",
-    "beta",
+# An objective's own fields (trl_config.OBJECTIVE_ONLY) are refused here, in one line
+# before any model loads, rather than by the GRPOConfig builder at the start of a run.
+RESERVED_PINS = trl_config.OBJECTIVE_ONLY | {
     "num_iterations",
     "num_generations",
     "temperature",
@@ -70,7 +67,7 @@ RESERVED_PINS = (
     "output_dir",
     "chat_template_kwargs",
     "report_to",
-)
+}
 # Optional top-level `report_to`: where TRL also logs its metrics (the manifest always has
 # them). Off unless asked: W&B needs an account, TensorBoard writes RUN/checkpoints/runs.
 REPORT_TO = ("none", "tensorboard", "wandb")
