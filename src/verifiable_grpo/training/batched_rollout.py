@@ -37,7 +37,14 @@ import torch
 
 from verifiable_grpo.core.model import synchronize
 from verifiable_grpo.task import prompts
-from verifiable_grpo.training.rollout import Sampler, decode_response, model_device, scored_group
+from verifiable_grpo.training.rollout import (
+    Sampler,
+    check_prompts,
+    check_stream,
+    decode_response,
+    model_device,
+    scored_group,
+)
 
 
 def left_padded(prompt_rows: list[list[int]], pad_id: int, device) -> tuple:
@@ -101,18 +108,7 @@ def inverse_cdf_draw(probabilities: torch.Tensor, uniforms: torch.Tensor) -> tor
 
 def _check(model, prompt_rows, config, generator, greedy, device):
     cfg = config
-    if model.training:
-        raise ValueError("generation needs the model in eval mode (dropout off); call model.eval()")
-    if not prompt_rows:
-        raise ValueError("no prompts to generate from")
-    for prompt in prompt_rows:
-        if not prompt:
-            raise ValueError("empty prompt")
-        if len(prompt) > cfg.tokens.max_prompt:
-            raise ValueError(
-                f"prompt of {len(prompt)} tokens exceeds tokens.max_prompt "
-                f"{cfg.tokens.max_prompt}; prompts are never truncated"
-            )
+    check_prompts(model, prompt_rows, cfg)
     if not greedy:
         streams = generator if isinstance(generator, (list, tuple)) else [generator]
         if isinstance(generator, (list, tuple)) and len(streams) != len(prompt_rows):
@@ -121,10 +117,7 @@ def _check(model, prompt_rows, config, generator, greedy, device):
                 "pass one generator, or one per row"
             )
         for stream in streams:
-            if not isinstance(stream, torch.Generator):
-                raise ValueError("sampling needs a torch.Generator (seeded) for reproducible draws")
-            if stream.device.type != device.type:
-                raise ValueError(f"generator on {stream.device} but model on {device}")
+            check_stream(stream, device)
     return cfg
 
 

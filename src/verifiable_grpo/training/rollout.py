@@ -69,25 +69,37 @@ def _next_logits(model, ids, step_ids, cache):
     return out.logits[0, -1].float()
 
 
-def _checked_prompt(model, prompt_ids, cfg, generator, greedy: bool) -> tuple[list[int], object]:
-    """(the prompt as ints, the model's device); refuses a model in training mode, an empty
-    or too long prompt, and a sampler without a seeded generator on the model's device."""
+def check_prompts(model, prompt_rows: list[list[int]], cfg: Profile) -> None:
+    """Refuses a model in training mode, no prompts, and an empty or too long prompt."""
     if model.training:
         raise ValueError("generation needs the model in eval mode (dropout off); call model.eval()")
+    if not prompt_rows:
+        raise ValueError("no prompts to generate from")
+    for prompt in prompt_rows:
+        if not prompt:
+            raise ValueError("empty prompt")
+        if len(prompt) > cfg.tokens.max_prompt:
+            raise ValueError(
+                f"prompt of {len(prompt)} tokens exceeds tokens.max_prompt "
+                f"{cfg.tokens.max_prompt}; prompts are never truncated"
+            )
+
+
+def check_stream(generator, device) -> None:
+    """Refuses a sampler without a seeded torch.Generator on the model's device."""
+    if not isinstance(generator, torch.Generator):
+        raise ValueError("sampling needs a torch.Generator (seeded) for reproducible draws")
+    if generator.device.type != device.type:
+        raise ValueError(f"generator on {generator.device} but model on {device}")
+
+
+def _checked_prompt(model, prompt_ids, cfg, generator, greedy: bool) -> tuple[list[int], object]:
+    """(the prompt as ints, the model's device), checked (check_prompts, check_stream)."""
     prompt = [int(i) for i in prompt_ids]
-    if not prompt:
-        raise ValueError("empty prompt")
-    if len(prompt) > cfg.tokens.max_prompt:
-        raise ValueError(
-            f"prompt of {len(prompt)} tokens exceeds tokens.max_prompt "
-            f"{cfg.tokens.max_prompt}; prompts are never truncated"
-        )
+    check_prompts(model, [prompt], cfg)
     device = model_device(model)
     if not greedy:
-        if not isinstance(generator, torch.Generator):
-            raise ValueError("sampling needs a torch.Generator (seeded) for reproducible draws")
-        if generator.device.type != device.type:
-            raise ValueError(f"generator on {generator.device} but model on {device}")
+        check_stream(generator, device)
     return prompt, device
 
 
