@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from verifiable_grpo.core import checkpoint, files
+from verifiable_grpo.core import files
 from verifiable_grpo.core import model as model_lib
 from verifiable_grpo.core.config_schema import Profile
 from verifiable_grpo.core.runfolder import RunFolder
@@ -125,27 +125,10 @@ class Curve:
 def train(config: Profile, folder: Path, curve: Curve, progress: bool = True) -> tuple:
     """Part I's GRPO branch from the instruct model (continued after a crash, reused when
     finished): (learning record, trained policy in eval mode)."""
-    from verifiable_grpo.training.grpo import run_grpo_branch
+    from verifiable_grpo.training.grpo import finished_or_trained, with_trained_weights
 
-    run_folder = RunFolder(folder)
-    trained = run_folder.record("grpo", "continuous")
-    record = (
-        files.read_json(trained)
-        if trained.is_file()
-        else run_grpo_branch(
-            config,
-            folder,
-            "grpo",
-            "continuous",
-            progress=progress,
-            after_iteration=curve.after_iteration,
-        )
-    )
-    policy = instruct(folder, config)
-    policy.load_state_dict(
-        checkpoint.load_state(run_folder.state("grpo", "continuous"))["model"], strict=True
-    )
-    return record, policy.eval()
+    record = finished_or_trained(config, folder, progress, curve.after_iteration)
+    return record, with_trained_weights(instruct(folder, config), folder)
 
 
 def failures(rows: list[list]) -> dict:

@@ -23,7 +23,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from verifiable_grpo.core import checkpoint, files
+from verifiable_grpo.core import files
 from verifiable_grpo.core import model as model_lib
 from verifiable_grpo.core.config import provenance, resolve
 from verifiable_grpo.core.config_schema import Profile
@@ -168,7 +168,7 @@ def run(
 ) -> dict:
     """Select, train, probe; returns (and writes) OUT/result.json. A finished folder is
     read back; an interrupted training continues from its crash checkpoint."""
-    from verifiable_grpo.training.grpo import run_grpo_branch
+    from verifiable_grpo.training.grpo import finished_or_trained, with_trained_weights
 
     out = Path(out)
     done = out / "result.json"
@@ -198,19 +198,8 @@ def run(
             [c["document_id"] for c in chosen],
         )
     sweep.copy_warm_start(train)
-    folder = RunFolder(train)
-    trained = folder.record("grpo", "continuous")
-    record = (
-        files.read_json(trained)
-        if trained.is_file()
-        else run_grpo_branch(config, train, "grpo", "continuous", progress=progress)
-    )
-    policy = copy.deepcopy(warm)
-    trained_state = checkpoint.load_state(  # checked against its learning record first
-        folder.state("grpo", "continuous"), folder.recorded_state_sha256("grpo", "continuous")
-    )
-    policy.load_state_dict(trained_state["model"])
-    policy.eval()
+    record = finished_or_trained(config, train, progress)
+    policy = with_trained_weights(copy.deepcopy(warm), train)
     trained_examples = data.read_examples(train / "learning-data", "train")
     after = success_counts(policy, tokenizer, probe_config(config), trained_examples, setting.draws)
     learning = out / "base" / "learning-data"

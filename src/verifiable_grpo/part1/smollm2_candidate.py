@@ -27,7 +27,7 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from verifiable_grpo.core import checkpoint, files
+from verifiable_grpo.core import files
 from verifiable_grpo.core import model as model_lib
 from verifiable_grpo.core.config import provenance, resolve
 from verifiable_grpo.core.config_schema import Profile
@@ -169,7 +169,7 @@ def warm_start_result(config: Profile, folder: Path) -> dict:
 def run_smollm2(base: Profile, candidate, runs, history, progress: bool = True) -> dict:
     """Warm start, score it, GRPO from it, score the result: RUNS/<name>/result.json (the
     same fields as a tiny candidate's, plus the warm start's scores and timings)."""
-    from verifiable_grpo.training.grpo import run_grpo_branch
+    from verifiable_grpo.training.grpo import finished_or_trained, with_trained_weights
 
     config = smollm2_config(base, candidate)
     folder = Path(runs) / candidate.name
@@ -177,23 +177,10 @@ def run_smollm2(base: Profile, candidate, runs, history, progress: bool = True) 
     if done.is_file():
         return files.read_cached_json(done)
     warm = warm_start_result(config, folder)
-    run_folder = RunFolder(folder)
-    trained = run_folder.record("grpo", "continuous")
-    record = (
-        files.read_json(trained)
-        if trained.is_file()
-        else run_grpo_branch(config, folder, "grpo", "continuous", progress=progress)
-    )
+    record = finished_or_trained(config, folder, progress)
     started = time.perf_counter()
-    policy, _ = model_lib.reload_policy(
-        run_folder.policy("warmstart"), config, run_folder.recorded_policy_sha256("warmstart")
-    )
-    trained_state = checkpoint.load_state(  # checked against its learning record first
-        run_folder.state("grpo", "continuous"),
-        run_folder.recorded_state_sha256("grpo", "continuous"),
-    )
-    policy.load_state_dict(trained_state["model"], strict=True)
-    policy.eval()
+    policy, _ = sweep.warm_policy(folder, config)
+    policy = with_trained_weights(policy, folder)
     scored = sweep.score_policy(policy, model_lib.load_tokenizer(config), config, folder)
     result = {
         "candidate": asdict(candidate),

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from verifiable_grpo.core import checkpoint, files
+from verifiable_grpo.core import files
 from verifiable_grpo.core import model as model_lib
 from verifiable_grpo.core.config import provenance, resolve, sha256_file
 from verifiable_grpo.core.config_schema import Profile
@@ -203,26 +203,12 @@ def warm_policy(folder: Path, config: Profile) -> tuple:
 def train_only(config: Profile, folder: Path, progress: bool = True) -> tuple:
     """GRPO from the recorded warm start in `folder` (continuing a training that stopped,
     reusing one that finished): (learning record, trained policy in eval mode, None)."""
-    from verifiable_grpo.training.grpo import run_grpo_branch
+    from verifiable_grpo.training.grpo import finished_or_trained, with_trained_weights
 
     prepare_folder(folder, config)
-    run_folder = RunFolder(folder)
-    trained = run_folder.record("grpo", "continuous")
-    record = (
-        files.read_json(trained)
-        if trained.is_file()  # trained, not yet scored
-        else run_grpo_branch(config, folder, "grpo", "continuous", progress=progress)
-    )
-    policy, _ = model_lib.reload_policy(
-        run_folder.policy("warmstart"), config, run_folder.recorded_policy_sha256("warmstart")
-    )
-    state = checkpoint.load_state(  # checked against its learning record first
-        run_folder.state("grpo", "continuous"),
-        run_folder.recorded_state_sha256("grpo", "continuous"),
-    )
-    policy.load_state_dict(state["model"], strict=True)
-    policy.eval()
-    return record, policy, None
+    record = finished_or_trained(config, folder, progress)  # a finished run is reused
+    policy, _ = warm_policy(folder, config)
+    return record, with_trained_weights(policy, folder), None
 
 
 def train_and_score(config: Profile, folder: Path, progress: bool = True) -> tuple:

@@ -353,6 +353,32 @@ def run_grpo_branch(
         return _finish(run, _loop(run, after_iteration))
 
 
+def finished_or_trained(
+    config: Profile, out_dir, progress: bool = True, after_iteration=None
+) -> dict:
+    """The learning record of the "grpo" branch's continuous run in `out_dir`: read when
+    that run finished, else trained now (a run that stopped continues from its crash
+    checkpoint)."""
+    finished = RunFolder(out_dir).record("grpo", "continuous")
+    if finished.is_file():
+        return files.read_json(finished)
+    return run_grpo_branch(
+        config, out_dir, "grpo", "continuous", progress=progress, after_iteration=after_iteration
+    )
+
+
+def with_trained_weights(policy, out_dir):
+    """`policy` (a fresh copy of the run's starting model) given the continuous run's final
+    weights, checked against the state digest its learning record holds; in eval mode."""
+    run_folder = RunFolder(out_dir)
+    state = checkpoint.load_state(
+        run_folder.state("grpo", "continuous"),
+        run_folder.recorded_state_sha256("grpo", "continuous"),
+    )
+    policy.load_state_dict(state["model"], strict=True)
+    return policy.eval()
+
+
 def command_grpo(args) -> int:
     config = load_config(args.config)
     branch = getattr(args, "branch", None) or "grpo"
