@@ -148,10 +148,10 @@ def test_a_surrogate_is_one_decorated_function_plus_its_entry(monkeypatch):
     monkeypatch.setattr(surrogates, "SURROGATES", dict(surrogates.SURROGATES))
 
     @surrogates.register_surrogate("unclipped")
-    def _unclipped(objective, current, old, advantages, mask):
+    def _unclipped(objective, batch, advantages):
         """PPO's ratio without its clip: -rho A."""
-        ratio = torch.exp(current - old.detach())
-        return torch.where(mask, -ratio * advantages[:, None].detach(), 0.0), {}
+        ratio = torch.exp(batch.current - batch.old.detach())
+        return torch.where(batch.mask, -ratio * advantages[:, None].detach(), 0.0), {}
 
     entry = objectives._entry("unclipped", "rho A, no clip", surrogate=Surrogate("unclipped"))
     old, advantages, mask = _batch()

@@ -13,7 +13,7 @@ from __future__ import annotations
 import torch
 
 from verifiable_grpo.exercises.checking import Case, gradient_comparison, gradient_of, run_cases
-from verifiable_grpo.training import surrogates
+from verifiable_grpo.training import losses, surrogates
 
 NO_STOP_GRADIENT = (
     "the weight carries a gradient of its own: detach min(rho, cap) so that "
@@ -37,7 +37,8 @@ def _inputs(seed: int):
 
 def _reference(current, old, advantages, cap):
     mask = torch.ones_like(current, dtype=torch.bool)
-    return surrogates.cispo_tokens(current, old, advantages, mask, cap)[0]
+    batch = losses.TokenLogProbs(current, old, mask)
+    return surrogates.cispo_tokens(batch, advantages, cap)[0]
 
 
 def _mistakes(current, old, advantages, cap):

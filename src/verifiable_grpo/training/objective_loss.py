@@ -73,11 +73,11 @@ def kl_per_token(
     return losses.sampled_kl_estimators(current, reference)["k3"]
 
 
-def policy_tokens(objective: Objective, current, old, advantages, mask):
+def policy_tokens(objective: Objective, batch: losses.TokenLogProbs, advantages):
     """The objective's per-token policy term [B, T] (0.0 on inactive tokens) and its audit,
-    `old` the log-probs the ratio divides by."""
+    `batch.old` the log-probs the ratio divides by."""
     function = surrogates.SURROGATES[objective.surrogate.kind].function
-    return function(objective, current, old, advantages, mask)
+    return function(objective, batch, advantages)
 
 
 def response_losses(
@@ -99,13 +99,14 @@ def response_losses(
     current, old, mask = batch.current, batch.old, batch.mask
     correction = objective.correction
     if correction.kind == "none":
-        per_token, audit = policy_tokens(objective, current, old, advantages, mask)
+        per_token, audit = policy_tokens(objective, batch, advantages)
     else:
         trainer = current.detach() if trainer_old is None else torch.as_tensor(trainer_old)
         weights = surrogates.behaviour_weights(
             trainer, old, mask, correction.kind, correction.clip_min, correction.clip_max
         )
-        per_token, audit = policy_tokens(objective, current, trainer, advantages, mask)
+        divided = losses.TokenLogProbs(current, trainer, mask)  # the trainer's old log-probs
+        per_token, audit = policy_tokens(objective, divided, advantages)
         per_token = per_token * weights.to(per_token.dtype)
         audit = dict(audit, behaviour_weights=weights)
     reduce = (

@@ -27,7 +27,7 @@ CORRECTION_MODES = ("token_truncate", "token_mask", "sequence_truncate", "sequen
 
 
 class Registered(NamedTuple):
-    function: Callable  # (objective, current, old, advantages, mask) -> (per_token, audit)
+    function: Callable  # (objective, batch: TokenLogProbs, advantages) -> (per_token, audit)
     own_ratio: bool  # builds its own ratio (or none): the objective's ratio level is token
 
 
@@ -37,10 +37,11 @@ SURROGATES: dict[str, Registered] = {}
 
 
 def register_surrogate(kind: str, own_ratio: bool = False):
-    """Register `function(objective, current, old, advantages, mask)` -> (per_token [B, T],
-    audit) as the surrogate `kind` (the style of verl's register_policy_loss). It reads its
-    settings from the objective (surrogate, clip, ratio level), returns 0.0 on inactive
-    tokens and is differentiable with respect to `current` only."""
+    """Register `function(objective, batch, advantages)` -> (per_token [B, T], audit) as the
+    surrogate `kind` (the style of verl's register_policy_loss); `batch` is the
+    losses.TokenLogProbs of the responses (current, old, mask). It reads its settings from
+    the objective (surrogate, clip, ratio level), returns 0.0 on inactive tokens and is
+    differentiable with respect to `batch.current` only."""
 
     def register(function):
         if kind in SURROGATES:
@@ -57,32 +58,29 @@ def _interval(objective) -> tuple[float, float]:
 
 
 @register_surrogate("clipped_ratio")
-def _clipped_ratio(objective, current, old, advantages, mask):
+def _clipped_ratio(objective, batch: losses.TokenLogProbs, advantages):
     clip = objective.clip
     return losses.clipped_surrogate_tokens(
-        losses.TokenLogProbs(current, old, mask),
-        advantages,
-        losses.ClipRange(clip.low, clip.high),
-        objective.ratio,
+        batch, advantages, losses.ClipRange(clip.low, clip.high), objective.ratio
     )
 
 
 @register_surrogate("cispo")
-def _cispo(objective, current, old, advantages, mask):
-    return cispo_tokens(current, old, advantages, mask, objective.surrogate.cap, objective.ratio)
+def _cispo(objective, batch: losses.TokenLogProbs, advantages):
+    return cispo_tokens(batch, advantages, objective.surrogate.cap, objective.ratio)
 
 
 @register_surrogate("gmpo", own_ratio=True)
-def _gmpo(objective, current, old, advantages, mask):
+def _gmpo(objective, batch: losses.TokenLogProbs, advantages):
     clip = objective.clip
-    return gmpo_tokens(current, old, advantages, mask, clip.low, clip.high)
+    return gmpo_tokens(batch, advantages, clip.low, clip.high)
 
 
 @register_surrogate("sapo")
-def _sapo(objective, current, old, advantages, mask):
+def _sapo(objective, batch: losses.TokenLogProbs, advantages):
     s = objective.surrogate
     return sapo_tokens(
-        losses.TokenLogProbs(current, old, mask),
+        batch,
         advantages,
         s.temperature_positive,
         s.temperature_negative,
@@ -92,8 +90,8 @@ def _sapo(objective, current, old, advantages, mask):
 
 
 @register_surrogate("reinforce", own_ratio=True)
-def _reinforce(objective, current, old, advantages, mask):
-    return reinforce_tokens(current, old, advantages, mask, _interval(objective))
+def _reinforce(objective, batch: losses.TokenLogProbs, advantages):
+    return reinforce_tokens(batch, advantages, _interval(objective))
 
 
 KINDS = tuple(SURROGATES)
@@ -103,9 +101,10 @@ def _masked(values, mask):
     return torch.where(mask, values, torch.zeros_like(values))
 
 
-def cispo_tokens(current, old, advantages, mask, cap: float, ratio_level: str = "token"):
+def cispo_tokens(batch: losses.TokenLogProbs, advantages, cap: float, ratio_level: str = "token"):
     """-sg(min(rho, cap)) A log p (CISPO): the ratio only weighs the token."""
-    old, adv, mask = _inputs(current, old, advantages, mask)
+    current = batch.current
+    old, adv, mask = _inputs(current, batch.old, advantages, batch.mask)
     ratio = losses.importance_ratio(current, old, mask, ratio_level)
     weight = torch.clamp(ratio, max=cap).detach()
     per_token = _masked(-weight * adv * current, mask)
@@ -114,10 +113,11 @@ def cispo_tokens(current, old, advantages, mask, cap: float, ratio_level: str = 
     return per_token, audit
 
 
-def gmpo_tokens(current, old, advantages, mask, clip_low: float, clip_high: float):
+def gmpo_tokens(batch: losses.TokenLogProbs, advantages, clip_low: float, clip_high: float):
     """-A exp(mean_t clip_log(log rho_t)) (GMPO), the clip in log space [-low, high] and
     pessimistic: a token's clipped log-ratio is used only where it lowers sign(A) x value."""
-    old, adv, mask = _inputs(current, old, advantages, mask)
+    current = batch.current
+    old, adv, mask = _inputs(current, batch.old, advantages, batch.mask)
     log_ratio = _masked(current - old, mask)
     clamped = torch.clamp(log_ratio, -clip_low, clip_high)
     sign = torch.where(adv >= 0, 1.0, -1.0).to(current.dtype)
@@ -158,10 +158,11 @@ def sapo_tokens(
 
 
 def reinforce_tokens(
-    current, old, advantages, mask, clip_interval: tuple[float, float] = (0.8, 1.2)
+    batch: losses.TokenLogProbs, advantages, clip_interval: tuple[float, float] = (0.8, 1.2)
 ):
     """-A log p (REINFORCE): no ratio in the loss; the token ratio is only reported."""
-    old, adv, mask = _inputs(current, old, advantages, mask)
+    current = batch.current
+    old, adv, mask = _inputs(current, batch.old, advantages, batch.mask)
     per_token = _masked(-adv * current, mask)
     ratio = losses.importance_ratio(current, old, mask, "token")
     return per_token, losses.ratio_audit(ratio, adv, mask, clip_interval, "token", clips=False)
