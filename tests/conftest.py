@@ -6,6 +6,7 @@ Everything here is small enough for a test to take seconds on a laptop CPU.
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,14 @@ if os.environ.get("PYTHONPATH", "").split(os.pathsep)[0] != _SRC:
     os.environ["PYTHONPATH"] = os.pathsep.join(
         [_SRC, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
     )
+
+# Matplotlib caches the font list per user, naming each font file by absolute path: a cache
+# written by another checkout's virtual environment, since deleted, makes every plot warn on
+# stderr ("findfont: ... not found") and draw with fallback fonts, so notebooks and diagrams
+# differ from their committed outputs. This run keeps its own cache (inherited by the
+# kernels and subprocesses), built here once so that no kernel prints the build notice.
+os.environ.setdefault("MPLCONFIGDIR", tempfile.mkdtemp(prefix="verifiable-grpo-mpl-"))
+import matplotlib.font_manager  # noqa: E402,F401 (builds the font list now)
 
 _TESTS = Path(__file__).resolve().parent
 
