@@ -263,8 +263,11 @@ class UpdateOptions:
     rows_per_pass: int | None = None
 
 
+PROFILE_OPTIONS = UpdateOptions()  # the profile's objective, every row in one pass, no memo
+
+
 def accumulate_gradients(
-    policy, reference, groups: list[dict], config: Profile, options: UpdateOptions = UpdateOptions()
+    policy, reference, groups: list[dict], config: Profile, options: UpdateOptions = PROFILE_OPTIONS
 ) -> dict:
     """Backpropagate sum_i w_i * loss_i of a rollout set into policy .grad; returns the
     telemetry. The path is the config's (sampling.batched); `options` as UpdateOptions."""

@@ -18,7 +18,11 @@ from verifiable_grpo.core import model as model_lib
 from verifiable_grpo.core.config import sha256_file
 from verifiable_grpo.core.config_schema import Profile
 from verifiable_grpo.training import batched_rollout, batched_scoring, objectives, rollout
-from verifiable_grpo.training.gradients import UpdateOptions, accumulate_gradients
+from verifiable_grpo.training.gradients import (
+    PROFILE_OPTIONS,
+    UpdateOptions,
+    accumulate_gradients,
+)
 from verifiable_grpo.training.grpo_record import history_entry
 from verifiable_grpo.training.grpo_run import GRPORun
 
@@ -39,7 +43,7 @@ def grpo_update(
     trainee: Trainee,
     groups: list[dict],
     config: Profile,
-    options: UpdateOptions | None = None,
+    options: UpdateOptions = PROFILE_OPTIONS,
 ) -> dict:
     """One AdamW update on every response of a rollout set (Part I's objective unless
     `options` names another; see gradients.UpdateOptions); returns its telemetry."""
@@ -48,7 +52,6 @@ def grpo_update(
         raise ValueError("dropout must stay off: policy and reference in eval mode")
     learning_rate = optimizer.param_groups[0]["lr"]
     optimizer.zero_grad(set_to_none=True)
-    options = UpdateOptions() if options is None else options
     telemetry = accumulate_gradients(policy, reference, groups, config, options)
     grad_norm = torch.nn.utils.clip_grad_norm_(
         model_lib.unique_parameters(policy),
