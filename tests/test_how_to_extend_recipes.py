@@ -1,4 +1,4 @@
-"""The how-to-extend page's chapter and backend recipes, performed as a contributor would.
+"""The how-to-extend page's variant, chapter and backend recipes, performed as a contributor would.
 
 Each test copies the repository (the files git knows, `data/` linked, not copied) to a
 temporary folder, makes the change its recipe describes step by step, and runs the
@@ -191,3 +191,80 @@ def test_the_backend_recipe_works_in_a_copy(tmp_path):
     refused = run(outside, copy, copy)
     assert refused.returncode == 2, refused.stdout + refused.stderr
     assert "not in the treatment lock" in refused.stderr and refused.stderr.count("\n") == 1
+
+
+HALFCLIP_ENTRY = """        _entry(
+            "grpo_halfclip",
+            "grpo with half PPO's clip range: ratio clipped to [0.9, 1.1]",
+            clip=ClipInterval(0.1, 0.1),
+        ),
+"""
+HALFCLIP_SOURCE = """    "grpo_halfclip": Source(
+        "ref-ppo", "Schulman et al. 2017 (PPO)", "PPO's clip at half its usual range"
+    ),
+"""
+
+
+def _insert_after(path: Path, anchor: str, text: str) -> None:
+    source = path.read_text()
+    assert source.count(anchor) == 1, f"{path.name}: {anchor!r} is not unique"
+    path.write_text(source.replace(anchor, anchor + text))
+
+
+def test_the_variant_recipe_works_in_a_copy(tmp_path):
+    """The variant recipe as written: a new clip range in the "newer" section, its source,
+    its place in the registry-order test, then the recipe's own checks (which once failed
+    here: a study's declared list and a chapter read the section)."""
+    recipe = steps("Add a GRPO variant")
+    copy = repo_copy(tmp_path)
+    training = copy / "src" / "verifiable_grpo" / "training"
+    # 1. one entry at the end of the "newer" section
+    registry = training / "objectives.py"
+    source = registry.read_text()
+    end_of_newer = source.index("    # The gspo arm at its paper's clip range")
+    newer_close = source.rindex("    ),\n", 0, end_of_newer)
+    registry.write_text(source[:newer_close] + HALFCLIP_ENTRY + source[newer_close:])
+    # 3. the paper, on the references page already (PPO)
+    assert "(ref-ppo)=" in (copy / "book" / "references.md").read_text()
+    _insert_after(
+        training / "objective_sources.py", "SOURCES: dict[str, Source] = {\n", HALFCLIP_SOURCE
+    )
+    # 4. nothing: TRL and Part I's loop both run a clip range
+    # 5. the registry's order
+    # 5. the registry's order, and its advantage for [1, 0, 1, 0] by hand: grpo's, a clip
+    # range moves no advantage (sample std + 1e-4, 0.5 / (sqrt(1/3) + 1e-4))
+    order_test = copy / "tests" / "training" / "test_objectives.py"
+    _insert_after(order_test, '    "grpo_mis",\n', '    "grpo_halfclip",\n')
+    _insert_after(order_test, '    "grpo_mis": SAMPLE_A,\n', '    "grpo_halfclip": SAMPLE_A,\n')
+    # 9. the recipe's checks
+    run_all(commands(recipe[9]), copy, copy)
+
+
+SLOWER_SMOKE = """# A smoke run with a smaller learning rate, for the profile recipe's test.
+extends: smoke
+profile: smoke-slow
+
+grpo:
+  learning_rate: 5.0e-6             # half of smoke's: does a gentler step still learn?
+"""
+
+
+def test_the_profile_recipe_works_in_a_copy(tmp_path):
+    recipe = steps("Add a profile")
+    copy = repo_copy(tmp_path)
+    # 1. the file, then its resolved SHA-256 from the step's own command
+    (copy / "configs" / "smoke-slow.yaml").write_text(SLOWER_SMOKE)
+    (printed,) = commands(recipe[1], NAME="smoke-slow")
+    done = run(printed, copy, copy)
+    assert done.returncode == 0, done.stderr
+    digest = re.search(r"SHA-256 ([0-9a-f]{64})", done.stdout).group(1)
+    # without its hash the checks of step 2 fail: they are real checks
+    checks = commands(recipe[2])
+    assert run(checks[0], copy, copy).returncode != 0
+    # 2. the hash in RESOLVED_SHA256, then the checks
+    _insert_after(
+        copy / "tests" / "core" / "test_profiles.py",
+        "RESOLVED_SHA256 = {\n",
+        f'    "smoke-slow": "{digest}",\n',
+    )
+    run_all(checks, copy, copy)

@@ -5,6 +5,8 @@ book never imports another part: what two parts share lives in a layer below the
 from __future__ import annotations
 
 import ast
+import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -92,3 +94,35 @@ def test_the_part_rule_sees_a_planted_import(tmp_path, monkeypatch):
     (planted / "x.py").write_text("def f():\n    from verifiable_grpo.part3 import labs\n")
     monkeypatch.setattr(sys.modules[__name__], "PACKAGE", tmp_path)
     assert list(_part_imports("part2")) == [("part2/x.py", "verifiable_grpo.part3")]
+
+
+def _readme_tree() -> list[str]:
+    """The paths the README's annotated tree names, relative to the repository root."""
+    readme = (PACKAGE.parents[1] / "README.md").read_text()
+    block = readme.split("## Layout\n", 1)[1].split("```text\n", 1)[1].split("```", 1)[0]
+    paths, stack = [], []
+    for line in block.splitlines()[1:]:
+        match = re.match(r"^((?:[│ ]   )*)[├└]── (\S+)", line)
+        if not match:
+            continue  # an annotation's second line
+        depth = len(match.group(1)) // 4
+        stack[depth:] = [match.group(2).rstrip("/")]
+        paths.append("/".join(stack))
+    return paths
+
+
+def test_the_readme_tree_names_what_is_there_and_nothing_else():
+    root = PACKAGE.parents[1]
+    named = _readme_tree()
+    assert [p for p in named if not (root / p).exists()] == [], "named but missing"
+    tracked = subprocess.run(
+        ["git", "ls-files"], cwd=root, capture_output=True, text=True, check=True
+    ).stdout.split()
+    top = {path.split("/")[0] for path in tracked} - {".ci"} | {".ci/run"}
+    folders = {
+        str(p.relative_to(root))
+        for p in PACKAGE.rglob("*")
+        if p.is_dir() and p.name != "__pycache__" and any(p.glob("*.py"))
+    }
+    covered = {"/".join(p.split("/")[: i + 1]) for p in named for i in range(p.count("/") + 1)}
+    assert sorted((top | folders) - covered) == [], "in the repository, not in the tree"

@@ -69,8 +69,20 @@ def test_an_entry_classified_nowhere_fails_the_check():
 def test_the_sections_hold_every_entry_once_in_registry_order():
     listed = [name for section in objectives.SECTIONS.values() for name in section]
     assert listed == list(OBJECTIVES)
-    assert len(objectives.STUDY_ARMS) == 5 and len(objectives.NEWER) == 9
-    assert lock_lib.ARMS == objectives.STUDY_ARMS == tuple(trl_parity.trl_arms())
+    # The committed study declares its own arms; the lock file agrees with them.
+    lock, _ = lock_lib.read_lock(lock_lib.LOCK_PATH)
+    assert list(lock_lib.ARMS) == list(lock["arms"]) == lock_lib.read_pin()["choices"]["arms"]
+    assert set(trl_parity.trl_arms(lock_lib.ARMS)) == set(lock_lib.ARMS)
+
+
+def test_a_declared_list_refuses_an_unknown_or_repeated_name_and_a_list():
+    assert objectives.declared_entries(("grpo", "cispo"), declared_by="t") == ("grpo", "cispo")
+    with pytest.raises(ValueError, match="t: not in the objectives registry: grpo_nope"):
+        objectives.declared_entries(("grpo", "grpo_nope"), declared_by="t")
+    with pytest.raises(ValueError, match="distinct"):
+        objectives.declared_entries(("grpo", "grpo"), declared_by="t")
+    with pytest.raises(ValueError, match="tuple"):
+        objectives.declared_entries(["grpo"], declared_by="t")
 
 
 def _grown():

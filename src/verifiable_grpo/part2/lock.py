@@ -34,7 +34,11 @@ from verifiable_grpo.training import objectives, trl_parity
 
 SCHEMA = "verifiable-grpo-family-lock-v1"
 LOCK_PATH = "configs/part2/lock.json"
-ARMS = objectives.STUDY_ARMS  # the registry's "study" section, pinned by read_pin
+# The study's five arms, declared here and pre-registered in configs/part2/lock.json
+# (read_pin checks the two agree); a registry section never adds an arm.
+ARMS = objectives.declared_entries(
+    ("grpo", "drgrpo", "dapo", "gspo", "aero"), declared_by="part2.lock.ARMS"
+)
 BASELINE = "grpo"
 SEEDS = (11, 23, 37, 53, 71, 89, 107, 131)
 REGIMES = {"on_policy": 1, "two_updates": 2}  # regime -> updates per rollout set

@@ -349,9 +349,21 @@ OBJECTIVES: dict[str, Objective] = {o.name: o for part in _SECTIONS.values() for
 SECTIONS: dict[str, tuple[str, ...]] = {
     key: tuple(o.name for o in part) for key, part in _SECTIONS.items()
 }
-STUDY_ARMS = SECTIONS["study"]  # Part II's five arms (the committed lock's)
+# Sections group entries for tables and chapters. A recorded study never reads a section:
+# it declares its own tuple of names (declared_entries), so a new entry changes no record.
+STUDY_ARMS = SECTIONS["study"]  # Part II's five arms, for the arms chapter's tables
 TRL_REDUCTIONS = SECTIONS["trl_reductions"]
-NEWER = SECTIONS["newer"]  # chapter II.7's nine entries
+
+
+def declared_entries(names: tuple[str, ...], declared_by: str) -> tuple[str, ...]:
+    """A study's or chapter's own frozen list of entry names, checked at import: each name
+    is in the registry, once. Returns `names` unchanged."""
+    if not isinstance(names, tuple) or len(set(names)) != len(names):
+        raise ValueError(f"{declared_by}: entries must be a tuple of distinct names: {names!r}")
+    unknown = [name for name in names if name not in OBJECTIVES]
+    if unknown:
+        raise ValueError(f"{declared_by}: not in the objectives registry: {', '.join(unknown)}")
+    return names
 
 
 def get_objective(name: str) -> Objective:
