@@ -13,7 +13,7 @@ import torch
 
 from verifiable_grpo.core import model as model_lib
 from verifiable_grpo.core.config import load_config
-from verifiable_grpo.training import grpo, losses, objectives, rollout
+from verifiable_grpo.training import baselines, grpo, losses, objectives, rollout
 from verifiable_grpo.training.objectives import (
     OBJECTIVES,
     AdvantageRule,
@@ -289,7 +289,7 @@ def test_the_posterior_rule_refuses_what_it_cannot_score():
     with pytest.raises(ValueError, match="among the counted observations"):
         objectives.advantages(aero, [[1.0]], [0], [3])
     with pytest.raises(ValueError, match="one-rollout groups"):
-        losses.posterior_advantages([[1.0, 0.0]], [1], [2])
+        baselines.posterior_advantages([[1.0, 0.0]], [1], [2])
 
 
 def test_with_advantages_adds_the_objectives_numbers_to_a_sampled_group():

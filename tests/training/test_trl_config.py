@@ -18,7 +18,7 @@ from verifiable_grpo.part1 import band_bench, bench, bench_trl, fixed_prompts, f
 from verifiable_grpo.part2 import lock as lock_lib
 from verifiable_grpo.part2.trl import backend as trl_backend
 from verifiable_grpo.part2.trl import run_config
-from verifiable_grpo.training import objectives, trl_config, trl_parity
+from verifiable_grpo.training import objectives, trl_config, trl_loss, trl_parity
 
 trl = pytest.importorskip("trl")
 
@@ -194,7 +194,7 @@ def test_the_loss_stand_in_builds_the_config_it_built_by_hand():
     assert {"grpo", "dapo", "dr_grpo", "cispo", "sapo", "grpo_tis"} <= set(names)
     for name in names:
         arm = trl_parity.trl_arm(objectives.get_objective(name))
-        new = trl_parity._stand_in(arm, 8, 2).args
+        new = trl_loss._stand_in(arm, 8, 2).args
         assert new.to_dict() == _old_stand_in(arm, 8, 2).to_dict(), name
 
 

@@ -9,7 +9,7 @@ import math
 import pytest
 import torch
 
-from verifiable_grpo.training import losses, objectives, trl_parity
+from verifiable_grpo.training import losses, objectives, trl_loss, trl_parity
 from verifiable_grpo.training.objectives import OBJECTIVES, KLTerm
 
 pytest.importorskip("trl")
@@ -55,7 +55,7 @@ def test_our_loss_and_gradient_equal_trls(name, off_policy):
         logp,
     )
     theirs, their_grad = _grad(
-        lambda c: trl_parity.trl_loss(
+        lambda c: trl_loss.trl_loss(
             objective, objectives.TokenLogProbs(c, old, mask), advantages, max_completion_length=8
         ),
         logp,
@@ -82,7 +82,7 @@ def test_a_k3_term_equals_trls_without_its_bias_correction():
         logp,
     )
     theirs, their_grad = _grad(
-        lambda c: trl_parity.trl_loss(
+        lambda c: trl_loss.trl_loss(
             objective, objectives.TokenLogProbs(c, old, mask, reference=ref), advantages
         ),
         logp,
@@ -101,7 +101,7 @@ def test_two_micro_batches_separate_bnpo_from_dapo():
     weights = {}
     for name in ("bnpo", "dapo_token", "grpo"):
         _, grad = _grad(
-            lambda c, name=name: trl_parity.trl_loss(
+            lambda c, name=name: trl_loss.trl_loss(
                 OBJECTIVES[name],
                 objectives.TokenLogProbs(c, c.detach(), mask),
                 advantages,
@@ -176,7 +176,7 @@ def test_what_trl_cannot_express_is_refused_by_name():
     with pytest.raises(
         trl_parity.NotExpressibleInTRL, match="part1: TRL 1.16.0 has no exact prefix KL"
     ):
-        trl_parity.trl_loss(
+        trl_loss.trl_loss(
             OBJECTIVES["part1"], objectives.TokenLogProbs(logp, old, mask), advantages
         )
     population = objectives.dataclasses.replace(

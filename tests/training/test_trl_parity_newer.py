@@ -9,7 +9,7 @@ import dataclasses
 import pytest
 import torch
 
-from verifiable_grpo.training import objectives, trl_parity
+from verifiable_grpo.training import objectives, trl_loss, trl_parity
 from verifiable_grpo.training.objectives import OBJECTIVES, Aggregation, Surrogate
 
 pytest.importorskip("trl")
@@ -53,7 +53,7 @@ def _ours(name, micro_batches=None):
 
 def _theirs(name):
     return lambda old, advantages, mask: (
-        lambda c: trl_parity.trl_loss(
+        lambda c: trl_loss.trl_loss(
             OBJECTIVES[name],
             objectives.TokenLogProbs(c, old, mask),
             advantages,
@@ -96,8 +96,8 @@ def test_bnpo_per_step_is_not_trls_per_micro_batch():
         objectives.Normalisation(group_size=3),
     )[0]
     batch = objectives.TokenLogProbs(logp, old, mask)
-    theirs_one = trl_parity.trl_loss(OBJECTIVES["bnpo"], batch, advantages)
-    theirs_three = trl_parity.trl_loss(OBJECTIVES["bnpo"], batch, advantages, micro_batches=SPLIT)
+    theirs_one = trl_loss.trl_loss(OBJECTIVES["bnpo"], batch, advantages)
+    theirs_three = trl_loss.trl_loss(OBJECTIVES["bnpo"], batch, advantages, micro_batches=SPLIT)
     assert ours_step.item() == pytest.approx(theirs_one.item(), rel=1e-12)
     assert abs(ours_step.item() - theirs_three.item()) > 1e-3
 

@@ -12,6 +12,8 @@ from typing import NamedTuple
 
 import torch
 
+from verifiable_grpo.training import losses
+
 
 def _check_rewards(rewards) -> torch.Tensor:
     rewards = torch.as_tensor(rewards).detach()
@@ -150,8 +152,6 @@ def register_baseline(kind: str, scaled: bool = False, batch_level: bool = False
 
 @register_baseline("group_std", scaled=True)
 def _group_std(objective, rewards, successes=None, observations=None):
-    from verifiable_grpo.training import losses  # losses imports this module
-
     rule = objective.advantages
     return losses.group_advantages(rewards, rule.epsilon, rule.correction)
 

@@ -21,15 +21,12 @@ import torch
 
 # Re-exported: the baselines other than the group std live in baselines.py, the KL terms in
 # kl_divergence.py.
-from verifiable_grpo.training.baselines import centred_advantages, posterior_advantages
 from verifiable_grpo.training.kl_divergence import exact_prefix_kl, sampled_kl_estimators
 
 __all__ = [
     "TokenLogProbs",
     "ClipRange",
     "group_advantages",
-    "centred_advantages",
-    "posterior_advantages",
     "masked_token_mean",
     "masked_token_sum",
     "masked_normalize",

@@ -9,7 +9,7 @@ A GRPOConfig mixes two kinds of settings, and each has one source:
 so an option is declared once. The helpers below are the run settings the in-process
 comparisons share (Part I's bench and fixed-prompt runs); Part II's backend builds its
 own from a run configuration (part2/trl/backend.py), Part II's loss check from the study's
-micro-batching (trl_parity._stand_in).
+micro-batching (trl_loss._stand_in).
 """
 
 from __future__ import annotations
