@@ -22,8 +22,12 @@ def assert_fits_the_column(figure: Figure) -> None:
     for text in _drawn_texts(figure):
         assert text.get_fontsize() >= SMALLEST_POINTS, f"{text.get_text()!r} is too small"
         box = text.get_window_extent(renderer)
-        inside = (box.x0 >= page.x0 - 1 and box.x1 <= page.x1 + 1
-                  and box.y0 >= page.y0 - 1 and box.y1 <= page.y1 + 1)
+        inside = (
+            box.x0 >= page.x0 - 1
+            and box.x1 <= page.x1 + 1
+            and box.y0 >= page.y0 - 1
+            and box.y1 <= page.y1 + 1
+        )
         assert inside, f"{text.get_text()!r} is cut off by the figure's edge"
     for ax in figure.axes:
         assert ax.get_title(), "every panel has a title"
@@ -40,6 +44,9 @@ def _drawn_texts(figure: Figure) -> list[Text]:
             texts += list(ax.get_legend().get_texts())
         for axis in (ax.xaxis, ax.yaxis):
             low, high = sorted(axis.get_view_interval())
-            texts += [tick.label1 for tick in axis.get_major_ticks()
-                      if low - 1e-12 <= tick.get_loc() <= high + 1e-12]
+            texts += [
+                tick.label1
+                for tick in axis.get_major_ticks()
+                if low - 1e-12 <= tick.get_loc() <= high + 1e-12
+            ]
     return [t for t in texts if t.get_visible() and t.get_text().strip()]

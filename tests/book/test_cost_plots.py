@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import numpy as np
-from figure_checks import assert_fits_the_column
 
+from figure_checks import assert_fits_the_column
 from verifiable_grpo.book import cost_plots
 from verifiable_grpo.models import accounting as acc
 from verifiable_grpo.part3 import case_study as cs
 
 
 def test_memory_segments_are_the_memory_table():
-    tables = {method: acc.memory_table(acc.CASE_STUDY, acc.TrainingSetup(method=method, lora_rank=8))
-              for method in acc.METHODS}
+    tables = {
+        method: acc.memory_table(acc.CASE_STUDY, acc.TrainingSetup(method=method, lora_rank=8))
+        for method in acc.METHODS
+    }
     figure = cost_plots.plot_memory_by_method(tables, acc.CASE_STUDY.name)
     assert_fits_the_column(figure)
     (ax,) = figure.axes

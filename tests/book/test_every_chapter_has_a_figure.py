@@ -61,9 +61,12 @@ def test_the_waiting_list_only_names_chapters_still_without_one():
 
 
 def test_a_chapter_without_a_figure_is_caught(tmp_path, monkeypatch):
-    notebook = {"cells": [{"cell_type": "markdown", "source": ["# Title\n", "No picture."]},
-                          {"cell_type": "code", "source": ["1"],
-                           "outputs": [{"data": {"text/plain": ["1"]}}]}]}
+    notebook = {
+        "cells": [
+            {"cell_type": "markdown", "source": ["# Title\n", "No picture."]},
+            {"cell_type": "code", "source": ["1"], "outputs": [{"data": {"text/plain": ["1"]}}]},
+        ]
+    }
     (tmp_path / "chapter.ipynb").write_text(json.dumps(notebook))
     monkeypatch.setattr("test_every_chapter_has_a_figure.repo_root", lambda: tmp_path)
     assert not _has_a_figure("chapter")

@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import numpy as np
-from figure_checks import assert_fits_the_column
 
+from figure_checks import assert_fits_the_column
 from verifiable_grpo.book import family_plots
 from verifiable_grpo.part2 import analysis, demos
 from verifiable_grpo.part2.lock import read_lock
 
 
-
 def test_dynamic_sampling_bars_are_the_samplers_means():
-    costs = {label: demos.dynamic_sampling_cost(rates, steps=20)
-             for label, rates in (("0.5", [0.5]), ("0.05, 0.95", [0.05, 0.95]))}
+    costs = {
+        label: demos.dynamic_sampling_cost(rates, steps=20)
+        for label, rates in (("0.5", [0.5]), ("0.05, 0.95", [0.05, 0.95]))
+    }
     figure = family_plots.plot_dynamic_sampling_cost(costs)
     assert_fits_the_column(figure)
     (ax,) = figure.axes
@@ -38,8 +39,11 @@ def test_paired_differences_show_each_arm_and_its_interval():
     assert_fits_the_column(figure)
     (ax,) = figure.axes
     dots = [line for line in ax.lines if line.get_marker() == "o"]
-    intervals = [line for line in ax.lines if line.get_marker() != "o" and len(line.get_xdata()) == 2
-                 and line.get_linestyle() == "-"]
+    intervals = [
+        line
+        for line in ax.lines
+        if line.get_marker() != "o" and len(line.get_xdata()) == 2 and line.get_linestyle() == "-"
+    ]
     assert [d.get_xdata()[0] for d in dots] == [c["difference"] for c in comparisons]
     assert [tuple(i.get_xdata()) for i in intervals] == [(c["low"], c["high"]) for c in comparisons]
     labels = [t.get_text() for t in ax.get_yticklabels()]

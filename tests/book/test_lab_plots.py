@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
-from figure_checks import assert_fits_the_column
 
+from figure_checks import assert_fits_the_column
 from verifiable_grpo.book import lab_plots
 from verifiable_grpo.part3 import labs
 from verifiable_grpo.part3.expert_iteration_lab.group_relative import mixed_group_probability
@@ -56,8 +56,10 @@ def test_judge_bars_are_the_recorded_win_rates():
 
 def test_fault_tree_bars_are_the_recorded_rewards():
     recorded = labs.recorded("fault-tree")["metrics"]
-    rewards = {reply: (recorded["initial"][reply], recorded["revised"][reply])
-               for reply in recorded["initial"]}
+    rewards = {
+        reply: (recorded["initial"][reply], recorded["revised"][reply])
+        for reply in recorded["initial"]
+    }
     figure = lab_plots.plot_reward_by_reply(rewards)
     assert_fits_the_column(figure)
     (ax,) = figure.axes
@@ -67,7 +69,9 @@ def test_fault_tree_bars_are_the_recorded_rewards():
     assert [t.get_text() for t in ax.get_xticklabels()] == list(rewards)
     assert ax.get_ylabel() == "reward"
     labels = [float(t.get_text()) for t in ax.texts]  # every bar says its value, 0 included
-    assert labels == [round(v, 2) for v in (*recorded["initial"].values(), *recorded["revised"].values())]
+    assert labels == [
+        round(v, 2) for v in (*recorded["initial"].values(), *recorded["revised"].values())
+    ]
 
 
 def test_merging_bars_are_the_recorded_scores():
@@ -84,19 +88,23 @@ def test_merging_bars_are_the_recorded_scores():
 
 
 def test_zero_variance_check_draws_observed_and_predicted():
-    runs = {str(r["beta"]): r["records"] for r in labs.recorded("expert-iteration")["metrics"]["grpo"]
-            if not r["substring"]}
+    runs = {
+        str(r["beta"]): r["records"]
+        for r in labs.recorded("expert-iteration")["metrics"]["grpo"]
+        if not r["substring"]
+    }
     figure = lab_plots.plot_zero_variance_check(runs, 8)
     assert_fits_the_column(figure)
     (ax,) = figure.axes
     assert len(ax.lines) == 2 * len(runs)
-    for k, records in enumerate(runs.values()):
-        logged = [r for r in records if r["zero_variance"] is not None]
+    for k, run_records in enumerate(runs.values()):
+        logged = [r for r in run_records if r["zero_variance"] is not None]
         observed, predicted = ax.lines[2 * k], ax.lines[2 * k + 1]
         assert list(observed.get_xdata()) == [r["iteration"] for r in logged]
         assert list(observed.get_ydata()) == [r["zero_variance"] for r in logged]
-        assert list(predicted.get_ydata()) == [1 - mixed_group_probability(r["sampled_reward"], 8)
-                                               for r in logged]
+        assert list(predicted.get_ydata()) == [
+            1 - mixed_group_probability(r["sampled_reward"], 8) for r in logged
+        ]
     assert ax.get_xlabel() == "iteration" and "groups" in ax.get_ylabel()
 
 

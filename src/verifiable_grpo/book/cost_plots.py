@@ -22,8 +22,9 @@ def plot_memory_by_method(tables: dict[str, list[dict]], model: str) -> Figure:
         ax.barh(methods, sizes, left=left, label=component)
         left = [a + b for a, b in zip(left, sizes)]
     ax.invert_yaxis()
-    ax.set(title=f"Training memory of {model}, by method", xlabel="GB (10^9 bytes)",
-           ylabel="method")
+    ax.set(
+        title=f"Training memory of {model}, by method", xlabel="GB (10^9 bytes)", ylabel="method"
+    )
     figure.legend(loc="outside lower center", ncols=3)
     return figure
 
@@ -42,7 +43,6 @@ def plot_bill(bill: dict, usd_per_gpu_hour: float) -> Figure:
         ax.text(hours, row, f"  ${hours * usd_per_gpu_hour:.2f}", va="center")
     ax.invert_yaxis()
     ax.set_xlim(0, 1.2 * bill["grpo"]["gpu_hours"])
-    ax.set(title=f"GPU-hours of one run, at ${usd_per_gpu_hour:g} per GPU-hour",
-           xlabel="GPU-hours")
+    ax.set(title=f"GPU-hours of one run, at ${usd_per_gpu_hour:g} per GPU-hour", xlabel="GPU-hours")
     figure.legend(loc="outside lower center", ncols=4)
     return figure

@@ -54,11 +54,20 @@ def plot_dynamic_sampling_cost(costs: dict[str, dict]) -> Figure:
     kept = np.subtract(drawn, discarded)
     ax.bar(x - 0.2, plain, 0.4, color="grey", label="plain step (every group trained on)")
     ax.bar(x + 0.2, kept, 0.4, color="tab:blue", label="dynamic sampling: trained on")
-    ax.bar(x + 0.2, discarded, 0.4, bottom=kept, color="tab:red",
-           label="dynamic sampling: generated, discarded")
+    ax.bar(
+        x + 0.2,
+        discarded,
+        0.4,
+        bottom=kept,
+        color="tab:red",
+        label="dynamic sampling: generated, discarded",
+    )
     ax.set_xticks(x, list(costs))
-    ax.set(title="Dynamic sampling pays for every group it throws away",
-           xlabel="success rates of the prompts in the source", ylabel="rollouts per step (mean)")
+    ax.set(
+        title="Dynamic sampling pays for every group it throws away",
+        xlabel="success rates of the prompts in the source",
+        ylabel="rollouts per step (mean)",
+    )
     ax.legend(loc="upper left")
     return figure
 
@@ -75,6 +84,8 @@ def plot_paired_differences(comparisons: list[dict], source: str) -> Figure:
         ax.plot(comparison["difference"], row, "o", color="tab:blue", ms=7)
     ax.axvline(0.0, color="black", lw=1, ls="--")
     ax.set_yticks(y, [f"{c['arm']} ({c['verdict']})" for c in comparisons])
-    ax.set(title=f"Each arm minus grpo on the same seeds ({source})",
-           xlabel="held-out accuracy, arm minus grpo (95 % paired bootstrap interval)")
+    ax.set(
+        title=f"Each arm minus grpo on the same seeds ({source})",
+        xlabel="held-out accuracy, arm minus grpo (95 % paired bootstrap interval)",
+    )
     return figure

@@ -28,11 +28,22 @@ def plot_calibration(calibration: list[list], ece: float) -> Figure:
     observed = [row[3] for row in calibration]
     ax.plot([0, 1], [0, 1], ls="--", color="grey", lw=1, label="perfectly calibrated")
     ax.plot(predicted, observed, "-", color="tab:blue", lw=1)
-    ax.scatter(predicted, observed, s=20 + 300 * pairs / pairs.max(), color="tab:blue",
-               zorder=3, label="MLP, one bin (area: its pairs)")
-    ax.set(xlim=(0, 1), ylim=(0, 1), aspect="equal",
-           title=f"MLP reward model: ten-bin ECE {ece:.3f}",
-           xlabel="mean predicted P(first point wins)", ylabel="observed share of first-point wins")
+    ax.scatter(
+        predicted,
+        observed,
+        s=20 + 300 * pairs / pairs.max(),
+        color="tab:blue",
+        zorder=3,
+        label="MLP, one bin (area: its pairs)",
+    )
+    ax.set(
+        xlim=(0, 1),
+        ylim=(0, 1),
+        aspect="equal",
+        title=f"MLP reward model: ten-bin ECE {ece:.3f}",
+        xlabel="mean predicted P(first point wins)",
+        ylabel="observed share of first-point wins",
+    )
     ax.legend(loc="upper left")
     return figure
 
@@ -51,8 +62,11 @@ def plot_pass_rates(categories: list[dict]) -> Figure:
             ax.plot(row["wilson"], [level, level], color=colour, lw=2)
         ax.plot([row["pass"] for row in rows], y, "o", color=colour, ms=7, label=model)
     ax.set_yticks(range(len(names)), names[::-1])
-    ax.set(xlim=(-0.02, 1.02), title="Pass rate per category, with Wilson 95 % intervals",
-           xlabel="share of the category's items passed")
+    ax.set(
+        xlim=(-0.02, 1.02),
+        title="Pass rate per category, with Wilson 95 % intervals",
+        xlabel="share of the category's items passed",
+    )
     ax.legend(loc="lower right")
     return figure
 
@@ -75,8 +89,11 @@ def plot_judge_win_rates(metrics: dict) -> Figure:
     ax.bar(range(len(values)), values, color=colours)
     ax.axhline(metrics["true_win"], color="tab:green", ls="--", lw=1)
     ax.set_xticks(range(len(values)), [label.replace(", ", ",\n") for label in JUDGE_BARS.values()])
-    ax.set(ylim=(0, 1), ylabel="share of pairs A wins",
-           title=f"One judge, {metrics['pairs']} pairs: the order moves the verdict")
+    ax.set(
+        ylim=(0, 1),
+        ylabel="share of pairs A wins",
+        title=f"One judge, {metrics['pairs']} pairs: the order moves the verdict",
+    )
     return figure
 
 
@@ -86,13 +103,19 @@ def plot_reward_by_reply(rewards: dict[str, tuple[float, float]]) -> Figure:
     x = np.arange(len(rewards))
     initial = [pair[0] for pair in rewards.values()]
     revised = [pair[1] for pair in rewards.values()]
-    for bars in (ax.bar(x - 0.2, initial, 0.4, color="tab:grey", label="initial reward"),
-                 ax.bar(x + 0.2, revised, 0.4, color="tab:blue", label="revised reward")):
+    for bars in (
+        ax.bar(x - 0.2, initial, 0.4, color="tab:grey", label="initial reward"),
+        ax.bar(x + 0.2, revised, 0.4, color="tab:blue", label="revised reward"),
+    ):
         ax.bar_label(bars, fmt="%.2f")  # a reward of 0 is a bar of no height: say it
     ax.axhline(0.0, color="black", lw=0.8)
     ax.set_xticks(x, list(rewards))
-    ax.set(ylim=(0, 1.15), title="The same replies under the two rewards", xlabel="reply",
-           ylabel="reward")
+    ax.set(
+        ylim=(0, 1.15),
+        title="The same replies under the two rewards",
+        xlabel="reply",
+        ylabel="reward",
+    )
     ax.legend()
     return figure
 
@@ -104,11 +127,18 @@ def plot_scores_by_model(rows: dict[str, dict[str, float]], columns: list[str]) 
     y = np.arange(len(rows))[::-1]
     height = 0.8 / len(columns)
     for k, column in enumerate(columns):
-        ax.barh(y + 0.4 - height * (k + 0.5), [scores[column] for scores in rows.values()],
-                height, label=column)
+        ax.barh(
+            y + 0.4 - height * (k + 0.5),
+            [scores[column] for scores in rows.values()],
+            height,
+            label=column,
+        )
     ax.set_yticks(y, list(rows))
-    ax.set(xlim=(0, 1), title="Each model on each half of the prompts",
-           xlabel="probability of the exact answer (mean over the prompts)")
+    ax.set(
+        xlim=(0, 1),
+        title="Each model on each half of the prompts",
+        xlabel="probability of the exact answer (mean over the prompts)",
+    )
     ax.legend(loc="lower right")
     return figure
 
@@ -121,12 +151,21 @@ def plot_zero_variance_check(runs: dict[str, list[dict]], group_size: int) -> Fi
     for (label, records), colour in zip(runs.items(), ("tab:blue", "tab:orange", "tab:green")):
         logged = [r for r in records if r["zero_variance"] is not None]
         iterations = [r["iteration"] for r in logged]
-        ax.plot(iterations, [r["zero_variance"] for r in logged], "o-", color=colour,
-                label=f"{label}: observed")
+        ax.plot(
+            iterations,
+            [r["zero_variance"] for r in logged],
+            "o-",
+            color=colour,
+            label=f"{label}: observed",
+        )
         predicted = [1 - mixed_group_probability(r["sampled_reward"], group_size) for r in logged]
         ax.plot(iterations, predicted, "--", color=colour, label=f"{label}: predicted")
-    ax.set(ylim=(0, 1), xlabel="iteration", ylabel="share of groups with one reward",
-           title=f"Zero-variance groups against the i.i.d. prediction (G = {group_size})")
+    ax.set(
+        ylim=(0, 1),
+        xlabel="iteration",
+        ylabel="share of groups with one reward",
+        title=f"Zero-variance groups against the i.i.d. prediction (G = {group_size})",
+    )
     ax.legend(loc="upper left")
     return figure
 
