@@ -58,6 +58,10 @@ FLOAT_SENSITIVE = (
 NOT_FLOAT_SENSITIVE = {
     "book/test_book_map.py": "word counts and titles of the pages",
     "book/test_citations_and_notation.py": "the pages' text",
+    "book/test_cost_plots.py": "the accounting's values drawn, against themselves (stacks to 1e-12)",
+    "book/test_every_chapter_has_a_figure.py": "the executed notebooks' output kinds",
+    "book/test_family_figures.py": "values computed once, drawn, against themselves",
+    "book/test_lab_plots.py": "recorded values drawn, against themselves",
     "book/test_live_widgets.py": "float64 values against the browser's doubles at 1e-9, far above rounding",
     "book/test_prose_numbers.py": "the numbers the pages quote, as text",
     "book/test_pretrained_chapter.py": "recorded numbers against the chapter's sentences",

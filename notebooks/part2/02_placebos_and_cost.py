@@ -47,7 +47,8 @@ from verifiable_grpo.book.notebook import quiet
 
 quiet()
 
-from verifiable_grpo.book.notebook import Table, significant
+from verifiable_grpo.book import family_plots
+from verifiable_grpo.book.notebook import Table, show, significant
 from verifiable_grpo.part2 import demos
 
 # %% [markdown]
@@ -99,13 +100,21 @@ Table(["seed", "on policy: gspo", "on policy: dapo clip", "moved: gspo", "moved:
 # prompts have the success rates given (no model), 200 steps of 4 prompts x 4 completions.
 
 # %%
-rows = []
+rows, costs = [], {}
 for rates in ([0.5], [0.2, 0.5, 0.8], [0.05, 0.3, 0.9], [0.02, 0.05, 0.95], [0.01]):
     cost = demos.dynamic_sampling_cost(rates, steps=200)
+    costs[", ".join(f"{r:g}" for r in rates)] = cost
     rows.append([", ".join(f"{r:g}" for r in rates), cost["plain_rollouts_per_step"],
                  cost["rollouts_per_step"], cost["discarded_per_step"], cost["failed_steps"]])
 Table(["prompt success rates", "plain rollouts/step", "dapo rollouts/step",
        "discarded/step", "steps that failed (cap)"], rows, digits=1)
+
+# %% [markdown]
+# The same numbers as a picture: look at how the red part, rollouts generated only to be
+# thrown away, grows as the prompts' success rates move towards 0 or 1.
+
+# %%
+show(family_plots.plot_dynamic_sampling_cost(costs))
 
 # %% [markdown]
 # Every discarded rollout was generated, so it costs generation time although it trains

@@ -56,7 +56,8 @@ from verifiable_grpo.book.notebook import quiet
 
 quiet()
 
-from verifiable_grpo.book.notebook import Table
+from verifiable_grpo.book import family_plots
+from verifiable_grpo.book.notebook import Table, show
 from verifiable_grpo.core.config import read_json, resolve
 from verifiable_grpo.part2 import analysis, demos
 from verifiable_grpo.part2.lock import read_lock
@@ -93,6 +94,13 @@ part = result["regimes"]["on_policy"]
 Table(["arm - grpo", "difference", "95% CI (paired bootstrap)", "p (sign flip)", "BH", "verdict"],
       [[c["arm"], f"{c['difference']:+.5f}", f"[{c['low']:+.5f}, {c['high']:+.5f}]",
         f"{c['p_value']:.4f}", f"{c['p_adjusted']:.4f}", c["verdict"]] for c in part["comparisons"]])
+
+# %% [markdown]
+# Drawn, each arm is a dot with its interval: look for an interval that stays clear of the
+# dashed zero line. None does.
+
+# %%
+show(family_plots.plot_paired_differences(part["comparisons"], "the card's runs"))
 
 # %% [markdown]
 # Every comparison is inconclusive, as the study's own audit concluded. The `gspo` row is

@@ -71,7 +71,7 @@ quiet()
 from IPython.display import display
 from matplotlib.figure import Figure
 
-from verifiable_grpo.book import lab_widgets
+from verifiable_grpo.book import lab_plots, lab_widgets
 from verifiable_grpo.book.notebook import Table, show
 from verifiable_grpo.part3 import labs
 from verifiable_grpo.part3.reward_lab import best_of_n
@@ -126,6 +126,13 @@ Table(["model", "pair accuracy", "log-loss", "correlation with r*", "mean score 
 # %%
 Table(["bin", "pairs", "mean predicted", "observed"], lab["calibration"], digits=3)
 print(f"ten-bin ECE: {lab['ece']:.4f}  (the module's build: 0.0266)")
+
+# %% [markdown]
+# Drawn against the diagonal, look at how closely the bins follow the dashed line,
+# above all the two largest, where most test pairs fall.
+
+# %%
+show(lab_plots.plot_calibration(lab["calibration"], lab["ece"]))
 
 # %% [markdown]
 # ## Best-of-n: optimisation pressure on a frozen model

@@ -73,7 +73,8 @@ import json
 
 import numpy as np
 
-from verifiable_grpo.book.notebook import Table
+from verifiable_grpo.book import lab_plots
+from verifiable_grpo.book.notebook import Table, show
 from verifiable_grpo.evaluation.statistics import exact_mcnemar, percentile_bootstrap, wilson_interval
 from verifiable_grpo.part3.smollm2 import records
 from verifiable_grpo.part3.suite_lab import catalogue, stats
@@ -162,6 +163,13 @@ Table(["category", "model", "n", "pass", "bootstrap 95 %", "Wilson 95 %"],
       [[r["category"], r["model"], r["n"], r["pass"],
         f"[{r['bootstrap'][0]:.3f}, {r['bootstrap'][1]:.3f}]",
         f"[{r['wilson'][0]:.3f}, {r['wilson'][1]:.3f}]"] for r in rows])
+
+# %% [markdown]
+# The same rows drawn: look at how wide every interval is on ten items, and how much the
+# intervals before and after SFT overlap in each category.
+
+# %%
+show(lab_plots.plot_pass_rates(recorded["categories"]))
 
 # %%
 p = recorded["paired"]

@@ -63,7 +63,8 @@ quiet()
 
 import numpy as np
 
-from verifiable_grpo.book.notebook import Table
+from verifiable_grpo.book import lab_plots
+from verifiable_grpo.book.notebook import Table, show
 from verifiable_grpo.evaluation import statistics as st
 from verifiable_grpo.part3 import labs
 from verifiable_grpo.part3.judge_lab import judge
@@ -92,6 +93,13 @@ metrics = recorded["metrics"]
 Table(["true", "A first", "A second", "swap average", "length-controlled"],
       [[metrics[k] for k in ("true_win", "first", "second", "swapped", "length_controlled")]],
       digits=[3, 3, 3, 3, 4])
+
+# %% [markdown]
+# Drawn against the truth (the dashed line): look at how far each order alone moves the
+# judge, and how close the two corrected rates come back to the line.
+
+# %%
+show(lab_plots.plot_judge_win_rates(metrics))
 
 # %% [markdown]
 # **Reading.** A is truly better in 201 of 400 pairs (0.502). Shown first, it wins

@@ -54,7 +54,8 @@ if "google.colab" in sys.modules:
 # %%
 import json
 
-from verifiable_grpo.book.notebook import Table
+from verifiable_grpo.book import lab_plots
+from verifiable_grpo.book.notebook import Table, show
 from verifiable_grpo.part3 import labs
 from verifiable_grpo.part3.fault_tree_lab import fault_tree as ft
 
@@ -128,6 +129,14 @@ live = ft.run_exercise()
 print("recorded == recomputed:", recorded == live)
 print(f"gamed: 0.6 * 6/7 - 0.2 = {0.6 * 6 / 7 - 0.2:.3f} | revised reward {live['revised']['degenerate']:.3f}")
 assert live["revised"]["degenerate"] < live["revised"]["two_gate"] and live["revised"]["cycle"] == 0
+
+# %% [markdown]
+# The recorded rewards drawn: look at the gamed reply (`degenerate`), which the initial reward
+# scores as high as the honest two-gate tree and the revised reward sets apart.
+
+# %%
+show(lab_plots.plot_reward_by_reply({reply: (recorded["initial"][reply], recorded["revised"][reply])
+                                     for reply in recorded["initial"]}))
 
 # %% [markdown]
 # ## What the repair does not fix

@@ -58,7 +58,8 @@ from verifiable_grpo.book.notebook import quiet
 
 quiet()
 
-from verifiable_grpo.book.notebook import Table
+from verifiable_grpo.book import cost_plots
+from verifiable_grpo.book.notebook import Table, show
 from verifiable_grpo.models import accounting as acc
 from verifiable_grpo.part3 import quantisation as qz
 from verifiable_grpo.part3.smollm2 import records
@@ -279,6 +280,14 @@ def totals(model, length):
 Table(["model", "method", "trained (r = 8)", "frozen GB", "trained states GB", "activations GB",
        "logits GB", "total GB", "total GiB"],
       totals(CASE, 8192) + totals(SMOL, 2048) + totals(QWEN, 320), digits=3)
+
+# %% [markdown]
+# The case-study rows drawn: look at which segment each method shrinks, and at the
+# activations and logits, which no method touches.
+
+# %%
+setups = {method: acc.TrainingSetup(method=method, sequence_length=8192, lora_rank=8) for method in acc.METHODS}
+show(cost_plots.plot_memory_by_method({m: acc.memory_table(CASE, s) for m, s in setups.items()}, CASE.name))
 
 # %% [markdown]
 # Three things to read off. For the 9.55B model, the adapters make the optimizer state

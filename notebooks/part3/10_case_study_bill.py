@@ -64,6 +64,7 @@ matplotlib.use("Agg")
 import torch
 
 from verifiable_grpo.book import case_study_widgets as cw
+from verifiable_grpo.book import cost_plots
 from verifiable_grpo.book.notebook import Table, show
 from verifiable_grpo.models import accounting as acc
 from verifiable_grpo.part3 import case_study as cs
@@ -204,6 +205,13 @@ Table(["item", "GPU-hours", "USD (ours)", "USD (module)"],
       [["GRPO, one trial", grpo["gpu_hours"], grpo["usd"], "about 58"],
        ["three trials of each", 3 * (sft["gpu_hours"] + grpo["gpu_hours"]), result["total_usd"], "about 200"]],
       digits=2)
+
+# %% [markdown]
+# The bill drawn: look at how one GRPO trial's hours split between generation, scoring and
+# updates, and at how small one SFT run is beside it.
+
+# %%
+show(cost_plots.plot_bill(result, PRICES.usd_per_gpu_hour))
 
 # %% [markdown]
 # The three stages of a GRPO trial cost about the same, and together they are about

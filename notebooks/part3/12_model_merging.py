@@ -60,7 +60,8 @@ quiet()
 
 import torch
 
-from verifiable_grpo.book.notebook import Table
+from verifiable_grpo.book import lab_plots
+from verifiable_grpo.book.notebook import Table, show
 from verifiable_grpo.part3 import labs
 from verifiable_grpo.part3.merge_lab import merging
 
@@ -80,6 +81,13 @@ lab = labs.recorded("merging")["metrics"]
 columns = list(next(iter(lab["rows"].values())))
 Table(["model"] + columns, [[name] + [s[c] for c in columns] for name, s in lab["rows"].items()],
       digits=3)
+
+# %% [markdown]
+# The same rows drawn: look at how each fine-tune has one long bar and one short one, and
+# which merges keep both bars long.
+
+# %%
+show(lab_plots.plot_scores_by_model(lab["rows"], columns[:2]))
 
 # %% [markdown]
 # Each fine-tune masters its own half (0.99) and gets *worse* than the base on the

@@ -56,7 +56,8 @@ from verifiable_grpo.book.notebook import quiet
 
 quiet()
 
-from verifiable_grpo.book.notebook import Table
+from verifiable_grpo.book import lab_plots
+from verifiable_grpo.book.notebook import Table, show
 from verifiable_grpo.part3 import labs, troubleshooting as ts
 from verifiable_grpo.part3.expert_iteration_lab.group_relative import mixed_group_probability
 
@@ -140,6 +141,14 @@ last = run["records"][-1]
 predicted = 1 - mixed_group_probability(last["sampled_reward"], 8)
 print(f"batch success rate {last['sampled_reward']:.3f} -> predicted zero-variance fraction "
       f"{predicted:.3f}; observed {last['zero_variance']:.3f} ({round(last['zero_variance'] * 32)} of 32 groups)")
+
+# %% [markdown]
+# The same check at every logged iteration of two runs of the lab: look at how closely each
+# observed fraction (solid) follows its prediction from the batch's success rate (dashed).
+
+# %%
+healthy = [r for r in labs.recorded("expert-iteration")["metrics"]["grpo"] if not r["substring"]]
+show(lab_plots.plot_zero_variance_check({f"β = {r['beta']:g}": r["records"] for r in healthy}, 8))
 
 # %% [markdown]
 # The prediction and the observation agree within the noise of one batch of 32 groups

@@ -62,7 +62,8 @@ quiet()
 
 from transformers import AutoTokenizer
 
-from verifiable_grpo.book.notebook import Table
+from verifiable_grpo.book import lab_plots
+from verifiable_grpo.book.notebook import Table, show
 from verifiable_grpo.core.config import resolve
 from verifiable_grpo.part3 import sft_data as sd
 
@@ -182,6 +183,13 @@ print(f"{packing['conversations']} conversations, {packing['tokens']:,} tokens")
 Table(["layout", "rows", "slots computed", "targets", "loss (nats per target)"],
       [[name, packing[name].get("rows", "-"), f"{packing[name]['slots']:,}", packing[name]["targets"],
         f"{packing[name]['loss']:.4f}"] for name in ("padded", "packed", "naive")])
+
+# %% [markdown]
+# Drawn, look at the two bars that differ: packing computes fewer slots than padding for the
+# same loss, and only the naive layout, without the block mask, reports another loss.
+
+# %%
+show(lab_plots.plot_packing(packing))
 
 # %% [markdown]
 # With the block mask, the packed loss is the padded loss to four decimals (2.4340): every
