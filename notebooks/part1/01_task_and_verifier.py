@@ -182,9 +182,12 @@ from verifiable_grpo.exercises import check_reward
 result = check_reward(my_reward)
 
 # %% [markdown]
-# A worked solution (hidden in the book: click to show it). Two details trip most first
+# ```{admonition} Worked solution
+# :class: dropdown
+# Two details trip most first
 # attempts: `json.loads` keeps the *last* of two repeated keys and accepts `NaN`, so both
 # need a hook; and `True` passes `isinstance(value, int)`, so the type test is `type(...) is int`.
+# ```
 
 # %% tags=["hide-input"]
 def solution_reward(text, finish_reason, expected):

@@ -205,8 +205,11 @@ from verifiable_grpo.exercises import check_clipped_surrogate
 result = check_clipped_surrogate(my_clipped_objective)
 
 # %% [markdown]
-# A worked solution (hidden in the book). Clip the *ratio*, multiply by $A$, take the
+# ```{admonition} Worked solution
+# :class: dropdown
+# Clip the *ratio*, multiply by $A$, take the
 # smaller branch; `torch.clamp` and `torch.minimum` route the gradient to the selected branch.
+# ```
 
 # %% tags=["hide-input"]
 def solution_clipped_objective(ratio, advantage, epsilon):

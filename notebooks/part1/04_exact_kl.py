@@ -338,8 +338,11 @@ from verifiable_grpo.exercises import check_exact_kl
 result = check_exact_kl(my_exact_kl)
 
 # %% [markdown]
-# A worked solution (hidden in the book): two passes for the normaliser (maximum, then the
+# ```{admonition} Worked solution
+# :class: dropdown
+# Two passes for the normaliser (maximum, then the
 # sum of exponentials), a third for the KL.
+# ```
 
 # %% tags=["hide-input"]
 def solution_exact_kl(current_logits, reference_logits, block_size):

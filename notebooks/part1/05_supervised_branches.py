@@ -225,8 +225,11 @@ from verifiable_grpo.exercises import check_sft_loss
 result = check_sft_loss(my_sft_loss)
 
 # %% [markdown]
-# A worked solution (hidden in the book). `torch.where` selects instead of multiplying, so a
+# ```{admonition} Worked solution
+# :class: dropdown
+# `torch.where` selects instead of multiplying, so a
 # $-\infty$ in the padding never turns into NaN.
+# ```
 
 # %% tags=["hide-input"]
 def solution_sft_loss(token_logprobs, mask):

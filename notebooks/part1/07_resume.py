@@ -197,8 +197,11 @@ from verifiable_grpo.exercises import check_resume
 result = check_resume(my_states_match)
 
 # %% [markdown]
-# A worked solution (hidden in the book). Tensors are compared as raw bytes, which treats a
+# ```{admonition} Worked solution
+# :class: dropdown
+# Tensors are compared as raw bytes, which treats a
 # NaN as equal to the same NaN and -0.0 as different from 0.0; floats by `float.hex`.
+# ```
 
 # %% tags=["hide-input"]
 import math

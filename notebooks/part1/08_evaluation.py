@@ -338,7 +338,10 @@ from verifiable_grpo.exercises import check_exact_mcnemar
 result = check_exact_mcnemar(my_mcnemar)
 
 # %% [markdown]
-# A worked solution (hidden in the book), with integer arithmetic until the last division.
+# ```{admonition} Worked solution
+# :class: dropdown
+# With integer arithmetic until the last division.
+# ```
 
 # %% tags=["hide-input"]
 def solution_mcnemar(only_a, only_b):

@@ -245,7 +245,8 @@ Table(["problem", "instruct model", "after GRPO"], band_plots.completions(band, 
 # %%
 Table(["how the wrong numbers were wrong", "instruct model", "after GRPO"],
       band_plots.wrong_numbers(band))
-#
+
+# %% [markdown]
 # ## Exercise: how many groups will teach?
 #
 # The screen gave each problem its own success rate. Write `informative_share(rates, G)`:

@@ -244,8 +244,11 @@ from verifiable_grpo.exercises.kl_gradients import check_bias_corrected_k3
 result = check_bias_corrected_k3(my_corrected_k3)
 
 # %% [markdown]
-# A worked solution (hidden in the book): the weight is 1 in value; keeping it in the graph is
+# ```{admonition} Worked solution
+# :class: dropdown
+# The weight is 1 in value; keeping it in the graph is
 # the whole point.
+# ```
 
 # %% tags=["hide-input"]
 def solution_corrected_k3(current_logprobs, reference_logprobs):

@@ -321,8 +321,11 @@ from verifiable_grpo.exercises.importance_correction import check_sequence_mask
 result = check_sequence_mask(my_sequence_mask)
 
 # %% [markdown]
-# A worked solution (hidden in the book). Multiply by the mask *before* summing, so the
+# ```{admonition} Worked solution
+# :class: dropdown
+# Multiply by the mask *before* summing, so the
 # padding never enters a row's ratio, and zero the row rather than clamp it.
+# ```
 
 # %% tags=["hide-input"]
 def solution_sequence_mask(train, sample, mask, cap):

@@ -372,8 +372,11 @@ from verifiable_grpo.exercises.cispo_loss import check_cispo_loss
 result = check_cispo_loss(my_cispo)
 
 # %% [markdown]
-# A worked solution (hidden in the book): the weight is computed from the ratio and then
+# ```{admonition} Worked solution
+# :class: dropdown
+# The weight is computed from the ratio and then
 # detached, so that only $\log p$ carries the gradient.
+# ```
 
 # %% tags=["hide-input"]
 import torch

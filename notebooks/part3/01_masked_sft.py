@@ -403,8 +403,11 @@ from verifiable_grpo.exercises import check_trained_fraction
 result = check_trained_fraction(my_trained_fraction)
 
 # %% [markdown]
-# A worked solution (hidden in the book). Count targets and positions over the whole batch, then divide once. A mean of
+# ```{admonition} Worked solution
+# :class: dropdown
+# Count targets and positions over the whole batch, then divide once. A mean of
 # per-conversation shares weighs a 2-token conversation like a 200-token one.
+# ```
 
 # %% tags=["hide-input"]
 def solution_trained_fraction(masks):

@@ -212,8 +212,11 @@ from verifiable_grpo.exercises import check_lora_forward
 result = check_lora_forward(my_lora_forward)
 
 # %% [markdown]
-# A worked solution (hidden in the book). The frozen path plus the scaled low-rank path. With $B = 0$ the output equals the frozen
+# ```{admonition} Worked solution
+# :class: dropdown
+# The frozen path plus the scaled low-rank path. With $B = 0$ the output equals the frozen
 # layer's exactly, which is why a fresh adapter changes nothing.
+# ```
 
 # %% tags=["hide-input"]
 def solution_lora_forward(x, weight, a, b, alpha):

@@ -251,8 +251,11 @@ from verifiable_grpo.exercises import check_bradley_terry_loss
 result = check_bradley_terry_loss(my_bradley_terry_loss)
 
 # %% [markdown]
-# A worked solution (hidden in the book). `logsigmoid` computes $\log\sigma(m)$ without forming $\sigma(m)$, which underflows to 0
+# ```{admonition} Worked solution
+# :class: dropdown
+# `logsigmoid` computes $\log\sigma(m)$ without forming $\sigma(m)$, which underflows to 0
 # for $m = -800$ and makes the log infinite.
+# ```
 
 # %% tags=["hide-input"]
 import torch.nn.functional as F

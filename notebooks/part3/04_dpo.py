@@ -359,8 +359,11 @@ from verifiable_grpo.exercises import check_dpo_loss
 result = check_dpo_loss(my_dpo_loss)
 
 # %% [markdown]
-# A worked solution (hidden in the book). Two log-ratios to the reference, their difference, $\beta$, and a stable log-sigmoid.
+# ```{admonition} Worked solution
+# :class: dropdown
+# Two log-ratios to the reference, their difference, $\beta$, and a stable log-sigmoid.
 # Without the reference the loss rewards any margin the reference already had.
+# ```
 
 # %% tags=["hide-input"]
 import torch.nn.functional as F

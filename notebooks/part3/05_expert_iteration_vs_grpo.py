@@ -310,7 +310,10 @@ from verifiable_grpo.exercises import check_silent_fraction
 result = check_silent_fraction(my_silent_fraction)
 
 # %% [markdown]
-# A worked solution (hidden in the book). A group is silent when its largest and smallest reward agree: all wrong *or* all right.
+# ```{admonition} Worked solution
+# :class: dropdown
+# A group is silent when its largest and smallest reward agree: all wrong *or* all right.
+# ```
 
 # %% tags=["hide-input"]
 def solution_silent_fraction(rewards):

@@ -397,7 +397,10 @@ from verifiable_grpo.exercises import check_wilson
 result = check_wilson(my_wilson)
 
 # %% [markdown]
-# A worked solution (hidden in the book). The formula as written, clamped to $[0, 1]$ against rounding.
+# ```{admonition} Worked solution
+# :class: dropdown
+# The formula as written, clamped to $[0, 1]$ against rounding.
+# ```
 
 # %% tags=["hide-input"]
 import math

@@ -185,8 +185,11 @@ from verifiable_grpo.exercises import check_benjamini_hochberg
 result = check_benjamini_hochberg(my_bh)
 
 # %% [markdown]
-# A worked solution (hidden in the book). The running minimum is the step-up: a hypothesis is rejected whenever some larger
+# ```{admonition} Worked solution
+# :class: dropdown
+# The running minimum is the step-up: a hypothesis is rejected whenever some larger
 # p-value clears its own, larger threshold.
+# ```
 
 # %% tags=["hide-input"]
 def solution_bh(pvalues):

@@ -156,8 +156,11 @@ from verifiable_grpo.exercises import check_top_event_probability
 result = check_top_event_probability(my_top_probability)
 
 # %% [markdown]
-# A worked solution (hidden in the book). Recurse from the top. Adding an OR gate's probabilities counts coinciding failures
+# ```{admonition} Worked solution
+# :class: dropdown
+# Recurse from the top. Adding an OR gate's probabilities counts coinciding failures
 # twice; for the genuine tree, with small probabilities, the sum is close but not equal.
+# ```
 
 # %% tags=["hide-input"]
 import math

@@ -337,8 +337,11 @@ from verifiable_grpo.exercises.packing_mask import check_packing_mask
 result = check_packing_mask(my_packing_mask)
 
 # %% [markdown]
-# A worked solution (hidden in the book): compare segments pairwise, drop padding, and keep
+# ```{admonition} Worked solution
+# :class: dropdown
+# Compare segments pairwise, drop padding, and keep
 # the lower triangle.
+# ```
 
 # %% tags=["hide-input"]
 def solution_packing_mask(segment_ids):
