@@ -26,7 +26,7 @@
 # to the order of the movements; the solver is exact; a response earns 1 only when it is a
 # single complete JSON object `{"final_stock": n}` with the right integer, and 0 otherwise.
 
-# %% tags=["colab"]
+# %% tags=["colab", "hide-input"] mystnb={"code_prompt_show": "Colab set-up (runs only on Colab): show the cell", "code_prompt_hide": "hide the cell"}
 # On Colab only: fetch the project and install it. Elsewhere the package is already installed.
 import os, subprocess, sys
 

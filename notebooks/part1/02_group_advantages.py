@@ -27,7 +27,7 @@
 # advantages use the population standard deviation and $\delta = 10^{-8}$; a group whose
 # rewards are all equal has advantages of exactly zero; sampling runs in eval mode.
 
-# %% tags=["colab"]
+# %% tags=["colab", "hide-input"] mystnb={"code_prompt_show": "Colab set-up (runs only on Colab): show the cell", "code_prompt_hide": "hide the cell"}
 # On Colab only: fetch the project and install it. Elsewhere the package is already installed.
 import os, subprocess, sys
 

@@ -35,7 +35,7 @@
 # $10^{-5}$: the old log-probabilities come from the sampler, the new ones from a separate
 # forward pass).
 
-# %% tags=["colab"]
+# %% tags=["colab", "hide-input"] mystnb={"code_prompt_show": "Colab set-up (runs only on Colab): show the cell", "code_prompt_hide": "hide the cell"}
 # On Colab only: fetch the project and install it. Elsewhere the package is already installed.
 import os, subprocess, sys
 

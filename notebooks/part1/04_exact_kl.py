@@ -31,7 +31,7 @@
 # distributions, whatever the block size; KL(p, p) = 0; and the sampled estimators k1 and k3
 # are unbiased estimates of the same number.
 
-# %% tags=["colab"]
+# %% tags=["colab", "hide-input"] mystnb={"code_prompt_show": "Colab set-up (runs only on Colab): show the cell", "code_prompt_hide": "hide the cell"}
 # On Colab only: fetch the project and install it. Elsewhere the package is already installed.
 import os, subprocess, sys
 

@@ -34,7 +34,7 @@
 # must recover the captured log-probabilities within $2\times10^{-4}$; no rollout is
 # consumed twice; the reference never changes.
 
-# %% tags=["colab"]
+# %% tags=["colab", "hide-input"] mystnb={"code_prompt_show": "Colab set-up (runs only on Colab): show the cell", "code_prompt_hide": "hide the cell"}
 # On Colab only: fetch the project and install it. Elsewhere the package is already installed.
 import os, subprocess, sys
 

@@ -31,7 +31,7 @@
 # refuses a state whose identity (configuration, data, code, starting weights and number of
 # CPU threads, which sets the order of floating-point sums) differs from its own.
 
-# %% tags=["colab"]
+# %% tags=["colab", "hide-input"] mystnb={"code_prompt_show": "Colab set-up (runs only on Colab): show the cell", "code_prompt_hide": "hide the cell"}
 # On Colab only: fetch the project and install it. Elsewhere the package is already installed.
 import os, subprocess, sys
 

@@ -30,7 +30,7 @@
 # kept, invalid ones included; ID50, OOD100 and ALL are reported separately; generation
 # cost is reported with the quality.
 
-# %% tags=["colab"]
+# %% tags=["colab", "hide-input"] mystnb={"code_prompt_show": "Colab set-up (runs only on Colab): show the cell", "code_prompt_hide": "hide the cell"}
 # On Colab only: fetch the project and install it. Elsewhere the package is already installed.
 import os, subprocess, sys
 

@@ -32,7 +32,7 @@
 # the verifier is not changed to make groups informative; the main run's weights, results
 # and configuration are provably untouched by the exercise.
 
-# %% tags=["colab"]
+# %% tags=["colab", "hide-input"] mystnb={"code_prompt_show": "Colab set-up (runs only on Colab): show the cell", "code_prompt_hide": "hide the cell"}
 # On Colab only: fetch the project and install it. Elsewhere the package is already installed.
 import os, subprocess, sys
 

@@ -29,7 +29,7 @@
 # masked importance sampling, and which mismatch the book's own $2\times10^{-4}$ check bounds.
 # Last, the mismatch and both corrections on three recorded training runs.
 
-# %% tags=["colab"]
+# %% tags=["colab", "hide-input"] mystnb={"code_prompt_show": "Colab set-up (runs only on Colab): show the cell", "code_prompt_hide": "hide the cell"}
 # On Colab only: fetch the project and install it. Elsewhere the package is already installed.
 import os, subprocess, sys
 

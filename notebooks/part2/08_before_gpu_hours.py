@@ -31,7 +31,7 @@
 # - Which defaults of TRL changed between the card's 1.8.0 and the 1.16 this book uses, and
 #   which of them could change the card's numbers.
 
-# %% tags=["colab"]
+# %% tags=["colab", "hide-input"] mystnb={"code_prompt_show": "Colab set-up (runs only on Colab): show the cell", "code_prompt_hide": "hide the cell"}
 # On Colab only: fetch the project and install it. Elsewhere the package is already installed.
 import os, subprocess, sys
 

@@ -40,7 +40,7 @@
 # data and arithmetic are computed live and every learned number is read from the run in
 # `data/recorded/part3/sft-metrics.json`.
 
-# %% tags=["colab"]
+# %% tags=["colab", "hide-input"] mystnb={"code_prompt_show": "Colab set-up (runs only on Colab): show the cell", "code_prompt_hide": "hide the cell"}
 # On Colab only: fetch the project and install it. Elsewhere the package is already installed.
 import os, subprocess, sys
 

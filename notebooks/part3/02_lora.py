@@ -39,7 +39,7 @@
 # The model is too slow to load under the notebook tests, so we compute the structure live
 # and read everything learned from the run recorded in `data/recorded/part3/`.
 
-# %% tags=["colab"]
+# %% tags=["colab", "hide-input"] mystnb={"code_prompt_show": "Colab set-up (runs only on Colab): show the cell", "code_prompt_hide": "hide the cell"}
 # On Colab only: fetch the project and install it. Elsewhere the package is already installed.
 import os, subprocess, sys
 

@@ -45,7 +45,7 @@
 # from them (the MLP fits better than the linear model, every proxy is over-optimised
 # while the oracle is not) holds.
 
-# %% tags=["colab"]
+# %% tags=["colab", "hide-input"] mystnb={"code_prompt_show": "Colab set-up (runs only on Colab): show the cell", "code_prompt_hide": "hide the cell"}
 # On Colab only: fetch the project and install it. Elsewhere the package is already installed.
 import os, subprocess, sys
 

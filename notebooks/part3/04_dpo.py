@@ -36,7 +36,7 @@
 # They match the published output digit for digit. The tests in
 # `tests/part3/test_dpo.py` re-run the lab and check this.
 
-# %% tags=["colab"]
+# %% tags=["colab", "hide-input"] mystnb={"code_prompt_show": "Colab set-up (runs only on Colab): show the cell", "code_prompt_hide": "hide the cell"}
 # On Colab only: fetch the project and install it. Elsewhere the package is already installed.
 import os, subprocess, sys
 

@@ -38,7 +38,7 @@
 # p-value and Benjamini-Hochberg adjusted p-values, computed on counts that the published
 # lab reports for its suite.
 
-# %% tags=["colab"]
+# %% tags=["colab", "hide-input"] mystnb={"code_prompt_show": "Colab set-up (runs only on Colab): show the cell", "code_prompt_hide": "hide the cell"}
 # On Colab only: fetch the project and install it. Elsewhere the package is already installed.
 import os, subprocess, sys
 
