@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
-from verifiable_grpo.book import claims_part1, claims_part2, claims_part3, claims_part3_later
+from verifiable_grpo.book import (
+    claims_findings,
+    claims_part1,
+    claims_part2,
+    claims_part3,
+    claims_part3_later,
+)
 
 CLAIMS = {
     **claims_part1.CLAIMS,
     **claims_part2.CLAIMS,
     **claims_part3.CLAIMS,
     **claims_part3_later.CLAIMS,
+    **claims_findings.CLAIMS,
 }
 
 # Sentences that single out rows of a table, checked against every row (claims_rows.py).
