@@ -367,8 +367,8 @@ rows = []
 for label, run in [("module: sample std, beta 0.04", lab["grpo"][0]),
                    ("Part I: population std, beta 0.04", lab["variants"][0]),
                    ("no KL term, beta 0", lab["variants"][1])]:
-    last = run["records"][-1]
-    rows.append([label, last["accuracy"], last["kl"], last["length"], last["zero_variance"]])
+    final = last(run)
+    rows.append([label, final["accuracy"], final["kl"], final["length"], final["zero_variance"]])
 Table(["run (150 iterations)", "exact accuracy", "KL", "length", "zero-variance (last batch)"], rows, digits=3)
 
 # %% [markdown]
