@@ -23,9 +23,7 @@ STRANDED = (
 
 def stranded_lines(source: str) -> list[str]:
     """The comment lines of a code cell's source that belong in a markdown cell."""
-    return [
-        line for line in source.splitlines() if any(p.match(line) for p in STRANDED)
-    ]
+    return [line for line in source.splitlines() if any(p.match(line) for p in STRANDED)]
 
 
 def test_the_rule_catches_a_heading_and_an_instruction_but_not_code_comments():

@@ -22,7 +22,9 @@ def test_every_chapter_reference_matches_the_toc(page):
 
 
 def _problems(page, text, labels):
-    return [p for r in chapter_refs.references(page, text) for p in chapter_refs.problems(r, labels)]
+    return [
+        p for r in chapter_refs.references(page, text) for p in chapter_refs.problems(r, labels)
+    ]
 
 
 def test_a_wrong_number_link_quiz_or_part_fails():

@@ -15,8 +15,6 @@ from verifiable_grpo.core.config import repo_root
 CHAPTERS = sorted((repo_root() / "notebooks").glob("part*/*.py"))
 
 
-
-
 def _function_scopes(tree: ast.AST) -> set[int]:
     return {
         id(inner)

@@ -3,6 +3,8 @@ recorded runs found" sections, tied to the records the chapters read."""
 
 from __future__ import annotations
 
+from functools import cache
+
 from verifiable_grpo.book.claims import fixed, keys, percent, record, signed
 from verifiable_grpo.part1 import band_study, fresh_test
 
@@ -14,9 +16,10 @@ def _tiny_policies() -> dict:
     return record("tiny/results.json")["policies"]
 
 
-def _against_warm_start(policy: str) -> dict:
-    """Chapter I.8's paired per-draw comparison of a policy with the warm start, computed as
-    the chapter computes its table (one seeded generator over every pair, in its order)."""
+@cache
+def _paired_table() -> tuple[dict, ...]:
+    """Chapter I.8's paired per-draw table, computed as the chapter computes it (one seeded
+    generator over every pair, in its order); once per session, it bootstraps ten pairs."""
     import numpy as np
 
     from verifiable_grpo.core.runfolder import order_policies
@@ -25,8 +28,12 @@ def _against_warm_start(policy: str) -> dict:
     policies = {**_tiny_policies(), **record("tiny/exercise/results.json")["policies"]}
     order = order_policies(policies)
     rows = {p: record(f"tiny/scores/{p}-sample.json")["rows"] for p in order}
-    pairs = paired.all_pairs(rows, np.random.default_rng(2026))
-    return next(c for c in pairs if (c["first"], c["second"]) == ("warmstart", policy))
+    return tuple(paired.all_pairs(rows, np.random.default_rng(2026)))
+
+
+def _against_warm_start(policy: str) -> dict:
+    """The table's comparison of a policy with the warm start."""
+    return next(c for c in _paired_table() if (c["first"], c["second"]) == ("warmstart", policy))
 
 
 def _within_budget() -> list[str]:

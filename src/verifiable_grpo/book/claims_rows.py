@@ -12,8 +12,8 @@ there are where it counts them, and quote their numbers in table order.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from verifiable_grpo.book import claims
 
@@ -79,7 +79,9 @@ def problems(claim: RowClaim) -> list[str]:
         out.append(f"the chosen rows' numbers {absent} are not quoted in table order")
     if claim.counted:
         count = len(want)
-        phrase = claim.counted.format(count=COUNT_WORDS[count] if count < len(COUNT_WORDS) else count)
+        phrase = claim.counted.format(
+            count=COUNT_WORDS[count] if count < len(COUNT_WORDS) else count
+        )
         if phrase.lower() not in paragraph.lower():
             out.append(f"the paragraph should say {phrase!r}")
     return out
