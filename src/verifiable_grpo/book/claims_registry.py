@@ -26,6 +26,9 @@ SINGLING_DECLARED = {
     "notebooks/part2/02_placebos_and_cost.py": {
         "the one change that": "a mechanism (only DAPO's sampler acts on policy), not a table",
     },
+    "book/how-to-extend.md": {
+        "the only arm that moved": "the recipe's example of the phrase, not a reading",
+    },
     "notebooks/part2/04_results.py": {
         "the two arms differ only by float noise": "a mechanism: one update, ratio 1",
     },
