@@ -423,7 +423,7 @@
   var WIDGETS = {
     advantages: {render: renderAdvantages, controls: function (d) {
       return [{name: "rewards", label: "rewards of the group", value: d.rewards || "1, 0, 1, 0"},
-        {name: "correction", label: "std", value: "0", options: [["0", "population std (this practical)"], ["1", "sample std (TRL, seed 004)"]]},
+        {name: "correction", label: "std", value: "0", options: [["0", "population std (this practical)"], ["1", "sample std (TRL; Part III's labs)"]]},
         {name: "epsilon", label: "\u03b4 in std + \u03b4", value: "1e-8", options: [["1e-8", "1e-8 (this practical)"], ["1e-4", "1e-4 (TRL)"], ["0.1", "0.1"]]}];
     }},
     clip: {render: renderClip, controls: function (d) {

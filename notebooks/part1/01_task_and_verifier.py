@@ -26,7 +26,7 @@
 # to the order of the movements; the solver is exact; a response earns 1 only when it is a
 # single complete JSON object `{"final_stock": n}` with the right integer, and 0 otherwise.
 
-# %% tags=["colab"]
+# %% tags=["colab", "hide-input"] mystnb={"code_prompt_show": "Colab set-up (runs only on Colab): show the cell", "code_prompt_hide": "hide the cell"}
 # On Colab only: fetch the project and install it. Elsewhere the package is already installed.
 import os, subprocess, sys
 
@@ -182,9 +182,12 @@ from verifiable_grpo.exercises import check_reward
 result = check_reward(my_reward)
 
 # %% [markdown]
-# A worked solution (hidden in the book: click to show it). Two details trip most first
+# ```{admonition} Worked solution
+# :class: dropdown
+# Two details trip most first
 # attempts: `json.loads` keeps the *last* of two repeated keys and accepts `NaN`, so both
 # need a hook; and `True` passes `isinstance(value, int)`, so the type test is `type(...) is int`.
+# ```
 
 # %% tags=["hide-input"]
 def solution_reward(text, finish_reason, expected):

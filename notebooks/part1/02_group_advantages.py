@@ -27,7 +27,7 @@
 # advantages use the population standard deviation and $\delta = 10^{-8}$; a group whose
 # rewards are all equal has advantages of exactly zero; sampling runs in eval mode.
 
-# %% tags=["colab"]
+# %% tags=["colab", "hide-input"] mystnb={"code_prompt_show": "Colab set-up (runs only on Colab): show the cell", "code_prompt_hide": "hide the cell"}
 # On Colab only: fetch the project and install it. Elsewhere the package is already installed.
 import os, subprocess, sys
 
@@ -265,8 +265,11 @@ from verifiable_grpo.exercises import check_group_advantages
 result = check_group_advantages(my_group_advantages)
 
 # %% [markdown]
-# A worked solution (hidden in the book). The one subtle line is the constant group: the
+# ```{admonition} Worked solution
+# :class: dropdown
+# The one subtle line is the constant group: the
 # float mean of three rewards of 0.1 is not exactly 0.1, so the solution uses the common value.
+# ```
 
 # %% tags=["hide-input"]
 def solution_group_advantages(rewards, delta=1e-8):

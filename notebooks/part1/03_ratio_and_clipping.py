@@ -35,7 +35,7 @@
 # $10^{-5}$: the old log-probabilities come from the sampler, the new ones from a separate
 # forward pass).
 
-# %% tags=["colab"]
+# %% tags=["colab", "hide-input"] mystnb={"code_prompt_show": "Colab set-up (runs only on Colab): show the cell", "code_prompt_hide": "hide the cell"}
 # On Colab only: fetch the project and install it. Elsewhere the package is already installed.
 import os, subprocess, sys
 
@@ -205,8 +205,11 @@ from verifiable_grpo.exercises import check_clipped_surrogate
 result = check_clipped_surrogate(my_clipped_objective)
 
 # %% [markdown]
-# A worked solution (hidden in the book). Clip the *ratio*, multiply by $A$, take the
+# ```{admonition} Worked solution
+# :class: dropdown
+# Clip the *ratio*, multiply by $A$, take the
 # smaller branch; `torch.clamp` and `torch.minimum` route the gradient to the selected branch.
+# ```
 
 # %% tags=["hide-input"]
 def solution_clipped_objective(ratio, advantage, epsilon):

@@ -31,7 +31,7 @@
 # distributions, whatever the block size; KL(p, p) = 0; and the sampled estimators k1 and k3
 # are unbiased estimates of the same number.
 
-# %% tags=["colab"]
+# %% tags=["colab", "hide-input"] mystnb={"code_prompt_show": "Colab set-up (runs only on Colab): show the cell", "code_prompt_hide": "hide the cell"}
 # On Colab only: fetch the project and install it. Elsewhere the package is already installed.
 import os, subprocess, sys
 
@@ -338,8 +338,11 @@ from verifiable_grpo.exercises import check_exact_kl
 result = check_exact_kl(my_exact_kl)
 
 # %% [markdown]
-# A worked solution (hidden in the book): two passes for the normaliser (maximum, then the
+# ```{admonition} Worked solution
+# :class: dropdown
+# Two passes for the normaliser (maximum, then the
 # sum of exponentials), a third for the KL.
+# ```
 
 # %% tags=["hide-input"]
 def solution_exact_kl(current_logits, reference_logits, block_size):

@@ -32,7 +32,7 @@
 # measured after every epoch and never used to pick a checkpoint; no test problem is
 # visible to learning.
 
-# %% tags=["colab"]
+# %% tags=["colab", "hide-input"] mystnb={"code_prompt_show": "Colab set-up (runs only on Colab): show the cell", "code_prompt_hide": "hide the cell"}
 # On Colab only: fetch the project and install it. Elsewhere the package is already installed.
 import os, subprocess, sys
 
@@ -225,8 +225,11 @@ from verifiable_grpo.exercises import check_sft_loss
 result = check_sft_loss(my_sft_loss)
 
 # %% [markdown]
-# A worked solution (hidden in the book). `torch.where` selects instead of multiplying, so a
+# ```{admonition} Worked solution
+# :class: dropdown
+# `torch.where` selects instead of multiplying, so a
 # $-\infty$ in the padding never turns into NaN.
+# ```
 
 # %% tags=["hide-input"]
 def solution_sft_loss(token_logprobs, mask):

@@ -34,7 +34,7 @@
 # must recover the captured log-probabilities within $2\times10^{-4}$; no rollout is
 # consumed twice; the reference never changes.
 
-# %% tags=["colab"]
+# %% tags=["colab", "hide-input"] mystnb={"code_prompt_show": "Colab set-up (runs only on Colab): show the cell", "code_prompt_hide": "hide the cell"}
 # On Colab only: fetch the project and install it. Elsewhere the package is already installed.
 import os, subprocess, sys
 
@@ -421,7 +421,10 @@ from verifiable_grpo.exercises import check_grpo_loss
 result = check_grpo_loss(my_grpo_loss)
 
 # %% [markdown]
-# A worked solution (hidden in the book), one line per level of the formula.
+# ```{admonition} Worked solution
+# :class: dropdown
+# One line per level of the formula.
+# ```
 
 # %% tags=["hide-input"]
 def solution_grpo_loss(current, old, advantages, mask, kl, group_size, epsilon=0.2, beta=0.02):
@@ -514,7 +517,10 @@ from verifiable_grpo.exercises import check_grpo_loop
 loop_result = check_grpo_loop(my_grpo_iteration)
 
 # %% [markdown]
-# A worked solution (hidden in the book): the stub with its TODOs filled in.
+# ```{admonition} Worked solution
+# :class: dropdown
+# The stub with its TODOs filled in.
+# ```
 
 # %% tags=["hide-input"]
 def solution_grpo_iteration(policy, reference, optimizer, task, group_size=4, epsilon=0.2,

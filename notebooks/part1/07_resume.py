@@ -31,7 +31,7 @@
 # refuses a state whose identity (configuration, data, code, starting weights and number of
 # CPU threads, which sets the order of floating-point sums) differs from its own.
 
-# %% tags=["colab"]
+# %% tags=["colab", "hide-input"] mystnb={"code_prompt_show": "Colab set-up (runs only on Colab): show the cell", "code_prompt_hide": "hide the cell"}
 # On Colab only: fetch the project and install it. Elsewhere the package is already installed.
 import os, subprocess, sys
 
@@ -197,8 +197,11 @@ from verifiable_grpo.exercises import check_resume
 result = check_resume(my_states_match)
 
 # %% [markdown]
-# A worked solution (hidden in the book). Tensors are compared as raw bytes, which treats a
+# ```{admonition} Worked solution
+# :class: dropdown
+# Tensors are compared as raw bytes, which treats a
 # NaN as equal to the same NaN and -0.0 as different from 0.0; floats by `float.hex`.
+# ```
 
 # %% tags=["hide-input"]
 import math

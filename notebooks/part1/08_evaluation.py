@@ -30,7 +30,7 @@
 # kept, invalid ones included; ID50, OOD100 and ALL are reported separately; generation
 # cost is reported with the quality.
 
-# %% tags=["colab"]
+# %% tags=["colab", "hide-input"] mystnb={"code_prompt_show": "Colab set-up (runs only on Colab): show the cell", "code_prompt_hide": "hide the cell"}
 # On Colab only: fetch the project and install it. Elsewhere the package is already installed.
 import os, subprocess, sys
 
@@ -338,7 +338,10 @@ from verifiable_grpo.exercises import check_exact_mcnemar
 result = check_exact_mcnemar(my_mcnemar)
 
 # %% [markdown]
-# A worked solution (hidden in the book), with integer arithmetic until the last division.
+# ```{admonition} Worked solution
+# :class: dropdown
+# With integer arithmetic until the last division.
+# ```
 
 # %% tags=["hide-input"]
 def solution_mcnemar(only_a, only_b):

@@ -32,7 +32,7 @@
 # the verifier is not changed to make groups informative; the main run's weights, results
 # and configuration are provably untouched by the exercise.
 
-# %% tags=["colab"]
+# %% tags=["colab", "hide-input"] mystnb={"code_prompt_show": "Colab set-up (runs only on Colab): show the cell", "code_prompt_hide": "hide the cell"}
 # On Colab only: fetch the project and install it. Elsewhere the package is already installed.
 import os, subprocess, sys
 
@@ -108,12 +108,13 @@ from verifiable_grpo.exercises import check_constant_group_probability
 result = check_constant_group_probability(my_constant_probability)
 
 # %% [markdown]
-# ### Solution, step 1 (hidden in the book)
-#
+# ```{admonition} Solution, step 1
+# :class: dropdown
 # All right or all wrong: $p^G + (1-p)^G$. Larger groups are less often silent, but each
-# costs G generations.
+# costs G generations. The hidden cell below checks it and tabulates it for three group sizes.
+# ```
 
-# %% tags=["hide-input"]
+# %% tags=["hide-cell"]
 def solution_constant_probability(p, group_size):
     return p ** group_size + (1 - p) ** group_size
 
@@ -134,8 +135,8 @@ Table(["p"] + [f"G={g}" for g in (2, 4, 8)],
 # <script src="../../_static/vg-live.js"></script>
 
 # %% [markdown]
-# ### Solution, steps 2 and 3 (hidden in the book)
-#
+# ```{admonition} Solution, steps 2 and 3
+# :class: dropdown
 # A prompt's $p$ is unknown, and prompts differ, so one pooled $p$ is not enough: by
 # convexity, $\mathbb{E}[p^G + (1-p)^G] \ge \bar p^G + (1-\bar p)^G$, and a mix of easy and
 # hard prompts is *more* often silent than the pooled formula says. With $k$ correct
@@ -143,8 +144,11 @@ Table(["p"] + [f"G={g}" for g in (2, 4, 8)],
 # them is constant is $\big[\binom{k}{G} + \binom{n-k}{G}\big] / \binom{n}{G}$: an unbiased
 # estimate of that prompt's $p^G + (1-p)^G$, with no assumption about how prompts differ.
 # Averaged over the G = 8 groups it predicts the other branches' zero-variance fractions.
+# The hidden cell below computes both predictions and sets them beside the measured
+# fractions.
+# ```
 
-# %% tags=["hide-input"]
+# %% tags=["hide-cell"]
 from math import comb
 
 g8_groups = [grp["rewards"] for h in load_recorded("learning/grpo-g8-continuous.json")["history"]
@@ -170,13 +174,16 @@ Table(["G", "pooled-p formula", "predicted from the G=8 groups", "measured zero-
        for g in (2, 4, 8)], digits=3)
 
 # %% [markdown]
+# ```{admonition} Solution, step 3: reading the table
+# :class: dropdown
 # The G = 8 row agrees by construction (the estimate of a group of 8 from itself). For
 # G = 2 and G = 4 the prediction uses other draws than the ones each branch measured, and
 # the branches' policies drift apart as they train: each measures its own draws, so a branch
 # whose responses were right less often (the mean reward column of the table below) is
 # more often silent than predicted. The pooled formula misses in a known direction, too few
 # silent groups, because prompts differ in difficulty.
-#
+# ```
+
 # %% [markdown]
 # ## The trained branches (recorded tiny run)
 
@@ -207,15 +214,17 @@ merged = {"policies": {**results["policies"], **exercise_results["policies"]}}
 Table(plots.RESULTS_COLUMNS, plots.results_rows(merged), digits=3)
 
 # %% [markdown]
-# ### Solution, step 4: reading the outcome
-#
+# ```{admonition} Solution, step 4: reading the outcome
+# :class: dropdown
 # Group size did to the training signal what the formula predicts: G = 2 left most of its
 # groups constant, G = 8 few of them (the table above). It did not, within 40 updates at
 # this learning rate, change what the policies can do on the test set: both exercise
 # branches sit within noise of the warm start they started from in the results table (the
 # evaluation chapter's paired intervals show how wide that noise is). The informative groups
 # were bought with rollouts and training time, in the proportions of the branch table.
-#
+# ```
+
+# %% [markdown]
 # **What this comparison is not.** The statement recorded with the run:
 
 # %%

@@ -44,7 +44,7 @@
 # in the exercise, how often picking the winner on the test set reports a gain that is not
 # there.
 
-# %% tags=["colab"]
+# %% tags=["colab", "hide-input"] mystnb={"code_prompt_show": "Colab set-up (runs only on Colab): show the cell", "code_prompt_hide": "hide the cell"}
 # On Colab only: fetch the project and install it. Elsewhere the package is already installed.
 import os, subprocess, sys
 
@@ -340,8 +340,8 @@ from verifiable_grpo.exercises import check_reported_difference
 result = check_reported_difference(my_reported_difference)
 
 # %% [markdown]
-# ### Solution (hidden in the book)
-#
+# ```{admonition} Solution
+# :class: dropdown
 # Average each setting over the problems on the split that chooses, take the best, and
 # subtract the warm start's test outcomes from the chosen setting's test outcomes. The
 # simulation draws, for every sweep, setting and problem, 4 Bernoulli outcomes at the
@@ -350,8 +350,10 @@ result = check_reported_difference(my_reported_difference)
 # validation reports one difference whose choice did not look at it. The first share comes
 # out more than twice the second: the best of six on the test set looks like a gain where
 # there is none.
+# The hidden cell below checks the function and runs the simulation.
+# ```
 
-# %% tags=["hide-input"]
+# %% tags=["hide-cell"]
 def solution_reported_difference(test, validation, warm_test, select_on_test):
     chooser = test if select_on_test else validation
     pick = np.argmax(chooser.mean(axis=1))

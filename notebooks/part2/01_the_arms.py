@@ -32,7 +32,7 @@
 # three loss reductions TRL offers, each with the paper it comes from (all have no KL
 # term; Part I's objective is one more entry of the same registry).
 
-# %% tags=["colab"]
+# %% tags=["colab", "hide-input"] mystnb={"code_prompt_show": "Colab set-up (runs only on Colab): show the cell", "code_prompt_hide": "hide the cell"}
 # On Colab only: fetch the project and install it. Elsewhere the package is already installed.
 import os, subprocess, sys
 

@@ -24,7 +24,7 @@
 # proved with autograd; where the arms part once the policy has moved; and what DAPO's
 # {term}`dynamic sampling`, the one change that does act on policy, costs in rollouts.
 
-# %% tags=["colab"]
+# %% tags=["colab", "hide-input"] mystnb={"code_prompt_show": "Colab set-up (runs only on Colab): show the cell", "code_prompt_hide": "hide the cell"}
 # On Colab only: fetch the project and install it. Elsewhere the package is already installed.
 import os, subprocess, sys
 

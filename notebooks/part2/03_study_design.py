@@ -33,7 +33,7 @@
 # ({ref}`the family study card <ref-study-card>`); no number in it comes from our runs,
 # which the next chapter reads.
 
-# %% tags=["colab"]
+# %% tags=["colab", "hide-input"] mystnb={"code_prompt_show": "Colab set-up (runs only on Colab): show the cell", "code_prompt_hide": "hide the cell"}
 # On Colab only: fetch the project and install it. Elsewhere the package is already installed.
 import os, subprocess, sys
 

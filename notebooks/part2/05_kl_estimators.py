@@ -29,7 +29,7 @@
 #   book's tiny model, measured against the exact KL gradient, and which β each needs to
 #   push like the exact term.
 
-# %% tags=["colab"]
+# %% tags=["colab", "hide-input"] mystnb={"code_prompt_show": "Colab set-up (runs only on Colab): show the cell", "code_prompt_hide": "hide the cell"}
 # On Colab only: fetch the project and install it. Elsewhere the package is already installed.
 import os, subprocess, sys
 
@@ -244,8 +244,11 @@ from verifiable_grpo.exercises.kl_gradients import check_bias_corrected_k3
 result = check_bias_corrected_k3(my_corrected_k3)
 
 # %% [markdown]
-# A worked solution (hidden in the book): the weight is 1 in value; keeping it in the graph is
+# ```{admonition} Worked solution
+# :class: dropdown
+# The weight is 1 in value; keeping it in the graph is
 # the whole point.
+# ```
 
 # %% tags=["hide-input"]
 def solution_corrected_k3(current_logprobs, reference_logprobs):

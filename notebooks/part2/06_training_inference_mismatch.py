@@ -29,7 +29,7 @@
 # masked importance sampling, and which mismatch the book's own $2\times10^{-4}$ check bounds.
 # Last, the mismatch and both corrections on three recorded training runs.
 
-# %% tags=["colab"]
+# %% tags=["colab", "hide-input"] mystnb={"code_prompt_show": "Colab set-up (runs only on Colab): show the cell", "code_prompt_hide": "hide the cell"}
 # On Colab only: fetch the project and install it. Elsewhere the package is already installed.
 import os, subprocess, sys
 
@@ -321,8 +321,11 @@ from verifiable_grpo.exercises.importance_correction import check_sequence_mask
 result = check_sequence_mask(my_sequence_mask)
 
 # %% [markdown]
-# A worked solution (hidden in the book). Multiply by the mask *before* summing, so the
+# ```{admonition} Worked solution
+# :class: dropdown
+# Multiply by the mask *before* summing, so the
 # padding never enters a row's ratio, and zero the row rather than clamp it.
+# ```
 
 # %% tags=["hide-input"]
 def solution_sequence_mask(train, sample, mask, cap):

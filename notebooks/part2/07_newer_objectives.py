@@ -39,7 +39,7 @@
 # The tables are computed live, in float64, from the registry's own loss by autograd; the
 # runs' section reads the recorded runs.
 
-# %% tags=["colab"]
+# %% tags=["colab", "hide-input"] mystnb={"code_prompt_show": "Colab set-up (runs only on Colab): show the cell", "code_prompt_hide": "hide the cell"}
 # On Colab only: fetch the project and install it. Elsewhere the package is already installed.
 import os, subprocess, sys
 
@@ -372,8 +372,11 @@ from verifiable_grpo.exercises.cispo_loss import check_cispo_loss
 result = check_cispo_loss(my_cispo)
 
 # %% [markdown]
-# A worked solution (hidden in the book): the weight is computed from the ratio and then
+# ```{admonition} Worked solution
+# :class: dropdown
+# The weight is computed from the ratio and then
 # detached, so that only $\log p$ carries the gradient.
+# ```
 
 # %% tags=["hide-input"]
 import torch

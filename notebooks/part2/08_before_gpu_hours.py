@@ -31,7 +31,7 @@
 # - Which defaults of TRL changed between the card's 1.8.0 and the 1.16 this book uses, and
 #   which of them could change the card's numbers.
 
-# %% tags=["colab"]
+# %% tags=["colab", "hide-input"] mystnb={"code_prompt_show": "Colab set-up (runs only on Colab): show the cell", "code_prompt_hide": "hide the cell"}
 # On Colab only: fetch the project and install it. Elsewhere the package is already installed.
 import os, subprocess, sys
 
@@ -261,7 +261,7 @@ show(step_power.plot_power(power))
 # %% [markdown]
 # At the appropriate step, eight seeds detect a 6-point difference almost always and a
 # 4-point one about three times in four. At a tenth of the step all three effects have
-# shrunk below the floor and the power drops to between a tenth and a third; at a thirtieth
+# shrunk below the floor and the power drops to 0.08, 0.16 and 0.29; at a thirtieth
 # or a fiftieth it is the test's level, so the study would report "inconclusive" whatever
 # the arms do. The lock's Benjamini-Hochberg correction over four comparisons lowers every
 # number further. More seeds do not rescue it cheaply: the seeds a test needs grow with the
@@ -391,11 +391,13 @@ Table(["regime", "arm - grpo", "verdict", "mean greedy", "difference", "95% CI (
 #   similar in length, so weighting every token equally and weighting every response equally
 #   give nearly the same update; on the card's 1,024-token completions, where lengths differ
 #   far more, the gap could be larger, and this study cannot say by how much.
-# - **Off policy, the paper's clip range is the one reading that leans.** In `two_updates`
-#   `gspo_paper` is ahead of `grpo` on average with an interval above zero, but the sign-flip
-#   test over eight seeds does not reject, even before the correction, so the verdict the
-#   lock fixed is "inconclusive". Beside the committed `gspo` (read from the per-seed table,
-#   not a pre-registered test):
+# - **Off policy, two readings lean, one each way, and the test confirms neither.** In
+#   `two_updates`, `dapo_token` is behind `grpo` by −0.0056 with an interval below zero,
+#   [−0.0113, −0.0006], and a sign-flip p of 0.1562; `gspo_paper` is ahead by +0.0175 with
+#   an interval above zero, [+0.0025, +0.0369], and a p of 0.0859. Over eight seeds neither
+#   test rejects, even before the correction, so the verdict the lock fixed is
+#   "inconclusive" for both. Beside the committed `gspo` (read from the per-seed table, not
+#   a pre-registered test):
 
 # %%
 for regime in defaults["analysis"]["regimes"]:
@@ -456,9 +458,12 @@ from verifiable_grpo.exercises.kv_cache import check_kv_cache
 result = check_kv_cache(my_kv_cache_bytes)
 
 # %% [markdown]
-# A worked solution (hidden in the book). Each layer stores one key and one value vector per
+# ```{admonition} Worked solution
+# :class: dropdown
+# Each layer stores one key and one value vector per
 # KV head and position, 2 bytes per value; the query heads share them, so they do not enter.
 # For the card's batch (16 sequences of 160 + 1,024 tokens) that is 2.8 GB.
+# ```
 
 # %% tags=["hide-input"]
 def solution_kv_cache_bytes(layers, heads, kv_heads, head_dim, sequences, tokens):

@@ -40,7 +40,7 @@
 # data and arithmetic are computed live and every learned number is read from the run in
 # `data/recorded/part3/sft-metrics.json`.
 
-# %% tags=["colab"]
+# %% tags=["colab", "hide-input"] mystnb={"code_prompt_show": "Colab set-up (runs only on Colab): show the cell", "code_prompt_hide": "hide the cell"}
 # On Colab only: fetch the project and install it. Elsewhere the package is already installed.
 import os, subprocess, sys
 
@@ -403,8 +403,11 @@ from verifiable_grpo.exercises import check_trained_fraction
 result = check_trained_fraction(my_trained_fraction)
 
 # %% [markdown]
-# A worked solution (hidden in the book). Count targets and positions over the whole batch, then divide once. A mean of
+# ```{admonition} Worked solution
+# :class: dropdown
+# Count targets and positions over the whole batch, then divide once. A mean of
 # per-conversation shares weighs a 2-token conversation like a 200-token one.
+# ```
 
 # %% tags=["hide-input"]
 def solution_trained_fraction(masks):

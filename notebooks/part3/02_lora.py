@@ -39,7 +39,7 @@
 # The model is too slow to load under the notebook tests, so we compute the structure live
 # and read everything learned from the run recorded in `data/recorded/part3/`.
 
-# %% tags=["colab"]
+# %% tags=["colab", "hide-input"] mystnb={"code_prompt_show": "Colab set-up (runs only on Colab): show the cell", "code_prompt_hide": "hide the cell"}
 # On Colab only: fetch the project and install it. Elsewhere the package is already installed.
 import os, subprocess, sys
 
@@ -212,8 +212,11 @@ from verifiable_grpo.exercises import check_lora_forward
 result = check_lora_forward(my_lora_forward)
 
 # %% [markdown]
-# A worked solution (hidden in the book). The frozen path plus the scaled low-rank path. With $B = 0$ the output equals the frozen
+# ```{admonition} Worked solution
+# :class: dropdown
+# The frozen path plus the scaled low-rank path. With $B = 0$ the output equals the frozen
 # layer's exactly, which is why a fresh adapter changes nothing.
+# ```
 
 # %% tags=["hide-input"]
 def solution_lora_forward(x, weight, a, b, alpha):

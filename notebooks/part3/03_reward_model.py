@@ -45,7 +45,7 @@
 # from them (the MLP fits better than the linear model, every proxy is over-optimised
 # while the oracle is not) holds.
 
-# %% tags=["colab"]
+# %% tags=["colab", "hide-input"] mystnb={"code_prompt_show": "Colab set-up (runs only on Colab): show the cell", "code_prompt_hide": "hide the cell"}
 # On Colab only: fetch the project and install it. Elsewhere the package is already installed.
 import os, subprocess, sys
 
@@ -258,8 +258,11 @@ from verifiable_grpo.exercises import check_bradley_terry_loss
 result = check_bradley_terry_loss(my_bradley_terry_loss)
 
 # %% [markdown]
-# A worked solution (hidden in the book). `logsigmoid` computes $\log\sigma(m)$ without forming $\sigma(m)$, which underflows to 0
+# ```{admonition} Worked solution
+# :class: dropdown
+# `logsigmoid` computes $\log\sigma(m)$ without forming $\sigma(m)$, which underflows to 0
 # for $m = -800$ and makes the log infinite.
+# ```
 
 # %% tags=["hide-input"]
 import torch.nn.functional as F

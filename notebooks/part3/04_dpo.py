@@ -36,7 +36,7 @@
 # They match the published output digit for digit. The tests in
 # `tests/part3/test_dpo.py` re-run the lab and check this.
 
-# %% tags=["colab"]
+# %% tags=["colab", "hide-input"] mystnb={"code_prompt_show": "Colab set-up (runs only on Colab): show the cell", "code_prompt_hide": "hide the cell"}
 # On Colab only: fetch the project and install it. Elsewhere the package is already installed.
 import os, subprocess, sys
 
@@ -359,8 +359,11 @@ from verifiable_grpo.exercises import check_dpo_loss
 result = check_dpo_loss(my_dpo_loss)
 
 # %% [markdown]
-# A worked solution (hidden in the book). Two log-ratios to the reference, their difference, $\beta$, and a stable log-sigmoid.
+# ```{admonition} Worked solution
+# :class: dropdown
+# Two log-ratios to the reference, their difference, $\beta$, and a stable log-sigmoid.
 # Without the reference the loss rewards any margin the reference already had.
+# ```
 
 # %% tags=["hide-input"]
 import torch.nn.functional as F

@@ -43,7 +43,7 @@
 # are shared by training and evaluation, so this measures reshaping a policy on a fixed
 # task, not generalisation.
 
-# %% tags=["colab"]
+# %% tags=["colab", "hide-input"] mystnb={"code_prompt_show": "Colab set-up (runs only on Colab): show the cell", "code_prompt_hide": "hide the cell"}
 # On Colab only: fetch the project and install it. Elsewhere the package is already installed.
 import os, subprocess, sys
 
@@ -310,7 +310,10 @@ from verifiable_grpo.exercises import check_silent_fraction
 result = check_silent_fraction(my_silent_fraction)
 
 # %% [markdown]
-# A worked solution (hidden in the book). A group is silent when its largest and smallest reward agree: all wrong *or* all right.
+# ```{admonition} Worked solution
+# :class: dropdown
+# A group is silent when its largest and smallest reward agree: all wrong *or* all right.
+# ```
 
 # %% tags=["hide-input"]
 def solution_silent_fraction(rewards):
@@ -364,8 +367,8 @@ rows = []
 for label, run in [("module: sample std, beta 0.04", lab["grpo"][0]),
                    ("Part I: population std, beta 0.04", lab["variants"][0]),
                    ("no KL term, beta 0", lab["variants"][1])]:
-    last = run["records"][-1]
-    rows.append([label, last["accuracy"], last["kl"], last["length"], last["zero_variance"]])
+    final = last(run)
+    rows.append([label, final["accuracy"], final["kl"], final["length"], final["zero_variance"]])
 Table(["run (150 iterations)", "exact accuracy", "KL", "length", "zero-variance (last batch)"], rows, digits=3)
 
 # %% [markdown]

@@ -46,7 +46,7 @@
 # The completions of the five refuse items are checked in memory and never printed or
 # stored. Only PASS or FAIL is kept.
 
-# %% tags=["colab"]
+# %% tags=["colab", "hide-input"] mystnb={"code_prompt_show": "Colab set-up (runs only on Colab): show the cell", "code_prompt_hide": "hide the cell"}
 # On Colab only: fetch the project and install it. Elsewhere the package is already installed.
 import os, subprocess, sys
 
@@ -405,7 +405,10 @@ from verifiable_grpo.exercises import check_wilson
 result = check_wilson(my_wilson)
 
 # %% [markdown]
-# A worked solution (hidden in the book). The formula as written, clamped to $[0, 1]$ against rounding.
+# ```{admonition} Worked solution
+# :class: dropdown
+# The formula as written, clamped to $[0, 1]$ against rounding.
+# ```
 
 # %% tags=["hide-input"]
 import math

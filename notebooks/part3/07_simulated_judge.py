@@ -38,7 +38,7 @@
 # p-value and Benjamini-Hochberg adjusted p-values, computed on counts that the published
 # lab reports for its suite.
 
-# %% tags=["colab"]
+# %% tags=["colab", "hide-input"] mystnb={"code_prompt_show": "Colab set-up (runs only on Colab): show the cell", "code_prompt_hide": "hide the cell"}
 # On Colab only: fetch the project and install it. Elsewhere the package is already installed.
 import os, subprocess, sys
 
@@ -193,8 +193,11 @@ from verifiable_grpo.exercises import check_benjamini_hochberg
 result = check_benjamini_hochberg(my_bh)
 
 # %% [markdown]
-# A worked solution (hidden in the book). The running minimum is the step-up: a hypothesis is rejected whenever some larger
+# ```{admonition} Worked solution
+# :class: dropdown
+# The running minimum is the step-up: a hypothesis is rejected whenever some larger
 # p-value clears its own, larger threshold.
+# ```
 
 # %% tags=["hide-input"]
 def solution_bh(pvalues):

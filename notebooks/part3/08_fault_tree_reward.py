@@ -33,7 +33,7 @@
 # below. The computation involves no randomness and no floating-point kernels, so the
 # values are exact.
 
-# %% tags=["colab"]
+# %% tags=["colab", "hide-input"] mystnb={"code_prompt_show": "Colab set-up (runs only on Colab): show the cell", "code_prompt_hide": "hide the cell"}
 # On Colab only: fetch the project and install it. Elsewhere the package is already installed.
 import os, subprocess, sys
 
@@ -165,8 +165,11 @@ from verifiable_grpo.exercises import check_top_event_probability
 result = check_top_event_probability(my_top_probability)
 
 # %% [markdown]
-# A worked solution (hidden in the book). Recurse from the top. Adding an OR gate's probabilities counts coinciding failures
+# ```{admonition} Worked solution
+# :class: dropdown
+# Recurse from the top. Adding an OR gate's probabilities counts coinciding failures
 # twice; for the genuine tree, with small probabilities, the sum is close but not equal.
+# ```
 
 # %% tags=["hide-input"]
 import math

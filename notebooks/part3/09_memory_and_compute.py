@@ -35,7 +35,7 @@
 # Three models appear: the published 9.55B case-study model, SmolLM2-135M (the model the
 # Part III labs train) and Qwen2.5-0.5B (the `qwen` profile of Part I).
 
-# %% tags=["colab"]
+# %% tags=["colab", "hide-input"] mystnb={"code_prompt_show": "Colab set-up (runs only on Colab): show the cell", "code_prompt_hide": "hide the cell"}
 # On Colab only: fetch the project and install it. Elsewhere the package is already installed.
 import os, subprocess, sys
 

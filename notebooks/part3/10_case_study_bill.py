@@ -35,7 +35,7 @@
 # three trials of each, 5.53 GB to serve) but not every assumption behind them. Ours are
 # in `verifiable_grpo.part3.case_study` and in a table below; with them the figures agree.
 
-# %% tags=["colab"]
+# %% tags=["colab", "hide-input"] mystnb={"code_prompt_show": "Colab set-up (runs only on Colab): show the cell", "code_prompt_hide": "hide the cell"}
 # On Colab only: fetch the project and install it. Elsewhere the package is already installed.
 import os, subprocess, sys
 

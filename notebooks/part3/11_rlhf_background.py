@@ -31,7 +31,7 @@
 # - What the clipped surrogate does and does not stop.
 # - How GRPO's group baseline replaces the value model, and what it loses.
 
-# %% tags=["colab"]
+# %% tags=["colab", "hide-input"] mystnb={"code_prompt_show": "Colab set-up (runs only on Colab): show the cell", "code_prompt_hide": "hide the cell"}
 # On Colab only: fetch the project and install it. Elsewhere the package is already installed.
 import os, subprocess, sys
 

@@ -35,7 +35,7 @@
 # minute on one CPU thread) and recorded in `data/recorded/part3/merging.json`; the
 # chapter reads that record. The small examples are computed live.
 
-# %% tags=["colab"]
+# %% tags=["colab", "hide-input"] mystnb={"code_prompt_show": "Colab set-up (runs only on Colab): show the cell", "code_prompt_hide": "hide the cell"}
 # On Colab only: fetch the project and install it. Elsewhere the package is already installed.
 import os, subprocess, sys
 

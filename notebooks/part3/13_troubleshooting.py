@@ -33,7 +33,7 @@
 # A symptom has several possible causes, and a diagnosis is a hypothesis. Confirm it by
 # changing one thing (an ablation) or by reading outputs, before acting on it.
 
-# %% tags=["colab"]
+# %% tags=["colab", "hide-input"] mystnb={"code_prompt_show": "Colab set-up (runs only on Colab): show the cell", "code_prompt_hide": "hide the cell"}
 # On Colab only: fetch the project and install it. Elsewhere the package is already installed.
 import os, subprocess, sys
 

@@ -37,7 +37,7 @@
 #
 # Everything here runs on tokenizers and integers; no model weights are loaded.
 
-# %% tags=["colab"]
+# %% tags=["colab", "hide-input"] mystnb={"code_prompt_show": "Colab set-up (runs only on Colab): show the cell", "code_prompt_hide": "hide the cell"}
 # On Colab only: fetch the project and install it. Elsewhere the package is already installed.
 import os, subprocess, sys
 
@@ -345,8 +345,11 @@ from verifiable_grpo.exercises.packing_mask import check_packing_mask
 result = check_packing_mask(my_packing_mask)
 
 # %% [markdown]
-# A worked solution (hidden in the book): compare segments pairwise, drop padding, and keep
+# ```{admonition} Worked solution
+# :class: dropdown
+# Compare segments pairwise, drop padding, and keep
 # the lower triangle.
+# ```
 
 # %% tags=["hide-input"]
 def solution_packing_mask(segment_ids):

@@ -29,7 +29,7 @@
 # says which answers are right and names each choice that is not; the explanations say
 # why. The tests hold every keyed answer to the package's own computation or recorded run.
 
-# %% tags=["colab"]
+# %% tags=["colab", "hide-input"] mystnb={"code_prompt_show": "Colab set-up (runs only on Colab): show the cell", "code_prompt_hide": "hide the cell"}
 # On Colab only: fetch the project and install it. Elsewhere the package is already installed.
 import os, subprocess, sys
 

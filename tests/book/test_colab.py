@@ -71,6 +71,19 @@ def test_every_chapter_starts_with_the_generated_setup_cell(chapter):
     )
 
 
+@pytest.mark.parametrize("chapter", EVERY_CHAPTER, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_the_setup_cell_folds_to_one_line_in_the_book(chapter):
+    # myst-nb folds a hide-input cell behind its prompt; Jupyter and Colab ignore the tag
+    cells = [c for c in jupytext.read(chapter).cells if "colab" in c.metadata.get("tags", [])]
+    assert [c.metadata for c in cells] == [colab.setup_cell_metadata()], (
+        f"{chapter.name}: the Colab cell's metadata differs from setup_cell_metadata()"
+    )
+    paired = chapter.with_suffix(".ipynb")
+    executed = [c for c in jupytext.read(paired).cells if "colab" in c.metadata.get("tags", [])]
+    assert [c.metadata.get("tags") for c in executed] == [list(colab.SETUP_CELL_TAGS)]
+    assert "hide-input" in colab.SETUP_CELL_TAGS and "\n" not in colab.SETUP_CELL_PROMPT
+
+
 def _imports_of(tree) -> set[str]:
     names = set()
     for node in ast.walk(tree):

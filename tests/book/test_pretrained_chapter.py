@@ -45,10 +45,18 @@ def test_what_it_shows_quotes_the_record():
 
 def test_the_worked_solution_quotes_the_screen():
     screen = band_study.recorded("screen")
-    solution = _paragraph("**Worked solution.**", end="\n# %%")
+    solution = _paragraph("{admonition} Worked solution", end="\n# %%")
     assert f"{screen['signal_share_g8']:.2f}" in solution
     assert f"{screen['per_draw']:.3f}" in solution
     pooled = band_plots.signal_share(screen["per_draw"], 8)
     assert f"{pooled:.2f}" in solution
     assert re.search(r"half of the promised signal", solution)
     assert screen["signal_share_g8"] < pooled / 2 + 0.01
+
+
+def test_the_kl_sentence_does_not_stop_below_the_panels_peak():
+    kl = [h["mean_exact_kl"] for h in band_study.recorded("band")["history"]]
+    paragraph = _paragraph("**What it does not show.**")
+    quoted = [float(n) for n in re.findall(r"\b0\.\d+", paragraph)]
+    assert f"{max(kl):.2f}" in paragraph, "the KL sentence should quote the panel's peak"
+    assert max(quoted) >= round(max(kl), 2)

@@ -80,6 +80,19 @@ def parts(toc: Path | None = None) -> list[Part]:
     return found
 
 
+ROMAN = ("I", "II", "III", "IV", "V")
+
+
+def chapter_labels() -> dict[str, str]:
+    """Every chapter's number as the book writes it, from its place in _toc.yml: the
+    part's Roman numeral and the chapter's position ("notebooks/part1/12_x" -> "I.12")."""
+    return {
+        ch.file: f"{ROMAN[p]}.{n}"
+        for p, part in enumerate(parts())
+        for n, ch in enumerate(part.chapters, 1)
+    }
+
+
 def reading_hours(words: int, rate: int = WORDS_PER_MINUTE) -> float:
     """Hours to read `words` at `rate` words a minute, rounded up to the half hour."""
     if words < 0 or rate <= 0:
@@ -103,7 +116,8 @@ def _hours(hours: float) -> str:
 
 
 def intro_map() -> str:
-    """The intro's table: one row per part, its chapter count, words and reading time."""
+    """The intro's map: one row per part (its chapter count, words and reading time), then
+    every chapter of every part with its number and title."""
     rows = [
         "| part | chapters | exercises with a checker | words | reading time |",
         "|---|---|---|---|---|",
@@ -114,11 +128,19 @@ def intro_map() -> str:
             f"| {{doc}}`{part.caption} <{name}>` | {len(part.chapters)} | {part.exercises} "
             f"| about {thousands(part.words)} | about {_hours(reading_hours(part.words))} |"
         )
+    rows += ["", "Every chapter, in reading order:", ""]
+    labels = chapter_labels()
+    for part in parts():
+        name = part.page.split("/")[-1]
+        listed = " · ".join(
+            f"{labels[ch.file]} {{doc}}`{ch.title} <../{ch.file}>`" for ch in part.chapters
+        )
+        rows.append(f"- **{{doc}}`{part.caption.split(':')[0]} <{name}>`**: {listed}")
     return "\n".join(rows)
 
 
 def part_glance(part: Part) -> str:
-    """A part page's block: count, reading time, and every chapter's title in order."""
+    """A part page's block: count, reading time, and every chapter's number and title."""
     lines = [
         f"**At a glance:** {len(part.chapters)} chapters, about {thousands(part.words)} words, "
         f"about {_hours(reading_hours(part.words))} of reading at {WORDS_PER_MINUTE} words a "
@@ -126,8 +148,11 @@ def part_glance(part: Part) -> str:
         "checker; running the cells and solving the exercises come on top.",
         "",
     ]
-    for number, ch in enumerate(part.chapters, 1):
-        lines.append(f"{number}. {{doc}}`{ch.title} <../{ch.file}>` ({chapter_minutes(ch)} min)")
+    labels = chapter_labels()
+    for ch in part.chapters:
+        lines.append(
+            f"- {labels[ch.file]} {{doc}}`{ch.title} <../{ch.file}>` ({chapter_minutes(ch)} min)"
+        )
     return "\n".join(lines)
 
 

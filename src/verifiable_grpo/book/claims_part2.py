@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from verifiable_grpo.book.claims import fixed, keys, percent, record, signed
+from verifiable_grpo.book.claims_rows import RowClaim
+from verifiable_grpo.book.claims_rows import expected as row_expected
 from verifiable_grpo.part1 import advantage_scale, fixed_prompt_objectives, fixed_prompts
 
 
@@ -216,4 +218,59 @@ def _mechanics():
 CLAIMS |= {
     "II.4 reported reward": (RESULTS_PAGE, "The training reward they", _reported_reward),
     "II.4 mechanics": (RESULTS_PAGE, "the second update saw token ratios", _mechanics),
+}
+
+
+# Chapter II.8's reading of the card-defaults table: the rows of the second regime whose
+# interval excludes zero, checked against every row (book/claims_rows.py).
+def _two_update_rows() -> list[dict]:
+    from verifiable_grpo.part2 import card_defaults
+
+    part = card_defaults.load()["analysis"]["regimes"]["two_updates"]
+    return [dict(c, name=c["arm"]) for c in part["comparisons"]]
+
+
+def _leans(row: dict) -> bool:
+    return row["low"] > 0 or row["high"] < 0
+
+
+def _leaning_numbers(row: dict) -> list[str]:
+    return [
+        signed(row["difference"], 4),
+        signed(row["low"], 4),
+        signed(row["high"], 4),
+        fixed(row["p_value"], 4),
+    ]
+
+
+ROW_CLAIMS = {
+    "II.8 readings that lean": RowClaim(
+        page=GPU_PAGE,
+        anchor="is behind `grpo` by",
+        rows=_two_update_rows,
+        has_property=_leans,
+        quote=_leaning_numbers,
+        counted="{count} readings lean",
+    ),
+}
+
+
+def _power_at_a_tenth() -> list[str]:
+    """The power table's rows at a tenth of the step, as the chapter computes it."""
+    from verifiable_grpo.part2 import step_power
+
+    spread = step_power.recorded_training_spread()
+    sigma = step_power.SeedSpread(train=spread["median"], floor=step_power.card_floor())
+    factors = [1.0, 1 / 3, 1 / 10, 1 / 30, 1 / 50]  # the chapter's table, in its order
+    table = step_power.power_table([0.02, 0.04, 0.06], factors, sigma)
+    return [fixed(r["power"], 2) for r in table if r["step_factor"] == 1 / 10]
+
+
+CLAIMS |= {
+    "II.8 power at a tenth": (GPU_PAGE, "At a tenth of the step", _power_at_a_tenth),
+    "II.8 readings that lean": (
+        GPU_PAGE,
+        "is behind `grpo` by",
+        lambda: row_expected(ROW_CLAIMS["II.8 readings that lean"]),
+    ),
 }

@@ -111,6 +111,22 @@ def repository_url() -> str:
         ) from None
 
 
+# In the built book the cell folds to one line (myst-nb's hide-input, with this prompt);
+# in Jupyter and on Colab the tags change nothing and the cell stays runnable. The book's
+# header carries the "Open in Colab" launch button (_config.yml, launch_buttons).
+SETUP_CELL_TAGS = ("colab", "hide-input")
+SETUP_CELL_PROMPT = "Colab set-up (runs only on Colab): show the cell"
+
+
+def setup_cell_metadata() -> dict:
+    """The metadata of every chapter's Colab cell: its tags, and the one-line prompt the
+    built book shows in place of its 18 lines."""
+    return {
+        "tags": list(SETUP_CELL_TAGS),
+        "mystnb": {"code_prompt_show": SETUP_CELL_PROMPT, "code_prompt_hide": "hide the cell"},
+    }
+
+
 def setup_cell_source(part: str = "part1") -> str:
     """The source of every chapter's Colab cell (tag "colab"), for the URL in _config.yml;
     `part` is the chapter's folder under notebooks/ (part1, part2, part3)."""

@@ -48,7 +48,7 @@ def advantage_view(rewards, correction: int = 0, epsilon: float = 1e-8) -> dict:
     """One group's rewards -> its mean, std, advantages and whether it has zero variance.
 
     Computed by losses.group_advantages in float64 (correction 0: population std, seed 000;
-    1: sample std, seed 004 / TRL)."""
+    1: sample std, as TRL and Part III's labs use)."""
     rewards = _finite_numbers(rewards, "rewards")
     advantages, mean, std = group_advantages(
         torch.tensor([rewards], dtype=torch.float64), epsilon=epsilon, correction=correction
