@@ -7,6 +7,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 BREAKDOWN_COLOURS = {"malformed": "C7", "wrong number": "C3", "right": "C2"}
+SMALL = 0.04  # a segment under this share of the answers gets its count beside it
 
 
 def plot_pass_at_k(table: dict, names=("instruct model", "after GRPO")) -> Figure:
@@ -39,11 +40,24 @@ def plot_answer_breakdown(breakdown: dict, names=("instruct model", "after GRPO"
     ax = figure.subplots()
     sides = ("before", "after")
     left = np.zeros(len(sides))
+    totals = [sum(breakdown[s].values()) for s in sides]
     for kind, colour in BREAKDOWN_COLOURS.items():
         values = np.array([breakdown[s][kind] for s in sides], dtype=float)
-        bars = ax.barh(names, values, left=left, color=colour, label=kind)
-        ax.bar_label(bars, labels=[f"{int(v):,}" for v in values], label_type="center")
+        bars = ax.barh(range(len(sides)), values, left=left, color=colour, label=kind)
+        wide = [f"{int(v):,}" if v >= SMALL * t else "" for v, t in zip(values, totals)]
+        ax.bar_label(bars, labels=wide, label_type="center")
+        for row, (v, start) in enumerate(zip(values, left)):
+            if not wide[row]:  # too narrow for its count: written just above the bar
+                ax.annotate(
+                    f"{int(v):,}",
+                    (start + v / 2, row - 0.4),
+                    (start + v / 2 + 25, row - 0.5),
+                    fontsize=8,
+                    va="center",
+                    arrowprops={"arrowstyle": "-", "lw": 0.6},
+                )
         left += values
+    ax.set_yticks(range(len(sides)), names)
     total = int(left[0])
     ax.set_xlim(0, total)
     ax.set_xlabel(f"sampled test answers (of {total:,})")
