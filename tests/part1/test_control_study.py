@@ -146,3 +146,40 @@ def test_both_halves_run_at_smoke_scale_and_continue(tmp_path, smoke_config):
     assert set(later["gains"]) == {"verifier-1", "random-1"}
     values = [r["value"] for r in later["curves"]["random-1"]]
     assert values == sorted(values) and np.all(np.isfinite(values))
+
+
+def test_learn_controls_refuses_a_dirty_tree_before_any_compute(tmp_path, monkeypatch, capsys):
+    from verifiable_grpo.cli import main
+    from verifiable_grpo.core import preregistration
+    from verifiable_grpo.part1 import smollm2_candidate
+
+    monkeypatch.setattr(smollm2_candidate, "check_weights", lambda config: None)
+    monkeypatch.setattr(preregistration, "tree_changes", lambda root=None: ["configs/x.yaml"])
+    out = tmp_path / "out"
+    with pytest.raises(SystemExit, match="2"):
+        main(["learn", "controls", "--out", str(out)])
+    assert "--exploratory" in capsys.readouterr().err
+    assert not (out / "controls" / "started.json").exists()
+
+
+def test_a_bad_declaration_on_the_command_line_exits_2(tmp_path, capsys):
+    from verifiable_grpo.cli import main
+
+    mapping = _declared()
+    mapping["seeds"]["format"] = []
+    path = _write(tmp_path, mapping)
+    with pytest.raises(SystemExit, match="2"):
+        main(["learn", "controls", "--dry-run", "--declaration", path])
+    assert "seeds.format" in capsys.readouterr().err
+
+
+def test_the_second_half_needs_the_first(tmp_path, monkeypatch, capsys):
+    from verifiable_grpo.cli import main
+    from verifiable_grpo.part1 import smollm2_candidate
+
+    monkeypatch.setattr(smollm2_candidate, "check_weights", lambda config: None)
+    out = tmp_path / "out"
+    with pytest.raises(SystemExit, match="2"):
+        main(["learn", "controls-pass-at-k", "--out", str(out)])
+    assert "learn controls` first" in capsys.readouterr().err
+    assert not (out / "controls-pass-at-k").exists()

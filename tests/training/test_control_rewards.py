@@ -102,3 +102,30 @@ def test_the_schema_names_an_unknown_reward_and_a_rate_outside_zero_one(smoke_co
         smoke_config.replaced(grpo={"reward": "length"})
     with pytest.raises(ConfigError, match="grpo.reward_rate"):
         smoke_config.replaced(grpo={"reward": "random", "reward_rate": 1.5})
+
+
+def test_a_random_reward_run_resumes_bit_for_bit(tmp_path, learning_view_dir, one_thread):
+    """Interrupted and resumed under the random reward, the run ends in the same state as
+    an uninterrupted one: the coins depend on seed and rollout id only."""
+    import shutil
+
+    from verifiable_grpo.core import checkpoint
+    from verifiable_grpo.core import model as model_lib
+    from verifiable_grpo.core.config import load_config
+    from verifiable_grpo.core.runfolder import MODES
+    from verifiable_grpo.training import grpo
+
+    config = load_config("smoke").replaced(
+        model={"source": "random"}, grpo={"reward": "random", "reward_rate": 0.5}
+    )
+    shutil.copytree(learning_view_dir, tmp_path / "learning-data")
+    model, _ = model_lib.load_base(config)
+    model_lib.save_policy(model, tmp_path / "checkpoints/warmstart-resume.safetensors", {})
+    records = {
+        mode: grpo.run_grpo_branch(config, tmp_path, mode=mode, progress=False) for mode in MODES
+    }
+    states = {m: checkpoint.load_state(tmp_path / "checkpoints" / f"grpo-{m}.pt.gz") for m in MODES}
+    assert checkpoint.compare_states(states["continuous"], states["resume"]) == []
+    groups = [g for h in records["continuous"]["history"] for g in h["groups"]]
+    assert {g["reward_kind"] for g in groups} == {"random"}
+    assert all("mean_verifier_reward" in h for h in records["continuous"]["history"])
