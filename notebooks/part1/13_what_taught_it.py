@@ -180,12 +180,17 @@ Table(["declared", "value"],
 
 # %% [markdown]
 # **Not run yet.** The study above has not been run: the table says so, and no number of
-# it appears in this book until its record exists. Planned from the recorded run's speed,
-# the first half takes a little under two and a half hours of a quiet two-core CPU, the
-# second well under one; each half stamps its own start. To see the plan, or to run it:
+# it appears in this book until its record exists. It runs in two halves, each stamped
+# when it starts; the plan, with times estimated from the recorded run's speed on two CPU
+# cores (`learn controls --dry-run` prints it without computing anything):
+
+# %%
+print(control_declaration.plan_text(declaration, identity=False))
+
+# %% [markdown]
+# To run it, on a quiet machine, from a clean checkout:
 #
 # ```bash
-# python -m verifiable_grpo learn controls --dry-run
 # python -m verifiable_grpo learn controls --out runs/learn --export
 # python -m verifiable_grpo learn controls-pass-at-k --out runs/learn --export
 # ```

@@ -173,9 +173,13 @@ def plan(declaration: dict) -> dict:
     return {"runs": steps, "pass_at_k": later}
 
 
-def plan_text(declaration: dict, limit_hours: float = 2.5) -> str:
-    """The plan as lines, with each half's total against the declared limit."""
-    lines = [f"declaration {declaration['path']} (sha256 {declaration['sha256'][:12]})"]
+def plan_text(declaration: dict, limit_hours: float = 2.5, identity: bool = True) -> str:
+    """The plan as lines, with each half's total against the limit; `identity`: first the
+    declaration's path and SHA-256 (what a run will record)."""
+    path = Path(declaration["path"])
+    shown = path.relative_to(resolve(".")) if path.is_relative_to(resolve(".")) else path
+    lines = [f"declaration {shown.as_posix()} (sha256 {declaration['sha256'][:12]})"]
+    lines = lines if identity else []
     for half, command in (("runs", "learn controls"), ("pass_at_k", "learn controls-pass-at-k")):
         steps = plan(declaration)[half]
         total = sum(s["seconds"] for s in steps)
@@ -184,4 +188,8 @@ def plan_text(declaration: dict, limit_hours: float = 2.5) -> str:
         if total > limit_hours * 3600:
             lines.append(f"  over {limit_hours} h: run it on a quiet machine, or split it")
     lines.append("estimates from the recorded band run's seconds per iteration and per answer")
+    lines.append(
+        f"disk: each of the {len(runs(declaration))} run folders keeps the instruct model and "
+        "its last training state with AdamW's moments: about 2 GB each for a 135M model"
+    )
     return "\n".join(lines)
