@@ -134,13 +134,13 @@ def test_both_halves_run_at_smoke_scale_and_continue(tmp_path, smoke_config):
     mapping["analysis"] = {**mapping["analysis"], "resamples": 200}
     declaration = control_declaration.load(_write(tmp_path, mapping))
     out = tmp_path / "controls"
-    result = control_study.run_controls(out, declaration, base=smoke_config)
+    result = control_study.run_controls(out, declaration, smoke_config, progress=False)
     assert set(result["runs"]) == {"verifier-1", "random-1", "format-1"}
     random_history = result["runs"]["random-1"]["history"]
     assert len(random_history) == 2 and random_history[0]["mean_verifier_reward"] is not None
     assert result["runs"]["verifier-1"]["history"][0]["mean_verifier_reward"] is None
     assert len(result["analysis"]["contrasts"]) == 3 + 2
-    assert control_study.run_controls(out, declaration, base=smoke_config) == result
+    assert control_study.run_controls(out, declaration, smoke_config, progress=False) == result
     later = control_study.run_pass_at_k(tmp_path / "pk", out, declaration, base=smoke_config)
     assert [r["k"] for r in later["curves"]["instruct"]] == [1, 2, 3, 4]
     assert set(later["gains"]) == {"verifier-1", "random-1"}

@@ -63,7 +63,9 @@ def _test(declaration: dict) -> tuple[list, dict]:
     return examples, {"draws": scoring["draws"], "seed_base": scoring["seed_base"]}
 
 
-def train_run(out: Path, base: Profile, declaration: dict, arm: str, seed: int) -> dict:
+def train_run(
+    out: Path, base: Profile, declaration: dict, arm: str, seed: int, progress: bool = True
+) -> dict:
     """One (arm, seed) run: trained (or continued, or reused) and scored once."""
     folder = Path(out) / run_name(arm, seed)
     done = folder / "result.json"
@@ -72,7 +74,7 @@ def train_run(out: Path, base: Profile, declaration: dict, arm: str, seed: int) 
     config = arm_config(base, declaration, arm, seed)
     band_data.prepare(folder, config)
     curve = band_data.Curve(folder / "curve", [], None, config, at=())  # no curve: budget
-    record, policy = band_data.train(config, folder, curve, progress=False)
+    record, policy = band_data.train(config, folder, curve, progress)
     examples, draws = _test(declaration)
     after = _score_once(folder / "test-after.json", lambda: policy, config, examples, draws)
     history = record["history"]
@@ -174,7 +176,9 @@ def analyse(declaration: dict, instruct_rows: list, run_rows: dict[str, list]) -
     }
 
 
-def run_controls(out: Path, declaration: dict, base: Profile | None = None) -> dict:
+def run_controls(
+    out: Path, declaration: dict, base: Profile | None = None, progress: bool = True
+) -> dict:
     """The first half: every declared run, then the analysis (out/result.json)."""
     out = Path(out)
     done = out / "result.json"
@@ -183,9 +187,10 @@ def run_controls(out: Path, declaration: dict, base: Profile | None = None) -> d
     base = band_study.band_config() if base is None else base
     started = time.perf_counter()
     instruct = instruct_score(out, base, declaration)
-    results = {
-        name: train_run(out, base, declaration, arm, seed) for name, arm, seed in runs(declaration)
-    }
+    results = {}
+    for name, arm, seed in runs(declaration):
+        results[name] = train_run(out, base, declaration, arm, seed, progress)
+        print(f"{name}: per-draw success {results[name]['per_draw']:.3f} on the test draws")
     rows = {name: r["after"]["sample"] for name, r in results.items()}
     result = {
         "what": "controls",
