@@ -183,3 +183,24 @@ def test_the_second_half_needs_the_first(tmp_path, monkeypatch, capsys):
         main(["learn", "controls-pass-at-k", "--out", str(out)])
     assert "learn controls` first" in capsys.readouterr().err
     assert not (out / "controls-pass-at-k").exists()
+
+
+def test_the_chapter_can_draw_the_study_once_it_ran():
+    from verifiable_grpo.book import taught_plots
+
+    declaration = control_declaration.load()
+    declaration["analysis"] = {**declaration["analysis"], "resamples": 200}
+    problems = [f"p{i}" for i in range(6)]
+    instruct = _rows({p: [0, 1] for p in problems})
+    run_rows = {
+        n: _rows({p: [1, seed % 2] for p in problems})
+        for n, _, seed in control_declaration.runs(declaration)
+    }
+    analysis = control_study.analyse(declaration, instruct, run_rows)
+    figure = taught_plots.plot_controls(analysis)
+    points = [line for line in figure.axes[0].lines if line.get_marker() == "o"]
+    assert sum(len(line.get_xdata()) for line in points) == len(run_rows)  # every seed a point
+    curves = {"instruct": [{"k": k, "value": 0.1 * k, "low": 0.0, "high": 0.5} for k in (1, 2, 4)]}
+    assert len(taught_plots.plot_pass_at_k_curves(curves).axes[0].lines) == 1
+    table = control_study.controls_table(declaration, {"analysis": analysis})
+    assert control_study.NOT_RUN not in table[0]

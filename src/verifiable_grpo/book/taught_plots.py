@@ -64,3 +64,52 @@ def plot_answer_breakdown(breakdown: dict, names=("instruct model", "after GRPO"
     ax.invert_yaxis()
     ax.legend(ncols=3, loc="upper center", bbox_to_anchor=(0.5, -0.25), frameon=False)
     return figure
+
+
+def plot_pass_at_k_curves(curves: dict[str, list[dict]]) -> Figure:
+    """pass@k of several policies (the control study's second half: name -> curve rows
+    with "k", "value", "low", "high"), k on a log2 axis, intervals as bands."""
+    figure = Figure(figsize=(6.5, 3.6), layout="constrained")
+    ax = figure.subplots()
+    for index, (name, rows) in enumerate(curves.items()):
+        ks = [r["k"] for r in rows]
+        ax.plot(ks, [r["value"] for r in rows], color=f"C{index}", label=name)
+        ax.fill_between(
+            ks, [r["low"] for r in rows], [r["high"] for r in rows], color=f"C{index}", alpha=0.2
+        )
+    ax.set_xscale("log", base=2)
+    ax.set_ylim(0, 1)
+    ax.set_xlabel("k (answers allowed per problem)")
+    ax.set_ylabel("pass@k")
+    ax.legend(loc="lower right")
+    ax.grid(alpha=0.3)
+    return figure
+
+
+def plot_controls(analysis: dict) -> Figure:
+    """The control study's analysis (control_study.analyse): each seed's per-draw success
+    as a point per arm, the arm's seed-averaged value as a bar, the instruct model as a
+    line; beside it each declared contrast with its interval."""
+    figure = Figure(figsize=(8.5, 3.4), layout="constrained")
+    left, right = figure.subplots(1, 2, width_ratios=(1, 1.3))
+    arms = [a["arm"] for a in analysis["arms"]]
+    left.bar(arms, [a["per_draw"] for a in analysis["arms"]], color="0.85", label="seeds averaged")
+    for position, arm in enumerate(arms):
+        own = [s["per_draw"] for s in analysis["seeds"] if s["arm"] == arm]
+        left.plot([position] * len(own), own, "o", color=f"C{position}")
+    left.axhline(analysis["instruct_per_draw"], color="0.3", ls="--", label="instruct model")
+    left.set_ylim(0, 1)
+    left.set_ylabel("per-draw success (test)")
+    left.legend(loc="upper right", fontsize=8)
+    contrasts = analysis["contrasts"]
+    names = [c["contrast"] for c in contrasts]
+    values = np.array([c["difference"] for c in contrasts])
+    errors = np.array(
+        [[c["difference"] - c["low"], c["high"] - c["difference"]] for c in contrasts]
+    )
+    right.errorbar(values, range(len(names)), xerr=errors.T, fmt="o", color="C3", capsize=3)
+    right.axvline(0, color="0.3", lw=1)
+    right.set_yticks(range(len(names)), names)
+    right.invert_yaxis()
+    right.set_xlabel("paired difference, per draw (95% interval)")
+    return figure
