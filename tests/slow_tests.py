@@ -54,6 +54,12 @@ SLOW_TESTS = {
     "part1/test_keep_states.py::test_the_one_sequence_no_cache_path_end_to_end": (
         "a smoke run on the one-sequence path"
     ),
+    "training/test_control_rewards.py::test_a_random_reward_run_resumes_bit_for_bit": (
+        "three short GRPO runs (continuous, interrupted, resumed) under the random reward"
+    ),
+    "part1/test_control_study.py::test_both_halves_run_at_smoke_scale_and_continue": (
+        "three short GRPO runs of the tiny model, each scored, then pass@k draws"
+    ),
     "part3/test_lab_runs.py::test_a_killed_model_lab_continues_to_the_uninterrupted_result": (
         "a model lab killed and continued"
     ),

@@ -319,13 +319,24 @@ def _learn_arguments(p) -> None:
         "what",
         choices=[
             *("fixed-prompts", "fixed-prompts-trl", "objectives", "lift", "fresh"),
-            *("band-screen", "band"),
+            *("band-screen", "band", "controls", "controls-pass-at-k"),
         ],
         help="fixed-prompts(-trl): GRPO (TRL) on 8 fixed prompts; objectives: chapter II.7's "
         "on them; lift: the held-out study; fresh: its decision on 1,000 fresh problems; "
-        "band-screen / band: SmolLM2-135M-Instruct on small sums",
+        "band-screen / band: SmolLM2-135M-Instruct on small sums; controls / controls-pass-at-k: "
+        "the declared control study (configs/part1/controls.yaml), in two halves",
     )
     p.add_argument("--exploratory", action="store_true", help=EXPLORATORY)
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="controls: print the declared plan and its estimated time, compute nothing",
+    )
+    p.add_argument(
+        "--declaration",
+        default=None,
+        help="controls: the declaration file (default configs/part1/controls.yaml)",
+    )
     p.add_argument("--objectives", nargs="*", default=None, help="objectives: only these entries")
     p.add_argument(
         "--mismatch", action="store_true", help="objectives: then GRPO, TIS, MIS, bfloat16 sampler"

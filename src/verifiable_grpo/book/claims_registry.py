@@ -5,6 +5,7 @@ from __future__ import annotations
 from verifiable_grpo.book import (
     claims_findings,
     claims_part1,
+    claims_part1_taught,
     claims_part2,
     claims_part3,
     claims_part3_later,
@@ -12,6 +13,7 @@ from verifiable_grpo.book import (
 
 CLAIMS = {
     **claims_part1.CLAIMS,
+    **claims_part1_taught.CLAIMS,
     **claims_part2.CLAIMS,
     **claims_part3.CLAIMS,
     **claims_part3_later.CLAIMS,

@@ -39,6 +39,9 @@ SETTINGS |= {
         "50": "the selection band's upper edge (a setting)",
         "3e-4": "the size of the nudge the cell gives one captured value (a setting)",
     },
+    "notebooks/part1/13_what_taught_it.py": {
+        "0.41": "worked arithmetic: 1 - (7/8)^4, the biased shortcut at n = 8, c = 1, k = 4",
+    },
     "notebooks/part1/10_beyond_the_budget.py": {
         "0.01": "exercise's threshold for a reported gain (a setting)",
     },
@@ -220,7 +223,11 @@ SETTINGS |= {
     },
     "book/intro.md": {
         "2.5": "reading time, computed from word counts by book_map",
+        "3.5": "reading time, computed from word counts by book_map",
         "4.5": "reading time, computed from word counts by book_map",
+    },
+    "book/part1.md": {
+        "3.5": "reading time, computed from word counts by book_map",
     },
     "book/part3.md": {
         "4.5": "reading time, computed from word counts by book_map",

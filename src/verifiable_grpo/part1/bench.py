@@ -203,6 +203,7 @@ def run_ours(run: BenchRun, batched: bool) -> dict:
                     "optimisation": optimisation,
                     "total": time.perf_counter() - start - reward_seconds,
                     "response_tokens": sum(r["response_tokens"] for r in rows),
+                    "prompt_tokens": sum(len(r["prompt_ids"]) for r in rows),
                 }
             )
     name = "ours, batched" if batched else "ours, one sequence at a time"
@@ -246,12 +247,18 @@ def bench_grpo(
         from verifiable_grpo.part1 import bench_trl
 
         arms.append(bench_trl.run_trl(run))
+        arms.append(bench_trl.run_trl(run, fastest=True))  # gradient checkpointing off
     result = {
         "shape": BENCH_SHAPE,
         "sets": sets,
         "arms": arms,
         "ratio_ours_batched_to_trl": (
             arms[0]["median_seconds"]["total"] / arms[2]["median_seconds"]["total"]
+        )
+        if with_trl
+        else None,
+        "ratio_ours_batched_to_trl_fastest": (
+            arms[0]["median_seconds"]["total"] / arms[3]["median_seconds"]["total"]
         )
         if with_trl
         else None,
@@ -284,6 +291,11 @@ def format_bench(result: dict) -> str:
         )
     if result["ratio_ours_batched_to_trl"] is not None:
         lines.append(f"ours batched / TRL: {result['ratio_ours_batched_to_trl']:.2f}")
+    if result.get("ratio_ours_batched_to_trl_fastest") is not None:
+        lines.append(
+            f"ours batched / TRL at its fastest CPU setting: "
+            f"{result['ratio_ours_batched_to_trl_fastest']:.2f}"
+        )
     lines.append(f"ours sequential / ours batched: {result['ratio_sequential_to_batched']:.2f}")
     kl = result.get("exact_kl_memory")
     if kl:

@@ -16,10 +16,17 @@ from verifiable_grpo.part1.bench_memory import PeakMemory
 from verifiable_grpo.task import prompts
 from verifiable_grpo.training import rollout, trl_config
 
+# TRL's fastest CPU setting for a model this small: GRPOConfig's default
+# gradient_checkpointing=True recomputes activations in the backward pass to save memory
+# that a 135M model does not need; switched off, nothing else changes. (transformers 5
+# names the field activation_checkpointing, gradient_checkpointing its deprecated alias.)
+FASTEST = {"activation_checkpointing": False}
 
-def trl_arguments(run: BenchRun, out: str, device_type: str):
+
+def trl_arguments(run: BenchRun, out: str, device_type: str, fastest: bool = False):
     """The TRL arm's GRPOConfig: our clip and KL weight on TRL's grpo loss
-    (trl_config.part1_fields), the bench's shape, our rates at a constant schedule."""
+    (trl_config.part1_fields), the bench's shape, our rates at a constant schedule; TRL's
+    defaults otherwise, or its fastest CPU setting (FASTEST)."""
     cfg, shape = run.config, run.shape
     updates = shape["updates_per_rollout"]
     return trl_config.grpo_config(
@@ -36,6 +43,7 @@ def trl_arguments(run: BenchRun, out: str, device_type: str):
             "max_steps": (run.sets + run.warmup) * updates,
             "logging_steps": 10_000,
             **trl_config.in_process(device_type, cfg.seed),
+            **(FASTEST if fastest else {}),
         },
     )
 
@@ -120,8 +128,9 @@ def _trl_set_times(generation: list, steps: list, verification: list, per: int) 
     return times
 
 
-def run_trl(run: BenchRun) -> dict:
-    """TRL's GRPOTrainer on the same starting policy and rendered prompts, timed from inside."""
+def run_trl(run: BenchRun, fastest: bool = False) -> dict:
+    """TRL's GRPOTrainer on the same starting policy and rendered prompts, timed from inside
+    (at TRL's defaults, or at its fastest CPU setting)."""
     import trl
     from trl import GRPOTrainer
 
@@ -140,7 +149,7 @@ def run_trl(run: BenchRun) -> dict:
         trainer = GRPOTrainer(
             model=policy,
             reward_funcs=_timed_reward(prompts.eos_id(tokenizer, run.config), verification),
-            args=trl_arguments(run, out, device.type),
+            args=(arguments := trl_arguments(run, out, device.type, fastest)),
             train_dataset=dataset,
             processing_class=tokenizer,
         )
@@ -153,7 +162,8 @@ def run_trl(run: BenchRun) -> dict:
         run.warmup,
         memory.peak,
         {
-            "arm": f"TRL {trl.__version__} GRPOTrainer",
+            "arm": f"TRL {trl.__version__} GRPOTrainer" + (", fastest" if fastest else ""),
+            "gradient_checkpointing": bool(arguments.activation_checkpointing),
             "kl": "k3 on the sampled token",
             "loss_type": "grpo",
         },

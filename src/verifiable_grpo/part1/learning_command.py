@@ -44,6 +44,11 @@ def command_learn(args) -> int:
                 args.candidates or []
             ):
                 smollm2_candidate.check_weights(smollm2_candidate.smollm2_config(base, candidate))
+    if args.what in CONTROLS:  # the declaration checked (and --dry-run answered) first
+        if _controls_before_any_folder(args):
+            return 0
+    elif getattr(args, "dry_run", False):
+        raise ConfigError([f"--dry-run: only for {' / '.join(CONTROLS)}"])
     chosen = Path(args.out) / "fixed-prompts" / "selection.json"
     if args.what == "fixed-prompts-trl" and not chosen.is_file():
         raise FileNotFoundError(
@@ -83,6 +88,8 @@ def _learn(args, base: Profile, out: Path) -> int:
         _learn_fresh(args, base, out / "fresh")
     elif args.what in ("band-screen", "band"):
         _learn_band(args, out / args.what)
+    elif args.what in CONTROLS:
+        _learn_controls(args, out)
     else:
         for candidate in lift_study.CANDIDATES:
             if args.candidates is None and candidate.model != "tiny":
@@ -124,6 +131,40 @@ def _learn_band(args, out: Path) -> None:
     print(band_study.result_line(result))
     if args.export:
         print(f"recorded {band_study.export(out, 'band')}")
+
+
+CONTROLS = ("controls", "controls-pass-at-k")
+
+
+def _controls_before_any_folder(args) -> bool:
+    """Check the declaration and the SmolLM2 weights; print the plan for --dry-run (then
+    True: nothing else happens)."""
+    from verifiable_grpo.part1 import band_study, control_declaration, control_study
+
+    declaration = control_declaration.load(getattr(args, "declaration", None))
+    if getattr(args, "dry_run", False):
+        print(control_declaration.plan_text(declaration))
+        return True
+    smollm2_candidate.check_weights(band_study.band_config())
+    if args.what == "controls-pass-at-k":
+        control_study.require_runs(Path(args.out) / "controls", declaration)
+    return False
+
+
+def _learn_controls(args, out: Path) -> None:
+    from verifiable_grpo.part1 import control_declaration, control_study
+
+    declaration = control_declaration.load(getattr(args, "declaration", None))
+    if args.what == "controls":
+        result = control_study.run_controls(out / "controls", declaration)
+        print(control_study.result_line(result))
+        what = "controls"
+    else:
+        control_study.run_pass_at_k(out / args.what, out / "controls", declaration)
+        print(f"pass@k to k = {declaration['pass_at_k']['k_max']}: {out / args.what}/result.json")
+        what = "pass-at-k"
+    if args.export:
+        print(f"recorded {control_study.export(out / args.what, what)}")
 
 
 def _export_lift(base: Profile, runs: Path) -> None:

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 
 def group_record(group: dict) -> dict:
-    """The part of a group that enters the history (no times, no token lists)."""
-    return {
+    """The part of a group that enters the history (no times, no token lists); a control
+    reward's group also keeps the verifier's rewards."""
+    kept = {
         "group_id": group["group_id"],
         "document_id": group["document_id"],
         "rewards": group["rewards"],
@@ -17,6 +18,9 @@ def group_record(group: dict) -> dict:
         "response_tokens": [r["response_tokens"] for r in group["responses"]],
         "tokenization_valid": [r["tokenization_valid"] for r in group["responses"]],
     }
+    if "verifier_rewards" in group:
+        kept.update(reward_kind=group["reward_kind"], verifier_rewards=group["verifier_rewards"])
+    return kept
 
 
 def mean(values) -> float:
@@ -31,7 +35,7 @@ def history_entry(
     responses and updates; the updates without their per-response audits)."""
     rows = [r for g in groups for r in g["responses"]]
     summaries = [{k: v for k, v in u.items() if k != "responses"} for u in updates]
-    return {
+    entry = {
         "iteration": iteration,
         "document_ids": [g["document_id"] for g in groups],
         "policy_digest": behaviour_digest,
@@ -51,3 +55,6 @@ def history_entry(
         "updates": summaries,
         "groups": [group_record(g) for g in groups],
     }
+    if any("verifier_rewards" in g for g in groups):  # a control: how often it was right
+        entry["mean_verifier_reward"] = mean(r for g in groups for r in g["verifier_rewards"])
+    return entry

@@ -1,0 +1,238 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+# %% [markdown]
+# # What taught it
+#
+# The previous chapter trained SmolLM2-135M-Instruct with GRPO on small sums: on 200
+# problems it never saw, its per-draw success went from 0.114 to 0.630. A careful reader
+# asks three questions at once, and this chapter is about how to answer them:
+#
+# - **Was it the verifier's reward, or any reward?** With a clipped objective even a
+#   random 0/1 reward can move a model: random and format-only rewards lifted a math model
+#   in {ref}`Shao et al. 2025 <ref-spurious-rewards>`.
+# - **Was it this seed?** The run was one run, with one seed.
+# - **Did GRPO widen what the model can do, or only sharpen it?** At large $k$, base models
+#   catch up with their RL-trained versions in pass@k ({ref}`Yue et al. 2025
+#   <ref-rl-beyond-base>`).
+#
+# You will learn:
+# - what the recorded answers already say, with no new run: a check for memorised twins,
+#   pass@k from the stored draws, and how much of the gain format repairs can explain;
+# - the unbiased pass@k estimator, why the obvious formula is biased, and how to write it;
+# - how a control study is declared before it runs: arms at equal budget, seeds, one
+#   decision rule fixed in advance.
+
+# %% tags=["colab"]
+# On Colab only: fetch the project and install it. Elsewhere the package is already installed.
+import os, subprocess, sys
+
+if "google.colab" in sys.modules:
+    repository = os.environ.get("VERIFIABLE_GRPO_REPOSITORY", "https://github.com/verifiable-grpo/verifiable-grpo")
+    clone = os.environ.get("VERIFIABLE_GRPO_CLONE_DIR", "/content/verifiable-grpo")
+    if not os.path.isdir(clone):
+        subprocess.run(["git", "clone", "-q", "--depth", "1", repository, clone], check=True)
+    # --no-deps: everything the chapters import ships with Colab (see book/colab.py)
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "-e", clone], check=True)
+    # the versions the recorded numbers were computed with; torch stays Colab's CUDA build
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "transformers==5.24.0", "tokenizers==0.23.3", "safetensors==0.8.0"], check=False)
+    sys.path.insert(0, os.path.join(clone, "src"))
+    os.chdir(os.path.join(clone, "notebooks", "part1"))
+    from verifiable_grpo.book.colab import report_versions
+    report_versions()
+
+# %%
+from verifiable_grpo.book.notebook import quiet
+
+quiet()  # first: progress bars read their settings when their modules are imported
+
+from verifiable_grpo.book import taught_plots
+from verifiable_grpo.book.notebook import Table, show
+from verifiable_grpo.part1 import band_reading, band_study, control_declaration, control_study
+
+band = band_study.recorded("band")
+
+# %% [markdown]
+# ## Learnt by heart? Commuted twins
+#
+# The training split holds 256 of the family's problems and the test split 200 others, so
+# no test problem was ever trained on. But a test sum $a + b$ may have its commuted twin
+# $b + a$ among the training problems, and a model could answer the test sum from what it
+# learnt on the twin. If that were how it improved, test sums with a trained twin would
+# gain much more than test sums without one. Differences $a - b$ have no such twin.
+
+# %%
+twins = band_reading.twin_table(band)
+Table(["test problems (an extension)", "problems", "instruct model", "after GRPO",
+       "paired gain [95%]"],
+      [[r["group"], r["problems"], f"{r['before']:.3f}", f"{r['after']:.3f}",
+        f"{r['difference']:+.3f} [{r['low']:+.3f}, {r['high']:+.3f}]"] for r in twins])
+
+# %% [markdown]
+# **Twins.** The 50 test sums whose twin was trained went from 0.095 to 0.657 per draw, the
+# 87 sums without a trained twin from 0.139 to 0.681, and the 63 differences, which have
+# no twin at all, from 0.095 to 0.538. The gain is as large without a trained twin as with
+# one: the policy did not answer test sums by recalling their twins. Differences gained
+# less than sums, but they gained too, with nothing to recall.
+#
+# ## pass@k: sharper, or wider?
+#
+# Per-draw success asks how often one answer is right. **pass@k** asks whether at least
+# one of $k$ answers is right. If GRPO only sharpened the model onto answers it could
+# already give, the instruct model allowed several tries would catch up: its pass@k at
+# large $k$ would reach the trained policy's.
+#
+# Each test problem has $n = 8$ stored draws, $c$ of them right. The estimate of pass@k
+# for $k \le n$ counts the subsets of $k$ draws that hold at least one right answer
+# ({ref}`Chen et al. 2021 <ref-codex>`):
+#
+# $$\widehat{\text{pass@}k} = 1 - \frac{\binom{n-c}{k}}{\binom{n}{k}}
+#   = 1 - \prod_{i=n-c+1}^{n} \left(1 - \frac{k}{i}\right),$$
+#
+# which is unbiased: its expectation over the $n$ draws is exactly the chance that $k$
+# fresh draws hold a right one. The product form never forms the binomial coefficients,
+# which overflow floating point for large $n$. The tempting shortcut
+# $1 - (1 - c/n)^k$ is biased: the exercise below shows by how much. A suite's pass@k is
+# the mean over problems, with a bootstrap interval over problems as everywhere in the
+# book.
+
+# %%
+curves = band_reading.pass_at_k_table(band)
+Table(["pass@k, 200 test problems (an extension)", *[f"k = {r['k']}" for r in curves["before"]]],
+      [["instruct model", *[f"{r['value']:.3f}" for r in curves["before"]]],
+       ["after GRPO", *[f"{r['value']:.3f}" for r in curves["after"]]],
+       ["paired gain [95%]", *[f"{r['difference']:+.3f} [{r['low']:+.3f}, {r['high']:+.3f}]"
+                               for r in curves["gain"]]]])
+
+# %%
+show(taught_plots.plot_pass_at_k(curves))
+
+# %% [markdown]
+# **pass@k.** From the 8 stored draws, the instruct model's pass@k is 0.114, 0.198, 0.319
+# and 0.480 at $k$ = 1, 2, 4 and 8; the trained policy's is 0.630, 0.713, 0.781 and 0.835.
+# The gap narrows as $k$ grows, from +0.516 at $k = 1$ to +0.355 at $k = 8$, but its
+# interval at $k = 8$, [+0.280, +0.430], still lies far above zero: within eight tries
+# the instruct model does not catch up, so the gain is more than sharpening within this
+# range. Whether it catches up at $k = 64$ needs 64 draws per problem, which the recorded
+# run does not have: the declared study below measures it.
+#
+# ## Format, or arithmetic?
+#
+# A reward for the right number in strict JSON also rewards the JSON. Part of the gain
+# could be the model learning the format, not the sums. The sampled test answers, split
+# three ways:
+
+# %%
+breakdown = band_reading.answer_breakdown(band)
+show(taught_plots.plot_answer_breakdown(breakdown))
+
+# %% [markdown]
+# **Format or arithmetic.** Malformed answers fell from 207 to 16 of 1,600 and wrong
+# numbers from 1,210 to 576. The trained policy gave 825 more right answers than the
+# instruct model; a repaired format can account for at most 191 of them (every malformed
+# answer that disappeared, had each become right), so most of the gain is arithmetic.
+#
+# ## The controls
+#
+# The three readings above use only the recorded run. The first two questions need new
+# runs, and the way to keep those honest is to fix the study before any of it runs: which
+# arms, which seeds, which budget, which comparison decides, and what it must show. The
+# declaration below is committed in `configs/part1/controls.yaml`; the command that runs
+# it refuses a tree with uncommitted changes and stamps its commit and start time before
+# it computes anything, as the band study did.
+#
+# Three arms train from the instruct model at the same budget, each on its own reward: the
+# **verifier** (the strict verifier's 0/1, as recorded), **random** (a 0/1 coin,
+# independent of the answer, drawn from the run's seed and the response's place in the
+# run, so a resumed run draws the same coins), and **format** (1 for a well-formed JSON
+# answer with an integer final stock, whatever the number). Each seed drives the prompt
+# order and the sampling, and the random arm's coin.
+
+# %%
+declaration = control_declaration.load()
+Table(["arm (declared)", "reward", "seeds", "per-draw success", "seeds' min .. max"],
+      control_study.controls_table(declaration, control_study.recorded()))
+
+# %%
+budget, scoring, later = declaration["budget"], declaration["scoring"], declaration["pass_at_k"]
+print("primary:", declaration["analysis"]["primary"])
+print("rule:", declaration["analysis"]["rule"])
+Table(["declared", "value"],
+      [["GRPO iterations per run", budget["iterations"]],
+       ["otherwise", "the band study's setting: " + ", ".join(
+           f"{k} {v}" for k, v in declaration["setting"].items())],
+       ["random arm's rate of a 1", declaration["random_rate"]],
+       ["scoring", f"{scoring['problems']} test problems x {scoring['draws']} draws, once per run, "
+                   "paired with the instruct model"],
+       ["pass@k (second half)", f"{later['problems']} test problems x {later['draws']} draws, "
+                                f"k = 1..{later['k_max']}: {', '.join(later['policies'])}"]])
+
+# %% [markdown]
+# **Not run yet.** The study above has not been run: the table says so, and no number of
+# it appears in this book until its record exists. It runs in two halves, each stamped
+# when it starts; the plan, with times estimated from the recorded run's speed on two CPU
+# cores (`learn controls --dry-run` prints it without computing anything):
+
+# %%
+print(control_declaration.plan_text(declaration, identity=False))
+
+# %% [markdown]
+# To run it, on a quiet machine, from a clean checkout:
+#
+# ```bash
+# python -m verifiable_grpo learn controls --out runs/learn --export
+# python -m verifiable_grpo learn controls-pass-at-k --out runs/learn --export
+# ```
+#
+# Whatever it shows, every arm's record is published; if a control lifts the model as much
+# as the verifier does, this chapter will say that the reward's content was not what
+# taught it.
+#
+# ## Exercise: pass@k without bias
+#
+# Write `pass_at_k(n, c, k)`: the unbiased estimate of pass@k from $c$ right answers among
+# $n$ draws. Refuse a $k$ above $n$ (raise `ValueError`): $n$ draws cannot estimate it.
+# The checker names the biased shortcut if you write it.
+
+# %%
+from verifiable_grpo.exercises.pass_at_k import check_pass_at_k
+
+
+def pass_at_k(n, c, k):
+    raise NotImplementedError  # your code here
+
+
+check_pass_at_k(pass_at_k)
+
+# %% [markdown] tags=["hide-cell"]
+# **Worked solution.** Count the subsets of $k$ draws with no right answer, as a product so
+# that nothing overflows:
+#
+# ```python
+# def pass_at_k(n, c, k):
+#     if not 1 <= k <= n:
+#         raise ValueError(f"k must lie in 1..{n}")
+#     if n - c < k:  # every subset of k draws holds a right one
+#         return 1.0
+#     none_right = 1.0
+#     for i in range(n - c + 1, n + 1):
+#         none_right *= 1 - k / i
+#     return 1 - none_right
+# ```
+#
+# Why the shortcut is biased: with one right answer in 8 draws and $k = 4$, half of the
+# subsets of 4 draws hold the right one, so the estimate is 1/2; the shortcut
+# $1 - (7/8)^4$ gives about 0.41. It pretends the draws were independent fresh tries at a
+# known rate $c/n$, when they are the very draws we count: for $k = n$ it would still say
+# $1 - (1 - c/n)^n < 1$ for a problem the model has already solved.
