@@ -13,6 +13,7 @@ with the machine and torch's thread count. Times are the process's CPU seconds o
 (time.process_time), which other work on a shared machine hardly changes, where wall-clock
 seconds would count the time spent waiting for a core.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,18 +28,23 @@ from verifiable_grpo.core.config import provenance, load_config, save_json
 from verifiable_grpo.part1 import run_cost
 
 SHAPE = dict(run_cost.QWEN_SHAPE, layers=2)
-FILE_SAMPLE_BYTES = 256 * 2 ** 20       # gzip and SHA-256 rates measured on this much of a state
+FILE_SAMPLE_BYTES = 256 * 2**20  # gzip and SHA-256 rates measured on this much of a state
 
 
 def build_standin() -> torch.nn.Module:
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
     torch.manual_seed(0)
-    config = Qwen2Config(vocab_size=SHAPE["vocabulary"], hidden_size=SHAPE["hidden"],
-                         intermediate_size=SHAPE["intermediate"],
-                         num_hidden_layers=SHAPE["layers"], num_attention_heads=SHAPE["heads"],
-                         num_key_value_heads=SHAPE["kv_heads"], tie_word_embeddings=True,
-                         attn_implementation="eager")
+    config = Qwen2Config(
+        vocab_size=SHAPE["vocabulary"],
+        hidden_size=SHAPE["hidden"],
+        intermediate_size=SHAPE["intermediate"],
+        num_hidden_layers=SHAPE["layers"],
+        num_attention_heads=SHAPE["heads"],
+        num_key_value_heads=SHAPE["kv_heads"],
+        tie_word_embeddings=True,
+        attn_implementation="eager",
+    )
     return Qwen2ForCausalLM(config).float()
 
 
@@ -53,16 +59,29 @@ def token_lengths(tokenizer_dir: Path) -> dict:
 
     folder = Path(tokenizer_dir)
     settings = json.loads((folder / "tokenizer_config.json").read_text())
-    tokenizer = PreTrainedTokenizerFast(tokenizer_file=str(folder / "tokenizer.json"),
-                                        chat_template=settings["chat_template"])
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_file=str(folder / "tokenizer.json"), chat_template=settings["chat_template"]
+    )
     rows = data._draw(load_config("qwen")["data"]["seed"])["train"][:200]
-    prompt = [len(prompts.render_ids(tokenizer, prompts.messages_for(
-        render_statement(problem, template)), True)) for problem, _, template in rows]
-    answer = [len(tokenizer(canonical_response(compute_final_stock(problem)))["input_ids"]) + 1
-              for problem, _, _ in rows]                            # + 1: <|im_end|>
-    return {"prompt_mean": statistics.mean(prompt), "prompt_max": max(prompt),
-            "answer_mean": statistics.mean(answer), "answer_max": max(answer),
-            "examples": len(rows)}
+    prompt = [
+        len(
+            prompts.render_ids(
+                tokenizer, prompts.messages_for(render_statement(problem, template)), True
+            )
+        )
+        for problem, _, template in rows
+    ]
+    answer = [
+        len(tokenizer(canonical_response(compute_final_stock(problem)))["input_ids"]) + 1
+        for problem, _, _ in rows
+    ]  # + 1: <|im_end|>
+    return {
+        "prompt_mean": statistics.mean(prompt),
+        "prompt_max": max(prompt),
+        "answer_mean": statistics.mean(answer),
+        "answer_max": max(answer),
+        "examples": len(rows),
+    }
 
 
 def _median_seconds(step, repeats: int) -> float:
@@ -81,18 +100,23 @@ def measure(repeats: int) -> dict:
     ids = {length: torch.randint(0, 150_000, (1, length)) for length in (64, 128, 256)}
     steps = {}
     with torch.no_grad():
-        for length, x in ids.items():     # a no-cache generation step: every position's logits
+        for length, x in ids.items():  # a no-cache generation step: every position's logits
             steps[f"forward_all_logits_{length}"] = _median_seconds(
-                lambda x=x: model(input_ids=x, use_cache=False), repeats)
+                lambda x=x: model(input_ids=x, use_cache=False), repeats
+            )
         from transformers import DynamicCache
 
-        def decode():                     # 16 cached steps after a 96-token prompt
+        def decode():  # 16 cached steps after a 96-token prompt
             cache = DynamicCache(config=model.config)
-            model(input_ids=ids[64][:, :48].repeat(1, 2), cache=cache, use_cache=True,
-                  logits_to_keep=1)
+            model(
+                input_ids=ids[64][:, :48].repeat(1, 2),
+                cache=cache,
+                use_cache=True,
+                logits_to_keep=1,
+            )
             for _ in range(16):
-                model(input_ids=ids[64][:, :1], cache=cache, use_cache=True,
-                      logits_to_keep=1)
+                model(input_ids=ids[64][:, :1], cache=cache, use_cache=True, logits_to_keep=1)
+
         steps["cached_decode_16_after_96"] = _median_seconds(decode, repeats)
     model.train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-5)
@@ -103,8 +127,9 @@ def measure(repeats: int) -> dict:
         loss.backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
+
     steps["sft_update_8x96"] = _median_seconds(sft_update, repeats)
-    model(input_ids=batch[:2], labels=batch[:2]).loss.backward()   # gradients for the step
+    model(input_ids=batch[:2], labels=batch[:2]).loss.backward()  # gradients for the step
     steps["adamw_step"] = _median_seconds(optimizer.step, repeats)
     return steps
 
@@ -123,14 +148,19 @@ def measure_files(repeats: int) -> dict:
     optimizer.step()
     buffer = io.BytesIO()
     torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict()}, buffer)
-    raw = buffer.getvalue()[:FILE_SAMPLE_BYTES]   # a slice: the rates, not the whole file
+    raw = buffer.getvalue()[:FILE_SAMPLE_BYTES]  # a slice: the rates, not the whole file
     packed = gzip.compress(raw, compresslevel=1, mtime=0)
     gigabytes = len(raw) / 1e9
-    return {"sample_bytes": len(raw), "gzip_ratio": len(packed) / len(raw),
-            "gzip_seconds_per_gb": _median_seconds(
-                lambda: gzip.compress(raw, compresslevel=1, mtime=0), repeats) / gigabytes,
-            "sha256_seconds_per_gb": _median_seconds(
-                lambda: hashlib.sha256(raw).digest(), repeats) / gigabytes}
+    return {
+        "sample_bytes": len(raw),
+        "gzip_ratio": len(packed) / len(raw),
+        "gzip_seconds_per_gb": _median_seconds(
+            lambda: gzip.compress(raw, compresslevel=1, mtime=0), repeats
+        )
+        / gigabytes,
+        "sha256_seconds_per_gb": _median_seconds(lambda: hashlib.sha256(raw).digest(), repeats)
+        / gigabytes,
+    }
 
 
 def main() -> int:
@@ -141,13 +171,17 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    record = {"shape": SHAPE, "parameters": run_cost.parameters(SHAPE),
-              "threads": torch.get_num_threads(), "repeats": args.repeats,
-              "machine": platform.processor() or platform.machine(),
-              "tokens": token_lengths(Path(args.tokenizer)),
-              "median_seconds": measure(args.repeats),
-              "files": measure_files(args.repeats),
-              "provenance": provenance(load_config("qwen"))}
+    record = {
+        "shape": SHAPE,
+        "parameters": run_cost.parameters(SHAPE),
+        "threads": torch.get_num_threads(),
+        "repeats": args.repeats,
+        "machine": platform.processor() or platform.machine(),
+        "tokens": token_lengths(Path(args.tokenizer)),
+        "median_seconds": measure(args.repeats),
+        "files": measure_files(args.repeats),
+        "provenance": provenance(load_config("qwen")),
+    }
     save_json(Path(args.out), record, overwrite=True)
     print(record["tokens"], record["median_seconds"], record["files"])
     return 0

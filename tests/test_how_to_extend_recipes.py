@@ -19,7 +19,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "book" / "how-to-extend.md"
-COMMAND = re.compile(r"`((?:python -m|jupytext|jupyter) [^`]+)`")
+COMMAND = re.compile(r"`((?:python -m|python scripts/|jupytext|jupyter) ?[^`]+)`")
 
 
 def steps(title: str) -> dict[int, str]:
@@ -89,7 +89,7 @@ CHAPTER_SOURCE = """
 # table of contents and the map, and its Colab cell.
 
 # %% tags=["colab"]
-{colab}
+print("the script writes this cell")
 
 # %%
 import verifiable_grpo
@@ -102,29 +102,20 @@ def test_the_chapter_recipe_works_in_a_copy(tmp_path):
     recipe = steps("Add a chapter")
     copy = repo_copy(tmp_path)
     folder = copy / "notebooks" / "part2"
-    # 1. the source: a sibling's jupytext header, a title, the generated Colab cell
+    # 1. the source: a sibling's jupytext header, a title, a Colab cell the script fills in
     header = (folder / "09_quiz.py").read_text().split("# ---\n")[1]
-    colab = run(
-        [
-            sys.executable,
-            "-c",
-            "from verifiable_grpo.book import colab; "
-            "print(colab.setup_cell_source('part2'), end='')",
-        ],
-        copy,
-        copy,
-    ).stdout
-    body = CHAPTER_SOURCE.format(colab=colab)
-    (folder / f"{CHAPTER}.py").write_text(f"# ---\n{header}# ---\n{body}")
+    (folder / f"{CHAPTER}.py").write_text(f"# ---\n{header}# ---\n{CHAPTER_SOURCE}")
+    run_all(commands(recipe[1]), copy, copy)
+    assert "the script writes this cell" not in (folder / f"{CHAPTER}.py").read_text()
     # 2. pair and execute, from the chapter's folder
     run_all(commands(recipe[2], NN_NAME=CHAPTER), folder, copy)
     assert (folder / f"{CHAPTER}.ipynb").is_file()
-    # 3. the table of contents, before the part's quiz
+    # 3. the table of contents, its place its number: the tenth of Part II, after the quiz
     toc = copy / "_toc.yml"
     quiz = "          - file: notebooks/part2/09_quiz\n"
     assert quiz in toc.read_text()
     toc.write_text(
-        toc.read_text().replace(quiz, f"          - file: notebooks/part2/{CHAPTER}\n" + quiz)
+        toc.read_text().replace(quiz, quiz + f"          - file: notebooks/part2/{CHAPTER}\n")
     )
     # without the map the checks of step 5 fail: they are real checks
     checks = commands(recipe[5], NN_NAME=CHAPTER)

@@ -34,7 +34,7 @@
 # - how a control study is declared before it runs: arms at equal budget, seeds, one
 #   decision rule fixed in advance.
 
-# %% tags=["colab"]
+# %% tags=["colab", "hide-input"] mystnb={"code_prompt_show": "Colab set-up (runs only on Colab): show the cell", "code_prompt_hide": "hide the cell"}
 # On Colab only: fetch the project and install it. Elsewhere the package is already installed.
 import os, subprocess, sys
 
@@ -215,8 +215,10 @@ def pass_at_k(n, c, k):
 
 check_pass_at_k(pass_at_k)
 
-# %% [markdown] tags=["hide-cell"]
-# **Worked solution.** Count the subsets of $k$ draws with no right answer, as a product so
+# %% [markdown]
+# ````{admonition} Worked solution
+# :class: dropdown
+# Count the subsets of $k$ draws with no right answer, as a product so
 # that nothing overflows:
 #
 # ```python
@@ -236,3 +238,4 @@ check_pass_at_k(pass_at_k)
 # $1 - (7/8)^4$ gives about 0.41. It pretends the draws were independent fresh tries at a
 # known rate $c/n$, when they are the very draws we count: for $k = n$ it would still say
 # $1 - (1 - c/n)^n < 1$ for a problem the model has already solved.
+# ````
