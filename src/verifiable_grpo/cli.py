@@ -11,8 +11,8 @@ import importlib
 import os
 import sys
 
-from verifiable_grpo.core import refusals
-from verifiable_grpo.core.argument_types import positive, positive_float
+from verifiable_grpo.core import refusals, runlock
+from verifiable_grpo.core.argument_types import positive, positive_float, seed, thread_count
 from verifiable_grpo.core.config import ConfigError, load_config  # light: no model, no torch
 from verifiable_grpo.core.runfolder import MODES
 
@@ -120,14 +120,14 @@ def _family_arguments(p) -> None:
             )
             q.add_argument(
                 "--stop-after",
-                type=int,
+                type=positive,
                 default=None,
                 help="stop after this many steps (the rerun continues)",
             )
         if name in ("study", "status"):
-            q.add_argument("--arms", nargs="*", default=None)
-            q.add_argument("--seeds", nargs="*", type=int, default=None)
-            q.add_argument("--regimes", nargs="*", default=None)
+            q.add_argument("--arms", nargs="+", default=None)
+            q.add_argument("--seeds", nargs="+", type=int, default=None)
+            q.add_argument("--regimes", nargs="+", default=None)
         if name == "study":
             q.add_argument(
                 "--workers",
@@ -193,7 +193,7 @@ def _projections(text: str) -> list[str]:
 def _data_arguments(p) -> None:
     p.add_argument("--out", required=True, help="folder to write the dataset into")
     p.add_argument(
-        "--seed", type=int, default=None, help="generation seed (default: the config's data.seed)"
+        "--seed", type=seed, default=None, help="generation seed (default: the config's data.seed)"
     )
     p.add_argument("--config", default="tiny")
 
@@ -220,7 +220,7 @@ def _lab_arguments(p) -> None:
     )
     p.add_argument(
         "--threads",
-        type=positive,
+        type=thread_count,
         default=None,
         help="torch threads (default: 1 for the synthetic labs, whose models are "
         "tiny; every core for the model labs, whose QUICK runs then fit in "
@@ -298,7 +298,7 @@ def _bench_arguments(p) -> None:
     p.add_argument("--no-kl", action="store_true", help="skip the exact-KL memory probe")
     p.add_argument(
         "--runs",
-        nargs="*",
+        nargs="+",
         default=["data/recorded/tiny"],
         help="run folders whose timings.json to print (stage wall times)",
     )
@@ -326,7 +326,7 @@ def _learn_arguments(p) -> None:
         "band-screen / band: SmolLM2-135M-Instruct on small sums",
     )
     p.add_argument("--exploratory", action="store_true", help=EXPLORATORY)
-    p.add_argument("--objectives", nargs="*", default=None, help="objectives: only these entries")
+    p.add_argument("--objectives", nargs="+", default=None, help="objectives: only these entries")
     p.add_argument(
         "--mismatch", action="store_true", help="objectives: then GRPO, TIS, MIS, bfloat16 sampler"
     )
@@ -338,7 +338,7 @@ def _learn_arguments(p) -> None:
     )
     p.add_argument("--out", default="runs/learn", help="folder (default runs/learn)")
     p.add_argument(
-        "--candidates", nargs="*", default=None, help="lift: only these declared candidates"
+        "--candidates", nargs="+", default=None, help="lift: only these declared candidates"
     )
     p.add_argument(
         "--export", action="store_true", help="then record the finished run in data/recorded/"
@@ -350,7 +350,7 @@ def _sweep_arguments(p) -> None:
     p.add_argument(
         "--out", default="runs/tiny-sweep", help="sweep folder (default runs/tiny-sweep)"
     )
-    p.add_argument("--settings", nargs="*", default=None, help="only these settings")
+    p.add_argument("--settings", nargs="+", default=None, help="only these settings")
     p.add_argument("--exploratory", action="store_true", help=EXPLORATORY)
     p.add_argument(
         "--export",
@@ -438,6 +438,8 @@ def main(argv: list[str] | None = None) -> int:
         refusals.user_error(err)
     except refusals.REFUSALS as err:
         refusals.refused(err)
+    except OSError as err:
+        refusals.environment_error(err)  # a full disk: one line; anything else: raised
 
 
 def _main(argv: list[str] | None) -> int:
@@ -450,6 +452,8 @@ def _main(argv: list[str] | None) -> int:
             refusals.user_error(err)
         if getattr(args, "out", None) is None:
             args.out = f"runs/{profile}"
+    if getattr(args, "out", None) is not None:
+        runlock.check_out_path(args.out)  # before any import of torch, any write
     module_name, handler, _ = COMMANDS[args.command]
     module = importlib.import_module(f"verifiable_grpo.{module_name}")
     from verifiable_grpo.core import interrupts
