@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from verifiable_grpo.core.argument_types import MAX_THREADS
+from verifiable_grpo.core.argument_types import MAX_THREADS  # noqa: F401  (re-exported)
 
 
 @dataclass(frozen=True)
@@ -130,4 +130,3 @@ BIGGEST_GROUP = at_most(MAX_GROUP, GROUP_WHY)
 MOST_PROMPTS = at_most(MAX_ROLLOUT_ROWS, GROUP_WHY)
 MOST_UPDATES = at_most(MAX_UPDATES, UPDATES_WHY)
 MOST_DRAWS = at_most(MAX_DRAWS, DRAWS_WHY)
-CORES = at_most(MAX_THREADS, "more threads than any CPU has cores")
