@@ -257,6 +257,19 @@ def read_json(path: str | os.PathLike, limit: int = MAX_JSON_BYTES) -> Any:
     return value
 
 
+def read_object(path: str | os.PathLike) -> dict:
+    """A JSON record that must be an object ({...}): `[]`, `null`, a number or a string in
+    its place is refused in one line naming the file (DamagedFileError), never a
+    traceback from the first key a caller reads."""
+    value = read_json(path)
+    if not isinstance(value, dict):
+        raise DamagedFileError(
+            f"{path} holds a JSON {type(value).__name__}, not the object a record of this "
+            "project is; it was altered: restore it or use a new --out"
+        )
+    return value
+
+
 DIGEST_SUFFIX = ".sha256"
 
 

@@ -355,5 +355,24 @@ def command_plan(args) -> int:
 
         print(f"error: {err}", file=sys.stderr)
         return 2
+    check_feasible(plan)
     print(format_plan(plan))
     return 0
+
+
+MAX_PLAN_HOURS = 24 * 365  # a budget that takes more than a year on the fastest GPU
+
+
+def check_feasible(plan: dict) -> None:
+    """ConfigError when even the fastest GPU class needs more than MAX_PLAN_HOURS for the
+    typical run: such a budget is a typo, not a plan (`run` would refuse nothing else)."""
+    fastest = min(hours["typical"] for hours in plan["hours"].values())
+    if fastest > MAX_PLAN_HOURS:
+        from verifiable_grpo.core.config import ConfigError
+
+        raise ConfigError(
+            [
+                f"profile {plan['profile']}: the budgets need {fastest:,.0f} h on the fastest "
+                f"GPU class, more than a year ({MAX_PLAN_HOURS:,} h); check the counts"
+            ]
+        )

@@ -229,6 +229,11 @@ def _analyse(args):
 
 
 def _status(args):
+    if not Path(args.out).is_dir():
+        raise FileNotFoundError(
+            f"--out {args.out}: no study folder there (nothing was started in it); name the "
+            "folder `family study` ran in"
+        )
     lock, _ = lock_lib.read_lock(args.lock)
     counts = {"finished": 0, "in flight": 0, "not started": 0}
     for regime, arm, seed in _runs_of(lock, args):
@@ -247,6 +252,8 @@ def _status(args):
 
 
 def _export(args):
+    if args.to.strip() in ("", "."):  # not the repository root it would resolve to
+        raise ValueError(f"--to {args.to!r} names no record folder; give one")
     result = record.export_study(args.out, resolve(args.to), args.lock)
     print(f"recorded {args.out} in {args.to}")
     print(analysis.format_analysis(result))

@@ -58,10 +58,10 @@ def export_study(out, dest, lock_file) -> dict:
     out = Path(out)
     record_folders.check_destination(dest, RECORD_KIND, sources=[out, lock_file])
     lock, sha = lock_lib.read_lock(lock_file)
-    bound = files.read_json(out / "study.json")["lock_sha256"]
+    bound = files.read_object(out / "study.json").get("lock_sha256")
     if bound != sha:
         raise ValueError(
-            f"{out} was run under lock {bound[:12]}..., not {lock_file} "
+            f"{out} was run under lock {str(bound)[:12]}..., not {lock_file} "
             f"({sha[:12]}...): export it with the lock it was run under"
         )
     paths = {
