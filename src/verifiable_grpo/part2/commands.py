@@ -74,7 +74,7 @@ def refuse_unread_options(args, options, why: str) -> None:
     does not read: an option is honoured or refused, never silently ignored."""
     given = [name for name in options if getattr(args, name, None) not in (None, False)]
     if given:
-        flag = "--" + given[0].replace("_", "-")
+        flag = {"trl_config": "--config"}.get(given[0], "--" + given[0].replace("_", "-"))
         raise ConfigError([f"{flag}: {why}; refused rather than ignored"])
 
 
