@@ -142,3 +142,15 @@ def test_a_truncated_base_model_is_one_line(tmp_path):
     with pytest.raises(files.DamagedFileError, match="cannot be loaded") as refused:
         backend._model_and_tokenizer(config)
     assert "\n" not in str(refused.value)
+
+
+def test_run_refuses_an_update_that_cannot_fit_before_the_warm_start(
+    tmp_path, monkeypatch, capsys
+):
+    from verifiable_grpo.part1 import run_plan
+
+    monkeypatch.setattr(run_plan, "machine_memory", lambda config: ("this machine", 1 << 20))
+    out = tmp_path / "run"
+    err = _refused(["run", "--config", "smoke", "--out", str(out)], capsys)
+    assert "one GRPO update holds at least" in err
+    assert not out.exists()
