@@ -144,9 +144,7 @@ def test_a_truncated_base_model_is_one_line(tmp_path):
     assert "\n" not in str(refused.value)
 
 
-def test_run_refuses_an_update_that_cannot_fit_before_the_warm_start(
-    tmp_path, monkeypatch, capsys
-):
+def test_run_refuses_an_update_that_cannot_fit_before_the_warm_start(tmp_path, monkeypatch, capsys):
     from verifiable_grpo.part1 import run_plan
 
     monkeypatch.setattr(run_plan, "machine_memory", lambda config: ("this machine", 1 << 20))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -208,3 +209,12 @@ def test_a_full_disk_is_one_line_and_keeps_the_file(tmp_path, monkeypatch, capsy
     monkeypatch.setattr(cli, "_main", lambda argv: (_ for _ in ()).throw(raised.value))
     err = _refused(["data"], capsys)
     assert "no space left" in err and str(tmp_path) in err
+
+
+def test_every_attack_of_the_threat_model_names_a_test_that_exists():
+    page = (repo_root() / "book/provenance.md").read_text()
+    block = page.split("<!-- attacks-refused -->")[1].split("<!-- /attacks-refused -->")[0]
+    named = re.findall(r"`(tests/[\w/]+\.py)::(test_\w+)`", block)
+    assert len(named) == block.count("\n| ") - 1  # one test per attack, the header aside
+    for path, test in named:
+        assert f"def {test}(" in (repo_root() / path).read_text(), f"{path}::{test}"
