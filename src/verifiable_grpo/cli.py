@@ -478,6 +478,10 @@ def _main(argv: list[str] | None) -> int:
             file=sys.stderr,
         )
         return 130
+    except OSError as err:  # a full disk is said naming the folder being written
+        if getattr(err, "folder", None) is None and not err.filename:
+            err.folder = getattr(args, "out", None)
+        raise
     return int(result or 0)
 
 

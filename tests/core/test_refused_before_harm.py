@@ -218,3 +218,16 @@ def test_every_attack_of_the_threat_model_names_a_test_that_exists():
     assert len(named) == block.count("\n| ") - 1  # one test per attack, the header aside
     for path, test in named:
         assert f"def {test}(" in (repo_root() / path).read_text(), f"{path}::{test}"
+
+
+def test_a_torch_write_failing_on_a_full_disk_is_a_full_disk(tmp_path, monkeypatch):
+    def torch_like(_tmp):
+        raise RuntimeError("PytorchStreamWriter failed writing file data/0: file write failed")
+
+    monkeypatch.setattr(files, "disk_full", lambda folder: True)
+    with pytest.raises(OSError) as raised:
+        files.write_with(tmp_path / "state.pt", torch_like)
+    assert raised.value.errno == errno.ENOSPC and list(tmp_path.iterdir()) == []
+    monkeypatch.setattr(files, "disk_full", lambda folder: False)
+    with pytest.raises(RuntimeError):  # any other failure keeps its own error
+        files.write_with(tmp_path / "state.pt", torch_like)
