@@ -12,7 +12,13 @@ import os
 import sys
 
 from verifiable_grpo.core import refusals, runlock
-from verifiable_grpo.core.argument_types import positive, positive_float, seed, thread_count
+from verifiable_grpo.core.argument_types import (
+    positive,
+    positive_float,
+    positive_up_to,
+    seed,
+    thread_count,
+)
 from verifiable_grpo.core.config import ConfigError, load_config  # light: no model, no torch
 from verifiable_grpo.core.runfolder import MODES
 
@@ -242,7 +248,7 @@ def _lab_arguments(p) -> None:
     )
     p.add_argument(
         "--steps",
-        type=positive,
+        type=positive_up_to(10_000, "each is a forward and backward pass of a 135M model"),
         default=None,
         help="sft: this many updates instead of the budget's (15 QUICK, 50 FULL)",
     )
@@ -251,7 +257,12 @@ def _lab_arguments(p) -> None:
         action="store_true",
         help="sft: add a sixth family, letter counting, with its own held-out words",
     )
-    p.add_argument("--rank", type=positive, default=None, help="lora: adapter rank (default 8)")
+    p.add_argument(
+        "--rank",
+        type=positive_up_to(576, "SmolLM2-135M's width: a higher rank adds nothing"),
+        default=None,
+        help="lora: adapter rank (default 8)",
+    )
     p.add_argument(
         "--alpha",
         type=positive_float,

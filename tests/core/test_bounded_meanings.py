@@ -38,6 +38,8 @@ def _refused(argv, capsys) -> str:
         (["sweep", "--settings"], "--settings"),
         (["family", "study", "--backend", "trl", "--retries", "-1"], "--retries"),
         (["lab", "sft", "--threads", "100000"], "--threads"),
+        (["lab", "lora", "--rank", "1000000000"], "--rank"),
+        (["lab", "sft", "--steps", "1000000000"], "--steps"),
         (["data", "--out", "{tmp}/" + "x" * 300], "choose a shorter folder"),
         (["family", "status", "--lock", LOCK, "--out", "{tmp}/nowhere"], "no study folder"),
     ],
