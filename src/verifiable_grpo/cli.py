@@ -156,7 +156,8 @@ def _family_arguments(p) -> None:
             q.add_argument(
                 "--to",
                 default="data/recorded/part2",
-                help="record folder, replaced whole (default data/recorded/part2)",
+                help="record folder; a previous record there is swapped out once the new one is "
+                "written, any other non-empty folder refused (default data/recorded/part2)",
             )
 
 
@@ -490,8 +491,7 @@ def _main(argv: list[str] | None) -> int:
         )
         return 130
     except OSError as err:  # a full disk is said naming the folder being written
-        if getattr(err, "folder", None) is None and not err.filename:
-            err.folder = getattr(args, "out", None)
+        err.folder = getattr(err, "folder", None) or err.filename or getattr(args, "out", None)
         raise
     return int(result or 0)
 
