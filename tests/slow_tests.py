@@ -39,6 +39,9 @@ SLOW_MODULES = {
 
 # module::test (without parameters: every case) -> why it is slow
 SLOW_TESTS = {
+    "core/test_refused_before_harm.py::test_device_names_are_checked": (
+        "imports the TRL backend (trl, peft) to reach its slot parser"
+    ),
     "test_fast_tier.py::test_every_module_keeps_its_quick_tests_in_the_fast_tier": (
         "collects the whole suite in another process"
     ),

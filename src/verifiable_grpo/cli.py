@@ -11,10 +11,17 @@ import importlib
 import os
 import sys
 
-from verifiable_grpo.core import refusals
-from verifiable_grpo.core.argument_types import positive, positive_float
+from verifiable_grpo.core import refusals, runlock
+from verifiable_grpo.core.argument_types import (
+    positive,
+    positive_float,
+    positive_up_to,
+    seed,
+    thread_count,
+)
 from verifiable_grpo.core.config import ConfigError, load_config  # light: no model, no torch
 from verifiable_grpo.core.runfolder import MODES
+from verifiable_grpo.part1 import learning_arguments  # the learn verb's flags, light
 
 # command -> (module, handler, help)
 COMMANDS = {
@@ -120,14 +127,14 @@ def _family_arguments(p) -> None:
             )
             q.add_argument(
                 "--stop-after",
-                type=int,
+                type=positive,
                 default=None,
                 help="stop after this many steps (the rerun continues)",
             )
         if name in ("study", "status"):
-            q.add_argument("--arms", nargs="*", default=None)
-            q.add_argument("--seeds", nargs="*", type=int, default=None)
-            q.add_argument("--regimes", nargs="*", default=None)
+            q.add_argument("--arms", nargs="+", default=None)
+            q.add_argument("--seeds", nargs="+", type=int, default=None)
+            q.add_argument("--regimes", nargs="+", default=None)
         if name == "study":
             q.add_argument(
                 "--workers",
@@ -150,7 +157,8 @@ def _family_arguments(p) -> None:
             q.add_argument(
                 "--to",
                 default="data/recorded/part2",
-                help="record folder, replaced whole (default data/recorded/part2)",
+                help="record folder; a previous record there is swapped out once the new one is "
+                "written, any other non-empty folder refused (default data/recorded/part2)",
             )
 
 
@@ -193,7 +201,7 @@ def _projections(text: str) -> list[str]:
 def _data_arguments(p) -> None:
     p.add_argument("--out", required=True, help="folder to write the dataset into")
     p.add_argument(
-        "--seed", type=int, default=None, help="generation seed (default: the config's data.seed)"
+        "--seed", type=seed, default=None, help="generation seed (default: the config's data.seed)"
     )
     p.add_argument("--config", default="tiny")
 
@@ -220,7 +228,7 @@ def _lab_arguments(p) -> None:
     )
     p.add_argument(
         "--threads",
-        type=positive,
+        type=thread_count,
         default=None,
         help="torch threads (default: 1 for the synthetic labs, whose models are "
         "tiny; every core for the model labs, whose QUICK runs then fit in "
@@ -242,7 +250,7 @@ def _lab_arguments(p) -> None:
     )
     p.add_argument(
         "--steps",
-        type=positive,
+        type=positive_up_to(10_000, "each is a forward and backward pass of a 135M model"),
         default=None,
         help="sft: this many updates instead of the budget's (15 QUICK, 50 FULL)",
     )
@@ -251,7 +259,12 @@ def _lab_arguments(p) -> None:
         action="store_true",
         help="sft: add a sixth family, letter counting, with its own held-out words",
     )
-    p.add_argument("--rank", type=positive, default=None, help="lora: adapter rank (default 8)")
+    p.add_argument(
+        "--rank",
+        type=positive_up_to(576, "SmolLM2-135M's width: a higher rank adds nothing"),
+        default=None,
+        help="lora: adapter rank (default 8)",
+    )
     p.add_argument(
         "--alpha",
         type=positive_float,
@@ -298,7 +311,7 @@ def _bench_arguments(p) -> None:
     p.add_argument("--no-kl", action="store_true", help="skip the exact-KL memory probe")
     p.add_argument(
         "--runs",
-        nargs="*",
+        nargs="+",
         default=["data/recorded/tiny"],
         help="run folders whose timings.json to print (stage wall times)",
     )
@@ -315,45 +328,7 @@ def _config_argument(p) -> None:
 
 def _learn_arguments(p) -> None:
     _config_argument(p)
-    p.add_argument(
-        "what",
-        choices=[
-            *("fixed-prompts", "fixed-prompts-trl", "objectives", "lift", "fresh"),
-            *("band-screen", "band", "controls", "controls-pass-at-k"),
-        ],
-        help="fixed-prompts(-trl): GRPO (TRL) on 8 fixed prompts; objectives: chapter II.7's "
-        "on them; lift: the held-out study; fresh: its decision on 1,000 fresh problems; "
-        "band-screen / band: SmolLM2-135M-Instruct on small sums; controls / controls-pass-at-k: "
-        "the declared control study (configs/part1/controls.yaml), in two halves",
-    )
-    p.add_argument("--exploratory", action="store_true", help=EXPLORATORY)
-    p.add_argument(
-        "--dry-run",
-        action="store_true",
-        help="controls: print the declared plan and its estimated time, compute nothing",
-    )
-    p.add_argument(
-        "--declaration",
-        default=None,
-        help="controls: the declaration file (default configs/part1/controls.yaml)",
-    )
-    p.add_argument("--objectives", nargs="*", default=None, help="objectives: only these entries")
-    p.add_argument(
-        "--mismatch", action="store_true", help="objectives: then GRPO, TIS, MIS, bfloat16 sampler"
-    )
-    p.add_argument(
-        "--scale-matched",
-        action="store_true",
-        help="objectives: then the declared rerun of chapter II.7 (rloo, reinforce_pp, "
-        "reinforce, reinforce_baseline with beta scaled to GRPO's advantage / KL ratio)",
-    )
-    p.add_argument("--out", default="runs/learn", help="folder (default runs/learn)")
-    p.add_argument(
-        "--candidates", nargs="*", default=None, help="lift: only these declared candidates"
-    )
-    p.add_argument(
-        "--export", action="store_true", help="then record the finished run in data/recorded/"
-    )
+    learning_arguments.add_arguments(p, exploratory_help=EXPLORATORY)
 
 
 def _sweep_arguments(p) -> None:
@@ -361,7 +336,7 @@ def _sweep_arguments(p) -> None:
     p.add_argument(
         "--out", default="runs/tiny-sweep", help="sweep folder (default runs/tiny-sweep)"
     )
-    p.add_argument("--settings", nargs="*", default=None, help="only these settings")
+    p.add_argument("--settings", nargs="+", default=None, help="only these settings")
     p.add_argument("--exploratory", action="store_true", help=EXPLORATORY)
     p.add_argument(
         "--export",
@@ -449,6 +424,8 @@ def main(argv: list[str] | None = None) -> int:
         refusals.user_error(err)
     except refusals.REFUSALS as err:
         refusals.refused(err)
+    except OSError as err:
+        refusals.environment_error(err)  # a full disk: one line; anything else: raised
 
 
 def _main(argv: list[str] | None) -> int:
@@ -461,6 +438,8 @@ def _main(argv: list[str] | None) -> int:
             refusals.user_error(err)
         if getattr(args, "out", None) is None:
             args.out = f"runs/{profile}"
+    if getattr(args, "out", None) is not None:
+        runlock.check_out_path(args.out)  # before any import of torch, any write
     module_name, handler, _ = COMMANDS[args.command]
     module = importlib.import_module(f"verifiable_grpo.{module_name}")
     from verifiable_grpo.core import interrupts
@@ -485,6 +464,9 @@ def _main(argv: list[str] | None) -> int:
             file=sys.stderr,
         )
         return 130
+    except OSError as err:  # a full disk is said naming the folder being written
+        err.folder = getattr(err, "folder", None) or err.filename or getattr(args, "out", None)
+        raise
     return int(result or 0)
 
 

@@ -79,3 +79,39 @@ def test_only_a_complete_study_under_its_own_lock_is_recorded(tmp_path):
     with pytest.raises(ValueError, match="was run under lock 000000000000"):
         record.export_study(other, tmp_path / "record", path)
     assert not (tmp_path / "record").exists()
+
+
+def test_a_record_replaces_only_a_previous_record(tmp_path, monkeypatch):
+    lock = lock_lib.build_lock(
+        lock_lib.LockChoices(
+            "smoke",
+            budget={"steps": 2, "prompts_per_step": 2},
+            evaluation={"problems": 2, "draws": 1},
+            seeds=[11],
+        )
+    )
+    path = tmp_path / "lock.json"
+    lock_lib.write_lock(lock, path)
+    out = tmp_path / "study"
+    study.bind_study_folder(out, lock_lib.read_lock(path)[1], str(path))
+    for regime in lock["regimes"]:
+        for arm in lock["arms"]:
+            study.manifest_path(out, regime, arm, 11).parent.mkdir(parents=True)
+            study.manifest_path(out, regime, arm, 11).write_text("{}")
+
+    def written(study_folder, dest, paths, locked):  # the plumbing, not the trimming
+        (dest / "study.json").write_text(str(len(paths)))
+        return {"runs": len(paths)}
+
+    monkeypatch.setattr(record, "_write_record", written)
+    dest = tmp_path / "record"
+    dest.mkdir()
+    (dest / "study.json").write_text("the previous record")
+    (dest / "analysis.json").write_text("{}")
+    assert record.export_study(out, dest, path) == {"runs": 10}
+    assert sorted(p.name for p in dest.iterdir()) == ["study.json"]
+    (dest / "notes.txt").write_text("mine")  # no longer a record of a study
+    with pytest.raises(ValueError, match="not a family study record"):
+        record.export_study(out, dest, path)
+    assert (dest / "notes.txt").read_text() == "mine"
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith((".tmp-", ".old-"))]

@@ -18,6 +18,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+from verifiable_grpo.core import schema_checks as limits
 from verifiable_grpo.core.config import ConfigError, config_hash, merged
 from verifiable_grpo.core.frozen import FrozenDict, frozen, thawed
 from verifiable_grpo.core.schema_checks import (  # noqa: F401  (re-exported)
@@ -33,6 +34,7 @@ from verifiable_grpo.core.schema_checks import (  # noqa: F401  (re-exported)
     Check,
     above,
     at_least,
+    at_most,
     closed,
     each,
     exactly,
@@ -83,11 +85,11 @@ REWARDS = ("verifier", "random", "format")
 class RandomInit:
     """model.random_init: the micro Qwen2 built when model.source is random."""
 
-    hidden_size: int = key("width of the residual stream", at_least(1))
-    num_hidden_layers: int = key("decoder layers", at_least(1))
-    num_attention_heads: int = key("query heads", at_least(1))
-    num_key_value_heads: int = key("key/value heads (grouped-query attention)", at_least(1))
-    intermediate_size: int = key("width of the MLP", at_least(1))
+    hidden_size: int = key("width of the residual stream", at_least(1), limits.WIDEST)
+    num_hidden_layers: int = key("decoder layers", at_least(1), limits.WIDEST)
+    num_attention_heads: int = key("query heads", at_least(1), limits.WIDEST)
+    num_key_value_heads: int = key("key/value heads (grouped-query)", at_least(1), limits.WIDEST)
+    intermediate_size: int = key("width of the MLP", at_least(1), limits.WIDEST)
     seed: int = key("seed of the random initialisation", SEED)
 
 
@@ -137,9 +139,9 @@ class Data:
 
 @dataclass(frozen=True)
 class Tokens:
-    max_prompt: int = key("longest prompt in tokens", at_least(1))
-    max_response: int = key("longest response in tokens (EOS included)", at_least(1))
-    max_total: int = key("longest prompt + response", at_least(1))
+    max_prompt: int = key("longest prompt in tokens", at_least(1), limits.LONGEST)
+    max_response: int = key("longest response (EOS included)", at_least(1), limits.LONGEST)
+    max_total: int = key("longest prompt + response", at_least(1), limits.LONGEST)
 
 
 @dataclass(frozen=True)
@@ -168,8 +170,8 @@ class SFT:
     """warmstart and sft: supervised fine-tuning on canonical answers."""
 
     examples: int = key("training examples, the first of the section's split", at_least(1))
-    epochs: int = key("passes over the examples", at_least(2, RESUMED_EPOCH))
-    batch_size: int = key("examples per update", at_least(1))
+    epochs: int = key("passes over the examples", at_least(2, RESUMED_EPOCH), limits.MOST_UPDATES)
+    batch_size: int = key("examples per update", at_least(1), at_most(COUNTS["train"], "a split"))
     learning_rate: float = key("peak AdamW learning rate", above(0))
     weight_decay: float = key("AdamW weight decay", at_least(0))
     max_grad_norm: float = key("gradient-norm clip", above(0))
@@ -184,10 +186,10 @@ class SFT:
 
 @dataclass(frozen=True)
 class GRPO:
-    iterations: int = key("rollout + update rounds", at_least(2, RESUMED_ITERATION))
-    prompts_per_iteration: int = key("prompts sampled per iteration", at_least(1))
-    group_size: int = key("responses per prompt (G)", at_least(2, A_GROUP))
-    updates_per_rollout: int = key("optimizer updates on each rollout", at_least(1))
+    iterations: int = key("rollout + update rounds", at_least(2, RESUMED_ITERATION), limits.ROUNDS)
+    prompts_per_iteration: int = key("prompts per iteration", at_least(1), limits.MOST_PROMPTS)
+    group_size: int = key("responses per prompt (G)", at_least(2, A_GROUP), limits.BIGGEST_GROUP)
+    updates_per_rollout: int = key("updates on each rollout", at_least(1), limits.MOST_UPDATES)
     learning_rate: float = key("peak AdamW learning rate", above(0))
     weight_decay: float = key("AdamW weight decay", at_least(0))
     max_grad_norm: float = key("gradient-norm clip", above(0))
@@ -237,8 +239,9 @@ class Exercise:
         NON_EMPTY,
         DISTINCT,
         each(at_least(2, A_GROUP)),
+        each(limits.BIGGEST_GROUP),
     )
-    iterations: int = key("iterations of each exercise branch", at_least(2, RESUMED_ITERATION))
+    iterations: int = key("iterations per branch", at_least(2, RESUMED_ITERATION), limits.ROUNDS)
     interrupt_at: int = key("iteration after which the exercise's resume check stops", at_least(1))
 
 
@@ -247,7 +250,7 @@ class Evaluation:
     problems: int = key(
         "test problems evaluated (a balanced ID50/OOD100 subset below all)", span(2, COUNTS["test"])
     )
-    draws: int = key("sampled responses per problem", at_least(1))
+    draws: int = key("sampled responses per problem", at_least(1), limits.MOST_DRAWS)
     seed_base: int = key("first sampling seed of the evaluation", at_least(0))
 
 
@@ -260,11 +263,11 @@ class Threads:
     warmstart: int | None = key(
         "threads of the warm-start stages, which run alone (null: "
         "torch's default, the machine's cores)",
-        at_least(1),
+        span(1, limits.MAX_THREADS),
         absent=None,
     )
     stages: int | None = key(
-        "threads of every other stage (null: torch's default)", at_least(1), absent=None
+        "threads of other stages (null: torch's)", span(1, limits.MAX_THREADS), absent=None
     )
 
 
@@ -406,6 +409,14 @@ def _budgets_fit(t, _section):
     room = t["max_prompt"] + t["max_response"]
     if room > t["max_total"]:
         yield "max_total", (f"must be >= max_prompt + max_response = {room}, got {t['max_total']}")
+
+
+@rule(GRPO, "prompts_per_iteration", "group_size")
+def _rollout_fits(g, _section):
+    rows, most = g["prompts_per_iteration"] * g["group_size"], limits.MAX_ROLLOUT_ROWS
+    why = f"x prompts_per_iteration = {rows:,} responses per update, more than {most:,} fit"
+    if rows > most:
+        yield "group_size", why
 
 
 @rule(SFT, "examples")

@@ -14,7 +14,6 @@ pipeline removes the folder once the stage is finished.
 
 from __future__ import annotations
 
-import shutil
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -27,7 +26,11 @@ ABORTED_DIR = "aborted"
 
 
 def crash_folder(out: str | Path, stage: str) -> Path:
-    return Path(out) / CRASH_DIR / stage
+    """OUT/crash/<stage>; refused in one line (files.SymlinkInFolderError) when it or
+    OUT/crash is a symlink, before a state is written, read or removed through it."""
+    folder = Path(out) / CRASH_DIR / stage
+    files.refuse_symlinks(out, folder)
+    return folder
 
 
 def save(
@@ -97,9 +100,7 @@ def latest(out: str | Path, stage: str) -> tuple[dict, dict] | None:
 
 
 def clear(out: str | Path, stage: str) -> None:
-    folder = crash_folder(out, stage)
-    if folder.exists():
-        shutil.rmtree(folder)
+    files.remove_tree(out, crash_folder(out, stage))
 
 
 def _now() -> str:
@@ -114,8 +115,10 @@ def move_aside(out: str | Path, stage: str, relative_paths, reason: str) -> Path
         return None
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
     target = out / ABORTED_DIR / f"{stage}-{stamp}"
+    files.refuse_symlinks(out, out / ABORTED_DIR)
     for rel in relative_paths:
         source = out / rel
+        files.refuse_symlinks(out, source)
         if not source.exists():
             continue
         destination = target / rel

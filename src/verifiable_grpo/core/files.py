@@ -10,9 +10,11 @@ never followed, and a crash leaves at worst a `.tmp-*` file that is not evidence
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import os
+import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -32,6 +34,50 @@ class DamagedFileError(ValueError):
 
 class OutsideFolderError(ValueError):
     """A path read from a record or note leads outside the folder it must stay in."""
+
+
+class SymlinkInFolderError(OutsideFolderError):
+    """A run folder holds a symlink: a write or a removal through it would land elsewhere."""
+
+
+def refuse_symlinks(folder: str | os.PathLike, below: str | os.PathLike | None = None) -> None:
+    """SymlinkInFolderError when `below` (default: the whole of `folder`) or any path
+    between `folder` and it, or anything under it, is a symlink. A command calls this
+    before it writes or removes anything in a run folder: no file this project writes is
+    a symlink, so one found there was planted, and following it would write, truncate or
+    delete outside the folder. `folder` itself may be a symlink (a run folder on another
+    disk); nothing inside it may."""
+    folder = Path(folder)
+    target = folder if below is None else Path(below)
+    rel = target.relative_to(folder)
+    place = folder
+    for part in rel.parts:
+        place = place / part
+        if place.is_symlink():
+            raise _symlink_error(folder, place)
+    if not target.is_dir():
+        return
+    for root, names, leaves in os.walk(target):  # os.walk never descends through a symlink
+        for name in (*names, *leaves):
+            if os.path.islink(os.path.join(root, name)):
+                raise _symlink_error(folder, Path(root) / name)
+
+
+def _symlink_error(folder: Path, place: Path) -> SymlinkInFolderError:
+    return SymlinkInFolderError(
+        f"{place} is a symlink inside the run folder {folder}; a run folder holds no "
+        "symlinks (writing through one would change files elsewhere): remove it, or use "
+        "another --out"
+    )
+
+
+def remove_tree(folder: str | os.PathLike, path: str | os.PathLike) -> None:
+    """shutil.rmtree(`path`), a folder inside the run folder `folder`, refused (one line)
+    when it or a folder on the way to it is a symlink: never delete through one."""
+    path = Path(path)
+    refuse_symlinks(folder, path)
+    if path.exists():
+        shutil.rmtree(path)
 
 
 def inside(
@@ -81,6 +127,18 @@ def fsync_folder(folder: Path) -> None:
         os.close(fd)
 
 
+FULL_BELOW_BYTES = 1 << 20  # a folder with less room than this cannot take any record
+
+
+def disk_full(folder: Path) -> bool:
+    """Whether the filesystem holding `folder` has (almost) no room left for this user."""
+    try:
+        info = os.statvfs(folder)
+    except OSError:
+        return False
+    return info.f_bavail * info.f_frsize < FULL_BELOW_BYTES
+
+
 @contextlib.contextmanager
 def atomic_target(path: str | os.PathLike, overwrite: bool = False) -> Iterator[Path]:
     """Yield a fresh temporary path next to `path`; on success it becomes `path`.
@@ -107,6 +165,13 @@ def atomic_target(path: str | os.PathLike, overwrite: bool = False) -> Iterator[
             )
         os.replace(tmp, path)
         fsync_folder(path.parent)
+    except OSError as err:
+        err.folder = path.parent  # a full disk is reported naming the folder (core/refusals)
+        raise
+    except RuntimeError as err:  # torch.save reports a failed write so, errno lost
+        if not disk_full(path.parent):
+            raise
+        raise OSError(errno.ENOSPC, f"no space left writing {path}", str(path.parent)) from err
     finally:
         if tmp.exists():
             tmp.unlink()
@@ -188,6 +253,19 @@ def read_json(path: str | os.PathLike, limit: int = MAX_JSON_BYTES) -> Any:
         raise DamagedFileError(
             f"{path}: nested deeper than {MAX_DEPTH} levels, which no record of this project "
             "is; refused"
+        )
+    return value
+
+
+def read_object(path: str | os.PathLike) -> dict:
+    """A JSON record that must be an object ({...}): `[]`, `null`, a number or a string in
+    its place is refused in one line naming the file (DamagedFileError), never a
+    traceback from the first key a caller reads."""
+    value = read_json(path)
+    if not isinstance(value, dict):
+        raise DamagedFileError(
+            f"{path} holds a JSON {type(value).__name__}, not the object a record of this "
+            "project is; it was altered: restore it or use a new --out"
         )
     return value
 

@@ -77,7 +77,7 @@ def stamp_folder(
         folder.mkdir(parents=True, exist_ok=True)
         files.save_json(path, now)
         return now
-    first = files.read_json(path)
+    first = files.read_object(path)
     if first.get("exploratory") != now["exploratory"]:
         label = "exploratory" if first.get("exploratory") else "recorded"
         raise ConfigError(

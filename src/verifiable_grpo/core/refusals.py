@@ -10,6 +10,7 @@ of these shows where.
 
 from __future__ import annotations
 
+import errno
 import os
 import pickle
 import sys
@@ -38,6 +39,31 @@ def user_error(err: Exception) -> None:
         print(f"error: {len(problems)} problems in the config:", file=sys.stderr)
         for problem in problems:
             print(f"  {problem}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+# OSErrors that say something about the machine, not a bug: said in one line
+ENVIRONMENT = {
+    errno.ENOSPC: "no space left on the device",
+    errno.EDQUOT: "the disk quota is exhausted",
+    errno.ENAMETOOLONG: "a file name is too long for the filesystem",
+}
+
+
+def environment_error(err: OSError) -> None:
+    """A full disk (or a name the filesystem refuses) in one line naming where, exit 2:
+    every write is atomic (core/files), so the last complete file and checkpoint are
+    intact and the same command continues once there is room. Any other OSError is a
+    bug or a machine fault and keeps its traceback."""
+    if err.errno not in ENVIRONMENT or os.environ.get(TRACEBACK_ENV) == "1":
+        raise err
+    where = getattr(err, "folder", None) or err.filename
+    place = f" while writing in {where}" if where else ""
+    print(
+        f"error: {ENVIRONMENT[err.errno]}{place}; nothing complete was lost (every write is "
+        "atomic): make room, then run the same command again",
+        file=sys.stderr,
+    )
     raise SystemExit(2)
 
 

@@ -11,6 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from verifiable_grpo.core.argument_types import MAX_THREADS  # noqa: F401  (re-exported)
+
 
 @dataclass(frozen=True)
 class Check:
@@ -26,6 +28,11 @@ def _why(text: str, why: str) -> str:
 
 def at_least(low, why: str = "") -> Check:
     return Check(_why(f">= {low}", why), lambda v: v >= low)
+
+
+def at_most(high, why: str) -> Check:
+    """An upper limit, with the reason it is there."""
+    return Check(_why(f"<= {high:,}", why), lambda v: v <= high)
 
 
 def above(low) -> Check:
@@ -57,8 +64,9 @@ FULL_VOCABULARY = "sampling is temperature 1 over the full vocabulary: top_k 0, 
 NON_EMPTY = Check("non-empty", lambda v: len(v) > 0)
 DISTINCT = Check("without repeats", lambda v: len(set(v)) == len(v))
 FOLDER_NAME = Check(
-    "a plain name (letters, digits, '.', '_', '-'; it names runs/<profile>)",
-    lambda v: re.fullmatch(r"[A-Za-z0-9_.-]+", v) is not None,
+    "a plain name of at most 100 characters (letters, digits, '.', '_', '-'; it names "
+    "runs/<profile>, and a filesystem takes names up to 255 bytes)",
+    lambda v: re.fullmatch(r"[A-Za-z0-9_.-]{1,100}", v) is not None,
 )
 
 
@@ -91,3 +99,34 @@ def key(meaning: str, *checks: Check, absent: Any = _REQUIRED) -> Any:
 # one overflows minutes into a run, in a worker); a seed also fits numpy's 32-bit range.
 INT64 = (-(2**63), 2**63 - 1)
 SEED = Check("in 0..4294967295 (numpy's seed range)", lambda v: 0 <= v <= 2**32 - 1)
+
+
+# Upper limits grounded in the machine: a value past one cannot run to its end, so it is
+# refused in the first second instead of hanging a plan or dying of MemoryError minutes
+# into a run (after the warm start trained). Each says why next to it.
+MAX_ITERATIONS = 100_000
+ITERATIONS_WHY = (
+    "each iteration samples, scores and writes a rollout file, a second or more even on "
+    "the tiny model: 100,000 is days of compute and as many files"
+)
+MAX_GROUP = 1024
+GROUP_WHY = "a group is sampled, scored and held in memory at once; the seed uses 2 to 8"
+MAX_ROLLOUT_ROWS = 65_536  # prompts x group per iteration: the rows one update holds
+MAX_TOKENS = 32_768  # the longest context of the models this project loads (Qwen2.5)
+TOKENS_WHY = "the longest context of the models this project loads"
+MAX_DRAWS = 10_000
+DRAWS_WHY = "sampled responses per problem, each generated and kept in the scores file"
+MAX_UPDATES = 10_000
+UPDATES_WHY = "each is a full forward and backward pass over the rollout"
+MAX_WIDTH = 65_536
+WIDTH_WHY = "a micro model built in memory; wider than any model this project loads"
+MAX_NAME = 100
+
+# The limits as checks, for the schemas' fields.
+ROUNDS = at_most(MAX_ITERATIONS, ITERATIONS_WHY)
+LONGEST = at_most(MAX_TOKENS, TOKENS_WHY)
+WIDEST = at_most(MAX_WIDTH, WIDTH_WHY)
+BIGGEST_GROUP = at_most(MAX_GROUP, GROUP_WHY)
+MOST_PROMPTS = at_most(MAX_ROLLOUT_ROWS, GROUP_WHY)
+MOST_UPDATES = at_most(MAX_UPDATES, UPDATES_WHY)
+MOST_DRAWS = at_most(MAX_DRAWS, DRAWS_WHY)

@@ -33,6 +33,7 @@ from verifiable_grpo.core.config_schema import Profile
 from verifiable_grpo.core.faults import fault_point
 from verifiable_grpo.core.progress import tqdm
 from verifiable_grpo.evaluation.evaluate import utc_now
+from verifiable_grpo.part1 import run_plan
 from verifiable_grpo.part1.side_by_side import (
     StageGraph,
     StageHooks,
@@ -472,9 +473,8 @@ def command_run(args) -> int:
 
     config = load_config(args.config)
     if getattr(args, "dry_run", False):
-        from verifiable_grpo.part1.run_plan import command_plan
-
-        return command_plan(args)
+        return run_plan.command_plan(args)
+    run_plan.check_memory(config)  # before the warm start trains, not after it
     try:  # a stop (SIGINT/SIGTERM) is reported by the CLI with the command that continues
         timings = run_pipeline(config, args.out, workers=args.workers)
     except USER_ERRORS as err:

@@ -10,6 +10,7 @@ import shutil
 import sys
 from pathlib import Path
 
+from verifiable_grpo.core import record_folders
 from verifiable_grpo.core.config import (
     config_hash,
     load_config,
@@ -369,8 +370,10 @@ def export_recorded(out_dir, dest, config: Profile | None = None) -> Path:
     results, exercise summary, learning histories and GRPO telemetry, resume verdicts, state
     sizes, timings, the report and provenance.json. No checkpoint, no inference file."""
     out, dest = Path(out_dir), Path(dest)
-    if dest.exists() and any(dest.iterdir()):
+    if dest.is_dir() and any(dest.iterdir()):
         raise FileExistsError(f"{dest} is not empty; recorded summaries are never overwritten")
+    # a summary is never replaced: no entry makes a non-empty folder one to replace
+    record_folders.check_destination(dest, record_folders.RecordKind("", frozenset(), ""), [out])
     if not (out / "results.json").is_file():
         raise FileNotFoundError(f"{out / 'results.json'} is missing: evaluate before exporting")
     copies = {

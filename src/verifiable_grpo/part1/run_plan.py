@@ -355,5 +355,64 @@ def command_plan(args) -> int:
 
         print(f"error: {err}", file=sys.stderr)
         return 2
+    check_feasible(plan)
     print(format_plan(plan))
     return 0
+
+
+MAX_PLAN_HOURS = 24 * 365  # a budget that takes more than a year on the fastest GPU
+
+
+def check_feasible(plan: dict) -> None:
+    """ConfigError when even the fastest GPU class needs more than MAX_PLAN_HOURS for the
+    typical run: such a budget is a typo, not a plan (`run` would refuse nothing else)."""
+    fastest = min(hours["typical"] for hours in plan["hours"].values())
+    if fastest > MAX_PLAN_HOURS:
+        from verifiable_grpo.core.config import ConfigError
+
+        raise ConfigError(
+            [
+                f"profile {plan['profile']}: the budgets need {fastest:,.0f} h on the fastest "
+                f"GPU class, more than a year ({MAX_PLAN_HOURS:,} h); check the counts"
+            ]
+        )
+
+
+LOGIT_COPIES = 3  # the policy's logits, the reference's, and the gradient of the first
+
+
+def machine_memory(config: Profile) -> tuple[str, int]:
+    """(where, bytes): the GPU's memory when the profile computes on one, else the RAM."""
+    import os
+
+    import torch
+
+    if config.device != "cpu" and torch.cuda.is_available():
+        return "the GPU", torch.cuda.mem_get_info()[1]
+    return "this machine", os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def check_memory(config: Profile) -> None:
+    """ConfigError, before any stage trains, when a GRPO update cannot fit: the batched
+    path holds [P x G, response, vocabulary] logits of the policy and of the reference and
+    a gradient, a lower bound of its peak, so a refusal here is never a run that would
+    have fitted (instead of a MemoryError after the warm start trained)."""
+    try:
+        vocabulary = model_shape(config)["vocabulary"]
+    except ValueError:  # a model whose shape only loading it tells: nothing to bound here
+        return
+    group = max(config.grpo.group_size, *config.exercise.group_sizes)
+    rows = config.grpo.prompts_per_iteration * group if config.sampling.batched else 1
+    need = rows * config.tokens.max_response * vocabulary * 4 * LOGIT_COPIES
+    where, have = machine_memory(config)
+    if need > have:
+        from verifiable_grpo.core.config import ConfigError
+
+        raise ConfigError(
+            [
+                f"profile {config.profile}: one GRPO update holds at least {need / GB:,.1f} GB "
+                f"of logits ({rows:,} responses x {config.tokens.max_response} tokens x "
+                f"{vocabulary:,} words), more than the {have / GB:,.1f} GB of {where}; lower "
+                "grpo.prompts_per_iteration, the group sizes or tokens.max_response"
+            ]
+        )

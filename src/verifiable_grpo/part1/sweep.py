@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from verifiable_grpo.core import files
+from verifiable_grpo.core import files, record_folders
 from verifiable_grpo.core import model as model_lib
 from verifiable_grpo.core.config import provenance, resolve, sha256_file
 from verifiable_grpo.core.config_schema import Profile
@@ -40,6 +40,7 @@ from verifiable_grpo.task import data
 
 RECORDED_TINY = "data/recorded/tiny"
 RECORDED = "data/recorded/tiny-sweep"
+RECORD_KIND = record_folders.RecordKind("sweep record", frozenset({"sweep.json"}), "sweep.json")
 VALIDATION_SEED_BASE = 470000  # test draws use evaluation.seed_base (480000)
 ANALYSIS_SEED = 20261201
 SPEC = {"learning_rate": 1.0e-5, "iterations": 100, "updates_per_rollout": 2, "group_size": 4}
@@ -358,11 +359,9 @@ def export(base: Profile, runs, dest=None) -> Path:
     results = [
         with_current_names(files.read_cached_json(runs / s.name / "result.json")) for s in SETTINGS
     ]
-    if dest.exists():
-        shutil.rmtree(dest)
-    files.save_json(
-        dest / "sweep.json",
-        {"summary": summarise(warm, results), "warm_start": warm, "results": results},
+    record = {"summary": summarise(warm, results), "warm_start": warm, "results": results}
+    dest = record_folders.replace_folder(
+        dest, RECORD_KIND, lambda folder: files.save_json(folder / "sweep.json", record), [runs]
     )
     return dest / "sweep.json"
 

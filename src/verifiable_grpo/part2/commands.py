@@ -19,6 +19,7 @@ from verifiable_grpo.core import files, preregistration, runlock
 from verifiable_grpo.core.config import ConfigError, provenance, resolve
 from verifiable_grpo.part2 import analysis, backends, record, study
 from verifiable_grpo.part2 import lock as lock_lib
+from verifiable_grpo.part2.trl.study_args import SLOT_OPTIONS
 from verifiable_grpo.training import samplers
 
 
@@ -68,9 +69,23 @@ def finished_run(lock_file, out, arm: str, seed: int, regime: str) -> dict | Non
     return manifest
 
 
+def refuse_unread_options(args, options, why: str) -> None:
+    """ConfigError naming the first of `options` the user set that this way of running
+    does not read: an option is honoured or refused, never silently ignored."""
+    given = [name for name in options if getattr(args, name, None) not in (None, False)]
+    if given:
+        flag = {"trl_config": "--config"}.get(given[0], "--" + given[0].replace("_", "-"))
+        raise ConfigError([f"{flag}: {why}; refused rather than ignored"])
+
+
+# what --backend ours (this process, the tiny study's trainer) never reads
+TRL_ONLY = ("trl_config", "accelerate_config", *SLOT_OPTIONS)
+
+
 def _run(args):
     if getattr(args, "backend", backends.DEFAULT) != backends.DEFAULT:
         return backends.backend_module(args.backend).run(args)
+    refuse_unread_options(args, TRL_ONLY, "read by --backend trl only")
     if args.regime is None:
         raise ConfigError(["family run needs --regime (on_policy or two_updates)"])
     started = time.perf_counter()
@@ -109,10 +124,13 @@ def _study(args):
     if getattr(args, "backend", backends.DEFAULT) != backends.DEFAULT:
         module = backends.backend_module(args.backend)
         return module.run_study(args, module.runs_of(args))
+    refuse_unread_options(args, TRL_ONLY, "read by --backend trl only")
     lock, sha = lock_lib.read_lock(args.lock)
     lock_lib.check_lock(lock, path=args.lock)
     for regime, arm, seed in _runs_of(lock, args):  # every requested run, before any compute
         lock_lib.check_request(lock, arm, seed, regime)
+    if getattr(args, "dry_run", False):
+        return dry_run(_pending(lock, args), args.out)
     if os.environ.get(runlock.PARENT_ENV):
         # a worker of a study: its parent holds OUT; it dies with it (each run folder is
         # locked by run_arm, so nothing else can train there meanwhile)
@@ -122,6 +140,15 @@ def _study(args):
     with runlock.locked(args.out, "family study"):
         preregistration.stamp_folder(Path(args.out), args.exploratory, now=now)
         return _study_here(args, lock, sha)
+
+
+def dry_run(runs, out) -> int:
+    """`family study --dry-run`: the runs the study would start; nothing is computed,
+    locked, stamped or written."""
+    print(f"dry run: {len(runs)} run(s) not finished in {out}; nothing started or written")
+    for regime, arm, seed in runs:
+        print(f"  {regime:12} {arm:7} seed {seed}")
+    return 0
 
 
 def _study_here(args, lock, sha) -> int:
@@ -202,6 +229,11 @@ def _analyse(args):
 
 
 def _status(args):
+    if not Path(args.out).is_dir():
+        raise FileNotFoundError(
+            f"--out {args.out}: no study folder there (nothing was started in it); name the "
+            "folder `family study` ran in"
+        )
     lock, _ = lock_lib.read_lock(args.lock)
     counts = {"finished": 0, "in flight": 0, "not started": 0}
     for regime, arm, seed in _runs_of(lock, args):
@@ -220,6 +252,8 @@ def _status(args):
 
 
 def _export(args):
+    if args.to.strip() in ("", "."):  # not the repository root it would resolve to
+        raise ValueError(f"--to {args.to!r} names no record folder; give one")
     result = record.export_study(args.out, resolve(args.to), args.lock)
     print(f"recorded {args.out} in {args.to}")
     print(analysis.format_analysis(result))

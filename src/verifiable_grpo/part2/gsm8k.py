@@ -45,15 +45,32 @@ def reward(completion: str, answer: str) -> float:
     return 1.0 if final_integer(completion) == expected else 0.0
 
 
+def _item(line: str, where: str) -> dict:
+    """One line's item, or a one-line ValueError naming the file and the line."""
+    try:
+        item = json.loads(line)
+    except ValueError as err:
+        raise ValueError(f"{where}: not valid JSON ({err})") from None
+    if not isinstance(item, dict):
+        raise ValueError(f"{where}: a GSM8K item is a JSON object, got {type(item).__name__}")
+    for key in ("question", "answer"):
+        if key not in item:
+            raise ValueError(f"{where}: a GSM8K item needs {key!r}")
+        if not isinstance(item[key], str):
+            raise ValueError(
+                f"{where}: {key!r} must be a string (GSM8K's text; an answer ends in "
+                f"'#### N'), got {type(item[key]).__name__}"
+            )
+    if final_integer(item["answer"]) is None:
+        raise ValueError(f"{where}: the answer has no integer after '####'")
+    return {"question": item["question"], "answer": item["answer"]}
+
+
 def read_items(path) -> list[dict]:
     """GSM8K-format items ({"question", "answer"} per line) from a JSON-lines file."""
     items = []
     for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
         if not line.strip():
             continue
-        item = json.loads(line)
-        missing = [k for k in ("question", "answer") if k not in item]
-        if missing:
-            raise ValueError(f"{path}:{number}: a GSM8K item needs {missing[0]!r}")
-        items.append({"question": item["question"], "answer": item["answer"]})
+        items.append(_item(line, f"{path}:{number}"))
     return items

@@ -14,16 +14,23 @@ analysis.load_manifests reads a record exactly as it reads a live study.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
-from verifiable_grpo.core import files, preregistration
+from verifiable_grpo.core import files, preregistration, record_folders
 from verifiable_grpo.core.config import canonical_json, provenance, sha256_bytes
 from verifiable_grpo.part2 import analysis
 from verifiable_grpo.part2 import lock as lock_lib
 
 RECORDED = "data/recorded/part2"
 TRIMMED_SCHEMA = "verifiable-grpo-family-run-recorded-v1"
+RECORD_KIND = record_folders.RecordKind(
+    "family study record",
+    frozenset(
+        {"runs", "warmstart-heldout.json", "study.json", "analysis.json", "provenance.json"}
+        | {preregistration.STAMP_FILE}
+    ),
+    marker="study.json",
+)
 
 
 def trim_heldout(heldout: dict) -> dict:
@@ -44,14 +51,17 @@ def trim_manifest(manifest: dict) -> dict:
 
 
 def export_study(out, dest, lock_file) -> dict:
-    """Write the trimmed record of a finished study folder to `dest` (replaced whole);
-    refuses a study that is not complete or was run under another lock."""
-    out, dest = Path(out), Path(dest)
+    """Write the trimmed record of a finished study folder to `dest` (a previous record
+    there is replaced whole, by a swap once the new one is written); refuses a study that
+    is not complete or was run under another lock, and a destination that is not a record
+    folder (core/record_folders), before anything is touched."""
+    out = Path(out)
+    record_folders.check_destination(dest, RECORD_KIND, sources=[out, lock_file])
     lock, sha = lock_lib.read_lock(lock_file)
-    bound = files.read_json(out / "study.json")["lock_sha256"]
+    bound = files.read_object(out / "study.json").get("lock_sha256")
     if bound != sha:
         raise ValueError(
-            f"{out} was run under lock {bound[:12]}..., not {lock_file} "
+            f"{out} was run under lock {str(bound)[:12]}..., not {lock_file} "
             f"({sha[:12]}...): export it with the lock it was run under"
         )
     paths = {
@@ -66,8 +76,18 @@ def export_study(out, dest, lock_file) -> dict:
             f"{len(missing)} pre-registered runs are not finished (e.g. "
             f"{', '.join(missing[:3])}): finish the study before recording it"
         )
-    if dest.exists():
-        shutil.rmtree(dest)
+    result = {}
+
+    def write(folder: Path) -> None:
+        result.update(_write_record(out, folder, paths, (lock, sha)))
+
+    record_folders.replace_folder(dest, RECORD_KIND, write, sources=[out, lock_file])
+    return result
+
+
+def _write_record(out: Path, dest: Path, paths: dict, locked: tuple) -> dict:
+    """The record's files in `dest` (a fresh folder), and the analysis it holds."""
+    lock, sha = locked
     for (regime, arm, seed), path in paths.items():
         target = dest / "runs" / regime / f"{arm}-seed-{seed}" / "run_manifest.json"
         files.save_json(target, trim_manifest(files.read_json(path)))

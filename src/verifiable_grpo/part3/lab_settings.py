@@ -13,10 +13,12 @@ from dataclasses import dataclass
 
 from verifiable_grpo.core.config_schema import check_settings
 from verifiable_grpo.core.schema_checks import (
+    BIGGEST_GROUP,
     NON_EMPTY,
     SEED,
     above,
     at_least,
+    at_most,
     closed,
     each,
     key,
@@ -28,12 +30,15 @@ from verifiable_grpo.core.schema_checks import (
 GRID = tuple(4**k for k in range(8))
 ON_GRID = one_of(*GRID)
 POSITIVE = at_least(1)
+# each count is a step, a pair or a sample of at least a millisecond: past this, hours to
+# weeks of CPU that were surely not meant (refused before any compute)
+COUNTED = at_most(10_000_000, "more than a synthetic lab can get through")
 
 
 @dataclass(frozen=True)
 class RewardModelSettings:
     sizes: tuple[int, ...] = key("best-of-n grid sizes", NON_EMPTY, each(ON_GRID), absent=GRID)
-    trials: int = key("selections averaged per n", POSITIVE, absent=200)
+    trials: int = key("selections averaged per n", POSITIVE, COUNTED, absent=200)
     seed: int = key("numpy and torch seed", SEED, absent=0)
     softmax_n: int | None = key(
         "n of the softmax-selection variant (null: skip it)", ON_GRID, absent=1024
@@ -48,10 +53,10 @@ class DPOSettings:
     betas: tuple[float, ...] = key(
         "bandit KL coefficients", NON_EMPTY, each(above(0)), absent=(0.25, 0.5, 1.0, 2.0)
     )
-    pairs: int = key("bandit preference pairs", POSITIVE, absent=20_000)
-    bandit_steps: int = key("Adam steps per beta", POSITIVE, absent=1000)
+    pairs: int = key("bandit preference pairs", POSITIVE, COUNTED, absent=20_000)
+    bandit_steps: int = key("Adam steps per beta", POSITIVE, COUNTED, absent=1000)
     beta: float = key("digit-policy DPO coefficient", above(0), absent=0.1)
-    steps: int = key("digit-policy DPO steps per condition", POSITIVE, absent=300)
+    steps: int = key("digit-policy DPO steps per condition", POSITIVE, COUNTED, absent=300)
     variant_beta: float | None = key(
         "the on-policy condition again at this beta (null: skip)", above(0), absent=0.5
     )
@@ -68,9 +73,11 @@ class ExpertIterationSettings:
     substring_beta: float = key(
         "KL coefficient with the flawed substring verifier", at_least(0), absent=0.04
     )
-    iterations: int = key("GRPO iterations per run", POSITIVE, absent=150)
-    group_size: int = key("responses per prompt", at_least(2, "a group needs a spread"), absent=8)
-    expert_rounds: int = key("expert-iteration rounds", POSITIVE, absent=3)
+    iterations: int = key("GRPO iterations per run", POSITIVE, COUNTED, absent=150)
+    group_size: int = key(
+        "responses per prompt", at_least(2, "a group needs a spread"), BIGGEST_GROUP, absent=8
+    )
+    expert_rounds: int = key("expert-iteration rounds", POSITIVE, COUNTED, absent=3)
     variants: bool = key("also Part I's population std and beta 0", absent=True)
 
 
@@ -90,7 +97,7 @@ class FaultTreeSettings:
 
 @dataclass(frozen=True)
 class MergingSettings:
-    steps: int = key("SFT steps per fine-tune", POSITIVE, absent=100)
+    steps: int = key("SFT steps per fine-tune", POSITIVE, COUNTED, absent=100)
     seed: int = key("fine-tune A's seed (B: seed + 1; DARE's masks)", SEED, absent=0)
     density: float = key("TIES: share of each task vector kept", closed(0, 1), absent=0.2)
     drops: tuple[float, ...] = key(
@@ -104,7 +111,9 @@ class MergingSettings:
 
 @dataclass(frozen=True)
 class TryThisSettings:
-    grpo_iterations: int = key("GRPO iterations per Lab 5 variant run", POSITIVE, absent=150)
+    grpo_iterations: int = key(
+        "GRPO iterations per Lab 5 variant run", POSITIVE, COUNTED, absent=150
+    )
     grpo_seeds: tuple[int, ...] = key(
         "seeds of the exact and substring runs", NON_EMPTY, each(SEED), absent=(41, 42, 43)
     )
@@ -115,7 +124,7 @@ class TryThisSettings:
         "the small training set of Lab 3's first variant", at_least(2), absent=200
     )
     label_bias: float = key("the labeller's weight on x2 (Lab 3)", absent=0.5)
-    dpo_steps: int = key("steps per Lab 4 variant run", POSITIVE, absent=300)
+    dpo_steps: int = key("steps per Lab 4 variant run", POSITIVE, COUNTED, absent=300)
     sft_weight: float = key(
         "weight of the SFT term on chosen replies (Lab 4)", at_least(0), absent=1.0
     )
@@ -124,7 +133,7 @@ class TryThisSettings:
 @dataclass(frozen=True)
 class PackingSettings:
     row_length: int = key("slots per packed row", at_least(16), absent=256)
-    batch: int = key("conversations per padded batch", POSITIVE, absent=10)
+    batch: int = key("conversations per padded batch", POSITIVE, COUNTED, absent=10)
 
 
 SCHEMAS = {

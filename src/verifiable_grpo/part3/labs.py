@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from verifiable_grpo.core import runlock
+from verifiable_grpo.core.argument_types import MAX_THREADS
 from verifiable_grpo.core.config import (
     ConfigError,
     canonical_json,
@@ -167,8 +168,8 @@ def run(
     OUT (a folder this process alone holds: OUT/.lock) and the threads are checked first."""
     settings, path = load_settings(name, settings_path)
     out = Path(out) if out else repo_root() / "runs" / "part3" / name
-    if type(threads) is not int or threads < 1:
-        raise ValueError(f"threads must be a positive integer, got {threads!r}")
+    if type(threads) is not int or not 1 <= threads <= MAX_THREADS:
+        raise ValueError(f"threads must be an integer in 1..{MAX_THREADS}, got {threads!r}")
     with runlock.locked(out, f"lab {name}"):
         target = out / "metrics.json"
         if target.exists():

@@ -187,9 +187,16 @@ def _model_and_tokenizer(config: dict):
     tokenizer = AutoTokenizer.from_pretrained(where, revision=spec["revision"])
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
-    model = AutoModelForCausalLM.from_pretrained(
-        where, revision=spec["revision"], dtype=getattr(torch, spec["dtype"])
-    )
+    try:
+        model = AutoModelForCausalLM.from_pretrained(
+            where, revision=spec["revision"], dtype=getattr(torch, spec["dtype"])
+        )
+    except Exception as err:  # a truncated or altered weights file: one line, not a traceback
+        first = (str(err).strip().splitlines() or [""])[0][:200]
+        raise files.DamagedFileError(
+            f"model.name_or_path {where}: the weights cannot be loaded "
+            f"({type(err).__name__}: {first}); restore the model folder"
+        ) from err
     return model, tokenizer
 
 

@@ -18,9 +18,10 @@ from verifiable_grpo.core import preregistration
 from verifiable_grpo.core.config import ConfigError
 from verifiable_grpo.part2 import lock as lock_lib
 from verifiable_grpo.part2 import study
-from verifiable_grpo.part2.commands import finished_run
+from verifiable_grpo.part2.commands import dry_run, finished_run, refuse_unread_options
 from verifiable_grpo.part2.trl import backend as trl_backend
 from verifiable_grpo.part2.trl import run_config
+from verifiable_grpo.part2.trl.study_args import SLOT_OPTIONS
 
 LAUNCHED_ENV = "VERIFIABLE_GRPO_TRL_LAUNCHED"
 PORT_ENV = "VERIFIABLE_GRPO_MAIN_PORT"  # set per device slot by part2/trl/study
@@ -143,6 +144,11 @@ def run_study(args, runs: list[tuple[str, str, int]]) -> int:
         from verifiable_grpo.part2.trl import study as trl_study
 
         return trl_study.schedule(args, runs)
+    refuse_unread_options(
+        args,
+        SLOT_OPTIONS,
+        "a CPU study without --devices runs in this process, one run after another",
+    )
     processes = (
         run_config.read_process_count(args.accelerate_config) if args.accelerate_config else 1
     )
@@ -150,6 +156,9 @@ def run_study(args, runs: list[tuple[str, str, int]]) -> int:
         trl_backend.check_request(
             args.lock, args.trl_config, lock_lib.LockedRun(arm, seed, regime), processes
         )
+    if getattr(args, "dry_run", False):
+        pending = [r for r in runs if not study.manifest_path(args.out, *r).is_file()]
+        return dry_run(pending, args.out)
     preregistration.stamp_folder(Path(args.out), args.exploratory)
     base = trl_backend.base_heldout(args.lock, args.trl_config, args.out)
     print(f"untrained base: held-out greedy {base['heldout']['greedy']['ALL']['success_rate']:.3f}")

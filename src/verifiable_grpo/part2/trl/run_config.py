@@ -12,7 +12,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from verifiable_grpo.core import files
+from verifiable_grpo.core import schema_checks as limits
 from verifiable_grpo.core.config import ConfigError, read_yaml, resolve
+from verifiable_grpo.part2 import gsm8k
 from verifiable_grpo.training import trl_config
 
 SCHEMA = "verifiable-grpo-trl-run-v1"
@@ -143,8 +146,55 @@ def _check_sections(config: dict, name: str) -> None:
         )
     if budget["group_size"] < 2:
         raise ConfigError([f"{name}: budget.group_size: must be >= 2"])
+    _check_limits(config, name)
     if budget["temperature"] != 1.0:
         raise ConfigError([f"{name}: budget.temperature: the study samples at 1.0"])
+
+
+# Upper limits grounded in the machine (core/schema_checks says why for the shared ones):
+# past one, a run cannot finish, so it is refused before a model loads.
+MAX_LORA_RANK = 8192  # above a model's hidden width a rank adds nothing (an 8B model's: 4,096)
+MAX_HELDOUT = 100_000  # GSM8K's test split holds 1,319 problems
+LIMITS = {
+    ("budget", "steps"): (limits.MAX_ITERATIONS, limits.ITERATIONS_WHY),
+    ("budget", "group_size"): (limits.MAX_GROUP, limits.GROUP_WHY),
+    ("budget", "prompts_per_step"): (limits.MAX_ROLLOUT_ROWS, limits.GROUP_WHY),
+    ("budget", "micro_batch_rows"): (limits.MAX_ROLLOUT_ROWS, limits.GROUP_WHY),
+    ("budget", "warmup_steps"): (limits.MAX_ITERATIONS, limits.ITERATIONS_WHY),
+    ("budget", "max_completion_length"): (limits.MAX_TOKENS, limits.TOKENS_WHY),
+    ("heldout", "problems"): (MAX_HELDOUT, "more than any test split this backend reads"),
+    ("heldout", "max_new_tokens"): (limits.MAX_TOKENS, limits.TOKENS_WHY),
+    ("heldout", "batch_size"): (limits.MAX_ROLLOUT_ROWS, limits.GROUP_WHY),
+}
+
+
+def _check_limits(config: dict, name: str) -> None:
+    """Every bounded count in range, LoRA's rank included, and no more held-out problems
+    than a JSON-lines test file holds (`heldout.problems` is never silently cut)."""
+    for (section, key), (most, why) in LIMITS.items():
+        value = config[section][key]
+        if not 1 <= value <= most and not (key == "warmup_steps" and value == 0):
+            raise ConfigError(
+                [f"{name}: {section}.{key}: must be in 1..{most:,} ({why}), got {value:,}"]
+            )
+    rank = config["model"]["lora"]["r"]
+    if not _typed(rank, int) or not 1 <= rank <= MAX_LORA_RANK:
+        raise ConfigError(
+            [
+                f"{name}: model.lora.r: must be an integer in 1..{MAX_LORA_RANK} (a rank above "
+                f"a model's hidden width adds nothing), got {files.shorten(repr(rank), 40)}"
+            ]
+        )
+    data = config["data"]
+    if data["source"] == "jsonl" and resolve(data["test"]).is_file():
+        count = len(gsm8k.read_items(resolve(data["test"])))
+        if config["heldout"]["problems"] > count:
+            raise ConfigError(
+                [
+                    f"{name}: heldout.problems: {config['heldout']['problems']:,} asked, "
+                    f"{data['test']} holds {count}"
+                ]
+            )
 
 
 def process_counts(config: dict) -> list[int]:

@@ -23,6 +23,7 @@ on N nodes sharing OUT split the study without talking to each other (scripts/sl
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -37,6 +38,7 @@ from verifiable_grpo.part2 import study
 from verifiable_grpo.part2.trl import backend as trl_backend
 from verifiable_grpo.part2.trl import run_config
 from verifiable_grpo.part2.trl.commands import die_with_parent
+from verifiable_grpo.part2.trl.study_args import DEFAULT_RETRIES
 
 REFUSED = 2  # `family run`'s exit status for a refusal: final, not retried
 RETIRE_AFTER_DEATHS = 2  # consecutive worker deaths on one slot
@@ -79,6 +81,10 @@ def _visible_devices(config: dict) -> list[str]:
     return [str(i) for i in range(torch.cuda.device_count())] if torch.cuda.is_available() else []
 
 
+# What CUDA_VISIBLE_DEVICES accepts for one device: an index, or a GPU / MIG UUID.
+DEVICE_NAME = re.compile(r"\d{1,4}|(GPU|MIG)-[0-9A-Za-z/-]{1,100}")
+
+
 def parse_slots(spec: str | None, config: dict, processes: int) -> list[Slot]:
     """Slots from --devices ("0,1,2,3": one run per device; "0+1,2+3": one run per group),
     or by default the visible GPUs in consecutive groups of `processes`."""
@@ -104,6 +110,14 @@ def parse_slots(spec: str | None, config: dict, processes: int) -> list[Slot]:
         raise ConfigError([f"--devices {spec!r}: an empty device name"])
     if len(set(flat)) != len(flat):
         raise ConfigError([f"--devices {spec!r}: a device appears twice"])
+    strange = [d for d in flat if not DEVICE_NAME.fullmatch(d)]
+    if strange:
+        raise ConfigError(
+            [
+                f"--devices {spec!r}: {strange[0]!r} is not a device (a CUDA index such as "
+                "3, or a GPU-/MIG- UUID as nvidia-smi -L prints it)"
+            ]
+        )
     wrong = [g for g in groups if len(g) != processes]
     if wrong:
         raise ConfigError(
@@ -350,6 +364,7 @@ def schedule(args, runs: list[tuple[str, str, int]]) -> int:
     jobs = [j for j in jobs if not _done(args.out, j)]
     if dry:
         return _dry_run(args, jobs, slots, config)
+    retries = DEFAULT_RETRIES if args.retries is None else args.retries
     now = preregistration.start_stamp(args.exploratory)  # a dirty tree: refused before OUT exists
     out = runlock.usable_folder(args.out)
     holder = out if n == 1 else out / "shards" / f"{k}-of-{n}"
@@ -357,7 +372,7 @@ def schedule(args, runs: list[tuple[str, str, int]]) -> int:
         study.bind_study_folder(out, lock_sha, str(args.lock))
         preregistration.stamp_folder(out, args.exploratory, now=now)  # every node checks it
         trl_backend.bind_run_config(out, config)  # before any worker: they only compare
-        return Scheduler(args, jobs, slots, config, lock, args.retries).run()
+        return Scheduler(args, jobs, slots, config, lock, retries).run()
 
 
 def _dry_run(args, jobs, slots, config) -> int:

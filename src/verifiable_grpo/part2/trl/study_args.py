@@ -3,6 +3,13 @@ a module of its own so that building the CLI's parser imports nothing heavy."""
 
 from __future__ import annotations
 
+from verifiable_grpo.core.argument_types import non_negative
+
+DEFAULT_RETRIES = 2
+# What only a study over device slots (part2/trl/study) reads: any other way of running a
+# study refuses them rather than ignoring them.
+SLOT_OPTIONS = ("devices", "shard", "retries")
+
 
 def add_node_arguments(q) -> None:
     """family study --backend trl over the devices of a node (part2/trl/study)."""
@@ -14,9 +21,10 @@ def add_node_arguments(q) -> None:
     )
     q.add_argument(
         "--retries",
-        type=int,
-        default=2,
-        help="--backend trl --devices: restarts of a run whose worker died (default 2)",
+        type=non_negative,
+        default=None,
+        help=f"--backend trl --devices: restarts of a run whose worker died (default "
+        f"{DEFAULT_RETRIES})",
     )
     q.add_argument(
         "--shard",
@@ -26,5 +34,6 @@ def add_node_arguments(q) -> None:
     q.add_argument(
         "--dry-run",
         action="store_true",
-        help="--backend trl: print what would run on which slot, run nothing",
+        help="print the runs the study would start (--backend trl: on which slot) and "
+        "start, compute and write nothing",
     )
