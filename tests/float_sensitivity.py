@@ -102,6 +102,7 @@ NOT_FLOAT_SENSITIVE = {
     "test_how_to_extend.py": "the appendix's text against the code",
     "test_how_to_extend_recipes.py": "the recipes' files and commands, exit codes and text",
     "test_layout.py": "imports between layers",
+    "test_import_circles.py": "the import graph's circles, read from source",
     "test_lint.py": "ruff on the sources",
     "test_notebooks_portable.py": "runs the notebooks under other kernels itself",
     "test_parameter_counts.py": "the sources' signatures",

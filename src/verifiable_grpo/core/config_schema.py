@@ -8,7 +8,8 @@ the loaded `Profile`: frozen dataclasses over a read-only copy of that mapping.
 
 Each field below carries its type (the annotation), its range (checks) and a one-line
 meaning; rules that relate several fields follow the classes. How a mapping is checked
-against these classes is core/schema_validation.py.
+against these classes is core/schema_validation.py. One concept, kept whole though over
+500 lines: a section's keys and the rules between them read together.
 """
 
 from __future__ import annotations
