@@ -16,21 +16,11 @@ KNOWN_CIRCLES: dict[frozenset[str], str] = {
     frozenset({"verifiable_grpo.core.config", "verifiable_grpo.core.config_schema"}): (
         "load_config returns the schema's Profile, which hashes itself with config_hash"
     ),
-    frozenset(
-        {
-            "verifiable_grpo.part1.band_bench",
-            "verifiable_grpo.part1.bench",
-            "verifiable_grpo.part1.bench_trl",
-        }
-    ): "the bench command dispatches to its TRL and band arms, which reuse its records",
     frozenset({"verifiable_grpo.part1.band_data", "verifiable_grpo.part1.band_study"}): (
         "the band record's reader calls the study's scoring"
     ),
     frozenset({"verifiable_grpo.part2.trl.commands", "verifiable_grpo.part2.trl.study"}): (
         "the TRL command starts the study, whose workers use the command's parent watch"
-    ),
-    frozenset({"verifiable_grpo.part3.labs", "verifiable_grpo.part3.model_labs"}): (
-        "the lab verb dispatches to the model-lab runner, which reads the lab table"
     ),
 }
 

@@ -69,7 +69,7 @@ COMMANDS = {
         "before a run: planned disk, generated tokens and time per GPU class",
     ),
     "report": ("part1.report", "command_report", "summarise a run folder"),
-    "lab": ("part3.labs", "command_lab", "run one Part III lab and record its metrics"),
+    "lab": ("part3.lab_command", "command_lab", "run one Part III lab and record its metrics"),
     "family": (
         "part2.commands",
         "command_family",
@@ -86,7 +86,7 @@ COMMANDS = {
         "GRPO learning runs: fixed prompts (ours, TRL) and the held-out lift study",
     ),
     "bench": (
-        "part1.bench",
+        "part1.bench_command",
         "command_bench",
         "time a GRPO rollout set: ours batched, ours sequential, TRL's GRPOTrainer",
     ),

@@ -6,7 +6,7 @@ import pytest
 
 from verifiable_grpo import cli
 from verifiable_grpo.core import files
-from verifiable_grpo.part3 import lab_settings, labs
+from verifiable_grpo.part3 import lab_command, lab_settings, labs
 from verifiable_grpo.part3.smollm2 import records
 
 
@@ -135,7 +135,7 @@ def test_a_new_model_lab_row_is_run_and_prints_its_summary_line(
     args = types.SimpleNamespace(
         name="stand-in", out=str(tmp_path / "lab"), threads=None, export=False
     )
-    assert labs.command_lab(args) == 0  # the row alone routes it to the model-lab runner
+    assert lab_command.command_lab(args) == 0  # the row alone routes it to the model-lab runner
     assert capsys.readouterr().out == "stand-in ran 1\n"
 
 

@@ -1,5 +1,5 @@
-"""`python -m verifiable_grpo lab NAME`: the one table of Part III's labs, and the runner
-of the settings labs.
+"""The one table of Part III's labs, and the runner of the settings labs (the `lab` verb
+itself is lab_command.py).
 
 Every lab is one row of LABS: the module that holds it (under verifiable_grpo.part3) and a
 one-line description. The module's `run_lab(...)` runs the lab and returns its metrics;
@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import importlib
 import shutil
-import signal
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +27,6 @@ from pathlib import Path
 from verifiable_grpo.core import runlock
 from verifiable_grpo.core.argument_types import MAX_THREADS
 from verifiable_grpo.core.config import (
-    ConfigError,
     canonical_json,
     provenance,
     read_json,
@@ -236,59 +233,6 @@ def recorded(name: str) -> dict:
             f"`python -m verifiable_grpo lab {name} --export`"
         )
     return read_json(path)
-
-
-def _stop_at_once(number, frame):
-    raise KeyboardInterrupt(signal.Signals(number).name)
-
-
-def _command(args, threads: int) -> list[str]:
-    """The command line that reproduces this run (from the parsed arguments, so it is
-    right however main() was called)."""
-    words = ["python", "-m", "verifiable_grpo", "lab", args.name]
-    for flag, value in (("--out", args.out), ("--settings", args.settings)):
-        if value:
-            words += [flag, str(value)]
-    words += ["--threads", str(threads)] + (["--export"] if args.export else [])
-    return words
-
-
-def command_lab(args) -> int:
-    if not LABS[args.name].takes_settings:
-        from verifiable_grpo.part3.model_labs import command
-
-        return command(args)
-    given = [f"--{flag.replace('_', '-')}" for flag in MODEL_OPTIONS if getattr(args, flag, None)]
-    if given:
-        print(
-            f"error: {', '.join(given)} belong(s) to the model labs ({', '.join(MODEL_LABS)}); "
-            f"lab {args.name} reads configs/part3/{args.name}.yaml (or --settings)",
-            file=sys.stderr,
-        )
-        return 2
-    # A lab writes its metrics once, at the end, atomically: a signal can stop it at once
-    # (the CLI's graceful stop would wait for a safe point that a lab never reaches).
-    for number in (signal.SIGINT, signal.SIGTERM):
-        try:
-            signal.signal(number, _stop_at_once)
-        except ValueError:  # not the main thread: leave signals alone
-            pass
-    try:
-        if args.export_only:
-            print(export(args.name, args.out and Path(args.out) / "metrics.json"))
-            return 0
-        # one thread unless told: these models are tiny, and one thread is fastest for them
-        threads = args.threads or 1
-        target = run(args.name, args.out, args.settings, threads, command=_command(args, threads))
-        print(target)
-        if args.export:
-            print(export(args.name, target))
-    except ConfigError:
-        raise  # the CLI prints it: one line per problem, exit 2
-    except ValueError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    return 0
 
 
 def record_line(name: str) -> str:
