@@ -34,11 +34,16 @@ def band_marks() -> list[tuple[str, float]]:
     ]
 
 
+LOWEST_P = 1e-3  # the signal figure's left edge (and the widget's lowest p)
+
+
 def plot_signal(p: float = 0.1, group_size: int = 8, marks=None) -> Figure:
     """Share of groups with a signal against p, for G = 2, 4, 8, 16 and the chosen G."""
-    figure = Figure(figsize=(7.5, 3.6), layout="constrained")
+    figure = Figure(figsize=(8, 4.2), layout="constrained")
     ax = figure.subplots()
-    grid = np.linspace(0, 1, 401)
+    # A plain log axis from p = 0.001: the small rates where the recorded starts sit get room,
+    # and no kink (a symlog's switch to linear) pretends to be part of the formula.
+    grid = np.geomspace(LOWEST_P, 1, 401)
     for g in sorted({2, 4, 8, 16, group_size}):
         ax.plot(
             grid,
@@ -52,7 +57,7 @@ def plot_signal(p: float = 0.1, group_size: int = 8, marks=None) -> Figure:
         ax.annotate(
             name,
             (rate, 0.05 + 0.12 * index),
-            fontsize=7,
+            fontsize=9,
             rotation=0,
             xytext=(4, 0),
             textcoords="offset points",
@@ -62,11 +67,14 @@ def plot_signal(p: float = 0.1, group_size: int = 8, marks=None) -> Figure:
         xlabel="per-draw success p of the prompt",
         ylabel="groups with a signal",
         title="1 - p^G - (1 - p)^G: a group learns only when its rewards differ",
-        xlim=(0, 1),
+        xscale="log",
+        xlim=(LOWEST_P, 1),
         ylim=(0, 1.02),
     )
-    ax.set_xscale("symlog", linthresh=0.01)
-    ax.legend(fontsize=8, loc="upper right")
+    ticks = [0.001, 0.01, 0.1, 1]
+    ax.set_xticks(ticks, [f"{t:g}" for t in ticks])  # plain numbers, not powers of ten
+    ax.title.set_fontsize(11)
+    ax.legend(fontsize=9, loc="upper left")
     return figure
 
 

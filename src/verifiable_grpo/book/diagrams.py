@@ -16,6 +16,7 @@ from matplotlib.figure import Figure
 from verifiable_grpo.book import diagrams_beyond, diagrams_part1, diagrams_runs
 from verifiable_grpo.book.diagram_shapes import ArrowLook, BoxLook
 from verifiable_grpo.book.diagram_shapes import arrow as _arrow
+from verifiable_grpo.book.figure_checks import SMALLEST_TEXT_KEY, smallest_text_points
 from verifiable_grpo.book.diagram_shapes import box as _box
 from verifiable_grpo.core.config import repo_root
 
@@ -105,7 +106,8 @@ def save_figure(figure: Figure, path: str | Path) -> Path:
     """Write a PNG with no timestamp or software version in its metadata."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=DPI, metadata={"Software": None})
+    smallest = f"{smallest_text_points(figure):g}"
+    figure.savefig(path, dpi=DPI, metadata={"Software": None, SMALLEST_TEXT_KEY: smallest})
     return path
 
 
