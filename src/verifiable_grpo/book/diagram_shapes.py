@@ -1,7 +1,7 @@
 """The pieces every diagram is drawn with: a canvas in inches, rounded boxes, arrows, chips.
 
-One unit of the canvas is one inch of the saved figure, so sizes read the same in every
-diagram. matplotlib's Figure is used directly (no pyplot: no global state, no backend).
+One unit of the canvas is SCALE inches of the saved figure, so sizes read the same in
+every diagram. matplotlib's Figure is used directly (no pyplot: no global state, no backend).
 """
 
 from __future__ import annotations
@@ -29,9 +29,17 @@ COLOURS = {
 GOOD, BAD = "#2ca02c", "#d62728"
 
 
-def canvas(width: float, height: float):
-    """(figure, axes) of width x height inches, axes in inch units, no frame."""
-    figure = Figure(figsize=(width, height))
+# Drawn for the book's text column: a canvas of width units is a figure of SCALE * width
+# inches, while text keeps its size in points. An 11-unit diagram is 7.5 inches, shown at
+# the column's 752 px: an 8 pt text is then 11 px, the smallest a reader reads.
+SCALE = 0.68
+SMALLEST_POINTS = 8.0
+
+
+def canvas(width: float, height: float, scale: float = 1.0):
+    """(figure, axes) of width x height units (`scale` inches each: SCALE for a diagram
+    drawn for the column), no frame."""
+    figure = Figure(figsize=(width * scale, height * scale))
     ax = figure.add_axes((0, 0, 1, 1))
     ax.set(xlim=(0, width), ylim=(0, height))
     ax.axis("off")

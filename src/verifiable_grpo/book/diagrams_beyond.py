@@ -48,7 +48,7 @@ def family_axes_diagram() -> Figure:
             ax.add_patch(Rectangle((x, y - height), width, height, edgecolor="#999999",
                                    facecolor=COLOURS["verify"] if differs else "#ffffff"))  # fmt: skip
             ax.text(x + width / 2, y - height / 2, textwrap.fill(value, int(width * 11.5)),
-                    ha="center", va="center", fontsize=7.8, linespacing=1.15,
+                    ha="center", va="center", fontsize=8, linespacing=1.15,
                     weight="bold" if differs else "normal")  # fmt: skip
             x += width
     note(ax, (0.15, 0.42), "Each arm is one entry of the objectives registry, read by the same "

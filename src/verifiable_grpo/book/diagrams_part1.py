@@ -16,6 +16,7 @@ from matplotlib.figure import Figure
 from verifiable_grpo.book.diagram_shapes import (
     COLOURS,
     GOOD,
+    SCALE,
     BoxLook,
     ChipLook,
     arrow,
@@ -33,18 +34,18 @@ GROUP = (
     ('{"final_stock": 42}', 1.0),
     ('{"final_stock": 17}', 0.0),
     ('{"final_stock": 42}', 1.0),
-    ("no JSON: cut at the limit", 0.0),
+    ("no JSON: cut off", 0.0),
 )
 
 
 def group_advantages_diagram() -> Figure:
     """One prompt, G = 4 responses, their rewards, the group's mean and std, the advantages."""
-    figure, ax = canvas(11, 4.7)
+    figure, ax = canvas(11, 4.7, SCALE)
     rewards = torch.tensor([[r for _, r in GROUP]], dtype=torch.float64)
     advantages, mean, std = group_advantages(rewards, epsilon=1e-8)
     rows = [3.45, 2.65, 1.85, 1.05]
     heads = ((1.1, "one prompt"), (3.75, "G = 4 sampled responses"), (5.85, "verifier"),
-             (7.55, "the group's statistics"), (9.85, "advantage A"))  # fmt: skip
+             (7.65, "statistics"), (9.85, "advantage A"))  # fmt: skip
     for x, head in heads:
         ax.text(x, 4.3, head, ha="center", fontsize=10, weight="bold", color="#555555")
     box(
@@ -74,7 +75,7 @@ def group_advantages_diagram() -> Figure:
     arrow(ax, (6.55, 2.25), (6.75, 2.25))
     box(ax, (7.65, 2.25), (1.85, 1.55), "mean and std",
         f"mean = {float(mean):g}\nstd = {float(std):g}\n(population std)", BoxLook(COLOURS["advantage"]))  # fmt: skip
-    note(ax, (6.7, 0.45), "A = (r \u2212 mean) / (std + \u03b5), \u03b5 = 10\u207b\u2078",
+    note(ax, (7.7, 0.45), "A = (r \u2212 mean) / (std + \u03b4), \u03b4 = 10\u207b\u2078",
          size=10, ha="center")  # fmt: skip
     note(ax, (0.25, 0.45), "four right answers (or four wrong):\nstd = 0, every A = 0 exactly: "
          "no signal", size=9, color="#555555")  # fmt: skip
@@ -147,7 +148,7 @@ def _kl_panel(figure, rect, policy, reference, emitted: int) -> None:
     ax.bar(positions + 0.2, reference, width=0.4, color="#aaaaaa", label="\u03c0ref")
     ax.bar(emitted - 0.2, policy[emitted], width=0.4, fill=False, edgecolor="black", linewidth=1.8)
     ax.set(ylim=(0, 1.05), xticks=[], yticks=[0, 0.5, 1])
-    ax.tick_params(labelsize=7)
+    ax.tick_params(labelsize=8)
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
     return ax
@@ -170,7 +171,7 @@ def exact_kl_prefixes_diagram() -> Figure:
         panel = _kl_panel(figure, ((x - 0.72) / 11.5, 1.85 / 5.0, 1.45 / 11.5, 1.75 / 5.0),
                           p_policy[t], p_reference[t], KL_EMITTED[t])  # fmt: skip
         if t == 0:
-            panel.legend(fontsize=7, loc="upper right", frameon=False)
+            panel.legend(fontsize=8, loc="upper right", frameon=False)
         ax.text(x, 1.45, f"KL = {per_prefix[t]:.3f}", ha="center", fontsize=9.5, weight="bold")
     note(ax, (0.15, 2.75), "the whole\nvocabulary\nat each\nprefix", size=8.5, color="#555555")
     total = sum(per_prefix)

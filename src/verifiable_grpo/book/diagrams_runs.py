@@ -9,6 +9,7 @@ from matplotlib.patches import FancyBboxPatch
 from verifiable_grpo.book.diagram_shapes import (
     COLOURS,
     INK,
+    SCALE,
     ArrowLook,
     BoxLook,
     ChipLook,
@@ -34,14 +35,14 @@ ROLES = (
 
 def three_roles_diagram() -> Figure:
     """What each of the three policies is, what it is used for, and when each changes."""
-    figure, ax = canvas(11, 5.4)
+    figure, ax = canvas(11, 5.4, SCALE)
     for i, (name, symbol, what, used, colour) in enumerate(ROLES):
         x = 1.95 + 3.55 * i
         box(ax, (x, 4.35), (3.1, 1.45), f"{name}  {symbol}", what, BoxLook(colour))
         ax.text(x, 3.33, "used for", ha="center", fontsize=8.5, style="italic", color="#555555")
         ax.text(x, 2.92, used, ha="center", va="center", fontsize=9, linespacing=1.3)
     # One iteration on a time line: when pi_old and pi_theta agree, and when they part.
-    steps = (("sample G responses", "\u03c0old = \u03c0\u03b8: log-probs\ncaptured here"),
+    steps = (("sampling", "\u03c0old = \u03c0\u03b8: log-probs\ncaptured here"),
              ("update 1", "\u03c1 = 1 up to rounding:\nno clip can act"),
              ("update 2", "\u03c0\u03b8 has moved: \u03c1 \u2260 1,\nthe clip may act"),
              ("next iteration", "the updated \u03c0\u03b8\nbecomes \u03c0old"))  # fmt: skip
@@ -53,7 +54,7 @@ def three_roles_diagram() -> Figure:
             (2.25, 1.0),
             title,
             detail,
-            BoxLook(COLOURS["sample"] if i == 0 else "#ffffff", 9.5),
+            BoxLook(COLOURS["sample"] if i == 0 else "#ffffff", 10),
         )
         if i:
             arrow(ax, (x - 2.7 + 1.13, 1.5), (x - 1.13, 1.5))

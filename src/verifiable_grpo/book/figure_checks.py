@@ -65,20 +65,23 @@ def layout_problems(figure: Figure, dpi: float) -> list[str]:
     # What savefig draws (only ticks inside the view, the legends, the notes) must lie in
     # the frame: beyond it, text is cut off.
     frame, drawn = figure.bbox, figure.get_tightbbox(renderer).transformed(figure.dpi_scale_trans)
-    if drawn.x0 < frame.x0 - 1 or drawn.y0 < frame.y0 - 1 or drawn.x1 > frame.x1 + 1 or (
-        drawn.y1 > frame.y1 + 1
+    if (
+        drawn.x0 < frame.x0 - 1
+        or drawn.y0 < frame.y0 - 1
+        or drawn.x1 > frame.x1 + 1
+        or (drawn.y1 > frame.y1 + 1)
     ):
         problems.append(f"something is cut off at the figure's edge: drawn {drawn.bounds}")
-    titles = [(ax, ax.title) for ax in figure.axes if ax.title.get_text().strip()]
+    titles = [ax.title for ax in figure.axes if ax.title.get_text().strip()]
     if figure._suptitle is not None and figure._suptitle.get_text().strip():
-        titles.append((None, figure._suptitle))
-    for index, (owner, title) in enumerate(titles):
+        titles.append(figure._suptitle)
+    for index, title in enumerate(titles):
         box = title.get_window_extent(renderer)
         for ax in figure.axes:
             if ax.get_visible() and ax.axison and box.overlaps(ax.bbox):
                 problems.append(f"title {title.get_text()[:50]!r} overlaps a panel")
                 break
-        for _, other in titles[index + 1 :]:
+        for other in titles[index + 1 :]:
             if box.overlaps(other.get_window_extent(renderer)):
                 problems.append(
                     f"titles {title.get_text()[:40]!r} and {other.get_text()[:40]!r} overlap"
