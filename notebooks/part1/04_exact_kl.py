@@ -84,6 +84,9 @@ print("profile:", config["profile"], "| vocabulary:", model.config.vocab_size)
 # visited prefix, not only the sampled one; the loss adds beta times their mean over the
 # tokens.](../../book/images/exact_kl_prefixes.png)
 #
+# *The exact KL at each visited prefix sums over the whole vocabulary, not only over the
+# token that was sampled.*
+#
 # ## Two real, nearby policies
 #
 # We need two genuinely different distributions of the model over its vocabulary. The

@@ -78,6 +78,9 @@ Table(head + ["paper"], [row + [source_of(row[0]).cite] for row in rows])
 # dynamic sampling; gspo a sequence-level ratio; aero a posterior baseline for one-rollout
 # groups and its own sampler.](../../book/images/family_axes.png)
 #
+# *The GRPO family as data: each arm is one entry of the objectives registry, with one
+# value on each axis.*
+#
 # ## Why each variant exists
 #
 # Plain GRPO ({ref}`Shao et al. 2024 <ref-deepseekmath>`) scores each of $G$ answers to a

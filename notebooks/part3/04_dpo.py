@@ -81,6 +81,10 @@ print(labs.provenance_line("dpo"))
 # chosen response's implicit reward minus the rejected one's, and the loss is minus log
 # sigmoid of m. There is no reward model and no sampling: the pair is
 # data.](../../book/images/dpo_pair.png)
+#
+# *DPO on one preference pair: the log-probability ratios of the chosen and the rejected
+# answer give the implicit reward margin.*
+#
 
 # %% [markdown]
 # ## The policy that DPO aims at
