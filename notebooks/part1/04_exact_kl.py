@@ -305,7 +305,7 @@ Table(["policy pair", "visited prefixes", "mean KL", "median KL", "largest KL",
 # Jupyter or on Colab; the book shows the default setting). The exact value is fixed, the
 # sampled estimates wander around it and settle as the draws grow.
 
-# %%
+# %% tags=["remove-output"]
 # NBVAL_IGNORE_OUTPUT
 widgets.make_kl_widget("0.5, 0.3, 0.2", "0.2, 0.3, 0.5", samples=widgets.KL_DEFAULT_SAMPLES)
 

@@ -166,15 +166,19 @@ Table(["response", "true reward (centred)", "implicit reward (centred)"],
 # %% [markdown]
 # ## Try it: beta and the resulting policy
 #
-# The figure under the slider is the analytic optimum at $\beta = 0.5$ beside the reference
-# and the recorded DPO fit. In a live notebook, the slider recomputes $\pi^*$ at any beta. The
-# recorded fit is drawn only at the four recorded betas. In the static book, the slider
-# does nothing: no kernel runs behind it.
+# At each recorded $\beta$, the analytic optimum $\pi^*$ beside the reference and the
+# recorded DPO fit: the smaller $\beta$, the further $\pi^*$ moves from the reference
+# towards the best answers.
 
 # %%
 fitted = {r["beta"]: r["fitted"] for r in bandit["rows"]}
+show(lab_widgets.plot_dpo_betas(fitted))
 
-# %%
+# %% [markdown]
+# In Jupyter or on Colab, the slider below recomputes $\pi^*$ at any $\beta$ (the recorded
+# fit is drawn only at the recorded betas).
+
+# %% tags=["remove-output"]
 # NBVAL_IGNORE_OUTPUT
 lab_widgets.make_dpo_beta_widget(fitted, 0.5)
 

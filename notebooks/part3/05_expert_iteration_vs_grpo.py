@@ -70,7 +70,6 @@ import torch
 from IPython.display import display
 from matplotlib.figure import Figure
 
-from verifiable_grpo.book import lab_widgets
 from verifiable_grpo.book.notebook import Table, show
 from verifiable_grpo.part3 import labs
 from verifiable_grpo.part3.expert_iteration_lab import group_relative as gr
@@ -124,13 +123,9 @@ Table(["round", "kept", "covered prompts", "accept rate", "task accuracy", "KL"]
 # more of its groups go silent.
 
 # %% [markdown]
-# **Try it.** In a live notebook, the sliders move $p$ and $G$ and redraw the curve. In
-# the static book they do nothing: no kernel runs behind them, and the figure under them
-# keeps the dot at $p = 0.9$, $G = 8$.
-
-# %%
-# NBVAL_IGNORE_OUTPUT
-lab_widgets.make_mixed_group_widget(0.9, 8)
+# **Try it.** The live widget of {doc}`chapter I.12 <../part1/12_pretrained_model>` computes
+# this same probability, $1 - p^G - (1-p)^G$, in the page: move $p$ and $G$ there and watch a
+# group go silent as $p$ nears 0 or 1.
 
 # %% [markdown]
 # ## The update and its KL estimate
