@@ -27,6 +27,8 @@ def shown_texts(figure: Figure) -> list[Text]:
 
 
 def smallest_text_points(figure: Figure) -> float:
+    """The smallest font size in the figure as drawn (tick labels exist only once drawn)."""
+    _renderer(figure)
     return min(t.get_fontsize() for t in shown_texts(figure))
 
 
