@@ -55,11 +55,7 @@ def test_result_figures_read_cleanly_in_the_column(name, build):
 
 @pytest.mark.parametrize("name", sorted(diagrams.DIAGRAMS))
 def test_diagrams_read_cleanly_in_the_column(name):
-    problems = figure_checks.layout_problems(diagrams.DIAGRAMS[name](), diagrams.DPI)
-    if name in diagrams.NOT_YET_FOR_THE_COLUMN:
-        assert problems, f"{name} now reads cleanly: take it off NOT_YET_FOR_THE_COLUMN"
-    else:
-        assert problems == [], name
+    assert figure_checks.layout_problems(diagrams.DIAGRAMS[name](), diagrams.DPI) == [], name
 
 
 def test_the_checks_catch_small_text_and_colliding_titles():

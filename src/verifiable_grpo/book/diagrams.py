@@ -89,21 +89,6 @@ DIAGRAMS = {
 }
 
 
-# Diagrams still drawn 11-12 inches wide for a 752 px column (their text 7-8 px there), to be
-# redrawn like grpo_loop; tests/book/test_figure_layout.py checks that each listed one still
-# fails, so the list only shrinks.
-NOT_YET_FOR_THE_COLUMN = (
-    "clip_regions",
-    "exact_kl_prefixes",
-    "resume",
-    "evaluation_design",
-    "family_axes",
-    "dpo_pair",
-    "lora_adapters",
-    "ppo_gae",
-)
-
-
 def save_figure(figure: Figure, path: str | Path) -> Path:
     """Write a PNG with no timestamp or software version in its metadata."""
     path = Path(path)
