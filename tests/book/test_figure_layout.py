@@ -13,6 +13,7 @@ from matplotlib.figure import Figure
 
 from verifiable_grpo.book import (
     band_plots,
+    case_study_widgets,
     diagram_figures,
     diagrams,
     figure_checks,
@@ -44,6 +45,12 @@ def _result_figures():
     yield "I.12 signal", lambda: band_plots.plot_signal(0.1, 8, band_plots.band_marks())
     fitted = {r["beta"]: r["fitted"] for r in labs.recorded("dpo")["metrics"]["bandit"]["rows"]}
     yield "III.4 betas", lambda: lab_widgets.plot_dpo_betas(fitted)
+    selection = labs.recorded("reward-model")["metrics"]["selection"]
+    yield (
+        "III.3 best of n",
+        lambda: lab_widgets.plot_best_of_n(lab_widgets.best_of_n_view(selection, 64)),
+    )
+    yield "III.10 bill", lambda: case_study_widgets.plot_bill(case_study_widgets.bill_view())
 
 
 @pytest.mark.parametrize(

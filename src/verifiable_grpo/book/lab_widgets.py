@@ -58,7 +58,8 @@ def plot_best_of_n(view: dict) -> Figure:
         title="Best-of-n: the proxy keeps rising, the true reward turns",
     )
     ax.grid(alpha=0.2)
-    ax.legend(fontsize="small", loc="upper left")
+    ax.title.set_fontsize(11)
+    ax.legend(fontsize=9, loc="upper left")
     return figure
 
 
