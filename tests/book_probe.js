@@ -69,7 +69,7 @@
     // The live widgets (book/_live/vg-live.js): mounted, with a drawn figure and values.
     article.querySelectorAll("div.vg-live").forEach(function (div) {
       var svg = div.querySelector(".vg-live-figure svg");
-      report.live.push({kind: div.getAttribute("data-widget"),
+      report.live.push({kind: div.getAttribute("data-widget"), stacked: div.getAttribute("data-stacked") === "1",
                         rendered: !!svg && svg.childElementCount > 0 && svg.getBoundingClientRect().width > 0 &&
                                   div.querySelectorAll("td[data-key]").length > 0});
     });
@@ -79,6 +79,7 @@
       article.scrollWidth - article.clientWidth : 0;
     // Each picture's file and the width it is shown at: Python reads the PNG's smallest text
     // and dpi and computes the text's size on screen.
+    report.column = article.clientWidth;
     report.images = [];
     article.querySelectorAll("img").forEach(function (img) {
       if (loaded(img) && img.offsetWidth > 0)

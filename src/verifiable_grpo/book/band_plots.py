@@ -39,7 +39,7 @@ LOWEST_P = 1e-3  # the signal figure's left edge (and the widget's lowest p)
 
 def plot_signal(p: float = 0.1, group_size: int = 8, marks=None) -> Figure:
     """Share of groups with a signal against p, for G = 2, 4, 8, 16 and the chosen G."""
-    figure = Figure(figsize=(8, 4.2), layout="constrained")
+    figure = Figure(figsize=(7.5, 4.2), layout="constrained")
     ax = figure.subplots()
     # A plain log axis from p = 0.001: the small rates where the recorded starts sit get room,
     # and no kink (a symlog's switch to linear) pretends to be part of the formula.

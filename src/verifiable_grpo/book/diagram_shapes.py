@@ -30,10 +30,10 @@ GOOD, BAD = "#2ca02c", "#d62728"
 
 
 # Drawn for the book's text column: a canvas of width units is a figure of SCALE * width
-# inches, while text keeps its size in points. An 11-unit diagram is 7.5 inches, shown at
-# the column's 752 px: an 8 pt text is then 11 px, the smallest a reader reads.
-SCALE = 0.68
-SMALLEST_POINTS = 8.0
+# inches, while text keeps its size in points. An 11-unit diagram is 7.0 inches, shown in
+# the column's 676 px: an 8.5 pt text is then 11.3 px, above the 11 px a reader reads.
+SCALE = 0.64
+SMALLEST_POINTS = 8.5
 
 
 def canvas(width: float, height: float, scale: float = 1.0):
@@ -96,7 +96,13 @@ def box(ax, centre, extent, title, detail="", look: BoxLook = BoxLook()):
         return
     ax.text(x, y + height * 0.2, title, ha="center", va="center", fontsize=size, weight="bold")
     ax.text(
-        x, y - height * 0.17, detail, ha="center", va="center", fontsize=size - 2, linespacing=1.3
+        x,
+        y - height * 0.17,
+        detail,
+        ha="center",
+        va="center",
+        fontsize=max(size - 2, SMALLEST_POINTS),
+        linespacing=1.3,
     )
 
 

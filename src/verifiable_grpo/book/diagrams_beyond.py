@@ -54,7 +54,7 @@ def family_axes_diagram() -> Figure:
             ax.add_patch(Rectangle((x, y - height), width, height, edgecolor="#999999",
                                    facecolor=COLOURS["verify"] if differs else "#ffffff"))  # fmt: skip
             ax.text(x + width / 2, y - height / 2, _cell_text(value, width),
-                    ha="center", va="center", fontsize=8, linespacing=1.15,
+                    ha="center", va="center", fontsize=8.5, linespacing=1.15,
                     weight="bold" if differs else "normal")  # fmt: skip
             x += width
     note(ax, (0.15, 0.5), textwrap.fill("Each arm is one entry of the objectives registry, read "
@@ -125,12 +125,10 @@ def lora_adapters_diagram() -> Figure:
     _matrix(ax, (1.6, 0.95), 2.2, 0.45, "A", COLOURS["current"])
     note(ax, (2.7, 0.72), "r \u00d7 in, random at the start", size=8.5, ha="center")
     _matrix(ax, (4.6, 0.45), 0.45, 1.75, "B", COLOURS["current"])
-    note(ax, (5.15, 1.95), "out \u00d7 r,\nzeros at the start", size=8.5)
+    note(ax, (4.8, 0.2), "out \u00d7 r, zeros at the start", size=8.5, ha="center")
     arrow(ax, (0.85, 3.1), (1.55, 3.7))
     arrow(ax, (0.85, 2.1), (1.55, 1.17))
-    arrow(
-        ax, (3.85, 1.17), (4.55, 1.17), f"A x: {rank} numbers", ArrowLook(text_offset=(-0.4, 0.3))
-    )
+    arrow(ax, (3.85, 1.17), (4.55, 1.17), "A x", ArrowLook(text_offset=(0.0, 0.25)))
     arrow(ax, (5.1, 1.0), (5.6, 1.0))
     chip(ax, (6.1, 1.0), "\u00d7 s = \u03b1/r", "#ffffff", ChipLook(0.95, 0.4, 9))
     chip(ax, (6.9, 2.6), "+", "#ffffff", ChipLook(0.45, 0.45, 14))
@@ -164,28 +162,28 @@ def ppo_gae_diagram() -> Figure:
             ("TD error \u03b4_t", result["deltas"].tolist(), "#ffffff"),
             ("GAE advantage \u00c2_t", result["advantages"].tolist(), COLOURS["advantage"]))  # fmt: skip
     for t in range(len(PPO_VALUES)):
-        ax.text(2.75 + 1.2 * t, 4.45, f"token {t}", ha="center", fontsize=9.5, weight="bold")
+        ax.text(2.85 + 1.18 * t, 4.45, f"token {t}", ha="center", fontsize=9.5, weight="bold")
     for r, (label, values, colour) in enumerate(rows):
         y = 3.85 - 0.72 * r
-        ax.text(0.15, y, label, fontsize=9.5, va="center")
+        ax.text(0.15, y, label, fontsize=9, va="center")
         for t, value in enumerate(values):
-            chip(ax, (2.75 + 1.2 * t, y), f"{value:+.3f}", colour, ChipLook(0.95, 0.4, 9))
+            chip(ax, (2.85 + 1.18 * t, y), f"{value:+.3f}", colour, ChipLook(0.95, 0.4, 9))
     for t in range(len(PPO_VALUES) - 1, 0, -1):  # GAE runs from the last token back
-        start, end = (2.75 + 1.2 * t - 0.1, 1.46), (2.75 + 1.2 * (t - 1) + 0.1, 1.46)
+        start, end = (2.85 + 1.18 * t - 0.1, 1.46), (2.85 + 1.18 * (t - 1) + 0.1, 1.46)
         arrow(
             ax,
             start,
             end,
             "\u00d7 \u03b3\u03bb",
             ArrowLook(curve=-0.4, text_offset=(0, -0.4)),
-            fontsize=8,
+            fontsize=8.5,
         )
     note(ax, (0.15, 0.55), r"$\delta_t = r_t + \gamma\,V(s_{t+1}) - V(s_t)$,   "
          r"$\hat A_t = \delta_t + \gamma\lambda\,\hat A_{t+1}$   ($\gamma = 1$, "
          r"$\lambda = 0.95$; $V = 0$ after the last token)" "\n"
          r"$r_t = -\beta \log(\pi_\theta / \pi_\mathrm{ref})$ at each token ($\beta = 0.1$), "
          "plus the reward model's score 1.0 at the last", size=9.5)  # fmt: skip
-    box(ax, (9.55, 2.75), (2.8, 2.3), "GRPO instead", "no value model: every token\n"
-        "of response g gets the same\nA_g = (r_g \u2212 mean) / std\nfrom its group of G "
-        "answers\nto the same prompt", BoxLook(COLOURS["update"], 11))  # fmt: skip
+    box(ax, (9.7, 2.75), (2.5, 2.5), "GRPO instead", "no value model: every\ntoken of "
+        "response g\ngets the same\nA_g = (r_g \u2212 mean) / std\nfrom its group of G\n"
+        "answers to one prompt", BoxLook(COLOURS["update"], 10.5))  # fmt: skip
     return figure

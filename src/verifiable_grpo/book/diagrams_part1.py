@@ -44,7 +44,7 @@ def group_advantages_diagram() -> Figure:
     rewards = torch.tensor([[r for _, r in GROUP]], dtype=torch.float64)
     advantages, mean, std = group_advantages(rewards, epsilon=1e-8)
     rows = [3.45, 2.65, 1.85, 1.05]
-    heads = ((1.1, "one prompt"), (3.75, "G = 4 sampled responses"), (5.85, "verifier"),
+    heads = ((1.1, "one prompt"), (3.75, "G = 4 responses"), (5.85, "verifier"),
              (7.65, "statistics"), (9.85, "advantage A"))  # fmt: skip
     for x, head in heads:
         ax.text(x, 4.3, head, ha="center", fontsize=10, weight="bold", color="#555555")
@@ -96,7 +96,7 @@ def _region_texts(ax, advantage: float, low: float, high: float, top: float) -> 
 def clip_regions_diagram() -> Figure:
     """The objective min(rho A, clip(rho) A) for A > 0 and A < 0, with the three ranges of
     the ratio each: six regions, two of which remove the gradient."""
-    figure = Figure(figsize=(7.5, 6.6), layout="constrained")  # for the column
+    figure = Figure(figsize=(7.0, 6.6), layout="constrained")  # for the column
     axes = figure.subplots(2, 1, sharex=True)
     ratios = np.linspace(0.5, 1.5, 401)
     for ax, advantage in zip(axes, (1.0, -1.0)):
@@ -150,7 +150,7 @@ def _kl_panel(figure, rect, policy, reference, emitted: int) -> None:
     ax.bar(positions + 0.2, reference, width=0.4, color="#aaaaaa", label="\u03c0ref")
     ax.bar(emitted - 0.2, policy[emitted], width=0.4, fill=False, edgecolor="black", linewidth=1.8)
     ax.set(ylim=(0, 1.05), xticks=[], yticks=[0, 0.5, 1])
-    ax.tick_params(labelsize=8)
+    ax.tick_params(labelsize=8.5)
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
     return ax
@@ -174,7 +174,7 @@ def exact_kl_prefixes_diagram() -> Figure:
         panel = _kl_panel(figure, ((x - 0.62) / width, 1.85 / height, 1.35 / width, 1.75 / height),
                           p_policy[t], p_reference[t], KL_EMITTED[t])  # fmt: skip
         if t == 0:  # to the left of the first panel, where it covers no bar
-            panel.legend(fontsize=8, loc="upper left", bbox_to_anchor=(-1.3, 0.45), frameon=False)
+            panel.legend(fontsize=8.5, loc="upper left", bbox_to_anchor=(-1.3, 0.45), frameon=False)
         ax.text(x, 1.45, f"KL = {per_prefix[t]:.3f}", ha="center", fontsize=9.5, weight="bold")
     note(ax, (0.15, 3.15), "the whole\nvocabulary\nat each\nprefix", size=8.5, color="#555555")
     total = sum(per_prefix)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from matplotlib.figure import Figure
 from matplotlib.text import Text
 
-COLUMN_PX = 752  # the article's width at a 1280 px window (sphinx-book-theme)
+COLUMN_PX = 676  # the article's content width at a 1280 px window (sphinx-book-theme)
 READABLE_PX = 11.0  # the smallest text a reader reads without zooming
 SMALLEST_TEXT_KEY = "vg-smallest-text-pt"  # a PNG text chunk
 

@@ -126,7 +126,7 @@ def plot_dpo_betas(fitted: dict[float, list[float]]) -> Figure:
     shows in place of the slider."""
     betas = sorted(fitted)
     rows = (len(betas) + 1) // 2
-    figure = Figure(figsize=(8, 3.3 * rows), layout="constrained")
+    figure = Figure(figsize=(7.5, 3.3 * rows), layout="constrained")
     axes = figure.subplots(rows, 2, squeeze=False).ravel()
     for ax, beta in zip(axes, betas):
         view = dpo_beta_view(beta, fitted)

@@ -25,7 +25,7 @@ def plot_fixed_prompt_run(ours: dict, trl: dict | None = None, window: int = 5) 
     history = ours["history"]
     it = np.array([h["iteration"] for h in history])
     # Two panels a row: drawn for the book's column, its text stays readable there.
-    figure = Figure(figsize=(8, 10), layout="constrained")
+    figure = Figure(figsize=(7.5, 10), layout="constrained")
     axes = figure.subplots(3, 2).ravel()
     reward = [h["mean_reward"] for h in history]
     axes[0].plot(it, reward, ".", alpha=0.35, color="C0")
@@ -136,7 +136,7 @@ def plot_lift_curves(results: list[dict], window: int = 10) -> Figure:
     average over `window` iterations, raw values faint): each candidate's reward on the
     prompts it drew that iteration, against its own warm start."""
     # One panel a row, for the book's column: side by side, the titles ran into each other.
-    figure = Figure(figsize=(8, 8.4), layout="constrained")
+    figure = Figure(figsize=(7.5, 8.4), layout="constrained")
     axes = figure.subplots(len(CURVES), 1, sharex=True)
     for ax, (key, title) in zip(axes, CURVES):
         for colour, result in enumerate(results):

@@ -56,7 +56,7 @@ def plot_grpo_telemetry(record: dict, window: int = 10) -> Figure:
     history = record["history"]
     it = np.array([h["iteration"] for h in history])
     # Two panels a row: drawn for the book's column, its text stays readable there.
-    figure = Figure(figsize=(8, 9.6), layout="constrained")
+    figure = Figure(figsize=(7.5, 9.6), layout="constrained")
     axes = figure.subplots(3, 2).ravel()
     reward = [h["mean_reward"] for h in history]
     axes[0].plot(it, reward, ".", alpha=0.4, label="per iteration (16 responses)")
