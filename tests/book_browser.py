@@ -18,6 +18,7 @@ from bs4 import BeautifulSoup
 from bs4.element import NavigableString
 
 PROBE = Path(__file__).with_name("book_probe.js")
+LIVE_STACK_BELOW = 600  # px: vg-live.js's STACK_BELOW, under which a widget's panels stack
 # Headless Chromium will not open a window narrower than this; narrower pages are measured
 # inside an iframe of the wanted width (the page's own viewport, so its media queries apply).
 NARROWEST_WINDOW = 500
@@ -139,6 +140,11 @@ def layout_problems(report: dict, equations_must_fit: bool = True) -> list[str]:
     for live in report.get("live", []):
         if not live["rendered"]:
             problems.append(f"live widget {live['kind']!r} did not render (vg-live.js)")
+        elif live.get("stacked") != (report["width"] < LIVE_STACK_BELOW):
+            problems.append(
+                f"live widget {live['kind']!r} at {report['width']} px: its two panels should "
+                + ("stack" if report["width"] < LIVE_STACK_BELOW else "sit side by side")
+            )
     if report["widgets"]:
         problems.append(
             f"{len(report['widgets'])} ipywidget outputs shown: no kernel runs behind them in "
