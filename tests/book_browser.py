@@ -110,6 +110,7 @@ def page_problems(dom: str, report: dict, equations_must_fit: bool = True) -> li
         problems.append("an NBVAL marker is visible to the reader")
     if "Traceback" in body.get_text() or body.select(".output_error, .error"):
         problems.append("an error output is shown")
+    problems += diagram_problems(body)
     return problems + layout_problems(report, equations_must_fit)
 
 
@@ -217,3 +218,23 @@ def page_title(page: Path) -> str:
     """The text of a built page's first heading, without its permalink sign."""
     heading = BeautifulSoup(page.read_text(), "html.parser").select_one("article h1")
     return " ".join(heading.get_text(" ").replace("#", " ").split()) if heading else ""
+
+
+def diagram_problems(body) -> list[str]:
+    """Each diagram (book/images) sits in a figure with a caption, links to its full-size
+    image, and has an alt text with no words run together at a former line break."""
+    from verifiable_grpo.book.diagrams import DIAGRAMS
+
+    problems = []
+    for img in body.find_all("img"):
+        name = Path(img.get("src", "")).stem
+        if name not in DIAGRAMS:
+            continue
+        link, figure = img.find_parent("a"), img.find_parent("figure")
+        if link is None or not link.get("href", "").endswith(f"{name}.png"):
+            problems.append(f"diagram {name} does not link to its full size")
+        if figure is None or figure.find("figcaption") is None:
+            problems.append(f"diagram {name} has no visible caption")
+        if re.search(r"[a-z]{2,}(ofthe|andthe|tothe|inthe)\b", img.get("alt", "")):
+            problems.append(f"diagram {name}'s alt text runs words together")
+    return problems
