@@ -152,7 +152,10 @@ def layout_problems(report: dict, equations_must_fit: bool = True) -> list[str]:
             "the static book (tag the cell remove-output; a live or static figure teaches)"
         )
     if report.get("column_overflow"):
-        problems.append(f"the text column scrolls sideways by {report['column_overflow']} px")
+        problems.append(
+            f"the text column scrolls sideways by {report['column_overflow']} px: "
+            + "; ".join(report.get("overflowing", []))
+        )
     problems += [f"empty section: {s!r}" for s in report.get("empty_sections", [])]
     return problems
 
@@ -210,7 +213,10 @@ def phone_problems(report: dict, all_checks: bool) -> list[str]:
         return ["no article rendered (or the probe did not run)"]
     problems = []
     if report.get("column_overflow"):
-        problems.append(f"the text column scrolls sideways by {report['column_overflow']} px")
+        problems.append(
+            f"the text column scrolls sideways by {report['column_overflow']} px: "
+            + "; ".join(report.get("overflowing", []))
+        )
     return problems
 
 

@@ -77,6 +77,16 @@
     // The text column itself never scrolls sideways (a wide table scrolls in its own box).
     report.column_overflow = article.scrollWidth > article.clientWidth + 1 ?
       article.scrollWidth - article.clientWidth : 0;
+    // What sticks out, so a failure names its cause (the innermost elements past the edge).
+    report.overflowing = [];
+    if (report.column_overflow) {
+      var edge = article.getBoundingClientRect().right;
+      article.querySelectorAll("*").forEach(function (el) {
+        if (el.getBoundingClientRect().right > edge + 1 && !inScrollBox(el, article) &&
+            !Array.prototype.some.call(el.children, function (c) { return c.getBoundingClientRect().right > edge + 1; }))
+          if (report.overflowing.length < 3) report.overflowing.push(el.tagName.toLowerCase() + ": " + snippet(el));
+      });
+    }
     // Each picture's file and the width it is shown at: Python reads the PNG's smallest text
     // and dpi and computes the text's size on screen.
     report.column = article.clientWidth;
