@@ -153,7 +153,7 @@ print(f"k3(u=0.8) = {float(gr.k3(torch.log(torch.tensor(0.8, dtype=torch.float64
 
 # %%
 names = {0: "exact, beta 0.04", 1: "exact, beta 0.5", 2: "substring, beta 0.04"}
-figure = Figure(figsize=(9, 5.5))
+figure = Figure(figsize=(7.5, 5.5))  # the column's width: its text stays readable
 axes = figure.subplots(2, 2)
 for i, run in enumerate(lab["grpo"]):
     records = run["records"]
@@ -162,8 +162,8 @@ for i, run in enumerate(lab["grpo"]):
         ax.plot(*zip(*points), "o-", label=names[i])
         ax.set(xlabel="iteration", ylabel=key)
         ax.grid(alpha=0.2)
-axes[0, 0].legend(fontsize="small")
-figure.suptitle("GRPO on the digit policy: accuracy, drift, length, silent groups")
+axes[0, 0].legend(fontsize=9)
+figure.suptitle("GRPO on the digit policy: accuracy, drift, length, silent groups", fontsize=11)
 figure.tight_layout()
 display(show(figure))
 

@@ -24,7 +24,7 @@ from verifiable_grpo.book import (
 from verifiable_grpo.book.notebook import load_recorded
 from verifiable_grpo.book.widgets import FIGURE_DPI, figure_png
 from verifiable_grpo.core.config import repo_root
-from verifiable_grpo.part1 import fixed_prompts, lift_study
+from verifiable_grpo.part1 import band_study, fixed_prompts, lift_study, sweep
 from verifiable_grpo.part3 import labs
 
 
@@ -42,7 +42,13 @@ def _result_figures():
         "I.10 lift curves",
         lambda: learning_plots.plot_lift_curves(lift_study.recorded()["results"]),
     )
+    yield "I.10 sweep", lambda: plots.plot_sweep_histories(sweep.load_recorded()["results"])
+    yield (
+        "I.10 lift intervals",
+        lambda: learning_plots.plot_lift_intervals(lift_study.recorded()["summary"]),
+    )
     yield "I.12 signal", lambda: band_plots.plot_signal(0.1, 8, band_plots.band_marks())
+    yield "I.12 band curves", lambda: band_plots.plot_band_curves(band_study.recorded("band"))
     fitted = {r["beta"]: r["fitted"] for r in labs.recorded("dpo")["metrics"]["bandit"]["rows"]}
     yield "III.4 betas", lambda: lab_widgets.plot_dpo_betas(fitted)
     selection = labs.recorded("reward-model")["metrics"]["selection"]

@@ -110,8 +110,8 @@ def plot_band_curves(result: dict) -> Figure:
     at the curve's iterations, exact KL, entropy and answer length."""
     history = result["history"]
     its = [h["iteration"] for h in history]
-    figure = Figure(figsize=(11, 5.2), layout="constrained")
-    axes = figure.subplots(2, 3).ravel()
+    figure = Figure(figsize=(7.5, 8.4), layout="constrained")  # two panels a row: the column
+    axes = figure.subplots(3, 2).ravel()
 
     def smoothed(key):
         values = np.array([h[key] for h in history], dtype=float)
@@ -130,7 +130,7 @@ def plot_band_curves(result: dict) -> Figure:
         [c["iteration"] for c in curve], [c["greedy"] for c in curve], "s--", label="greedy"
     )
     axes[1].set(title="validation (96 problems, held out)")
-    axes[1].legend(fontsize=8)
+    axes[1].legend(fontsize=9)
     for ax, key, title in zip(
         axes[2:],
         ("mean_exact_kl", "mean_entropy", "mean_response_tokens", "zero_variance_fraction"),
@@ -145,6 +145,7 @@ def plot_band_curves(result: dict) -> Figure:
         ax.set(title=title)
     for ax in axes:
         ax.set_xlabel("iteration")
+        ax.title.set_fontsize(11)
     return figure
 
 

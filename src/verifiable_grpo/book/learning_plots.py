@@ -99,7 +99,7 @@ METRICS = (
 def plot_lift_intervals(summary: dict) -> Figure:
     """Paired differences with the warm start and their 95 % intervals, per candidate."""
     rows = summary["candidates"]
-    figure = Figure(figsize=(9, 1.2 + 0.9 * len(rows)), layout="constrained")
+    figure = Figure(figsize=(7.5, 1.5 + 0.9 * len(rows)), layout="constrained")
     axes = figure.subplots(1, len(METRICS), sharey=True)
     for ax, (key, title) in zip(axes, METRICS):
         for y, row in enumerate(rows):
@@ -116,11 +116,12 @@ def plot_lift_intervals(summary: dict) -> Figure:
                 capsize=4,
             )
         ax.axvline(0, color="0.5", lw=0.8, ls="--")
-        ax.set(title=title, xlabel="difference from the warm start")
+        ax.set_title(title.replace(" (", "\n("), fontsize=10)
     from verifiable_grpo.part1.lift_study import display_name
 
     labels = [display_name(r["name"]).replace(" (", "\n(") for r in rows]
     axes[0].set(yticks=range(len(rows)), yticklabels=labels, ylim=(-0.6, len(rows) - 0.4))
+    figure.supxlabel("difference from the warm start (95 % interval)", fontsize=10)
     return figure
 
 

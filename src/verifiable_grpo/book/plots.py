@@ -171,7 +171,7 @@ def plot_sweep_histories(
     """The sweep's settings side by side: training reward and zero-variance groups (trailing
     means), exact KL to the reference, and the clipped share of each iteration's largest
     update, raw: the chapter quotes its peak, which a trailing mean would flatten."""
-    figure = Figure(figsize=(11, 5.6), layout="constrained")
+    figure = Figure(figsize=(7.5, 6.6), layout="constrained")  # for the book's column
     axes = figure.subplots(2, 2).ravel()
     for res in results:
         name = res["setting"]["name"]
@@ -191,6 +191,10 @@ def plot_sweep_histories(
         title=smoothed("zero-variance groups", window), xlabel="iteration", ylim=(-0.05, 1.05)
     )
     axes[2].set(title="mean exact KL to the warm start", xlabel="iteration", yscale="log")
-    axes[3].set(title="clipped share of tokens (largest update, per iteration)", xlabel="iteration")
-    axes[0].legend(fontsize=8)
+    axes[3].set(
+        title="clipped share of tokens\n(largest update, per iteration)", xlabel="iteration"
+    )
+    axes[0].legend(fontsize=9)
+    for ax in axes:
+        ax.title.set_fontsize(11)
     return figure
