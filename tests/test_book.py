@@ -191,17 +191,23 @@ def test_pages_read_cleanly_in_a_browser(built_book):
     assert not defects, "\n".join(defects)
 
 
+def toc_chapter_numbers() -> dict[str, str]:
+    """file -> "I.12": the part's numeral from its caption, the chapter's position among the
+    part's sections in _toc.yml."""
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    numbers = {}
+    for part in toc["parts"]:
+        found = re.match(r"Part ([IVX]+)", part.get("caption", ""))
+        if found:
+            sections = [s["file"] for c in part["chapters"] for s in c.get("sections", [])]
+            numbers |= {name: f"{found.group(1)}.{n}" for n, name in enumerate(sections, 1)}
+    return numbers
+
+
 def test_chapter_numbers_follow_the_toc(built_book):
     """A page whose title carries a chapter number (I.12, II.3...) is that chapter in
     _toc.yml's order: the part's position among the parts, the chapter's among its sections."""
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    expected = {}
-    numbered_parts = [p for p in toc["parts"] if re.match(r"Part [IVX]+", p.get("caption", ""))]
-    for part in numbered_parts:
-        roman = re.match(r"Part ([IVX]+)", part["caption"]).group(1)
-        sections = [s["file"] for c in part["chapters"] for s in c.get("sections", [])]
-        for number, name in enumerate(sections, 1):
-            expected[name] = f"{roman}.{number}"
+    expected = toc_chapter_numbers()
     wrong = []
     for name, number in expected.items():
         title = book_browser.page_title(built_book / (name + ".html"))

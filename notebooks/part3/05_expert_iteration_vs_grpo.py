@@ -123,8 +123,8 @@ Table(["round", "kept", "covered prompts", "accept rate", "task accuracy", "KL"]
 # more of its groups go silent.
 
 # %% [markdown]
-# **Try it.** The live widget of {doc}`chapter I.12 <../part1/12_pretrained_model>` computes
-# this same probability, $1 - p^G - (1-p)^G$, in the page: move $p$ and $G$ there and watch a
+# **Try it.** The live widget of {doc}`GRPO on a pretrained model <../part1/12_pretrained_model>`
+# computes this same probability, $1 - p^G - (1-p)^G$, in the page: move $p$ and $G$ there and watch a
 # group go silent as $p$ nears 0 or 1.
 
 # %% [markdown]
