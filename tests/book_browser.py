@@ -18,6 +18,7 @@ from bs4 import BeautifulSoup
 from bs4.element import NavigableString
 
 PROBE = Path(__file__).with_name("book_probe.js")
+LIVE_STACK_BELOW = 600  # px: vg-live.js's STACK_BELOW, under which a widget's panels stack
 # Headless Chromium will not open a window narrower than this; narrower pages are measured
 # inside an iframe of the wanted width (the page's own viewport, so its media queries apply).
 NARROWEST_WINDOW = 500
@@ -109,6 +110,7 @@ def page_problems(dom: str, report: dict, equations_must_fit: bool = True) -> li
         problems.append("an NBVAL marker is visible to the reader")
     if "Traceback" in body.get_text() or body.select(".output_error, .error"):
         problems.append("an error output is shown")
+    problems += diagram_problems(body)
     return problems + layout_problems(report, equations_must_fit)
 
 
@@ -139,12 +141,56 @@ def layout_problems(report: dict, equations_must_fit: bool = True) -> list[str]:
     for live in report.get("live", []):
         if not live["rendered"]:
             problems.append(f"live widget {live['kind']!r} did not render (vg-live.js)")
-    for number, widget in enumerate(report["widgets"], 1):
-        if not widget["rendered"]:
-            problems.append(f"widget {number} did not render")
-        elif widget["figures"] < 1:
-            problems.append(f"widget {number} shows no rendered figure")
+        elif live.get("stacked") != (report["width"] < LIVE_STACK_BELOW):
+            problems.append(
+                f"live widget {live['kind']!r} at {report['width']} px: its two panels should "
+                + ("stack" if report["width"] < LIVE_STACK_BELOW else "sit side by side")
+            )
+    if report["widgets"]:
+        problems.append(
+            f"{len(report['widgets'])} ipywidget outputs shown: no kernel runs behind them in "
+            "the static book (tag the cell remove-output; a live or static figure teaches)"
+        )
+    if report.get("column_overflow"):
+        problems.append(
+            f"the text column scrolls sideways by {report['column_overflow']} px: "
+            + "; ".join(report.get("overflowing", []))
+        )
+    problems += [f"empty section: {s!r}" for s in report.get("empty_sections", [])]
     return problems
+
+
+def png_text_points(path: Path) -> tuple[float | None, float]:
+    """(smallest text in points, dpi) that a PNG saved by the package carries; None where it
+    carries no measure (an image not drawn by the package's figure code)."""
+    from PIL import Image
+
+    from verifiable_grpo.book.figure_checks import SMALLEST_TEXT_KEY
+
+    with Image.open(path) as image:
+        points = image.text.get(SMALLEST_TEXT_KEY) if hasattr(image, "text") else None
+        dpi = image.info.get("dpi", (72, 72))[0]
+    return (float(points) if points else None), float(dpi)
+
+
+def small_text_problems(page: Path, report: dict) -> tuple[list[str], int]:
+    """Pictures whose smallest text is under READABLE_PX as the page shows them, and how many
+    pictures carried a measure."""
+    from verifiable_grpo.book.figure_checks import READABLE_PX, displayed_px
+
+    problems, measured = [], 0
+    for image in report.get("images", []):
+        path = (page.parent / image["src"]).resolve()
+        if not path.is_file() or path.suffix != ".png":
+            continue
+        points, dpi = png_text_points(path)
+        if points is None:
+            continue
+        measured += 1
+        size = displayed_px(points, dpi, image["natural"], image["shown"])
+        if size < READABLE_PX - 0.05:
+            problems.append(f"text of {size:.1f} px in {path.name} (under {READABLE_PX:g} px)")
+    return problems, measured
 
 
 def sidebar_docnames(page: Path, html_root: Path) -> list[str]:
@@ -156,3 +202,45 @@ def sidebar_docnames(page: Path, html_root: Path) -> list[str]:
         target = page.resolve() if not href else (page.parent / href).resolve()
         names.append(target.relative_to(html_root.resolve()).with_suffix("").as_posix())
     return names
+
+
+def phone_problems(report: dict, all_checks: bool) -> list[str]:
+    """At 412 px: the pages that were made to fit a phone get every layout check; the others
+    at least keep their text column and show no inert widget."""
+    if all_checks:
+        return layout_problems(report, equations_must_fit=False)
+    if not report.get("article"):
+        return ["no article rendered (or the probe did not run)"]
+    problems = []
+    if report.get("column_overflow"):
+        problems.append(
+            f"the text column scrolls sideways by {report['column_overflow']} px: "
+            + "; ".join(report.get("overflowing", []))
+        )
+    return problems
+
+
+def page_title(page: Path) -> str:
+    """The text of a built page's first heading, without its permalink sign."""
+    heading = BeautifulSoup(page.read_text(), "html.parser").select_one("article h1")
+    return " ".join(heading.get_text(" ").replace("#", " ").split()) if heading else ""
+
+
+def diagram_problems(body) -> list[str]:
+    """Each diagram (book/images) sits in a figure with a caption, links to its full-size
+    image, and has an alt text with no words run together at a former line break."""
+    from verifiable_grpo.book.diagrams import DIAGRAMS
+
+    problems = []
+    for img in body.find_all("img"):
+        name = Path(img.get("src", "")).stem
+        if name not in DIAGRAMS:
+            continue
+        link, figure = img.find_parent("a"), img.find_parent("figure")
+        if link is None or not link.get("href", "").endswith(f"{name}.png"):
+            problems.append(f"diagram {name} does not link to its full size")
+        if figure is None or figure.find("figcaption") is None:
+            problems.append(f"diagram {name} has no visible caption")
+        if re.search(r"[a-z]{2,}(ofthe|andthe|tothe|inthe)\b", img.get("alt", "")):
+            problems.append(f"diagram {name}'s alt text runs words together")
+    return problems

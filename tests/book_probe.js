@@ -69,11 +69,44 @@
     // The live widgets (book/_live/vg-live.js): mounted, with a drawn figure and values.
     article.querySelectorAll("div.vg-live").forEach(function (div) {
       var svg = div.querySelector(".vg-live-figure svg");
-      report.live.push({kind: div.getAttribute("data-widget"),
+      report.live.push({kind: div.getAttribute("data-widget"), stacked: div.getAttribute("data-stacked") === "1",
                         rendered: !!svg && svg.childElementCount > 0 && svg.getBoundingClientRect().width > 0 &&
                                   div.querySelectorAll("td[data-key]").length > 0});
     });
     report.math_errors = article.querySelectorAll("mjx-merror").length;
+    // The text column itself never scrolls sideways (a wide table scrolls in its own box).
+    report.column_overflow = article.scrollWidth > article.clientWidth + 1 ?
+      article.scrollWidth - article.clientWidth : 0;
+    // What sticks out, so a failure names its cause (the innermost elements past the edge).
+    report.overflowing = [];
+    if (report.column_overflow) {
+      var edge = article.getBoundingClientRect().right;
+      article.querySelectorAll("*").forEach(function (el) {
+        if (el.getBoundingClientRect().right > edge + 1 && !inScrollBox(el, article) &&
+            !Array.prototype.some.call(el.children, function (c) { return c.getBoundingClientRect().right > edge + 1; }))
+          if (report.overflowing.length < 3) report.overflowing.push(el.tagName.toLowerCase() + ": " + snippet(el));
+      });
+    }
+    // Each picture's file and the width it is shown at: Python reads the PNG's smallest text
+    // and dpi and computes the text's size on screen.
+    report.column = article.clientWidth;
+    report.images = [];
+    article.querySelectorAll("img").forEach(function (img) {
+      if (loaded(img) && img.offsetWidth > 0)
+        report.images.push({src: img.getAttribute("src"), natural: img.naturalWidth,
+                            shown: img.getBoundingClientRect().width});
+    });
+    // A heading followed directly by the next heading: a section with nothing in it.
+    report.empty_sections = [];
+    article.querySelectorAll("section").forEach(function (section) {
+      var children = Array.prototype.filter.call(section.children, function (c) {
+        return !/^H[1-6]$/.test(c.tagName) && !c.classList.contains("headerlink") && c.tagName !== "SPAN";
+      });
+      if (!children.length || children[0].tagName === "SECTION") {
+        var heading = section.querySelector("h1, h2, h3, h4, h5, h6");
+        report.empty_sections.push(heading ? snippet(heading) : "(untitled)");
+      }
+    });
     return report;
   }
 

@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 import book_browser
+from verifiable_grpo.book import diagrams
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
@@ -160,24 +161,57 @@ def test_pages_read_cleanly_in_a_browser(built_book):
         if os.environ.get("CI"):
             pytest.fail("chromium is missing in CI: .ci/run installs it")
         pytest.skip("chromium not installed (apt-get install chromium)")
-    defects, live = [], 0
+    defects, live, measured = [], 0, 0
     visits = [(page, 1280) for page in page_paths(built_book)]
     visits += [
         (built_book / (name + ".html"), 412)
         for name in toc_files()
         if name.startswith(PHONE_WIDTH_PREFIXES)
     ]
+    visits += [(page, 412) for page in page_paths(built_book) if (page, 412) not in visits]
     for page, width in visits:
         dom, report = book_browser.browse(page, width=width)
         name = page.relative_to(built_book).as_posix()
         fit = width == 1280 and name.startswith(FITTING_EQUATIONS)
+        phone_checked = width == 1280 or name.startswith(PHONE_WIDTH_PREFIXES)
         problems = (
             book_browser.page_problems(dom, report, equations_must_fit=fit)
             if width == 1280
-            else book_browser.layout_problems(report, equations_must_fit=False)
+            else book_browser.phone_problems(report, all_checks=phone_checked)
         )
+        if width == 1280:
+            small, count = book_browser.small_text_problems(page, report)
+            problems += small
+            measured += count
         defects += [f"{name} at {width} px: {problem}" for problem in problems]
         live += len(report.get("live", [])) if width == 1280 else 0
     placed = sum(p.read_text().count('class="vg-live"') for p in NOTEBOOKS.rglob("*.py"))
     assert live == placed, f"{placed} live widgets placed in the chapters, {live} found built"
+    assert measured >= len(diagrams.DIAGRAMS), f"only {measured} pictures carried their text size"
     assert not defects, "\n".join(defects)
+
+
+def toc_chapter_numbers() -> dict[str, str]:
+    """file -> "I.12": the part's numeral from its caption, the chapter's position among the
+    part's sections in _toc.yml."""
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    numbers = {}
+    for part in toc["parts"]:
+        found = re.match(r"Part ([IVX]+)", part.get("caption", ""))
+        if found:
+            sections = [s["file"] for c in part["chapters"] for s in c.get("sections", [])]
+            numbers |= {name: f"{found.group(1)}.{n}" for n, name in enumerate(sections, 1)}
+    return numbers
+
+
+def test_chapter_numbers_follow_the_toc(built_book):
+    """A page whose title carries a chapter number (I.12, II.3...) is that chapter in
+    _toc.yml's order: the part's position among the parts, the chapter's among its sections."""
+    expected = toc_chapter_numbers()
+    wrong = []
+    for name, number in expected.items():
+        title = book_browser.page_title(built_book / (name + ".html"))
+        found = re.match(r"([IVX]+\.\d+)\b", title)
+        if found and found.group(1) != number:
+            wrong.append(f"{name}: the page says {found.group(1)}, _toc.yml makes it {number}")
+    assert not wrong, "\n".join(wrong)

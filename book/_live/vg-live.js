@@ -144,8 +144,14 @@
   function fmtTick(v) { return String(Number(v.toPrecision(4))); }
 
   // One panel: a frame at box = [x, y, w, h] with value -> pixel maps and ticked axes.
+  // Every figure is two panels side by side in a 760-wide frame. On a narrow screen
+  // (STACK_BELOW) the right-hand panel moves under the left one, so neither shrinks to an
+  // unreadable half of a phone's width.
+  var STACK_BELOW = 600, HALF = 380;
   function panel(svg, box, xr, yr, title, xlabel) {
     var g = svgEl("g", {}, svg), x0 = box[0], y0 = box[1], w = box[2], h = box[3];
+    if (svg.vgStacked && x0 >= HALF)
+      g.setAttribute("transform", "translate(" + -HALF + "," + svg.vgStacked + ")");
     var px = function (v) { return x0 + (v - xr[0]) / (xr[1] - xr[0]) * w; };
     var py = function (v) { return y0 + h - (v - yr[0]) / (yr[1] - yr[0]) * h; };
     svgEl("rect", {x: x0, y: y0, width: w, height: h, fill: "none", stroke: "#888"}, g);
@@ -184,17 +190,28 @@
   function newFigure(root, height) {
     var figure = root.querySelector(".vg-live-figure");
     figure.innerHTML = "";
-    return svgEl("svg", {viewBox: "0 0 760 " + height, role: "img", width: "100%"}, figure);
+    var stacked = root.getBoundingClientRect().width < STACK_BELOW;
+    root.setAttribute("data-stacked", stacked ? "1" : "0");
+    // Stacked: room for a legend's second line between the two panels.
+    var box = stacked ? "0 0 " + HALF + " " + (2 * height + LEGEND_WRAP) : "0 0 760 " + height;
+    var svg = svgEl("svg", {viewBox: box, role: "img", width: "100%"}, figure);
+    svg.vgStacked = stacked ? height + LEGEND_WRAP : 0;
+    return svg;
   }
   // A legend in one row under a panel's axis label (it never covers the data).
+  // Stacked, a legend wraps at its panel's edge instead of running into the other half.
   function legend(p, x, y, items) {
+    var stacked = p.g.ownerSVGElement && p.g.ownerSVGElement.vgStacked;
+    var start = x, edge = (x < HALF ? HALF : 2 * HALF) - 6;
     items.forEach(function (item) {
+      var width = 24 + 5.6 * item[1].length;
+      if (stacked && x > start && x + width - 10 > edge) { x = start; y += LEGEND_WRAP; }
       svgEl("rect", {x: x, y: y - 8, width: 10, height: 8, fill: item[0]}, p.g);
-      var label = text(p.g, x + 14, y, item[1], {"font-size": 10});
-      x += 24 + 5.6 * item[1].length;
-      return label;
+      text(p.g, x + 14, y, item[1], {"font-size": 10});
+      x += width;
     });
   }
+  var LEGEND_WRAP = 14;
   var LEGEND_Y = 256;
   function categories(n) {
     var xr = [-0.6, n - 0.4];
@@ -458,6 +475,11 @@
       });
     });
     kind.render(root, controls);
+    // Turning a phone (or resizing a window) across STACK_BELOW redraws side by side or stacked.
+    window.addEventListener("resize", function () {
+      var stacked = root.getBoundingClientRect().width < STACK_BELOW ? "1" : "0";
+      if (stacked !== root.getAttribute("data-stacked")) kind.render(root, controls);
+    });
   }
 
   function mountAll() { document.querySelectorAll("div.vg-live[data-widget]").forEach(mount); }

@@ -78,6 +78,9 @@ print("policy: warm start of the recorded tiny run |",
 # four wrong) answers has std 0 and every advantage exactly 0: no
 # signal.](../../book/images/group_advantages.png)
 #
+# *One group: four responses to one prompt, their rewards, the group's mean and std, and
+# the advantage each response receives.*
+#
 # Now a group produced by a real model.
 #
 # The policy is the warm-start model of the recorded run: the same starting point GRPO

@@ -76,6 +76,9 @@ from verifiable_grpo.book.notebook import Table, show
 # it (a bad token that became more likely is pushed back
 # down).](../../book/images/clip_regions.png)
 #
+# *The clipped objective of one token for a better-than-average response (top) and a worse
+# one (bottom): six regions of the ratio, two of which carry no gradient.*
+#
 # For one token with log-probability ratio $\rho$ and advantage $A$, the table gives the
 # objective, the branch that `min` selects, and the gradient with respect to the token's
 # log-probability, computed by autograd in float64 through the package's

@@ -84,6 +84,9 @@ print("profile:", config["profile"], "| vocabulary:", model.config.vocab_size)
 # visited prefix, not only the sampled one; the loss adds beta times their mean over the
 # tokens.](../../book/images/exact_kl_prefixes.png)
 #
+# *The exact KL at each visited prefix sums over the whole vocabulary, not only over the
+# token that was sampled.*
+#
 # ## Two real, nearby policies
 #
 # We need two genuinely different distributions of the model over its vocabulary. The
@@ -302,7 +305,7 @@ Table(["policy pair", "visited prefixes", "mean KL", "median KL", "largest KL",
 # Jupyter or on Colab; the book shows the default setting). The exact value is fixed, the
 # sampled estimates wander around it and settle as the draws grow.
 
-# %%
+# %% tags=["remove-output"]
 # NBVAL_IGNORE_OUTPUT
 widgets.make_kl_widget("0.5, 0.3, 0.2", "0.2, 0.3, 0.5", samples=widgets.KL_DEFAULT_SAMPLES)
 

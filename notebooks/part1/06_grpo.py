@@ -25,6 +25,17 @@
 # plus 0.02 times the exact KL to the frozen reference, both reduced token → response →
 # prompt. 100 iterations make 1,600 responses and 200 updates.
 #
+# ![The GRPO loop as a cycle. Top row: P prompts drawn from the training split; G responses
+# sampled per prompt at temperature 1, their old log-probs captured; the verifier scores each
+# response 1 or 0. Bottom row, back from right to left: group advantages A = (r - group mean)
+# / (group std + delta), then two clipped updates, -min(rho A, clip(rho) A) + beta times the
+# exact KL, which read the same old log-probs and the logits of the frozen reference (the
+# warm start, no gradient). The updated policy samples the next iteration's new
+# prompts.](../../book/images/grpo_loop.png)
+#
+# *One GRPO iteration: from the prompts to the two clipped updates, and back to new
+# prompts.*
+#
 # Three roles are never confused: the **reference** is a strictly reloaded, frozen copy of
 # the warm start (no gradients, checked unchanged before and after the run); the **old** policy is the
 # one that sampled the rollout set, represented only by the log-probabilities captured at
@@ -180,6 +191,9 @@ Table(["per-draw success on 200 validation problems", "warm start", "after train
 # 1 (ratio 1 up to rounding, no clip can act), update 2 (the ratio has moved, the clip may
 # act), and the next iteration, where the updated policy becomes the old one; the reference
 # stays the same throughout.](../../book/images/three_roles.png)
+#
+# *The three policies of one iteration: what each is, what it is used for, and when it
+# changes.*
 #
 # For one iteration, let $P$ prompts $x_1..x_P$ each have $G$ responses $y_{i,1}..y_{i,G}$
 # with advantages $A_{i,g}$ (chapter 2), and let response $y_{i,g}$ have $|y_{i,g}|$ tokens.
@@ -442,12 +456,8 @@ result = check_grpo_loss(solution_grpo_loss)
 #
 # Every piece is now in place: the verifier (chapter 1), group advantages (chapter 2), the
 # clipped ratio (chapter 3), the exact KL (chapter 4) and the loss above. This exercise puts
-# them together into the loop itself. One iteration:
-#
-# ![One GRPO iteration: P prompts, G sampled responses per prompt with their old log-probs
-# captured, the verifier's rewards, group advantages, then two clipped updates with the exact
-# KL to the frozen reference; the updated policy samples the next
-# iteration.](../../book/images/grpo_loop.png)
+# them together into the loop itself, one iteration at a time
+# (the loop diagram at the top of this chapter shows it whole).
 #
 # Write `my_grpo_iteration(policy, reference, optimizer, task, group_size, epsilon, beta,
 # updates)`: sample `group_size` responses to each prompt, verify them, turn the rewards into

@@ -73,6 +73,9 @@ print("live profile:", config["profile"])
 # its process ends. Resume, a fresh process, loads that file at update k and runs to N,
 # ending in a state S' that equals S tensor by tensor.](../../book/images/resume.png)
 #
+# *Exact resume: a run stopped at update k and continued from its saved state ends in the
+# same state as a run that was never stopped.*
+#
 # ## Three runs of the warm start, live
 #
 # `continuous` runs every epoch; `interrupt` stops after the first epoch and saves its full

@@ -78,6 +78,9 @@ print("problems:", results["problems"], "| populations:", results["populations"]
 # problems where they disagree tell them apart (exact McNemar test on the first draws,
 # paired bootstrap of per-problem means).](../../book/images/evaluation_design.png)
 #
+# *The evaluation design: every policy answers the same test problems, once greedily and
+# four times by sampling.*
+#
 # ## The headline results (recorded tiny run)
 #
 # Each bar is a success rate on the 200 test problems (ALL), and on their two halves of 100:

@@ -93,7 +93,6 @@ marks = band_plots.band_marks()
 for name, rate in marks:
     print(f"{name}: p = {rate:.3f}, groups of 8 with a signal if every problem had that p: "
           f"{band_plots.signal_share(rate, 8):.2f}")
-show(band_plots.plot_signal(0.1, 8, marks))
 
 # %% [markdown]
 # Move $p$ and $G$ here (in the built book, this runs in the page):
@@ -102,10 +101,10 @@ show(band_plots.plot_signal(0.1, 8, marks))
 # appears here in the built book.)</em></div>
 # <script src="../../_static/vg-live.js"></script>
 #
-# In Jupyter or on Colab, the widget below redraws the figure above, with the recorded
-# starting points marked.
+# In Jupyter or on Colab, the widget below draws the same curves on a log axis of $p$, with
+# the recorded starting points marked.
 
-# %%
+# %% tags=["remove-output"]
 band_plots.make_signal_widget(0.1, 8, marks)
 
 # %% [markdown]

@@ -78,6 +78,9 @@ Table(head + ["paper"], [row + [source_of(row[0]).cite] for row in rows])
 # dynamic sampling; gspo a sequence-level ratio; aero a posterior baseline for one-rollout
 # groups and its own sampler.](../../book/images/family_axes.png)
 #
+# *The GRPO family as data: each arm is one entry of the objectives registry, with one
+# value on each axis.*
+#
 # ## Why each variant exists
 #
 # Plain GRPO ({ref}`Shao et al. 2024 <ref-deepseekmath>`) scores each of $G$ answers to a
@@ -251,7 +254,7 @@ Table(["arm", "o1 (r=1, 3 tok)", "o2 (r=0, 5 tok)", "o3 (r=1, 2 tok)", "o4 (r=0,
 # %%
 display(show(family_widgets.plot_token_weights([1, 0, 1, 0], [3, 5, 2, 7])))
 
-# %%
+# %% tags=["remove-output"]
 # NBVAL_IGNORE_OUTPUT
 # (the widget's saved state embeds a rendered PNG; the figure above is the checked fallback)
 family_widgets.make_token_weight_widget()

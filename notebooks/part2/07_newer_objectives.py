@@ -137,7 +137,7 @@ Table(["entry", "o1 (r=1, 3 tok)", "o2 (r=0, 5 tok)", "o3 (r=1, 2 tok)", "o4 (r=
 display(show(family_widgets.plot_token_weights([1, 0, 1, 0], [3, 5, 2, 7],
                                                newer_objectives.NEWER)))
 
-# %%
+# %% tags=["remove-output"]
 # NBVAL_IGNORE_OUTPUT
 # (the widget's saved state embeds a rendered PNG; the figure above is the checked fallback)
 family_widgets.make_token_weight_widget(names=newer_objectives.NEWER)

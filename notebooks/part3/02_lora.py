@@ -85,6 +85,9 @@ published = lora_lab.MODULE_REPORTS  # the published lab's figures, for the last
 # y = W x + b + s B A x. At rank 8 the adapter trains 9,216 numbers, 2.8 % of W. Because
 # B starts at zero the model starts as the base function exactly; merging folds s B A into
 # W.](../../book/images/lora_adapters.png)
+#
+# *LoRA: the frozen weight W plus a trainable low-rank product B A, which starts at zero.*
+#
 
 # %% [markdown]
 # ## Why the first step changes nothing, and moves only $B$

@@ -168,11 +168,16 @@ Table(["n", "KL bound", "linear: proxy", "linear: true", "MLP: true", "oracle: t
 # ranking at the extremes that search reaches.
 
 # %% [markdown]
-# **Try it.** In a live notebook, the slider moves $n$ along the recorded grid and
-# redraws the marker. In the static book it does nothing: no kernel runs behind it, and
-# the figure under it stays at $n = 64$.
+# The whole recorded grid of $n$ in one picture, with $n = 64$ marked:
 
 # %%
+show(lab_widgets.plot_best_of_n(lab_widgets.best_of_n_view(lab["selection"], 64)))
+
+# %% [markdown]
+# **Try it.** In Jupyter or on Colab, the slider below moves $n$ along the recorded grid and
+# moves the marker with it.
+
+# %% tags=["remove-output"]
 # NBVAL_IGNORE_OUTPUT
 lab_widgets.make_best_of_n_widget(lab["selection"], 64)
 

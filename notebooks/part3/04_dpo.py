@@ -81,6 +81,10 @@ print(labs.provenance_line("dpo"))
 # chosen response's implicit reward minus the rejected one's, and the loss is minus log
 # sigmoid of m. There is no reward model and no sampling: the pair is
 # data.](../../book/images/dpo_pair.png)
+#
+# *DPO on one preference pair: the log-probability ratios of the chosen and the rejected
+# answer give the implicit reward margin.*
+#
 
 # %% [markdown]
 # ## The policy that DPO aims at
@@ -162,15 +166,19 @@ Table(["response", "true reward (centred)", "implicit reward (centred)"],
 # %% [markdown]
 # ## Try it: beta and the resulting policy
 #
-# The figure under the slider is the analytic optimum at $\beta = 0.5$ beside the reference
-# and the recorded DPO fit. In a live notebook, the slider recomputes $\pi^*$ at any beta. The
-# recorded fit is drawn only at the four recorded betas. In the static book, the slider
-# does nothing: no kernel runs behind it.
+# At each recorded $\beta$, the analytic optimum $\pi^*$ beside the reference and the
+# recorded DPO fit: the smaller $\beta$, the further $\pi^*$ moves from the reference
+# towards the best answers.
 
 # %%
 fitted = {r["beta"]: r["fitted"] for r in bandit["rows"]}
+show(lab_widgets.plot_dpo_betas(fitted))
 
-# %%
+# %% [markdown]
+# In Jupyter or on Colab, the slider below recomputes $\pi^*$ at any $\beta$ (the recorded
+# fit is drawn only at the recorded betas).
+
+# %% tags=["remove-output"]
 # NBVAL_IGNORE_OUTPUT
 lab_widgets.make_dpo_beta_widget(fitted, 0.5)
 

@@ -70,7 +70,6 @@ import torch
 from IPython.display import display
 from matplotlib.figure import Figure
 
-from verifiable_grpo.book import lab_widgets
 from verifiable_grpo.book.notebook import Table, show
 from verifiable_grpo.part3 import labs
 from verifiable_grpo.part3.expert_iteration_lab import group_relative as gr
@@ -124,13 +123,9 @@ Table(["round", "kept", "covered prompts", "accept rate", "task accuracy", "KL"]
 # more of its groups go silent.
 
 # %% [markdown]
-# **Try it.** In a live notebook, the sliders move $p$ and $G$ and redraw the curve. In
-# the static book they do nothing: no kernel runs behind them, and the figure under them
-# keeps the dot at $p = 0.9$, $G = 8$.
-
-# %%
-# NBVAL_IGNORE_OUTPUT
-lab_widgets.make_mixed_group_widget(0.9, 8)
+# **Try it.** The live widget of {doc}`GRPO on a pretrained model <../part1/12_pretrained_model>`
+# computes this same probability, $1 - p^G - (1-p)^G$, in the page: move $p$ and $G$ there and watch a
+# group go silent as $p$ nears 0 or 1.
 
 # %% [markdown]
 # ## The update and its KL estimate
@@ -158,7 +153,7 @@ print(f"k3(u=0.8) = {float(gr.k3(torch.log(torch.tensor(0.8, dtype=torch.float64
 
 # %%
 names = {0: "exact, beta 0.04", 1: "exact, beta 0.5", 2: "substring, beta 0.04"}
-figure = Figure(figsize=(9, 5.5))
+figure = Figure(figsize=(7.5, 5.5))  # the column's width: its text stays readable
 axes = figure.subplots(2, 2)
 for i, run in enumerate(lab["grpo"]):
     records = run["records"]
@@ -167,8 +162,8 @@ for i, run in enumerate(lab["grpo"]):
         ax.plot(*zip(*points), "o-", label=names[i])
         ax.set(xlabel="iteration", ylabel=key)
         ax.grid(alpha=0.2)
-axes[0, 0].legend(fontsize="small")
-figure.suptitle("GRPO on the digit policy: accuracy, drift, length, silent groups")
+axes[0, 0].legend(fontsize=9)
+figure.suptitle("GRPO on the digit policy: accuracy, drift, length, silent groups", fontsize=11)
 figure.tight_layout()
 display(show(figure))
 

@@ -222,11 +222,16 @@ show(cost_plots.plot_bill(result, PRICES.usd_per_gpu_hour))
 # quote or a measurement.
 
 # %% [markdown]
-# **Try it.** Move an assumption and the bill and its figure are recomputed. In the
-# static book the controls do nothing (no kernel runs behind them), and the figure under
-# them stays at the default setting.
+# The bill at the default setting, stage by stage:
 
 # %%
+show(cw.plot_bill(cw.bill_view()))
+
+# %% [markdown]
+# **Try it.** In Jupyter or on Colab, the controls below change an assumption and recompute
+# the bill and its figure.
+
+# %% tags=["remove-output"]
 cw.make_bill_widget()
 
 # %% [markdown]

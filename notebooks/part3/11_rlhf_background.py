@@ -167,6 +167,8 @@ for lam in (0.0, 0.95, 1.0):
 # model, and every token of a response gets the same advantage, computed from its group of
 # answers to the same prompt.](../../book/images/ppo_gae.png)
 #
+# *PPO's learned value model and GAE, beside GRPO's group baseline.*
+#
 # ## The clipped surrogate
 #
 # PPO samples a batch with the old policy and takes several gradient steps on it. Each

@@ -40,7 +40,7 @@ def test_every_committed_diagram_is_current(redrawn):
         if new.shape != old.shape or (new != old).any():
             stale.append(name)
     assert not stale, f"committed diagrams differ from their code: {stale}; run {REGENERATE}"
-    assert _png_size(redrawn["grpo_loop"]) == (1320, 462)
+    assert _png_size(redrawn["grpo_loop"]) == (774, 422)  # 7.0 x 3.8 in: for the column
 
 
 def test_there_are_at_least_ten_mechanism_diagrams():

@@ -34,11 +34,16 @@ def band_marks() -> list[tuple[str, float]]:
     ]
 
 
+LOWEST_P = 1e-3  # the signal figure's left edge (and the widget's lowest p)
+
+
 def plot_signal(p: float = 0.1, group_size: int = 8, marks=None) -> Figure:
     """Share of groups with a signal against p, for G = 2, 4, 8, 16 and the chosen G."""
-    figure = Figure(figsize=(7.5, 3.6), layout="constrained")
+    figure = Figure(figsize=(7.5, 4.2), layout="constrained")
     ax = figure.subplots()
-    grid = np.linspace(0, 1, 401)
+    # A plain log axis from p = 0.001: the small rates where the recorded starts sit get room,
+    # and no kink (a symlog's switch to linear) pretends to be part of the formula.
+    grid = np.geomspace(LOWEST_P, 1, 401)
     for g in sorted({2, 4, 8, 16, group_size}):
         ax.plot(
             grid,
@@ -52,7 +57,7 @@ def plot_signal(p: float = 0.1, group_size: int = 8, marks=None) -> Figure:
         ax.annotate(
             name,
             (rate, 0.05 + 0.12 * index),
-            fontsize=7,
+            fontsize=9,
             rotation=0,
             xytext=(4, 0),
             textcoords="offset points",
@@ -62,11 +67,14 @@ def plot_signal(p: float = 0.1, group_size: int = 8, marks=None) -> Figure:
         xlabel="per-draw success p of the prompt",
         ylabel="groups with a signal",
         title="1 - p^G - (1 - p)^G: a group learns only when its rewards differ",
-        xlim=(0, 1),
+        xscale="log",
+        xlim=(LOWEST_P, 1),
         ylim=(0, 1.02),
     )
-    ax.set_xscale("symlog", linthresh=0.01)
-    ax.legend(fontsize=8, loc="upper right")
+    ticks = [0.001, 0.01, 0.1, 1]
+    ax.set_xticks(ticks, [f"{t:g}" for t in ticks])  # plain numbers, not powers of ten
+    ax.title.set_fontsize(11)
+    ax.legend(fontsize=9, loc="upper left")
     return figure
 
 
@@ -102,8 +110,8 @@ def plot_band_curves(result: dict) -> Figure:
     at the curve's iterations, exact KL, entropy and answer length."""
     history = result["history"]
     its = [h["iteration"] for h in history]
-    figure = Figure(figsize=(11, 5.2), layout="constrained")
-    axes = figure.subplots(2, 3).ravel()
+    figure = Figure(figsize=(7.5, 8.4), layout="constrained")  # two panels a row: the column
+    axes = figure.subplots(3, 2).ravel()
 
     def smoothed(key):
         values = np.array([h[key] for h in history], dtype=float)
@@ -122,7 +130,7 @@ def plot_band_curves(result: dict) -> Figure:
         [c["iteration"] for c in curve], [c["greedy"] for c in curve], "s--", label="greedy"
     )
     axes[1].set(title="validation (96 problems, held out)")
-    axes[1].legend(fontsize=8)
+    axes[1].legend(fontsize=9)
     for ax, key, title in zip(
         axes[2:],
         ("mean_exact_kl", "mean_entropy", "mean_response_tokens", "zero_variance_fraction"),
@@ -137,6 +145,7 @@ def plot_band_curves(result: dict) -> Figure:
         ax.set(title=title)
     for ax in axes:
         ax.set_xlabel("iteration")
+        ax.title.set_fontsize(11)
     return figure
 
 

@@ -60,7 +60,7 @@ def plot_bill(view: dict) -> Figure:
     ]
     names, dollars = zip(*[(name, hours * price) for name, hours in stages])
     bars = ax.barh(names, dollars, color=["#4c72b0"] + ["#dd8452"] * 3)
-    ax.bar_label(bars, labels=[f"USD {d:.2f}" for d in dollars], padding=3, fontsize="small")
+    ax.bar_label(bars, labels=[f"USD {d:.2f}" for d in dollars], padding=3, fontsize=9)
     ax.invert_yaxis()
     ax.set(
         xlabel="USD per run",
@@ -68,6 +68,7 @@ def plot_bill(view: dict) -> Figure:
         title=f"One SFT run and one GRPO trial: USD {view['sft']['usd']:.2f} + "
         f"{view['grpo']['usd']:.2f}",
     )
+    ax.title.set_fontsize(11)
     figure.tight_layout()
     return figure
 

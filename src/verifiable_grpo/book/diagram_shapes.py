@@ -1,7 +1,7 @@
 """The pieces every diagram is drawn with: a canvas in inches, rounded boxes, arrows, chips.
 
-One unit of the canvas is one inch of the saved figure, so sizes read the same in every
-diagram. matplotlib's Figure is used directly (no pyplot: no global state, no backend).
+One unit of the canvas is SCALE inches of the saved figure, so sizes read the same in
+every diagram. matplotlib's Figure is used directly (no pyplot: no global state, no backend).
 """
 
 from __future__ import annotations
@@ -29,9 +29,17 @@ COLOURS = {
 GOOD, BAD = "#2ca02c", "#d62728"
 
 
-def canvas(width: float, height: float):
-    """(figure, axes) of width x height inches, axes in inch units, no frame."""
-    figure = Figure(figsize=(width, height))
+# Drawn for the book's text column: a canvas of width units is a figure of SCALE * width
+# inches, while text keeps its size in points. An 11-unit diagram is 7.0 inches, shown in
+# the column's 676 px: an 8.5 pt text is then 11.3 px, above the 11 px a reader reads.
+SCALE = 0.64
+SMALLEST_POINTS = 8.5
+
+
+def canvas(width: float, height: float, scale: float = 1.0):
+    """(figure, axes) of width x height units (`scale` inches each: SCALE for a diagram
+    drawn for the column), no frame."""
+    figure = Figure(figsize=(width * scale, height * scale))
     ax = figure.add_axes((0, 0, 1, 1))
     ax.set(xlim=(0, width), ylim=(0, height))
     ax.axis("off")
@@ -88,7 +96,13 @@ def box(ax, centre, extent, title, detail="", look: BoxLook = BoxLook()):
         return
     ax.text(x, y + height * 0.2, title, ha="center", va="center", fontsize=size, weight="bold")
     ax.text(
-        x, y - height * 0.17, detail, ha="center", va="center", fontsize=size - 2, linespacing=1.3
+        x,
+        y - height * 0.17,
+        detail,
+        ha="center",
+        va="center",
+        fontsize=max(size - 2, SMALLEST_POINTS),
+        linespacing=1.3,
     )
 
 

@@ -12,6 +12,7 @@ from matplotlib.patches import Rectangle
 from verifiable_grpo.book.diagram_shapes import (
     COLOURS,
     INK,
+    SCALE,
     ArrowLook,
     BoxLook,
     ChipLook,
@@ -25,16 +26,21 @@ from verifiable_grpo.part3 import ppo_rlhf
 from verifiable_grpo.training.objectives import STUDY_ARMS, get_objective
 
 FAMILY = ("part1",) + STUDY_ARMS
-FAMILY_AXES = (("advantages", 2.1), ("ratio", 1.0), ("clip", 1.05), ("aggregation", 1.75),
-               ("KL", 1.5), ("sampler", 2.35))  # fmt: skip
+FAMILY_AXES = (("advantages", 2.45), ("ratio", 1.0), ("clip", 0.95), ("aggregation", 1.75),
+               ("KL", 1.3), ("sampler", 2.3))  # fmt: skip
+
+
+def _cell_text(value: str, width: float) -> str:
+    """A cell's value wrapped to its column (about 8.5 characters of 8 pt text per unit)."""
+    return textwrap.fill(value, int(width * 8.5), break_long_words=False, break_on_hyphens=False)
 
 
 def family_axes_diagram() -> Figure:
     """Each arm of the family as one row of choices, one column per axis of the registry;
     a cell that differs from grpo's is coloured."""
-    figure, ax = canvas(11.6, 4.9)
+    figure, ax = canvas(11, 6.7, SCALE)
     rows = {name: get_objective(name).as_row() for name in FAMILY}
-    x0, top, height = 1.15, 4.15, 0.56
+    x0, top, height = 1.15, 6.1, 0.78
     ax.text(0.15, top + 0.2, "objective", fontsize=10, weight="bold")
     for row_index, name in enumerate(FAMILY):
         y = top - row_index * height
@@ -47,21 +53,21 @@ def family_axes_diagram() -> Figure:
             differs = value != rows["grpo"][axis]
             ax.add_patch(Rectangle((x, y - height), width, height, edgecolor="#999999",
                                    facecolor=COLOURS["verify"] if differs else "#ffffff"))  # fmt: skip
-            ax.text(x + width / 2, y - height / 2, textwrap.fill(value, int(width * 11.5)),
-                    ha="center", va="center", fontsize=7.8, linespacing=1.15,
+            ax.text(x + width / 2, y - height / 2, _cell_text(value, width),
+                    ha="center", va="center", fontsize=8.5, linespacing=1.15,
                     weight="bold" if differs else "normal")  # fmt: skip
             x += width
-    note(ax, (0.15, 0.42), "Each arm is one entry of the objectives registry, read by the same "
-         "training loop; a coloured cell is where the arm departs from grpo. part1 is Part I's "
-         "objective\n(population std, exact KL); the five arms of Part II leave the KL out.",
-         size=9, color="#444444")  # fmt: skip
+    note(ax, (0.15, 0.5), textwrap.fill("Each arm is one entry of the objectives registry, read "
+         "by the same training loop; a coloured cell is where the arm departs from grpo. part1 is "
+         "Part I's objective (population std, exact KL); the five arms of Part II leave the KL "
+         "out.", 110), size=9, color="#444444")  # fmt: skip
     return figure
 
 
 def dpo_pair_diagram() -> Figure:
     """A preference pair scored by the trained policy and the frozen reference; the implicit
     rewards, their margin and the loss -log sigma(margin)."""
-    figure, ax = canvas(11.2, 4.6)
+    figure, ax = canvas(11, 5.0, SCALE)
     box(ax, (1.0, 2.4), (1.5, 1.0), "prompt x", "", BoxLook(COLOURS["prompt"]))
     box(
         ax,
@@ -87,15 +93,15 @@ def dpo_pair_diagram() -> Figure:
         )
         chip(ax, (6.95, y), f"log \u03c0ref(y_{which})", COLOURS["reference"], ChipLook(1.35, 0.42))
         arrow(ax, (7.65, y), (7.95, y))
-        chip(ax, (9.25, y), f"r_{which} = \u03b2 (log \u03c0\u03b8 \u2212 log \u03c0ref)(y_{which})",
-             COLOURS["advantage"], ChipLook(2.55, 0.42, 8.8))  # fmt: skip
-    ax.text(9.25, 3.95, "implicit reward", ha="center", fontsize=9.5, weight="bold")
-    arrow(ax, (9.25, 3.18), (9.25, 2.9))
-    arrow(ax, (9.25, 1.62), (9.25, 1.9))
-    box(ax, (9.25, 2.4), (2.3, 0.95), "loss = \u2212log \u03c3(m)", "margin m = r_w \u2212 r_l",
+        chip(ax, (9.4, y), f"r_{which} = \u03b2 (log \u03c0\u03b8 \u2212 log \u03c0ref)",
+             COLOURS["advantage"], ChipLook(2.9, 0.42, 8.5))  # fmt: skip
+    ax.text(9.4, 3.95, "implicit reward", ha="center", fontsize=9.5, weight="bold")
+    arrow(ax, (9.4, 3.18), (9.4, 2.9))
+    arrow(ax, (9.4, 1.62), (9.4, 1.9))
+    box(ax, (9.4, 2.4), (2.3, 0.95), "loss = \u2212log \u03c3(m)", "margin m = r_w \u2212 r_l",
         BoxLook(COLOURS["update"], 10))  # fmt: skip
     note(ax, (0.2, 0.45), "No reward model and no sampling: the pair is data. The gradient "
-         "only widens the margin, so log \u03c0\u03b8(y_w) may fall too, as long as log "
+         "only widens the margin,\nso log \u03c0\u03b8(y_w) may fall too, as long as log "
          "\u03c0\u03b8(y_l) falls faster.", size=9, color="#444444")  # fmt: skip
     return figure
 
@@ -109,7 +115,7 @@ def _matrix(ax, corner, width, height, label, colour):
 def lora_adapters_diagram() -> Figure:
     """y = W x + b + s B A x: the frozen matrix beside two thin trained factors, B zero at
     the start; the counts of one 576 x 576 projection at rank 8."""
-    figure, ax = canvas(11, 4.8)
+    figure, ax = canvas(11, 5.2, SCALE)
     rank, width_in, width_out = 8, 576, 576
     chip(ax, (0.6, 2.6), "x", "#ffffff", ChipLook(0.5, 1.6, 12))
     ax.text(0.6, 1.55, f"in = {width_in}", ha="center", fontsize=8.5)
@@ -119,12 +125,10 @@ def lora_adapters_diagram() -> Figure:
     _matrix(ax, (1.6, 0.95), 2.2, 0.45, "A", COLOURS["current"])
     note(ax, (2.7, 0.72), "r \u00d7 in, random at the start", size=8.5, ha="center")
     _matrix(ax, (4.6, 0.45), 0.45, 1.75, "B", COLOURS["current"])
-    note(ax, (5.15, 1.95), "out \u00d7 r,\nzeros at the start", size=8.5)
+    note(ax, (4.8, 0.2), "out \u00d7 r, zeros at the start", size=8.5, ha="center")
     arrow(ax, (0.85, 3.1), (1.55, 3.7))
     arrow(ax, (0.85, 2.1), (1.55, 1.17))
-    arrow(
-        ax, (3.85, 1.17), (4.55, 1.17), f"A x: {rank} numbers", ArrowLook(text_offset=(0.0, 0.22))
-    )
+    arrow(ax, (3.85, 1.17), (4.55, 1.17), "A x", ArrowLook(text_offset=(0.0, 0.25)))
     arrow(ax, (5.1, 1.0), (5.6, 1.0))
     chip(ax, (6.1, 1.0), "\u00d7 s = \u03b1/r", "#ffffff", ChipLook(0.95, 0.4, 9))
     chip(ax, (6.9, 2.6), "+", "#ffffff", ChipLook(0.45, 0.45, 14))
@@ -133,10 +137,10 @@ def lora_adapters_diagram() -> Figure:
     arrow(ax, (7.14, 2.6), (7.5, 2.6))
     note(ax, (7.6, 2.6), "y = W x + b + s B A x", size=12, weight="bold")
     trained = rank * (width_in + width_out)
-    note(ax, (7.6, 3.9), f"trained at rank r = {rank}: r (in + out)\n= {trained:,} numbers, "
-         f"{trained / (width_in * width_out):.1%} of W", size=9.5)  # fmt: skip
-    note(ax, (7.6, 1.2), "B = 0 at the start: the model is the\nbase function exactly, and the "
-         "first\nstep moves B alone. Merging after\ntraining: W \u2190 W + s B A", size=9.5)  # fmt: skip
+    note(ax, (7.6, 4.1), f"trained at rank r = {rank}:\nr (in + out) = {trained:,} numbers,\n"
+         f"{trained / (width_in * width_out):.1%} of W", size=9)  # fmt: skip
+    note(ax, (7.6, 1.1), "B = 0 at the start: the model\nis the base function exactly,\nand the "
+         "first step moves B\nalone. Merging after training:\nW \u2190 W + s B A", size=9)  # fmt: skip
     return figure
 
 
@@ -150,7 +154,7 @@ def ppo_gae_diagram() -> Figure:
     """Per-token rewards (KL penalty, score at the end), a value model's V(s_t), the TD
     errors and GAE's advantages accumulated from the end; GRPO's one advantage per response
     beside it."""
-    figure, ax = canvas(11.6, 4.9)
+    figure, ax = canvas(11, 5.4, SCALE)
     rewards = ppo_rlhf.kl_shaped_rewards(1.0, PPO_LOGP_POLICY, PPO_LOGP_REFERENCE, 0.1)
     result = ppo_rlhf.gae(rewards, list(PPO_VALUES), gamma=1.0, lam=0.95)
     rows = (("value model V(s_t)", list(PPO_VALUES), COLOURS["verify"]),
@@ -158,28 +162,28 @@ def ppo_gae_diagram() -> Figure:
             ("TD error \u03b4_t", result["deltas"].tolist(), "#ffffff"),
             ("GAE advantage \u00c2_t", result["advantages"].tolist(), COLOURS["advantage"]))  # fmt: skip
     for t in range(len(PPO_VALUES)):
-        ax.text(2.75 + 1.2 * t, 4.45, f"token {t}", ha="center", fontsize=9.5, weight="bold")
+        ax.text(2.85 + 1.18 * t, 4.45, f"token {t}", ha="center", fontsize=9.5, weight="bold")
     for r, (label, values, colour) in enumerate(rows):
         y = 3.85 - 0.72 * r
-        ax.text(0.15, y, label, fontsize=9.5, va="center")
+        ax.text(0.15, y, label, fontsize=9, va="center")
         for t, value in enumerate(values):
-            chip(ax, (2.75 + 1.2 * t, y), f"{value:+.3f}", colour, ChipLook(0.95, 0.4, 9))
+            chip(ax, (2.85 + 1.18 * t, y), f"{value:+.3f}", colour, ChipLook(0.95, 0.4, 9))
     for t in range(len(PPO_VALUES) - 1, 0, -1):  # GAE runs from the last token back
-        start, end = (2.75 + 1.2 * t - 0.1, 1.46), (2.75 + 1.2 * (t - 1) + 0.1, 1.46)
+        start, end = (2.85 + 1.18 * t - 0.1, 1.46), (2.85 + 1.18 * (t - 1) + 0.1, 1.46)
         arrow(
             ax,
             start,
             end,
             "\u00d7 \u03b3\u03bb",
             ArrowLook(curve=-0.4, text_offset=(0, -0.4)),
-            fontsize=8,
+            fontsize=8.5,
         )
     note(ax, (0.15, 0.55), r"$\delta_t = r_t + \gamma\,V(s_{t+1}) - V(s_t)$,   "
          r"$\hat A_t = \delta_t + \gamma\lambda\,\hat A_{t+1}$   ($\gamma = 1$, "
          r"$\lambda = 0.95$; $V = 0$ after the last token)" "\n"
          r"$r_t = -\beta \log(\pi_\theta / \pi_\mathrm{ref})$ at each token ($\beta = 0.1$), "
          "plus the reward model's score 1.0 at the last", size=9.5)  # fmt: skip
-    box(ax, (9.95, 2.75), (2.85, 2.3), "GRPO instead", "no value model: every token\n"
-        "of response g gets the same\nA_g = (r_g \u2212 mean) / std\nfrom its group of G "
-        "answers\nto the same prompt", BoxLook(COLOURS["update"], 11))  # fmt: skip
+    box(ax, (9.7, 2.75), (2.5, 2.5), "GRPO instead", "no value model: every\ntoken of "
+        "response g\ngets the same\nA_g = (r_g \u2212 mean) / std\nfrom its group of G\n"
+        "answers to one prompt", BoxLook(COLOURS["update"], 10.5))  # fmt: skip
     return figure

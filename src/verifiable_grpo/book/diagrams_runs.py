@@ -9,6 +9,7 @@ from matplotlib.patches import FancyBboxPatch
 from verifiable_grpo.book.diagram_shapes import (
     COLOURS,
     INK,
+    SCALE,
     ArrowLook,
     BoxLook,
     ChipLook,
@@ -34,14 +35,14 @@ ROLES = (
 
 def three_roles_diagram() -> Figure:
     """What each of the three policies is, what it is used for, and when each changes."""
-    figure, ax = canvas(11, 5.4)
+    figure, ax = canvas(11, 5.4, SCALE)
     for i, (name, symbol, what, used, colour) in enumerate(ROLES):
         x = 1.95 + 3.55 * i
         box(ax, (x, 4.35), (3.1, 1.45), f"{name}  {symbol}", what, BoxLook(colour))
         ax.text(x, 3.33, "used for", ha="center", fontsize=8.5, style="italic", color="#555555")
         ax.text(x, 2.92, used, ha="center", va="center", fontsize=9, linespacing=1.3)
     # One iteration on a time line: when pi_old and pi_theta agree, and when they part.
-    steps = (("sample G responses", "\u03c0old = \u03c0\u03b8: log-probs\ncaptured here"),
+    steps = (("sampling", "\u03c0old = \u03c0\u03b8: log-probs\ncaptured here"),
              ("update 1", "\u03c1 = 1 up to rounding:\nno clip can act"),
              ("update 2", "\u03c0\u03b8 has moved: \u03c1 \u2260 1,\nthe clip may act"),
              ("next iteration", "the updated \u03c0\u03b8\nbecomes \u03c0old"))  # fmt: skip
@@ -53,7 +54,7 @@ def three_roles_diagram() -> Figure:
             (2.25, 1.0),
             title,
             detail,
-            BoxLook(COLOURS["sample"] if i == 0 else "#ffffff", 9.5),
+            BoxLook(COLOURS["sample"] if i == 0 else "#ffffff", 10),
         )
         if i:
             arrow(ax, (x - 2.7 + 1.13, 1.5), (x - 1.13, 1.5))
@@ -89,84 +90,68 @@ def _timeline(ax, y, start, stop, label, ticks=True):
 def resume_diagram() -> Figure:
     """An uninterrupted run against one stopped at update k, saved, and resumed by a fresh
     process: both end in states that compare equal tensor by tensor."""
-    figure, ax = canvas(11, 4.9)
+    figure, ax = canvas(11, 5.6, SCALE)
     begin, cut, end = 1.9, 4.6, 8.2
-    _timeline(ax, 4.3, begin, end, "continuous")
-    chip(ax, (end + 0.55, 4.3), "state S", COLOURS["good"], ChipLook(0.9))
-    _timeline(ax, 3.3, begin, cut, "interrupt")
-    ax.text(cut + 0.15, 3.3, "\u2715 process ends", va="center", fontsize=9, color="#a00000")
-    _timeline(ax, 0.85, cut, end, "resume")
-    chip(ax, (end + 0.55, 0.85), "state S\u2032", COLOURS["good"], ChipLook(0.9))
-    ax.text(0.15, 3.05, "process 1", fontsize=8.5, color="#555555")
-    ax.text(0.15, 0.6, "process 2, started fresh", fontsize=8.5, color="#555555")
-    ax.text(begin, 4.6, "update 0", ha="center", fontsize=8.5)
-    ax.text(cut, 4.6, "update k", ha="center", fontsize=8.5)
-    ax.text(end, 4.6, "update N", ha="center", fontsize=8.5)
-    box(ax, (cut + 0.15, 2.15), (3.6, 1.55), "", "", BoxLook(COLOURS["old"]))
-    ax.text(cut - 1.6, 2.78, "state file at update k", fontsize=9.5, weight="bold")
-    note(ax, (cut - 1.6, 2.05), "\n".join(STATE_PARTS), size=8.3)
-    arrow(ax, (cut, 3.2), (cut, 2.93), "save", ArrowLook(text_offset=(0.3, 0)))
-    arrow(ax, (cut, 1.37), (cut, 0.97), "load", ArrowLook(text_offset=(0.3, 0)))
-    ax.text(end + 1.15, 2.65, "S\u2032 = S\ntensor by\ntensor", ha="left", va="center",
+    _timeline(ax, 4.95, begin, end, "continuous")
+    chip(ax, (end + 0.55, 4.95), "state S", COLOURS["good"], ChipLook(0.9))
+    _timeline(ax, 3.95, begin, cut, "interrupt")
+    ax.text(cut + 0.15, 3.95, "\u2715 process ends", va="center", fontsize=9, color="#a00000")
+    _timeline(ax, 1.15, cut, end, "resume")
+    chip(ax, (end + 0.55, 1.15), "state S\u2032", COLOURS["good"], ChipLook(0.9))
+    ax.text(0.15, 3.65, "process 1", fontsize=8.5, color="#555555")
+    ax.text(0.15, 0.85, "process 2, started fresh", fontsize=8.5, color="#555555")
+    for x, label in ((begin, "update 0"), (cut, "update k"), (end, "update N")):
+        ax.text(x, 5.25, label, ha="center", fontsize=8.5)
+    box(ax, (4.75, 2.55), (5.5, 1.95), "", "", BoxLook(COLOURS["old"]))
+    ax.text(2.15, 3.25, "state file at update k", fontsize=9.5, weight="bold")
+    note(ax, (2.15, 2.45), "\n".join(STATE_PARTS), size=8.5)
+    arrow(ax, (cut, 3.85), (cut, 3.55), "save", ArrowLook(text_offset=(0.35, 0)))
+    arrow(ax, (cut, 1.57), (cut, 1.27), "load", ArrowLook(text_offset=(0.35, 0)))
+    ax.text(end + 1.15, 3.05, "S\u2032 = S\ntensor by\ntensor", ha="left", va="center",
             fontsize=10, weight="bold", color="#1e6b1e")  # fmt: skip
-    arrow(ax, (end + 0.55, 4.05), (end + 0.55, 1.1), "", ArrowLook(style="<|-|>"))
-    note(ax, (0.15, 0.2), "only wall-clock timings are left out of the comparison; a state "
-         "whose identity differs from the resuming run's is refused", size=9, color="#555555")  # fmt: skip
+    arrow(ax, (end + 0.55, 4.7), (end + 0.55, 1.4), "", ArrowLook(style="<|-|>"))
+    note(ax, (0.15, 0.3), "only wall-clock timings are left out of the comparison; a state "
+         "whose identity differs\nfrom the resuming run's is refused", size=9, color="#555555")  # fmt: skip
     return figure
 
 
 def evaluation_design_diagram() -> Figure:
     """200 held-out problems in two splits; per problem one greedy answer and four seeded
     draws; every policy on the same problems and seeds, so comparisons are paired."""
-    figure, ax = canvas(11.5, 5.0)
-    box(ax, (1.45, 3.75), (2.4, 1.15), "ID50: 100 problems", "drawn like the\ntraining problems",
+    figure, ax = canvas(11, 7.4, SCALE)
+    # Top: every problem of either split gets both kinds of answer.
+    ax.text(0.2, 7.1, "200 test problems, never trained on", fontsize=9.5, weight="bold")
+    box(ax, (1.9, 6.2), (3.4, 1.1), "ID50: 100 problems", "drawn like the\ntraining problems",
         BoxLook(COLOURS["prompt"]))  # fmt: skip
-    box(ax, (1.45, 2.3), (2.4, 1.15), "OOD100: 100 problems", "an operand above 50:\noutside training",
+    box(ax, (1.9, 4.7), (3.4, 1.1), "OOD100: 100 problems", "an operand above 50:\noutside training",
         BoxLook(COLOURS["verify"]))  # fmt: skip
-    ax.text(
-        1.45, 4.65, "200 test problems, never trained on", ha="center", fontsize=9.5, weight="bold"
-    )
-    # Every problem of either split gets both kinds of answer.
-    ax.plot([2.65, 2.95, 2.95, 2.65], [3.75, 3.75, 2.3, 2.3], color=INK, linewidth=1.2)
-    arrow(ax, (2.95, 3.0), (3.6, 3.75))
-    arrow(ax, (2.95, 3.0), (3.6, 2.0))
-    ax.text(3.05, 3.0, "each\nproblem", fontsize=8.5, style="italic", va="center")
-    box(ax, (4.9, 3.75), (2.5, 1.0), "1 greedy answer", "the most likely token\nat every step",
+    ax.plot([3.6, 3.9, 3.9, 3.6], [6.2, 6.2, 4.7, 4.7], color=INK, linewidth=1.2)
+    arrow(ax, (3.9, 5.45), (4.55, 6.2))
+    arrow(ax, (3.9, 5.45), (4.55, 4.6))
+    ax.text(3.75, 5.45, "each\nproblem", fontsize=8.5, style="italic", va="center", ha="right")
+    box(ax, (6.15, 6.2), (3.1, 1.1), "1 greedy answer", "the most likely token\nat every step",
         BoxLook("#ffffff", 10))  # fmt: skip
-    box(ax, (4.9, 2.0), (2.5, 1.3), "4 sampled answers", "temperature 1; seeds fixed per\n"
-        "problem, the same for\nevery policy", BoxLook("#ffffff", 10))  # fmt: skip
-    chip(ax, (7.2, 3.75), "greedy pass@1", COLOURS["good"], ChipLook(1.45))
-    chip(ax, (7.2, 2.0), "per-draw success", COLOURS["good"], ChipLook(1.45))
-    arrow(ax, (6.15, 3.75), (6.47, 3.75))
-    arrow(ax, (6.15, 2.0), (6.47, 2.0))
-    # Paired: the same problem, two policies, side by side.
-    ax.text(9.75, 4.65, "every policy: same problems, same seeds", ha="center", fontsize=9.5,
-            weight="bold")  # fmt: skip
+    box(ax, (6.15, 4.6), (3.1, 1.45), "4 sampled answers", "temperature 1; seeds fixed\n"
+        "per problem, the same\nfor every policy", BoxLook("#ffffff", 10))  # fmt: skip
+    chip(ax, (9.6, 6.2), "greedy pass@1", COLOURS["good"], ChipLook(2.2, 0.45, 9.5))
+    chip(ax, (9.6, 4.6), "per-draw success", COLOURS["good"], ChipLook(2.2, 0.45, 9.5))
+    arrow(ax, (7.75, 6.2), (8.45, 6.2))
+    arrow(ax, (7.75, 4.6), (8.45, 4.6))
+    # Bottom: paired, the same problem, two policies, side by side.
+    ax.text(0.15, 3.45, "every policy: same problems, same seeds", fontsize=9.5, weight="bold")
     marks = (("\u2713", "\u2713"), ("\u2713", "\u2717"), ("\u2717", "\u2717"), ("\u2717", "\u2713"))
     for row, (a, b) in enumerate(marks):
-        y = 4.05 - 0.42 * row
-        ax.text(8.45, y, f"problem {row + 1}", fontsize=8.5, va="center")
-        chip(
-            ax,
-            (9.85, y),
-            a,
-            COLOURS["good"] if a == "\u2713" else COLOURS["bad"],
-            ChipLook(0.55, 0.34),
-        )
-        chip(
-            ax,
-            (10.55, y),
-            b,
-            COLOURS["good"] if b == "\u2713" else COLOURS["bad"],
-            ChipLook(0.55, 0.34),
-        )
-    ax.text(9.85, 4.38, "A", ha="center", fontsize=9, weight="bold")
-    ax.text(10.55, 4.38, "B", ha="center", fontsize=9, weight="bold")
-    note(ax, (8.3, 1.95), "paired: only problems where A and\nB disagree (rows 2 and 4) tell them\n"
-         "apart. Exact McNemar test on the\nfirst draws; paired bootstrap of\nper-problem "
-         "means", size=8.6)  # fmt: skip
-    arrow(ax, (7.95, 2.9), (8.35, 3.25))
-    note(ax, (0.3, 0.55), "reported separately for ID50, OOD100 and ALL, each rate with a 95 % "
-         "Wilson interval; the test answers are read only after every generation is written",
+        y = 2.5 - 0.5 * row
+        ax.text(0.3, y, f"problem {row + 1}", fontsize=9, va="center")
+        for x, mark in ((2.3, a), (3.0, b)):
+            colour = COLOURS["good"] if mark == "\u2713" else COLOURS["bad"]
+            chip(ax, (x, y), mark, colour, ChipLook(0.55, 0.38))
+    ax.text(2.3, 2.95, "A", ha="center", fontsize=9.5, weight="bold")
+    ax.text(3.0, 2.95, "B", ha="center", fontsize=9.5, weight="bold")
+    note(ax, (3.8, 1.75), "paired: only problems where A and B disagree (rows 2 and 4)\n"
+         "tell them apart. Exact McNemar test on the first draws;\npaired bootstrap of "
+         "per-problem means", size=9)  # fmt: skip
+    note(ax, (0.15, 0.45), "reported separately for ID50, OOD100 and ALL, each rate with a 95 % "
+         "Wilson interval;\nthe test answers are read only after every generation is written",
          size=9, color="#555555")  # fmt: skip
     return figure

@@ -58,7 +58,8 @@ def plot_best_of_n(view: dict) -> Figure:
         title="Best-of-n: the proxy keeps rising, the true reward turns",
     )
     ax.grid(alpha=0.2)
-    ax.legend(fontsize="small", loc="upper left")
+    ax.title.set_fontsize(11)
+    ax.legend(fontsize=9, loc="upper left")
     return figure
 
 
@@ -99,21 +100,43 @@ def dpo_beta_view(beta: float, fitted: dict[float, list[float]] | None = None) -
     )
 
 
-def plot_dpo_beta(view: dict) -> Figure:
-    figure = Figure(figsize=(7, 3.6))
-    ax = figure.subplots()
+def _draw_dpo_beta(ax, view: dict) -> None:
     x = np.arange(8)
     ax.bar(x - 0.27, view["reference"], 0.27, label="reference pi_ref", color="lightgray")
     ax.bar(x, view["optimum"], 0.27, label="analytic optimum pi*", color="tab:blue")
     if view["fitted"] is not None:
         ax.bar(x + 0.27, view["fitted"], 0.27, label="DPO fit (recorded)", color="tab:orange")
     ax.set_xticks(x, [f"y{i}\nr={r:g}" for i, r in enumerate(dpo_bandit.REWARD)])
-    ax.set(
-        ylabel="probability",
-        title=f"beta = {view['beta']:g}: KL {view['kl']:.3f} nats, "
-        f"E[r] = {view['expected_reward']:.3f}",
+    ax.set_ylabel("probability")
+
+
+def plot_dpo_beta(view: dict) -> Figure:
+    figure = Figure(figsize=(7, 3.6))
+    ax = figure.subplots()
+    _draw_dpo_beta(ax, view)
+    ax.set_title(
+        f"beta = {view['beta']:g}: KL {view['kl']:.3f} nats, E[r] = {view['expected_reward']:.3f}"
     )
     ax.legend(fontsize="small")
+    return figure
+
+
+def plot_dpo_betas(fitted: dict[float, list[float]]) -> Figure:
+    """The slider's figure at each recorded beta, one panel a beta: what the static book
+    shows in place of the slider."""
+    betas = sorted(fitted)
+    rows = (len(betas) + 1) // 2
+    figure = Figure(figsize=(7.5, 3.3 * rows), layout="constrained")
+    axes = figure.subplots(rows, 2, squeeze=False).ravel()
+    for ax, beta in zip(axes, betas):
+        view = dpo_beta_view(beta, fitted)
+        _draw_dpo_beta(ax, view)
+        ax.set_title(f"beta = {beta:g}: KL {view['kl']:.3f}, E[r] = {view['expected_reward']:.3f}",
+                     fontsize=10)  # fmt: skip
+        ax.tick_params(labelsize=9)
+    for ax in axes[len(betas) :]:
+        ax.set_visible(False)
+    axes[0].legend(fontsize=9)
     return figure
 
 

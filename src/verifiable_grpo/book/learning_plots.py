@@ -24,8 +24,9 @@ def plot_fixed_prompt_run(ours: dict, trl: dict | None = None, window: int = 5) 
     """Six panels: reward, success before/after per prompt, KL, entropy, clip, length."""
     history = ours["history"]
     it = np.array([h["iteration"] for h in history])
-    figure = Figure(figsize=(11, 6.2), layout="constrained")
-    axes = figure.subplots(2, 3).ravel()
+    # Two panels a row: drawn for the book's column, its text stays readable there.
+    figure = Figure(figsize=(7.5, 10), layout="constrained")
+    axes = figure.subplots(3, 2).ravel()
     reward = [h["mean_reward"] for h in history]
     axes[0].plot(it, reward, ".", alpha=0.35, color="C0")
     axes[0].plot(it, moving_average(reward, window), color="C0", label="ours (exact KL)")
@@ -39,7 +40,7 @@ def plot_fixed_prompt_run(ours: dict, trl: dict | None = None, window: int = 5) 
         axes[index].set(title=title, xlabel="iteration")
     clip = [h["clip_low_fraction"] + h["clip_high_fraction"] for h in history]
     axes[4].plot(it, clip, color="C0", label="ours")
-    axes[4].set(title="active clip fraction, ours (mean of 2 updates)", xlabel="iteration")
+    axes[4].set(title="active clip fraction, ours\n(mean of 2 updates)", xlabel="iteration")
     if trl is not None:
         x, values = _trl_series(trl, "reward")
         # the same span of iterations as ours, however many log rows an iteration has
@@ -57,7 +58,8 @@ def plot_fixed_prompt_run(ours: dict, trl: dict | None = None, window: int = 5) 
     _before_after(axes[1], ours, trl)
     for ax in axes:
         if ax.get_legend_handles_labels()[0] and ax.get_legend() is None:
-            ax.legend(fontsize=8)
+            ax.legend(fontsize=9)
+        ax.title.set_fontsize(11)
     return figure
 
 
@@ -79,12 +81,12 @@ def _before_after(ax, ours: dict, trl: dict | None) -> None:
             label="after, TRL",
         )
     ax.set(
-        title=f"success per trained prompt ({draws} draws)",
+        title=f"success per trained prompt\n({draws} draws)",
         xlabel="prompt",
-        ylim=(0, 1.3),
+        ylim=(0, 1.45),
         xticks=x,
     )
-    ax.legend(fontsize=7, loc="upper center", ncol=3)
+    ax.legend(fontsize=9, loc="upper center", ncol=2)
 
 
 METRICS = (
@@ -97,7 +99,7 @@ METRICS = (
 def plot_lift_intervals(summary: dict) -> Figure:
     """Paired differences with the warm start and their 95 % intervals, per candidate."""
     rows = summary["candidates"]
-    figure = Figure(figsize=(9, 1.2 + 0.9 * len(rows)), layout="constrained")
+    figure = Figure(figsize=(7.5, 1.5 + 0.9 * len(rows)), layout="constrained")
     axes = figure.subplots(1, len(METRICS), sharey=True)
     for ax, (key, title) in zip(axes, METRICS):
         for y, row in enumerate(rows):
@@ -114,11 +116,12 @@ def plot_lift_intervals(summary: dict) -> Figure:
                 capsize=4,
             )
         ax.axvline(0, color="0.5", lw=0.8, ls="--")
-        ax.set(title=title, xlabel="difference from the warm start")
+        ax.set_title(title.replace(" (", "\n("), fontsize=10)
     from verifiable_grpo.part1.lift_study import display_name
 
     labels = [display_name(r["name"]).replace(" (", "\n(") for r in rows]
     axes[0].set(yticks=range(len(rows)), yticklabels=labels, ylim=(-0.6, len(rows) - 0.4))
+    figure.supxlabel("difference from the warm start (95 % interval)", fontsize=10)
     return figure
 
 
@@ -133,8 +136,9 @@ def plot_lift_curves(results: list[dict], window: int = 10) -> Figure:
     """Per-iteration training telemetry of lift-study candidates side by side (moving
     average over `window` iterations, raw values faint): each candidate's reward on the
     prompts it drew that iteration, against its own warm start."""
-    figure = Figure(figsize=(10, 3), layout="constrained")
-    axes = figure.subplots(1, len(CURVES))
+    # One panel a row, for the book's column: side by side, the titles ran into each other.
+    figure = Figure(figsize=(7.5, 8.4), layout="constrained")
+    axes = figure.subplots(len(CURVES), 1, sharex=True)
     for ax, (key, title) in zip(axes, CURVES):
         for colour, result in enumerate(results):
             values = [h[key] for h in result["history"]]
@@ -145,6 +149,7 @@ def plot_lift_curves(results: list[dict], window: int = 10) -> Figure:
                 color=f"C{colour}",
                 label=result["candidate"]["name"],
             )
-        ax.set(title=smoothed(title, window), xlabel="iteration")
-    axes[0].legend(fontsize=7)
+        ax.set_title(smoothed(title, window), fontsize=11)
+    axes[-1].set_xlabel("iteration")
+    axes[0].legend(fontsize=9)
     return figure

@@ -30,7 +30,7 @@ def moving_average(values, window: int) -> np.ndarray:
 def smoothed(title: str, window: int, unit: str = "iteration") -> str:
     """A panel title that says its line is a trailing mean, and over how many points, so a
     reader comparing the panel with a quoted peak knows the peak is flattened."""
-    return f"{title} (line: mean of last {window} {unit}s)"
+    return f"{title}\n(line: mean of last {window} {unit}s)"  # two lines: fits a panel
 
 
 def plot_sft_curves(records: dict) -> Figure:
@@ -55,8 +55,9 @@ def plot_grpo_telemetry(record: dict, window: int = 10) -> Figure:
     """record: the continuous GRPO learning record (history per iteration)."""
     history = record["history"]
     it = np.array([h["iteration"] for h in history])
-    figure = Figure(figsize=(11, 6), layout="constrained")
-    axes = figure.subplots(2, 3).ravel()
+    # Two panels a row: drawn for the book's column, its text stays readable there.
+    figure = Figure(figsize=(7.5, 9.6), layout="constrained")
+    axes = figure.subplots(3, 2).ravel()
     reward = [h["mean_reward"] for h in history]
     axes[0].plot(it, reward, ".", alpha=0.4, label="per iteration (16 responses)")
     axes[0].plot(it, moving_average(reward, window), label=f"mean of last {window}")
@@ -65,7 +66,7 @@ def plot_grpo_telemetry(record: dict, window: int = 10) -> Figure:
     axes[1].plot(it, zero_variance, ".", alpha=0.4)
     axes[1].plot(it, moving_average(zero_variance, window))
     axes[1].set(
-        title=smoothed("zero-variance groups (fraction)", window),
+        title=smoothed("zero-variance groups (share)", window),
         xlabel="iteration",
         ylim=(-0.05, 1.05),
     )
@@ -76,12 +77,14 @@ def plot_grpo_telemetry(record: dict, window: int = 10) -> Figure:
         high = [h["updates"][update]["clip_high_fraction"] for h in history]
         axes[3].plot(it, np.add(low, high), label=f"update {update + 1} of the set")
     axes[3].set(title="active clip fraction (low + high)", xlabel="iteration")
-    axes[3].legend(fontsize=8)
+    axes[3].legend(fontsize=9)
     axes[4].plot(it, [h["grad_norm"] for h in history])
     axes[4].set(title="gradient norm (before clipping)", xlabel="iteration")
     axes[5].plot(it, [h["learning_rate"] for h in history])
     axes[5].set(title="learning rate (first update)", xlabel="iteration")
-    axes[0].legend(fontsize=8)
+    axes[0].legend(fontsize=9)
+    for ax in axes:
+        ax.title.set_fontsize(11)
     return figure
 
 
@@ -168,7 +171,7 @@ def plot_sweep_histories(
     """The sweep's settings side by side: training reward and zero-variance groups (trailing
     means), exact KL to the reference, and the clipped share of each iteration's largest
     update, raw: the chapter quotes its peak, which a trailing mean would flatten."""
-    figure = Figure(figsize=(11, 5.6), layout="constrained")
+    figure = Figure(figsize=(7.5, 6.6), layout="constrained")  # for the book's column
     axes = figure.subplots(2, 2).ravel()
     for res in results:
         name = res["setting"]["name"]
@@ -188,6 +191,10 @@ def plot_sweep_histories(
         title=smoothed("zero-variance groups", window), xlabel="iteration", ylim=(-0.05, 1.05)
     )
     axes[2].set(title="mean exact KL to the warm start", xlabel="iteration", yscale="log")
-    axes[3].set(title="clipped share of tokens (largest update, per iteration)", xlabel="iteration")
-    axes[0].legend(fontsize=8)
+    axes[3].set(
+        title="clipped share of tokens\n(largest update, per iteration)", xlabel="iteration"
+    )
+    axes[0].legend(fontsize=9)
+    for ax in axes:
+        ax.title.set_fontsize(11)
     return figure

@@ -23,6 +23,7 @@ from verifiable_grpo.training.losses import exact_prefix_kl, group_advantages, s
 ESTIMATORS = ("k1", "k2", "k3")
 # One default for chapter 4's figure and its widget, so both show the same draws.
 KL_DEFAULT_SAMPLES = 2000
+FIGURE_DPI = 90  # of every figure a chapter shows (notebook.show) and every widget's image
 
 
 # --------------------------------------------------------------------------- pure functions
@@ -232,8 +233,12 @@ def plot_kl(view: dict) -> Figure:
 
 def figure_png(figure: Figure) -> bytes:
     """PNG bytes of a figure (what the builders put in an Image widget)."""
+    from verifiable_grpo.book.figure_checks import SMALLEST_TEXT_KEY, smallest_text_points
+
     buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=90)
+    # The smallest text travels with the image: the browser gate checks it at its shown size.
+    metadata = {SMALLEST_TEXT_KEY: f"{smallest_text_points(figure):g}"}
+    figure.savefig(buffer, format="png", dpi=FIGURE_DPI, metadata=metadata)
     return buffer.getvalue()
 
 
