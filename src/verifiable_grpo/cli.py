@@ -319,11 +319,12 @@ def _learn_arguments(p) -> None:
         "what",
         choices=[
             *("fixed-prompts", "fixed-prompts-trl", "objectives", "lift", "fresh"),
-            *("band-screen", "band"),
+            *("band-screen", "band", "thinking-screen"),
         ],
         help="fixed-prompts(-trl): GRPO (TRL) on 8 fixed prompts; objectives: chapter II.7's "
         "on them; lift: the held-out study; fresh: its decision on 1,000 fresh problems; "
-        "band-screen / band: SmolLM2-135M-Instruct on small sums",
+        "band-screen / band: SmolLM2-135M-Instruct on small sums; thinking-screen: it on "
+        "the working families, answer-only and think-then-answer",
     )
     p.add_argument("--exploratory", action="store_true", help=EXPLORATORY)
     p.add_argument("--objectives", nargs="*", default=None, help="objectives: only these entries")

@@ -83,6 +83,8 @@ def _learn(args, base: Profile, out: Path) -> int:
         _learn_fresh(args, base, out / "fresh")
     elif args.what in ("band-screen", "band"):
         _learn_band(args, out / args.what)
+    elif args.what == "thinking-screen":
+        _learn_thinking_screen(args, out / args.what)
     else:
         for candidate in lift_study.CANDIDATES:
             if args.candidates is None and candidate.model != "tiny":
@@ -124,6 +126,15 @@ def _learn_band(args, out: Path) -> None:
     print(band_study.result_line(result))
     if args.export:
         print(f"recorded {band_study.export(out, 'band')}")
+
+
+def _learn_thinking_screen(args, out: Path) -> None:
+    from verifiable_grpo.part1 import thinking_screen
+
+    result = thinking_screen.run_screen(out, args.exploratory)
+    print("\n".join(thinking_screen.screen_lines(result)))
+    if args.export:
+        print(f"recorded {thinking_screen.export(out)}")
 
 
 def _export_lift(base: Profile, runs: Path) -> None:
