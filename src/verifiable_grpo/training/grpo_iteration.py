@@ -150,7 +150,9 @@ def _record(
     path = files.save_json(run.paths["rollouts"] / f"iteration-{iteration:04d}.json", evidence)
     run.evidence[path.relative_to(run.paths["out"]).as_posix()] = sha256_file(path)
     evidence_seconds = time.perf_counter() - tick
-    run.history.append(history_entry(iteration, groups, behaviour_digest, verification, updates))
+    questions = {e["document_id"]: e.get("statement") for e in run.examples}
+    entry = history_entry(iteration, groups, behaviour_digest, verification, updates, questions)
+    run.history.append(entry)
     return evidence_seconds
 
 

@@ -3,6 +3,8 @@ set's groups, responses and updates, and each group without its times or token l
 
 from __future__ import annotations
 
+from verifiable_grpo.training import hack_detectors
+
 
 def group_record(group: dict) -> dict:
     """The part of a group that enters the history (no times, no token lists)."""
@@ -25,13 +27,21 @@ def mean(values) -> float:
 
 
 def history_entry(
-    iteration: int, groups: list, behaviour_digest: str, verification: dict, updates: list
+    iteration: int,
+    groups: list,
+    behaviour_digest: str,
+    verification: dict,
+    updates: list,
+    questions: dict[str, str] | None = None,
 ) -> dict:
     """An iteration's entry in the learning record's history (means over its groups,
-    responses and updates; the updates without their per-response audits)."""
+    responses and updates; the updates without their per-response audits), with the
+    signals of training/hack_detectors.py (`questions`: document_id -> statement, for
+    the copied-block detector) and, when responses carry separate reward terms, each
+    term's mean apart."""
     rows = [r for g in groups for r in g["responses"]]
     summaries = [{k: v for k, v in u.items() if k != "responses"} for u in updates]
-    return {
+    entry = {
         "iteration": iteration,
         "document_ids": [g["document_id"] for g in groups],
         "policy_digest": behaviour_digest,
@@ -50,4 +60,9 @@ def history_entry(
         "verify_max_abs_difference": verification["max_abs_difference"],
         "updates": summaries,
         "groups": [group_record(g) for g in groups],
+        "signals": hack_detectors.signals(groups, questions),
     }
+    terms = [r["reward_terms"] for r in rows if "reward_terms" in r]
+    if terms:  # the answer and format rewards, each apart
+        entry["mean_reward_terms"] = {name: mean(t[name] for t in terms) for name in terms[0]}
+    return entry
