@@ -319,12 +319,13 @@ def _learn_arguments(p) -> None:
         "what",
         choices=[
             *("fixed-prompts", "fixed-prompts-trl", "objectives", "lift", "fresh"),
-            *("band-screen", "band", "thinking-screen"),
+            *("band-screen", "band", "thinking-screen", "thinking-compare"),
         ],
         help="fixed-prompts(-trl): GRPO (TRL) on 8 fixed prompts; objectives: chapter II.7's "
         "on them; lift: the held-out study; fresh: its decision on 1,000 fresh problems; "
         "band-screen / band: SmolLM2-135M-Instruct on small sums; thinking-screen: it on "
-        "the working families, answer-only and think-then-answer",
+        "the working families, answer-only and think-then-answer; thinking-compare: the "
+        "declared comparison of the two (--dry-run: its plan)",
     )
     p.add_argument("--exploratory", action="store_true", help=EXPLORATORY)
     p.add_argument("--objectives", nargs="*", default=None, help="objectives: only these entries")
@@ -343,6 +344,11 @@ def _learn_arguments(p) -> None:
     )
     p.add_argument(
         "--export", action="store_true", help="then record the finished run in data/recorded/"
+    )
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="thinking-compare: print the plan and its estimated time, run nothing",
     )
 
 

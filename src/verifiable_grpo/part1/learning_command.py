@@ -29,6 +29,8 @@ def _print_fixed(name: str, result: dict) -> None:
 
 
 def command_learn(args) -> int:
+    if args.what == "thinking-compare":  # a plan only: no folder, no stamp
+        return _thinking_compare(args)
     base = load_config(args.config)
     unknown = sorted(set(args.candidates or []) - {c.name for c in lift_study.CANDIDATES})
     if unknown:  # refused before any folder is touched
@@ -135,6 +137,28 @@ def _learn_thinking_screen(args, out: Path) -> None:
     print("\n".join(thinking_screen.screen_lines(result)))
     if args.export:
         print(f"recorded {thinking_screen.export(out)}")
+
+
+def _thinking_compare(args) -> int:
+    from verifiable_grpo.part1 import thinking_comparison, thinking_screen
+
+    declared = thinking_comparison.load()
+    try:
+        screen = thinking_screen.recorded()
+    except FileNotFoundError:
+        raise ConfigError(
+            ["no recorded screen: run `learn thinking-screen --export` first"]
+        ) from None
+    thinking_comparison.require_screen(declared, screen)
+    if not args.dry_run:
+        raise ConfigError(
+            [
+                "thinking-compare: the arms are declared, their GRPO runs are not wired yet "
+                "(issue 47); pass --dry-run for the plan"
+            ]
+        )
+    print("\n".join(thinking_comparison.plan_lines(thinking_comparison.plan(declared, screen))))
+    return 0
 
 
 def _export_lift(base: Profile, runs: Path) -> None:

@@ -1,0 +1,147 @@
+"""The declared comparison: answer-only against think-then-answer, at equal budget.
+
+The declaration is configs/thinking/comparison.yaml (committed before any arm runs): the
+family the recorded screen passed, two arms, two seeds each, the same GRPO setting, the
+reward terms of each arm (training/reward_terms.py), the screen's token limits, the test
+scoring (once, after training, paired per problem with the untrained model under the same
+template) and the budget. This module reads and checks it, refuses a family the screen did
+not pass, and plans the runs with an estimated time from the screen's measured seconds
+per response (`learn thinking-compare --dry-run`).
+
+The estimate: an iteration generates P x G responses, rescored once and used for two
+updates; TRAINING_FACTOR (2.0) counts that as twice the generation, the band study's
+ratio on the same model (about 25 s per iteration of 32 short answers against about 12 s
+to generate them). The screen measured its seconds on a loaded machine, so the estimate
+is an upper bound for a quiet one.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from verifiable_grpo.core.config import ConfigError, resolve
+from verifiable_grpo.part1 import thinking_screen
+from verifiable_grpo.task import thinking_template, working_families
+from verifiable_grpo.training import reward_terms
+
+DECLARATION = "configs/thinking/comparison.yaml"
+TRAINING_FACTOR = 2.0
+KEYS = {
+    "family": str,
+    "arms": list,
+    "seeds": list,
+    "grpo": dict,
+    "reward_terms": dict,
+    "max_new_tokens": dict,
+    "test": dict,
+    "budget_hours": float,
+    "analysis_seed": int,
+    "primary": str,
+    "secondary": str,
+}
+GRPO_KEYS = (
+    "iterations",
+    "prompts_per_iteration",
+    "group_size",
+    "learning_rate",
+    "updates_per_rollout",
+    "kl_coefficient",
+    "clip_epsilon",
+)
+
+
+def _problems(declared: dict, where: str) -> list[str]:
+    found = [f"{where}: unknown key {k!r}" for k in sorted(set(declared) - set(KEYS))]
+    found += [f"{where}: missing key {k!r}" for k in KEYS if k not in declared]
+    found += [
+        f"{where}: {k} must be {kind.__name__}"
+        for k, kind in KEYS.items()
+        if k in declared and not isinstance(declared[k], (kind, int) if kind is float else kind)
+    ]
+    if found:
+        return found
+    if declared["family"] not in working_families.FAMILIES:
+        found.append(f"{where}: family {declared['family']!r} is not declared")
+    if sorted(declared["arms"]) != sorted(thinking_template.TEMPLATES):
+        found.append(f"{where}: arms must be {list(thinking_template.TEMPLATES)}")
+    if sorted(declared["grpo"]) != sorted(GRPO_KEYS):
+        found.append(f"{where}: grpo must hold exactly {list(GRPO_KEYS)}")
+    for arm in declared["arms"]:
+        terms = declared["reward_terms"].get(arm, [])
+        if not terms or any(t not in reward_terms.REWARD_TERMS for t in terms):
+            found.append(f"{where}: reward_terms.{arm} must name registered terms")
+        if declared["max_new_tokens"].get(arm) != thinking_screen.MAX_NEW_TOKENS.get(arm):
+            found.append(f"{where}: max_new_tokens.{arm} must be the screen's")
+    return found
+
+
+def load(path: str | Path | None = None) -> dict:
+    """The declaration, checked; ConfigError naming the file and each bad key."""
+    where = str(path or DECLARATION)
+    file = resolve(DECLARATION) if path is None else Path(path)
+    if not file.is_file():
+        raise ConfigError([f"{where}: no such declaration"])
+    declared = yaml.safe_load(file.read_text())
+    if not isinstance(declared, dict):
+        raise ConfigError([f"{where}: a declaration is a mapping of keys"])
+    found = _problems(declared, where)
+    if found:
+        raise ConfigError(found)
+    return declared
+
+
+def require_screen(declared: dict, screen: dict) -> None:
+    """Refuse a family that the recorded screen did not pass."""
+    if declared["family"] not in screen.get("passed", []):
+        verdict = screen.get("families", {}).get(declared["family"])
+        raise ConfigError(
+            [
+                f"family {declared['family']} did not pass the recorded screen "
+                f"({verdict}): declare another family or screen another model"
+            ]
+        )
+
+
+def seconds_per_response(screen: dict) -> dict[str, float]:
+    """Measured generation seconds per response, per template, over the screen's cells."""
+    out = {}
+    for template in thinking_template.TEMPLATES:
+        cells = [c for c in screen["cells"] if c["template"] == template]
+        out[template] = sum(c["seconds"] for c in cells) / sum(len(c["rows"]) for c in cells)
+    return out
+
+
+def plan(declared: dict, screen: dict) -> dict:
+    """Every run the comparison makes, with its estimated seconds, and the total."""
+    per = seconds_per_response(screen)
+    g = declared["grpo"]
+    responses = g["iterations"] * g["prompts_per_iteration"] * g["group_size"]
+    scored = declared["test"]["problems"] * declared["test"]["draws"]
+    runs = []
+    for arm in declared["arms"]:
+        runs.append({"run": f"{arm}/untrained", "seconds": scored * per[arm]})
+        for seed in declared["seeds"]:
+            train = responses * per[arm] * TRAINING_FACTOR
+            runs.append({"run": f"{arm}/seed-{seed}", "seconds": train + scored * per[arm]})
+    total = sum(r["seconds"] for r in runs)
+    return {
+        "family": declared["family"],
+        "runs": runs,
+        "seconds_per_response": per,
+        "total_seconds": total,
+        "budget_seconds": declared["budget_hours"] * 3600.0,
+        "within_budget": total <= declared["budget_hours"] * 3600.0,
+    }
+
+
+def plan_lines(found: dict) -> list[str]:
+    lines = [f"comparison on {found['family']} (estimates from the screen's loaded machine):"]
+    lines += [f"  {r['run']}: about {r['seconds'] / 60:.0f} min" for r in found["runs"]]
+    verdict = "within" if found["within_budget"] else "OVER"
+    lines.append(
+        f"  total about {found['total_seconds'] / 60:.0f} min, {verdict} the budget of "
+        f"{found['budget_seconds'] / 60:.0f} min"
+    )
+    return lines
