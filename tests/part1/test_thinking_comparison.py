@@ -22,7 +22,7 @@ def _screen(passed=("CarrySums-v1",)):
     }
     return {
         "passed": list(passed),
-        "cells": [cell(ANSWER_ONLY, 64.0), cell(THINK_THEN_ANSWER, 256.0)],
+        "cells": [cell(ANSWER_ONLY, 16.0), cell(THINK_THEN_ANSWER, 64.0)],
     }
 
 
@@ -58,7 +58,7 @@ def test_a_family_the_screen_did_not_pass_is_refused():
 def test_the_plan_counts_every_run_at_the_measured_rates():
     declared = thinking_comparison.load()
     found = thinking_comparison.plan(declared, _screen())
-    assert found["seconds_per_response"] == {ANSWER_ONLY: 0.5, THINK_THEN_ANSWER: 2.0}
+    assert found["seconds_per_response"] == {ANSWER_ONLY: 0.125, THINK_THEN_ANSWER: 0.5}
     arms, seeds = len(declared["arms"]), len(declared["seeds"])
     assert len(found["runs"]) == arms * (seeds + 1)  # each seed, and the untrained model
     g, t = declared["grpo"], declared["test"]
@@ -69,10 +69,22 @@ def test_the_plan_counts_every_run_at_the_measured_rates():
             seeds * per_run * thinking_comparison.TRAINING_FACTOR
             + (seeds + 1) * t["problems"] * t["draws"]
         )
-        for rate in (0.5, 2.0)
+        for rate in (0.125, 0.5)
     )
     assert found["total_seconds"] == pytest.approx(expected, rel=1e-12)
     assert "budget" in thinking_comparison.plan_lines(found)[-1]
+    assert found["fallback"] is False and found["seeds"] == declared["seeds"]
+
+
+def test_a_plan_over_the_budget_runs_the_declared_fallback_seeds():
+    declared = thinking_comparison.load()
+    slow = _screen()
+    for cell in slow["cells"]:
+        cell["seconds"] *= 1000
+    found = thinking_comparison.plan(declared, slow)
+    assert found["fallback"] is True and found["seeds"] == declared["fallback_seeds"]
+    assert len(found["runs"]) == len(declared["arms"]) * (len(declared["fallback_seeds"]) + 1)
+    assert "fallback" in thinking_comparison.plan_lines(found)[0]
 
 
 def test_the_verb_prints_a_plan_only_when_asked_for_a_dry_run(monkeypatch, capsys):

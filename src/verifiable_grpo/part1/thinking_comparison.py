@@ -12,7 +12,9 @@ The estimate: an iteration generates P x G responses, rescored once and used for
 updates; TRAINING_FACTOR (2.0) counts that as twice the generation, the band study's
 ratio on the same model (about 25 s per iteration of 32 short answers against about 12 s
 to generate them). The screen measured its seconds on a loaded machine, so the estimate
-is an upper bound for a quiet one.
+is an upper bound for a quiet one. When every declared seed would exceed the budget, the
+plan runs the declared fallback seeds instead (decided before any arm ran, never after a
+result); a plan still over the budget says so.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ KEYS = {
     "family": str,
     "arms": list,
     "seeds": list,
+    "fallback_seeds": list,
     "grpo": dict,
     "reward_terms": dict,
     "max_new_tokens": dict,
@@ -66,6 +69,10 @@ def _problems(declared: dict, where: str) -> list[str]:
         found.append(f"{where}: family {declared['family']!r} is not declared")
     if sorted(declared["arms"]) != sorted(thinking_template.TEMPLATES):
         found.append(f"{where}: arms must be {list(thinking_template.TEMPLATES)}")
+    if not declared["fallback_seeds"] or not set(declared["fallback_seeds"]) < set(
+        declared["seeds"]
+    ):
+        found.append(f"{where}: fallback_seeds must be a smaller, non-empty part of seeds")
     if sorted(declared["grpo"]) != sorted(GRPO_KEYS):
         found.append(f"{where}: grpo must hold exactly {list(GRPO_KEYS)}")
     for arm in declared["arms"]:
@@ -114,7 +121,15 @@ def seconds_per_response(screen: dict) -> dict[str, float]:
 
 
 def plan(declared: dict, screen: dict) -> dict:
-    """Every run the comparison makes, with its estimated seconds, and the total."""
+    """Every run the comparison makes, with its estimated seconds, and the total: the
+    declared seeds, or the fallback seeds when the declared ones exceed the budget."""
+    full = _plan(declared, screen, declared["seeds"])
+    if full["within_budget"]:
+        return full
+    return {**_plan(declared, screen, declared["fallback_seeds"]), "fallback": True}
+
+
+def _plan(declared: dict, screen: dict, seeds: list) -> dict:
     per = seconds_per_response(screen)
     g = declared["grpo"]
     responses = g["iterations"] * g["prompts_per_iteration"] * g["group_size"]
@@ -122,12 +137,14 @@ def plan(declared: dict, screen: dict) -> dict:
     runs = []
     for arm in declared["arms"]:
         runs.append({"run": f"{arm}/untrained", "seconds": scored * per[arm]})
-        for seed in declared["seeds"]:
+        for seed in seeds:
             train = responses * per[arm] * TRAINING_FACTOR
             runs.append({"run": f"{arm}/seed-{seed}", "seconds": train + scored * per[arm]})
     total = sum(r["seconds"] for r in runs)
     return {
         "family": declared["family"],
+        "seeds": list(seeds),
+        "fallback": False,
         "runs": runs,
         "seconds_per_response": per,
         "total_seconds": total,
@@ -137,7 +154,11 @@ def plan(declared: dict, screen: dict) -> dict:
 
 
 def plan_lines(found: dict) -> list[str]:
-    lines = [f"comparison on {found['family']} (estimates from the screen's loaded machine):"]
+    seeds = "the fallback seeds" if found["fallback"] else "the declared seeds"
+    lines = [
+        f"comparison on {found['family']}, {seeds} {found['seeds']} (estimates from the "
+        "screen's loaded machine):"
+    ]
     lines += [f"  {r['run']}: about {r['seconds'] / 60:.0f} min" for r in found["runs"]]
     verdict = "within" if found["within_budget"] else "OVER"
     lines.append(
