@@ -92,3 +92,19 @@ def test_both_templates_render_with_two_worked_turns(name, tokenizer):
 def test_an_unknown_template_is_refused():
     with pytest.raises(ValueError, match="unknown template"):
         thinking_template.final_answer("x", "no-such-template")
+
+
+def test_the_profile_schema_names_every_family_under_every_template(smoke_config):
+    from verifiable_grpo.core.config_schema import WORKING_PROMPTS
+
+    declared = {
+        f"{family}/{template}"
+        for family in working_families.FAMILIES
+        for template in thinking_template.TEMPLATES
+    }
+    assert set(WORKING_PROMPTS) == declared
+    config = smoke_config.replaced(data={"prompt": "ThreeSmall-v1/think-then-answer"})
+    turns = prompts.messages_for("What is 3 + 4 - 2?", config)
+    assert turns == thinking_template.messages(
+        "ThreeSmall-v1", "What is 3 + 4 - 2?", THINK_THEN_ANSWER
+    )

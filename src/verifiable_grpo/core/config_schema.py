@@ -73,6 +73,10 @@ SFT_SPLITS = {"warmstart": "warmstart", "sft": "train"}
 # all: every full state stays in the run folder; digest: a state stays only until the resume
 # comparison has read it, then its SHA-256 record replaces it (core.state_digests).
 KEEP_STATES = ("all", "digest")
+# FAMILY/TEMPLATE prompts: task/working_families.py x task/thinking_template.py (tested).
+_TEMPLATES = ("answer-only", "think-then-answer")
+WORKING_PROMPTS = tuple(f"{f}/{t}" for f in ("CarrySums-v1", "ThreeSmall-v1") for t in _TEMPLATES)
+REWARDS = ("verifier", "answer+format")  # answer+format: training/reward_terms.py
 
 
 # --------------------------------------------------------------------------- the sections
@@ -126,8 +130,9 @@ class Data:
     prompt: str = key(
         "how a problem is put to the model: one-turn (the statement and the JSON "
         "instruction in one user turn) or small-sums-2shot (SmallSums-v1's two worked "
-        "examples as earlier chat turns first)",
-        one_of("one-turn", "small-sums-2shot"),
+        "examples as earlier chat turns first), or FAMILY/TEMPLATE (a working family's "
+        "two worked examples under answer-only or think-then-answer)",
+        one_of("one-turn", "small-sums-2shot", *WORKING_PROMPTS),
         absent="one-turn",
     )
 
@@ -213,6 +218,12 @@ class GRPO:
         "its G responses, when sampling, rescoring and in both models of "
         "the update (false: every response row carries its own copy)",
         absent=False,
+    )
+    reward: str = key(
+        "what a response earns: verifier (the strict 0/1 on the whole text) or "
+        "answer+format (the declared reward terms on a FAMILY/TEMPLATE prompt)",
+        one_of(*REWARDS),
+        absent="verifier",
     )
 
 

@@ -17,7 +17,13 @@ from verifiable_grpo.core import files
 from verifiable_grpo.core import model as model_lib
 from verifiable_grpo.core.config import sha256_file
 from verifiable_grpo.core.config_schema import Profile
-from verifiable_grpo.training import batched_rollout, batched_scoring, objectives, rollout
+from verifiable_grpo.training import (
+    batched_rollout,
+    batched_scoring,
+    objectives,
+    reward_terms,
+    rollout,
+)
 from verifiable_grpo.training.gradients import (
     PROFILE_OPTIONS,
     UpdateOptions,
@@ -89,6 +95,7 @@ def _sample(run: GRPORun, iteration: int) -> tuple[list, str, float]:
             rollout.sample_group(sampler, run.examples[index], size, group_id)
             for index, group_id in zip(indices, group_ids)
         ]
+    sampled = reward_terms.rewarded(sampled, run.cfg, run.examples)  # grpo.reward
     groups = objectives.batch_with_advantages(sampled, objective)
     rows = [r for g in groups for r in g["responses"]]
     ids = [r["rollout_id"] for r in rows]

@@ -102,3 +102,29 @@ def term_values(row: dict, example: dict, template: str, names: tuple[str, ...])
 def total(values: dict[str, float]) -> float:
     """The response's reward: each term times its declared weight, summed."""
     return sum(REWARD_TERMS[name].weight * value for name, value in values.items())
+
+
+def rewarded(groups: list[dict], config, examples: list[dict]) -> list[dict]:
+    """The sampled groups under the profile's grpo.reward: unchanged for the verifier
+    (every earlier run's records stay as they were); for answer+format each response gets
+    its terms ("reward_terms"), the group the weighted totals as rewards, the verifier's
+    whole-response rewards kept beside them, and zero_variance recomputed."""
+    if config.grpo.reward == "verifier":
+        return groups
+    if "/" not in config.data.prompt:
+        raise ValueError("grpo.reward answer+format needs a FAMILY/TEMPLATE data.prompt")
+    template = config.data.prompt.split("/")[1]
+    by_id = {e["document_id"]: e for e in examples}
+    out = []
+    for group in groups:
+        example = by_id[group["document_id"]]
+        rewards = []
+        for row in group["responses"]:
+            row["reward_terms"] = term_values(row, example, template, ("answer", "format"))
+            rewards.append(total(row["reward_terms"]))
+        changed = {k: v for k, v in group.items() if k != "zero_variance"}
+        changed.update(
+            rewards=rewards, verifier_rewards=group["rewards"], zero_variance=len(set(rewards)) == 1
+        )
+        out.append(changed)
+    return out
