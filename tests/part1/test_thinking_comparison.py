@@ -87,10 +87,22 @@ def test_a_plan_over_the_budget_runs_the_declared_fallback_seeds():
     assert "fallback" in thinking_comparison.plan_lines(found)[0]
 
 
-def test_the_verb_prints_a_plan_only_when_asked_for_a_dry_run(monkeypatch, capsys):
+def test_the_verb_prints_a_plan_on_a_dry_run_and_refuses_a_dirty_tree(
+    monkeypatch, capsys, tmp_path
+):
+    from verifiable_grpo.core import preregistration
+
     monkeypatch.setattr(thinking_screen, "recorded", lambda path=None: _screen())
-    args = argparse.Namespace(what="thinking-compare", dry_run=True)
+    args = argparse.Namespace(
+        what="thinking-compare", dry_run=True, out=str(tmp_path), exploratory=False, export=False
+    )
     assert learning_command.command_learn(args) == 0
     assert "think-then-answer/seed-1" in capsys.readouterr().out
-    with pytest.raises(ConfigError, match="--dry-run"):
-        learning_command.command_learn(argparse.Namespace(what="thinking-compare", dry_run=False))
+    assert not any(tmp_path.iterdir())  # a plan writes nothing
+    monkeypatch.setattr(preregistration, "tree_changes", lambda root=None: ["x.py"])
+    args.dry_run = False
+    with pytest.raises(ConfigError, match="clean, committed tree"):
+        learning_command.command_learn(args)
+    monkeypatch.setattr(thinking_screen, "recorded", lambda path=None: _screen(passed=()))
+    with pytest.raises(ConfigError, match="did not pass"):
+        learning_command.command_learn(args)

@@ -140,7 +140,7 @@ def _learn_thinking_screen(args, out: Path) -> None:
 
 
 def _thinking_compare(args) -> int:
-    from verifiable_grpo.part1 import thinking_comparison, thinking_screen
+    from verifiable_grpo.part1 import thinking_arms, thinking_comparison, thinking_screen
 
     declared = thinking_comparison.load()
     try:
@@ -150,14 +150,25 @@ def _thinking_compare(args) -> int:
             ["no recorded screen: run `learn thinking-screen --export` first"]
         ) from None
     thinking_comparison.require_screen(declared, screen)
-    if not args.dry_run:
-        raise ConfigError(
-            [
-                "thinking-compare: the arms are declared, their GRPO runs are not wired yet "
-                "(issue 47); pass --dry-run for the plan"
-            ]
-        )
-    print("\n".join(thinking_comparison.plan_lines(thinking_comparison.plan(declared, screen))))
+    found = thinking_comparison.plan(declared, screen)
+    print("\n".join(thinking_comparison.plan_lines(found)))
+    if args.dry_run:
+        return 0
+    out = Path(args.out) / args.what
+    # The start stamp before any compute: a dirty tree is refused here.
+    preregistration.stamp_folder(out, args.exploratory)
+    with runlock.locked(runlock.usable_folder(args.out), f"learn {args.what}"):
+        result = thinking_arms.run(declared, out, found["seeds"])
+    for arm, runs in result["arms"].items():
+        for seed, row in runs["seeds"].items():
+            g = row["gain"]
+            print(
+                f"{arm} seed {seed}: gain {g['difference']:+.3f} [{g['low']:+.3f}, "
+                f"{g['high']:+.3f}], train {row['train_wall_seconds'] / 60:.0f} min"
+            )
+    if args.export:
+        dest = resolve(thinking_screen.RECORDED) / "comparison.json"
+        print(f"recorded {files.save_json(dest, result, overwrite=True)}")
     return 0
 
 

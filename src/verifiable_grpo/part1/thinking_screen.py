@@ -88,16 +88,12 @@ def family_verdict(per_draw: dict[str, float]) -> bool:
     return (in_band(think) and in_band(answer)) or (in_band(think) and answer < BAND["low"])
 
 
-def screen_cell(policy, tokenizer, family: str, template: str, problems: int) -> dict:
-    """One family under one template: every response's row and the per-draw success."""
-    config = screen_config(template)
-    examples = working_families.splits(family)[SCREEN["split"]][:problems]
-    selected = list(enumerate(examples))
+def scored_rows(policy, tokenizer, config: Profile, family: str, template: str, sampled):
+    """[document_id, draw, seed, reward, valid, finish_reason, response_tokens, text] for
+    `sampled` = (examples, draws, seed_base): every answer judged on its final answer."""
+    examples, draws, seed_base = sampled
     rows_ids = prompt_rows(tokenizer, config, family, template, examples)
-    jobs = responses.response_jobs(
-        selected, rows_ids, "sample", SCREEN["draws"], SCREEN["seed_base"]
-    )
-    started = time.perf_counter()
+    jobs = responses.response_jobs(list(enumerate(examples)), rows_ids, "sample", draws, seed_base)
     decoding = responses.Decoding(False, rollout.model_device(policy), True)
     answers = responses.generate_answers(policy, tokenizer, config, jobs, decoding)
     rows = []
@@ -107,6 +103,16 @@ def screen_cell(policy, tokenizer, family: str, template: str, problems: int) ->
             [job.page["document_id"], job.draw, job.seed, int(verdict["reward"])]
             + [int(verdict["valid"]), a["finish_reason"], a["response_tokens"], a["text"]]
         )
+    return rows
+
+
+def screen_cell(policy, tokenizer, family: str, template: str, problems: int) -> dict:
+    """One family under one template: every response's row and the per-draw success."""
+    config = screen_config(template)
+    examples = working_families.splits(family)[SCREEN["split"]][:problems]
+    started = time.perf_counter()
+    sampled = (examples, SCREEN["draws"], SCREEN["seed_base"])
+    rows = scored_rows(policy, tokenizer, config, family, template, sampled)
     return {
         "family": family,
         "template": template,
