@@ -27,7 +27,9 @@ from verifiable_grpo.part1.sweep import _expand
 from verifiable_grpo.task import working_families
 from verifiable_grpo.task.thinking_template import ANSWER_ONLY, THINK_THEN_ANSWER
 
-REWARD = {THINK_THEN_ANSWER: "answer+format"}  # answer-only: the verifier's own 0/1
+# grpo.reward per arm (answer-only: the verifier's own 0/1; thinking_comparison checks
+# that the declaration's reward_terms are reward_terms.TERMS_OF these).
+REWARD = {THINK_THEN_ANSWER: "answer+format"}
 
 
 def arm_config(declared: dict, arm: str, seed: int, base: Profile | None = None) -> Profile:

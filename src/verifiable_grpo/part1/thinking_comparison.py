@@ -24,7 +24,7 @@ from pathlib import Path
 import yaml
 
 from verifiable_grpo.core.config import ConfigError, resolve
-from verifiable_grpo.part1 import thinking_screen
+from verifiable_grpo.part1 import thinking_arms, thinking_screen
 from verifiable_grpo.task import thinking_template, working_families
 from verifiable_grpo.training import reward_terms
 
@@ -76,9 +76,13 @@ def _problems(declared: dict, where: str) -> list[str]:
     if sorted(declared["grpo"]) != sorted(GRPO_KEYS):
         found.append(f"{where}: grpo must hold exactly {list(GRPO_KEYS)}")
     for arm in declared["arms"]:
-        terms = declared["reward_terms"].get(arm, [])
-        if not terms or any(t not in reward_terms.REWARD_TERMS for t in terms):
-            found.append(f"{where}: reward_terms.{arm} must name registered terms")
+        terms = tuple(declared["reward_terms"].get(arm, []))
+        reward = thinking_arms.REWARD.get(arm, "verifier")
+        if terms != reward_terms.TERMS_OF[reward]:
+            found.append(
+                f"{where}: reward_terms.{arm} must be {list(reward_terms.TERMS_OF[reward])} "
+                f"(grpo.reward {reward})"
+            )
         if declared["max_new_tokens"].get(arm) != thinking_screen.MAX_NEW_TOKENS.get(arm):
             found.append(f"{where}: max_new_tokens.{arm} must be the screen's")
     return found

@@ -12,8 +12,8 @@ reader can see whether a gain came from the answers or from the format.
   followed by exactly one parseable JSON answer and EOS, whatever the number.
 
 Adding a term is one decorated function and its test (book/how-to-extend.md, "Add a
-reward term"); TERMS_USED of a study names the terms it declared, so a new term changes
-no recorded run.
+reward term"). A profile's grpo.reward picks a declared tuple of terms (TERMS_OF), and a
+study's declaration names the terms it uses, so a new term changes no recorded run.
 """
 
 from __future__ import annotations
@@ -36,6 +36,9 @@ class RewardTerm:
 
 
 REWARD_TERMS: dict[str, RewardTerm] = {}
+# grpo.reward -> the terms a response's reward sums ("verifier" is the answer term on
+# the whole response, which is what the answer term reads under answer-only).
+TERMS_OF = {"verifier": ("answer",), "answer+format": ("answer", "format")}
 
 
 def register_reward_term(name: str, weight: float):
@@ -109,7 +112,8 @@ def rewarded(groups: list[dict], config, examples: list[dict]) -> list[dict]:
     (every earlier run's records stay as they were); for answer+format each response gets
     its terms ("reward_terms"), the group the weighted totals as rewards, the verifier's
     whole-response rewards kept beside them, and zero_variance recomputed."""
-    if config.grpo.reward == "verifier":
+    kind = config.grpo.reward
+    if kind == "verifier":
         return groups
     if "/" not in config.data.prompt:
         raise ValueError("grpo.reward answer+format needs a FAMILY/TEMPLATE data.prompt")
@@ -120,7 +124,7 @@ def rewarded(groups: list[dict], config, examples: list[dict]) -> list[dict]:
         example = by_id[group["document_id"]]
         rewards = []
         for row in group["responses"]:
-            row["reward_terms"] = term_values(row, example, template, ("answer", "format"))
+            row["reward_terms"] = term_values(row, example, template, TERMS_OF[kind])
             rewards.append(total(row["reward_terms"]))
         changed = {k: v for k, v in group.items() if k != "zero_variance"}
         changed.update(
