@@ -87,6 +87,14 @@ def test_every_history_entry_carries_the_signals_and_the_terms_apart():
     )
     assert entry["signals"]["silent_group_share"] == 0.0
     assert entry["mean_reward_terms"] == {"answer": 0.5, "format": 0.5}
+    assert entry["signals"]["answer_silent_signal_share"] == 0.0  # the answers differ
+    only_format = _group("b", [0.1, 0.0], [1.0, -1.0], [GOOD, "<think>x"])
+    only_format.update(reward_std=0.05, group_id="b/0")
+    for row, form in zip(only_format["responses"], (1.0, 0.0)):
+        row.update(response_tokens=5, tokenization_valid=True)
+        row["reward_terms"] = {"answer": 0.0, "format": form}
+    both = history_entry(0, [group, only_format], "d", {"max_abs_difference": 0.0}, [update])
+    assert both["signals"]["answer_silent_signal_share"] == 0.5
     # a run whose responses carry no separate terms records none (as every run before)
     for row in group["responses"]:
         del row["reward_terms"]

@@ -21,6 +21,17 @@ def group_record(group: dict) -> dict:
     }
 
 
+def _answer_silent_signal(groups: list) -> float:
+    """Share of groups whose answers all scored alike but whose rewards differ: their
+    whole signal comes from the other terms (e.g. the format), at full advantage size
+    under group-std scaling, whatever those terms' weights."""
+    found = [
+        len({r["reward_terms"]["answer"] for r in g["responses"]}) == 1 and not g["zero_variance"]
+        for g in groups
+    ]
+    return mean(found)
+
+
 def mean(values) -> float:
     values = list(values)
     return sum(values) / len(values)
@@ -65,4 +76,5 @@ def history_entry(
     terms = [r["reward_terms"] for r in rows if "reward_terms" in r]
     if terms:  # the answer and format rewards, each apart
         entry["mean_reward_terms"] = {name: mean(t[name] for t in terms) for name in terms[0]}
+        entry["signals"]["answer_silent_signal_share"] = _answer_silent_signal(groups)
     return entry
