@@ -8,13 +8,16 @@ template) and the budget. This module reads and checks it, refuses a family the 
 not pass, and plans the runs with an estimated time from the screen's measured seconds
 per response (`learn thinking-compare --dry-run`).
 
-The estimate: an iteration generates P x G responses, rescored once and used for two
-updates; TRAINING_FACTOR (2.0) counts that as twice the generation, the band study's
-ratio on the same model (about 25 s per iteration of 32 short answers against about 12 s
-to generate them). The screen measured its seconds on a loaded machine, so the estimate
-is an upper bound for a quiet one. When every declared seed would exceed the budget, the
-plan runs the declared fallback seeds instead (decided before any arm ran, never after a
-result); a plan still over the budget says so.
+The estimate: an iteration generates P x G responses, rescores them once and makes two
+updates on them; TRAINING_FACTOR (3.0) counts that as three times the screen's seconds
+per generated response. Measured in an exploratory probe of the thinking arm on
+SmolLM2 (2 iterations of 2 prompts x G 4, loaded machine): per response 4.4 s generating
+(a batch of 8 is slower per row than the screen's 64), 1.1 s rescoring, 4.6 s for the two
+updates: 10.1 s, 3.4 times the screen's 3.0 s; the comparison's batches of 32 generate
+faster per row than the probe's 8, hence 3.0. The screen measured its seconds on a
+loaded machine, so the estimate is an upper bound for a quiet one. When every declared
+seed would exceed the budget, the plan runs the declared fallback seeds instead (decided
+before any arm ran, never after a result); a plan still over the budget says so.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from verifiable_grpo.task import thinking_template, working_families
 from verifiable_grpo.training import reward_terms
 
 DECLARATION = "configs/thinking/comparison.yaml"
-TRAINING_FACTOR = 2.0
+TRAINING_FACTOR = 3.0
 KEYS = {
     "family": str,
     "arms": list,
