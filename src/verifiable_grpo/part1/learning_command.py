@@ -29,6 +29,8 @@ def _print_fixed(name: str, result: dict) -> None:
 
 
 def command_learn(args) -> int:
+    if args.what == "thinking-compare":  # a plan only: no folder, no stamp
+        return _thinking_compare(args)
     base = load_config(args.config)
     unknown = sorted(set(args.candidates or []) - {c.name for c in lift_study.CANDIDATES})
     if unknown:  # refused before any folder is touched
@@ -48,7 +50,7 @@ def command_learn(args) -> int:
         if _controls_before_any_folder(args):
             return 0
     elif getattr(args, "dry_run", False):
-        raise ConfigError([f"--dry-run: only for {' / '.join(CONTROLS)}"])
+        raise ConfigError([f"--dry-run: only for {' / '.join(CONTROLS)} and thinking-compare"])
     chosen = Path(args.out) / "fixed-prompts" / "selection.json"
     if args.what == "fixed-prompts-trl" and not chosen.is_file():
         raise FileNotFoundError(
@@ -90,6 +92,8 @@ def _learn(args, base: Profile, out: Path) -> int:
         _learn_band(args, out / args.what)
     elif args.what in CONTROLS:
         _learn_controls(args, out)
+    elif args.what == "thinking-screen":
+        _learn_thinking_screen(args, out / args.what)
     else:
         for candidate in lift_study.CANDIDATES:
             if args.candidates is None and candidate.model != "tiny":
@@ -165,6 +169,48 @@ def _learn_controls(args, out: Path) -> None:
         what = "pass-at-k"
     if args.export:
         print(f"recorded {control_study.export(out / args.what, what)}")
+
+
+def _learn_thinking_screen(args, out: Path) -> None:
+    from verifiable_grpo.part1 import thinking_screen
+
+    result = thinking_screen.run_screen(out, args.exploratory)
+    print("\n".join(thinking_screen.screen_lines(result)))
+    if args.export:
+        print(f"recorded {thinking_screen.export(out)}")
+
+
+def _thinking_compare(args) -> int:
+    from verifiable_grpo.part1 import thinking_arms, thinking_comparison, thinking_screen
+
+    declared = thinking_comparison.load()
+    try:
+        screen = thinking_screen.recorded()
+    except FileNotFoundError:
+        raise ConfigError(
+            ["no recorded screen: run `learn thinking-screen --export` first"]
+        ) from None
+    thinking_comparison.require_screen(declared, screen)
+    found = thinking_comparison.plan(declared, screen)
+    print("\n".join(thinking_comparison.plan_lines(found)))
+    if args.dry_run:
+        return 0
+    out = Path(args.out) / args.what
+    # The start stamp before any compute: a dirty tree is refused here.
+    preregistration.stamp_folder(out, args.exploratory)
+    with runlock.locked(runlock.usable_folder(args.out), f"learn {args.what}"):
+        result = thinking_arms.run(declared, out, found["seeds"])
+    for arm, runs in result["arms"].items():
+        for seed, row in runs["seeds"].items():
+            g = row["gain"]
+            print(
+                f"{arm} seed {seed}: gain {g['difference']:+.3f} [{g['low']:+.3f}, "
+                f"{g['high']:+.3f}], train {row['train_wall_seconds'] / 60:.0f} min"
+            )
+    if args.export:
+        dest = resolve(thinking_screen.RECORDED) / "comparison.json"
+        print(f"recorded {files.save_json(dest, result, overwrite=True)}")
+    return 0
 
 
 def _export_lift(base: Profile, runs: Path) -> None:

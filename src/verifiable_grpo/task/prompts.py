@@ -29,6 +29,11 @@ def messages_for(statement: str, config: Profile | None = None) -> list[dict[str
         from verifiable_grpo.task import small_sums
 
         return small_sums.messages(statement)
+    if config is not None and "/" in config.data.prompt:  # FAMILY/TEMPLATE
+        from verifiable_grpo.task import thinking_template
+
+        family, template = config.data.prompt.split("/")
+        return thinking_template.messages(family, statement, template)
     return [{"role": "user", "content": user_message(statement)}]
 
 

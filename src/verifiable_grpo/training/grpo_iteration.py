@@ -22,6 +22,7 @@ from verifiable_grpo.training import (
     batched_scoring,
     control_rewards,
     objectives,
+    reward_terms,
     rollout,
 )
 from verifiable_grpo.training.gradients import (
@@ -73,6 +74,17 @@ def grpo_update(
 
 
 # --------------------------------------------------------------------------- one iteration
+def _rewarded(groups: list, run: GRPORun) -> list:
+    """The groups under the profile's grpo.reward: the verifier's as sampled, a control's
+    (control_rewards) or the declared reward terms (reward_terms)."""
+    kind = run.config.grpo.reward
+    if kind in ("random", "format"):
+        return control_rewards.rewarded(groups, run.config)
+    if kind in reward_terms.TERMS_OF and kind != "verifier":
+        return reward_terms.rewarded(groups, run.config, run.examples)
+    return groups
+
+
 def _sample(run: GRPORun, iteration: int) -> tuple[list, str, float]:
     indices = run.order.take(run.budget["prompts_per_iteration"])
     tick = time.perf_counter()
@@ -95,7 +107,7 @@ def _sample(run: GRPORun, iteration: int) -> tuple[list, str, float]:
             rollout.sample_group(sampler, run.examples[index], size, group_id)
             for index, group_id in zip(indices, group_ids)
         ]
-    sampled = control_rewards.rewarded(sampled, run.config)  # the verifier's, or a control's
+    sampled = _rewarded(sampled, run)  # grpo.reward
     groups = objectives.batch_with_advantages(sampled, objective)
     rows = [r for g in groups for r in g["responses"]]
     ids = [r["rollout_id"] for r in rows]
@@ -157,7 +169,9 @@ def _record(
     path = files.save_json(run.paths["rollouts"] / f"iteration-{iteration:04d}.json", evidence)
     run.evidence[path.relative_to(run.paths["out"]).as_posix()] = sha256_file(path)
     evidence_seconds = time.perf_counter() - tick
-    run.history.append(history_entry(iteration, groups, behaviour_digest, verification, updates))
+    questions = {e["document_id"]: e.get("statement") for e in run.examples}
+    entry = history_entry(iteration, groups, behaviour_digest, verification, updates, questions)
+    run.history.append(entry)
     return evidence_seconds
 
 

@@ -3,6 +3,8 @@ set's groups, responses and updates, and each group without its times or token l
 
 from __future__ import annotations
 
+from verifiable_grpo.training import hack_detectors
+
 
 def group_record(group: dict) -> dict:
     """The part of a group that enters the history (no times, no token lists); a control
@@ -23,16 +25,35 @@ def group_record(group: dict) -> dict:
     return kept
 
 
+def _answer_silent_signal(groups: list) -> float:
+    """Share of groups whose answers all scored alike but whose rewards differ: their
+    whole signal comes from the other terms (e.g. the format), at full advantage size
+    under group-std scaling, whatever those terms' weights."""
+    found = [
+        len({r["reward_terms"]["answer"] for r in g["responses"]}) == 1 and not g["zero_variance"]
+        for g in groups
+    ]
+    return mean(found)
+
+
 def mean(values) -> float:
     values = list(values)
     return sum(values) / len(values)
 
 
 def history_entry(
-    iteration: int, groups: list, behaviour_digest: str, verification: dict, updates: list
+    iteration: int,
+    groups: list,
+    behaviour_digest: str,
+    verification: dict,
+    updates: list,
+    questions: dict[str, str] | None = None,
 ) -> dict:
     """An iteration's entry in the learning record's history (means over its groups,
-    responses and updates; the updates without their per-response audits)."""
+    responses and updates; the updates without their per-response audits), with the
+    signals of training/hack_detectors.py (`questions`: document_id -> statement, for
+    the copied-block detector) and, when responses carry separate reward terms, each
+    term's mean apart."""
     rows = [r for g in groups for r in g["responses"]]
     summaries = [{k: v for k, v in u.items() if k != "responses"} for u in updates]
     entry = {
@@ -54,7 +75,12 @@ def history_entry(
         "verify_max_abs_difference": verification["max_abs_difference"],
         "updates": summaries,
         "groups": [group_record(g) for g in groups],
+        "signals": hack_detectors.signals(groups, questions),
     }
     if any("verifier_rewards" in g for g in groups):  # a control: how often it was right
         entry["mean_verifier_reward"] = mean(r for g in groups for r in g["verifier_rewards"])
+    terms = [r["reward_terms"] for r in rows if "reward_terms" in r]
+    if terms:  # the answer and format rewards, each apart
+        entry["mean_reward_terms"] = {name: mean(t[name] for t in terms) for name in terms[0]}
+        entry["signals"]["answer_silent_signal_share"] = _answer_silent_signal(groups)
     return entry
