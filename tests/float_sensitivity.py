@@ -169,7 +169,6 @@ NOT_FLOAT_SENSITIVE = {
     "training/test_hack_detectors.py": "text detectors and shares of given lists",
     "training/test_reward_terms.py": "0/1 terms of given texts and their declared weights",
     "training/test_reward_terms_in_grpo.py": "keys, and relations true for any sampled tokens",
-    "test_import_circles.py": "the package's import graph",
     "task/test_verifier.py": "the verifier's exact rules",
     "training/test_objective_sources.py": "the registry's source citations",
     "training/test_registry.py": "the registry's classification, hashes and refusals",
