@@ -16,8 +16,8 @@ from pathlib import Path
 
 from verifiable_grpo.core import preregistration
 from verifiable_grpo.core.config import ConfigError
+from verifiable_grpo.part2 import adoption, study
 from verifiable_grpo.part2 import lock as lock_lib
-from verifiable_grpo.part2 import study
 from verifiable_grpo.part2.commands import finished_run
 from verifiable_grpo.part2.trl import backend as trl_backend
 from verifiable_grpo.part2.trl import run_config
@@ -150,7 +150,8 @@ def run_study(args, runs: list[tuple[str, str, int]]) -> int:
         trl_backend.check_request(
             args.lock, args.trl_config, lock_lib.LockedRun(arm, seed, regime), processes
         )
-    preregistration.stamp_folder(Path(args.out), args.exploratory)
+    stamp = preregistration.stamp_folder(Path(args.out), args.exploratory)
+    adoption.refuse_unstamped_runs(args.out, stamp)
     base = trl_backend.base_heldout(args.lock, args.trl_config, args.out)
     print(f"untrained base: held-out greedy {base['heldout']['greedy']['ALL']['success_rate']:.3f}")
     for regime, arm, seed in runs:
