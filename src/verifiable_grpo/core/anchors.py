@@ -30,6 +30,10 @@ LEDGER = "anchors.json"
 SCHEMA = "verifiable-grpo-anchors-v1"
 
 
+class ResealedError(files.DamagedFileError):
+    """A seal whose SHA-256 differs from its anchor: rewritten after it was anchored."""
+
+
 def _read(folder: Path) -> dict | None:
     path = folder / LEDGER
     if path.is_symlink():
@@ -81,7 +85,7 @@ def forget(folder: str | os.PathLike, keep=None, drop=()) -> None:
 
 def is_anchored(folder: str | os.PathLike, seal: str | os.PathLike, what: str) -> bool:
     """True when the ledger holds this seal's SHA-256; False when it holds no entry for it
-    (cut short before anchoring); DamagedFileError when it holds another."""
+    (cut short before anchoring); ResealedError when it holds another."""
     folder = Path(folder)
     name = _name(folder, seal)
     ledger = _read(folder)
@@ -89,7 +93,7 @@ def is_anchored(folder: str | os.PathLike, seal: str | os.PathLike, what: str) -
     if recorded is None:
         return False
     if files.sha256_file(folder / name) != recorded:
-        raise files.DamagedFileError(
+        raise ResealedError(
             f"{folder / name}: this {what}'s seal was rewritten after it was anchored in "
             f"{folder / LEDGER} (a state edited and sealed again?); restore it, or move the "
             "folder aside and start the run again"

@@ -93,12 +93,14 @@ def latest(out: str | Path, stage: str) -> tuple[dict, dict] | None:
     if not folder.is_dir():
         return None
     for note_path in sorted(folder.glob("state-*.json"), reverse=True):
-        if not anchors.is_anchored(folder, note_path, "crash checkpoint"):
-            continue
         try:
             note = files.read_json(note_path)
             where = files.inside(folder, note["state"], f"{note_path}: state")
+            if not anchors.is_anchored(folder, note_path, "crash checkpoint"):
+                continue  # cut short before its anchor: as a pair without its note
             state = load_state(where, expected_sha256=note["sha256"])
+        except anchors.ResealedError:
+            raise  # sealed again after its anchor: refused, never skipped
         except (files.DamagedFileError, FileNotFoundError, KeyError):
             continue  # a damaged newer pair: fall back to an older one if any
         return state, note

@@ -42,17 +42,20 @@ def checkpoints(run: Path) -> list[Path]:
     return sorted(found, key=step_of)
 
 
-def seal(checkpoint: str | Path, stamp_sha256: str | None = None) -> Path:
-    """Seal the folder, then anchor the seal in the run's checkpoints/anchors.json."""
-    checkpoint = Path(checkpoint)
-    sealed = folder_digests.seal(
+def seal(checkpoint: str | Path) -> Path:
+    return folder_digests.seal(
         checkpoint, DIGESTS, why="written by TRL's Trainer; sealed after its telemetry"
     )
+
+
+def anchor(checkpoint: str | Path, stamp_sha256: str | None = None) -> None:
+    """Digest the checkpoint's seal into the run's checkpoints/anchors.json (TRL has
+    already removed the older checkpoints, whose entries go)."""
+    checkpoint = Path(checkpoint)
     ledger = checkpoint.parent
     kept = {f"{p.name}/{DIGESTS}" for p in checkpoints(ledger.parent)}
-    anchors.forget(ledger, keep=kept)  # TRL removed the older checkpoints
-    anchors.anchor(ledger, sealed, stamp_sha256)
-    return sealed
+    anchors.forget(ledger, keep=kept)
+    anchors.anchor(ledger, checkpoint / DIGESTS, stamp_sha256)
 
 
 def is_anchored(checkpoint: Path) -> bool:
