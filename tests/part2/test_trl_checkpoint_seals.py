@@ -175,5 +175,6 @@ def test_prompts_data_edited_between_stop_after_and_resume_is_refused(tmp_path, 
     argv += ["--out", str(out), "--arm", "grpo", "--seed", "11"]
     assert cli.main(argv) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "input prompts train" in err and "changed since" in err
+    assert err.count("\n") == 1, err
+    assert "input prompts test (data.test) changed since" in err, err
     assert not (out / RUN / "run_manifest.json").exists()

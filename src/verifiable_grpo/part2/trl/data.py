@@ -39,14 +39,12 @@ def run_inputs(config: dict) -> dict:
     inputs = {}
     if data["source"] == "jsonl":
         for split in ("train", "test"):
-            inputs[f"prompts {split} ({data[split]})"] = input_digests.file_sha256(
+            inputs[f"prompts {split} (data.{split})"] = input_digests.file_sha256(
                 resolve(data[split])
             )
     local = resolve(config["model"]["name_or_path"])
     if local.is_dir():
-        inputs[f"base build record ({config['model']['name_or_path']})"] = (
-            input_digests.verify_build(local)
-        )
+        inputs["base build record (model.name_or_path)"] = input_digests.verify_build(local)
     return inputs
 
 
