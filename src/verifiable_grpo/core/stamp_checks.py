@@ -52,7 +52,7 @@ def _form(path: Path) -> dict:
         stamp = files.read_json(path)
     except (ValueError, OSError) as err:
         raise _refuse(path, f"unreadable ({err})") from err
-    if not isinstance(stamp, dict) or set(stamp) != FIELDS:
+    if not isinstance(stamp, dict) or not FIELDS <= set(stamp):
         raise _refuse(path, f"not a start stamp (one JSON object with {sorted(FIELDS)})")
     commit = stamp["git_commit"]
     if not isinstance(stamp["exploratory"], bool) or not isinstance(stamp["clean_tree"], bool):
