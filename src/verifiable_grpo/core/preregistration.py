@@ -8,7 +8,9 @@ the tree clean, when the run starts. A run on a dirty tree is refused in one lin
 the user asks for an exploratory run, which is labelled so in every record it writes.
 
 A run that resumes keeps its first stamp (stored in its folder) and must resume on the
-same commit: other code would make the evidence a mixture.
+same commit: other code would make the evidence a mixture. The stored stamp is believed
+only after core.stamp_checks (its form, git, and the stamp digest every seal in the folder
+was anchored with): an edited, replaced, deleted or symlinked stamp is refused.
 """
 
 from __future__ import annotations

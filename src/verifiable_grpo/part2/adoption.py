@@ -41,8 +41,8 @@ def refuse_unstamped_runs(out, stamp: dict) -> None:
             why = "without a start stamp" if theirs is None else "under another start stamp"
             raise ConfigError(
                 [
-                    f"{folder}: this run was made {why} (a `family run` outside the study?); "
-                    "a recorded study adopts only its own runs: move the folder aside or use "
-                    "a new --out"
+                    f"{folder}: this run was made {why} (by a `family run` outside the study, "
+                    "or on a tree not clean at the stamped commit); a recorded study adopts "
+                    "only its own runs: move the folder aside or use a new --out"
                 ]
             )
