@@ -180,13 +180,9 @@ def grpo_config(request: TrainerRequest, layout: dict):
 def _model_and_tokenizer(config: dict):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from verifiable_grpo.core.config import resolve
-
     spec = config["model"]
     where = spec["name_or_path"]
-    local = resolve(where)
-    if local.is_dir():
-        input_digests.verify_build(local)  # a flipped byte in the base: refused, not trained
+    local = backend_data.checked_base(where)  # a flipped byte in the base: refused
     where = str(local) if local.exists() else where
     tokenizer = AutoTokenizer.from_pretrained(where, revision=spec["revision"])
     if tokenizer.pad_token is None:

@@ -31,6 +31,15 @@ def _items(config: dict, split: str) -> list[dict]:
     return [{"question": r["question"], "answer": r["answer"]} for r in rows]
 
 
+def checked_base(name_or_path: str):
+    """The base's resolved path, its files checked against its BUILD.json when it is a local
+    folder that ships one (core.input_digests: hashed once per process)."""
+    local = resolve(name_or_path)
+    if local.is_dir():
+        input_digests.verify_build(local)
+    return local
+
+
 def run_inputs(config: dict) -> dict:
     """The digests of what the run reads and did not write: the prompts data files (a hub
     dataset is pinned by its revision, in the run configuration) and the base's BUILD.json
