@@ -35,6 +35,7 @@ SLOW_MODULES = {
     "part1/test_crash_recovery.py": "every test reads runs killed and resumed in other processes",
     "part1/test_fixed_prompts_crash.py": "its one test kills a fixed-prompt run and continues it",
     "part2/test_trl_backend_runs.py": "every test reads a TRL study run in other processes",
+    "part2/test_study_anchors.py": "every test copies a family smoke run stopped after a step",
 }
 
 # module::test (without parameters: every case) -> why it is slow
@@ -89,6 +90,9 @@ SLOW_TESTS = {
     ),
     "part2/test_trl_data_parallel.py::test_evaluation_over_two_processes_equals_one_item_for_item": (
         "the same TRL runs (the module's `runs` fixture)"
+    ),
+    "part2/test_trl_checkpoint_seals.py::test_prompts_data_edited_between_stop_after_and_resume_is_refused": (
+        "a TRL smoke run stopped after a step, then resumed on edited prompts"
     ),
     "part2/test_study.py::test_interrupt_and_resume_equal_a_continuous_run": (
         "three training runs per arm: interrupted, resumed and continuous"

@@ -5,12 +5,15 @@ one line naming the file (exit 2, nothing trained); an unsealed folder is set as
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 
 import pytest
 import torch
+import yaml
 
 from verifiable_grpo import cli
 from verifiable_grpo.core import files, folder_digests
+from verifiable_grpo.core.config import resolve
 from verifiable_grpo.part2 import lock as lock_lib
 from verifiable_grpo.part2.trl import backend as trl_backend
 from verifiable_grpo.part2.trl import checkpoints as trl_checkpoints
@@ -81,6 +84,7 @@ def test_a_pickled_state_behind_a_matching_seal_is_refused(stopped, tmp_path, ca
     (checkpoint / "rng_state.pth").unlink()
     torch.save({"python": Gadget()}, checkpoint / "rng_state.pth")
     trl_checkpoints.seal(checkpoint)  # as if whoever swapped it also rewrote the seal
+    trl_checkpoints.anchor(checkpoint)  # ... and its anchor (core.anchors)
     err = _rerun(out, capsys)
     assert "rng_state.pth: refused to load" in err and "weights_only=False" not in err
 
@@ -109,3 +113,68 @@ def test_a_symlink_in_a_sealed_folder_is_refused(tmp_path):
     (folder / "a.bin").symlink_to(tmp_path / "elsewhere")
     with pytest.raises(files.DamagedFileError, match="not a plain file"):
         folder_digests.verify(folder, "seal.json", "folder")
+
+
+# --------------------------------------------------- anchors and inputs (issue 44, 6 and 7)
+def test_a_tensor_changed_and_sealed_again_with_seal_is_refused(stopped, tmp_path, capsys):
+    """The project's own seal() certifies whatever is in the folder; the anchor beside the
+    checkpoints does not move with it, so the resume refuses before TRL reads a byte."""
+    out, checkpoint = _copy(stopped, tmp_path)
+    target = checkpoint / "adapter_model.safetensors"
+    data = bytearray(target.read_bytes())
+    data[-1] ^= 0x01
+    target.write_bytes(bytes(data))
+    trl_checkpoints.seal(checkpoint)
+    err = _rerun(out, capsys)
+    assert "checkpoint-digests.json: this TRL checkpoint's seal was rewritten" in err
+    assert not (out / RUN / "run_manifest.json").exists()
+
+
+def _config_with(tmp_path, **changes) -> Path:
+    """The smoke run configuration with its prompts data (and optionally its base) copied
+    into tmp_path, so that a test may edit them."""
+    config = yaml.safe_load(Path(SMOKE).read_text())
+    prompts = tmp_path / "prompts.jsonl"
+    shutil.copy(resolve(config["data"]["train"]), prompts)
+    config["data"].update(train=str(prompts), test=str(prompts))
+    config["model"].update(changes)
+    path = tmp_path / "trl-copy.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    return path
+
+
+def _flip_base(tmp_path) -> Path:
+    base = tmp_path / "base"
+    shutil.copytree(resolve("data/tiny-base"), base)
+    weights = base / "model.safetensors"
+    data = bytearray(weights.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    weights.write_bytes(bytes(data))
+    return base
+
+
+def test_a_flipped_byte_in_the_trl_base_is_refused_before_training(tmp_path, capsys):
+    config = _config_with(tmp_path, name_or_path=str(_flip_base(tmp_path)))
+    argv = ["family", "run", "--backend", "trl", "--config", str(config), "--lock", LOCK]
+    argv += ["--out", str(tmp_path / "out"), "--arm", "grpo", "--seed", "11"]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "model.safetensors: its SHA-256 differs" in err
+    assert not list((tmp_path / "out").rglob("checkpoint-*"))
+
+
+def test_prompts_data_edited_between_stop_after_and_resume_is_refused(tmp_path, capsys):
+    config = _config_with(tmp_path)
+    out = tmp_path / "out"
+    run = lock_lib.LockedRun("grpo", 11, "on_policy")
+    assert trl_backend.run_arm_trl(LOCK, str(config), out, run, stop_after=1) is None
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text(prompts.read_text().replace("?", "? ", 1))
+    capsys.readouterr()  # the first run's progress
+    argv = ["family", "run", "--backend", "trl", "--config", str(config), "--lock", LOCK]
+    argv += ["--out", str(out), "--arm", "grpo", "--seed", "11"]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err
+    assert "input prompts test (data.test) changed since" in err, err
+    assert not (out / RUN / "run_manifest.json").exists()

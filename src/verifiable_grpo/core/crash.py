@@ -3,8 +3,10 @@
 A branch saves its full state every few updates or iterations into OUT/crash/<stage>/ as
 `state-NNNNNN.pt` (uncompressed: fast to write each iteration) and then, once that file
 is complete, `state-NNNNNN.json` with its SHA-256, its position and the SHA-256 of every
-evidence file written up to that point. Only then are older pairs removed, so a kill at
-any moment leaves at least one complete pair. A rerun continues from the newest complete
+evidence file written up to that point; the note is then anchored (core.anchors: its own
+SHA-256 in crash/<stage>/anchors.json), so that a state edited together with its note is
+refused. Only then are older pairs removed, so a kill at any moment leaves at least one
+complete, anchored pair. A rerun continues from the newest complete
 pair; whatever the stage wrote after it (the half-done iteration's evidence) is moved to
 OUT/aborted/<stage>-<time>/ with a note: never deleted, never reused.
 
@@ -18,7 +20,7 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from verifiable_grpo.core import files
+from verifiable_grpo.core import anchors, files, stamp_checks
 from verifiable_grpo.core.faults import fault_point
 
 CRASH_DIR = "crash"
@@ -42,6 +44,7 @@ def save(
     folder = crash_folder(out, stage)
     begin = time.perf_counter()
     stem = f"state-{position:06d}"
+    anchors.forget(folder, drop={f"{stem}.json"})  # its pair is written again below
     for old in (folder / f"{stem}.pt", folder / f"{stem}.json"):  # a pair cut short earlier
         if old.exists():
             old.unlink()
@@ -57,9 +60,11 @@ def save(
         "saved_at": _now(),
     }
     files.save_json(folder / f"{stem}.json", note)
+    anchors.anchor(folder, f"{stem}.json", stamp_checks.stamp_sha256(out))
     for path in folder.iterdir():
         if path.name.startswith("state-") and not path.name.startswith(stem):
             path.unlink()
+    anchors.forget(folder, {f"{stem}.json"})
     return {**note, "seconds": time.perf_counter() - begin}
 
 
@@ -80,9 +85,11 @@ def branch_finished(out: str | Path, branch: str, mode: str) -> bool:
 
 
 def latest(out: str | Path, stage: str) -> tuple[dict, dict] | None:
-    """(state, note) of the newest complete, undamaged pair; None when there is none. A note
-    whose state path leaves the crash folder is refused (files.OutsideFolderError), not
-    skipped: no crash writes one."""
+    """(state, note) of the newest complete, undamaged, anchored pair; None when there is
+    none. A note whose state path leaves the crash folder, or whose anchor holds another
+    SHA-256 (edited and sealed again), is refused (files.OutsideFolderError,
+    files.DamagedFileError), not skipped: no crash writes one. A note without an anchor was
+    cut short before it was anchored (or predates anchors): skipped like a damaged pair."""
     from verifiable_grpo.core.checkpoint import load_state
 
     folder = crash_folder(out, stage)
@@ -92,7 +99,11 @@ def latest(out: str | Path, stage: str) -> tuple[dict, dict] | None:
         try:
             note = files.read_json(note_path)
             where = files.inside(folder, note["state"], f"{note_path}: state")
+            if not anchors.is_anchored(folder, note_path, "crash checkpoint"):
+                continue  # cut short before its anchor: as a pair without its note
             state = load_state(where, expected_sha256=note["sha256"])
+        except anchors.ResealedError:
+            raise  # sealed again after its anchor: refused, never skipped
         except (files.DamagedFileError, FileNotFoundError, KeyError):
             continue  # a damaged newer pair: fall back to an older one if any
         return state, note

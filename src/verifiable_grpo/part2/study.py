@@ -30,7 +30,7 @@ from pathlib import Path
 
 import torch
 
-from verifiable_grpo.core import checkpoint, files, interrupts, runlock
+from verifiable_grpo.core import anchors, checkpoint, files, interrupts, preregistration, runlock
 from verifiable_grpo.core import model as model_lib
 from verifiable_grpo.core.config import ConfigError, provenance
 from verifiable_grpo.core.config_schema import Profile
@@ -136,6 +136,7 @@ class StudyRun(ResumableRun):
     step: int = 0
     telemetry: list = field(default_factory=list)
     times: list = field(default_factory=list)
+    stamp_sha256: str | None = None  # the study stamp this run runs under (None: none)
 
     @property
     def budget(self) -> dict:
@@ -203,9 +204,15 @@ def _recorded_sha256(path: Path) -> str | None:
     return files.read_json(record)["sha256"] if record.is_file() else None
 
 
+def _anchored(path: Path) -> bool:
+    """Whether the checkpoint's record is anchored (core.anchors: one without was cut short)."""
+    record = path.with_suffix(".json")
+    return record.is_file() and anchors.is_anchored(path.parent, record, "study checkpoint")
+
+
 def _restore(run: StudyRun) -> bool:
-    # Only a checkpoint with its recorded SHA-256 is trusted, and only if it still has it.
-    found = [p for p in _checkpoints(run) if _recorded_sha256(p) is not None]
+    # Only a checkpoint with its anchored record is trusted, and only if it still matches.
+    found = [p for p in _checkpoints(run) if _anchored(p)]
     if not found:
         return False
     path = found[-1]
@@ -226,21 +233,24 @@ def _restore(run: StudyRun) -> bool:
 
 
 def _save_checkpoint(run: StudyRun) -> None:
-    """checkpoint-NNNN.pt, then checkpoint-NNNN.json with its SHA-256 (as Part I's crash
-    pairs); older pairs go only after both, so a kill leaves one complete pair."""
+    """checkpoint-NNNN.pt, then checkpoint-NNNN.json with its SHA-256, anchored (as Part I's
+    crash pairs); older pairs go only after, so a kill leaves one complete pair."""
     target = run.folder / "checkpoints" / f"checkpoint-{run.step:04d}.pt"
     record = target.with_suffix(".json")
     old = [
         p for p in (run.folder / "checkpoints").glob("checkpoint-*.*") if p not in (target, record)
     ]
+    anchors.forget(target.parent, drop={record.name})
     for path in (record, target):  # the same step redone after a crash
         if path.exists():
             path.unlink()
     saved = checkpoint.save_state(target, run.state(), compress=False)  # gzip costs seconds
     files.save_json(record, {"step": run.step, "sha256": saved["sha256"], "bytes": saved["bytes"]})
+    anchors.anchor(target.parent, record, run.stamp_sha256)
     fault_point("family-after-checkpoint")
     for path in old:
         path.unlink()
+    anchors.forget(target.parent, keep={record.name})
 
 
 def _step(run: StudyRun) -> None:
@@ -370,7 +380,8 @@ def run_arm(
         request = RunRequest(
             lock, lock_sha, config, out, folder, arm, seed, regime, stop_after, progress, started
         )
-        return _train_and_record(request)
+        stamp = preregistration.vouched_stamp_sha256(out)
+        return _train_and_record(request, stamp)
 
 
 @dataclass(frozen=True)
@@ -390,8 +401,9 @@ class RunRequest:
     started: float  # time.perf_counter() when the command started
 
 
-def _train_and_record(request: RunRequest) -> dict | None:
-    """run_arm's work once the run folder is held."""
+def _train_and_record(request: RunRequest, stamp_sha256: str | None) -> dict | None:
+    """run_arm's work once the run folder is held; `stamp_sha256`: the study stamp the run
+    runs under, anchored with its checkpoints (None: a run made outside a stamp)."""
     data_dir, learning = prepare_data(request.out, request.config)
     examples = data.read_examples(learning, "train")
     warm = request.lock["warm_start"]
@@ -416,6 +428,7 @@ def _train_and_record(request: RunRequest) -> dict | None:
         policy,
         reference,
         objectives.get_objective(request.arm),
+        stamp_sha256=stamp_sha256,
     )
     initial_digest = model_lib.model_digest(policy)
     reference_digest = model_lib.model_digest(reference)

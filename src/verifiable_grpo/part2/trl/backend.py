@@ -26,7 +26,7 @@ from pathlib import Path
 
 import torch
 
-from verifiable_grpo.core import files, interrupts, runlock
+from verifiable_grpo.core import files, input_digests, interrupts, preregistration, runlock
 from verifiable_grpo.core.config import ConfigError, config_hash, provenance, sha256_bytes
 from verifiable_grpo.core.record_names import with_current_names
 from verifiable_grpo.part2 import generation_lock, study, study_records
@@ -78,6 +78,7 @@ def _identity(lock_sha, config, arm, seed, regime) -> dict:
         "regime": regime,
         "run_config_sha256": config_hash(config),
         "objective_sha256": objectives.get_objective(arm).sha256(),
+        "inputs": backend_data.run_inputs(config),
     }
 
 
@@ -109,6 +110,7 @@ def _newest_checkpoint(folder: Path, identity: dict, main: bool = True) -> Path 
     if newest is None:
         return None
     theirs = files.read_json(newest / TELEMETRY_FILE)["identity"]
+    input_digests.check_unchanged(theirs.get("inputs") or {}, identity["inputs"], newest)
     differ = [k for k in identity if theirs.get(k) != identity[k]]
     if differ:
         raise ValueError(
@@ -178,11 +180,9 @@ def grpo_config(request: TrainerRequest, layout: dict):
 def _model_and_tokenizer(config: dict):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from verifiable_grpo.core.config import resolve
-
     spec = config["model"]
     where = spec["name_or_path"]
-    local = resolve(where)
+    local = backend_data.checked_base(where)  # a flipped byte in the base: refused
     where = str(local) if local.exists() else where
     tokenizer = AutoTokenizer.from_pretrained(where, revision=spec["revision"])
     if tokenizer.pad_token is None:
@@ -268,6 +268,7 @@ def run_arm_trl(
         stop_after,
         progress,
         started,
+        preregistration.vouched_stamp_sha256(out),
     )
     if run_config.process_rank() != 0:  # the main process holds the folder and writes
         return _train_and_record(request)
@@ -323,6 +324,7 @@ class TRLRunRequest:
     stop_after: int | None  # stop (checkpointed) after this many steps; None: to the end
     progress: bool
     started: float  # time.perf_counter() when the command started
+    stamp_sha256: str | None = None  # the study stamp the run runs under (None: none)
 
 
 def _train_and_record(request: TRLRunRequest):
@@ -344,7 +346,7 @@ def _train_and_record(request: TRLRunRequest):
             request.progress,
         )
     )
-    trainer.add_callback(TelemetryCheckpoint(trainer, identity))
+    trainer.add_callback(TelemetryCheckpoint(trainer, identity, request.stamp_sha256))
     trainer.add_callback(
         StopAfter(request.stop_after * updates if request.stop_after is not None else None)
     )

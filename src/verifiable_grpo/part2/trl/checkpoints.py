@@ -9,16 +9,20 @@ against the seal and loading each torch file once with weights_only=True (tensor
 plain data only; memory-mapped, so this reads little): a flipped byte, a swapped file or
 a pickled object is refused in one line naming the file, before TRL reads anything.
 
-A checkpoint folder without a seal was cut short by a crash (or written before seals
-existed): it is moved to RUN/aborted/ (never deleted, never reused) and the run continues
-from the newest sealed one, whose steps are then redone exactly.
+The seal is itself anchored (core.anchors: its SHA-256 in RUN/checkpoints/anchors.json,
+with the study stamp's), so a tensor changed and sealed again with `seal()` is refused.
+
+A checkpoint folder without a seal, or whose seal has no anchor, was cut short by a crash
+(or written before seals or anchors existed): it is moved to RUN/aborted/ (never deleted,
+never reused) and the run continues from the newest anchored one, whose steps are then
+redone exactly.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from verifiable_grpo.core import crash, folder_digests
+from verifiable_grpo.core import anchors, crash, folder_digests
 
 DIGESTS = "checkpoint-digests.json"
 TORCH_SUFFIXES = (".pt", ".pth")  # what Trainer reads with torch.load on a resume
@@ -44,19 +48,38 @@ def seal(checkpoint: str | Path) -> Path:
     )
 
 
+def anchor(checkpoint: str | Path, stamp_sha256: str | None = None) -> None:
+    """Digest the checkpoint's seal into the run's checkpoints/anchors.json (TRL has
+    already removed the older checkpoints, whose entries go)."""
+    checkpoint = Path(checkpoint)
+    ledger = checkpoint.parent
+    kept = {f"{p.name}/{DIGESTS}" for p in checkpoints(ledger.parent)}
+    anchors.forget(ledger, keep=kept)
+    anchors.anchor(ledger, checkpoint / DIGESTS, stamp_sha256)
+
+
+def is_anchored(checkpoint: Path) -> bool:
+    """A sealed checkpoint whose seal the ledger holds; DamagedFileError when it holds
+    another SHA-256 (sealed again after it was anchored)."""
+    return folder_digests.is_sealed(checkpoint, DIGESTS) and anchors.is_anchored(
+        checkpoint.parent, checkpoint / DIGESTS, "TRL checkpoint"
+    )
+
+
 def set_aside_unsealed(run: Path) -> list[Path]:
-    """Move every unsealed checkpoint folder to RUN/aborted/ (a crash cut its save short)."""
+    """Move every unsealed or unanchored checkpoint folder to RUN/aborted/ (a crash cut its
+    save short); a seal rewritten after it was anchored is refused (DamagedFileError)."""
     moved = []
     for checkpoint in checkpoints(run):
-        if folder_digests.is_sealed(checkpoint, DIGESTS):
+        if is_anchored(checkpoint):
             continue
         rels = [p.relative_to(run).as_posix() for p in checkpoint.rglob("*") if not p.is_dir()]
         target = crash.move_aside(
             run,
             checkpoint.name,
             rels,
-            "a TRL checkpoint without its seal (the save was cut short, or it predates "
-            "seals): not resumed from",
+            "a TRL checkpoint without its seal or its anchor (the save was cut short, or "
+            "it predates seals and anchors): not resumed from",
         )
         if checkpoint.is_dir() and not any(checkpoint.iterdir()):
             checkpoint.rmdir()
@@ -84,6 +107,7 @@ def newest_verified(run: str | Path, main: bool = True) -> Path | None:
     if main:
         set_aside_unsealed(run)
     sealed = [p for p in checkpoints(run) if folder_digests.is_sealed(p, DIGESTS)]
+    sealed = [p for p in sealed if not main or is_anchored(p)]
     if not sealed:
         return None
     newest = sealed[-1]

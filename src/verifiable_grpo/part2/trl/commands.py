@@ -16,8 +16,8 @@ from pathlib import Path
 
 from verifiable_grpo.core import preregistration
 from verifiable_grpo.core.config import ConfigError
+from verifiable_grpo.part2 import adoption, study
 from verifiable_grpo.part2 import lock as lock_lib
-from verifiable_grpo.part2 import study
 from verifiable_grpo.part2.commands import dry_run, finished_run, refuse_unread_options
 from verifiable_grpo.part2.trl import backend as trl_backend
 from verifiable_grpo.part2.trl import run_config
@@ -159,7 +159,8 @@ def run_study(args, runs: list[tuple[str, str, int]]) -> int:
     if getattr(args, "dry_run", False):
         pending = [r for r in runs if not study.manifest_path(args.out, *r).is_file()]
         return dry_run(pending, args.out)
-    preregistration.stamp_folder(Path(args.out), args.exploratory)
+    stamp = preregistration.stamp_folder(Path(args.out), args.exploratory)
+    adoption.refuse_unstamped_runs(args.out, stamp)
     base = trl_backend.base_heldout(args.lock, args.trl_config, args.out)
     print(f"untrained base: held-out greedy {base['heldout']['greedy']['ALL']['success_rate']:.3f}")
     for regime, arm, seed in runs:

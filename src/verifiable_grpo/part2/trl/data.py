@@ -12,6 +12,7 @@ import time
 
 import torch
 
+from verifiable_grpo.core import input_digests
 from verifiable_grpo.core.config import resolve
 from verifiable_grpo.part2 import gsm8k
 from verifiable_grpo.part2.trl import run_config
@@ -28,6 +29,32 @@ def _items(config: dict, split: str) -> list[dict]:
         data["name"], data["subset"], revision=data["revision"], split=data[f"{split}_split"]
     )
     return [{"question": r["question"], "answer": r["answer"]} for r in rows]
+
+
+def checked_base(name_or_path: str):
+    """The base's resolved path, its files checked against its BUILD.json when it is a local
+    folder that ships one (core.input_digests: hashed once per process)."""
+    local = resolve(name_or_path)
+    if local.is_dir():
+        input_digests.verify_build(local)
+    return local
+
+
+def run_inputs(config: dict) -> dict:
+    """The digests of what the run reads and did not write: the prompts data files (a hub
+    dataset is pinned by its revision, in the run configuration) and the base's BUILD.json
+    (its files checked against it first). The resolved profile is run_config_sha256."""
+    data = config["data"]
+    inputs = {}
+    if data["source"] == "jsonl":
+        for split in ("train", "test"):
+            inputs[f"prompts {split} (data.{split})"] = input_digests.file_sha256(
+                resolve(data[split])
+            )
+    local = resolve(config["model"]["name_or_path"])
+    if local.is_dir():
+        inputs["base build record (model.name_or_path)"] = input_digests.verify_build(local)
+    return inputs
 
 
 def examples(config: dict, split: str) -> list[dict]:

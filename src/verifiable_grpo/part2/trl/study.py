@@ -33,8 +33,8 @@ from pathlib import Path
 
 from verifiable_grpo.core import files, interrupts, preregistration, runlock
 from verifiable_grpo.core.config import ConfigError
+from verifiable_grpo.part2 import adoption, study
 from verifiable_grpo.part2 import lock as lock_lib
-from verifiable_grpo.part2 import study
 from verifiable_grpo.part2.trl import backend as trl_backend
 from verifiable_grpo.part2.trl import run_config
 from verifiable_grpo.part2.trl.commands import die_with_parent
@@ -370,7 +370,8 @@ def schedule(args, runs: list[tuple[str, str, int]]) -> int:
     holder = out if n == 1 else out / "shards" / f"{k}-of-{n}"
     with runlock.locked(holder, f"family study --backend trl --shard {k}/{n}"):
         study.bind_study_folder(out, lock_sha, str(args.lock))
-        preregistration.stamp_folder(out, args.exploratory, now=now)  # every node checks it
+        stamp = preregistration.stamp_folder(out, args.exploratory, now=now)  # every node checks it
+        adoption.refuse_unstamped_runs(out, stamp)
         trl_backend.bind_run_config(out, config)  # before any worker: they only compare
         return Scheduler(args, jobs, slots, config, lock, retries).run()
 

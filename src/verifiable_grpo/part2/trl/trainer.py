@@ -267,10 +267,10 @@ class FamilyGRPOTrainer(GRPOTrainer):
 class TelemetryCheckpoint(TrainerCallback):
     """Writes the telemetry so far and the run's identity into every checkpoint folder
     (TRL's checkpoint does not know them), after TRL has written the folder, then seals
-    the folder (trl/checkpoints: every file's SHA-256, checked before a resume)."""
+    the folder and anchors its seal (trl/checkpoints: checked before a resume)."""
 
-    def __init__(self, trainer: FamilyGRPOTrainer, identity: dict):
-        self.trainer, self.identity = trainer, identity
+    def __init__(self, trainer: FamilyGRPOTrainer, identity: dict, stamp_sha256=None):
+        self.trainer, self.identity, self.stamp_sha256 = trainer, identity, stamp_sha256
 
     def on_save(self, args, state, control, **kwargs):
         self.trainer.accelerator.wait_for_everyone()  # every process's RNG file is written
@@ -287,6 +287,7 @@ class TelemetryCheckpoint(TrainerCallback):
         )
         fault_point("trl-before-seal")  # TRL's files and the telemetry written, no seal
         trl_checkpoints.seal(folder)
+        trl_checkpoints.anchor(folder, self.stamp_sha256)
         return control
 
 
