@@ -126,7 +126,7 @@ def test_a_record_that_is_not_an_object_is_refused_in_one_line(text, tmp_path):
     from verifiable_grpo.core import preregistration
 
     (tmp_path / preregistration.STAMP_FILE).write_text(text)
-    with pytest.raises(files.DamagedFileError, match="not the object") as refused:
+    with pytest.raises(ConfigError, match="not a start stamp") as refused:
         preregistration.stamp_folder(tmp_path, exploratory=True)
     assert str(tmp_path) in str(refused.value) and "\n" not in str(refused.value)
 
@@ -141,6 +141,11 @@ def test_a_truncated_base_model_is_one_line(tmp_path):
     weights = base / "model.safetensors"
     weights.write_bytes(weights.read_bytes()[:1000])
     config = {"model": {"name_or_path": str(base), "revision": None, "dtype": "float32"}}
+    # with its BUILD.json the digest check refuses it; without one, the load does
+    with pytest.raises(files.DamagedFileError, match="SHA-256 differs") as refused:
+        backend._model_and_tokenizer(config)
+    assert "\n" not in str(refused.value)
+    (base / "BUILD.json").unlink()
     with pytest.raises(files.DamagedFileError, match="cannot be loaded") as refused:
         backend._model_and_tokenizer(config)
     assert "\n" not in str(refused.value)
