@@ -49,7 +49,8 @@ from collections import Counter
 
 from verifiable_grpo.task import data, statements, verifier
 from verifiable_grpo.core.config import load_config
-from verifiable_grpo.book.notebook import Table, quiet
+from verifiable_grpo.book import task_plots
+from verifiable_grpo.book.notebook import Table, quiet, show
 
 quiet()
 config = load_config("tiny")
@@ -67,6 +68,14 @@ problems = data.generate_problem_set(config["data"]["seed"])
 Table(["split", "problems", "ID50", "OOD100"],
       [[split, len(rows), sum(p == "ID50" for _, p in rows), sum(p == "OOD100" for _, p in rows)]
        for split, rows in problems.items()])
+
+# %% [markdown]
+# Look at where each population's largest operand falls, on either side of the dashed
+# bound, and how far the OOD100 answers reach past the largest answer a training problem
+# asks for.
+
+# %%
+show(task_plots.plot_problem_sizes(problems))
 
 # %% [markdown]
 # The statement is deliberately terse, and the model sees only the statement and one

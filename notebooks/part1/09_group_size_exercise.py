@@ -56,9 +56,9 @@ from verifiable_grpo.book.notebook import quiet
 quiet()  # first: progress bars read their settings when their modules are imported
 
 from verifiable_grpo.part1 import exercise
-from verifiable_grpo.book import plots
+from verifiable_grpo.book import learning_plots, plots
 from verifiable_grpo.core.config import load_config
-from verifiable_grpo.book.notebook import Table, load_recorded
+from verifiable_grpo.book.notebook import Table, load_recorded, show
 
 config = load_config("tiny")
 
@@ -206,6 +206,16 @@ rows.append(["grpo (G=4, first 20 of 100)", 20, 40, sum(len(h["document_ids"]) f
              sum(h["zero_variance_fraction"] for h in first20) / 20, None])
 Table(["branch", "iterations", "updates", "prompt presentations", "rollouts", "mean reward",
        "zero-variance groups", "training s"], rows, digits=3)
+
+# %% [markdown]
+# Look at how fast each branch collects groups whose rewards differ (left), the only ones
+# that move the weights, while the three branches' rewards (right) stay in the same range:
+# the gap on the left comes from the size of the groups.
+
+# %%
+show(learning_plots.plot_group_size_branches(
+    {"G = 2": records["grpo-g2"]["history"], "G = 4 (main run, first 20)": first20,
+     "G = 8": records["grpo-g8"]["history"]}))
 
 # %%
 results = load_recorded("results.json")

@@ -20,15 +20,22 @@ from verifiable_grpo.book import (
     lab_widgets,
     learning_plots,
     plots,
+    task_plots,
 )
 from verifiable_grpo.book.notebook import load_recorded
 from verifiable_grpo.book.widgets import FIGURE_DPI, figure_png
-from verifiable_grpo.core.config import repo_root
+from verifiable_grpo.core.config import load_config, repo_root
 from verifiable_grpo.part1 import band_study, fixed_prompts, lift_study, sweep
 from verifiable_grpo.part3 import labs
+from verifiable_grpo.task import data
 
 
 def _result_figures():
+    seed = load_config("tiny")["data"]["seed"]
+    yield (
+        "I.1 problem sizes",
+        lambda: task_plots.plot_problem_sizes(data.generate_problem_set(seed)),
+    )
     runs = fixed_prompts.recorded()
     yield (
         "I.6 fixed prompts",
@@ -38,6 +45,11 @@ def _result_figures():
         "I.6 telemetry",
         lambda: plots.plot_grpo_telemetry(load_recorded("learning/grpo-continuous.json")),
     )
+    branches = {
+        f"G = {size}": load_recorded(f"learning/grpo-g{size}-continuous.json")["history"]
+        for size in (2, 8)
+    }
+    yield "I.9 group sizes", lambda: learning_plots.plot_group_size_branches(branches)
     yield (
         "I.10 lift curves",
         lambda: learning_plots.plot_lift_curves(lift_study.recorded()["results"]),

@@ -153,3 +153,30 @@ def plot_lift_curves(results: list[dict], window: int = 10) -> Figure:
     axes[-1].set_xlabel("iteration")
     axes[0].legend(fontsize=9)
     return figure
+
+
+def groups_with_signal(history: list[dict]) -> list[int]:
+    """Per iteration, the groups whose rewards differ: only they carry a gradient."""
+    return [sum(min(g["rewards"]) != max(g["rewards"]) for g in h["groups"]) for h in history]
+
+
+def plot_group_size_branches(histories: dict[str, list[dict]]) -> Figure:
+    """histories: a label (e.g. "G = 8") -> a run's per-iteration history. Left, the running
+    total of groups with signal; right, each iteration's mean reward, raw."""
+    figure = Figure(figsize=(7.5, 3.6), layout="constrained")
+    signal_ax, reward_ax = figure.subplots(1, 2, sharex=True)
+    for colour, (label, history) in enumerate(histories.items()):
+        iteration = [h["iteration"] for h in history]
+        style = {"color": f"C{colour}", "label": label, "marker": "o", "ms": 3}
+        signal_ax.plot(iteration, np.cumsum(groups_with_signal(history)), **style)
+        reward_ax.plot(iteration, [h["mean_reward"] for h in history], **style)
+    signal_ax.set(
+        title="groups with signal, running total",
+        xlabel="iteration",
+        ylabel="groups (rewards not all equal)",
+    )
+    reward_ax.set(title="mean reward of the iteration", xlabel="iteration", ylim=(-0.02, 1.02))
+    figure.legend(
+        *signal_ax.get_legend_handles_labels(), loc="outside lower center", ncols=3, fontsize=10
+    )
+    return figure
