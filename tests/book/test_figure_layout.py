@@ -143,7 +143,7 @@ def test_every_diagram_in_the_book_has_a_caption():
 
 def test_the_grpo_loop_opens_chapter_6_and_part_1():
     source = repo_root().joinpath("notebooks/part1/06_grpo.py").read_text()
-    first_code = source.index('# %% tags=["colab"]')
+    first_code = source.index('# %% tags=["colab"')
     assert source.index("images/grpo_loop.png") < first_code
     assert "images/grpo_loop.png" in repo_root().joinpath("book/part1.md").read_text()
 
