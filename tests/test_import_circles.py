@@ -16,12 +16,6 @@ KNOWN_CIRCLES: dict[frozenset[str], str] = {
     frozenset({"verifiable_grpo.core.config", "verifiable_grpo.core.config_schema"}): (
         "load_config returns the schema's Profile, which hashes itself with config_hash"
     ),
-    frozenset({"verifiable_grpo.part1.band_data", "verifiable_grpo.part1.band_study"}): (
-        "the band record's reader calls the study's scoring"
-    ),
-    frozenset({"verifiable_grpo.part2.trl.commands", "verifiable_grpo.part2.trl.study"}): (
-        "the TRL command starts the study, whose workers use the command's parent watch"
-    ),
 }
 
 

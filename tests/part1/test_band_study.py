@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from verifiable_grpo.core.config import ConfigError
-from verifiable_grpo.part1 import band_data, band_study
+from verifiable_grpo.part1 import band_data, band_scoring, band_study
 from verifiable_grpo.task import data, prompts, small_sums, verifier
 
 
@@ -96,7 +96,7 @@ def test_failures_split_format_from_arithmetic():
 def test_the_paired_comparison_counts_problems_not_draws():
     before = {"sample": _rows({"a": [0, 0], "b": [0, 1]}), "greedy": _rows({"a": [0], "b": [1]})}
     after = {"sample": _rows({"a": [1, 1], "b": [0, 1]}), "greedy": _rows({"a": [1], "b": [1]})}
-    result = band_study.compare(before, after)
+    result = band_scoring.compare(before, after, band_study.ANALYSIS_SEED)
     assert result["sample"]["problems"] == 2 and result["sample"]["difference"] == 0.5
     assert result["greedy"]["only_second"] == 1 and result["greedy"]["only_first"] == 0
 
@@ -115,7 +115,7 @@ def test_the_curve_scores_only_its_iterations_and_only_once(monkeypatch, tmp_pat
         calls.append(policy)
         return {"sample": _rows({"a": [1, 0]}), "greedy": _rows({"a": [1]}), "seconds": 0.0}
 
-    monkeypatch.setattr(band_study, "score", fake_score)
+    monkeypatch.setattr(band_scoring, "score", fake_score)
     curve = band_data.Curve(tmp_path, [], None, {}, at=(0, 2))
 
     class Run:

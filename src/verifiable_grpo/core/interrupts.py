@@ -64,3 +64,14 @@ def graceful_stop() -> Iterator[None]:
         for number, handler in previous.items():
             signal.signal(number, handler)
         _requested.clear()
+
+
+def die_with_parent() -> None:
+    """In a child, before exec: SIGTERM when its parent dies (kill -9 included), so no
+    launch trains on unwatched (Linux prctl PR_SET_PDEATHSIG; elsewhere a no-op)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).prctl(1, signal.SIGTERM)
+    except (OSError, AttributeError):
+        pass

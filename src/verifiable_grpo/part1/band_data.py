@@ -18,6 +18,7 @@ from verifiable_grpo.core import files
 from verifiable_grpo.core import model as model_lib
 from verifiable_grpo.core.config_schema import Profile
 from verifiable_grpo.core.runfolder import RunFolder
+from verifiable_grpo.part1 import band_scoring
 from verifiable_grpo.part1.smollm2_candidate import HISTORY_KEYS
 from verifiable_grpo.task import data, small_sums
 
@@ -99,6 +100,10 @@ def cached(path: Path, compute):
     return files.read_json(path)  # a fresh score reads back exactly as a reused one
 
 
+# The validation curve's draws per problem and seeds (the band study's declaration).
+CURVE = {"draws": 4, "seed_base": 950_000}
+
+
 class Curve:
     """Per-draw and greedy success on the validation split at chosen iterations, written
     one file per point (a crash between points loses nothing)."""
@@ -111,10 +116,8 @@ class Curve:
         return self.folder / f"iteration-{iteration:04d}.json"
 
     def point(self, iteration: int, policy) -> None:
-        from verifiable_grpo.part1.band_study import CURVE, score
-
         if iteration in self.at and not self._path(iteration).is_file():
-            scored = score(policy, self.tokenizer, self.config, self.examples, **CURVE)
+            scored = band_scoring.score(policy, self.tokenizer, self.config, self.examples, **CURVE)
             self.folder.mkdir(parents=True, exist_ok=True)
             files.save_json(self._path(iteration), {"iteration": iteration, **scored})
 
@@ -142,8 +145,6 @@ def failures(rows: list[list]) -> dict:
 
 
 def summary(record: dict, before: dict, after: dict, curve: list[dict], seed: int) -> dict:
-    from verifiable_grpo.part1.band_study import compare, rate
-
     history = [
         {"iteration": h["iteration"], **{k: h.get(k) for k in HISTORY_KEYS}}
         for h in record["history"]
@@ -154,8 +155,8 @@ def summary(record: dict, before: dict, after: dict, curve: list[dict], seed: in
         "curve": [
             {
                 "iteration": p["iteration"],
-                "per_draw": rate(p["sample"]),
-                "greedy": rate(p["greedy"]),
+                "per_draw": band_scoring.rate(p["sample"]),
+                "greedy": band_scoring.rate(p["greedy"]),
             }
             for p in curve
         ],
@@ -163,7 +164,7 @@ def summary(record: dict, before: dict, after: dict, curve: list[dict], seed: in
         "before": before,
         "after": after,
         "failures": {"before": failures(before["sample"]), "after": failures(after["sample"])},
-        "paired": compare(before, after, seed),
+        "paired": band_scoring.compare(before, after, seed),
         "by_population": _by_population(before, after),
     }
 

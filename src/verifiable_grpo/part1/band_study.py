@@ -26,7 +26,6 @@ probe (ratios 0.02..14, far outside any clip), and 3e-6 keeps a step near a tent
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import numpy as np
@@ -35,8 +34,8 @@ from verifiable_grpo.core import files, preregistration
 from verifiable_grpo.core import model as model_lib
 from verifiable_grpo.core.config import ConfigError, load_config, provenance, resolve
 from verifiable_grpo.core.config_schema import Profile
-from verifiable_grpo.evaluation import policy_scores
 from verifiable_grpo.part1 import band_data, smollm2_candidate
+from verifiable_grpo.part1.band_scoring import rate, score
 from verifiable_grpo.task import small_sums
 
 RECORDED = "data/recorded/band"
@@ -52,7 +51,6 @@ SETTING = {
     "checkpoint_every_iterations": 25,
 }
 CURVE_AT = (0, 25, 50, 75, 100)
-CURVE = {"draws": 4, "seed_base": 950_000}
 TEST = {"draws": 8, "seed_base": 940_000}
 ANALYSIS_SEED = 20261204
 RULE = (
@@ -74,33 +72,6 @@ def band_config() -> Profile:
         grpo={**SETTING, "interrupt_at": SETTING["iterations"] - 1},
         evaluation={"problems": len(small_sums.splits()["test"]), "draws": TEST["draws"]},
     )
-
-
-def _rows(scored: list[dict]) -> list[list]:
-    """[document_id, draw, seed, reward, valid, text] per answer: enough to pair, to split
-    failures into format and arithmetic, and to show completions."""
-    return [
-        [r["document_id"], r["draw"], r["seed"], int(r["reward"]), int(r["valid"]), r["text"]]
-        for r in scored
-    ]
-
-
-def score(policy, tokenizer, config: Profile, examples: list[dict], draws: int, seed_base: int):
-    """{"greedy": rows, "sample": rows, "seconds"} of a policy on examples."""
-    started = time.perf_counter()
-    questions = policy_scores.Questions(
-        list(enumerate(examples)), draws, seed_base, share_prompts=True
-    )
-    answers = policy_scores.answer(policy, tokenizer, config, questions)
-    scored = policy_scores.score(answers, {e["document_id"]: e for e in examples})
-    return {
-        **{m: _rows(rows) for m, rows in scored.items()},
-        "seconds": time.perf_counter() - started,
-    }
-
-
-def rate(rows: list[list]) -> float:
-    return sum(r[3] for r in rows) / len(rows)
 
 
 def group_signal(p: float, group_size: int) -> float:
@@ -234,10 +205,3 @@ def result_line(result: dict) -> str:
         f"{greedy['first_rate']:.3f} -> {greedy['second_rate']:.3f} (McNemar p "
         f"{greedy['mcnemar_p']:.4f})"
     )
-
-
-def compare(before: dict, after: dict, seed: int = ANALYSIS_SEED) -> dict:
-    """After minus before, paired by problem, per mode."""
-    from verifiable_grpo.part1.sweep import paired_modes
-
-    return paired_modes(before, after, seed)

@@ -27,7 +27,7 @@ from verifiable_grpo.core.config import ConfigError, provenance, resolve
 from verifiable_grpo.core.config_schema import Profile
 from verifiable_grpo.evaluation import pass_at_k
 from verifiable_grpo.evaluation.statistics import paired_bootstrap
-from verifiable_grpo.part1 import band_data, band_reading, band_study
+from verifiable_grpo.part1 import band_data, band_reading, band_scoring, band_study
 from verifiable_grpo.part1.control_declaration import INSTRUCT, run_name, runs
 from verifiable_grpo.task import small_sums
 
@@ -53,7 +53,7 @@ def arm_config(base: Profile, declaration: dict, arm: str, seed: int) -> Profile
 def _score_once(path: Path, policy_of, base: Profile, examples: list, draws: dict) -> dict:
     tokenizer = model_lib.load_tokenizer(base)
     return band_data.cached(
-        path, lambda: band_study.score(policy_of(), tokenizer, base, examples, **draws)
+        path, lambda: band_scoring.score(policy_of(), tokenizer, base, examples, **draws)
     )
 
 
@@ -89,7 +89,7 @@ def train_run(
             for h in history
         ],
         "after": after,
-        "per_draw": band_study.rate(after["sample"]),
+        "per_draw": band_scoring.rate(after["sample"]),
         "failures": band_data.failures(after["sample"]),
         "final_model_digest": model_lib.model_digest(policy),
         "config_sha256": config.sha256,

@@ -22,7 +22,7 @@ from verifiable_grpo.core import files
 from verifiable_grpo.core import model as model_lib
 from verifiable_grpo.core.config_schema import Profile
 from verifiable_grpo.evaluation import paired
-from verifiable_grpo.part1 import band_data, band_study, thinking_screen
+from verifiable_grpo.part1 import band_data, band_scoring, thinking_screen
 from verifiable_grpo.part1.sweep import _expand
 from verifiable_grpo.task import working_families
 from verifiable_grpo.task.thinking_template import ANSWER_ONLY, THINK_THEN_ANSWER
@@ -105,8 +105,8 @@ def run(declared: dict, out: Path, seeds: list[int], base: Profile | None = None
             untrained, trained, learning = run_arm_seed(declared, arm, seed, out, base)
             per_seed[str(seed)] = {
                 "gain": gain(untrained, trained, declared["analysis_seed"]),
-                "untrained_per_draw": band_study.rate(untrained["rows"]),
-                "trained_per_draw": band_study.rate(trained["rows"]),
+                "untrained_per_draw": band_scoring.rate(untrained["rows"]),
+                "trained_per_draw": band_scoring.rate(trained["rows"]),
                 "train_wall_seconds": learning["train_wall_seconds"],
                 "history": learning["history"],
                 "trained_rows": trained["rows"],

@@ -9,12 +9,11 @@ launch per run; without it, the run happens in this process.
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
 
-from verifiable_grpo.core import preregistration
+from verifiable_grpo.core import interrupts, preregistration
 from verifiable_grpo.core.config import ConfigError
 from verifiable_grpo.part2 import adoption, study
 from verifiable_grpo.part2 import lock as lock_lib
@@ -69,17 +68,6 @@ def launch_command(args, arm: str, seed: int, regime: str) -> list[str]:
     ]
 
 
-def die_with_parent() -> None:
-    """In a child, before exec: SIGTERM when its parent dies (kill -9 included), so no
-    launch trains on unwatched (Linux prctl PR_SET_PDEATHSIG; elsewhere a no-op)."""
-    try:
-        import ctypes
-
-        ctypes.CDLL(None).prctl(1, signal.SIGTERM)
-    except (OSError, AttributeError):
-        pass
-
-
 def _launch(args, arm: str, seed: int, regime: str) -> int:
     processes = run_config.read_process_count(args.accelerate_config)
     trl_backend.check_request(
@@ -88,7 +76,7 @@ def _launch(args, arm: str, seed: int, regime: str) -> int:
     code = subprocess.call(
         launch_command(args, arm, seed, regime),
         env={**os.environ, LAUNCHED_ENV: "1"},
-        preexec_fn=die_with_parent,
+        preexec_fn=interrupts.die_with_parent,
     )
     if code != 0:
         print(

@@ -37,7 +37,6 @@ from verifiable_grpo.part2 import adoption, study
 from verifiable_grpo.part2 import lock as lock_lib
 from verifiable_grpo.part2.trl import backend as trl_backend
 from verifiable_grpo.part2.trl import run_config
-from verifiable_grpo.part2.trl.commands import die_with_parent
 from verifiable_grpo.part2.trl.study_args import DEFAULT_RETRIES
 
 REFUSED = 2  # `family run`'s exit status for a refusal: final, not retried
@@ -227,7 +226,7 @@ class Scheduler:
             env=worker_env(slot, len(self.slots), self.config),
             stdout=log,
             stderr=subprocess.STDOUT,
-            preexec_fn=die_with_parent,
+            preexec_fn=interrupts.die_with_parent,
             start_new_session=True,
         )
         log.close()
