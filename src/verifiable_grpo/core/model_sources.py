@@ -168,13 +168,12 @@ def random_model_config(config: Profile, tokenizer):
     """The micro model of model.random_init, of the declared architecture, sized to the tokenizer."""
     import transformers
 
-    cfg = config
     spec = declared_architecture(config)
-    shape = {k: v for k, v in dataclasses.asdict(cfg.model.random_init).items() if k != "seed"}
+    shape = {k: v for k, v in dataclasses.asdict(config.model.random_init).items() if k != "seed"}
     return getattr(transformers, spec.config_class)(
         vocab_size=len(tokenizer),
-        max_position_embeddings=max(512, cfg.tokens.max_total),
-        tie_word_embeddings=cfg.model.tie_word_embeddings,
+        max_position_embeddings=max(512, config.tokens.max_total),
+        tie_word_embeddings=config.model.tie_word_embeddings,
         attn_implementation="eager",
         eos_token_id=tokenizer.eos_token_id,
         pad_token_id=tokenizer.pad_token_id,

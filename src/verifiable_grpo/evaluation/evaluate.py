@@ -103,8 +103,7 @@ def checkpoint_path(out_dir, policy: str) -> Path:
 
 
 def _generation_settings(config: Profile) -> dict:
-    cfg = config
-    ev, sampling, tokens = cfg.evaluation, cfg.sampling, cfg.tokens
+    ev, sampling, tokens = config.evaluation, config.sampling, config.tokens
     return {
         "problems": ev.problems,
         "draws": ev.draws,

@@ -138,18 +138,17 @@ def _check_seconds(
     policy, tokenizer, rows: list[dict], config: Profile, batched: bool, device
 ) -> float:
     """The rescoring check of the captured log-probs, timed."""
-    cfg = config
     tick = time.perf_counter()
     if batched:
         batched_scoring.verify_captured_logprobs(
             policy,
             rows,
-            cfg.grpo.verify_tolerance,
+            config.grpo.verify_tolerance,
             prompts.eos_id(tokenizer, config),
-            cfg.grpo.share_prompts,
+            config.grpo.share_prompts,
         )
     else:
-        rollout.verify_captured_logprobs(policy, rows, cfg.grpo.verify_tolerance)
+        rollout.verify_captured_logprobs(policy, rows, config.grpo.verify_tolerance)
     model_lib.synchronize(device)
     return time.perf_counter() - tick
 
@@ -158,20 +157,21 @@ def run_ours(run: BenchRun, batched: bool) -> dict:
     """Our GRPO loop's rollout sets, timed (the reference is a second fresh policy)."""
     config = run.config.replaced(sampling={"batched": batched})
     run = dataclasses.replace(run, config=config)
-    cfg = config
     tokenizer = model_lib.load_tokenizer(config)
     policy, reference = run.load_policy(config), run.load_policy(config).requires_grad_(False)
     device = rollout.model_device(policy)
     optimizer = torch.optim.AdamW(
         model_lib.unique_parameters(policy),
-        lr=cfg.grpo.learning_rate,
-        weight_decay=cfg.grpo.weight_decay,
+        lr=config.grpo.learning_rate,
+        weight_decay=config.grpo.weight_decay,
     )
     total_updates = (run.sets + run.warmup) * run.shape["updates_per_rollout"]
     scheduler = schedule.make_scheduler(
-        optimizer, total_updates, cfg.grpo.warmup_fraction, cfg.grpo.final_lr_fraction
+        optimizer, total_updates, config.grpo.warmup_fraction, config.grpo.final_lr_fraction
     )
-    generator = torch.Generator(device=device).manual_seed(cfg.seed + grpo.GENERATION_SEED_OFFSET)
+    generator = torch.Generator(device=device).manual_seed(
+        config.seed + grpo.GENERATION_SEED_OFFSET
+    )
     objective = objectives.objective_from_config(config)
     times = []
     with PeakMemory(device) as memory:
@@ -211,7 +211,11 @@ def run_ours(run: BenchRun, batched: bool) -> dict:
         times,
         run.warmup,
         memory.peak,
-        {"arm": name, "kl": "exact, every visited prefix", "kv_cache": cfg.sampling.use_kv_cache},
+        {
+            "arm": name,
+            "kl": "exact, every visited prefix",
+            "kv_cache": config.sampling.use_kv_cache,
+        },
     )
 
 

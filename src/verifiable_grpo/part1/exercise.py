@@ -76,9 +76,8 @@ def constructed_group(
 
 def constructed_groups(config: Profile) -> list[dict]:
     """The three patterns for G=4 and for every exercise group size."""
-    cfg = config
-    sizes = sorted({cfg.grpo.group_size, *cfg.exercise.group_sizes})
-    epsilon, clip = cfg.grpo.advantage_epsilon, cfg.grpo.clip_epsilon
+    sizes = sorted({config.grpo.group_size, *config.exercise.group_sizes})
+    epsilon, clip = config.grpo.advantage_epsilon, config.grpo.clip_epsilon
     return [
         constructed_group(r, epsilon, clip) for g in sizes for r in constructed_reward_patterns(g)
     ]
@@ -192,8 +191,7 @@ def summarise(config: Profile, out_dir) -> dict:
     """OUT/exercise/group-size.json: budgets, checks, evaluation, constructed groups."""
     out_dir = Path(out_dir)
     protected = check_protected(config, out_dir)
-    cfg = config
-    branches = [branch_name(g) for g in cfg.exercise.group_sizes]
+    branches = [branch_name(g) for g in config.exercise.group_sizes]
     records = {b: _run_record(out_dir, b) for b in branches}
     initial = {b: r["initial_model_digest"] for b, r in records.items()}
     orders = {b: [h["document_ids"] for h in r["history"]] for b, r in records.items()}
@@ -224,8 +222,8 @@ def summarise(config: Profile, out_dir) -> dict:
         "verifier_unchanged": True,
         "limitation": (
             f"G=2 and G=8 share their start, prompts and number of updates, but the main G=4 "
-            f"run has {cfg.grpo.iterations} iterations against "
-            f"{cfg.exercise.iterations} here: comparing it with these branches is not "
+            f"run has {config.grpo.iterations} iterations against "
+            f"{config.exercise.iterations} here: comparing it with these branches is not "
             "an ablation of group size alone. Equal updates do not mean equal compute "
             "(more rollouts per prompt cost more generation and scoring); equal compute is "
             "not claimed."

@@ -88,7 +88,6 @@ def run_trl(base: Profile, ours_folder, out, setting=fixed_prompts.RECORDED_SETT
     if done.is_file():
         return files.read_cached_json(done)
     config = fixed_prompts.setting_config(base, setting)
-    cfg = config
     chosen = files.read_cached_json(ours_folder / "selection.json")
     examples = data.read_examples(ours_folder / "train" / "learning-data", "train")
     tokenizer = model_lib.load_tokenizer(config)
@@ -118,7 +117,7 @@ def run_trl(base: Profile, ours_folder, out, setting=fixed_prompts.RECORDED_SETT
         trainer = GRPOTrainer(
             model=policy,
             reward_funcs=reward_function(prompts.eos_id(tokenizer, config)),
-            args=_grpo_args(scratch, setting, cfg, device),
+            args=_grpo_args(scratch, setting, config, device),
             train_dataset=dataset,
             processing_class=tokenizer,
         )

@@ -333,9 +333,8 @@ def _exercise_stages(cfg, config: Profile, evaluated: int) -> list[Stage]:
 
 def build_stages(config: Profile) -> list[Stage]:
     """Every stage of `run`, in order (a stage without `needs` waits on every earlier one)."""
-    cfg = config
-    stages = _training_stages(cfg, config)
-    evaluated = cfg.evaluation.problems * (1 + cfg.evaluation.draws)
+    stages = _training_stages(config, config)
+    evaluated = config.evaluation.problems * (1 + config.evaluation.draws)
     stages += _inference_stages(MAIN_POLICIES, "evaluate", (), evaluated)
     stages.append(
         Stage(
@@ -347,7 +346,7 @@ def build_stages(config: Profile) -> list[Stage]:
             needs=tuple(f"infer-{p}" for p in MAIN_POLICIES),
         )
     )
-    stages += _exercise_stages(cfg, config, evaluated)
+    stages += _exercise_stages(config, config, evaluated)
     stages.append(Stage("report", "report", _report, ["report.md"]))
     return stages
 

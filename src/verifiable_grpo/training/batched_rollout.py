@@ -107,8 +107,7 @@ def inverse_cdf_draw(probabilities: torch.Tensor, uniforms: torch.Tensor) -> tor
 
 
 def _check(model, prompt_rows, config, generator, greedy, device):
-    cfg = config
-    check_prompts(model, prompt_rows, cfg)
+    check_prompts(model, prompt_rows, config)
     if not greedy:
         streams = generator if isinstance(generator, (list, tuple)) else [generator]
         if isinstance(generator, (list, tuple)) and len(streams) != len(prompt_rows):
@@ -118,7 +117,7 @@ def _check(model, prompt_rows, config, generator, greedy, device):
             )
         for stream in streams:
             check_stream(stream, device)
-    return cfg
+    return config
 
 
 def _uniforms(generator, finished: torch.Tensor, device) -> torch.Tensor:

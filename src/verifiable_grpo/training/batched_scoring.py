@@ -155,10 +155,9 @@ def verify_captured_logprobs(
 def verify_rollout_set(model, rows: list[dict], config: Profile, tokenizer) -> dict:
     """The captured log-prob check on the config's path (sampling.batched: one padded pass,
     grpo.share_prompts as configured; else one response at a time)."""
-    cfg = config
-    tolerance = cfg.grpo.verify_tolerance
-    if cfg.sampling.batched:
+    tolerance = config.grpo.verify_tolerance
+    if config.sampling.batched:
         return verify_captured_logprobs(
-            model, rows, tolerance, prompts.eos_id(tokenizer, config), cfg.grpo.share_prompts
+            model, rows, tolerance, prompts.eos_id(tokenizer, config), config.grpo.share_prompts
         )
     return verify_sequentially(model, rows, tolerance)

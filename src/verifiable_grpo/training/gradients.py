@@ -271,7 +271,6 @@ def accumulate_gradients(
 ) -> dict:
     """Backpropagate sum_i w_i * loss_i of a rollout set into policy .grad; returns the
     telemetry. The path is the config's (sampling.batched); `options` as UpdateOptions."""
-    cfg = config
     slots, reference_memo, rows_per_pass = (
         options.slots,
         options.reference_memo,
@@ -286,7 +285,7 @@ def accumulate_gradients(
     if len(advantages) != len(rows):
         raise ValueError("every response needs one advantage")
     flat_weights = [w for row in weights for w in row]
-    if cfg.sampling.batched:
+    if config.sampling.batched:
         forward, step = batched_pass, len(rows) if rows_per_pass is None else int(rows_per_pass)
         if step < 1:
             raise ValueError(f"rows_per_pass must be a positive integer, got {rows_per_pass!r}")
@@ -294,12 +293,12 @@ def accumulate_gradients(
         raise ValueError("rows_per_pass needs sampling.batched (padded passes)")
     else:
         forward, step = single_pass, 1
-    device, block = rollout.model_device(policy), cfg.grpo.kl_block_size
+    device, block = rollout.model_device(policy), config.grpo.kl_block_size
     tally = _Tally()
     for start in range(0, len(rows), step):
         chunk = rows[start : start + step]
         tensors = forward(
-            policy, reference, chunk, cfg.grpo.share_prompts, reference_memo, (start, step)
+            policy, reference, chunk, config.grpo.share_prompts, reference_memo, (start, step)
         )
         current_logits, reference_logits = tensors["current_logits"], tensors["reference_logits"]
         current = batched_scoring.token_logprobs(current_logits, tensors["targets"])

@@ -181,8 +181,8 @@ def _costs(run: GRPORun, telemetry: list, saved: dict, peak: int | None) -> dict
     return {
         "responses_generated": sum(len(g["rewards"]) for h in telemetry for g in h["groups"]),
         "response_tokens_generated": sum(h["response_tokens"] for h in telemetry),
-        "kv_cache": run.cfg.sampling.use_kv_cache,
-        "batched": run.cfg.sampling.batched,
+        "kv_cache": run.config.sampling.use_kv_cache,
+        "batched": run.config.sampling.batched,
         "state_bytes": saved["bytes"],
         "state_save_seconds": saved["seconds"],
         "state_sha256": saved["sha256"],
@@ -246,11 +246,10 @@ def _finish(run: GRPORun, loop_seconds: float) -> dict:
 
 
 # --------------------------------------------------------------------------- the branch
-def _checked_profile(config: Profile) -> Profile:
-    """The typed profile; the whole profile is checked before anything is read or written,
-    the objective and its sampling path included."""
-    cfg = config
-    if cfg.grpo.share_prompts and not cfg.sampling.batched:
+def _check_profile(config: Profile) -> None:
+    """The whole profile checked before anything is read or written, the objective and its
+    sampling path included."""
+    if config.grpo.share_prompts and not config.sampling.batched:
         raise ConfigError(
             [
                 "grpo.share_prompts: needs sampling.batched (the one-at-a-time path "
@@ -261,7 +260,6 @@ def _checked_profile(config: Profile) -> Profile:
         objectives.objective_from_config(config)
     except ValueError as error:
         raise ConfigError([f"grpo.objective: {error}"]) from None
-    return cfg
 
 
 def _check_run_folder(out_dir: Path, branch: str, mode: str, paths: dict) -> None:
@@ -309,7 +307,7 @@ def run_grpo_branch(
     """
     command_start = time.perf_counter()
     check_mode(mode)
-    cfg = _checked_profile(config)
+    _check_profile(config)
     budget = branch_budget(config, branch)
     out_dir = Path(out_dir)
     paths = run_paths(out_dir, branch, mode)
@@ -321,19 +319,18 @@ def run_grpo_branch(
     policy, reference, reference_meta = _load_policy_and_reference(config, out_dir, paths)
     device = rollout.model_device(policy)
     run = GRPORun(
-        config,
-        cfg,
-        budget,
-        branch,
-        mode,
-        paths,
-        examples,
-        tokenizer,
-        policy,
-        reference,
-        device,
-        progress,
-        command_start,
+        config=config,
+        budget=budget,
+        branch=branch,
+        mode=mode,
+        paths=paths,
+        examples=examples,
+        tokenizer=tokenizer,
+        policy=policy,
+        reference=reference,
+        device=device,
+        progress=progress,
+        command_start=command_start,
     )
     with deterministic_kernels(device):
         prepare(run)

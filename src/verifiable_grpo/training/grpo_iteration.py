@@ -99,7 +99,7 @@ def _sample(run: GRPORun, iteration: int) -> tuple[list, str, float]:
         run.policy, run.tokenizer, run.config, run.generator, policy_digest=behaviour_digest
     )
     size = run.budget["group_size"]
-    if run.cfg.sampling.batched:  # all P x G responses in one batch
+    if run.config.sampling.batched:  # all P x G responses in one batch
         examples = [run.examples[i] for i in indices]
         sampled = batched_rollout.sample_groups(sampler, examples, size, group_ids)
     else:

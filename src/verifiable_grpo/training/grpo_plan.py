@@ -27,10 +27,9 @@ def branch_budget(
     reading exercise.iterations and exercise.interrupt_at. The config's values are checked
     when it is read; the checks here are for the explicit values.
     """
-    cfg = config
-    sizes = list(cfg.exercise.group_sizes)
+    sizes = list(config.exercise.group_sizes)
     if branch == "grpo":
-        defaults = (cfg.grpo.group_size, cfg.grpo.iterations, cfg.grpo.interrupt_at)
+        defaults = (config.grpo.group_size, config.grpo.iterations, config.grpo.interrupt_at)
     else:
         named = exercise_group_size(branch)
         if named is None:
@@ -44,7 +43,7 @@ def branch_budget(
             )
         if group_size is not None and group_size != named:
             raise ValueError(f"branch {branch!r} names group size {named}, got {group_size}")
-        defaults = (named, cfg.exercise.iterations, cfg.exercise.interrupt_at)
+        defaults = (named, config.exercise.iterations, config.exercise.interrupt_at)
     g = defaults[0] if group_size is None else group_size
     n = defaults[1] if iterations is None else iterations
     k = defaults[2] if interrupt_at is None else interrupt_at
@@ -55,13 +54,13 @@ def branch_budget(
     # An explicit iterations can leave the config's interrupt point past the end.
     if (iterations, interrupt_at) != (None, None) and (type(k) is not int or not 1 <= k < n):
         raise ValueError(f"interrupt_at must be an integer in [1, {n - 1}], got {k!r}")
-    updates = cfg.grpo.updates_per_rollout
+    updates = config.grpo.updates_per_rollout
     return {
         "branch": branch,
         "group_size": g,
         "iterations": n,
         "interrupt_at": k,
-        "prompts_per_iteration": cfg.grpo.prompts_per_iteration,
+        "prompts_per_iteration": config.grpo.prompts_per_iteration,
         "updates_per_rollout": updates,
         "total_updates": n * updates,
     }

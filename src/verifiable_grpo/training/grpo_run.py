@@ -62,7 +62,7 @@ def run_outputs(paths: dict, mode: str) -> list[Path]:
 def run_identity(run: GRPORun) -> dict:
     """What a resumed run must share with the interrupted one (modes excluded); read after
     `prepare` has taken the initial and reference digests."""
-    config, cfg, budget, paths = run.config, run.cfg, run.budget, run.paths
+    config, budget, paths = run.config, run.budget, run.paths
     sections = IDENTITY_SECTIONS + (("exercise",) if budget["branch"] != "grpo" else ())
     return {
         "variant": "educational GRPO, exact KL on prefixes",
@@ -84,16 +84,16 @@ def run_identity(run: GRPORun) -> dict:
         "learning_data_sha256": data.dataset_sha256(paths["learning_data"]),
         "template": prompts.template_identity(run.tokenizer, config),
         "seeds": {
-            "system": cfg.seed,
-            "generation": cfg.seed + GENERATION_SEED_OFFSET,
-            "prompt_order": cfg.seed + PROMPT_ORDER_SEED_OFFSET,
+            "system": config.seed,
+            "generation": config.seed + GENERATION_SEED_OFFSET,
+            "prompt_order": config.seed + PROMPT_ORDER_SEED_OFFSET,
         },
         "compute": compute_identity(run.device),
     }
 
 
 # --------------------------------------------------------------------------- run context
-@dataclass
+@dataclass(kw_only=True)
 class GRPORun(ResumableRun):
     """Everything one branch-and-mode run shares between its steps."""
 
@@ -112,8 +112,7 @@ class GRPORun(ResumableRun):
         "history",
         "timings",
     )
-    config: Profile  # the carrier (hashes, provenance, callees)
-    cfg: Profile  # how its values are read
+    config: Profile  # the run's profile: its values, its hash, its provenance
     budget: dict
     branch: str
     mode: str
@@ -143,7 +142,7 @@ class GRPORun(ResumableRun):
 
     @property
     def section(self):
-        return self.cfg.grpo
+        return self.config.grpo
 
     @property
     def stage(self) -> str:
@@ -190,8 +189,8 @@ def prepare(run: GRPORun) -> None:
     run.reference_digest = model_lib.model_digest(run.reference)
     run.identity = run_identity(run)
     run.prepare_optimizer(run.section, run.budget["total_updates"])
-    run.order = PromptOrder(len(run.examples), run.cfg.seed + PROMPT_ORDER_SEED_OFFSET)
+    run.order = PromptOrder(len(run.examples), run.config.seed + PROMPT_ORDER_SEED_OFFSET)
     run.generator = torch.Generator(device=run.device).manual_seed(
-        run.cfg.seed + GENERATION_SEED_OFFSET
+        run.config.seed + GENERATION_SEED_OFFSET
     )
-    checkpoint.seed_everything(run.cfg.seed)  # the run never depends on the process's RNG
+    checkpoint.seed_everything(run.config.seed)  # the run never depends on the process's RNG

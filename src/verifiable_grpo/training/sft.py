@@ -159,9 +159,8 @@ def _starting_policy(config: Profile, branch: str, paths: dict) -> tuple:
 
 
 def _prepare(config: Profile, out: Path, branch: str, mode: str, paths: dict) -> SFTRun:
-    cfg = config
-    seed_everything(cfg.seed)  # a resume then restores the saved streams over this
-    section = getattr(cfg, branch)
+    seed_everything(config.seed)  # a resume then restores the saved streams over this
+    section = getattr(config, branch)
     view = out / "learning-data"
     examples, validation = sft_examples(view, branch, section)
     model, tokenizer, start = _starting_policy(config, branch, paths)
@@ -184,21 +183,20 @@ def _prepare(config: Profile, out: Path, branch: str, mode: str, paths: dict) ->
         "total_updates": total_updates,
         "compute": compute_identity(device),
     }
-    sampler = torch.Generator().manual_seed(cfg.seed + SAMPLER_SEED_OFFSET[branch])
+    sampler = torch.Generator().manual_seed(config.seed + SAMPLER_SEED_OFFSET[branch])
     run = SFTRun(
-        config,
-        cfg,
-        branch,
-        mode,
-        paths,
-        model,
-        rows,
-        val_rows,
-        tokenizer.pad_token_id,
-        identity,
-        initial_digest,
-        unique_parameters(model),
-        sampler,
+        config=config,
+        branch=branch,
+        mode=mode,
+        paths=paths,
+        model=model,
+        rows=rows,
+        val_rows=val_rows,
+        pad_id=tokenizer.pad_token_id,
+        identity=identity,
+        initial_digest=initial_digest,
+        parameters=unique_parameters(model),
+        sampler=sampler,
     )
     run.prepare_optimizer(section, total_updates)
     return run

@@ -20,7 +20,7 @@ from verifiable_grpo.core.runfolder import stage_name
 CODE_ENTRY = "training/sft.py"
 
 
-@dataclass
+@dataclass(kw_only=True)
 class SFTRun(ResumableRun):
     """Everything one branch-and-mode SFT run shares between its steps."""
 
@@ -42,8 +42,7 @@ class SFTRun(ResumableRun):
         "model_digest",
         "timings",
     )
-    config: Profile  # the carrier (hashes, provenance, callees)
-    cfg: Profile  # how its values are read
+    config: Profile  # the run's profile: its values, its hash, its provenance
     branch: str
     mode: str
     paths: dict
@@ -75,7 +74,7 @@ class SFTRun(ResumableRun):
 
     @property
     def section(self) -> SFT:
-        return getattr(self.cfg, self.branch)
+        return getattr(self.config, self.branch)
 
     @property
     def stage(self) -> str:
