@@ -18,9 +18,9 @@ from verifiable_grpo.training.objectives import (
     OBJECTIVES,
     AdvantageRule,
     Aggregation,
+    BatchSampler,
     ClipInterval,
     KLTerm,
-    Sampler,
     get_objective,
 )
 
@@ -47,9 +47,9 @@ def test_registry_holds_part_one_and_the_part_two_arms():
         ClipInterval(0.2, 0.2),
         Aggregation("response_mean"),
     )
-    assert part1.kl == KLTerm("exact_prefix", 0.02) and part1.sampler == Sampler("plain")
+    assert part1.kl == KLTerm("exact_prefix", 0.02) and part1.sampler == BatchSampler("plain")
     assert OBJECTIVES["dapo"].clip == ClipInterval(0.2, 0.28)
-    assert OBJECTIVES["dapo"].sampler == Sampler("dynamic", max_generation_batches=10)
+    assert OBJECTIVES["dapo"].sampler == BatchSampler("dynamic", max_generation_batches=10)
     assert OBJECTIVES["gspo"].ratio == "sequence"
     assert OBJECTIVES["aero"].advantages.prior == (1.0, 1.0)
     # The study's arms ran without a KL term (beta 0).
@@ -123,7 +123,7 @@ def test_hash_is_stable_and_follows_the_mechanics_only():
         dict(advantages=AdvantageRule("group_std", 1, 1e-8)),
         dict(advantages=AdvantageRule("group_std", 0, 1e-4)),
         dict(aggregation=Aggregation("constant_length", length=64)),
-        dict(sampler=Sampler("dynamic", max_generation_batches=9)),
+        dict(sampler=BatchSampler("dynamic", max_generation_batches=9)),
     ):
         assert dataclasses.replace(part1, **change).sha256() != part1.sha256(), change
     shas = [o.sha256() for o in OBJECTIVES.values()]
@@ -189,8 +189,8 @@ def test_the_registry_prints_as_a_table():
         (lambda: AdvantageRule("posterior", 1, 1e-4, None), "prior must be a pair"),
         (lambda: Aggregation("token_sum"), "tokens must be one of"),
         (lambda: Aggregation("response_mean", length=8), "length must be None"),
-        (lambda: Sampler("dynamic"), "max_generation_batches must be a positive integer"),
-        (lambda: Sampler("plain", max_generation_batches=3), "sampler plain takes no"),
+        (lambda: BatchSampler("dynamic"), "max_generation_batches must be a positive integer"),
+        (lambda: BatchSampler("plain", max_generation_batches=3), "sampler plain takes no"),
         (lambda: dataclasses.replace(OBJECTIVES["grpo"], ratio="prefix"), "ratio level 'prefix'"),
         (lambda: dataclasses.replace(OBJECTIVES["grpo"], name="two words"), "identifier"),
     ],

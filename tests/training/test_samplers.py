@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from verifiable_grpo.training import objectives, samplers
-from verifiable_grpo.training.objectives import OBJECTIVES, Sampler
+from verifiable_grpo.training.objectives import OBJECTIVES, BatchSampler
 
 
 class ScriptedSource:
@@ -41,7 +41,7 @@ def _gen(seed=0):
 # --------------------------------------------------------------------------- plain, dynamic
 def test_plain_keeps_every_group_and_counts_its_cost():
     source = ScriptedSource({"p0": [1.0, 0.0], "p1": [1.0]})
-    batch = samplers.collect(source, Sampler(), 2, 4, step=0, generator=_gen())
+    batch = samplers.collect(source, BatchSampler(), 2, 4, step=0, generator=_gen())
     assert [g["rewards"] for g in batch.groups] == [[1.0, 0.0, 0.0, 0.0], [1.0] * 4]
     assert [g["zero_variance"] for g in batch.groups] == [False, True]
     assert batch.cost.as_dict() == {
@@ -181,7 +181,7 @@ class BatchedSource(ScriptedSource):
 def test_independent_requests_are_drawn_as_one_batch():
     scripts = {"p0": [0.0], "p1": [0.0, 0.0, 0.0, 0.0, 1.0], "p2": [1.0, 0.0, 1.0], "p3": [1.0]}
     plain = BatchedSource({"p0": [1.0, 0.0]})
-    samplers.collect(plain, Sampler(), 3, 4, 0, _gen())
+    samplers.collect(plain, BatchSampler(), 3, 4, 0, _gen())
     assert plain.batches == [12]  # every prompt's group together
     dynamic = BatchedSource({"p0": [1.0, 0.0], "p3": [0.0, 1.0]})
     samplers.collect(dynamic, OBJECTIVES["dapo"].sampler, 2, 4, 0, _gen())
@@ -201,4 +201,4 @@ def test_a_source_returning_the_wrong_number_of_rows_is_refused():
             return [self.draw(example, count - 1, group) for example, count, group in requests]
 
     with pytest.raises(ValueError, match="another number of rows than requested"):
-        samplers.collect(Short({}), Sampler(), 2, 4, 0, _gen())
+        samplers.collect(Short({}), BatchSampler(), 2, 4, 0, _gen())

@@ -201,7 +201,7 @@ class KLTerm:
 
 
 @dataclass(frozen=True)
-class Sampler:
+class BatchSampler:
     """plain: one generation batch as drawn. dynamic: keep only groups whose rewards
     vary, refilling with fresh generation batches, at most `max_generation_batches`, else
     fail. aero: `exploration_rollouts` per prompt, one more at a time for all-wrong prompts

@@ -47,10 +47,10 @@ from verifiable_grpo.training.objective_parts import (  # noqa: F401  (the parts
     TOKEN_COUNTS,
     AdvantageRule,
     Aggregation,
+    BatchSampler,
     BehaviourCorrection,
     ClipInterval,
     KLTerm,
-    Sampler,
     Surrogate,
     _require,
 )
@@ -67,7 +67,7 @@ class Objective:
     clip: ClipInterval
     aggregation: Aggregation
     kl: KLTerm
-    sampler: Sampler
+    sampler: BatchSampler
     surrogate: Surrogate = field(default_factory=Surrogate)
     correction: BehaviourCorrection = field(default_factory=BehaviourCorrection)
 
@@ -92,7 +92,7 @@ class Objective:
             ("clip", ClipInterval),
             ("aggregation", Aggregation),
             ("kl", KLTerm),
-            ("sampler", Sampler),
+            ("sampler", BatchSampler),
             ("surrogate", Surrogate),
             ("correction", BehaviourCorrection),
         ):
@@ -208,7 +208,7 @@ _GRPO_PARTS = {
     "clip": ClipInterval(0.2, 0.2),
     "aggregation": Aggregation(),
     "kl": KLTerm("none", 0.0),
-    "sampler": Sampler(),
+    "sampler": BatchSampler(),
     "surrogate": Surrogate(),
     "correction": BehaviourCorrection(),
 }
@@ -244,7 +244,7 @@ _SECTIONS: dict[str, tuple[Objective, ...]] = {
             "Part II arm: clip-higher 0.28 and dynamic sampling (groups whose rewards "
             "vary, <= 10 generation batches)",
             clip=ClipInterval(0.2, 0.28),
-            sampler=Sampler("dynamic", max_generation_batches=10),
+            sampler=BatchSampler("dynamic", max_generation_batches=10),
         ),
         _entry(
             "gspo",
@@ -256,7 +256,7 @@ _SECTIONS: dict[str, tuple[Objective, ...]] = {
             "Part II arm: AERO rollouts (3 explore, rescue 4, k=1, 4 slots) and a "
             "Beta(1,1) posterior advantage for one-rollout groups",
             advantages=AdvantageRule("posterior", 1, 1e-4, (1.0, 1.0)),
-            sampler=Sampler(
+            sampler=BatchSampler(
                 "aero", exploration_rollouts=3, rescue_budget=4, rejection_k=1, max_rollouts=4
             ),
         ),

@@ -1,4 +1,4 @@
-"""Batch samplers: how one training step's groups are collected (the registry's Sampler).
+"""Batch samplers: how one training step's groups are collected (the registry's BatchSampler axis).
 
 A sampler asks a rollout source for fresh prompts and for responses to a prompt, and
 returns the groups the update will use plus what collecting them cost. Requests that do
@@ -30,7 +30,7 @@ from typing import Protocol
 
 import torch
 
-from verifiable_grpo.training.objectives import Sampler
+from verifiable_grpo.training.objectives import BatchSampler
 
 
 class RolloutSource(Protocol):
@@ -210,7 +210,11 @@ def aero_curate(
 
 
 def aero_batch(
-    source: RolloutSource, prompts: int, sampler: Sampler, step: int, generator: torch.Generator
+    source: RolloutSource,
+    prompts: int,
+    sampler: BatchSampler,
+    step: int,
+    generator: torch.Generator,
 ) -> Batch:
     """AERO's exploration, rescue round-robin and curation (see the module docstring)."""
     if sampler.kind != "aero":
@@ -266,7 +270,7 @@ def aero_batch(
 
 def collect(
     source: RolloutSource,
-    sampler: Sampler,
+    sampler: BatchSampler,
     prompts: int,
     group_size: int,
     step: int,

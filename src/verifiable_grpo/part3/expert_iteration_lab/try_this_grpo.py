@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from verifiable_grpo.part3.digits import policy as dp
 from verifiable_grpo.part3.expert_iteration_lab import group_relative as gr
-from verifiable_grpo.training.objectives import AdvantageRule, Aggregation, Sampler
+from verifiable_grpo.training.objectives import AdvantageRule, Aggregation, BatchSampler
 
 # The course's names for its switches, as the registry's axes (the names stay in the
 # recorded settings). The lab's loop (group_relative.train) runs every combination.
@@ -51,7 +51,9 @@ def _check(advantage, denominator, group_size, prompts_per_iteration, max_draws)
 
 def variant_objective(beta, clip, advantage, denominator, refill, max_draws):
     """The lab's GRPO with the variant's advantages, aggregation and sampler."""
-    sampler = Sampler("dynamic", max_generation_batches=max_draws) if refill else Sampler()
+    sampler = (
+        BatchSampler("dynamic", max_generation_batches=max_draws) if refill else BatchSampler()
+    )
     return gr.lab_objective(
         beta,
         clip,
