@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import verifiable_grpo
 
 PACKAGE = Path(verifiable_grpo.__file__).parent
@@ -115,9 +117,10 @@ def test_the_readme_tree_names_what_is_there_and_nothing_else():
     root = PACKAGE.parents[1]
     named = _readme_tree()
     assert [p for p in named if not (root / p).exists()] == [], "named but missing"
-    tracked = subprocess.run(
-        ["git", "ls-files"], cwd=root, capture_output=True, text=True, check=True
-    ).stdout.split()
+    listed = subprocess.run(["git", "ls-files"], cwd=root, capture_output=True, text=True)
+    if listed.returncode != 0:  # a copy without .git (how-to-extend's recipes run in one)
+        pytest.skip("not a git checkout: no tracked files to compare with the tree")
+    tracked = listed.stdout.split()
     top = {path.split("/")[0] for path in tracked} - {".ci"} | {".ci/run"}
     folders = {
         str(p.relative_to(root))
