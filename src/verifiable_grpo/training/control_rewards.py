@@ -52,15 +52,17 @@ def rewarded(groups: list[dict], config: Profile) -> list[dict]:
     kind = config.grpo.reward
     if kind == "verifier":
         return groups
-    out = []
-    for group in groups:
-        rewards = _control(group, config)
-        changed = {k: v for k, v in group.items() if k != "zero_variance"}
-        changed.update(
-            rewards=rewards,
-            verifier_rewards=group["rewards"],
-            reward_kind=kind,
-            zero_variance=len(set(rewards)) == 1,
-        )
-        out.append(changed)
-    return out
+    return [with_rewards(group, _control(group, config), kind) for group in groups]
+
+
+def with_rewards(group: dict, rewards: list[float], kind: str) -> dict:
+    """A copy of a sampled group rewarded otherwise than by the verifier: the new rewards,
+    the verifier's kept beside them, the reward's name and zero_variance recomputed."""
+    changed = {k: v for k, v in group.items() if k != "zero_variance"}
+    changed.update(
+        rewards=rewards,
+        verifier_rewards=group["rewards"],
+        reward_kind=kind,
+        zero_variance=len(set(rewards)) == 1,
+    )
+    return changed

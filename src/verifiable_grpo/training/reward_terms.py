@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from verifiable_grpo.task import thinking_template
 from verifiable_grpo.task.thinking_template import CLOSE, OPEN
 from verifiable_grpo.task.verifier import parse_generated_json
+from verifiable_grpo.training.control_rewards import with_rewards
 
 
 @dataclass(frozen=True)
@@ -126,12 +127,5 @@ def rewarded(groups: list[dict], config, examples: list[dict]) -> list[dict]:
         for row in group["responses"]:
             row["reward_terms"] = term_values(row, example, template, TERMS_OF[kind])
             rewards.append(total(row["reward_terms"]))
-        changed = {k: v for k, v in group.items() if k != "zero_variance"}
-        changed.update(
-            rewards=rewards,
-            verifier_rewards=group["rewards"],
-            reward_kind=kind,
-            zero_variance=len(set(rewards)) == 1,
-        )
-        out.append(changed)
+        out.append(with_rewards(group, rewards, kind))
     return out
