@@ -64,6 +64,9 @@ SLOW_TESTS = {
     "part1/test_control_study.py::test_both_halves_run_at_smoke_scale_and_continue": (
         "three short GRPO runs of the tiny model, each scored, then pass@k draws"
     ),
+    "part1/test_control_study.py::test_two_halves_combine_into_the_declared_analysis": (
+        "three short GRPO runs of the tiny model in two folders, each scored, then pass@k"
+    ),
     "part3/test_lab_runs.py::test_a_killed_model_lab_continues_to_the_uninterrupted_result": (
         "a model lab killed and continued"
     ),

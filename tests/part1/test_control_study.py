@@ -23,13 +23,16 @@ def _write(tmp_path, mapping) -> str:
     return str(path)
 
 
-def test_the_committed_declaration_is_the_band_setting_at_fifty_iterations():
+def test_the_committed_declaration_is_the_band_setting_but_its_departures():
     declaration = control_declaration.load()
-    assert declaration["budget"]["iterations"] == 50
+    assert declaration["budget"]["iterations"] == 34
     for key, value in declaration["setting"].items():
-        assert band_study.SETTING[key] == value
+        assert band_study.SETTING[key] == value or key in declaration["departures"]
     names = [name for name, _, _ in control_declaration.runs(declaration)]
     assert sum(n.startswith("verifier-") for n in names) == 3 and len(names) == 7
+    halves = [control_declaration.half_runs(declaration, h) for h in control_declaration.HALVES]
+    assert sorted(n for half in halves for n, _, _ in half) == sorted(names)
+    assert {arm for _, arm, _ in halves[0]} == set(declaration["arms"])  # one seed of each
     assert "verifier - random" in declaration["analysis"]["rule"]
     assert set(declaration["pass_at_k"]["policies"]) <= {"instruct", *names}
 
@@ -39,7 +42,11 @@ def test_the_committed_declaration_is_the_band_setting_at_fifty_iterations():
     [
         (lambda d: d["arms"].update(length="the answer's length"), "arms.length"),
         (lambda d: d["seeds"].update(random=[1, 1]), "seeds.random"),
-        (lambda d: d["setting"].update(learning_rate=1e-5), "setting.learning_rate"),
+        (lambda d: d["setting"].update(clip_epsilon=0.3), "setting.clip_epsilon"),
+        (lambda d: d["departures"].update(group_size="why"), "departures.group_size"),
+        (lambda d: d["halves"]["second"].remove("format-1235"), "format-1235 in neither"),
+        (lambda d: d["halves"]["second"].append("verifier-1234"), "verifier-1234 listed twice"),
+        (lambda d: d["halves"].update(third=["x"]), "halves: exactly first and second"),
         (lambda d: d.update(random_rate=2.0), "random_rate"),
         (lambda d: d["pass_at_k"].update(k_max=65), "pass_at_k.k_max"),
         (lambda d: d["pass_at_k"].update(policies=["format-99"]), "pass_at_k.policies"),
@@ -60,19 +67,19 @@ def test_the_plan_estimates_each_half_from_the_recorded_run():
     declaration = control_declaration.load()
     plan = control_declaration.plan(declaration)
     rates = control_declaration.recorded_rates()
-    assert len(plan["runs"]) == 1 + 7 and len(plan["pass_at_k"]) == 3
-    assert plan["runs"][1]["seconds"] == pytest.approx(
-        50 * rates["iteration"] + 1800 * rates["trained_answer"]
+    assert [len(plan[p]) for p in control_declaration.PARTS] == [1 + 3, 4, 3]
+    assert plan["controls-second"][0]["seconds"] == pytest.approx(
+        34 * rates["iteration"] + 1800 * rates["trained_answer"]
     )
     text = control_declaration.plan_text(declaration)
-    assert "learn controls: 8 steps" in text and "learn controls-pass-at-k: 3 steps" in text
+    assert "learn controls-first: 4 steps" in text and "learn controls-pass-at-k: 3 steps" in text
 
 
 def test_dry_run_prints_the_plan_and_writes_nothing(tmp_path, capsys):
     from verifiable_grpo.cli import main
 
     assert main(["learn", "controls", "--dry-run", "--out", str(tmp_path / "out")]) == 0
-    assert "verifier-1236: 50 GRPO iterations" in capsys.readouterr().out
+    assert "verifier-1236: 34 GRPO iterations" in capsys.readouterr().out
     assert not (tmp_path / "out").exists()
 
 
@@ -118,6 +125,7 @@ SMOKE = {
     "arms": {"verifier": "v", "random": "r", "format": "f"},
     "seeds": {"verifier": [1], "random": [1], "format": [1]},
     "budget": {"iterations": 2, "checkpoint_every_iterations": 1},
+    "halves": {"first": ["verifier-1"], "second": ["random-1", "format-1"]},
     "scoring": {"problems": 4, "draws": 2, "seed_base": 940000},
     "pass_at_k": {
         "problems": 3,
@@ -141,11 +149,41 @@ def test_both_halves_run_at_smoke_scale_and_continue(tmp_path, smoke_config):
     assert result["runs"]["verifier-1"]["history"][0]["mean_verifier_reward"] is None
     assert len(result["analysis"]["contrasts"]) == 3 + 2
     assert control_study.run_controls(out, declaration, smoke_config, progress=False) == result
-    later = control_study.run_pass_at_k(tmp_path / "pk", out, declaration, base=smoke_config)
+    later = control_study.run_pass_at_k(tmp_path / "pk", [out], declaration, base=smoke_config)
     assert [r["k"] for r in later["curves"]["instruct"]] == [1, 2, 3, 4]
     assert set(later["gains"]) == {"verifier-1", "random-1"}
     values = [r["value"] for r in later["curves"]["random-1"]]
     assert values == sorted(values) and np.all(np.isfinite(values))
+
+
+def test_two_halves_combine_into_the_declared_analysis(tmp_path, smoke_config):
+    mapping = _declared() | SMOKE
+    mapping["analysis"] = {**mapping["analysis"], "resamples": 200}
+    declaration = control_declaration.load(_write(tmp_path, mapping))
+    halves = {
+        half: control_study.run_controls(
+            tmp_path / f"controls-{half}", declaration, smoke_config, False, half
+        )
+        for half in control_declaration.HALVES
+    }
+    assert halves["second"]["instruct"] is None and "analysis" not in halves["first"]
+    assert list(halves["first"]["runs"]) == ["verifier-1"]
+    with pytest.raises(ValueError, match="second half has not run"):
+        control_study.combine({"first": halves["first"]}, declaration)
+    combined = control_study.combined_record(halves, declaration)
+    assert sorted(combined["per_draw"]) == ["format-1", "random-1", "verifier-1"]
+    assert len(combined["analysis"]["contrasts"]) == 3 + 2
+    fifteen = combined["fifteen_minute_run"]
+    assert fifteen["run"] == "verifier-1"
+    run = halves["first"]["runs"]["verifier-1"]
+    assert fifteen["wall_seconds"] >= run["score_seconds"] > 0
+    verifier_gain = next(
+        c for c in combined["analysis"]["contrasts"] if c["contrast"] == "verifier - instruct"
+    )
+    assert fifteen["gain"]["difference"] == pytest.approx(verifier_gain["difference"])
+    folders = [tmp_path / f"controls-{h}" for h in control_declaration.HALVES]
+    later = control_study.run_pass_at_k(tmp_path / "pk", folders, declaration, smoke_config)
+    assert set(later["gains"]) == {"verifier-1", "random-1"}
 
 
 def test_learn_controls_refuses_a_dirty_tree_before_any_compute(tmp_path, monkeypatch, capsys):
@@ -181,7 +219,7 @@ def test_the_second_half_needs_the_first(tmp_path, monkeypatch, capsys):
     out = tmp_path / "out"
     with pytest.raises(SystemExit, match="2"):
         main(["learn", "controls-pass-at-k", "--out", str(out)])
-    assert "learn controls` first" in capsys.readouterr().err
+    assert "learn controls-first` and `controls-second` first" in capsys.readouterr().err
     assert not (out / "controls-pass-at-k").exists()
 
 

@@ -22,9 +22,11 @@ from verifiable_grpo.core.config_schema import REWARDS
 
 DECLARATION = "configs/part1/controls.yaml"
 TOP_KEYS = (
-    "study arms random_rate seeds budget setting scoring analysis pass_at_k family model"
+    "study arms random_rate seeds budget setting departures halves scoring analysis pass_at_k "
+    "family model"
 ).split()
 INSTRUCT = "instruct"
+HALVES = ("first", "second")  # each its own folder and start stamp; the instruct model in the first
 
 
 def run_name(arm: str, seed: int) -> str:
@@ -101,17 +103,51 @@ def problems(d: dict, setting: dict, test_size: int) -> list[str]:
     rate = d["random_rate"]
     if not isinstance(rate, float) or not 0 < rate < 1:
         out.append("random_rate: a number strictly between 0 and 1")
-    differs = {k: v for k, v in (d["setting"] or {}).items() if setting.get(k) != v}
+    departures = d["departures"] or {}
+    differs = {
+        k: v
+        for k, v in (d["setting"] or {}).items()
+        if setting.get(k) != v and not isinstance(departures.get(k), str)
+    }
+    out += [
+        f"departures.{k}: names no change from the band setting"
+        for k in departures
+        if (d["setting"] or {}).get(k, setting.get(k)) == setting.get(k)
+    ]
     missing = [k for k in setting if k not in (d["setting"] or {}) and k not in d["budget"]]
     out += [
-        f"setting.{k}: {v!r} is not the band study's {setting.get(k)!r}" for k, v in differs.items()
+        f"setting.{k}: {v!r} is not the band study's {setting.get(k)!r} (a departure needs "
+        "its reason under departures)"
+        for k, v in differs.items()
     ]
     out += [
         f"setting.{k}: missing (the band study's is {setting[k]!r})"
         for k in missing
         if k != "iterations" and k != "checkpoint_every_iterations"
     ]
-    return out or _problems_of_sections(d, test_size)
+    return out or _problems_of_sections(d, test_size) or _problems_of_halves(d)
+
+
+def _problems_of_halves(d: dict) -> list[str]:
+    """halves: first and second, each a non-empty list of declared runs, together every run
+    once."""
+    halves = d["halves"]
+    if not isinstance(halves, dict) or list(halves) != list(HALVES):
+        return [f"halves: exactly {' and '.join(HALVES)}, in that order"]
+    names = [name for name, _, _ in runs(d)]
+    listed = [n for half in HALVES for n in (halves[half] or [])]
+    out = [f"halves.{h}: a non-empty list of runs" for h in HALVES if not halves[h]]
+    out += [f"halves: {n} is not a declared run" for n in listed if n not in names]
+    out += [f"halves: {n} listed twice" for n in sorted(set(listed)) if listed.count(n) > 1]
+    out += [f"halves: {n} in neither half" for n in names if n not in listed]
+    return out
+
+
+def half_runs(declaration: dict, half: str | None) -> list[tuple[str, str, int]]:
+    """The runs of one half in declared order (every run for None: the study in one go)."""
+    if half is None:
+        return runs(declaration)
+    return [r for r in runs(declaration) if r[0] in declaration["halves"][half]]
 
 
 def load(path=None) -> dict:
@@ -146,31 +182,42 @@ def recorded_rates() -> dict:
     }
 
 
+PARTS = ("controls-first", "controls-second", "controls-pass-at-k")  # the `learn` verbs
+
+
 def plan(declaration: dict) -> dict:
-    """{"runs": steps, "pass_at_k": steps}: each step {"what", "seconds"} (an estimate)."""
+    """{part: steps} for the two halves and pass@k, each step {"what", "seconds"} (an
+    estimate from the recorded band run)."""
     rates = recorded_rates()
     scoring, pk = declaration["scoring"], declaration["pass_at_k"]
     scored = scoring["problems"] * (scoring["draws"] + 1)
-    steps = [
-        {
-            "what": f"score the instruct model ({scored:,} answers)",
-            "seconds": scored * rates["instruct_answer"],
-        }
-    ]
     iterations = declaration["budget"]["iterations"]
-    for name, _arm, _seed in runs(declaration):
-        seconds = iterations * rates["iteration"] + scored * rates["trained_answer"]
-        steps.append(
-            {"what": f"{name}: {iterations} GRPO iterations, then score it", "seconds": seconds}
-        )
+    parts = {}
+    for half, part in zip(HALVES, PARTS):
+        steps = []
+        if half == HALVES[0]:
+            steps.append(
+                {
+                    "what": f"score the instruct model ({scored:,} answers)",
+                    "seconds": scored * rates["instruct_answer"],
+                }
+            )
+        for name, _arm, _seed in half_runs(declaration, half):
+            seconds = iterations * rates["iteration"] + scored * rates["trained_answer"]
+            steps.append(
+                {"what": f"{name}: {iterations} GRPO iterations, then score it", "seconds": seconds}
+            )
+        parts[part] = steps
     sampled = pk["problems"] * (pk["draws"] + 1)
-    later = []
-    for policy in pk["policies"]:
-        rate = rates["instruct_answer" if policy == INSTRUCT else "trained_answer"]
-        later.append(
-            {"what": f"{policy}: {sampled:,} answers for pass@k", "seconds": sampled * rate}
-        )
-    return {"runs": steps, "pass_at_k": later}
+    parts[PARTS[2]] = [
+        {
+            "what": f"{policy}: {sampled:,} answers for pass@k",
+            "seconds": sampled
+            * rates["instruct_answer" if policy == INSTRUCT else "trained_answer"],
+        }
+        for policy in pk["policies"]
+    ]
+    return parts
 
 
 def plan_text(declaration: dict, limit_hours: float = 2.5, identity: bool = True) -> str:
@@ -180,8 +227,8 @@ def plan_text(declaration: dict, limit_hours: float = 2.5, identity: bool = True
     shown = path.relative_to(resolve(".")) if path.is_relative_to(resolve(".")) else path
     lines = [f"declaration {shown.as_posix()} (sha256 {declaration['sha256'][:12]})"]
     lines = lines if identity else []
-    for half, command in (("runs", "learn controls"), ("pass_at_k", "learn controls-pass-at-k")):
-        steps = plan(declaration)[half]
+    for part, steps in plan(declaration).items():
+        command = f"learn {part}"
         total = sum(s["seconds"] for s in steps)
         lines.append(f"{command}: {len(steps)} steps, about {total / 3600:.1f} h on 2 CPU cores")
         lines += [f"  {s['what']}: about {s['seconds'] / 60:.0f} min" for s in steps]

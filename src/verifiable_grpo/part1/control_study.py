@@ -28,7 +28,13 @@ from verifiable_grpo.core.config_schema import Profile
 from verifiable_grpo.evaluation import pass_at_k
 from verifiable_grpo.evaluation.statistics import paired_bootstrap
 from verifiable_grpo.part1 import band_data, band_reading, band_scoring, band_study
-from verifiable_grpo.part1.control_declaration import INSTRUCT, run_name, runs
+from verifiable_grpo.part1.control_declaration import (
+    HALVES,
+    INSTRUCT,
+    half_runs,
+    run_name,
+    runs,
+)
 from verifiable_grpo.task import small_sums
 
 RECORDED = "data/recorded/controls"
@@ -66,23 +72,28 @@ def _test(declaration: dict) -> tuple[list, dict]:
 def train_run(
     out: Path, base: Profile, declaration: dict, arm: str, seed: int, progress: bool = True
 ) -> dict:
-    """One (arm, seed) run: trained (or continued, or reused) and scored once."""
+    """One (arm, seed) run: trained (or continued, or reused) and scored once; its wall time
+    from the instruct model to the test score is recorded (the 15-minute run)."""
     folder = Path(out) / run_name(arm, seed)
     done = folder / "result.json"
     if done.is_file():
         return files.read_json(done)
+    started = time.perf_counter()
     config = arm_config(base, declaration, arm, seed)
     band_data.prepare(folder, config)
     curve = band_data.Curve(folder / "curve", [], None, config, at=())  # no curve: budget
     record, policy = band_data.train(config, folder, curve, progress)
     examples, draws = _test(declaration)
     after = _score_once(folder / "test-after.json", lambda: policy, config, examples, draws)
+    wall = time.perf_counter() - started  # a continued run counts this process only
     history = record["history"]
     result = {
         "name": run_name(arm, seed),
         "arm": arm,
         "seed": seed,
         "train_seconds": record["timings"]["total_seconds"],
+        "score_seconds": after["seconds"],
+        "wall_seconds": wall,
         "history": [
             {k: h.get(k) for k in ("iteration", "mean_reward", "mean_verifier_reward")}
             | {k: h[k] for k in ("zero_variance_fraction", "mean_exact_kl")}
@@ -98,10 +109,10 @@ def train_run(
     return result
 
 
-def instruct_score(out: Path, base: Profile, declaration: dict) -> dict:
+def instruct_score(out: Path, base: Profile, declaration: dict, half: str | None = None) -> dict:
     """The instruct model's answers to the declared test draws (once per study folder)."""
     examples, draws = _test(declaration)
-    first = Path(out) / run_name(*runs(declaration)[0][1:])
+    first = Path(out) / half_runs(declaration, half)[0][0]
     band_data.prepare(first, base)
     return _score_once(
         Path(out) / "instruct-test.json",
@@ -176,36 +187,98 @@ def analyse(declaration: dict, instruct_rows: list, run_rows: dict[str, list]) -
     }
 
 
+def _started(folder: Path) -> dict | None:
+    stamp = folder / "started.json"
+    return files.read_json(stamp) if stamp.is_file() else None
+
+
 def run_controls(
-    out: Path, declaration: dict, base: Profile | None = None, progress: bool = True
+    out: Path,
+    declaration: dict,
+    base: Profile | None = None,
+    progress: bool = True,
+    half: str | None = None,
 ) -> dict:
-    """The first half: every declared run, then the analysis (out/result.json)."""
+    """One half's runs (`half`: first scores the instruct model too), or the whole study in
+    one folder (None); out/result.json. The analysis needs every run: a whole study has it,
+    a half's comes from `combine` once both halves are done."""
     out = Path(out)
     done = out / "result.json"
     if done.is_file():
         return files.read_json(done)
     base = band_study.band_config() if base is None else base
     started = time.perf_counter()
-    instruct = instruct_score(out, base, declaration)
+    instruct = None
+    if half in (None, HALVES[0]):
+        scored = instruct_score(out, base, declaration, half)
+        instruct = {"after": scored, "failures": band_data.failures(scored["sample"])}
     results = {}
-    for name, arm, seed in runs(declaration):
+    for name, arm, seed in half_runs(declaration, half):
         results[name] = train_run(out, base, declaration, arm, seed, progress)
         print(f"{name}: per-draw success {results[name]['per_draw']:.3f} on the test draws")
-    rows = {name: r["after"]["sample"] for name, r in results.items()}
     result = {
-        "what": "controls",
+        "what": "controls" if half is None else f"controls-{half}",
         "declaration": _declared(declaration),
-        "started": files.read_json(out / "started.json")
-        if (out / "started.json").is_file()
-        else None,
-        "instruct": {"after": instruct, "failures": band_data.failures(instruct["sample"])},
+        "started": _started(out),
+        "instruct": instruct,
         "runs": results,
-        "analysis": analyse(declaration, instruct["sample"], rows),
         "seconds": time.perf_counter() - started,
         "provenance": provenance(base),
     }
+    if half is None:
+        rows = {name: r["after"]["sample"] for name, r in results.items()}
+        result["analysis"] = analyse(declaration, instruct["after"]["sample"], rows)
     files.save_json(done, result)
     return result
+
+
+def combine(halves: dict[str, dict], declaration: dict) -> dict:
+    """The study's analysis from both halves' results (the first holds the instruct model);
+    each half's start stamp and seconds beside it; the runs stay in the halves' records."""
+    missing = [h for h in HALVES if h not in halves]
+    if missing:
+        raise ValueError(f"the {' and '.join(missing)} half has not run")
+    instruct = halves[HALVES[0]]["instruct"]
+    runs_done = {name: r for h in HALVES for name, r in halves[h]["runs"].items()}
+    rows = {name: r["after"]["sample"] for name, r in runs_done.items()}
+    return {
+        "what": "controls",
+        "declaration": _declared(declaration),
+        "halves": {
+            h: {
+                "started": halves[h]["started"],
+                "seconds": halves[h]["seconds"],
+                "runs": list(halves[h]["runs"]),
+            }
+            for h in HALVES
+        },
+        "per_draw": {name: r["per_draw"] for name, r in runs_done.items()},
+        "analysis": analyse(declaration, instruct["after"]["sample"], rows),
+    }
+
+
+def fifteen_minute_run(instruct: dict, run: dict, analysis: dict) -> dict:
+    """The declared secondary: one verifier run's wall time and its own paired gain."""
+    ids, before, _ = per_problem(instruct["after"]["sample"])
+    run_ids, after, _ = per_problem(run["after"]["sample"])
+    if run_ids != ids:
+        raise ValueError(f"{run['name']}: not scored on the instruct model's problems")
+    interval = paired_bootstrap(
+        after,
+        before,
+        np.random.default_rng(analysis["seed"]),
+        resamples=analysis["resamples"],
+        level=analysis["level"],
+    )
+    return {
+        "run": run["name"],
+        "wall_seconds": run["wall_seconds"],
+        "train_seconds": run["train_seconds"],
+        "score_seconds": run["score_seconds"],
+        "within_15_minutes": run["wall_seconds"] <= 15 * 60,
+        "gain": interval,
+        "gain_at_least_0.3": interval["difference"] >= 0.3,
+    }
 
 
 def _declared(declaration: dict) -> dict:
@@ -218,47 +291,65 @@ def _declared(declaration: dict) -> dict:
     return {**declaration, "path": shown}
 
 
-def policy_of(name: str, runs_out: Path, base: Profile, declaration: dict):
+def run_folder(name: str, study_folders: list[Path]) -> Path | None:
+    """The folder of a finished run in one of the study's folders (whole study or halves)."""
+    found = [Path(f) / name for f in study_folders if (Path(f) / name / "result.json").is_file()]
+    return found[0] if found else None
+
+
+def policy_of(name: str, study_folders: list[Path], base: Profile, declaration: dict):
     """The instruct model, or a finished run's trained policy (SHA-checked)."""
     from verifiable_grpo.training.grpo import with_trained_weights
 
     if name == INSTRUCT:
-        first = Path(runs_out) / run_name(*runs(declaration)[0][1:])
+        first = next(
+            run_folder(n, study_folders)
+            for n, _, _ in runs(declaration)
+            if run_folder(n, study_folders)
+        )
         return band_data.instruct(first, base)
     arm, seed = name.rsplit("-", 1)
-    folder = Path(runs_out) / name
+    folder = run_folder(name, study_folders)
     config = arm_config(base, declaration, arm, int(seed))
     return with_trained_weights(band_data.instruct(folder, config), folder)
 
 
-def require_runs(runs_out: Path, declaration: dict) -> None:
-    """The second half needs the first half's trained policies: refused before any compute."""
+def require_runs(study_folders: list[Path], declaration: dict) -> None:
+    """pass@k needs the halves' trained policies: refused before any compute."""
     for name in declaration["pass_at_k"]["policies"]:
-        if name != INSTRUCT and not (Path(runs_out) / name / "result.json").is_file():
+        if name != INSTRUCT and run_folder(name, study_folders) is None:
             raise ConfigError(
                 [
-                    f"{Path(runs_out) / name}: no finished run; run `learn controls` first (same --out)"
+                    f"{name}: no finished run in {', '.join(str(f) for f in study_folders)}; "
+                    "run `learn controls-first` and `controls-second` first (same --out)"
                 ]
             )
+    if not any(run_folder(n, study_folders) for n, _, _ in runs(declaration)):
+        raise ConfigError(
+            [
+                "no finished run to read the instruct model from: run "
+                "`learn controls-first` first (same --out)"
+            ]
+        )
 
 
 def run_pass_at_k(
-    out: Path, runs_out: Path, declaration: dict, base: Profile | None = None
+    out: Path, study_folders: list[Path], declaration: dict, base: Profile | None = None
 ) -> dict:
-    """The second half: each declared policy's `draws` answers per subset problem, and
+    """The third part: each declared policy's `draws` answers per subset problem, and
     pass@k for k = 1..k_max with intervals, each policy also paired with the instruct model."""
     out, base = Path(out), band_study.band_config() if base is None else base
     done = out / "result.json"
     if done.is_file():
         return files.read_json(done)
-    require_runs(runs_out, declaration)
+    require_runs(study_folders, declaration)
     pk = declaration["pass_at_k"]
     examples = small_sums.splits()["test"][: pk["problems"]]
     draws = {"draws": pk["draws"], "seed_base": pk["seed_base"]}
     scored = {
         name: _score_once(
             out / f"{name}.json",
-            lambda name=name: policy_of(name, runs_out, base, declaration),
+            lambda name=name: policy_of(name, study_folders, base, declaration),
             base,
             examples,
             draws,
@@ -285,11 +376,26 @@ def run_pass_at_k(
     return result
 
 
-def export(out: Path, what: str, dest=None) -> Path:
-    """data/recorded/controls/{controls,pass-at-k}.json from a finished half."""
-    result = files.read_json(Path(out) / "result.json")
+def combined_record(halves: dict[str, dict], declaration: dict) -> dict:
+    """`combine` with the declared secondary (the first verifier run: the 15-minute run)."""
+    combined = combine(halves, declaration)
+    first_verifier = next(n for n, arm, _ in runs(declaration) if arm == "verifier")
+    run = next(h["runs"][first_verifier] for h in halves.values() if first_verifier in h["runs"])
+    combined["fifteen_minute_run"] = fifteen_minute_run(
+        halves[HALVES[0]]["instruct"], run, declaration["analysis"]
+    )
+    return combined
+
+
+def save_recorded(result: dict, what: str, dest=None) -> Path:
     dest = resolve(RECORDED) if dest is None else Path(dest)
     return files.save_json(dest / f"{what}.json", result, overwrite=True)
+
+
+def export(out: Path, what: str, dest=None) -> Path:
+    """data/recorded/controls/<what>.json from a finished part (controls, controls-first,
+    controls-second, pass-at-k)."""
+    return save_recorded(files.read_json(Path(out) / "result.json"), what, dest)
 
 
 def recorded(what: str = "controls") -> dict | None:

@@ -10,13 +10,16 @@ def add_arguments(p, *, exploratory_help: str) -> None:
         "what",
         choices=[
             *("fixed-prompts", "fixed-prompts-trl", "objectives", "lift", "fresh"),
-            *("band-screen", "band", "controls", "controls-pass-at-k"),
+            *("band-screen", "band", "controls", "controls-first", "controls-second"),
+            "controls-pass-at-k",
             *("thinking-screen", "thinking-compare"),
         ],
         help="fixed-prompts(-trl): GRPO (TRL) on 8 fixed prompts; objectives: chapter II.7's "
         "on them; lift: the held-out study; fresh: its decision on 1,000 fresh problems; "
-        "band-screen / band: SmolLM2-135M-Instruct on small sums; controls / controls-pass-at-k: "
-        "the declared control study (configs/part1/controls.yaml), in two halves; "
+        "band-screen / band: SmolLM2-135M-Instruct on small sums; controls-first, "
+        "controls-second, controls-pass-at-k: the declared control study "
+        "(configs/part1/controls.yaml) in its three stamped parts (controls: all runs in one "
+        "folder); "
         "thinking-screen: SmolLM2 on the working families, answer-only and think-then-answer; "
         "thinking-compare: the declared comparison of the two",
     )

@@ -137,7 +137,7 @@ def _learn_band(args, out: Path) -> None:
         print(f"recorded {band_study.export(out, 'band')}")
 
 
-CONTROLS = ("controls", "controls-pass-at-k")
+CONTROLS = ("controls", "controls-first", "controls-second", "controls-pass-at-k")
 
 
 def _controls_before_any_folder(args) -> bool:
@@ -151,24 +151,41 @@ def _controls_before_any_folder(args) -> bool:
         return True
     smollm2_candidate.check_weights(band_study.band_config())
     if args.what == "controls-pass-at-k":
-        control_study.require_runs(Path(args.out) / "controls", declaration)
+        control_study.require_runs(_study_folders(Path(args.out)), declaration)
     return False
+
+
+def _study_folders(out: Path) -> list[Path]:
+    return [out / what for what in CONTROLS[:3]]
 
 
 def _learn_controls(args, out: Path) -> None:
     from verifiable_grpo.part1 import control_declaration, control_study
 
     declaration = control_declaration.load(getattr(args, "declaration", None))
-    if args.what == "controls":
-        result = control_study.run_controls(out / "controls", declaration)
-        print(control_study.result_line(result))
-        what = "controls"
-    else:
-        control_study.run_pass_at_k(out / args.what, out / "controls", declaration)
+    if args.what == "controls-pass-at-k":
+        control_study.run_pass_at_k(out / args.what, _study_folders(out), declaration)
         print(f"pass@k to k = {declaration['pass_at_k']['k_max']}: {out / args.what}/result.json")
-        what = "pass-at-k"
+        if args.export:
+            print(f"recorded {control_study.export(out / args.what, 'pass-at-k')}")
+        return
+    half = None if args.what == "controls" else args.what.removeprefix("controls-")
+    result = control_study.run_controls(out / args.what, declaration, half=half)
     if args.export:
-        print(f"recorded {control_study.export(out / args.what, what)}")
+        print(f"recorded {control_study.export(out / args.what, args.what)}")
+    if half is None:
+        print(control_study.result_line(result))
+        return
+    halves = {
+        h: files.read_json(out / f"controls-{h}" / "result.json")
+        for h in control_declaration.HALVES
+        if (out / f"controls-{h}" / "result.json").is_file()
+    }
+    if len(halves) == len(control_declaration.HALVES):
+        combined = control_study.combined_record(halves, declaration)
+        print(control_study.result_line(combined))
+        if args.export:
+            print(f"recorded {control_study.save_recorded(combined, 'controls')}")
 
 
 def _learn_thinking_screen(args, out: Path) -> None:
