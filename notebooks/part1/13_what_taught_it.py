@@ -172,10 +172,11 @@ Table(["declared", "value"],
       [["GRPO iterations per run", budget["iterations"]],
        ["otherwise", "the band study's setting: " + ", ".join(
            f"{k} {v}" for k, v in declaration["setting"].items())],
+       *[[f"departure: {k}", why] for k, why in declaration["departures"].items()],
        ["random arm's rate of a 1", declaration["random_rate"]],
        ["scoring", f"{scoring['problems']} test problems x {scoring['draws']} draws, once per run, "
                    "paired with the instruct model"],
-       ["pass@k (second half)", f"{later['problems']} test problems x {later['draws']} draws, "
+       ["pass@k (third part)", f"{later['problems']} test problems x {later['draws']} draws, "
                                 f"k = 1..{later['k_max']}: {', '.join(later['policies'])}"]])
 
 # %% [markdown]
@@ -191,7 +192,8 @@ print(control_declaration.plan_text(declaration, identity=False))
 # To run it, on a quiet machine, from a clean checkout:
 #
 # ```bash
-# python -m verifiable_grpo learn controls --out runs/learn --export
+# python -m verifiable_grpo learn controls-first --out runs/learn --export
+# python -m verifiable_grpo learn controls-second --out runs/learn --export
 # python -m verifiable_grpo learn controls-pass-at-k --out runs/learn --export
 # ```
 #
