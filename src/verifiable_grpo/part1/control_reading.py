@@ -28,7 +28,7 @@ def runs_rows(halves: dict[str, dict]) -> list[list]:
     base = instruct_rate(halves)
     rows = []
     for half, record in halves.items():
-        for name, run in record["runs"].items():
+        for run in record["runs"].values():
             rows.append(
                 [
                     half,
