@@ -164,3 +164,31 @@ def test_a_study_action_without_a_name_is_refused():
     done = run_cli(["study", "check"])
     assert done.returncode == 2 and "name a study" in done.stderr
     assert done.stderr.count("\n") == 1
+
+
+LEARN_ARGV = {  # study -> the `learn` command it runs through, and values set after parsing
+    "band": (["band"], {}),
+    "scale-matched": (["objectives", "--scale-matched"], {"objectives": []}),
+    "lift-smollm2": (["lift", "--candidates", "smollm2-4x4-lr1e-5"], {}),
+    "controls": (["controls-first"], {}),
+}
+
+
+def test_study_run_is_the_learn_command_with_the_same_arguments(monkeypatch, tmp_path):
+    from verifiable_grpo import cli
+    from verifiable_grpo.part1 import learning_command
+
+    seen = []
+    monkeypatch.setattr(learning_command, "command_learn", lambda args: seen.append(vars(args)))
+    options = studies.StudyOptions(out=tmp_path, export=True)
+    for name in LEARN_ARGV:
+        studies.protocol(name).run(options)
+    for (argv, parsed), args in zip(LEARN_ARGV.values(), seen, strict=True):
+        line = ["learn", *argv, "--out", str(tmp_path), "--export"]
+        expected = {**vars(cli.build_parser().parse_args(line)), **parsed}
+        assert {**args, "command": "learn"} == expected
+    # a part that finished: the next run is the study's next part
+    (tmp_path / "controls-first").mkdir()
+    (tmp_path / "controls-first" / "result.json").write_text("{}")
+    studies.protocol("controls").run(options)
+    assert seen[-1]["what"] == "controls-second"

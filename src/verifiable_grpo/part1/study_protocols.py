@@ -15,8 +15,9 @@ from verifiable_grpo.core.config import load_config, resolve
 from verifiable_grpo.part1.studies import StudyOptions
 
 
-def _learn(options: StudyOptions, what: str, *extra: str) -> int:
-    """`learn WHAT --out OUT ...` exactly as the command line would run it."""
+def _learn(options: StudyOptions, what: str, *extra: str, **parsed) -> int:
+    """`learn WHAT --out OUT ...` exactly as the command line would run it (`parsed`: values
+    set after parsing, for a meaning the command line no longer spells)."""
     from verifiable_grpo.part1 import learning_arguments, learning_command
 
     parser = argparse.ArgumentParser(prog="learn")
@@ -24,7 +25,9 @@ def _learn(options: StudyOptions, what: str, *extra: str) -> int:
     learning_arguments.add_arguments(parser, exploratory_help="")
     argv = [what, "--out", str(options.out), "--config", options.config, *extra]
     argv += ["--exploratory"] * options.exploratory + ["--export"] * options.export
-    return learning_command.command_learn(parser.parse_args(argv))
+    args = parser.parse_args(argv)
+    vars(args).update(parsed)
+    return learning_command.command_learn(args)
 
 
 def _next_part(options: StudyOptions, parts: tuple[str, ...]) -> str:
@@ -276,7 +279,9 @@ class Objectives:
 class ScaleMatched:
     @staticmethod
     def run(options: StudyOptions) -> int:
-        return _learn(options, "objectives", "--objectives", "--scale-matched")
+        # none of the nine first: the recorded `learn objectives --objectives --scale-matched`
+        # (argparse now refuses an empty --objectives, so the empty list is set here)
+        return _learn(options, "objectives", "--scale-matched", objectives=[])
 
     @staticmethod
     def export(options: StudyOptions) -> list[Path]:
