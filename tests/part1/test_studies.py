@@ -170,6 +170,7 @@ LEARN_ARGV = {  # study -> the `learn` command it runs through, and values set a
     "band": (["band"], {}),
     "scale-matched": (["objectives", "--scale-matched"], {"objectives": []}),
     "lift-smollm2": (["lift", "--candidates", "smollm2-4x4-lr1e-5"], {}),
+    "thinking-compare": (["thinking-compare"], {}),
     "controls": (["controls-first"], {}),
 }
 

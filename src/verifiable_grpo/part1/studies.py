@@ -51,6 +51,7 @@ class StudyOptions:
 
 CHAPTER_10 = "notebooks/part1/10_beyond_the_budget.py"
 CHAPTER_12 = "notebooks/part1/12_pretrained_model.py"
+CHAPTER_13 = "notebooks/part1/13_what_taught_it.py"
 CHAPTER_II_7 = "notebooks/part2/07_newer_objectives.py"
 FIXED = "data/recorded/fixed-prompts"
 
@@ -132,15 +133,23 @@ STUDIES = {
         "part1.thinking_screen",
         ("data/recorded/thinking/screen.json",),
         "part1.thinking_screen.FAMILIES",
-        "notebooks/part1/13_what_taught_it.py",
+        CHAPTER_13,
         protocol="ThinkingScreen",
+    ),
+    "thinking-compare": Study(
+        "thinking-compare",
+        "part1.thinking_comparison",
+        ("data/recorded/thinking/comparison.json",),
+        "configs/thinking/comparison.yaml",
+        CHAPTER_13,
+        protocol="ThinkingCompare",
     ),
     "controls": Study(
         "controls",
         "part1.control_study",
         ("data/recorded/controls/controls.json",),
         "configs/part1/controls.yaml",
-        "notebooks/part1/13_what_taught_it.py",
+        CHAPTER_13,
         protocol="Controls",
     ),
 }

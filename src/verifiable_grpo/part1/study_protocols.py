@@ -333,6 +333,37 @@ class ThinkingScreen:
         )
 
 
+class ThinkingCompare:
+    RECORD = "comparison.json"  # beside the screen's record, as `learn thinking-compare` writes it
+
+    @staticmethod
+    def run(options: StudyOptions) -> int:
+        return _learn(options, "thinking-compare")
+
+    @staticmethod
+    def export(options: StudyOptions) -> list[Path]:
+        from verifiable_grpo.part1 import thinking_screen
+
+        result = files.read_json(options.out / "thinking-compare" / "result.json")
+        dest = resolve(thinking_screen.RECORDED) / ThinkingCompare.RECORD
+        return [files.save_json(dest, result, overwrite=True)]
+
+    @staticmethod
+    def read() -> dict:
+        from verifiable_grpo.part1 import thinking_screen
+
+        return files.read_json(resolve(thinking_screen.RECORDED) / ThinkingCompare.RECORD)
+
+    @staticmethod
+    def check(record: dict) -> list[str]:
+        from verifiable_grpo.part1 import thinking_comparison
+
+        declared = thinking_comparison.load()
+        return _differs("declaration", record["declared"], declared) + _differs(
+            "arms", list(record["arms"]), list(declared["arms"])
+        )
+
+
 class Controls:
     # `learn PART` in order; each its own stamped folder; the record's name for each
     PARTS = {
