@@ -31,7 +31,7 @@ SLOW_FIXTURES = {
 SLOW_MODULES = {
     "test_notebooks_portable.py": "executes every chapter again under other float arithmetic",
     "book/test_chapters_on_qwen_standin.py": "executes four chapters on a qwen-shaped stand-in",
-    "test_how_to_extend_recipes.py": "performs two recipes in a copy of the repository",
+    "test_how_to_extend_recipes.py": "performs the recipes in copies of the repository",
     "part1/test_crash_recovery.py": "every test reads runs killed and resumed in other processes",
     "part1/test_fixed_prompts_crash.py": "its one test kills a fixed-prompt run and continues it",
     "part2/test_trl_backend_runs.py": "every test reads a TRL study run in other processes",
@@ -40,6 +40,9 @@ SLOW_MODULES = {
 
 # module::test (without parameters: every case) -> why it is slow
 SLOW_TESTS = {
+    "part1/test_studies.py::test_study_check_passes_on_the_record_and_refuses_a_tampered_copy": (
+        "three CLI processes, two of them loading torch for the band study's check"
+    ),
     "core/test_refused_before_harm.py::test_device_names_are_checked": (
         "imports the TRL backend (trl, peft) to reach its slot parser"
     ),

@@ -48,6 +48,9 @@ NAMED = [
     ("src/verifiable_grpo/part3/lab_settings.py", "SCHEMAS = "),
     ("src/verifiable_grpo/part3/merge_lab/digit_merges.py", "def run_lab("),
     ("tests/core/test_profiles.py", "RESOLVED_SHA256 = "),
+    ("src/verifiable_grpo/part1/studies.py", "STUDIES = "),
+    ("src/verifiable_grpo/part1/studies.py", "PROTOCOL = "),
+    ("src/verifiable_grpo/core/preregistration.py", "def stamp_folder("),
 ]
 
 

@@ -1,4 +1,5 @@
-"""The how-to-extend page's variant, chapter and backend recipes, performed as a contributor would.
+"""The how-to-extend page's variant, profile, chapter, backend and study recipes, performed
+as a contributor would.
 
 Each test copies the repository (the files git knows, `data/` linked, not copied) to a
 temporary folder, makes the change its recipe describes step by step, and runs the
@@ -9,12 +10,14 @@ runs in other processes.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
 import shutil
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -81,6 +84,7 @@ def run_all(argvs: list[list[str]], cwd: Path, copy: Path) -> None:
 
 
 CHAPTER = "10_a_new_chapter"
+CHAPTER_10 = "10_beyond_the_budget"  # an existing chapter, for the study recipe's row
 CHAPTER_SOURCE = """
 # %% [markdown]
 # # A new chapter
@@ -259,3 +263,102 @@ def test_the_profile_recipe_works_in_a_copy(tmp_path):
         f'    "smoke-slow": "{digest}",\n',
     )
     run_all(checks, copy, copy)
+
+
+SQUARES_STUDY = '''"""Squares: a toy recorded study, written by how-to-extend's study recipe test.
+
+Declared before it runs: RUNS, each the sum of the squares below its bound in BOUNDS."""
+
+from __future__ import annotations
+
+from verifiable_grpo.core import files, preregistration
+from verifiable_grpo.core.config import resolve
+
+RUNS = ("below-3", "below-4")
+BOUNDS = {"below-3": 3, "below-4": 4}
+RECORDED = "data/recorded/squares"
+
+
+def run(options) -> int:
+    out = options.out / "squares"
+    preregistration.stamp_folder(out, options.exploratory)
+    result = {"runs": {name: sum(i * i for i in range(BOUNDS[name])) for name in RUNS}}
+    files.save_json(out / "result.json", result, overwrite=True)
+    if options.export:
+        export(options)
+    return 0
+
+
+def export(options) -> list:
+    result = files.read_json(options.out / "squares" / "result.json")
+    return [files.save_json(resolve(RECORDED) / "result.json", result, overwrite=True)]
+
+
+def read() -> dict:
+    return files.read_json(resolve(RECORDED) / "result.json")
+
+
+def check(record: dict) -> list[str]:
+    found = list(record["runs"])
+    return [] if found == list(RUNS) else [f"runs: recorded {found}, declared {list(RUNS)}"]
+'''
+
+
+def code_block(step: str) -> str:
+    """The step's ```python block, dedented."""
+    block = step.split("```python\n", 1)[1].split("```", 1)[0]
+    return textwrap.dedent(block)
+
+
+def own_recorded_folder(copy: Path) -> None:
+    """data/ and data/recorded/ as folders of the copy's own (their entries still linked), so
+    that a record the recipe exports lands in the copy, never in this checkout."""
+    (copy / "data").unlink()
+    for source in (ROOT / "data").iterdir():
+        if source.name != "recorded":
+            (copy / "data" / source.name).parent.mkdir(parents=True, exist_ok=True)
+            (copy / "data" / source.name).symlink_to(source)
+    for source in (ROOT / "data" / "recorded").iterdir():
+        (copy / "data" / "recorded").mkdir(parents=True, exist_ok=True)
+        (copy / "data" / "recorded" / source.name).symlink_to(source)
+
+
+def commit_all(copy: Path) -> None:
+    """The recipe's 'commit': the copy as one commit of a repository of its own."""
+    for argv in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "declare squares"]):
+        git = ["git", "-c", "user.name=recipe", "-c", "user.email=recipe@example.com", *argv]
+        subprocess.run(git, cwd=copy, check=True, capture_output=True)
+
+
+def test_the_study_recipe_works_in_a_copy(tmp_path):
+    recipe = steps("Add a recorded study")
+    copy = repo_copy(tmp_path)
+    own_recorded_folder(copy)
+    # 1.-2. the declaration and the protocol, one module
+    (copy / "src" / "verifiable_grpo" / "part1" / "squares_study.py").write_text(SQUARES_STUDY)
+    # without its STUDIES row the checks of step 4 fail: they are real checks
+    checks = commands(recipe[4], NAME="squares")
+    stray = run(checks[0], copy, copy)
+    assert stray.returncode != 0, stray.stdout[-3000:]
+    assert "part1.squares_study.RECORDED" in stray.stdout, stray.stdout[-3000:]
+    # 3. one row of STUDIES, as the step writes it
+    row = code_block(recipe[3]).replace("NAME", "squares").replace("NN_topic", CHAPTER_10)
+    _insert_after(
+        copy / "src" / "verifiable_grpo" / "part1" / "studies.py",
+        "\nSTUDIES = {\n",
+        textwrap.indent(row, "    "),
+    )
+    # 4. the checks, and the list that says it has not run
+    run_all(checks[:1], copy, copy)
+    listed = run(checks[1], copy, copy)
+    assert re.search(r"^squares +not run ", listed.stdout, flags=re.M), listed.stdout
+    # 5. commit, run and record from the clean tree, then check the record
+    commit_all(copy)
+    run_all(commands(recipe[5], NAME="squares"), copy, copy)
+    record = copy / "data" / "recorded" / "squares" / "result.json"
+    assert json.loads(record.read_text()) == {"runs": {"below-3": 5, "below-4": 14}}
+    assert not (ROOT / "data" / "recorded" / "squares").exists()
+    # 6. the chapter's cell reads it through the table
+    cell = code_block(recipe[6]).replace("NAME", "squares") + "print(record['runs'])\n"
+    read = run([sys.executable, "-c", cell], copy, copy)
+    assert read.returncode == 0 and "'below-4': 14" in read.stdout, read.stderr

@@ -21,7 +21,7 @@ from verifiable_grpo.core.argument_types import (
 )
 from verifiable_grpo.core.config import ConfigError, load_config  # light: no model, no torch
 from verifiable_grpo.core.runfolder import MODES
-from verifiable_grpo.part1 import learning_arguments  # the learn verb's flags, light
+from verifiable_grpo.part1 import learning_arguments, study_command  # their flags, light
 
 # command -> (module, handler, help)
 COMMANDS = {
@@ -84,6 +84,11 @@ COMMANDS = {
         "part1.learning_command",
         "command_learn",
         "GRPO learning runs: fixed prompts (ours, TRL) and the held-out lift study",
+    ),
+    "study": (
+        "part1.study_command",
+        "command_study",
+        "Part I's recorded studies (the STUDIES table): list, run, export, check",
     ),
     "bench": (
         "part1.bench_command",
@@ -331,6 +336,11 @@ def _learn_arguments(p) -> None:
     learning_arguments.add_arguments(p, exploratory_help=EXPLORATORY)
 
 
+def _study_arguments(p) -> None:
+    _config_argument(p)
+    study_command.add_arguments(p, exploratory_help=EXPLORATORY)
+
+
 def _sweep_arguments(p) -> None:
     _config_argument(p)
     p.add_argument(
@@ -399,6 +409,7 @@ ARGUMENTS = {
     "lab": _lab_arguments,
     "bench": _bench_arguments,
     "learn": _learn_arguments,
+    "study": _study_arguments,
     "plan": _config_argument,
     "config": _config_argument,
     "sweep": _sweep_arguments,

@@ -4,13 +4,13 @@ through part1/band_reading.py (the same functions the chapter's tables call)."""
 from __future__ import annotations
 
 from verifiable_grpo.book.claims import fixed, signed
-from verifiable_grpo.part1 import band_reading, band_study
+from verifiable_grpo.part1 import band_reading, studies
 
 TAUGHT_PAGE = "notebooks/part1/13_what_taught_it.py"
 
 
 def _band() -> dict:
-    return band_study.recorded("band")
+    return studies.recorded("band")
 
 
 def _headline():
