@@ -35,7 +35,13 @@ def add_arguments(p, *, exploratory_help: str) -> None:
         default=None,
         help="controls: the declaration file (default configs/part1/controls.yaml)",
     )
-    p.add_argument("--objectives", nargs="+", default=None, help="objectives: only these entries")
+    p.add_argument(
+        "--objectives",
+        nargs="*",
+        default=None,
+        help="objectives: only these entries (none named: only the --mismatch or "
+        "--scale-matched runs)",
+    )
     p.add_argument(
         "--mismatch", action="store_true", help="objectives: then GRPO, TIS, MIS, bfloat16 sampler"
     )

@@ -58,6 +58,15 @@ def command_learn(args) -> int:
             f"verifiable_grpo learn fixed-prompts --out {args.out}` first"
         )
     names = getattr(args, "objectives", None)
+    if names == [] and not (
+        getattr(args, "mismatch", False) or getattr(args, "scale_matched", False)
+    ):
+        raise ConfigError(
+            [
+                "--objectives with no names runs nothing: name entries, or add "
+                "--mismatch or --scale-matched"
+            ]
+        )
     try:
         fixed_prompt_objectives.check_names(names or [])
     except ValueError as err:
