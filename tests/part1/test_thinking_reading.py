@@ -97,7 +97,7 @@ def test_the_declaration_rows_name_every_grpo_setting():
     declared = thinking_comparison.load()
     rows = dict(thinking_reading.declaration_rows(declared))
     for key in thinking_comparison.GRPO_KEYS:
-        assert rows[f"GRPO: {key.replace('_', ' ')}"] == declared["grpo"][key]
+        assert float(rows[f"GRPO: {key.replace('_', ' ')}"]) == declared["grpo"][key]
 
 
 def test_the_figures_draw_every_cell_and_read_cleanly(screen):

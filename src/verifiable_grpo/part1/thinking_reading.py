@@ -192,10 +192,10 @@ def declaration_rows(declared: dict) -> list[list]:
         ["family (passed the screen)", declared["family"]],
         ["arms", ", ".join(declared["arms"])],
         ["seeds per arm", f"{declared['seeds']} (fallback {declared['fallback_seeds']})"],
-        *[[f"GRPO: {k.replace('_', ' ')}", g[k]] for k in g],
+        *[[f"GRPO: {k.replace('_', ' ')}", f"{g[k]:g}"] for k in g],
         *[[f"reward terms: {arm}", " + ".join(terms[arm])] for arm in declared["arms"]],
         *[
-            [f"max new tokens: {arm}", declared["max_new_tokens"][arm]]
+            [f"max new tokens: {arm}", str(declared["max_new_tokens"][arm])]
             for arm in declared["arms"]
         ],
         ["test scoring", f"first {test['problems']} {test['split']} problems x {test['draws']} "
