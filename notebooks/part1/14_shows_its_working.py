@@ -288,7 +288,7 @@ Table(["comparison", "status"], thinking_reading.comparison_status())
 #
 # ## Exercise: a format reward that cannot be earned without working
 #
-# Write `format_reward(text, finish_reason)`: 1.0 when the response is exactly one
+# Write `my_format_reward(text, finish_reason)`: 1.0 when the response is exactly one
 # closed, non-empty `<think>...</think>` block at its start, then exactly one JSON answer
 # `{"final_stock": <integer>}`, ended on EOS (`finish_reason == "eos"`); 0.0 otherwise.
 # Ignore the number: the answer reward judges it. The checker names the classic mistake,
@@ -298,11 +298,11 @@ Table(["comparison", "status"], thinking_reading.comparison_status())
 from verifiable_grpo.exercises.format_reward import check_format_reward
 
 
-def format_reward(text, finish_reason):
+def my_format_reward(text, finish_reason):
     raise NotImplementedError  # your code here
 
 
-check_format_reward(format_reward)
+result = check_format_reward(my_format_reward)
 
 # %% [markdown]
 # ````{admonition} Worked solution
@@ -317,7 +317,7 @@ check_format_reward(format_reward)
 # BLOCK = re.compile(r"\s*<think>(?P<working>.*?)</think>(?P<answer>.*)", re.DOTALL)
 #
 #
-# def format_reward(text, finish_reason):
+# def my_format_reward(text, finish_reason):
 #     if finish_reason != "eos" or text.count("<think>") != 1 or text.count("</think>") != 1:
 #         return 0.0
 #     match = BLOCK.fullmatch(text)
