@@ -47,7 +47,8 @@ def test_the_shown_completions_follow_the_declared_rule(screen):
     first = working_families.splits("CarrySums-v1")["screen"][0]
     assert shown[0]["question"] == first["statement"]
     row = next(
-        r for r in thinking_reading.cell(screen, "CarrySums-v1", ANSWER_ONLY)["rows"]
+        r
+        for r in thinking_reading.cell(screen, "CarrySums-v1", ANSWER_ONLY)["rows"]
         if r[0] == first["document_id"] and r[1] == thinking_reading.SHOWN_DRAW
     )
     assert shown[0]["text"] == row[7] and shown[0]["right"] == bool(row[3])

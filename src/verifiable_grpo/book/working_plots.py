@@ -26,8 +26,10 @@ def plot_screen(rows: list[dict], band: dict) -> Figure:
         x = np.arange(len(families)) + offset
         values = np.array([mine[f]["per_draw"] for f in families])
         errors = np.array(
-            [[mine[f]["per_draw"] - mine[f]["low"], mine[f]["high"] - mine[f]["per_draw"]]
-             for f in families]
+            [
+                [mine[f]["per_draw"] - mine[f]["low"], mine[f]["high"] - mine[f]["per_draw"]]
+                for f in families
+            ]
         )
         ax.bar(x, values, width, color=colour, label=template)
         ax.errorbar(x, values, yerr=errors.T, fmt="none", ecolor="0.2", capsize=3)

@@ -134,8 +134,7 @@ def detector_table(screen: dict) -> list[dict]:
         for template in thinking_screen.TEMPLATES:
             rows = cell(screen, family, template)["rows"]
             found = [
-                hack_detectors.flags(r[TEXT], r[FINISH], examples[r[ID]]["statement"])
-                for r in rows
+                hack_detectors.flags(r[TEXT], r[FINISH], examples[r[ID]]["statement"]) for r in rows
             ]
             shares = {
                 name: sum(f[name] for f in found) / len(rows) for name in hack_detectors.DETECTORS
@@ -198,8 +197,11 @@ def declaration_rows(declared: dict) -> list[list]:
             [f"max new tokens: {arm}", str(declared["max_new_tokens"][arm])]
             for arm in declared["arms"]
         ],
-        ["test scoring", f"first {test['problems']} {test['split']} problems x {test['draws']} "
-                         "draws, once per run, paired with the untrained model"],
+        [
+            "test scoring",
+            f"first {test['problems']} {test['split']} problems x {test['draws']} "
+            "draws, once per run, paired with the untrained model",
+        ],
         ["budget", f"{declared['budget_hours']:g} h of 2-core CPU, screens and runs together"],
         ["primary", declared["primary"]],
         ["secondary", declared["secondary"]],
