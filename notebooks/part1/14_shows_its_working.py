@@ -272,6 +272,13 @@ print("\n".join(thinking_comparison.plan_lines(thinking_comparison.plan(declared
 # it appears in this chapter until its record exists; the table below reads the record
 # files and says "not run" until then. On a GPU the same template and rewards run under
 # the `qwen` profile (Qwen2.5-0.5B-Instruct); that result is not run either.
+#
+# When the record exists, this chapter will show from it: the answer term and the format
+# term per iteration, apart; response length and entropy over training; each detector's
+# share over training; each arm's gain with its interval; the traces of the first test
+# problems before and after training, chosen by that rule; and a count of self-checking
+# phrases ("wait", "check", a recomputation) in those traces before and after, as a plain
+# reading of whether anything like an "aha" appeared.
 
 # %%
 Table(["comparison", "status"], thinking_reading.comparison_status())
