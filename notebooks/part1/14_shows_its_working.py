@@ -70,19 +70,19 @@ screen = thinking_screen.recorded()
 # **Why it might help.** A two-digit sum with a carry, $47 + 38$, asks for an intermediate
 # result ($7 + 8 = 15$, carry one) that a model answering in one number must hold in its
 # activations. Written down, the intermediate result becomes part of the context, and
-# every later token can attend to it. The working also gives GRPO more to choose between:
-# two answers to the same question that differ in a step of their working, one right and
-# one wrong, show the policy gradient which step mattered.
+# every later token can attend to it. The working also gives GRPO more to compare: over
+# many groups, answers whose working holds a right step are right more often, and the
+# policy gradient pushes up the steps that go with right answers.
 #
-# **Why it might not, at 135M.** Three reasons, each from the objective itself.
+# **Why it might not, at 135M.** Three reasons.
 #
-# 1. *Every token of working is a sampled action.* The policy-gradient estimate for one
-#    response is a sum over its tokens,
-#    $\nabla_\theta \log \pi_\theta(o \mid q) = \sum_{t=1}^{|o|} \nabla_\theta \log
-#    \pi_\theta(o_t \mid q, o_{<t})$, and the one scalar advantage $A$ multiplies all of
-#    them. A response of 70 tokens spreads $A$ over seven times as many terms as a
-#    response of 10: the tokens that decided the answer get the same credit as the ones
-#    that did not, and the variance of the estimate grows with the number of terms.
+# 1. *Every token of working is a sampled action, and all share one advantage.* The
+#    response's single advantage $A$ multiplies the gradient of every token's
+#    log-probability, $\nabla_\theta \log \pi_\theta(o_t \mid q, o_{<t})$, and the
+#    book's loss averages over a response's tokens, so each token gets $A / |o|$. In a
+#    response of 70 tokens, the few tokens that decided the answer get a seventh of the
+#    push they would get in a response of 10, the same push as the tokens that did not
+#    matter, and the gradient carries the noise of seventy sampled choices instead of ten.
 # 2. *A longer response is a longer chance to derail.* A small model that copies the
 #    shape of the worked examples but not their arithmetic writes working that is wrong,
 #    or that never reaches its answer before the token limit; each such response is a
