@@ -6,6 +6,7 @@ from verifiable_grpo.book import (
     claims_findings,
     claims_part1,
     claims_part1_taught,
+    claims_part1_working,
     claims_part2,
     claims_part3,
     claims_part3_later,
@@ -14,6 +15,7 @@ from verifiable_grpo.book import (
 CLAIMS = {
     **claims_part1.CLAIMS,
     **claims_part1_taught.CLAIMS,
+    **claims_part1_working.CLAIMS,
     **claims_part2.CLAIMS,
     **claims_part3.CLAIMS,
     **claims_part3_later.CLAIMS,
