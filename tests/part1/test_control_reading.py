@@ -78,3 +78,29 @@ def test_the_first_half_alone_has_no_analysis():
     assert len(control_reading.runs_rows(first)) == 3
     with pytest.raises(ValueError, match="second half has not run"):
         control_study.combined_record(first, declaration)
+
+
+def test_the_training_figure_draws_each_run_once_and_names_each_arm_once():
+    from verifiable_grpo.book import taught_plots
+
+    def history(paid, verifier):
+        return [
+            {
+                "iteration": i,
+                "mean_reward": paid,
+                "mean_verifier_reward": verifier,
+                "mean_exact_kl": 0.01 * i,
+            }
+            for i in range(6)
+        ]
+
+    runs = [
+        {"arm": "verifier", "history": history(0.5, None)},
+        {"arm": "verifier", "history": history(0.7, None)},
+        {"arm": "random", "history": history(0.5, 0.1)},
+    ]
+    left, right = taught_plots.plot_control_training(runs).axes
+    drawn = [line.get_ydata()[-1] for line in left.get_lines()]
+    assert drawn == pytest.approx([0.5, 0.7, 0.1])  # the verifier's judgement, not the pay
+    assert [t.get_text() for t in left.get_legend().get_texts()] == ["verifier", "random"]
+    assert len(right.get_lines()) == 3

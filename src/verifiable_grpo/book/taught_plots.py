@@ -113,3 +113,44 @@ def plot_controls(analysis: dict) -> Figure:
     right.invert_yaxis()
     right.set_xlabel("paired difference, per draw (95% interval)")
     return figure
+
+
+ARM_COLOURS = {"verifier": "C2", "random": "C0", "format": "C1"}
+
+
+def _smoothed(values: list[float], width: int = 5) -> np.ndarray:
+    """A trailing mean over `width` iterations (the first points average what exists)."""
+    cumulative = np.cumsum(np.insert(np.asarray(values, dtype=float), 0, 0.0))
+    ends = np.arange(1, len(values) + 1)
+    starts = np.maximum(ends - width, 0)
+    return (cumulative[ends] - cumulative[starts]) / (ends - starts)
+
+
+def plot_control_training(runs: list[dict]) -> Figure:
+    """Each control-study run's training: the verifier's reward of its sampled answers
+    (what the verifier would have paid, whatever the arm was paid) and the exact KL to the
+    instruct model, per iteration, smoothed over 5; one colour per arm."""
+    figure = Figure(figsize=(8.5, 3.3), layout="constrained")
+    left, right = figure.subplots(1, 2)
+    seen = set()
+    for run in runs:
+        history = run["history"]
+        iterations = [h["iteration"] for h in history]
+        verifier = [
+            h["mean_reward"] if h["mean_verifier_reward"] is None else h["mean_verifier_reward"]
+            for h in history
+        ]
+        label = None if run["arm"] in seen else run["arm"]
+        seen.add(run["arm"])
+        colour = ARM_COLOURS.get(run["arm"], "C7")
+        left.plot(iterations, _smoothed(verifier), color=colour, label=label)
+        right.plot(iterations, [h["mean_exact_kl"] for h in history], color=colour)
+    left.set_ylim(0, 1)
+    left.set_xlabel("GRPO iteration")
+    left.set_ylabel("verifier's reward of the samples")
+    left.legend(title="arm (reward paid)", fontsize=8)
+    right.set_xlabel("GRPO iteration")
+    right.set_ylabel("exact KL to the instruct model")
+    for ax in (left, right):
+        ax.grid(alpha=0.3)
+    return figure
