@@ -45,7 +45,8 @@ NAMED = [
     ("src/verifiable_grpo/training/objective_refusals.py", "REFUSED: "),
     ("src/verifiable_grpo/part2/card_defaults_lock.py", "ARMS = "),
     ("src/verifiable_grpo/part3/labs.py", "LABS = "),
-    ("src/verifiable_grpo/part3/lab_settings.py", "SCHEMAS = "),
+    ("src/verifiable_grpo/part3/merge_lab/settings.py", "class MergingSettings"),
+    ("src/verifiable_grpo/core/settings_schema.py", "def option("),
     ("src/verifiable_grpo/part3/merge_lab/digit_merges.py", "def run_lab("),
     ("tests/core/test_profiles.py", "RESOLVED_SHA256 = "),
 ]
