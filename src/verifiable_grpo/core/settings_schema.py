@@ -44,13 +44,9 @@ def _plain(hint):
     return hint
 
 
-def _same(a: dataclasses.Field, b: dataclasses.Field) -> bool:
-    texts = lambda f: [c.text for c in f.metadata["checks"]]  # noqa: E731
-    return (a.metadata["meaning"], texts(a), a.default) == (
-        b.metadata["meaning"],
-        texts(b),
-        b.default,
-    )
+def _declared(f: dataclasses.Field) -> tuple:
+    """What a field says: two owners may share a flag only if they say the same."""
+    return f.metadata["meaning"], [c.text for c in f.metadata["checks"]], f.default
 
 
 def flag_fields(owners: dict[str, type]) -> dict[str, tuple[dataclasses.Field, Any, list[str]]]:
@@ -60,7 +56,7 @@ def flag_fields(owners: dict[str, type]) -> dict[str, tuple[dataclasses.Field, A
     for owner, cls in owners.items():
         hints = field_hints(cls)
         for f in dataclasses.fields(cls):
-            if f.name in found and not _same(found[f.name][0], f):
+            if f.name in found and _declared(found[f.name][0]) != _declared(f):
                 first = found[f.name][2][0]
                 raise ValueError(f"{flag(f.name)} is declared differently by {first} and {owner}")
             found.setdefault(f.name, (f, hints[f.name], []))[2].append(owner)
