@@ -56,6 +56,7 @@ def test_a_flag_two_owners_declare_alike_is_one_flag_naming_both():
     args = parser.parse_args(["--width", "3"])
     assert given_flags(args, {"toy": Toy, "other": Other}, Toy) == ["--width"]
     assert given_flags(args, {"toy": Toy, "other": Other}, Other) == []
+    assert given_flags(args, {"toy": Toy, "other": Other}) == ["--width"]
 
 
 def test_a_name_two_owners_declare_differently_is_refused():

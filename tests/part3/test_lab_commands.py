@@ -64,6 +64,9 @@ def test_the_suite_without_a_fine_tuned_policy_says_what_to_run(tmp_path, capsys
 def test_options_of_the_other_kind_of_lab_are_refused(tmp_path, capsys):
     assert cli.main(["lab", "fault-tree", "--full", "--out", str(tmp_path / "f")]) == 2
     assert "--full" in capsys.readouterr().err and not (tmp_path / "f").exists()
+    # a settings lab with a key of the same name (dpo's steps) still reads it from its YAML
+    assert cli.main(["lab", "dpo", "--steps", "5", "--out", str(tmp_path / "d")]) == 2
+    assert "--steps belong(s) to the model labs" in capsys.readouterr().err
     assert cli.main(["lab", "lora", "--settings", "x.yaml", "--out", str(tmp_path / "l")]) == 2
     assert "command line" in capsys.readouterr().err
 

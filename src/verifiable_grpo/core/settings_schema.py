@@ -141,10 +141,10 @@ def from_flags(cls: type, namespace) -> Any:
     return cls(**values)
 
 
-def given_flags(namespace, owners: dict[str, type], taken: type) -> list[str]:
-    """The flags of the other owners' settings set on this command line, which `taken`
-    (the settings class this command runs) does not declare."""
-    own = {f.name for f in dataclasses.fields(taken)}
+def given_flags(namespace, owners: dict[str, type], taken: type | None = None) -> list[str]:
+    """The owners' flags set on this command line that `taken` (the settings class this
+    command runs on; None: one that takes no flags) does not declare."""
+    own = {f.name for f in dataclasses.fields(taken)} if taken else set()
     return [
         flag(name)
         for name in flag_fields(owners)

@@ -31,7 +31,7 @@ def _command(args, threads: int) -> list[str]:
 def command_lab(args) -> int:
     if not labs.LABS[args.name].takes_settings:
         return model_labs.command(args)
-    given = given_flags(args, labs.model_settings(), labs.LABS[args.name].settings)
+    given = given_flags(args, labs.model_settings())  # a settings lab takes none of them
     given += ["--cache"] if getattr(args, "cache", None) else []
     if given:
         print(
