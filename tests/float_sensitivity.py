@@ -147,6 +147,7 @@ NOT_FLOAT_SENSITIVE = {
     "core/test_refused_before_compute.py": "errors before any compute",
     "core/test_resumable_run.py": "a resumed toy run against a continuous one, in one process",
     "core/test_schedule.py": "learning rates in Python floats",
+    "core/test_settings_schema.py": "settings classes as flags and YAML keys, and their refusals",
     "evaluation/test_paired.py": "differences of given 0/1 outcomes",
     "evaluation/test_responses.py": "response records",
     "evaluation/test_statistics.py": "intervals and tests in Python floats",

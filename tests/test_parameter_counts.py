@@ -26,11 +26,6 @@ MAX_PARAMETERS = 6
 ALLOWED = {
     # the learner's exercise: part 1's 06_grpo has the reader write this same signature
     "exercises/grpo_loop.py": {"grpo_iteration"},
-    # model labs' run_lab: one parameter per CLI option (tests/part3/test_lab_commands.py)
-    "part3/lora_lab/lora.py": {"run_lab"},
-    "part3/sft_lab/masked_sft.py": {"run_lab"},  # as lora.py: one per CLI option
-    # a settings lab: one keyword per key of configs/part3/try-this.yaml (lab_settings)
-    "part3/try_this.py": {"run_lab"},
 }
 
 

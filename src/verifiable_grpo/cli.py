@@ -15,7 +15,6 @@ from verifiable_grpo.core import refusals, runlock
 from verifiable_grpo.core.argument_types import (
     positive,
     positive_float,
-    positive_up_to,
     seed,
     thread_count,
 )
@@ -190,19 +189,6 @@ def _backend_arguments(q) -> None:
     )
 
 
-def _projections(text: str) -> list[str]:
-    """A comma-separated subset of a Llama block's projections, in the block's order."""
-    from verifiable_grpo.training.lora import BLOCK_PROJECTIONS  # here: it loads torch
-
-    names = [name.strip() for name in text.split(",") if name.strip()]
-    unknown = sorted(set(names) - set(BLOCK_PROJECTIONS))
-    if unknown or not names:
-        raise argparse.ArgumentTypeError(
-            f"unknown projection(s) {unknown or [text]}; choose from {','.join(BLOCK_PROJECTIONS)}"
-        )
-    return [name for name in BLOCK_PROJECTIONS if name in names]
-
-
 def _data_arguments(p) -> None:
     p.add_argument("--out", required=True, help="folder to write the dataset into")
     p.add_argument(
@@ -224,7 +210,8 @@ def _tiny_base_arguments(p) -> None:
 
 def _lab_arguments(p) -> None:
     # No --config: a lab's settings are its own YAML (configs/part3/NAME.yaml).
-    from verifiable_grpo.part3.labs import LABS  # light: the table only, no torch
+    from verifiable_grpo.core.settings_schema import add_flags
+    from verifiable_grpo.part3.labs import LABS, model_settings  # light: no torch
 
     p.add_argument("name", choices=list(LABS))
     p.add_argument("--out", default=None, help="folder (default: runs/part3/NAME)")
@@ -245,55 +232,9 @@ def _lab_arguments(p) -> None:
         help="then copy metrics.json to data/recorded/part3/NAME.json",
     )
     p.add_argument("--export-only", action="store_true", help="only copy an existing run's metrics")
-    # the model labs (sft, lora, suite: SmolLM2-135M) take these instead of --settings
-    p.add_argument("--full", action="store_true", help="sft: the FULL budget instead of QUICK")
-    p.add_argument("--no-mask", action="store_true", help="sft: loss on every token")
-    p.add_argument(
-        "--no-row-init",
-        action="store_true",
-        help="sft, lora: keep the chat rows of the embedding as loaded",
-    )
-    p.add_argument(
-        "--steps",
-        type=positive_up_to(10_000, "each is a forward and backward pass of a 135M model"),
-        default=None,
-        help="sft: this many updates instead of the budget's (15 QUICK, 50 FULL)",
-    )
-    p.add_argument(
-        "--letters",
-        action="store_true",
-        help="sft: add a sixth family, letter counting, with its own held-out words",
-    )
-    p.add_argument(
-        "--rank",
-        type=positive_up_to(576, "SmolLM2-135M's width: a higher rank adds nothing"),
-        default=None,
-        help="lora: adapter rank (default 8)",
-    )
-    p.add_argument(
-        "--alpha",
-        type=positive_float,
-        default=None,
-        help="lora: adapter alpha, the update scaled by alpha/rank (default 16)",
-    )
-    p.add_argument(
-        "--targets",
-        type=_projections,
-        default=None,
-        help="lora: comma-separated projections to wrap, e.g. q_proj,k_proj,"
-        "v_proj,o_proj (default: all seven of each block)",
-    )
-    p.add_argument(
-        "--row-delta",
-        action="store_true",
-        help="lora: a trainable delta on the two chat rows, in lookup and tied head",
-    )
-    p.add_argument(
-        "--policy",
-        default=None,
-        help="suite, suite-sampled, suite-families, dpo-smollm2: the fine-tuned model "
-        "(default: runs/part3/sft/sft-policy)",
-    )
+    # the model labs (sft, lora, suite: SmolLM2-135M) take these instead of --settings: each
+    # lab's settings class (beside its run_lab) declares them, with their help and checks
+    add_flags(p, model_settings())
     p.add_argument(
         "--cache",
         default=None,

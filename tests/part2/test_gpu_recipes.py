@@ -81,7 +81,7 @@ def test_report_to_is_off_unless_asked(tmp_path):
         if ok:
             assert run_config.load_run_config(path)["report_to"] == value
         else:
-            with pytest.raises(ConfigError, match="report_to: one of"):
+            with pytest.raises(ConfigError, match="report_to: must be one of"):
                 run_config.load_run_config(path)
 
 

@@ -76,16 +76,41 @@ def test_process_count_must_fit_the_gpus_and_the_batch():
             run_config.check_machine(card, 2, sampler, cuda_count=2)
 
 
+# The run configuration's identity (trl-run-config.json, every checkpoint's identity): the
+# committed configurations hash as they did before their keys moved to run_schema.py.
+RUN_CONFIG_SHA256 = {
+    SMOKE: "2a7a4a739cd5a7a0ebab666fbfa7ca3115a286286d55705ec10c9c314740f9b4",
+    CARD: "152bd8a556b7a6c7a0bb88fecab594d5c59f01fe021f183c854726780ac1b387",
+}
+
+
+@pytest.mark.parametrize("path", sorted(RUN_CONFIG_SHA256))
+def test_a_committed_run_configuration_keeps_its_identity_hash(path):
+    from verifiable_grpo.core.config import config_hash, read_yaml
+
+    config = run_config.load_run_config(path)
+    assert config_hash(config) == RUN_CONFIG_SHA256[path]
+    assert config["data"]["chat_template_kwargs"] == {} and config["_source_file"] == path
+    # what the file says, and nothing else, besides the stated default of the kwargs
+    raw = read_yaml(resolve(path))
+    assert {k: v for k, v in config.items() if k != "_source_file"} == {
+        **raw,
+        "data": {"chat_template_kwargs": {}, **raw["data"]},
+    }
+
+
 @pytest.mark.parametrize(
     "edit, message",
     [
         (lambda c: c["budget"].pop("steps"), "budget.steps: missing"),
-        (lambda c: c["budget"].update(steps="30"), "budget.steps: wrong type"),
+        (lambda c: c["budget"].update(steps="30"), "budget.steps: must be an integer"),
         (lambda c: c["model"].update(dtype="int8"), "model.dtype"),
         (lambda c: c["model"]["lora"].pop("alpha"), "model.lora.alpha: missing"),
         (lambda c: c["data"].pop("revision"), "data.revision: missing"),
+        (lambda c: c["budget"].update(stepz=3), "budget.stepz: unknown key; did you mean steps?"),
+        (lambda c: c.pop("schema"), "schema: missing"),
         (lambda c: c["budget"].update(temperature=0.7), "budget.temperature"),
-        (lambda c: c.update(device="tpu"), "device must be"),
+        (lambda c: c.update(device="tpu"), "device: must be one of cpu, cuda"),
         (lambda c: c["trl_pins"].update(beta=0.04), "trl_pins.beta: set by the lock"),
         # an objective's own field, refused here rather than when the trainer is built
         (

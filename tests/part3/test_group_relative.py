@@ -10,6 +10,7 @@ from verifiable_grpo.part3 import labs
 from verifiable_grpo.part3.digits import policy as dp
 from verifiable_grpo.part3.expert_iteration_lab import expert_iteration
 from verifiable_grpo.part3.expert_iteration_lab import group_relative as gr
+from verifiable_grpo.part3.expert_iteration_lab.settings import ExpertIterationSettings
 from verifiable_grpo.training.objectives import OBJECTIVES, KLTerm
 
 
@@ -77,7 +78,7 @@ LAB5_TOLERANCE = dict(
 
 @pytest.fixture(scope="module")
 def lab5():
-    return gr.run_lab(variants=False)
+    return gr.run_lab(ExpertIterationSettings(variants=False))
 
 
 def test_lab5_reruns_the_record_within_kernel_tolerance(lab5):

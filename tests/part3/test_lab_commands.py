@@ -6,21 +6,25 @@ import pytest
 
 from verifiable_grpo import cli
 from verifiable_grpo.core import files
-from verifiable_grpo.part3 import lab_command, lab_settings, labs
+from verifiable_grpo.part3 import lab_command, labs
 from verifiable_grpo.part3.smollm2 import records
 
 
 def test_every_lab_has_the_one_entry_point():
     import inspect
 
-    assert set(labs.SETTINGS_LABS) == set(lab_settings.SCHEMAS)
     assert set(labs.SETTINGS_LABS) | set(labs.MODEL_LABS) == set(labs.LABS)
-    for name in labs.MODEL_LABS:
-        module, options = labs.lab_module(name), labs.LABS[name].options
-        assert set(options) <= set(labs.MODEL_OPTIONS), name
-        # run_lab takes the run folder, the model cache and exactly the row's options
-        assert list(inspect.signature(module.run_lab).parameters) == ["out", "cache", *options]
-        assert callable(module.summary), name
+    for name, lab in labs.LABS.items():
+        module = labs.lab_module(name)
+        parameters = inspect.signature(module.run_lab).parameters
+        # run_lab takes its settings object (a model lab also its run folder and model cache),
+        # whose class is the row's and sits beside it, in the lab's folder
+        expected = ["out", "settings", "cache"] if lab.command_line else ["settings"]
+        assert list(parameters) == expected, name
+        assert parameters["settings"].annotation in (lab.settings, lab.settings.__name__), name
+        assert lab.settings.__module__.rsplit(".", 1)[0] == module.__name__.rsplit(".", 1)[0]
+        if lab.command_line:
+            assert callable(module.summary), name
 
 
 def test_the_command_line_offers_every_lab_of_the_table():
@@ -60,6 +64,9 @@ def test_the_suite_without_a_fine_tuned_policy_says_what_to_run(tmp_path, capsys
 def test_options_of_the_other_kind_of_lab_are_refused(tmp_path, capsys):
     assert cli.main(["lab", "fault-tree", "--full", "--out", str(tmp_path / "f")]) == 2
     assert "--full" in capsys.readouterr().err and not (tmp_path / "f").exists()
+    # a settings lab with a key of the same name (dpo's steps) still reads it from its YAML
+    assert cli.main(["lab", "dpo", "--steps", "5", "--out", str(tmp_path / "d")]) == 2
+    assert "--steps belong(s) to the model labs" in capsys.readouterr().err
     assert cli.main(["lab", "lora", "--settings", "x.yaml", "--out", str(tmp_path / "l")]) == 2
     assert "command line" in capsys.readouterr().err
 
@@ -101,10 +108,14 @@ def threads_seen_by_a_stand_in_lab(monkeypatch):
 
     seen = []
     stand_in = types.ModuleType("verifiable_grpo.part3.stand_in_lab")
-    stand_in.run_lab = lambda out, cache=None: seen.append(torch.get_num_threads()) or {"n": 1}
     stand_in.summary = lambda metrics: f"stand-in ran {metrics['n']}"
     monkeypatch.setitem(sys.modules, stand_in.__name__, stand_in)
-    monkeypatch.setitem(labs.LABS, "stand-in", labs.Lab("stand_in_lab", "test", options=()))
+    stand_in.run_lab = lambda out, settings, cache=None: (
+        seen.append(torch.get_num_threads()) or {"n": 1}
+    )
+    settings = labs.LABS["sft-past-turn"].settings  # no options
+    row = labs.Lab("stand_in_lab", "test", settings, command_line=True)
+    monkeypatch.setitem(labs.LABS, "stand-in", row)
     return seen
 
 
@@ -168,3 +179,25 @@ def test_by_default_a_model_lab_keeps_torchs_threads_and_a_synthetic_lab_takes_o
     )
     assert cli.main(["lab", "fault-tree", "--out", str(tmp_path / "f")]) == 0
     assert ran[0][0] == 1 and ran[0][1][-2:] == ["--threads", "1"]
+
+
+def test_each_model_lab_option_is_declared_once_as_a_field_of_its_settings_class():
+    import dataclasses
+
+    from verifiable_grpo.core.settings_schema import flag
+
+    parser = cli.build_parser()
+    lab = parser._subparsers._group_actions[0].choices["lab"]
+    # the flags the lab command takes besides its own (run folder, settings file, threads,
+    # export, model cache) are exactly the model labs' settings fields, with their meaning
+    own = {"help", "name", "out", "settings", "threads", "export", "export_only", "cache"}
+    flags = {a.dest: a for a in lab._actions if a.dest not in own}
+    fields = {
+        f.name: f for name in labs.MODEL_LABS for f in dataclasses.fields(labs.LABS[name].settings)
+    }
+    assert set(flags) == set(fields)
+    for name, field in fields.items():
+        assert flags[name].option_strings == [flag(name)]
+        assert field.metadata["meaning"] in flags[name].help
+    # a field added to a lab's settings class becomes its flag, with nothing else to edit
+    assert parser.parse_args(["lab", "sft", "--steps", "4"]).steps == "4"

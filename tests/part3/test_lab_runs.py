@@ -11,8 +11,11 @@ import torch
 
 from verifiable_grpo import cli
 from verifiable_grpo.core import files, runlock
+from verifiable_grpo.core.settings_schema import from_flags
 from verifiable_grpo.part3.lora_lab import lora as lora_lab
+from verifiable_grpo.part3.lora_lab.settings import LoRASettings
 from verifiable_grpo.part3.sft_lab import masked_sft
+from verifiable_grpo.part3.sft_lab.settings import SFTSettings
 from verifiable_grpo.part3.smollm2 import records
 from verifiable_grpo.part3.suite_lab import greedy
 
@@ -174,10 +177,10 @@ def test_lab_options_override_only_what_is_given(monkeypatch):
     seen = []
     monkeypatch.setattr(lora_lab, "run", lambda out, **kw: seen.append(kw))
     monkeypatch.setattr(masked_sft, "run", lambda out, **kw: seen.append(kw))
-    lora_lab.run_lab("x")
-    masked_sft.run_lab("x")
-    lora_lab.run_lab("x", rank=2, alpha=4, targets=("q_proj", "o_proj"))
-    masked_sft.run_lab("x", no_row_init=True, steps=20)
+    lora_lab.run_lab("x", LoRASettings())
+    masked_sft.run_lab("x", SFTSettings())
+    lora_lab.run_lab("x", LoRASettings(rank=2, alpha=4, targets=("o_proj", "q_proj")))
+    masked_sft.run_lab("x", SFTSettings(no_row_init=True, steps=20))
     assert seen[0] == {"cache": None, "init_rows": True}
     assert "steps" not in seen[1]
     assert seen[2]["rank"] == 2 and seen[2]["alpha"] == 4.0 and type(seen[2]["alpha"]) is float
@@ -188,21 +191,27 @@ def test_lab_options_override_only_what_is_given(monkeypatch):
     assert records.load_recorded("sft")["settings"] == masked_sft.DEFAULTS
 
 
-def test_lab_option_parsing_and_refusals(capsys):
+def test_lab_option_parsing_and_refusals(tmp_path, capsys):
     parsed = cli.build_parser().parse_args(
         ["lab", "lora", "--targets", "o_proj, q_proj", "--rank", "2", "--alpha", "4"]
     )
-    assert parsed.targets == ["q_proj", "o_proj"] and parsed.rank == 2 and parsed.alpha == 4.0
-    for bad in (
-        ["--targets", "q_proj,attn"],
-        ["--rank", "0"],
-        ["--alpha", "-1"],
-        ["--alpha", "nan"],
+    settings = from_flags(LoRASettings, parsed)
+    assert settings == LoRASettings(rank=2, alpha=4.0, targets=("o_proj", "q_proj"))
+    for bad, said in (
+        (["--targets", "q_proj,attn"], "--targets: must be a list whose items are all one of"),
+        (["--rank", "0"], "--rank: must be >= 1, got '0'"),
+        (["--rank", "577"], "--rank: must be <= 576"),
+        (["--alpha", "-1"], "--alpha: must be > 0, got '-1'"),
+        (["--alpha", "nan"], "--alpha: must be a finite number, got 'nan'"),
+        (["--steps", "two"], "--steps: must be an integer, got 'two'"),
     ):
+        lab = "sft" if bad[0] == "--steps" else "lora"
         with pytest.raises(SystemExit) as stop:
-            cli.build_parser().parse_args(["lab", "lora", *bad])
+            cli.main(["lab", lab, "--out", str(tmp_path / "o"), *bad])
         assert stop.value.code == 2, bad
-    capsys.readouterr()
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and said in err, (bad, err)
+        assert not (tmp_path / "o").exists()  # refused before the run folder or the model
     assert cli.main(["lab", "suite", "--rank", "3"]) == 2  # an option of another lab
     assert capsys.readouterr().err == "error: lab suite does not take --rank\n"
 
@@ -238,3 +247,10 @@ def test_lab1_with_its_own_number_of_updates(micro_cache, tmp_path, monkeypatch)
     )
     assert sft["steps"] == 3 and len(sft["history"]) == 3 and sft["settings"]["steps"] == 3
     assert sft["chat_rows"]["after"] == sft["chat_rows"]["before"]  # rows kept as loaded
+
+
+def test_the_lora_settings_name_the_blocks_projections_as_training_does():
+    from verifiable_grpo.part3.lora_lab.settings import PROJECTIONS
+    from verifiable_grpo.training.lora import BLOCK_PROJECTIONS
+
+    assert PROJECTIONS == BLOCK_PROJECTIONS

@@ -48,7 +48,7 @@ def test_calibration_table_by_hand():
 
 
 def test_lab3_figures():
-    result = best_of_n.run_lab()
+    result = best_of_n.run_lab(best_of_n.RewardModelSettings())
     oracle = result["oracle"]
     assert [f"{oracle[k]:.4f}" for k in ("accuracy", "loss", "expected_bayes_accuracy")] == [
         "0.8520",

@@ -59,15 +59,3 @@ def thread_count(text: str) -> int:
             f"must be at most {MAX_THREADS} (more threads than any CPU has cores), got {text!r}"
         )
     return value
-
-
-def positive_up_to(most: int, why: str):
-    """An argument type: a positive integer of at most `most` (`why` says why the limit)."""
-
-    def parse(text: str) -> int:
-        value = positive(text)
-        if value > most:
-            raise argparse.ArgumentTypeError(f"must be at most {most:,} ({why}), got {text!r}")
-        return value
-
-    return parse

@@ -473,17 +473,6 @@ def validate(raw: dict, source: str) -> list[str]:
     return _inspect(raw, source)[1]
 
 
-def check_settings(cls: type, raw: Any, source: str) -> dict:
-    """A settings mapping checked against a schema dataclass (a Part III lab's YAML) with the
-    profile's conventions: '<source>: <key>: <problem>', did-you-mean for unknown keys, every
-    problem at once (ConfigError). Keys left out keep their function's default."""
-    problems: list[str] = []
-    clean = check_section(cls, copy.deepcopy(raw), "", "", problems)
-    if problems:
-        raise ConfigError([f"{source}: {p}" for p in problems])
-    return clean
-
-
 def checked(raw: dict, source: str) -> dict:
     """The profile as a plain dict (float strings made floats); ConfigError lists every problem."""
     clean, problems = _inspect(raw, source)

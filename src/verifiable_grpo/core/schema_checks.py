@@ -1,6 +1,7 @@
 """The checks a schema field carries (type ranges, choices) and the `key` that declares a
-field: shared by the profile schema (core/config_schema.py) and the Part III labs' settings
-(part3/lab_settings.py), so every settings file is refused with the same words.
+field: shared by the profile schema (core/config_schema.py) and every settings class
+(core/settings_schema.py: the Part III labs, the TRL run configuration), so every settings
+file is refused with the same words.
 """
 
 from __future__ import annotations

@@ -55,7 +55,13 @@ def _describe(hint) -> str:
         return f"{_describe(inner)} or null"
     if typing.get_origin(hint) is tuple:
         return f"a list of {_describe(args[0]).removeprefix('an ').removeprefix('a ')}s"
-    return {int: "an integer", float: "a number", bool: "true or false", str: "a string"}[hint]
+    return {
+        int: "an integer",
+        float: "a number",
+        bool: "true or false",
+        str: "a string",
+        dict: "a mapping",
+    }[hint]
 
 
 def _coerce(hint, value) -> tuple[Any, bool]:

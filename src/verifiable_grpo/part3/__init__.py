@@ -1,8 +1,9 @@
 """Part III: labs beyond GRPO, and the calculators its chapters use.
 
 - labs.py: the one table of labs (`python -m verifiable_grpo lab NAME`); each row names
-  the module whose `run_lab` runs it. model_labs.py runs the model labs, lab_settings.py
-  checks the settings labs' YAML.
+  the module whose `run_lab` runs it and the settings class (NAME_lab/settings.py) that
+  declares its options once: its YAML keys, or its flags for a model lab (model_labs.py
+  runs those). lab_limits.py holds the bounds and meanings several labs share.
 - Shared model infrastructure: smollm2/ (SmolLM2-135M: loading, chat data, training,
   evaluation, records; Labs 1, 2 and 6) and digits/ (the GRU digit policy of Labs 4, 5
   and the merging lab).

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from verifiable_grpo.core.config import ConfigError
+from verifiable_grpo.core.settings_schema import given_flags
 from verifiable_grpo.part3 import labs, model_labs
 
 
@@ -30,9 +31,8 @@ def _command(args, threads: int) -> list[str]:
 def command_lab(args) -> int:
     if not labs.LABS[args.name].takes_settings:
         return model_labs.command(args)
-    given = [
-        f"--{flag.replace('_', '-')}" for flag in labs.MODEL_OPTIONS if getattr(args, flag, None)
-    ]
+    given = given_flags(args, labs.model_settings())  # a settings lab takes none of them
+    given += ["--cache"] if getattr(args, "cache", None) else []
     if given:
         print(
             f"error: {', '.join(given)} belong(s) to the model labs ({', '.join(labs.MODEL_LABS)}); "

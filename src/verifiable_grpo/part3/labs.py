@@ -1,19 +1,21 @@
 """The one table of Part III's labs, and the runner of the settings labs (the `lab` verb
 itself is lab_command.py).
 
-Every lab is one row of LABS: the module that holds it (under verifiable_grpo.part3) and a
-one-line description. The module's `run_lab(...)` runs the lab and returns its metrics;
-that is the one entry point of every lab. Labs come in two kinds:
+Every lab is one row of LABS: the module that holds it (under verifiable_grpo.part3), a
+one-line description, and its settings class, a frozen dataclass in the lab's folder
+(NAME_lab/settings.py) that declares each of its options once: type, range, meaning and
+default (core/settings_schema.py). The module's `run_lab(settings)` runs the lab and
+returns its metrics; that is the one entry point of every lab. Labs come in two kinds:
 
-- settings labs (synthetic models, seconds to minutes): run_lab's keyword arguments come
-  from configs/part3/NAME.yaml, checked against part3/lab_settings.py before any compute;
+- settings labs (synthetic models, seconds to minutes): the settings come from
+  configs/part3/NAME.yaml, whose keys are the class's fields, checked before any compute;
   this module writes the one metrics file at the end, with the config's SHA-256;
-- model labs (SmolLM2-135M, `options` set): run_lab(out, cache, **options) takes the
-  command-line options the row names, saves crash checkpoints, continues from them and
+- model labs (SmolLM2-135M, `command_line=True`): the class's fields are flags of the `lab`
+  command; run_lab(out, settings, cache) saves crash checkpoints, continues from them and
   writes its own record; the module's `summary(metrics)` is the line the command prints
   (the runner is part3/model_labs.py).
 
-Adding a lab is one row here and its module; a settings lab adds its YAML and its schema.
+Adding a lab is one row here, its module and its settings class; a settings lab adds its YAML.
 """
 
 from __future__ import annotations
@@ -35,86 +37,113 @@ from verifiable_grpo.core.config import (
     save_json,
     sha256_bytes,
 )
+from verifiable_grpo.core.settings_schema import from_yaml
+from verifiable_grpo.part3.dpo_lab.settings import DPOSettings, SmolLM2DPOSettings
+from verifiable_grpo.part3.expert_iteration_lab.settings import ExpertIterationSettings
+from verifiable_grpo.part3.fault_tree_lab.settings import FaultTreeSettings
+from verifiable_grpo.part3.judge_lab.settings import JudgeSettings
+from verifiable_grpo.part3.lora_lab.settings import LoRASettings
+from verifiable_grpo.part3.merge_lab.settings import MergingSettings
+from verifiable_grpo.part3.reward_lab.settings import RewardModelSettings
+from verifiable_grpo.part3.sft_lab.settings import PackingSettings, PastTurnSettings, SFTSettings
+from verifiable_grpo.part3.suite_lab.settings import SuiteSettings
+from verifiable_grpo.part3.try_this import TryThisSettings
 
 
 @dataclass(frozen=True)
 class Lab:
     module: str  # under verifiable_grpo.part3; defines run_lab
     summary: str  # one line, for --help and the book
-    options: tuple[str, ...] | None = None  # a model lab's command-line options; None: YAML
+    settings: type  # the frozen dataclass run_lab takes: each option declared once
+    command_line: bool = False  # a model lab: its settings are flags; else configs/part3 YAML
 
     @property
     def takes_settings(self) -> bool:
-        return self.options is None
+        """Whether the lab reads a settings file (configs/part3/NAME.yaml)."""
+        return not self.command_line
 
-
-# The options a model lab may take besides --out: what `lab` refuses for a settings lab.
-MODEL_OPTIONS = (
-    "full",
-    "no_mask",
-    "no_row_init",
-    "steps",
-    "letters",
-    "row_delta",
-    "rank",
-    "alpha",
-    "targets",
-    "policy",
-    "cache",
-)
 
 LABS = {
     "reward-model": Lab(
-        "reward_lab.best_of_n", "Lab 3: Bradley-Terry reward model, calibration, best-of-n"
+        "reward_lab.best_of_n",
+        "Lab 3: Bradley-Terry reward model, calibration, best-of-n",
+        RewardModelSettings,
     ),
-    "dpo": Lab("dpo_lab.dpo", "Lab 4: DPO on a bandit and on the digit policy"),
+    "dpo": Lab("dpo_lab.dpo", "Lab 4: DPO on a bandit and on the digit policy", DPOSettings),
     "expert-iteration": Lab(
-        "expert_iteration_lab.group_relative", "Lab 5: expert iteration vs GRPO, substring verifier"
+        "expert_iteration_lab.group_relative",
+        "Lab 5: expert iteration vs GRPO, substring verifier",
+        ExpertIterationSettings,
     ),
-    "judge": Lab("judge_lab.judge", "Lab 6: simulated judge with position and length bias"),
-    "fault-tree": Lab("fault_tree_lab.fault_tree", "the fault-tree reward exercise"),
-    "merging": Lab("merge_lab.digit_merges", "model merging on two fine-tunes of the digit policy"),
+    "judge": Lab(
+        "judge_lab.judge", "Lab 6: simulated judge with position and length bias", JudgeSettings
+    ),
+    "fault-tree": Lab(
+        "fault_tree_lab.fault_tree", "the fault-tree reward exercise", FaultTreeSettings
+    ),
+    "merging": Lab(
+        "merge_lab.digit_merges",
+        "model merging on two fine-tunes of the digit policy",
+        MergingSettings,
+    ),
     "sft": Lab(
         "sft_lab.masked_sft",
         "Lab 1: full-weight SFT with the assistant-only masked loss",
-        options=("full", "no_mask", "no_row_init", "steps", "letters"),
+        SFTSettings,
+        command_line=True,
     ),
     "sft-past-turn": Lab(
         "sft_lab.past_turn",
         "Lab 1, Try this: greedy past <|im_end|>, masked vs --no-mask policies",
-        options=(),
+        PastTurnSettings,
+        command_line=True,
     ),
     "lora": Lab(
         "lora_lab.lora",
         "Lab 2: LoRA from scratch, zero-init check, merge",
-        options=("no_row_init", "rank", "alpha", "targets", "row_delta"),
+        LoRASettings,
+        command_line=True,
     ),
     "suite": Lab(
-        "suite_lab.greedy", "Lab 6: the 40-item behavioural suite, paired", options=("policy",)
+        "suite_lab.greedy",
+        "Lab 6: the 40-item behavioural suite, paired",
+        SuiteSettings,
+        command_line=True,
     ),
     "suite-sampled": Lab(
         "suite_lab.sampled",
         "Lab 6, Try this: the suite sampled 5 times per item at temperature 0.7",
-        options=("policy",),
+        SuiteSettings,
+        command_line=True,
     ),
     "suite-families": Lab(
         "suite_lab.families_run",
         "Lab 6, Try this: five failure families of five items, both models",
-        options=("policy",),
+        SuiteSettings,
+        command_line=True,
     ),
     "dpo-smollm2": Lab(
         "dpo_lab.dpo_smollm2",
         "Lab 4, Try this: DPO on SmolLM2-135M-Instruct, 64 on-policy pairs",
-        options=("policy",),
+        SmolLM2DPOSettings,
+        command_line=True,
     ),
-    "try-this": Lab("try_this", "the course's Try-this variants of Labs 3 to 6 that fit a CPU"),
+    "try-this": Lab(
+        "try_this", "the course's Try-this variants of Labs 3 to 6 that fit a CPU", TryThisSettings
+    ),
     "sft-packing": Lab(
         "sft_lab.try_this_packing",
         "Lab 1, Try this: padded vs packed conversations on SmolLM2-135M (loss, slots)",
+        PackingSettings,
     ),
 }
 SETTINGS_LABS = tuple(name for name, lab in LABS.items() if lab.takes_settings)
 MODEL_LABS = tuple(name for name, lab in LABS.items() if not lab.takes_settings)
+
+
+def model_settings() -> dict[str, type]:
+    """Each model lab's settings class: the `lab` command's flags (settings_schema.add_flags)."""
+    return {name: LABS[name].settings for name in MODEL_LABS}
 
 
 def lab_module(name: str):
@@ -142,16 +171,22 @@ def _settings_lab(name: str) -> None:
 RECORDED = Path("data/recorded/part3")
 
 
-def load_settings(name: str, path: str | Path | None = None) -> tuple[dict, Path]:
-    """The lab's settings (default configs/part3/NAME.yaml), checked against its schema
-    (part3/lab_settings.py) before any compute; ConfigError names the file and the key."""
-    from verifiable_grpo.part3 import lab_settings
-
+def checked_settings(name: str, path: str | Path | None = None) -> tuple[dict, object, Path]:
+    """(the settings as the file gives them, the lab's settings object, the file): the file
+    (default configs/part3/NAME.yaml) checked against the lab's settings class before any
+    compute; ConfigError names the file and the key."""
     _settings_lab(name)
     path = Path(path) if path else repo_root() / "configs" / "part3" / f"{name}.yaml"
     if not path.exists():
         raise ValueError(f"no settings file {path}; create it or pass --settings PATH")
-    return lab_settings.check(name, read_yaml(path), str(path)), path
+    given, settings = from_yaml(LABS[name].settings, read_yaml(path), str(path))
+    return given, settings, path
+
+
+def load_settings(name: str, path: str | Path | None = None) -> tuple[dict, Path]:
+    """The lab's settings as its file gives them (what the record holds and hashes)."""
+    given, _, path = checked_settings(name, path)
+    return given, path
 
 
 def run(
@@ -163,7 +198,7 @@ def run(
 ) -> Path:
     """Run the lab and write OUT/metrics.json = {metrics, settings, provenance}. The settings,
     OUT (a folder this process alone holds: OUT/.lock) and the threads are checked first."""
-    settings, path = load_settings(name, settings_path)
+    given, settings, path = checked_settings(name, settings_path)
     out = Path(out) if out else repo_root() / "runs" / "part3" / name
     if type(threads) is not int or not 1 <= threads <= MAX_THREADS:
         raise ValueError(f"threads must be an integer in 1..{MAX_THREADS}, got {threads!r}")
@@ -173,28 +208,30 @@ def run(
             raise ValueError(
                 f"{target} exists: evidence is never overwritten; remove it or pass another --out"
             )
-        return _run_held(name, settings, path, target, threads, command)
+        return _run_held(name, (given, settings), path, target, threads, command)
 
 
 def _run_held(name, settings, path, target, threads, command) -> Path:
+    """Run the lab; `settings` is (as the file gave them, the settings object)."""
+    given, settings = settings
     import torch  # here, not at the top: `--help` must not load torch
 
     previous = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
         started = time.perf_counter()
-        metrics = lab_function(name)(**settings)
+        metrics = lab_function(name)(settings)
         wall = time.perf_counter() - started
         record = provenance(command=command)  # records cpu_threads = threads
     finally:
         torch.set_num_threads(previous)  # a caller's process keeps its own setting
     record.update(
         config_path=_relative(path),
-        config_sha256=sha256_bytes(canonical_json(settings)),
+        config_sha256=sha256_bytes(canonical_json(given)),
         wall_seconds=round(wall, 3),
         lab=name,
     )
-    save_json(target, {"lab": name, "settings": settings, "metrics": metrics, "provenance": record})
+    save_json(target, {"lab": name, "settings": given, "metrics": metrics, "provenance": record})
     return target
 
 

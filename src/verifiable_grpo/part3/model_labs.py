@@ -1,5 +1,6 @@
 """The runner of the model labs of `python -m verifiable_grpo lab` (Labs 1, 2 and 6's suite,
-greedy and sampled, on SmolLM2-135M; their rows in part3/labs.py name their options).
+greedy and sampled, on SmolLM2-135M; their rows in part3/labs.py name their settings class,
+whose fields are the command's flags).
 
 Unlike the settings labs (one metrics file written at the end), these train or run a real
 model, save crash checkpoints and continue from them, so each takes its options from the
@@ -13,32 +14,27 @@ import sys
 from pathlib import Path
 
 from verifiable_grpo.core import runlock
-from verifiable_grpo.part3.labs import LABS, MODEL_OPTIONS, lab_module
+from verifiable_grpo.core.settings_schema import flag, flag_fields, from_flags, given_flags
+from verifiable_grpo.part3.labs import LABS, lab_module, model_settings
 
 
 def command(args) -> int:
     """Run one model lab; --export then copies its metrics to data/recorded/part3/."""
     if getattr(args, "settings", None) or getattr(args, "export_only", False):
-        flags = ", ".join(f"--{option.replace('_', '-')}" for option in MODEL_OPTIONS)
+        flags = ", ".join([*map(flag, flag_fields(model_settings())), "--cache"])
         print(
             f"error: lab {args.name} takes its options on the command line ({flags}), "
             "not --settings/--export-only",
             file=sys.stderr,
         )
         return 2
-    foreign = [
-        f"--{option.replace('_', '-')}"
-        for option in MODEL_OPTIONS
-        if option != "cache"
-        and option not in LABS[args.name].options
-        and getattr(args, option, None) not in (None, False)
-    ]
+    foreign = given_flags(args, model_settings(), LABS[args.name].settings)
     if foreign:
         print(f"error: lab {args.name} does not take {', '.join(foreign)}", file=sys.stderr)
         return 2
+    settings = from_flags(LABS[args.name].settings, args)  # ConfigError: one line per flag
     if args.out is None:
         args.out = f"runs/part3/{args.name}"
-    options = {option: getattr(args, option, None) for option in LABS[args.name].options}
     import torch
 
     # --threads applies here too; by default torch's own (every core): a 135M model's matrix
@@ -50,7 +46,7 @@ def command(args) -> int:
         # one process per run folder (OUT/.lock), taken before the model is loaded
         with runlock.locked(args.out, f"lab {args.name}"):
             module = lab_module(args.name)
-            metrics = module.run_lab(args.out, cache=getattr(args, "cache", None), **options)
+            metrics = module.run_lab(args.out, settings, cache=getattr(args, "cache", None))
             print(module.summary(metrics))
     except (FileNotFoundError, FileExistsError, runlock.RunFolderError) as err:
         print(f"error: {err}", file=sys.stderr)  # a missing model, policy or wheel; a busy OUT

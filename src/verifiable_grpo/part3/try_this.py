@@ -15,6 +15,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from verifiable_grpo.core.schema_checks import NON_EMPTY, SEED, at_least, each
+from verifiable_grpo.core.settings_schema import option
+from verifiable_grpo.part3.lab_limits import COUNTED, POSITIVE
+
 STATUSES = ("recorded", "partial", "not run")
 
 
@@ -190,24 +194,40 @@ def counts() -> dict:
     return {status: sum(v.status == status for v in INVENTORY) for status in STATUSES}
 
 
-def run_lab(
-    grpo_iterations: int = 150,
-    grpo_seeds=(41, 42, 43),
-    reward_seeds=(0, 1, 2),
-    small_pairs: int = 200,
-    label_bias: float = 0.5,
-    dpo_steps: int = 300,
-    sft_weight: float = 1.0,
-) -> dict:
+@dataclass(frozen=True)
+class TryThisSettings:
+    """The lab's settings (configs/part3/try-this.yaml), each key declared once."""
+
+    grpo_iterations: int = option(
+        "GRPO iterations per Lab 5 variant run", POSITIVE, COUNTED, default=150
+    )
+    grpo_seeds: tuple[int, ...] = option(
+        "seeds of the exact and substring runs", NON_EMPTY, each(SEED), default=(41, 42, 43)
+    )
+    reward_seeds: tuple[int, ...] = option(
+        "Lab 3 seeds (200 against 4,000 pairs)", NON_EMPTY, each(SEED), default=(0, 1, 2)
+    )
+    small_pairs: int = option(
+        "the small training set of Lab 3's first variant", at_least(2), default=200
+    )
+    label_bias: float = option("the labeller's weight on x2 (Lab 3)", default=0.5)
+    dpo_steps: int = option("steps per Lab 4 variant run", POSITIVE, COUNTED, default=300)
+    sft_weight: float = option(
+        "weight of the SFT term on chosen replies (Lab 4)", at_least(0), default=1.0
+    )
+
+
+def run_lab(settings: TryThisSettings) -> dict:
     """Every variant that INVENTORY marks "try-this:KEY", each under its KEY."""
     from verifiable_grpo.part3.dpo_lab import try_this_dpo
     from verifiable_grpo.part3.expert_iteration_lab import try_this_grpo
     from verifiable_grpo.part3.reward_lab import try_this_reward
     from verifiable_grpo.part3.suite_lab import try_this_suite
 
+    s = settings
     return {
-        "reward": try_this_reward.run_variants(reward_seeds, small_pairs, label_bias),
-        "dpo": try_this_dpo.run_variants(steps=dpo_steps, sft_weight=sft_weight),
-        "grpo": try_this_grpo.run_variants(grpo_iterations, grpo_seeds),
+        "reward": try_this_reward.run_variants(s.reward_seeds, s.small_pairs, s.label_bias),
+        "dpo": try_this_dpo.run_variants(steps=s.dpo_steps, sft_weight=s.sft_weight),
+        "grpo": try_this_grpo.run_variants(s.grpo_iterations, s.grpo_seeds),
         "suite": try_this_suite.run_suite_check(),
     }

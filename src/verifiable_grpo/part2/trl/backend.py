@@ -142,7 +142,7 @@ def grpo_config(request: TrainerRequest, layout: dict):
     updates, folder, progress = request.updates, Path(request.folder), request.progress
     budget, cuda = config["budget"], config["device"] == "cuda"
     # the lock's generation fields (checked against trl_pins by check_request); the pins
-    # name no field of the layout or the budget (run_config.RESERVED_PINS)
+    # name no field of the layout or the budget (run_schema.RESERVED_PINS)
     generation = config.get("_generation") or generation_lock.trl_fields(generation_lock.DEFAULT)
     run = {
         "output_dir": str(folder / "checkpoints"),
@@ -231,7 +231,7 @@ def check_request(lock_file, config_file, run: lock_lib.LockedRun, processes=1, 
     sampler = objectives.get_objective(arm).sampler.kind
     run_config.check_machine(config, processes, sampler, cuda_count)
     # "_": outside the run configuration's hash; the lock's own hash covers it
-    config["_generation"] = generation_lock.check_run(lock, config, sampler)
+    config = {**config, "_generation": generation_lock.check_run(lock, config, sampler)}
     return lock, lock_sha, config, fields
 
 

@@ -19,6 +19,7 @@ from torch.nn.utils import clip_grad_norm_
 
 from verifiable_grpo.part3.digits import policy as dp
 from verifiable_grpo.part3.dpo_lab.dpo_bandit import check_beta
+from verifiable_grpo.part3.dpo_lab.settings import DPOSettings
 
 
 def dpo_loss(policy_chosen, policy_rejected, reference_chosen, reference_rejected, beta: float):
@@ -222,18 +223,12 @@ def run_digit_dpo(beta: float = 0.1, steps: int = 300, variant_beta: float | Non
     return report
 
 
-def run_lab(
-    betas=(0.25, 0.5, 1.0, 2.0),
-    pairs: int = 20_000,
-    bandit_steps: int = 1000,
-    beta: float = 0.1,
-    steps: int = 300,
-    variant_beta: float | None = 0.5,
-) -> dict:
+def run_lab(settings: DPOSettings) -> dict:
     """Lab 4 whole: the bandit (part A), then the digit policy (part B)."""
     from verifiable_grpo.part3.dpo_lab.dpo_bandit import run_bandit
 
+    s = settings
     return {
-        "bandit": run_bandit(betas, pairs, bandit_steps),
-        "digits": run_digit_dpo(beta, steps, variant_beta),
+        "bandit": run_bandit(s.betas, s.pairs, s.bandit_steps),
+        "digits": run_digit_dpo(s.beta, s.steps, s.variant_beta),
     }

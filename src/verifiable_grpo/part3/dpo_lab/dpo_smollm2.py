@@ -23,6 +23,7 @@ from torch.nn.utils import clip_grad_norm_
 
 from verifiable_grpo.core.config import shown_path
 from verifiable_grpo.part3.dpo_lab.dpo import dpo_loss
+from verifiable_grpo.part3.dpo_lab.settings import SmolLM2DPOSettings
 from verifiable_grpo.part3.smollm2 import (
     chat_data,
     evaluation,
@@ -169,9 +170,9 @@ def run(out, cache=None, policy=None, log=print, **overrides) -> dict:
     return records.finished(out, NAME)
 
 
-def run_lab(out, cache=None, policy=None) -> dict:
+def run_lab(out, settings: SmolLM2DPOSettings, cache=None) -> dict:
     """`python -m verifiable_grpo lab dpo-smollm2 [--policy DIR] [--out DIR]`."""
-    return run(out, cache=cache, policy=policy)
+    return run(out, cache=cache, policy=settings.policy)
 
 
 def summary(metrics: dict) -> str:

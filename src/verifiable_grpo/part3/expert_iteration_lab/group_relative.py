@@ -23,6 +23,7 @@ import torch
 from torch.nn.utils import clip_grad_norm_
 
 from verifiable_grpo.part3.digits import policy as dp
+from verifiable_grpo.part3.expert_iteration_lab.settings import ExpertIterationSettings
 from verifiable_grpo.training.objectives import (
     OBJECTIVES,
     AdvantageRule,
@@ -336,14 +337,7 @@ def mixed_group_probability(p: float, group_size: int) -> float:
     return 1.0 - p**group_size - (1.0 - p) ** group_size
 
 
-def run_lab(
-    betas=(0.04, 0.5),
-    substring_beta: float = 0.04,
-    iterations: int = 150,
-    group_size: int = 8,
-    expert_rounds: int = 3,
-    variants: bool = True,
-) -> dict:
+def run_lab(settings: ExpertIterationSettings) -> dict:
     """Lab 5 whole: expert iteration, GRPO at each beta and GRPO on the substring checker.
     `variants` adds two runs the module does not make: Part I's population std (beta
     0.04) and no KL term at all (beta 0, the first "Try this")."""
@@ -352,16 +346,18 @@ def run_lab(
         expert_iteration,
     )
 
+    group_size = settings.group_size
     reference = dp.train_reference()
-    settings = {"iterations": iterations, "group_size": group_size}
-    exact_runs = [train_grpo(reference, GrpoSettings(b, **settings)) for b in betas]
-    flawed_run = train_grpo(reference, GrpoSettings(substring_beta, substring=True, **settings))
+    shared = {"iterations": settings.iterations, "group_size": group_size}
+    exact_runs = [train_grpo(reference, GrpoSettings(b, **shared)) for b in settings.betas]
+    flawed = GrpoSettings(settings.substring_beta, substring=True, **shared)
+    flawed_run = train_grpo(reference, flawed)
     extra = (
         [
-            train_grpo(reference, GrpoSettings(0.04, correction=0, **settings)),
-            train_grpo(reference, GrpoSettings(0.0, **settings)),
+            train_grpo(reference, GrpoSettings(0.04, correction=0, **shared)),
+            train_grpo(reference, GrpoSettings(0.0, **shared)),
         ]
-        if variants
+        if settings.variants
         else []
     )
     summary = {
@@ -370,6 +366,8 @@ def run_lab(
         "reference": dp.task_metrics(reference, reference),
         "reference_greedy_accuracy": dp.greedy_accuracy(reference),
     }
-    summary["expert_iteration"] = expert_iteration(reference, ExpertSettings(rounds=expert_rounds))
+    summary["expert_iteration"] = expert_iteration(
+        reference, ExpertSettings(rounds=settings.expert_rounds)
+    )
     summary.update(grpo=exact_runs + [flawed_run], group_size=group_size, inner_steps=2)
     return summary

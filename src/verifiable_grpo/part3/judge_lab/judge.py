@@ -11,7 +11,11 @@ as good as its model: here the judge is a threshold rule, not a logistic one.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
+
+from verifiable_grpo.part3.judge_lab.settings import JudgeSettings
 
 
 def logistic_fit(
@@ -88,4 +92,6 @@ def simulate_judge(
     }
 
 
-run_lab = simulate_judge  # the lab's entry point (part3/labs.py): one simulation
+def run_lab(settings: JudgeSettings) -> dict:
+    """The lab's entry point (part3/labs.py): one simulation with the file's settings."""
+    return simulate_judge(**dataclasses.asdict(settings))

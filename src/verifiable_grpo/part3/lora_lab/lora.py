@@ -15,6 +15,7 @@ import torch
 
 from verifiable_grpo.core import crash
 from verifiable_grpo.models import smollm2 as loader
+from verifiable_grpo.part3.lora_lab.settings import LoRASettings
 from verifiable_grpo.part3.smollm2 import (
     chat_data,
     chat_rows,
@@ -165,22 +166,24 @@ def run(out, cache=None, log=print, **overrides) -> dict:
     return records.finished(out, NAME)
 
 
-def run_lab(
-    out, cache=None, no_row_init=False, rank=None, alpha=None, targets=None, row_delta=False
-) -> dict:
+def run_lab(out, settings: LoRASettings, cache=None) -> dict:
     """`python -m verifiable_grpo lab lora [--out DIR] [--no-row-init] [--rank R] [--alpha A]
     [--targets q_proj,k_proj,...] [--row-delta]`; an option not given keeps the default (so the
-    default run's settings, and their hash, are what they were before these options existed)."""
+    default run's settings, and their hash, are what they were before these options existed).
+    The targets are wrapped in the block's order, whatever order they were given in."""
+    s = settings
     given = {
-        "rank": rank,
-        "alpha": None if alpha is None else float(alpha),
-        "targets": None if targets is None else list(targets),
-        "row_delta": True if row_delta else None,
+        "rank": s.rank,
+        "alpha": None if s.alpha is None else float(s.alpha),
+        "targets": None
+        if s.targets is None
+        else [name for name in lora.BLOCK_PROJECTIONS if name in s.targets],
+        "row_delta": True if s.row_delta else None,
     }
     return run(
         out,
         cache=cache,
-        init_rows=not no_row_init,
+        init_rows=not s.no_row_init,
         **{key: value for key, value in given.items() if value is not None},
     )
 

@@ -11,6 +11,7 @@ import torch
 
 from verifiable_grpo.part3.digits import policy as dp
 from verifiable_grpo.part3.merge_lab import merging
+from verifiable_grpo.part3.merge_lab.settings import MergingSettings
 
 HALVES = {
     "low (a = 0-4)": dp.ALL_PROMPTS[dp.ALL_PROMPTS[:, 0] < 5],
@@ -92,16 +93,10 @@ def cosine(u: merging.State, v: merging.State) -> float:
     return dot / (norms[0] * norms[1])
 
 
-def run_lab(
-    steps: int = 100,
-    seed: int = 0,
-    density: float = 0.2,
-    drops=(0.5, 0.9),
-    scales=(0.25, 0.5, 0.75, 1.0),
-    soup_weights=(0.3, 0.4, 0.5, 0.6, 0.7),
-) -> dict:
+def run_lab(settings: MergingSettings) -> dict:
     """Reference, the two fine-tunes, their merges, a task-arithmetic scale sweep and
     weighted soups, each scored on both halves and on all 100 prompts."""
+    steps, seed, drops = settings.steps, settings.seed, settings.drops
     reference = dp.train_reference()
     base = {k: v.detach().clone() for k, v in reference.state_dict().items()}
     (low_name, low), (high_name, high) = HALVES.items()
@@ -118,7 +113,7 @@ def run_lab(
     rows.update(
         {
             name: score(state)
-            for name, state in merges(base, a, b, density, tuple(drops), seed).items()
+            for name, state in merges(base, a, b, settings.density, tuple(drops), seed).items()
         }
     )
     generator = torch.Generator().manual_seed(seed)
@@ -129,9 +124,11 @@ def run_lab(
             str(d): merging.sparsity(merging.dare(vectors[0], d, generator)) for d in drops
         },
         "scale_sweep": [
-            dict(scale=x, **score(merging.task_arithmetic(base, vectors, x))) for x in scales
+            dict(scale=x, **score(merging.task_arithmetic(base, vectors, x)))
+            for x in settings.scales
         ],
         "soup_weights": [
-            dict(weight_on_a=w, **score(merging.soup([a, b], [w, 1 - w]))) for w in soup_weights
+            dict(weight_on_a=w, **score(merging.soup([a, b], [w, 1 - w])))
+            for w in settings.soup_weights
         ],
     }

@@ -12,8 +12,9 @@ import math
 
 import numpy as np
 
-from verifiable_grpo.part3.lab_settings import GRID as SIZES  # 1, 4, ..., 16384: recorded
 from verifiable_grpo.part3.reward_lab.reward_model import fit_both, predict, true_reward
+from verifiable_grpo.part3.reward_lab.settings import GRID as SIZES  # 1, 4, ..., 16384: recorded
+from verifiable_grpo.part3.reward_lab.settings import RewardModelSettings
 
 
 def kl_bound(n: int) -> float:
@@ -89,20 +90,14 @@ def softmax_selection(n: int, temperatures, rng, models, trials: int = 200) -> l
     return results
 
 
-def run_lab(
-    sizes=SIZES,
-    trials: int = 200,
-    seed: int = 0,
-    softmax_n: int | None = 1024,
-    temperatures=(0.1, 0.3, 1.0, 3.0),
-) -> dict:
+def run_lab(settings: RewardModelSettings) -> dict:
     """Lab 3 end to end. The softmax variant (the third "Try this") runs after the
     module's table, so that the table's draws stay the module's."""
-    sizes = check_sizes(sizes)
-    rng, models, report = fit_both(seed)
+    sizes, trials, softmax_n = check_sizes(settings.sizes), settings.trials, settings.softmax_n
+    rng, models, report = fit_both(settings.seed)
     report["selection"] = [selection_row(n, rng, models, trials) for n in sizes]
     if softmax_n is not None:
         check_sizes([softmax_n])
-        rows = softmax_selection(softmax_n, temperatures, rng, models, trials)
+        rows = softmax_selection(softmax_n, settings.temperatures, rng, models, trials)
         report["softmax_selection"] = {"n": softmax_n, "rows": rows}
     return report

@@ -17,6 +17,7 @@ from verifiable_grpo.core import crash
 from verifiable_grpo.core.model_checks import named_unique_parameters
 from verifiable_grpo.models import smollm2 as loader
 from verifiable_grpo.part3.sft_lab import probe
+from verifiable_grpo.part3.sft_lab.settings import SFTSettings
 from verifiable_grpo.part3.smollm2 import chat_data, chat_rows, evaluation, records, trainer
 
 NAME = "sft"
@@ -100,16 +101,17 @@ def run(out, cache=None, log=print, **overrides) -> dict:
     return records.finished(out, NAME)
 
 
-def run_lab(
-    out, cache=None, full=False, no_mask=False, no_row_init=False, steps=None, letters=False
-) -> dict:
+def run_lab(out, settings: SFTSettings, cache=None) -> dict:
     """`python -m verifiable_grpo lab sft [--full] [--no-mask] [--no-row-init] [--steps N]
     [--letters] [--out DIR]`; --steps replaces the budget's number of updates (the schedule
     follows); --letters adds the letter-counting family."""
+    s = settings
     # a setting only when given, so the hashes of the runs recorded before stay as they were
-    extra = ({} if steps is None else {"steps": steps}) | ({"letters": True} if letters else {})
+    extra = ({} if s.steps is None else {"steps": s.steps}) | (
+        {"letters": True} if s.letters else {}
+    )
     return run(
-        out, cache=cache, quick=not full, mask=not no_mask, init_rows=not no_row_init, **extra
+        out, cache=cache, quick=not s.full, mask=not s.no_mask, init_rows=not s.no_row_init, **extra
     )
 
 

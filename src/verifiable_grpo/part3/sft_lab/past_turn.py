@@ -12,6 +12,7 @@ from __future__ import annotations
 from verifiable_grpo.core.config import resolve, shown_path
 from verifiable_grpo.models import smollm2 as loader
 from verifiable_grpo.part3.sft_lab import masked_sft
+from verifiable_grpo.part3.sft_lab.settings import PastTurnSettings
 from verifiable_grpo.part3.smollm2 import chat_data, evaluation, records
 
 NAME = "sft-past-turn"
@@ -88,7 +89,7 @@ def run(out, cache=None, log=print) -> dict:
     return records.finished(out, NAME)
 
 
-def run_lab(out, cache=None) -> dict:
+def run_lab(out, settings: PastTurnSettings, cache=None) -> dict:
     """`python -m verifiable_grpo lab sft-past-turn [--out DIR]` (after lab sft and lab sft --no-mask)."""
     return run(out, cache=cache)
 

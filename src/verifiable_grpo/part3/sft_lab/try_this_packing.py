@@ -15,6 +15,7 @@ import torch
 import torch.nn.functional as F
 
 from verifiable_grpo.part3 import sft_data
+from verifiable_grpo.part3.sft_lab.settings import PackingSettings
 from verifiable_grpo.part3.smollm2 import chat_data
 
 IGNORE = chat_data.IGNORE
@@ -90,13 +91,13 @@ def compare(model, tokenizer, rows: list[dict], row_length: int = 256, batch: in
     return result
 
 
-def run_lab(row_length: int = 256, batch: int = 10) -> dict:
+def run_lab(settings: PackingSettings) -> dict:
     """Lab 1's 50 held-out conversations through SmolLM2-135M-Instruct in each layout
     (`python -m verifiable_grpo lab sft-packing`); the padded batches hold `batch` rows."""
     from verifiable_grpo.models import smollm2 as loader
 
     model, tokenizer = loader.load()
     _, held_out = chat_data.split(quick=True)
-    result = compare(model, tokenizer, held_out, row_length, batch)
+    result = compare(model, tokenizer, held_out, settings.row_length, settings.batch)
     result["model"] = loader.source_record()
     return result

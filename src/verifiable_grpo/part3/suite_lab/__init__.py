@@ -6,4 +6,5 @@ clustered statistics of both; failure_families: 25 items in five failure familie
 checkers that see each failure; families_run: their run on both models
 (`lab suite-families`); try_this_checkers: stricter checkers rescoring the recorded
 transcripts; try_this_suite: the contamination check (`lab try-this`).
+settings: the suite runs' one option (--policy), declared once.
 """

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from verifiable_grpo.part3.smollm2 import records
 from verifiable_grpo.part3.suite_lab import failure_families, greedy, stats
+from verifiable_grpo.part3.suite_lab.settings import SuiteSettings
 
 NAME = "suite-families"
 
@@ -46,9 +47,9 @@ def run(out, cache=None, policy=None, log=print) -> dict:
     return records.finished(out, NAME)
 
 
-def run_lab(out, cache=None, policy=None) -> dict:
+def run_lab(out, settings: SuiteSettings, cache=None) -> dict:
     """`python -m verifiable_grpo lab suite-families [--policy DIR] [--out DIR]`."""
-    return run(out, cache=cache, policy=policy)
+    return run(out, cache=cache, policy=settings.policy)
 
 
 def summary(metrics: dict) -> str:

@@ -18,6 +18,7 @@ from verifiable_grpo.part3.sft_lab import masked_sft
 from verifiable_grpo.part3.smollm2 import evaluation, records
 from verifiable_grpo.part3.smollm2.chat_data import render_prompt
 from verifiable_grpo.part3.suite_lab import catalogue, stats
+from verifiable_grpo.part3.suite_lab.settings import SuiteSettings
 
 NAME = "suite"
 SYSTEM = "You help engineers; keep every reply short and to the point."
@@ -122,9 +123,9 @@ def suite_settings(policy, **sampling) -> dict:
     }
 
 
-def run_lab(out, cache=None, policy=None) -> dict:
+def run_lab(out, settings: SuiteSettings, cache=None) -> dict:
     """`python -m verifiable_grpo lab suite [--policy DIR] [--out DIR]`."""
-    return run(out, cache=cache, policy=policy)
+    return run(out, cache=cache, policy=settings.policy)
 
 
 def summary(metrics: dict) -> str:

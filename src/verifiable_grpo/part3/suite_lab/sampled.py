@@ -20,6 +20,7 @@ import torch
 from verifiable_grpo.part3.smollm2 import records
 from verifiable_grpo.part3.smollm2.chat_data import END_ID, PAD_ID, render_prompt
 from verifiable_grpo.part3.suite_lab import catalogue, greedy, stats
+from verifiable_grpo.part3.suite_lab.settings import SuiteSettings
 
 NAME = "suite-sampled"
 TEMPERATURE = 0.7
@@ -139,9 +140,9 @@ def run(out, cache=None, policy=None, log=print) -> dict:
     return records.finished(out, NAME)
 
 
-def run_lab(out, cache=None, policy=None) -> dict:
+def run_lab(out, settings: SuiteSettings, cache=None) -> dict:
     """`python -m verifiable_grpo lab suite-sampled [--policy DIR] [--out DIR]`."""
-    return run(out, cache=cache, policy=policy)
+    return run(out, cache=cache, policy=settings.policy)
 
 
 def summary(metrics: dict) -> str:
