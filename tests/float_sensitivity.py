@@ -82,6 +82,7 @@ NOT_FLOAT_SENSITIVE = {
     "part1/test_bench_throughput.py": "rates from given seconds and GRPOConfig fields",
     "part1/test_control_study.py": "declaration refusals, 0/1 contrasts, a smoke run's shape",
     "part1/test_control_reading.py": "means of synthetic 0/1 answers, exact in binary",
+    "part1/test_studies.py": "table entries, paths, recorded files checked against declarations",
     "part1/test_thinking_reading.py": "the screen's 0/1 answers: counts, numpy means, a seeded bootstrap",
     "evaluation/test_pass_at_k.py": "pass@k in float64 against exact fractions, 1e-12 or wider",
     "training/test_control_rewards.py": (

@@ -59,7 +59,13 @@ quiet()  # first: progress bars read their settings when their modules are impor
 
 from verifiable_grpo.book import taught_plots
 from verifiable_grpo.book.notebook import Table, show
-from verifiable_grpo.part1 import band_reading, band_study, control_declaration, control_study
+from verifiable_grpo.part1 import (
+    band_reading,
+    band_study,
+    control_declaration,
+    control_reading,
+    control_study,
+)
 
 band = band_study.recorded("band")
 
@@ -161,7 +167,8 @@ show(taught_plots.plot_answer_breakdown(breakdown))
 
 # %%
 declaration = control_declaration.load()
-Table(["arm (declared)", "reward", "seeds", "per-draw success", "seeds' min .. max"],
+Table(["arm (declared)", "reward", "seeds", "per-draw success, seeds averaged",
+       "seeds' min .. max"],
       control_study.controls_table(declaration, control_study.recorded()))
 
 # %%
@@ -180,10 +187,11 @@ Table(["declared", "value"],
                                 f"k = 1..{later['k_max']}: {', '.join(later['policies'])}"]])
 
 # %% [markdown]
-# **Not run yet.** The study above has not been run: the table says so, and no number of
-# it appears in this book until its record exists. It runs in two halves, each stamped
-# when it starts; the plan, with times estimated from the recorded run's speed on two CPU
-# cores (`learn controls --dry-run` prints it without computing anything):
+# **The plan.** The study runs in three parts, each stamped when it starts: the first half
+# scores the instruct model and trains one seed of each arm, the second half the other
+# four runs, and a third part draws 64 answers per problem for pass@k. The times below are
+# estimates from the recorded run's speed on two CPU cores (`learn controls --dry-run`
+# prints them without computing anything):
 
 # %%
 print(control_declaration.plan_text(declaration, identity=False))
@@ -198,8 +206,37 @@ print(control_declaration.plan_text(declaration, identity=False))
 # ```
 #
 # Whatever it shows, every arm's record is published; if a control lifts the model as much
-# as the verifier does, this chapter will say that the reward's content was not what
-# taught it.
+# as the verifier does, this chapter says that the reward's content was not what taught it.
+#
+# ## The first half
+#
+# Every run below trained from the instruct model for the declared 34 iterations and was
+# scored once on the same 1,600 sampled test answers as the instruct model (the same
+# problems, draws and sampling seeds), so each row is directly comparable with the
+# instruct model's FIRST_INSTRUCT per draw.
+
+# %%
+halves = control_reading.halves_recorded()
+Table(["half", "arm", "seed", "per-draw success", "minus the instruct model",
+       "minutes, instruct model to test score"],
+      control_reading.runs_rows(halves))
+
+# %%
+show(taught_plots.plot_control_training(
+    [run for half in halves.values() for run in half["runs"].values()]))
+
+# %% [markdown]
+# FIRST_HALF_PROSE
+#
+# ## The 15-minute run
+
+# %%
+fifteen = control_reading.fifteen_minute_run(halves, declaration)
+Table(["the declared secondary: verifier-1234", "value"],
+      control_reading.fifteen_minute_rows(fifteen))
+
+# %% [markdown]
+# FIFTEEN_PROSE
 #
 # ## Exercise: pass@k without bias
 #

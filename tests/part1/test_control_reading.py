@@ -66,7 +66,8 @@ def test_the_halves_combine_into_the_rows_the_chapter_shows():
     assert shown["random - instruct"][1:] == ["+0.000", "[+0.000, +0.000]", "no"]
     assert shown["verifier - format"][3] == "yes"
     assert combined["analysis"]["verifier_taught_it"]
-    fifteen = dict(control_reading.fifteen_minute_rows(combined))
+    assert control_reading.fifteen_minute_run(halves, declaration) == combined["fifteen_minute_run"]
+    fifteen = dict(control_reading.fifteen_minute_rows(combined["fifteen_minute_run"]))
     assert fifteen["run"] == "verifier-1234"
     assert fifteen["instruct model to test score, minutes"] == f"{2034 / 60:.1f}"
     assert fifteen["targets met (15 minutes; +0.3)"] == "no; yes"

@@ -59,10 +59,19 @@ def contrast(combined: dict, name: str) -> dict:
     return next(c for c in combined["analysis"]["contrasts"] if c["contrast"] == name)
 
 
-def fifteen_minute_rows(combined: dict) -> list[list]:
-    """The declared secondary: the first verifier run's minutes (training, scoring, from
-    the instruct model to its score) and its own paired gain."""
-    run = combined["fifteen_minute_run"]
+def fifteen_minute_run(halves: dict[str, dict], declaration: dict) -> dict:
+    """The declared secondary from the first half alone (it holds the first verifier run
+    and the instruct model's score): control_study.fifteen_minute_run."""
+    first = halves[HALVES[0]]
+    name = next(n for n, arm, _ in control_study.runs(declaration) if arm == "verifier")
+    return control_study.fifteen_minute_run(
+        first["instruct"], first["runs"][name], declaration["analysis"]
+    )
+
+
+def fifteen_minute_rows(run: dict) -> list[list]:
+    """The declared secondary's rows: the run's minutes (training, scoring, from the
+    instruct model to its score) and its own paired gain."""
     gain = run["gain"]
     return [
         ["run", run["run"]],
