@@ -213,7 +213,7 @@ print(control_declaration.plan_text(declaration, identity=False))
 # Every run below trained from the instruct model for the declared 34 iterations and was
 # scored once on the same 1,600 sampled test answers as the instruct model (the same
 # problems, draws and sampling seeds), so each row is directly comparable with the
-# instruct model's FIRST_INSTRUCT per draw.
+# instruct model's per-draw success.
 
 # %%
 halves = control_reading.halves_recorded()
@@ -226,7 +226,17 @@ show(taught_plots.plot_control_training(
     [run for half in halves.values() for run in half["runs"].values()]))
 
 # %% [markdown]
-# FIRST_HALF_PROSE
+# **First half.** Against the instruct model's 0.114 per draw, the run paid by the verifier
+# reached 0.456 (+0.342), the run paid by a fair coin 0.101 (-0.014) and the run paid for
+# well-formed JSON 0.103 (-0.011). The format run learnt what it was paid for: its
+# malformed answers fell from 207 to 7 of 1,600, yet its right answers went from 183 to
+# 165, so a repaired format did not repair the sums. The figure shows, for every run, what
+# the verifier would have paid its samples: it rose for the verifier's run and stayed near
+# its start for both controls, although the coin paid about half of the random run's
+# answers all along. Both controls still moved away from the instruct model (their exact
+# KL grew): a reward that says nothing about the answer does change the policy, only not
+# towards right answers. These are single seeds. The declared rule reads the arms averaged
+# over their seeds, with intervals, once the second half's four runs exist.
 #
 # ## The 15-minute run
 
@@ -236,7 +246,12 @@ Table(["the declared secondary: verifier-1234", "value"],
       control_reading.fifteen_minute_rows(fifteen))
 
 # %% [markdown]
-# FIFTEEN_PROSE
+# **The 15-minute run.** The declaration named verifier-1234 as the run that should take
+# the instruct model to its test score within 15 minutes with a gain of at least +0.3 per
+# draw. Its gain is +0.342 [+0.287, +0.396], so that target is met. It took 20.1 minutes
+# (16.5 of training, 3.4 of scoring), so the time target is not: its iterations averaged
+# 29.1 s against the recorded run's 20.3 s, because other work shared the two cores while
+# it trained. The record does not show a 15-minute run, and this book does not claim one.
 #
 # ## Exercise: pass@k without bias
 #

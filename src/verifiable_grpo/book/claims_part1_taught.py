@@ -4,7 +4,7 @@ through part1/band_reading.py (the same functions the chapter's tables call)."""
 from __future__ import annotations
 
 from verifiable_grpo.book.claims import fixed, signed
-from verifiable_grpo.part1 import band_reading, studies
+from verifiable_grpo.part1 import band_reading, control_declaration, control_reading, studies
 
 TAUGHT_PAGE = "notebooks/part1/13_what_taught_it.py"
 
@@ -53,9 +53,48 @@ def _breakdown():
     ]
 
 
+def _first_half():
+    halves = control_reading.halves_recorded()
+    first = halves["first"]
+    runs = first["runs"]
+    base = control_reading.instruct_rate(halves)
+    out = [fixed(base)]
+    for name in ("verifier-1234", "random-1234", "format-1234"):
+        out += [fixed(runs[name]["per_draw"]), signed(runs[name]["per_draw"] - base)]
+    instruct, shaped = first["instruct"]["failures"], runs["format-1234"]["failures"]
+    total = sum(instruct.values())
+    return [
+        *out,
+        str(instruct["format"]),
+        str(shaped["format"]),
+        f"{total:,}",
+        str(instruct["right"]),
+        str(shaped["right"]),
+    ]
+
+
+def _fifteen():
+    halves = control_reading.halves_recorded()
+    run = control_reading.fifteen_minute_run(halves, control_declaration.load())
+    gain = run["gain"]
+    iterations = control_declaration.load()["budget"]["iterations"]
+    return [
+        signed(gain["difference"]),
+        signed(gain["low"]),
+        signed(gain["high"]),
+        f"{run['wall_seconds'] / 60:.1f}",
+        f"{run['train_seconds'] / 60:.1f}",
+        f"{run['score_seconds'] / 60:.1f}",
+        f"{run['train_seconds'] / iterations:.1f}",
+        f"{_band()['train_seconds'] / _band()['setting']['iterations']:.1f}",
+    ]
+
+
 CLAIMS = {
     "I.13 headline": (TAUGHT_PAGE, "The previous chapter trained SmolLM2", _headline),
     "I.13 twins": (TAUGHT_PAGE, "**Twins.**", _twins),
     "I.13 pass@k": (TAUGHT_PAGE, "**pass@k.**", _pass_at_k),
     "I.13 format or arithmetic": (TAUGHT_PAGE, "**Format or arithmetic.**", _breakdown),
+    "I.13 controls, first half": (TAUGHT_PAGE, "**First half.**", _first_half),
+    "I.13 the 15-minute run": (TAUGHT_PAGE, "**The 15-minute run.**", _fifteen),
 }

@@ -41,6 +41,7 @@ SETTINGS |= {
     },
     "notebooks/part1/13_what_taught_it.py": {
         "0.41": "worked arithmetic: 1 - (7/8)^4, the biased shortcut at n = 8, c = 1, k = 4",
+        "+0.3": "the declared target gain of the 15-minute run (configs/part1/controls.yaml)",
     },
     "notebooks/part1/10_beyond_the_budget.py": {
         "0.01": "exercise's threshold for a reported gain (a setting)",
