@@ -90,7 +90,7 @@ def plot_controls(analysis: dict) -> Figure:
     """The control study's analysis (control_study.analyse): each seed's per-draw success
     as a point per arm, the arm's seed-averaged value as a bar, the instruct model as a
     line; beside it each declared contrast with its interval."""
-    figure = Figure(figsize=(8.5, 3.4), layout="constrained")
+    figure = Figure(figsize=(7.5, 3.6), layout="constrained")
     left, right = figure.subplots(1, 2, width_ratios=(1, 1.3))
     arms = [a["arm"] for a in analysis["arms"]]
     left.bar(arms, [a["per_draw"] for a in analysis["arms"]], color="0.85", label="seeds averaged")
@@ -100,7 +100,7 @@ def plot_controls(analysis: dict) -> Figure:
     left.axhline(analysis["instruct_per_draw"], color="0.3", ls="--", label="instruct model")
     left.set_ylim(0, 1)
     left.set_ylabel("per-draw success (test)")
-    left.legend(loc="upper right", fontsize=8)
+    left.legend(loc="upper right")
     contrasts = analysis["contrasts"]
     names = [c["contrast"] for c in contrasts]
     values = np.array([c["difference"] for c in contrasts])
@@ -130,7 +130,7 @@ def plot_control_training(runs: list[dict]) -> Figure:
     """Each control-study run's training: the verifier's reward of its sampled answers
     (what the verifier would have paid, whatever the arm was paid) and the exact KL to the
     instruct model, per iteration, smoothed over 5; one colour per arm."""
-    figure = Figure(figsize=(8.5, 3.3), layout="constrained")
+    figure = Figure(figsize=(7.5, 3.6), layout="constrained")
     left, right = figure.subplots(1, 2)
     seen = set()
     for run in runs:
@@ -148,7 +148,7 @@ def plot_control_training(runs: list[dict]) -> Figure:
     left.set_ylim(0, 1)
     left.set_xlabel("GRPO iteration")
     left.set_ylabel("verifier's reward of the samples")
-    left.legend(title="arm (reward paid)", fontsize=8)
+    left.legend(title="arm (reward paid)")
     right.set_xlabel("GRPO iteration")
     right.set_ylabel("exact KL to the instruct model")
     for ax in (left, right):
