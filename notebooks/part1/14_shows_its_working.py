@@ -155,11 +155,12 @@ for template in thinking_screen.TEMPLATES:
 # %%
 print("rule:", screen["rule"])
 table = thinking_reading.screen_table(screen)
-Table(["family", "template", "per-draw [95%]", "in band", "valid", "cut", "tokens",
-       "verdict"],
-      [[r["family"], r["template"], f"{r['per_draw']:.3f} [{r['low']:.3f}, {r['high']:.3f}]",
+Table(["family", "verdict", "template", "per-draw [95%]", "in band", "valid", "cut",
+       "tokens"],
+      [[r["family"], "passes" if r["passed"] else "fails", r["template"],
+        f"{r['per_draw']:.3f} [{r['low']:.3f}, {r['high']:.3f}]",
         "yes" if r["in_band"] else "no", f"{r['valid']:.3f}", f"{r['without_eos']:.3f}",
-        f"{r['tokens']:.1f}", "passes" if r["passed"] else "fails"]
+        f"{r['tokens']:.1f}"]
        for r in table])
 
 # %%

@@ -4,7 +4,13 @@ through part1/band_reading.py (the same functions the chapter's tables call)."""
 from __future__ import annotations
 
 from verifiable_grpo.book.claims import fixed, signed
-from verifiable_grpo.part1 import band_reading, control_declaration, control_reading, studies
+from verifiable_grpo.part1 import (
+    band_reading,
+    control_declaration,
+    control_reading,
+    control_study,
+    studies,
+)
 
 TAUGHT_PAGE = "notebooks/part1/13_what_taught_it.py"
 
@@ -90,6 +96,20 @@ def _fifteen():
     ]
 
 
+def _both_halves():
+    combined = control_study.recorded("controls")
+    analysis = combined["analysis"]
+    out = []
+    for arm in analysis["arms"]:
+        out += [fixed(arm["per_draw"]), fixed(arm["min"]), fixed(arm["max"])]
+    out.append(fixed(analysis["instruct_per_draw"]))
+    order = ("verifier - random", "verifier - format", "random - instruct", "format - instruct")
+    for name in order:
+        found = control_reading.contrast(combined, name)
+        out += [signed(found["difference"]), signed(found["low"]), signed(found["high"])]
+    return out
+
+
 CLAIMS = {
     "I.13 headline": (TAUGHT_PAGE, "The previous chapter trained SmolLM2", _headline),
     "I.13 twins": (TAUGHT_PAGE, "**Twins.**", _twins),
@@ -97,4 +117,5 @@ CLAIMS = {
     "I.13 format or arithmetic": (TAUGHT_PAGE, "**Format or arithmetic.**", _breakdown),
     "I.13 controls, first half": (TAUGHT_PAGE, "**First half.**", _first_half),
     "I.13 the 15-minute run": (TAUGHT_PAGE, "**The 15-minute run.**", _fifteen),
+    "I.13 both halves": (TAUGHT_PAGE, "**Both halves.**", _both_halves),
 }

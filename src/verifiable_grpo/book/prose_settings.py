@@ -224,11 +224,7 @@ SETTINGS |= {
     },
     "book/intro.md": {
         "2.5": "reading time, computed from word counts by book_map",
-        "3.5": "reading time, computed from word counts by book_map",
         "4.5": "reading time, computed from word counts by book_map",
-    },
-    "book/part1.md": {
-        "3.5": "reading time, computed from word counts by book_map",
     },
     "book/part3.md": {
         "4.5": "reading time, computed from word counts by book_map",

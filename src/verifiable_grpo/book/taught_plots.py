@@ -52,7 +52,6 @@ def plot_answer_breakdown(breakdown: dict, names=("instruct model", "after GRPO"
                     f"{int(v):,}",
                     (start + v / 2, row - 0.4),
                     (start + v / 2 + 25, row - 0.5),
-                    fontsize=8,
                     va="center",
                     arrowprops={"arrowstyle": "-", "lw": 0.6},
                 )
