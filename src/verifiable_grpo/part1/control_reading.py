@@ -60,13 +60,9 @@ def contrast(combined: dict, name: str) -> dict:
 
 
 def fifteen_minute_run(halves: dict[str, dict], declaration: dict) -> dict:
-    """The declared secondary from the first half alone (it holds the first verifier run
-    and the instruct model's score): control_study.fifteen_minute_run."""
-    first = halves[HALVES[0]]
-    name = next(n for n, arm, _ in control_study.runs(declaration) if arm == "verifier")
-    return control_study.fifteen_minute_run(
-        first["instruct"], first["runs"][name], declaration["analysis"]
-    )
+    """The declared secondary from the halves recorded so far (the first holds the first
+    verifier run and the instruct model's score)."""
+    return control_study.declared_fifteen_minute_run(halves, declaration)
 
 
 def fifteen_minute_rows(run: dict) -> list[list]:

@@ -302,11 +302,8 @@ def policy_of(name: str, study_folders: list[Path], base: Profile, declaration: 
     from verifiable_grpo.training.grpo import with_trained_weights
 
     if name == INSTRUCT:
-        first = next(
-            run_folder(n, study_folders)
-            for n, _, _ in runs(declaration)
-            if run_folder(n, study_folders)
-        )
+        finished = (run_folder(n, study_folders) for n, _, _ in runs(declaration))
+        first = next(folder for folder in finished if folder is not None)
         return band_data.instruct(first, base)
     arm, seed = name.rsplit("-", 1)
     folder = run_folder(name, study_folders)
@@ -379,12 +376,16 @@ def run_pass_at_k(
 def combined_record(halves: dict[str, dict], declaration: dict) -> dict:
     """`combine` with the declared secondary (the first verifier run: the 15-minute run)."""
     combined = combine(halves, declaration)
+    combined["fifteen_minute_run"] = declared_fifteen_minute_run(halves, declaration)
+    return combined
+
+
+def declared_fifteen_minute_run(halves: dict[str, dict], declaration: dict) -> dict:
+    """fifteen_minute_run of the declaration's first verifier run, from whichever half
+    holds it (the first half holds the instruct model's score)."""
     first_verifier = next(n for n, arm, _ in runs(declaration) if arm == "verifier")
     run = next(h["runs"][first_verifier] for h in halves.values() if first_verifier in h["runs"])
-    combined["fifteen_minute_run"] = fifteen_minute_run(
-        halves[HALVES[0]]["instruct"], run, declaration["analysis"]
-    )
-    return combined
+    return fifteen_minute_run(halves[HALVES[0]]["instruct"], run, declaration["analysis"])
 
 
 def save_recorded(result: dict, what: str, dest=None) -> Path:
